@@ -1,0 +1,50 @@
+# strix: the user's entry point. Every target first installs what is missing (scripts/install-deps.sh).
+#   make run    build and start strix-chat-server on 127.0.0.1 with an embedded SQLite database
+#   make test   build and run every test through ctest
+#   make bench  component benchmarks and shoot-outs, tables and plots under build/bench/
+# SANITIZE=1 builds into build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer.
+
+SANITIZE ?= 0
+JOBS     ?= $(shell nproc)
+ifeq ($(SANITIZE),1)
+BUILD_DIR ?= build-asan
+CMAKE_FLAGS += -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRIX_SANITIZE=ON -DSTRIX_BUILD_BENCH=OFF
+else
+BUILD_DIR ?= build
+CMAKE_FLAGS += -DCMAKE_BUILD_TYPE=Release
+endif
+CTEST_ARGS ?=
+
+.PHONY: all deps configure build test bench bench-components bench-echo run clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS) > /dev/null
+
+build: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+
+bench: bench-components bench-echo
+
+bench-components: build
+	@scripts/bench-components.sh $(BUILD_DIR)
+
+bench-echo: build
+	@scripts/bench-echo.sh $(BUILD_DIR)
+
+run: build
+	@if [ -x $(BUILD_DIR)/bin/strix-chat-server ]; then \
+	  exec scripts/run-chat.sh $(BUILD_DIR); \
+	else \
+	  echo "strix: chat server not built yet (it lands with the chat issue); the echo server is at $(BUILD_DIR)/bin/strix-echo-server"; \
+	fi
+
+clean:
+	rm -rf build build-asan

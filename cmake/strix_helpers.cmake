@@ -1,0 +1,60 @@
+# Helpers shared by every CMakeLists.txt in the tree.
+
+# Warnings (and -Werror) apply to our own targets only, never to third-party code.
+function(strix_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wshadow -Wconversion -Werror)
+endfunction()
+
+if(STRIX_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+# strix_module(<name> [DEPS <targets>...])
+# Builds src/<name>/*.cpp into strix_<name> (alias strix::<name>), with include/ public.
+# A module with no .cpp yet is an INTERFACE library over its headers.
+function(strix_module name)
+  cmake_parse_arguments(M "" "" "DEPS" ${ARGN})
+  file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/${name}/*.cpp)
+  if(srcs)
+    add_library(strix_${name} STATIC ${srcs})
+    target_include_directories(strix_${name} PUBLIC ${CMAKE_SOURCE_DIR}/include
+                                              PRIVATE ${CMAKE_SOURCE_DIR}/src)
+    target_link_libraries(strix_${name} PUBLIC ${M_DEPS})
+    strix_warnings(strix_${name})
+  else()
+    add_library(strix_${name} INTERFACE)
+    target_include_directories(strix_${name} INTERFACE ${CMAKE_SOURCE_DIR}/include)
+    target_link_libraries(strix_${name} INTERFACE ${M_DEPS})
+  endif()
+  add_library(strix::${name} ALIAS strix_${name})
+endfunction()
+
+# strix_add_test(<name> SOURCES <files>... LABEL <label> [TIMEOUT <s>] [LIBS <targets>...])
+# One GoogleTest executable; each TEST() becomes its own ctest entry with the label and timeout.
+function(strix_add_test name)
+  cmake_parse_arguments(T "" "LABEL;TIMEOUT" "SOURCES;LIBS" ${ARGN})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 60)
+  endif()
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main Threads::Threads)
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests)
+  strix_warnings(${name})
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  gtest_discover_tests(${name}
+    TEST_PREFIX "${T_LABEL}."
+    PROPERTIES LABELS ${T_LABEL} TIMEOUT ${T_TIMEOUT}
+    DISCOVERY_TIMEOUT 60)
+endfunction()
+
+# strix_test_dir(<dir> LABEL <label> [TIMEOUT <s>] LIBS <targets>...)
+# Every <dir>/*_test.cpp becomes its own test executable named after the file.
+function(strix_test_dir dir)
+  cmake_parse_arguments(D "" "LABEL;TIMEOUT" "LIBS" ${ARGN})
+  file(GLOB tests CONFIGURE_DEPENDS ${dir}/*_test.cpp)
+  foreach(t ${tests})
+    get_filename_component(stem ${t} NAME_WE)
+    strix_add_test(${D_LABEL}_${stem} SOURCES ${t} LABEL ${D_LABEL} TIMEOUT ${D_TIMEOUT} LIBS ${D_LIBS})
+  endforeach()
+endfunction()

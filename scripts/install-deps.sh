@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the Debian packages strix builds, tests and benchmarks with.
+# Called by every Makefile target; does nothing when everything is present.
+# This list is the single place a dependency is declared (see docs/dependencies.md).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config python3
+  libboost1.81-dev            # unordered_flat_map; lockfree + asio for baselines only
+  libgtest-dev libbenchmark-dev
+  libflatbuffers-dev flatbuffers-compiler
+  libsqlite3-dev libpq-dev postgresql
+  libsodium-dev libhiredis-dev redis-server
+  libfmt-dev libcli11-dev libtomlplusplus-dev
+  liburing-dev
+  gnuplot-nox                 # echo.png and other plots written by make bench
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  [[ "$p" == \#* ]] && continue
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "strix: installing missing packages: ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "strix: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
