@@ -1,0 +1,628 @@
+// strix-echo-bench: the load tool of seed 001's echo shoot-out.
+//
+// Opens --connections TCP connections to an echo server, keeps --depth messages in flight on each
+// (a new message for every echo received), and checks every echoed byte and the order of the
+// echoes. Prints one line per second and a summary over the measured window (after --warmup), with
+// the server's CPU and RSS when --server-pid is given. Exits 0 only when every message sent came
+// back intact and in order; any mismatch, short count, or closed connection exits 1.
+//
+// Each worker thread owns an epoll instance and a slice of the connections; every connection
+// appends to its own send buffer and is flushed with one write() per loop turn, so the client does
+// no more syscalls per message than the servers it measures (both share the same cores).
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "echo_args.hpp"
+#include "echo_buffer.hpp"
+#include "echo_wire.hpp"
+
+namespace strix {
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+constexpr const char* usage_text =
+    "usage: strix-echo-bench --port P [options]\n"
+    "  --host A            numeric IPv4 address of the echo server (default 127.0.0.1)\n"
+    "  --port P            server port (required)\n"
+    "  --connections N     TCP connections (default 100)\n"
+    "  --size B            body bytes per message; on the wire 4 + B (default 8)\n"
+    "  --depth D           messages kept in flight per connection (default 1)\n"
+    "  --duration S        measured seconds after the warmup (default 5)\n"
+    "  --warmup S          seconds run before measuring (default 1)\n"
+    "  --server-pid PID    report the server's CPU % and RSS from /proc/PID\n"
+    "  --json FILE         write the summary as JSON\n"
+    "  --threads T         client worker threads (default 1)\n"
+    "  --drain-timeout S   how long to wait for outstanding echoes at the end (default 10)\n"
+    "MB/s counts wire bytes (header + body), 1 MB = 10^6 bytes.\n";
+
+struct options {
+  std::string host;
+  std::uint16_t port = 0;
+  std::uint32_t connections = 100;
+  std::size_t size = 8;
+  std::uint32_t depth = 1;
+  int duration_s = 5;
+  int warmup_s = 1;
+  long server_pid = 0;
+  std::string json;
+  std::uint32_t threads = 1;
+  int drain_timeout_s = 10;
+};
+
+// State every thread sees. Errors abort the whole run: a benchmark that lost a byte is void.
+struct shared_state {
+  std::atomic<bool> stop_sending{false};
+  std::atomic<bool> abort{false};
+  std::atomic<std::uint64_t> errors{0};
+  std::mutex print_mu;
+  std::uint32_t printed = 0;  // guarded by print_mu
+};
+
+/// Counts one error, prints it (the first 20 only) and aborts the run. Any thread.
+[[gnu::format(printf, 2, 3)]] void report_error(shared_state& s, const char* fmt, ...) {
+  s.errors.fetch_add(1, std::memory_order_relaxed);
+  s.abort.store(true, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(s.print_mu);
+  if (s.printed++ >= 20) return;
+  std::fputs("strix-echo-bench: ERROR: ", stderr);
+  va_list ap;
+  va_start(ap, fmt);
+  std::vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  std::fputc('\n', stderr);
+}
+
+// Published by one worker once per loop turn, read by the main thread once per second.
+struct alignas(64) worker_counters {
+  std::atomic<std::uint64_t> msgs_in{0};
+  std::atomic<std::uint64_t> bytes_in{0};
+  std::atomic<std::uint64_t> bytes_out{0};
+  std::atomic<std::uint64_t> outstanding{0};
+};
+
+struct connection {
+  int fd = -1;
+  std::uint32_t id = 0;
+  std::uint64_t next_send = 0;  // sequence number of the next message appended
+  std::uint64_t next_recv = 0;  // sequence number the next echo must carry
+  echo_buffer in;
+  echo_buffer out;
+  bool dirty = false;  // queued for this turn's flush
+  bool dead = false;
+
+  connection(int f, std::uint32_t i, std::size_t in_cap, std::size_t out_cap)
+      : fd(f), id(i), in(in_cap), out(out_cap) {}
+};
+
+class worker {
+ public:
+  worker(const options& opt, shared_state& shared, worker_counters& counters,
+         std::vector<std::unique_ptr<connection>> conns)
+      : opt_(opt),
+        shared_(shared),
+        counters_(counters),
+        conns_(std::move(conns)),
+        wire_(echo_header_size + opt.size),
+        read_chunk_(std::max<std::size_t>(16384, wire_)),
+        expected_(std::max<std::size_t>(opt.size, 1)) {}
+
+  /// Runs the connections until the run stops and every echo is back, or the run aborts.
+  /// Worker thread only.
+  void run() {
+    ep_ = ::epoll_create1(EPOLL_CLOEXEC);
+    if (ep_ < 0) {
+      report_error(shared_, "epoll_create1: %s", std::strerror(errno));
+      return;
+    }
+    for (auto& c : conns_) {
+      epoll_event ev{};
+      // Edge-triggered EPOLLOUT only fires after a write ran out of socket buffer, so keeping it
+      // registered costs nothing in the common case and saves an epoll_ctl per would-block.
+      ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+      ev.data.ptr = c.get();
+      if (::epoll_ctl(ep_, EPOLL_CTL_ADD, c->fd, &ev) != 0) {
+        report_error(shared_, "epoll_ctl: %s", std::strerror(errno));
+        return;
+      }
+    }
+    for (auto& c : conns_) {
+      append(*c, opt_.depth);
+      flush(*c);
+    }
+    publish();
+    std::vector<epoll_event> events(256);
+    std::optional<steady::time_point> drain_deadline;
+    while (!shared_.abort.load(std::memory_order_relaxed)) {
+      if (shared_.stop_sending.load(std::memory_order_relaxed)) {
+        if (outstanding_ == 0) break;
+        if (!drain_deadline) drain_deadline = steady::now() + std::chrono::seconds(opt_.drain_timeout_s);
+        if (steady::now() > *drain_deadline) {
+          report_drain_timeout();
+          break;
+        }
+      }
+      const int n = ::epoll_wait(ep_, events.data(), static_cast<int>(events.size()), 100);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        report_error(shared_, "epoll_wait: %s", std::strerror(errno));
+        break;
+      }
+      for (int i = 0; i < n; ++i) {
+        auto& c = *static_cast<connection*>(events[static_cast<std::size_t>(i)].data.ptr);
+        const std::uint32_t ev = events[static_cast<std::size_t>(i)].events;
+        if (c.dead) continue;
+        if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) on_readable(c, ev);
+        if (!c.dead && (ev & EPOLLOUT) && !c.out.empty()) mark_dirty(c);
+      }
+      // One write per connection per loop turn, after the whole batch has been parsed.
+      for (connection* c : dirty_) {
+        c->dirty = false;
+        if (!c->dead) flush(*c);
+      }
+      dirty_.clear();
+      publish();
+    }
+    publish();
+    ::close(ep_);
+    for (auto& c : conns_) ::close(c->fd);
+  }
+
+ private:
+  void publish() {
+    counters_.msgs_in.store(msgs_in_, std::memory_order_relaxed);
+    counters_.bytes_in.store(bytes_in_, std::memory_order_relaxed);
+    counters_.bytes_out.store(bytes_out_, std::memory_order_relaxed);
+    counters_.outstanding.store(outstanding_, std::memory_order_relaxed);
+  }
+
+  void mark_dirty(connection& c) {
+    if (c.dirty) return;
+    c.dirty = true;
+    dirty_.push_back(&c);
+  }
+
+  // Appends the next n messages of connection c to its send buffer.
+  void append(connection& c, std::uint64_t n) {
+    std::uint8_t* p = c.out.prepare(static_cast<std::size_t>(n) * wire_);
+    for (std::uint64_t k = 0; k < n; ++k) {
+      echo_store_u32le(p, static_cast<std::uint32_t>(wire_));
+      echo_fill_body(p + echo_header_size, opt_.size, c.id, c.next_send++);
+      p += wire_;
+    }
+    c.out.commit(static_cast<std::size_t>(n) * wire_);
+    outstanding_ += n;
+    mark_dirty(c);
+  }
+
+  void flush(connection& c) {
+    if (c.out.empty()) return;
+    ssize_t n;
+    do {
+      n = ::write(c.fd, c.out.data(), c.out.size());
+    } while (n < 0 && errno == EINTR);
+    if (n > 0) {
+      c.out.consume(static_cast<std::size_t>(n));
+      bytes_out_ += static_cast<std::uint64_t>(n);
+    } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+      fail(c, "write failed: %s", std::strerror(errno));
+    }
+    // A partial write set SOCK_NOSPACE, so the edge-triggered EPOLLOUT resumes it.
+  }
+
+  void on_readable(connection& c, std::uint32_t ev) {
+    const bool hangup = (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
+    for (;;) {
+      std::uint8_t* p = c.in.prepare(read_chunk_);
+      const std::size_t room = c.in.writable();
+      const ssize_t n = ::read(c.fd, p, room);
+      if (n > 0) {
+        c.in.commit(static_cast<std::size_t>(n));
+        bytes_in_ += static_cast<std::uint64_t>(n);
+        parse(c);
+        if (c.dead) return;
+        // A short read drained the socket; new data raises a new edge. After a hangup we read
+        // on to the end so the close is reported.
+        if (static_cast<std::size_t>(n) < room && !hangup) return;
+        continue;
+      }
+      if (n == 0) {
+        fail(c, "the server closed the connection (%llu of %llu echoes received)",
+             static_cast<unsigned long long>(c.next_recv),
+             static_cast<unsigned long long>(c.next_send));
+        return;
+      }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (hangup) {
+          int err = 0;
+          socklen_t len = sizeof(err);
+          ::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+          fail(c, "connection hung up by the server (%s)", err ? std::strerror(err) : "no error");
+        }
+        return;
+      }
+      fail(c, "read failed: %s", std::strerror(errno));
+      return;
+    }
+  }
+
+  // Checks and consumes every complete echo in c's input buffer.
+  void parse(connection& c) {
+    std::uint64_t got = 0;
+    while (c.in.size() >= echo_header_size) {
+      const std::uint8_t* p = c.in.data();
+      const std::uint32_t len = echo_load_u32le(p);
+      if (len != wire_) {
+        fail(c, "framing error: echo #%llu has length field %u, expected %zu",
+             static_cast<unsigned long long>(c.next_recv), len, wire_);
+        return;
+      }
+      if (c.in.size() < wire_) break;
+      if (c.next_recv == c.next_send) {
+        fail(c, "unexpected echo: all %llu messages sent were already echoed",
+             static_cast<unsigned long long>(c.next_send));
+        return;
+      }
+      echo_fill_body(expected_.data(), opt_.size, c.id, c.next_recv);
+      if (std::memcmp(expected_.data(), p + echo_header_size, opt_.size) != 0) {
+        std::size_t i = 0;
+        while (expected_[i] == p[echo_header_size + i]) ++i;
+        std::uint64_t carried = 0;
+        for (std::size_t b = 0; b < std::min<std::size_t>(8, opt_.size); ++b) {
+          carried |= static_cast<std::uint64_t>(p[echo_header_size + b]) << (8 * b);
+        }
+        fail(c,
+             "content mismatch in echo #%llu at body byte %zu: expected 0x%02x, got 0x%02x "
+             "(its sequence field reads %llu)",
+             static_cast<unsigned long long>(c.next_recv), i, expected_[i],
+             p[echo_header_size + i], static_cast<unsigned long long>(carried));
+        return;
+      }
+      ++c.next_recv;
+      ++got;
+      c.in.consume(wire_);
+    }
+    if (got == 0) return;
+    msgs_in_ += got;
+    outstanding_ -= got;
+    if (!shared_.stop_sending.load(std::memory_order_relaxed)) append(c, got);
+  }
+
+  [[gnu::format(printf, 3, 4)]] void fail(connection& c, const char* fmt, ...) {
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    report_error(shared_, "connection %u: %s", c.id, what);
+    c.dead = true;
+  }
+
+  void report_drain_timeout() {
+    std::uint32_t stuck = 0;
+    for (auto& c : conns_) stuck += c->next_send != c->next_recv ? 1 : 0;
+    report_error(shared_,
+                 "%llu echoes still outstanding on %u connections %d s after sending stopped",
+                 static_cast<unsigned long long>(outstanding_), stuck, opt_.drain_timeout_s);
+  }
+
+  const options& opt_;
+  shared_state& shared_;
+  worker_counters& counters_;
+  std::vector<std::unique_ptr<connection>> conns_;
+  const std::size_t wire_;
+  const std::size_t read_chunk_;
+  std::vector<std::uint8_t> expected_;
+  std::vector<connection*> dirty_;
+  int ep_ = -1;
+  std::uint64_t msgs_in_ = 0;
+  std::uint64_t bytes_in_ = 0;
+  std::uint64_t bytes_out_ = 0;
+  std::uint64_t outstanding_ = 0;
+};
+
+// ---- server and process statistics -------------------------------------------------------------
+
+struct proc_sample {
+  bool ok = false;
+  double cpu_s = 0;     // utime + stime
+  double rss_mib = 0;   // VmRSS
+};
+
+proc_sample read_proc(long pid) {
+  proc_sample s;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return s;
+  // The command name may contain spaces and parentheses; the fields follow the last ')'.
+  const auto close = line.rfind(')');
+  if (close == std::string::npos) return s;
+  std::istringstream rest(line.substr(close + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  // After ')' come fields 3 (state) ... ; utime is field 14, stime field 15.
+  for (int f = 3; f <= 15 && rest >> field; ++f) {
+    if (f == 14) utime = std::stoull(field);
+    if (f == 15) stime = std::stoull(field);
+  }
+  s.cpu_s = static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) {
+      s.rss_mib = std::stod(line.substr(6)) / 1024.0;
+      break;
+    }
+  }
+  s.ok = true;
+  return s;
+}
+
+double self_cpu_s() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  auto tv = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return tv(ru.ru_utime) + tv(ru.ru_stime);
+}
+
+struct sample {
+  steady::time_point at;
+  std::uint64_t msgs_in = 0;
+  std::uint64_t bytes_in = 0;
+  std::uint64_t bytes_out = 0;
+  double client_cpu_s = 0;
+  proc_sample server;
+};
+
+struct rates {
+  double seconds = 0;
+  double msgs_in = 0, msgs_out = 0, mb_in = 0, mb_out = 0;
+  double server_cpu_pct = -1, server_rss_mib = -1, client_cpu_pct = 0;
+};
+
+rates between(const sample& a, const sample& b, std::size_t wire) {
+  rates r;
+  r.seconds = std::chrono::duration<double>(b.at - a.at).count();
+  if (r.seconds <= 0) return r;
+  r.msgs_in = static_cast<double>(b.msgs_in - a.msgs_in) / r.seconds;
+  // A message counts as sent once its last byte was written.
+  r.msgs_out = static_cast<double>(b.bytes_out / wire - a.bytes_out / wire) / r.seconds;
+  r.mb_in = static_cast<double>(b.bytes_in - a.bytes_in) / 1e6 / r.seconds;
+  r.mb_out = static_cast<double>(b.bytes_out - a.bytes_out) / 1e6 / r.seconds;
+  r.client_cpu_pct = (b.client_cpu_s - a.client_cpu_s) / r.seconds * 100.0;
+  if (a.server.ok && b.server.ok) {
+    r.server_cpu_pct = (b.server.cpu_s - a.server.cpu_s) / r.seconds * 100.0;
+    r.server_rss_mib = b.server.rss_mib;
+  }
+  return r;
+}
+
+std::string format_rates(const rates& r) {
+  char buf[256];
+  int n = std::snprintf(buf, sizeof(buf),
+                        "msgs/s in %10.0f out %10.0f | MB/s in %8.2f out %8.2f | client cpu %5.1f%%",
+                        r.msgs_in, r.msgs_out, r.mb_in, r.mb_out, r.client_cpu_pct);
+  if (r.server_cpu_pct >= 0 && n > 0 && static_cast<std::size_t>(n) < sizeof(buf)) {
+    std::snprintf(buf + n, sizeof(buf) - static_cast<std::size_t>(n),
+                  " | server cpu %5.1f%% rss %6.1f MiB", r.server_cpu_pct, r.server_rss_mib);
+  }
+  return buf;
+}
+
+std::string json_number(double v) {
+  if (v < 0) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.3f", v);
+  return buf;
+}
+
+// ---- main --------------------------------------------------------------------------------------
+
+options parse_options(int argc, char** argv) {
+  echo_args args(argc, argv,
+                 {"host", "port", "connections", "size", "depth", "duration", "warmup", "server-pid",
+                  "json", "threads", "drain-timeout"},
+                 usage_text);
+  options o;
+  o.host = args.str("host", "127.0.0.1");
+  if (!args.has("port")) args.fail("--port is required (see --help)");
+  o.port = static_cast<std::uint16_t>(args.integer("port", 0, 1, 65535));
+  o.connections = static_cast<std::uint32_t>(args.integer("connections", 100, 1, 100000));
+  o.size = static_cast<std::size_t>(args.integer("size", 8, 0, 16 << 20));
+  o.depth = static_cast<std::uint32_t>(args.integer("depth", 1, 1, 1 << 20));
+  o.duration_s = static_cast<int>(args.integer("duration", 5, 1, 86400));
+  o.warmup_s = static_cast<int>(args.integer("warmup", 1, 0, 3600));
+  o.server_pid = static_cast<long>(args.integer("server-pid", 0, 0, 1LL << 31));
+  o.json = args.str("json", "");
+  o.threads = static_cast<std::uint32_t>(args.integer("threads", 1, 1, 1024));
+  o.drain_timeout_s = static_cast<int>(args.integer("drain-timeout", 10, 1, 3600));
+  o.threads = std::min(o.threads, o.connections);
+  if (o.server_pid != 0 && !read_proc(o.server_pid).ok) {
+    args.fail("cannot read /proc/" + std::to_string(o.server_pid) + "/stat: is --server-pid right?");
+  }
+  return o;
+}
+
+// Blocking connect (bounded by SO_SNDTIMEO), then non-blocking with TCP_NODELAY.
+int connect_one(const options& o, const sockaddr_in& addr, std::uint32_t i) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    std::fprintf(stderr, "strix-echo-bench: socket: %s\n", std::strerror(errno));
+    return -1;
+  }
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+    std::fprintf(stderr, "strix-echo-bench: connection %u to %s:%u failed: %s (is the server up?)\n",
+                 i, o.host.c_str(), o.port, std::strerror(errno));
+    ::close(fd);
+    return -1;
+  }
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return fd;
+}
+
+int run(int argc, char** argv) {
+  const options o = parse_options(argc, argv);
+  std::signal(SIGPIPE, SIG_IGN);
+  const std::size_t wire = echo_header_size + o.size;
+
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(o.port);
+  if (::inet_pton(AF_INET, o.host.c_str(), &addr.sin_addr) != 1) {
+    std::fprintf(stderr, "strix-echo-bench: --host must be a numeric IPv4 address, got '%s'\n",
+                 o.host.c_str());
+    return 2;
+  }
+
+  std::vector<std::vector<std::unique_ptr<connection>>> slices(o.threads);
+  const std::size_t in_cap = 2 * std::max<std::size_t>(16384, wire);
+  const std::size_t out_cap = std::max<std::size_t>(4096, 2 * static_cast<std::size_t>(o.depth) * wire);
+  for (std::uint32_t i = 0; i < o.connections; ++i) {
+    const int fd = connect_one(o, addr, i);
+    if (fd < 0) {
+      for (auto& s : slices)
+        for (auto& c : s) ::close(c->fd);
+      return 1;
+    }
+    slices[i % o.threads].push_back(std::make_unique<connection>(fd, i, in_cap, out_cap));
+  }
+
+  std::printf("strix-echo-bench: %s:%u, %u connections, body %zu B (wire %zu B), depth %u, "
+              "warmup %d s, duration %d s, %u client thread(s)\n",
+              o.host.c_str(), o.port, o.connections, o.size, wire, o.depth, o.warmup_s,
+              o.duration_s, o.threads);
+  std::fflush(stdout);
+
+  shared_state shared;
+  std::vector<worker_counters> counters(o.threads);
+  std::vector<std::unique_ptr<worker>> workers;
+  for (std::uint32_t t = 0; t < o.threads; ++t) {
+    workers.push_back(std::make_unique<worker>(o, shared, counters[t], std::move(slices[t])));
+  }
+
+  auto take = [&] {
+    sample s;
+    s.at = steady::now();
+    for (auto& c : counters) {
+      s.msgs_in += c.msgs_in.load(std::memory_order_relaxed);
+      s.bytes_in += c.bytes_in.load(std::memory_order_relaxed);
+      s.bytes_out += c.bytes_out.load(std::memory_order_relaxed);
+    }
+    s.client_cpu_s = self_cpu_s();
+    if (o.server_pid != 0) s.server = read_proc(o.server_pid);
+    return s;
+  };
+
+  const sample start = take();
+  std::vector<std::thread> threads;
+  for (auto& w : workers) threads.emplace_back([&w] { w->run(); });
+
+  // The measured window runs from the end of the warmup to the last tick.
+  sample prev = start;
+  sample window_start = start;
+  sample window_end = start;
+  bool completed = false;
+  const int total = o.warmup_s + o.duration_s;
+  for (int k = 1; k <= total; ++k) {
+    const auto target = start.at + std::chrono::seconds(k);
+    while (!shared.abort.load() && steady::now() < target) {
+      std::this_thread::sleep_for(std::min<steady::duration>(std::chrono::milliseconds(50),
+                                                              target - steady::now()));
+    }
+    if (shared.abort.load()) break;
+    const sample s = take();
+    if (o.server_pid != 0 && !s.server.ok) {
+      report_error(shared, "server pid %ld is gone", o.server_pid);
+      break;
+    }
+    std::printf("[%3d s%s] %s\n", k, k <= o.warmup_s ? " warmup" : "",
+                format_rates(between(prev, s, wire)).c_str());
+    std::fflush(stdout);
+    if (k == o.warmup_s) window_start = s;
+    prev = s;
+    window_end = s;
+    completed = k == total;
+  }
+
+  shared.stop_sending.store(true);
+  for (auto& t : threads) t.join();
+
+  const sample final_counts = take();
+  std::uint64_t outstanding = 0;
+  for (auto& c : counters) outstanding += c.outstanding.load();
+  const std::uint64_t errors = shared.errors.load();
+  const std::uint64_t verified = final_counts.msgs_in;
+  const bool ok = completed && errors == 0 && outstanding == 0 && verified > 0;
+  const rates r = between(window_start, window_end, wire);
+
+  std::printf("summary over %.2f s after %d s warmup: %s\n", r.seconds, o.warmup_s,
+              format_rates(r).c_str());
+  std::printf("verified %llu echoes byte for byte and in order, outstanding %llu, errors=%llu\n",
+              static_cast<unsigned long long>(verified), static_cast<unsigned long long>(outstanding),
+              static_cast<unsigned long long>(errors));
+  if (!completed && errors == 0) std::printf("run did not complete its %d s\n", total);
+  std::printf("result: %s\n", ok ? "PASS" : "FAIL");
+
+  if (!o.json.empty()) {
+    std::ofstream js(o.json);
+    js << "{\n"
+       << "  \"ok\": " << (ok ? "true" : "false") << ",\n"
+       << "  \"msgs_in_per_s\": " << json_number(r.msgs_in) << ",\n"
+       << "  \"msgs_out_per_s\": " << json_number(r.msgs_out) << ",\n"
+       << "  \"mb_in_per_s\": " << json_number(r.mb_in) << ",\n"
+       << "  \"mb_out_per_s\": " << json_number(r.mb_out) << ",\n"
+       << "  \"server_cpu_pct\": " << json_number(r.server_cpu_pct) << ",\n"
+       << "  \"server_rss_mib\": " << json_number(r.server_rss_mib) << ",\n"
+       << "  \"client_cpu_pct\": " << json_number(r.client_cpu_pct) << ",\n"
+       << "  \"verified\": " << verified << ",\n"
+       << "  \"outstanding\": " << outstanding << ",\n"
+       << "  \"errors\": " << errors << ",\n"
+       << "  \"connections\": " << o.connections << ",\n"
+       << "  \"size\": " << o.size << ",\n"
+       << "  \"depth\": " << o.depth << ",\n"
+       << "  \"threads\": " << o.threads << ",\n"
+       << "  \"warmup_s\": " << o.warmup_s << ",\n"
+       << "  \"duration_s\": " << o.duration_s << ",\n"
+       << "  \"measured_s\": " << json_number(r.seconds) << "\n"
+       << "}\n";
+    if (!js) {
+      std::fprintf(stderr, "strix-echo-bench: cannot write %s\n", o.json.c_str());
+      return 1;
+    }
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace strix
+
+int main(int argc, char** argv) { return strix::run(argc, argv); }
