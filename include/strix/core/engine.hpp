@@ -1,0 +1,87 @@
+#pragma once
+// engine: starts one shard per core and wires them into a mesh of SPSC channels.
+//
+//            shard 0          shard 1          shard 2
+//          +---------+      +---------+      +---------+
+//          | reactor |----->| inbound |<-----| reactor |      every ordered pair (i, j), i != j,
+//          | timers  |<-----| from 0  |----->| timers  |      has its own wait-free SPSC channel:
+//          | sessions|      | from 2  |      | sessions|      N x (N-1) channels, no CAS, no lock.
+//          +----+----+      +----+----+      +----+----+
+//               ^ eventfd doorbell, rung only when the receiver may be asleep
+//
+// Threads that are not shards (database workers, main) post through each shard's bounded MPSC
+// queue instead.
+
+#include <strix/core/shard.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace strix {
+
+struct engine_config {
+    unsigned shards = 0;                        // 0 = one per online CPU
+    bool pin_threads = true;                    // pin shard i to the i-th allowed CPU
+    std::size_t mesh_capacity = 4096;           // tasks per SPSC channel (power of two)
+    std::size_t external_capacity = 16384;      // tasks per shard's MPSC queue
+    std::chrono::milliseconds tick{10};         // timing wheel resolution
+    std::chrono::milliseconds drain_timeout{5000};  // how long a graceful stop may flush
+};
+
+class engine {
+public:
+    /// Builds the shards (not yet running). Throws std::system_error if the kernel refuses
+    /// an epoll instance or eventfd.
+    explicit engine(engine_config cfg = {});
+    /// Stops (gracefully) and joins if still running.
+    ~engine();
+    engine(const engine&) = delete;
+    engine& operator=(const engine&) = delete;
+
+    unsigned shard_count() const noexcept { return static_cast<unsigned>(shards_.size()); }
+    /// Shard i. The reference is stable; calling its owner-only functions is still owner-only.
+    shard& at(unsigned i) noexcept { return *shards_[i]; }
+    const engine_config& config() const noexcept { return cfg_; }
+
+    /// Starts the shard threads. Call once, from the thread that owns the engine.
+    void start();
+
+    /// Runs t on shard `target`. Any thread: shard threads use the mesh, others the MPSC queue.
+    void post(unsigned target, task t);
+
+    /// Asks every shard to stop gracefully: stop hooks run, held work drains (bounded by
+    /// drain_timeout), then the threads exit. Any thread, idempotent; does not wait.
+    void stop() noexcept;
+
+    /// Waits for every shard thread to exit. The owning thread only.
+    void join();
+
+    /// Blocks SIGINT and SIGTERM, starts the shards if needed, waits for a signal (or for the
+    /// shards to exit by themselves), then stops and joins. Returns the signal number or 0.
+    /// Call from the main thread before any other thread is created, so every thread inherits
+    /// the blocked mask.
+    int run_until_signal();
+
+    /// SPSC channel carrying tasks from shard `from` to shard `to` (from != to).
+    spsc_queue<task>& channel(unsigned from, unsigned to) noexcept {
+        return *mesh_[static_cast<std::size_t>(to) * shards_.size() + from];
+    }
+
+private:
+    friend class shard;
+    void shard_finished_draining() noexcept;
+    bool all_drained() const noexcept { return draining_.load(std::memory_order_acquire) == 0; }
+
+    engine_config cfg_;
+    std::vector<std::unique_ptr<shard>> shards_;
+    std::vector<std::unique_ptr<spsc_queue<task>>> mesh_;  // [to * N + from]
+    std::vector<std::thread> threads_;
+    std::atomic<unsigned> draining_{0};
+    std::atomic<unsigned> running_{0};
+    bool started_ = false;
+};
+
+}  // namespace strix

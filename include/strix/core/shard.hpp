@@ -1,0 +1,173 @@
+#pragma once
+// shard: one thread, pinned to one core, owning a reactor, a timing wheel and everything
+// registered with them. Nothing a shard owns is touched by another thread; other shards talk
+// to it only by posting tasks through the mesh (see engine.hpp for the picture).
+//
+// One loop turn:
+//   1. wait for I/O readiness (timeout 0 if work is pending, else until the next timer tick)
+//   2. dispatch I/O events to their reactor_objects (reads, accepts, frame handlers)
+//   3. drain tasks from the other shards (mesh) and from outside threads, in batches
+//   4. run tasks posted locally
+//   5. fire due timers
+//   6. on_flush() every object marked dirty this turn: one gather write per connection
+//   7. drop objects retired this turn
+
+#include <strix/core/mpsc_queue.hpp>
+#include <strix/core/reactor_object.hpp>
+#include <strix/core/spsc_queue.hpp>
+#include <strix/core/task.hpp>
+#include <strix/core/timing_wheel.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <system_error>
+#include <vector>
+
+namespace strix {
+
+class engine;
+namespace detail {
+class poller;
+struct poll_event;
+}  // namespace detail
+
+/// Counters a shard keeps about itself. Written by the owning shard only (relaxed stores);
+/// readable from any thread as a snapshot.
+struct shard_stats {
+    std::atomic<std::uint64_t> turns{0};
+    std::atomic<std::uint64_t> io_events{0};
+    std::atomic<std::uint64_t> tasks_local{0};
+    std::atomic<std::uint64_t> tasks_mesh_in{0};
+    std::atomic<std::uint64_t> tasks_external_in{0};
+    std::atomic<std::uint64_t> wakeups{0};       // doorbell reads: another thread woke us
+    std::atomic<std::uint64_t> mesh_overflows{0};  // posts that found the SPSC channel full
+};
+
+/// Increments a single-writer counter without a locked instruction.
+inline void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) noexcept {
+    c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+class shard {
+public:
+    shard(const shard&) = delete;
+    shard& operator=(const shard&) = delete;
+    ~shard();
+
+    /// This shard's index in [0, shard_count()). Any thread.
+    unsigned id() const noexcept { return id_; }
+    unsigned shard_count() const noexcept;
+    engine& owner() noexcept { return engine_; }
+
+    /// The shard whose thread is calling, or nullptr off shard threads.
+    static shard* current() noexcept;
+
+    // --- I/O registration: owning shard only -------------------------------------------------
+
+    /// Registers fd (edge-triggered) for io_events bits; target->on_io gets the readiness.
+    /// The caller keeps target alive until remove_fd (retire() it to cover this turn's events).
+    std::error_code add_fd(int fd, std::uint32_t events, reactor_object* target);
+    std::error_code modify_fd(int fd, std::uint32_t events, reactor_object* target);
+    std::error_code remove_fd(int fd);
+
+    /// Queues obj->on_flush() for the end of this loop turn (once, however often it is called).
+    /// Owning shard only.
+    void mark_dirty(reactor_object& obj);
+
+    /// Keeps obj alive until the end of the current turn, so events already fetched for it this
+    /// turn find it closed rather than freed. Owning shard only.
+    void retire(reactor_object_ptr obj);
+
+    // --- tasks -------------------------------------------------------------------------------
+
+    /// Runs t on this shard later in this turn (or the next). Owning shard only.
+    void post_local(task t);
+
+    /// Runs t on shard `target`. From this shard's own thread only: uses the SPSC channel
+    /// this shard -> target (FIFO per pair); target == id() is post_local.
+    void post_to(unsigned target, task t);
+
+    /// Runs t on this shard; for threads that are not shards (database workers, main).
+    /// FIFO per calling thread. Blocks (yielding) only while the bounded queue is full.
+    void post_external(task t);
+
+    // --- time --------------------------------------------------------------------------------
+
+    /// The shard's timing wheel; owning shard only. One tick = tick_duration().
+    timing_wheel& timers() noexcept { return wheel_; }
+    std::uint64_t now_tick() const noexcept { return wheel_.now(); }
+    std::chrono::milliseconds tick_duration() const noexcept { return tick_; }
+    /// Converts a duration to whole ticks, rounding up (at least 1 for a non-zero duration).
+    std::uint64_t ticks_for(std::chrono::milliseconds d) const noexcept;
+
+    // --- shutdown ----------------------------------------------------------------------------
+
+    /// True once the engine asked this shard to stop. Owning shard only.
+    bool stopping() const noexcept { return stopping_; }
+
+    /// Registers a callback run on this shard when the engine stops (listeners close, servers
+    /// start draining sessions). Owning shard only.
+    void on_stop(task t);
+
+    /// Registers a callback run on this shard just before its thread exits, after the drain
+    /// (forced closes of whatever is left). Owning shard only.
+    void on_exit(task t);
+
+    /// While any hold is taken the shard keeps turning after stop (up to the engine's drain
+    /// timeout) so queued output can be flushed. Owning shard only.
+    void hold() noexcept { ++holds_; }
+    void release_hold() noexcept { --holds_; }
+
+    const shard_stats& stats() const noexcept { return stats_; }
+
+private:
+    friend class engine;
+    class doorbell;
+
+    shard(engine& e, unsigned id, std::chrono::milliseconds tick);
+    void run();                 // the loop; on the shard's own thread
+    void turn(int timeout_ms);  // one loop turn
+    int next_timeout() const noexcept;
+    bool inbound_pending() const noexcept;
+    std::size_t drain_inbound();
+    void flush_overflow();
+    void advance_clock();
+    void ring() noexcept;       // wakes this shard if it may be asleep; any thread
+    void request_stop() noexcept;
+
+    engine& engine_;
+    const unsigned id_;
+    const std::chrono::milliseconds tick_;
+    std::unique_ptr<detail::poller> poller_;
+    std::vector<detail::poll_event> events_;
+    timing_wheel wheel_;
+    std::chrono::steady_clock::time_point epoch_;
+
+    std::vector<task> local_;
+    std::vector<task> running_;
+    std::vector<reactor_object_ptr> dirty_;
+    std::vector<reactor_object_ptr> flushing_;
+    std::vector<reactor_object_ptr> graveyard_;
+    std::vector<task> stop_hooks_;
+    std::vector<task> exit_hooks_;
+    std::vector<std::deque<task>> overflow_;  // per target shard, when its channel is full
+    std::size_t overflow_count_ = 0;
+
+    mpsc_queue<task> external_;
+    intrusive_ptr<doorbell> bell_;
+    int bell_fd_ = -1;
+
+    // Cross-thread wake-up protocol (see ring()).
+    alignas(64) std::atomic<bool> sleeping_{false};
+    std::atomic<bool> stop_requested_{false};
+    alignas(64) bool stopping_ = false;
+    bool drained_ = false;
+    int holds_ = 0;
+    std::chrono::steady_clock::time_point drain_deadline_;
+    shard_stats stats_;
+};
+
+}  // namespace strix

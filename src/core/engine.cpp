@@ -1,0 +1,120 @@
+#include <strix/core/engine.hpp>
+#include <strix/core/log.hpp>
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+
+#include <cerrno>
+#include <ctime>
+
+namespace strix {
+namespace {
+
+unsigned default_shards() {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return static_cast<unsigned>(CPU_COUNT(&set));
+    unsigned n = std::thread::hardware_concurrency();
+    return n ? n : 1;
+}
+
+// Pins the calling thread to the index-th CPU this process may run on (wrapping around).
+void pin_to(unsigned index) {
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+    int count = CPU_COUNT(&allowed);
+    if (count <= 0) return;
+    int want = static_cast<int>(index % static_cast<unsigned>(count));
+    for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE; ++cpu) {
+        if (!CPU_ISSET(cpu, &allowed)) continue;
+        if (seen++ == want) {
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(cpu, &one);
+            if (int rc = pthread_setaffinity_np(pthread_self(), sizeof one, &one))
+                log(log_level::warn, "could not pin shard %u to cpu %d: errno %d", index, cpu, rc);
+            return;
+        }
+    }
+}
+
+}  // namespace
+
+engine::engine(engine_config cfg) : cfg_(cfg) {
+    if (cfg_.shards == 0) cfg_.shards = default_shards();
+    if (cfg_.tick.count() <= 0) cfg_.tick = std::chrono::milliseconds(1);
+    const unsigned n = cfg_.shards;
+    mesh_.resize(static_cast<std::size_t>(n) * n);
+    for (unsigned to = 0; to < n; ++to)
+        for (unsigned from = 0; from < n; ++from)
+            if (from != to) mesh_[static_cast<std::size_t>(to) * n + from] = std::make_unique<spsc_queue<task>>(cfg_.mesh_capacity);
+    shards_.reserve(n);
+    // shard_count() is read by the shard constructor, so size the vector first.
+    for (unsigned i = 0; i < n; ++i) shards_.push_back(nullptr);
+    for (unsigned i = 0; i < n; ++i) shards_[i].reset(new shard(*this, i, cfg_.tick));
+}
+
+engine::~engine() {
+    if (started_) {
+        stop();
+        join();
+    }
+}
+
+void engine::start() {
+    if (started_) return;
+    started_ = true;
+    draining_.store(shard_count(), std::memory_order_relaxed);
+    running_.store(shard_count(), std::memory_order_relaxed);
+    for (unsigned i = 0; i < shard_count(); ++i) {
+        threads_.emplace_back([this, i] {
+            if (cfg_.pin_threads) pin_to(i);
+            shards_[i]->run();
+            running_.fetch_sub(1, std::memory_order_acq_rel);
+        });
+    }
+}
+
+void engine::post(unsigned target, task t) {
+    shard* cur = shard::current();
+    if (cur && &cur->owner() == this)
+        cur->post_to(target, std::move(t));
+    else
+        shards_[target]->post_external(std::move(t));
+}
+
+void engine::stop() noexcept {
+    for (auto& s : shards_) s->request_stop();
+}
+
+void engine::join() {
+    for (auto& t : threads_)
+        if (t.joinable()) t.join();
+    threads_.clear();
+}
+
+void engine::shard_finished_draining() noexcept { draining_.fetch_sub(1, std::memory_order_acq_rel); }
+
+int engine::run_until_signal() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    start();
+    int sig = 0;
+    timespec poll{0, 100 * 1000 * 1000};
+    while (running_.load(std::memory_order_acquire) > 0) {
+        int s = sigtimedwait(&set, nullptr, &poll);
+        if (s > 0) {
+            sig = s;
+            log(log_level::info, "signal %d: stopping gracefully", s);
+            break;
+        }
+    }
+    stop();
+    join();
+    return sig;
+}
+
+}  // namespace strix

@@ -1,0 +1,248 @@
+#include <strix/core/engine.hpp>
+#include <strix/core/log.hpp>
+#include <strix/core/shard.hpp>
+
+#include "core/poller.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <thread>
+
+namespace strix {
+namespace {
+
+thread_local shard* t_current = nullptr;
+constexpr int max_events_per_wait = 256;
+constexpr std::size_t max_tasks_per_channel_per_turn = 1024;
+constexpr int stopping_poll_ms = 10;
+
+}  // namespace
+
+// The eventfd another thread writes to wake this shard out of epoll_wait.
+class shard::doorbell final : public reactor_object {
+public:
+    doorbell(shard& s, int fd) : shard_(s), fd_(fd) {}
+    void on_io(std::uint32_t) override {
+        std::uint64_t v;
+        while (::read(fd_, &v, sizeof v) > 0) {
+        }
+        bump(shard_.stats_.wakeups);
+    }
+
+private:
+    shard& shard_;
+    int fd_;
+};
+
+shard::shard(engine& e, unsigned id, std::chrono::milliseconds tick)
+    : engine_(e),
+      id_(id),
+      tick_(tick),
+      poller_(detail::make_epoll_poller()),
+      events_(max_events_per_wait),
+      epoch_(std::chrono::steady_clock::now()),
+      overflow_(e.shard_count()),
+      external_(e.config().external_capacity) {
+    bell_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (bell_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
+    bell_ = make_intrusive<doorbell>(*this, bell_fd_);
+    if (auto ec = poller_->add(bell_fd_, io_events::readable, bell_.get()))
+        throw std::system_error(ec, "registering the shard doorbell");
+}
+
+shard::~shard() {
+    if (bell_fd_ >= 0) ::close(bell_fd_);
+}
+
+unsigned shard::shard_count() const noexcept { return engine_.shard_count(); }
+shard* shard::current() noexcept { return t_current; }
+
+std::error_code shard::add_fd(int fd, std::uint32_t events, reactor_object* target) {
+    return poller_->add(fd, events, target);
+}
+std::error_code shard::modify_fd(int fd, std::uint32_t events, reactor_object* target) {
+    return poller_->modify(fd, events, target);
+}
+std::error_code shard::remove_fd(int fd) { return poller_->remove(fd); }
+
+void shard::mark_dirty(reactor_object& obj) {
+    if (obj.dirty_) return;
+    obj.dirty_ = true;
+    dirty_.emplace_back(&obj);
+}
+
+void shard::retire(reactor_object_ptr obj) { graveyard_.push_back(std::move(obj)); }
+
+void shard::post_local(task t) { local_.push_back(std::move(t)); }
+
+void shard::post_to(unsigned target, task t) {
+    if (target == id_) {
+        post_local(std::move(t));
+        return;
+    }
+    auto& pending = overflow_[target];
+    // Once a channel overflowed, later tasks queue behind the overflow to keep FIFO order.
+    if (pending.empty() && engine_.channel(id_, target).try_push(std::move(t))) {
+        engine_.at(target).ring();
+        return;
+    }
+    pending.push_back(std::move(t));
+    ++overflow_count_;
+    bump(stats_.mesh_overflows);
+}
+
+void shard::post_external(task t) {
+    while (!external_.try_push(std::move(t))) std::this_thread::yield();
+    ring();
+}
+
+void shard::on_stop(task t) { stop_hooks_.push_back(std::move(t)); }
+void shard::on_exit(task t) { exit_hooks_.push_back(std::move(t)); }
+
+std::uint64_t shard::ticks_for(std::chrono::milliseconds d) const noexcept {
+    if (d.count() <= 0) return 0;
+    return static_cast<std::uint64_t>((d.count() + tick_.count() - 1) / tick_.count());
+}
+
+// Wake-up protocol (Dekker style, both sides fence):
+//   receiver: sleeping_ = true; fence; if (work visible) don't block; else epoll_wait
+//   sender:   push task;        fence; if (sleeping_) write the eventfd
+// Either the receiver sees the task or the sender sees sleeping_, so no wake-up is lost, and a
+// busy receiver (sleeping_ false) costs senders no system call at all.
+void shard::ring() noexcept {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (sleeping_.load(std::memory_order_relaxed)) {
+        std::uint64_t one = 1;
+        [[maybe_unused]] auto n = ::write(bell_fd_, &one, sizeof one);
+    }
+}
+
+void shard::request_stop() noexcept {
+    stop_requested_.store(true, std::memory_order_release);
+    ring();
+}
+
+bool shard::inbound_pending() const noexcept {
+    for (unsigned from = 0; from < engine_.shard_count(); ++from)
+        if (from != id_ && !engine_.channel(from, id_).empty_approx()) return true;
+    return !external_.empty_approx();
+}
+
+std::size_t shard::drain_inbound() {
+    std::size_t total = 0;
+    auto run = [](task&& t) { t(); };
+    for (unsigned from = 0; from < engine_.shard_count(); ++from) {
+        if (from == id_) continue;
+        total += engine_.channel(from, id_).pop_batch(run, max_tasks_per_channel_per_turn);
+    }
+    bump(stats_.tasks_mesh_in, total);
+    std::size_t ext = external_.pop_batch(run, max_tasks_per_channel_per_turn);
+    bump(stats_.tasks_external_in, ext);
+    return total + ext;
+}
+
+void shard::flush_overflow() {
+    if (overflow_count_ == 0) return;
+    for (unsigned target = 0; target < overflow_.size(); ++target) {
+        auto& pending = overflow_[target];
+        if (pending.empty()) continue;
+        auto& ch = engine_.channel(id_, target);
+        std::size_t moved = 0;
+        while (!pending.empty() && ch.try_push(std::move(pending.front()))) {
+            pending.pop_front();
+            ++moved;
+        }
+        overflow_count_ -= moved;
+        if (moved) engine_.at(target).ring();
+    }
+}
+
+void shard::advance_clock() {
+    auto elapsed = std::chrono::steady_clock::now() - epoch_;
+    auto ticks = static_cast<std::uint64_t>(elapsed / tick_);
+    if (ticks > wheel_.now()) wheel_.advance_to(ticks);
+}
+
+int shard::next_timeout() const noexcept {
+    if (!local_.empty() || overflow_count_ || !dirty_.empty()) return 0;
+    int timeout = -1;
+    if (!wheel_.empty()) {
+        auto next = epoch_ + tick_ * static_cast<std::int64_t>(wheel_.now() + 1);
+        auto ms = std::chrono::ceil<std::chrono::milliseconds>(next - std::chrono::steady_clock::now()).count();
+        timeout = ms < 0 ? 0 : static_cast<int>(ms);
+    }
+    if (stopping_ && (timeout < 0 || timeout > stopping_poll_ms)) timeout = stopping_poll_ms;
+    return timeout;
+}
+
+void shard::turn(int timeout_ms) {
+    if (timeout_ms != 0) {
+        sleeping_.store(true, std::memory_order_relaxed);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (inbound_pending() || stop_requested_.load(std::memory_order_relaxed)) timeout_ms = 0;
+    }
+    int n = poller_->wait(events_.data(), static_cast<int>(events_.size()), timeout_ms);
+    sleeping_.store(false, std::memory_order_relaxed);
+
+    for (int i = 0; i < n; ++i) events_[static_cast<std::size_t>(i)].target->on_io(events_[static_cast<std::size_t>(i)].events);
+    bump(stats_.io_events, static_cast<std::uint64_t>(n));
+
+    drain_inbound();
+
+    if (!local_.empty()) {
+        running_.swap(local_);
+        for (auto& t : running_) t();  // tasks posted meanwhile land in local_ for the next turn
+        bump(stats_.tasks_local, running_.size());
+        running_.clear();
+    }
+
+    advance_clock();
+    flush_overflow();
+
+    if (!dirty_.empty()) {
+        flushing_.swap(dirty_);
+        for (auto& obj : flushing_) {
+            obj->dirty_ = false;
+            obj->on_flush();
+        }
+        flushing_.clear();
+    }
+    graveyard_.clear();
+    bump(stats_.turns);
+}
+
+void shard::run() {
+    t_current = this;
+    for (;;) {
+        if (!stopping_ && stop_requested_.load(std::memory_order_acquire)) {
+            stopping_ = true;
+            drain_deadline_ = std::chrono::steady_clock::now() + engine_.config().drain_timeout;
+            // Hooks may register more hooks or post tasks; run them by index.
+            for (std::size_t i = 0; i < stop_hooks_.size(); ++i) {
+                task t = std::move(stop_hooks_[i]);
+                t();
+            }
+            stop_hooks_.clear();
+        }
+        if (stopping_ && !drained_) {
+            bool expired = std::chrono::steady_clock::now() >= drain_deadline_;
+            if (holds_ <= 0 || expired) {
+                if (holds_ > 0)
+                    log(log_level::warn, "shard %u: drain timeout with %d holds left; closing anyway", id_, holds_);
+                drained_ = true;
+                engine_.shard_finished_draining();
+            }
+        }
+        if (drained_ && engine_.all_drained() && local_.empty() && overflow_count_ == 0 && !inbound_pending()) break;
+        turn(next_timeout());
+    }
+    for (auto& t : exit_hooks_) t();
+    exit_hooks_.clear();
+    // Whatever the exit hooks queued (final closes) runs now, still on this thread.
+    while (!local_.empty() || !dirty_.empty() || !graveyard_.empty()) turn(0);
+    t_current = nullptr;
+}
+
+}  // namespace strix

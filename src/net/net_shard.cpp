@@ -1,0 +1,99 @@
+#include "net/net_shard.hpp"
+
+#include "net/listener.hpp"
+
+#include <strix/net/net_errc.hpp>
+
+#include <unistd.h>
+
+#include <bit>
+
+namespace strix::detail {
+namespace {
+
+session_limits normalized(session_limits l) {
+    // The ring must hold a whole frame, and its capacity is a power of two.
+    l.recv_buffer = std::bit_ceil(std::max<std::size_t>({l.recv_buffer, l.max_frame, 4096}));
+    if (l.low_water > l.high_water) l.low_water = l.high_water;
+    return l;
+}
+
+}  // namespace
+
+net_shard::net_shard(shard& s, const session_limits& lim, frame_format fmt,
+                     std::unique_ptr<session_handler> h, std::vector<net_shard*>& all)
+    : owner(s),
+      limits(normalized(lim)),
+      format(fmt),
+      handler(std::move(h)),
+      peers(all),
+      rx_pool_(limits.recv_buffer, 64, 16) {}
+
+net_shard::~net_shard() {
+    // Sessions still registered (engine never started, or torn down early) close their fds.
+    sessions_.clear();
+}
+
+void net_shard::adopt(int fd, std::string peer) {
+    if (owner.stopping()) {
+        ::close(fd);
+        return;
+    }
+    std::uint64_t id = (static_cast<std::uint64_t>(owner.id()) << 48) | next_id_++;
+    session_ptr s(new session(*this, fd, id, std::move(peer)));
+    sessions_.emplace(id, s);
+    bump(counters.accepted);
+    bump(counters.active);
+    s->start();
+}
+
+void net_shard::forget(session& s) {
+    if (sessions_.erase(s.id())) {
+        bump(counters.closed);
+        counters.active.store(counters.active.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    }
+}
+
+void net_shard::add_listener(intrusive_ptr<listener> l) {
+    l->start();
+    listeners_.push_back(std::move(l));
+}
+
+void net_shard::install_hooks() {
+    if (hooks_installed_) return;
+    hooks_installed_ = true;
+    owner.on_stop([this] {
+        for (auto& l : listeners_) l->close();
+        // Copy: closing erases from the map.
+        std::vector<session_ptr> open;
+        open.reserve(sessions_.size());
+        for (auto& [id, s] : sessions_) open.push_back(s);
+        for (auto& s : open) s->close(net_errc::shutdown);
+    });
+    owner.on_exit([this] {
+        std::vector<session_ptr> left;
+        for (auto& [id, s] : sessions_) left.push_back(s);
+        for (auto& s : left) s->abort(net_errc::shutdown);
+        for (auto& l : listeners_) l->close();
+        listeners_.clear();
+    });
+}
+
+std::byte* net_shard::take_rx_buffer() {
+    auto* p = static_cast<std::byte*>(rx_pool_.allocate());
+    if (p) {
+        auto in_use = counters.recv_buffers_in_use.load(std::memory_order_relaxed) + 1;
+        counters.recv_buffers_in_use.store(in_use, std::memory_order_relaxed);
+        if (in_use > counters.recv_buffers_peak.load(std::memory_order_relaxed))
+            counters.recv_buffers_peak.store(in_use, std::memory_order_relaxed);
+    }
+    return p;
+}
+
+void net_shard::give_rx_buffer(std::byte* p) noexcept {
+    rx_pool_.deallocate(p);
+    counters.recv_buffers_in_use.store(counters.recv_buffers_in_use.load(std::memory_order_relaxed) - 1,
+                                       std::memory_order_relaxed);
+}
+
+}  // namespace strix::detail

@@ -1,0 +1,351 @@
+#include <strix/codec/frame_codec.hpp>
+#include <strix/core/log.hpp>
+#include <strix/core/shard.hpp>
+#include <strix/net/net_errc.hpp>
+#include <strix/net/session.hpp>
+
+#include "net/net_shard.hpp"
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace strix {
+namespace {
+
+constexpr int max_iov = 64;
+constexpr std::size_t length_prefix_size = 4;
+
+std::uint32_t load_le32(const std::byte* p) noexcept {
+    return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
+           static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
+}
+
+// Errors a peer causes all the time: not worth a warning each.
+bool expected_errno(int e) noexcept { return e == ECONNRESET || e == EPIPE || e == ETIMEDOUT; }
+
+}  // namespace
+
+session::session(detail::net_shard& ns, int fd, std::uint64_t id, std::string peer)
+    : ns_(ns), fd_(fd), id_(id), peer_(std::move(peer)), max_frame_(ns.limits.max_frame) {
+    timer_.on_fire = &session::on_timer;
+    timer_.ctx = this;
+}
+
+session::~session() {
+    // finalize() ran unless the shard exited with the session still registered (exit hooks abort
+    // every session, so this is a belt-and-braces path for engines torn down early).
+    if (fd_ >= 0) ::close(fd_);
+    release_rx();
+}
+
+shard& session::owner() const noexcept { return ns_.owner; }
+
+void session::start() {
+    constexpr std::uint32_t ev = io_events::readable | io_events::writable | io_events::read_hangup;
+    if (auto ec = ns_.owner.add_fd(fd_, ev, this)) {
+        log(log_level::error, "session %s: cannot register with the reactor: %s", peer_.c_str(), ec.message().c_str());
+        finalize(ec);
+        return;
+    }
+    last_rx_tick_ = ns_.owner.now_tick();
+    if (auto idle = ns_.owner.ticks_for(ns_.limits.idle_timeout)) ns_.owner.timers().schedule(timer_, idle);
+    ns_.handler->on_open(*this);
+}
+
+void session::set_max_frame(std::uint32_t max_frame) noexcept {
+    // The receive ring is sized once per server; a frame must fit in it whole.
+    auto ring = static_cast<std::uint32_t>(std::min<std::size_t>(rx_.has_storage() ? rx_.capacity() : ns_.limits.recv_buffer,
+                                                                 UINT32_MAX));
+    max_frame_ = std::min(max_frame, std::max(ring, ns_.limits.max_frame));
+}
+
+void session::send(std::span<const std::byte> bytes) {
+    if (state_ != state::open) return;
+    tx_.append(bytes);
+    bump(ns_.counters.sends);
+    if (tx_.size() > ns_.limits.max_queued) {
+        bump(ns_.counters.slow_consumers);
+        log_limited(log_level::warn, "session %s: slow consumer (%zu bytes queued), disconnecting", peer_.c_str(), tx_.size());
+        abort(net_errc::slow_consumer);
+        return;
+    }
+    ns_.owner.mark_dirty(*this);
+}
+
+void session::send(shared_buffer_ptr buf) {
+    auto n = buf->size();
+    send(std::move(buf), 0, n);
+}
+
+void session::send(shared_buffer_ptr buf, std::size_t offset, std::size_t length) {
+    if (state_ != state::open) return;
+    tx_.append(std::move(buf), offset, length);
+    bump(ns_.counters.sends);
+    if (tx_.size() > ns_.limits.max_queued) {
+        bump(ns_.counters.slow_consumers);
+        log_limited(log_level::warn, "session %s: slow consumer (%zu bytes queued), disconnecting", peer_.c_str(), tx_.size());
+        abort(net_errc::slow_consumer);
+        return;
+    }
+    ns_.owner.mark_dirty(*this);
+}
+
+void session::on_io(std::uint32_t events) {
+    if (state_ == state::closed) return;
+    if (events & io_events::error) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len);
+        finalize(std::error_code(err ? err : ECONNRESET, std::generic_category()));
+        return;
+    }
+    if (events & (io_events::readable | io_events::hangup | io_events::read_hangup)) {
+        if (state_ == state::open) {
+            if (read_paused_)
+                read_pending_ = true;
+            else
+                do_read();
+        }
+    }
+    if (state_ != state::closed && (events & io_events::writable) && !tx_.empty()) ns_.owner.mark_dirty(*this);
+}
+
+bool session::acquire_rx() {
+    if (rx_.has_storage()) return true;
+    std::byte* p = ns_.take_rx_buffer();
+    if (!p) return false;
+    rx_.attach(p, ns_.limits.recv_buffer);
+    return true;
+}
+
+void session::release_rx() {
+    if (!rx_.has_storage()) return;
+    rx_.clear();
+    if (std::byte* p = rx_.detach()) ns_.give_rx_buffer(p);
+}
+
+// Reads until the socket is drained (a short read means it is), handing frames to the handler
+// after every read so the ring never has to hold more than one read's worth plus a partial frame.
+void session::do_read() {
+    read_pending_ = false;
+    if (!acquire_rx()) {
+        abort(std::make_error_code(std::errc::not_enough_memory));
+        return;
+    }
+    while (state_ == state::open) {
+        if (tx_.size() >= ns_.limits.high_water) {
+            // Output is piling up: stop taking input until the peer drains it (resume_reading).
+            pause_reading();
+            read_pending_ = true;
+            break;
+        }
+        iovec iov[2];
+        int n = rx_.write_iov(iov);
+        if (n == 0) {
+            // Full ring: only possible mid-frame when a frame is as large as the ring, which
+            // max_frame forbids; treat as a framing error rather than spin.
+            protocol_error(net_errc::frame_too_large);
+            break;
+        }
+        std::size_t want = iov[0].iov_len + (n > 1 ? iov[1].iov_len : 0);
+        ssize_t r = ::readv(fd_, iov, n);
+        if (r > 0) {
+            rx_.commit(static_cast<std::size_t>(r));
+            bump(ns_.counters.reads);
+            bump(ns_.counters.bytes_in, static_cast<std::uint64_t>(r));
+            last_rx_tick_ = ns_.owner.now_tick();
+            if (!process_frames()) break;
+            if (static_cast<std::size_t>(r) < want) break;  // drained: skip the read that would say EAGAIN
+            continue;
+        }
+        if (r == 0) {
+            close(net_errc::peer_closed);
+            break;
+        }
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        int e = errno;
+        if (!expected_errno(e)) log_limited(log_level::warn, "session %s: read: %s", peer_.c_str(), std::strerror(e));
+        finalize(std::error_code(e, std::generic_category()));
+        return;
+    }
+    if (state_ != state::closed && rx_.empty()) release_rx();
+}
+
+// Returns false when the session stopped reading (error, close by the handler).
+bool session::process_frames() {
+    while (state_ == state::open) {
+        std::size_t avail = rx_.size();
+        std::size_t frame_len;
+        if (ns_.format == frame_format::length_prefix_le32) {
+            if (avail < length_prefix_size) return true;
+            std::byte hdr[length_prefix_size];
+            rx_.peek(hdr);
+            std::uint32_t len = load_le32(hdr);
+            if (len < length_prefix_size) {
+                protocol_error(net_errc::frame_too_small);
+                return false;
+            }
+            if (len > max_frame_) {
+                protocol_error(net_errc::frame_too_large);
+                return false;
+            }
+            if (avail < len) return true;
+            frame_len = len;
+        } else {
+            if (avail < frame_header_size) return true;
+            auto res = decode_frame(rx_.linearize(frame_header_size), codec_limits{max_frame_});
+            if (res.error != frame_errc::need_more && res.error != frame_errc::ok) {
+                protocol_error(res.error == frame_errc::length_too_large ? net_errc::frame_too_large
+                               : res.error == frame_errc::length_too_small ? net_errc::frame_too_small
+                                                                           : net_errc::bad_frame);
+                return false;
+            }
+            // A frame with an empty body is complete with its header alone.
+            std::size_t need = res.error == frame_errc::ok ? res.consumed : res.needed;
+            if (avail < need) return true;
+            if (res.error != frame_errc::ok) {
+                auto full = decode_frame(rx_.linearize(need), codec_limits{max_frame_});
+                if (full.error != frame_errc::ok) {
+                    protocol_error(net_errc::bad_frame);
+                    return false;
+                }
+            }
+            frame_len = need;
+        }
+        auto frame = rx_.linearize(frame_len);
+        bump(ns_.counters.frames_in);
+        ns_.handler->on_frame(*this, frame);
+        rx_.consume(frame_len);
+    }
+    return false;
+}
+
+void session::protocol_error(std::error_code ec) {
+    bump(ns_.counters.frame_errors);
+    log_limited(log_level::warn, "session %s: %s; closing", peer_.c_str(), ec.message().c_str());
+    rx_.clear();
+    ns_.handler->on_protocol_error(*this, ec);
+    close(ec);
+}
+
+void session::pause_reading() {
+    if (read_paused_) return;
+    read_paused_ = true;
+    bump(ns_.counters.read_pauses);
+}
+
+void session::resume_reading() {
+    if (!read_paused_) return;
+    read_paused_ = false;
+    // Edge-triggered: data that arrived while paused raised no new edge, so read it now.
+    if (read_pending_ && state_ == state::open) do_read();
+}
+
+void session::on_flush() {
+    if (state_ == state::closed) return;
+    flush_now();
+    if (state_ == state::closed) return;
+    if (read_paused_ && tx_.size() <= ns_.limits.low_water) resume_reading();
+    if (state_ == state::closing && tx_.empty()) finalize(close_reason_);
+}
+
+void session::flush_now() {
+    while (!tx_.empty()) {
+        iovec iov[max_iov];
+        int n = tx_.fill_iov(iov, max_iov);
+        std::size_t want = 0;
+        for (int i = 0; i < n; ++i) want += iov[i].iov_len;
+        msghdr msg{};
+        msg.msg_iov = iov;
+        msg.msg_iovlen = static_cast<std::size_t>(n);
+        ssize_t w = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+        if (w > 0) {
+            tx_.consume(static_cast<std::size_t>(w));
+            bump(ns_.counters.writes);
+            bump(ns_.counters.bytes_out, static_cast<std::uint64_t>(w));
+            if (static_cast<std::size_t>(w) < want) return;  // socket buffer full; EPOLLOUT resumes us
+            continue;
+        }
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+        int e = w < 0 ? errno : EPIPE;
+        if (!expected_errno(e)) log_limited(log_level::warn, "session %s: write: %s", peer_.c_str(), std::strerror(e));
+        finalize(std::error_code(e, std::generic_category()));
+        return;
+    }
+}
+
+void session::close(std::error_code reason) {
+    if (state_ != state::open) return;
+    close_reason_ = reason ? reason : make_error_code(net_errc::closed_by_app);
+    if (tx_.empty()) {
+        finalize(close_reason_);
+        return;
+    }
+    state_ = state::closing;
+    ::shutdown(fd_, SHUT_RD);
+    ns_.owner.hold();
+    holds_shard_ = true;
+    // Bound the flush: a peer that stops reading must not keep us forever.
+    close_deadline_tick_ = ns_.owner.now_tick() + std::max<std::uint64_t>(1, ns_.owner.ticks_for(ns_.limits.close_linger));
+    ns_.owner.timers().schedule(timer_, close_deadline_tick_ - ns_.owner.now_tick());
+    ns_.owner.mark_dirty(*this);
+}
+
+void session::abort(std::error_code reason) {
+    if (state_ == state::closed) return;
+    tx_.clear();
+    finalize(reason);
+}
+
+void session::on_timer(timer_node& t) {
+    auto& s = *static_cast<session*>(t.ctx);
+    auto& sh = s.ns_.owner;
+    if (s.state_ == state::closing) {
+        if (sh.now_tick() >= s.close_deadline_tick_) {
+            log_limited(log_level::info, "session %s: close linger expired with %zu bytes unsent", s.peer_.c_str(), s.tx_.size());
+            s.abort(s.close_reason_);
+        } else {
+            sh.timers().schedule(t, s.close_deadline_tick_ - sh.now_tick());
+        }
+        return;
+    }
+    if (s.state_ != state::open) return;
+    auto idle = sh.ticks_for(s.ns_.limits.idle_timeout);
+    auto quiet = sh.now_tick() - s.last_rx_tick_;
+    if (quiet >= idle) {
+        bump(s.ns_.counters.idle_timeouts);
+        log_limited(log_level::info, "session %s: idle timeout", s.peer_.c_str());
+        s.abort(net_errc::idle_timeout);
+    } else {
+        // Activity since arming: sleep for the rest of the window instead of re-arming per read.
+        sh.timers().schedule(t, idle - quiet);
+    }
+}
+
+void session::finalize(std::error_code reason) {
+    if (state_ == state::closed) return;
+    state_ = state::closed;
+    ns_.owner.timers().cancel(timer_);
+    if (holds_shard_) {
+        ns_.owner.release_hold();
+        holds_shard_ = false;
+    }
+    ns_.owner.remove_fd(fd_);
+    ::close(fd_);
+    fd_ = -1;
+    tx_.clear();
+    release_rx();
+    // Keep this object alive for the rest of the turn: events already fetched may name it.
+    ns_.owner.retire(session_ptr(this));
+    ns_.handler->on_close(*this, reason);
+    ns_.forget(*this);
+}
+
+}  // namespace strix
