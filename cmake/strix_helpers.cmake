@@ -40,6 +40,8 @@ function(strix_add_test name)
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main Threads::Threads)
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests)
+  # Black-box tests start the built programs (servers, load tools) from here.
+  target_compile_definitions(${name} PRIVATE STRIX_BIN_DIR="${CMAKE_BINARY_DIR}/bin")
   strix_warnings(${name})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   gtest_discover_tests(${name}

@@ -53,7 +53,7 @@ void session::start() {
         return;
     }
     last_rx_tick_ = ns_.owner.now_tick();
-    if (auto idle = ns_.owner.ticks_for(ns_.limits.idle_timeout)) ns_.owner.timers().schedule(timer_, idle);
+    arm_timer();
     ns_.handler->on_open(*this);
 }
 
@@ -221,6 +221,8 @@ bool session::process_frames() {
         auto frame = rx_.linearize(frame_len);
         bump(ns_.counters.frames_in);
         ns_.handler->on_frame(*this, frame);
+        // The handler may have aborted us; finalize() already released the ring then.
+        if (state_ == state::closed) return false;
         rx_.consume(frame_len);
     }
     return false;
@@ -237,7 +239,9 @@ void session::protocol_error(std::error_code ec) {
 void session::pause_reading() {
     if (read_paused_) return;
     read_paused_ = true;
+    paused_since_tick_ = ns_.owner.now_tick();
     bump(ns_.counters.read_pauses);
+    arm_timer();
 }
 
 void session::resume_reading() {
@@ -294,7 +298,7 @@ void session::close(std::error_code reason) {
     holds_shard_ = true;
     // Bound the flush: a peer that stops reading must not keep us forever.
     close_deadline_tick_ = ns_.owner.now_tick() + std::max<std::uint64_t>(1, ns_.owner.ticks_for(ns_.limits.close_linger));
-    ns_.owner.timers().schedule(timer_, close_deadline_tick_ - ns_.owner.now_tick());
+    arm_timer();
     ns_.owner.mark_dirty(*this);
 }
 
@@ -304,29 +308,57 @@ void session::abort(std::error_code reason) {
     finalize(reason);
 }
 
+// One timer per session serves three deadlines: idle (nothing received), stall (reading paused
+// by backpressure: the peer does not drain its output) and close linger. Reads do not touch the
+// wheel; the timer fires at the earliest deadline and re-arms itself for whatever remains.
+void session::arm_timer() {
+    auto& sh = ns_.owner;
+    const std::uint64_t now = sh.now_tick();
+    std::uint64_t due = UINT64_MAX;
+    if (state_ == state::closing) {
+        due = close_deadline_tick_;
+    } else if (state_ == state::open) {
+        if (auto idle = sh.ticks_for(ns_.limits.idle_timeout)) due = std::min(due, last_rx_tick_ + idle);
+        if (read_paused_)
+            if (auto stall = sh.ticks_for(ns_.limits.stall_timeout)) due = std::min(due, paused_since_tick_ + stall);
+    }
+    if (due == UINT64_MAX) {
+        sh.timers().cancel(timer_);
+        return;
+    }
+    sh.timers().schedule(timer_, due > now ? due - now : 1);
+}
+
 void session::on_timer(timer_node& t) {
     auto& s = *static_cast<session*>(t.ctx);
     auto& sh = s.ns_.owner;
+    const std::uint64_t now = sh.now_tick();
     if (s.state_ == state::closing) {
-        if (sh.now_tick() >= s.close_deadline_tick_) {
+        if (now >= s.close_deadline_tick_) {
             log_limited(log_level::info, "session %s: close linger expired with %zu bytes unsent", s.peer_.c_str(), s.tx_.size());
             s.abort(s.close_reason_);
-        } else {
-            sh.timers().schedule(t, s.close_deadline_tick_ - sh.now_tick());
+            return;
         }
+    } else if (s.state_ == state::open) {
+        auto idle = sh.ticks_for(s.ns_.limits.idle_timeout);
+        if (idle && now - s.last_rx_tick_ >= idle) {
+            bump(s.ns_.counters.idle_timeouts);
+            log_limited(log_level::info, "session %s: idle timeout", s.peer_.c_str());
+            s.abort(net_errc::idle_timeout);
+            return;
+        }
+        auto stall = sh.ticks_for(s.ns_.limits.stall_timeout);
+        if (stall && s.read_paused_ && now - s.paused_since_tick_ >= stall) {
+            bump(s.ns_.counters.slow_consumers);
+            log_limited(log_level::warn, "session %s: slow consumer (output not drained for %lld ms), disconnecting",
+                        s.peer_.c_str(), static_cast<long long>(s.ns_.limits.stall_timeout.count()));
+            s.abort(net_errc::slow_consumer);
+            return;
+        }
+    } else {
         return;
     }
-    if (s.state_ != state::open) return;
-    auto idle = sh.ticks_for(s.ns_.limits.idle_timeout);
-    auto quiet = sh.now_tick() - s.last_rx_tick_;
-    if (quiet >= idle) {
-        bump(s.ns_.counters.idle_timeouts);
-        log_limited(log_level::info, "session %s: idle timeout", s.peer_.c_str());
-        s.abort(net_errc::idle_timeout);
-    } else {
-        // Activity since arming: sleep for the rest of the window instead of re-arming per read.
-        sh.timers().schedule(t, idle - quiet);
-    }
+    s.arm_timer();
 }
 
 void session::finalize(std::error_code reason) {

@@ -42,6 +42,7 @@ struct session_limits {
     std::size_t low_water = 64 * 1024;         // ... and resumes it
     std::size_t max_queued = 1024 * 1024;      // queued output that disconnects a slow consumer
     std::chrono::milliseconds idle_timeout{0};  // 0 = never
+    std::chrono::milliseconds stall_timeout{10000};  // reading paused this long = slow consumer; 0 = never
     std::chrono::milliseconds close_linger{5000};  // how long close() waits to flush
 };
 
@@ -95,6 +96,7 @@ private:
     bool acquire_rx();
     void release_rx();
     static void on_timer(timer_node& t);
+    void arm_timer();
 
     detail::net_shard& ns_;
     int fd_;
@@ -105,6 +107,7 @@ private:
     timer_node timer_;
     std::uint64_t last_rx_tick_ = 0;
     std::uint64_t close_deadline_tick_ = 0;
+    std::uint64_t paused_since_tick_ = 0;
     std::uint32_t max_frame_;
     state state_ = state::open;
     bool read_paused_ = false;

@@ -1,0 +1,156 @@
+// Echo through the public server API over loopback: content, order, splits, many connections,
+// Unix sockets.
+#include <support/echo_fixture.hpp>
+#include <support/loopback.hpp>
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace strix;
+using namespace strix::test;
+
+namespace {
+
+// Sends `stream` in pieces whose sizes come from `next_piece`, then reads the same number of
+// bytes back and returns them.
+bytes echo_in_pieces(int fd, const bytes& stream, const std::function<std::size_t()>& next_piece) {
+    // Reader thread: the echo may come back while we are still sending.
+    bytes got(stream.size());
+    bool ok = true;
+    std::thread reader([&] { ok = recv_exact(fd, got.data(), got.size()); });
+    std::size_t off = 0;
+    while (off < stream.size()) {
+        std::size_t n = std::min(next_piece(), stream.size() - off);
+        if (!send_all(fd, stream.data() + off, n)) break;
+        off += n;
+    }
+    reader.join();
+    if (!ok) got.clear();
+    return got;
+}
+
+bytes random_stream(std::mt19937& rng, int messages, std::size_t max_body) {
+    bytes stream;
+    std::uniform_int_distribution<std::size_t> size(0, max_body);
+    for (int i = 0; i < messages; ++i) {
+        auto f = frame_le32(random_bytes(rng, size(rng)));
+        append(stream, f);
+    }
+    return stream;
+}
+
+TEST(echo, random_sizes_in_one_write_come_back_identical) {
+    server_fixture fx;
+    std::mt19937 rng(1);
+    auto stream = random_stream(rng, 500, 3000);
+    int fd = connect_tcp(fx.srv.port());
+    ASSERT_GE(fd, 0);
+    auto got = echo_in_pieces(fd, stream, [&] { return stream.size(); });
+    EXPECT_EQ(got, stream);
+    ::close(fd);
+    EXPECT_TRUE(eventually([&] { return fx.srv.stats().frames_in == 500; }));
+}
+
+TEST(echo, one_byte_at_a_time) {
+    server_fixture fx;
+    std::mt19937 rng(2);
+    auto stream = random_stream(rng, 40, 64);
+    int fd = connect_tcp(fx.srv.port());
+    ASSERT_GE(fd, 0);
+    auto got = echo_in_pieces(fd, stream, [] { return std::size_t{1}; });
+    EXPECT_EQ(got, stream);
+    ::close(fd);
+}
+
+TEST(echo, random_read_splits_including_frames_larger_than_half_the_ring) {
+    server_config cfg;
+    cfg.limits.max_frame = 64 * 1024;
+    server_fixture fx(cfg);
+    std::mt19937 rng(3);
+    auto stream = random_stream(rng, 200, 40000);  // frames straddle the ring's end often
+    int fd = connect_tcp(fx.srv.port());
+    ASSERT_GE(fd, 0);
+    std::uniform_int_distribution<std::size_t> piece(1, 9000);
+    auto got = echo_in_pieces(fd, stream, [&] { return piece(rng); });
+    EXPECT_EQ(got, stream);
+    ::close(fd);
+}
+
+TEST(echo, thousand_concurrent_connections_each_get_their_own_messages) {
+    raise_fd_limit();
+    server_fixture fx;
+    constexpr int n = 1000;
+    std::vector<int> fds;
+    for (int i = 0; i < n; ++i) {
+        int fd = connect_tcp(fx.srv.port());
+        ASSERT_GE(fd, 0) << "connection " << i;
+        fds.push_back(fd);
+    }
+    // Each connection sends 5 messages naming itself; all sends first, then all reads.
+    std::vector<bytes> sent(n);
+    for (int i = 0; i < n; ++i) {
+        for (int k = 0; k < 5; ++k) {
+            std::string body = "conn " + std::to_string(i) + " msg " + std::to_string(k);
+            bytes b(body.size());
+            std::memcpy(b.data(), body.data(), body.size());
+            auto f = frame_le32(b);
+            append(sent[static_cast<std::size_t>(i)], f);
+        }
+        ASSERT_TRUE(send_all(fds[static_cast<std::size_t>(i)], sent[static_cast<std::size_t>(i)]));
+    }
+    for (int i = 0; i < n; ++i) {
+        bytes got(sent[static_cast<std::size_t>(i)].size());
+        ASSERT_TRUE(recv_exact(fds[static_cast<std::size_t>(i)], got.data(), got.size())) << "connection " << i;
+        EXPECT_EQ(got, sent[static_cast<std::size_t>(i)]) << "connection " << i;
+    }
+    EXPECT_TRUE(eventually([&] { return fx.srv.stats().active == n; }));
+    EXPECT_EQ(fx.srv.stats().frames_in, 5u * n);
+    for (int fd : fds) ::close(fd);
+    EXPECT_TRUE(eventually([&] { return fx.srv.stats().active == 0; }));
+    EXPECT_EQ(fx.srv.stats().accepted, static_cast<std::uint64_t>(n));
+}
+
+TEST(echo, sends_of_one_turn_are_coalesced_into_few_writes) {
+    server_fixture fx({}, {}, 1);
+    int fd = connect_tcp(fx.srv.port());
+    ASSERT_GE(fd, 0);
+    // 2,000 eight-byte messages in one write: the server reads them in one or a few reads and
+    // must answer with about as many writes, not 2,000.
+    bytes stream;
+    std::mt19937 rng(4);
+    for (int i = 0; i < 2000; ++i) {
+        auto f = frame_le32(random_bytes(rng, 8));
+        append(stream, f);
+    }
+    ASSERT_TRUE(send_all(fd, stream));
+    bytes got(stream.size());
+    ASSERT_TRUE(recv_exact(fd, got.data(), got.size()));
+    EXPECT_EQ(got, stream);
+    auto st = fx.srv.stats();
+    EXPECT_EQ(st.sends, 2000u);
+    EXPECT_LE(st.writes, st.reads + 2) << "one gather write per read turn at most (plus partial writes)";
+    EXPECT_LT(st.writes, 100u);
+    ::close(fd);
+}
+
+TEST(echo, unix_socket_runs_the_same_session_code) {
+    server_config cfg;
+    cfg.tcp = false;
+    cfg.unix_path = "/tmp/strix-echo-test-" + std::to_string(::getpid()) + ".sock";
+    server_fixture fx(cfg);
+    std::mt19937 rng(5);
+    // Several connections so the round-robin hand-off reaches every shard.
+    for (int c = 0; c < 4; ++c) {
+        int fd = -1;
+        ASSERT_TRUE(eventually([&] { return (fd = connect_unix(cfg.unix_path)) >= 0; }));
+        auto stream = random_stream(rng, 100, 500);
+        auto got = echo_in_pieces(fd, stream, [&] { return std::size_t{777}; });
+        EXPECT_EQ(got, stream);
+        ::close(fd);
+    }
+    EXPECT_EQ(fx.srv.stats().frames_in, 400u);
+    ::unlink(cfg.unix_path.c_str());
+}
+
+}  // namespace

@@ -1,0 +1,50 @@
+#pragma once
+// An in-process engine + server on an ephemeral loopback port, for tests through the public API.
+
+#include <strix/core/engine.hpp>
+#include <strix/net/server.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <thread>
+
+namespace strix::test {
+
+/// Echoes every frame back with one send() per frame.
+class echo_handler : public session_handler {
+public:
+    void on_frame(session& s, std::span<const std::byte> frame) override { s.send(frame); }
+};
+
+struct server_fixture {
+    explicit server_fixture(server_config cfg = {}, server::handler_factory make = {}, unsigned shards = 2,
+                            engine_config ecfg = {})
+        : eng(with_shards(ecfg, shards)),
+          srv(eng, std::move(cfg),
+              make ? make : server::handler_factory([](shard&) { return std::make_unique<echo_handler>(); })) {
+        srv.start();
+        eng.start();
+    }
+
+    static engine_config with_shards(engine_config c, unsigned n) {
+        c.shards = n;
+        c.pin_threads = false;  // tests share the machine with other tests
+        return c;
+    }
+
+    engine eng;
+    server srv;
+};
+
+/// Polls pred until it holds or `within` passes; returns its last value.
+inline bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds within = std::chrono::seconds(5)) {
+    auto deadline = std::chrono::steady_clock::now() + within;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (pred()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return pred();
+}
+
+}  // namespace strix::test
