@@ -462,6 +462,9 @@ options parse_options(int argc, char** argv) {
   o.threads = static_cast<std::uint32_t>(args.integer("threads", 1, 1, 1024));
   o.drain_timeout_s = static_cast<int>(args.integer("drain-timeout", 10, 1, 3600));
   o.threads = std::min(o.threads, o.connections);
+  if (static_cast<double>(o.depth) * static_cast<double>(echo_header_size + o.size) > double(1 << 30)) {
+    args.fail("--depth x (4 + --size) must stay under 1 GiB in flight per connection");
+  }
   if (o.server_pid != 0 && !read_proc(o.server_pid).ok) {
     args.fail("cannot read /proc/" + std::to_string(o.server_pid) + "/stat: is --server-pid right?");
   }
@@ -504,8 +507,9 @@ int run(int argc, char** argv) {
   }
 
   std::vector<std::vector<std::unique_ptr<connection>>> slices(o.threads);
-  const std::size_t in_cap = 2 * std::max<std::size_t>(16384, wire);
-  const std::size_t out_cap = std::max<std::size_t>(4096, 2 * static_cast<std::size_t>(o.depth) * wire);
+  // Initial sizes for the common small-message case; the buffers grow when a run needs more.
+  const std::size_t in_cap = 32768;
+  const std::size_t out_cap = std::clamp<std::size_t>(2 * static_cast<std::size_t>(o.depth) * wire, 4096, 1 << 20);
   for (std::uint32_t i = 0; i < o.connections; ++i) {
     const int fd = connect_one(o, addr, i);
     if (fd < 0) {

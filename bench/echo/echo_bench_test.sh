@@ -13,6 +13,7 @@ cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
