@@ -73,6 +73,7 @@ std::size_t encode_frame(std::span<std::byte> out, std::uint16_t type,
 /// Not thread-safe: one owner thread (a client or a test) uses it.
 class frame_decoder {
 public:
+    /// A decoder with no buffered bytes that accepts frames up to limits.max_frame. No allocation.
     explicit frame_decoder(codec_limits limits = {}) noexcept : limits_(limits) {}
 
     /// Consumes all of `bytes`, calling on_frame(const frame_view&) for each frame it completes.

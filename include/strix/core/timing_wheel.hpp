@@ -39,9 +39,11 @@ struct timer_node {
     /// Free for the owner, typically a pointer back to it.
     void* ctx = nullptr;
 
+    /// An unarmed timer with no callback. Any thread (it belongs to no wheel yet).
     timer_node() noexcept = default;
     timer_node(const timer_node&) = delete;
     timer_node& operator=(const timer_node&) = delete;
+    /// Aborts with a message if still armed (the wheel would keep a dangling link). Wheel's thread.
     ~timer_node();
 
     /// True from schedule() until the timer fires or is cancelled. Wheel's thread only.
@@ -64,7 +66,7 @@ private:
 
 class timing_wheel {
 public:
-    /// A wheel whose now() is start_tick.
+    /// A wheel whose now() is start_tick. Constructed on, and thereafter used by, one thread.
     explicit timing_wheel(std::uint64_t start_tick = 0) noexcept;
     timing_wheel(const timing_wheel&) = delete;
     timing_wheel& operator=(const timing_wheel&) = delete;
