@@ -28,7 +28,7 @@ public:
     /// Arena whose regular blocks hold `block_size` usable bytes (at least 1). No memory is taken
     /// until the first allocate(). Owning shard thread only.
     explicit block_arena(std::size_t block_size = 64 * 1024);
-    /// Same as release().
+    /// Same as release(). Owning shard thread only.
     ~block_arena();
 
     block_arena(const block_arena&) = delete;
@@ -55,9 +55,9 @@ public:
     /// in_use are kept. Owning shard thread only.
     void release() noexcept;
 
-    /// Blocks currently held (regular and dedicated ones).
+    /// Blocks currently held (regular and dedicated ones). Owning shard thread only.
     std::size_t blocks() const noexcept { return blocks_; }
-    /// Usable bytes of a regular block, as given to the constructor.
+    /// Usable bytes of a regular block, as given to the constructor. Owning shard thread only.
     std::size_t block_size() const noexcept { return block_size_; }
     /// Counters in bytes (see alloc_stats): in_use is the bytes consumed since the last reset(),
     /// alignment padding included, block tails skipped over not included. `reused` counts

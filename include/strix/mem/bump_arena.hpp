@@ -27,7 +27,7 @@ public:
     /// Takes a buffer of `capacity` bytes (aligned to 64) from the system; throws std::bad_alloc if
     /// it cannot. Owning shard thread only.
     explicit bump_arena(std::size_t capacity);
-    /// Returns the buffer; everything handed out becomes dangling.
+    /// Returns the buffer; everything handed out becomes dangling. Owning shard thread only.
     ~bump_arena();
 
     bump_arena(const bump_arena&) = delete;
@@ -65,9 +65,9 @@ public:
         stats_.frees = stats_.allocs;
     }
 
-    /// Bytes consumed since the last reset(), alignment padding included.
+    /// Bytes consumed since the last reset(), alignment padding included. Owning shard thread only.
     std::size_t used() const noexcept { return used_; }
-    /// Size of the buffer, fixed at construction.
+    /// Size of the buffer, fixed at construction. Owning shard thread only.
     std::size_t capacity() const noexcept { return capacity_; }
     /// Counters in bytes (see alloc_stats); in_use == used(). `reused` counts allocations that
     /// start below the highest offset ever used, i.e. in memory handed out before a reset().

@@ -27,7 +27,7 @@ public:
     explicit object_pool(std::size_t objects_per_page = 64) : pool_(sizeof(T), alignof(T), objects_per_page) {}
 
     /// Aborts if objects with a non-trivial destructor are still alive: their destructors would
-    /// never run (a leak of whatever they own). Destroy every object first.
+    /// never run (a leak of whatever they own). Destroy every object first. Owning shard thread only.
     ~object_pool() {
         if constexpr (!std::is_trivially_destructible_v<T>) {
             if (pool_.stats().in_use != 0) {
@@ -65,7 +65,7 @@ public:
 
     /// Counters in objects (see alloc_stats). Owning shard thread only; copy it to publish.
     const alloc_stats& stats() const noexcept { return pool_.stats(); }
-    /// Pages taken from the system so far.
+    /// Pages taken from the system so far. Owning shard thread only.
     std::size_t pages() const noexcept { return pool_.pages(); }
 
 private:

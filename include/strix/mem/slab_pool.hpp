@@ -32,7 +32,7 @@ public:
     /// std::length_error if a page would not fit in size_t. Owning shard thread only.
     explicit slab_pool(std::size_t object_size, std::size_t align = alignof(std::max_align_t),
                        std::size_t objects_per_page = 64);
-    /// Returns every page to the system; slots still handed out become dangling.
+    /// Returns every page to the system; slots still handed out become dangling. Owning shard thread only.
     ~slab_pool();
 
     slab_pool(const slab_pool&) = delete;
@@ -73,13 +73,13 @@ public:
 
     /// Counters in objects (see alloc_stats). Owning shard thread only; copy it to publish.
     const alloc_stats& stats() const noexcept { return stats_; }
-    /// Slot size: the requested object size rounded up to a multiple of alignment().
+    /// Slot size: the requested object size rounded up to a multiple of alignment(). Owning shard thread only.
     std::size_t object_size() const noexcept { return slot_size_; }
-    /// Alignment of every slot (the requested one, at least alignof(void*)).
+    /// Alignment of every slot (the requested one, at least alignof(void*)). Owning shard thread only.
     std::size_t alignment() const noexcept { return align_; }
-    /// Slots per page, as given to the constructor.
+    /// Slots per page, as given to the constructor. Owning shard thread only.
     std::size_t objects_per_page() const noexcept { return per_page_; }
-    /// Pages taken from the system so far (they are kept until destruction).
+    /// Pages taken from the system so far (they are kept until destruction). Owning shard thread only.
     std::size_t pages() const noexcept { return pages_.size(); }
 
 private:

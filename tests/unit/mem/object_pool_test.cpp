@@ -96,7 +96,9 @@ TEST(object_pool, a_throwing_constructor_gives_the_slot_back) {
 }
 
 struct alignas(64) cache_line_obj {
-    explicit cache_line_obj(std::uint64_t v) { std::fill(std::begin(bytes), std::end(bytes), static_cast<unsigned char>(v)); }
+    explicit cache_line_obj(std::uint64_t v) {
+        std::fill(std::begin(bytes), std::end(bytes), static_cast<unsigned char>(v));
+    }
     unsigned char bytes[100];
 };
 
