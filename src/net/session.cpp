@@ -256,7 +256,12 @@ void session::on_flush() {
     flush_now();
     if (state_ == state::closed) return;
     if (read_paused_ && tx_.size() <= ns_.limits.low_water) resume_reading();
-    if (state_ == state::closing && tx_.empty()) finalize(close_reason_);
+    if (state_ == state::closing && tx_.empty()) {
+        finalize(close_reason_);
+        return;
+    }
+    // Nothing left to send: give the chain's chunks back so an idle connection costs little.
+    if (tx_.empty()) tx_.trim();
 }
 
 void session::flush_now() {
