@@ -15,7 +15,7 @@ CMAKE_FLAGS += -DCMAKE_BUILD_TYPE=Release
 endif
 CTEST_ARGS ?=
 
-.PHONY: all deps configure build test bench bench-components bench-echo run clean
+.PHONY: all deps configure build test bench bench-components bench-scaling bench-echo bench-chat run clean
 
 all: build
 
@@ -31,10 +31,16 @@ build: configure
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
-bench: bench-components bench-echo
+bench: bench-components bench-scaling bench-echo bench-chat
 
 bench-components: build
 	@scripts/bench-components.sh $(BUILD_DIR)
+
+bench-scaling: build
+	@scripts/bench-scaling.sh $(BUILD_DIR)
+
+bench-chat: build
+	@if [ -x scripts/bench-chat.sh ]; then scripts/bench-chat.sh $(BUILD_DIR); else echo "strix: chat benchmark not available yet"; fi
 
 bench-echo: build
 	@scripts/bench-echo.sh $(BUILD_DIR)
