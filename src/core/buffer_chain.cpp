@@ -64,7 +64,7 @@ void buffer_chain::take(buffer_chain& other) noexcept {
     other.fill_used_ = 0;
 }
 
-void buffer_chain::append(std::span<const std::byte> bytes) {
+void buffer_chain::append_slow(std::span<const std::byte> bytes) {
     const std::byte* src = bytes.data();
     std::size_t left = bytes.size();
     while (left > 0) {

@@ -67,12 +67,6 @@ std::error_code shard::modify_fd(int fd, std::uint32_t events, reactor_object* t
 }
 std::error_code shard::remove_fd(int fd) { return poller_->remove(fd); }
 
-void shard::mark_dirty(reactor_object& obj) {
-    if (obj.dirty_) return;
-    obj.dirty_ = true;
-    dirty_.emplace_back(&obj);
-}
-
 void shard::retire(reactor_object_ptr obj) { graveyard_.push_back(std::move(obj)); }
 
 void shard::post_local(task t) { local_.push_back(std::move(t)); }

@@ -177,55 +177,68 @@ void session::do_read() {
     if (state_ != state::closed && rx_.empty()) release_rx();
 }
 
-// Returns false when the session stopped reading (error, close by the handler).
-bool session::process_frames() {
-    while (state_ == state::open) {
-        std::size_t avail = rx_.size();
-        std::size_t frame_len;
-        if (ns_.format == frame_format::length_prefix_le32) {
-            if (avail < length_prefix_size) return true;
-            std::byte hdr[length_prefix_size];
-            rx_.peek(hdr);
-            std::uint32_t len = load_le32(hdr);
-            if (len < length_prefix_size) {
-                protocol_error(net_errc::frame_too_small);
-                return false;
-            }
-            if (len > max_frame_) {
-                protocol_error(net_errc::frame_too_large);
-                return false;
-            }
-            if (avail < len) return true;
-            frame_len = len;
-        } else {
-            if (avail < frame_header_size) return true;
-            auto res = decode_frame(rx_.linearize(frame_header_size), codec_limits{max_frame_});
-            if (res.error != frame_errc::need_more && res.error != frame_errc::ok) {
-                protocol_error(res.error == frame_errc::length_too_large ? net_errc::frame_too_large
-                               : res.error == frame_errc::length_too_small ? net_errc::frame_too_small
-                                                                           : net_errc::bad_frame);
-                return false;
-            }
-            // A frame with an empty body is complete with its header alone.
-            std::size_t need = res.error == frame_errc::ok ? res.consumed : res.needed;
-            if (avail < need) return true;
-            if (res.error != frame_errc::ok) {
-                auto full = decode_frame(rx_.linearize(need), codec_limits{max_frame_});
-                if (full.error != frame_errc::ok) {
-                    protocol_error(net_errc::bad_frame);
-                    return false;
-                }
-            }
-            frame_len = need;
-        }
-        auto frame = rx_.linearize(frame_len);
-        bump(ns_.counters.frames_in);
-        ns_.handler->on_frame(*this, frame);
-        // The handler may have aborted us; finalize() already released the ring then.
-        if (state_ == state::closed) return false;
-        rx_.consume(frame_len);
+// Sizes the frame at p: ok (len set), need_more, or a framing error. Reads only the header's
+// bytes until the whole frame is present, so limits are enforced before anything is buffered.
+session::frame_check session::check_frame(const std::byte* p, std::size_t avail, std::size_t& len) const noexcept {
+    if (ns_.format == frame_format::length_prefix_le32) {
+        if (avail < length_prefix_size) return frame_check::need_more;
+        std::uint32_t n = load_le32(p);
+        if (n < length_prefix_size) return frame_check::too_small;
+        if (n > max_frame_) return frame_check::too_large;
+        if (avail < n) return frame_check::need_more;
+        len = n;
+        return frame_check::ok;
     }
-    return false;
+    auto res = decode_frame(std::span<const std::byte>(p, avail), codec_limits{max_frame_});
+    switch (res.error) {
+        case frame_errc::ok: len = res.consumed; return frame_check::ok;
+        case frame_errc::need_more: return frame_check::need_more;
+        case frame_errc::length_too_small: return frame_check::too_small;
+        case frame_errc::length_too_large: return frame_check::too_large;
+        default: return frame_check::bad;
+    }
+}
+
+// Hands every complete frame to the handler, in place: frames are cut straight out of the
+// ring's contiguous readable span and consumed once per batch. Only a frame that straddles the
+// ring's end costs a move (linearize). Returns false when the session stopped reading (framing
+// error, or the handler closed it).
+bool session::process_frames() {
+    std::uint64_t frames = 0;
+    bool go_on = true;
+    while (go_on) {
+        auto span = rx_.read_span();
+        std::size_t off = 0;
+        frame_check st = frame_check::need_more;
+        while (state_ == state::open) {
+            std::size_t len = 0;
+            st = check_frame(span.data() + off, span.size() - off, len);
+            if (st != frame_check::ok) break;
+            ++frames;
+            ns_.handler->on_frame(*this, span.subspan(off, len));
+            off += len;
+        }
+        if (state_ == state::closed) {
+            // The handler aborted us: finalize() already released the ring.
+            bump(ns_.counters.frames_in, frames);
+            return false;
+        }
+        rx_.consume(off);
+        if (state_ != state::open) break;  // the handler called close()
+        if (st != frame_check::ok && st != frame_check::need_more) {
+            bump(ns_.counters.frames_in, frames);
+            protocol_error(st == frame_check::too_small   ? net_errc::frame_too_small
+                           : st == frame_check::too_large ? net_errc::frame_too_large
+                                                          : net_errc::bad_frame);
+            return false;
+        }
+        // Incomplete at the end of the span: if more bytes wrapped to the ring's start, make the
+        // rest contiguous and go on; otherwise wait for the next read.
+        go_on = rx_.size() > rx_.read_span().size();
+        if (go_on) rx_.linearize(rx_.size());
+    }
+    bump(ns_.counters.frames_in, frames);
+    return state_ == state::open;
 }
 
 void session::protocol_error(std::error_code ec) {

@@ -29,6 +29,7 @@
 #include <sys/uio.h>
 
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <span>
 
@@ -51,7 +52,20 @@ public:
     /// tail segment when it is that chunk), the remainder into a new chunk of
     /// max(chunk_size, remainder) bytes. Never writes into a referenced shared buffer.
     /// May throw std::bad_alloc. Owning shard only.
-    void append(std::span<const std::byte> bytes);
+    void append(std::span<const std::byte> bytes) {
+        // Fast path, inlined: the bytes fit behind the tail segment in the current fill chunk.
+        if (count_ && fill_ && bytes.size() <= fill_->size() - fill_used_) {
+            segment& tail = slot(count_ - 1);
+            if (tail.chunk && tail.buf == fill_ && tail.offset + tail.length == fill_used_) {
+                if (!bytes.empty()) std::memcpy(fill_->data() + fill_used_, bytes.data(), bytes.size());
+                tail.length += bytes.size();
+                fill_used_ += bytes.size();
+                bytes_ += bytes.size();
+                return;
+            }
+        }
+        append_slow(bytes);
+    }
     /// Queues bytes [offset, offset + length) of `buf` by reference, without copying. Aborts if
     /// buf is null or the range exceeds buf->size(); length 0 queues nothing. `buf` must not be
     /// written by anyone after this call (shared_buffer's contract). Owning shard only.
@@ -91,6 +105,7 @@ private:
 
     segment& slot(std::size_t i) noexcept { return segs_[(head_ + i) & (cap_ - 1)]; }
     const segment& slot(std::size_t i) const noexcept { return segs_[(head_ + i) & (cap_ - 1)]; }
+    void append_slow(std::span<const std::byte> bytes);
     void push_back(segment&& s);
     void pop_front() noexcept;
     void grow();

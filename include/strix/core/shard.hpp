@@ -75,7 +75,11 @@ public:
 
     /// Queues obj->on_flush() for the end of this loop turn (once, however often it is called).
     /// Owning shard only.
-    void mark_dirty(reactor_object& obj);
+    void mark_dirty(reactor_object& obj) {
+        if (obj.dirty_) return;
+        obj.dirty_ = true;
+        dirty_.emplace_back(&obj);
+    }
 
     /// Keeps obj alive until the end of the current turn, so events already fetched for it this
     /// turn find it closed rather than freed. Owning shard only.

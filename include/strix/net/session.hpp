@@ -87,6 +87,8 @@ private:
     session(detail::net_shard& ns, int fd, std::uint64_t id, std::string peer);
     void start();
     void do_read();
+    enum class frame_check : std::uint8_t { ok, need_more, too_small, too_large, bad };
+    frame_check check_frame(const std::byte* p, std::size_t avail, std::size_t& len) const noexcept;
     bool process_frames();
     void protocol_error(std::error_code ec);
     void flush_now();
