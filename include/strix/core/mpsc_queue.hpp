@@ -64,9 +64,11 @@ public:
 
     /// Destroys the items still queued. No thread may be using the queue any more.
     ~mpsc_queue() {
-        const std::size_t tail = tail_.load(std::memory_order_acquire);
-        for (std::size_t i = head_.load(std::memory_order_relaxed); i != tail; ++i) {
-            if (cells_[i & mask_].seq.load(std::memory_order_acquire) == i + 1) std::destroy_at(at(i));
+        if constexpr (!std::is_trivially_destructible_v<T>) {
+            const std::size_t tail = tail_.load(std::memory_order_acquire);
+            for (std::size_t i = head_.load(std::memory_order_relaxed); i != tail; ++i) {
+                if (cells_[i & mask_].seq.load(std::memory_order_acquire) == i + 1) std::destroy_at(at(i));
+            }
         }
     }
 

@@ -55,8 +55,10 @@ public:
 
     /// Destroys the items still queued. No thread may be using the queue any more.
     ~spsc_queue() {
-        const std::size_t tail = tail_.load(std::memory_order_acquire);
-        for (std::size_t i = head_.load(std::memory_order_relaxed); i != tail; ++i) std::destroy_at(at(i));
+        if constexpr (!std::is_trivially_destructible_v<T>) {
+            const std::size_t tail = tail_.load(std::memory_order_acquire);
+            for (std::size_t i = head_.load(std::memory_order_relaxed); i != tail; ++i) std::destroy_at(at(i));
+        }
     }
 
     /// Copies `item` in. Returns false (and leaves the queue unchanged) when full. Producer only.

@@ -1,5 +1,7 @@
 #include <strix/core/mpsc_queue.hpp>
 
+#include "unit/core/queue_test_support.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,32 +13,10 @@
 
 namespace {
 
-// Sanitizers slow every access several-fold; the concurrent tests scale their counts down so
-// each stays within a few seconds there too.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr std::uint64_t load_divisor = 10;
-#else
-constexpr std::uint64_t load_divisor = 1;
-#endif
-
-struct life_counts {
-    int constructed = 0;
-    int destroyed = 0;
-    int live() const { return constructed - destroyed; }
-};
-
-// Counts its lives; not default-constructible on purpose. Its constructors are noexcept, so
-// try_emplace builds it straight in the cell (constructed counts below rely on that).
-struct tracked {
-    tracked(int v, life_counts* c) noexcept : value(v), counts(c) { ++counts->constructed; }
-    tracked(const tracked& o) noexcept : value(o.value), counts(o.counts) { ++counts->constructed; }
-    tracked(tracked&& o) noexcept : value(o.value), counts(o.counts) { ++counts->constructed; }
-    tracked& operator=(const tracked&) = default;
-    tracked& operator=(tracked&&) noexcept = default;
-    ~tracked() { ++counts->destroyed; }
-    int value;
-    life_counts* counts;
-};
+using queue_test::life_counts;
+using queue_test::load_divisor;
+using queue_test::stall_watch;
+using queue_test::tracked;
 
 // Its constructor may throw, so try_emplace must build it before claiming a cell.
 struct picky {
@@ -234,12 +214,14 @@ TEST(mpsc_queue, destroys_each_item_once_including_leftovers) {
 // Checks that nothing is lost or duplicated and that each producer's values arrive in order.
 void run_tagged_producers(int producers, std::uint32_t per_producer, std::size_t capacity) {
     strix::mpsc_queue<std::uint64_t> q(capacity);
+    stall_watch watch;
     std::vector<std::thread> threads;
     for (int p = 0; p < producers; ++p) {
-        threads.emplace_back([&q, p, per_producer] {
+        threads.emplace_back([&q, &watch, p, per_producer] {
             const std::uint64_t tag = static_cast<std::uint64_t>(p) << 32;
             for (std::uint32_t seq = 0; seq < per_producer;) {
                 if (q.try_push(tag | seq)) ++seq;
+                else if (watch.abandon.load()) return;
                 else std::this_thread::yield();  // full: let the consumer run on a busy machine
             }
         });
@@ -273,8 +255,12 @@ void run_tagged_producers(int producers, std::uint32_t per_producer, std::size_t
         } else {
             got = q.pop_batch(check, round % 50 + 1);
         }
-        if (got == 0) std::this_thread::yield();
+        if (got == 0) {
+            if (watch.stalled(received)) break;
+            std::this_thread::yield();
+        }
     }
+    watch.abandon.store(true);
     for (auto& t : threads) t.join();
     EXPECT_EQ(received, total);
     EXPECT_EQ(bad_tag, 0u);
@@ -297,11 +283,13 @@ TEST(mpsc_queue, move_only_items_cross_threads_intact) {
     constexpr int producers = 3;
     const int per_producer = 100'000 / static_cast<int>(load_divisor);
     strix::mpsc_queue<std::unique_ptr<int>> q(64);
+    stall_watch watch;
     std::vector<std::thread> threads;
     for (int p = 0; p < producers; ++p) {
-        threads.emplace_back([&q, per_producer] {
+        threads.emplace_back([&q, &watch, per_producer] {
             for (int i = 0; i < per_producer;) {
                 if (q.try_emplace(std::make_unique<int>(i))) ++i;
+                else if (watch.abandon.load()) return;
                 else std::this_thread::yield();
             }
         });
@@ -312,6 +300,7 @@ TEST(mpsc_queue, move_only_items_cross_threads_intact) {
     while (received < producers * per_producer) {
         std::unique_ptr<int> v;
         if (!q.try_pop(v)) {
+            if (watch.stalled(static_cast<std::uint64_t>(received))) break;
             std::this_thread::yield();
             continue;
         }
@@ -319,7 +308,9 @@ TEST(mpsc_queue, move_only_items_cross_threads_intact) {
         if (v == nullptr) ++null_items;
         else sum += *v;
     }
+    watch.abandon.store(true);
     for (auto& t : threads) t.join();
+    EXPECT_EQ(received, producers * per_producer);
     EXPECT_EQ(null_items, 0);
     const std::int64_t n = per_producer;
     EXPECT_EQ(sum, producers * n * (n - 1) / 2);

@@ -1,5 +1,7 @@
 #include <strix/core/spsc_queue.hpp>
 
+#include "unit/core/queue_test_support.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,32 +13,10 @@
 
 namespace {
 
-// Sanitizers slow every access several-fold; the concurrent tests scale their counts down so
-// each stays within a few seconds there too.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr std::uint64_t load_divisor = 10;
-#else
-constexpr std::uint64_t load_divisor = 1;
-#endif
-
-// Counts constructions and destructions of `tracked` so tests can see leaks and double frees.
-struct life_counts {
-    int constructed = 0;
-    int destroyed = 0;
-    int live() const { return constructed - destroyed; }
-};
-
-// Not default-constructible on purpose.
-struct tracked {
-    tracked(int v, life_counts* c) : value(v), counts(c) { ++counts->constructed; }
-    tracked(const tracked& o) : value(o.value), counts(o.counts) { ++counts->constructed; }
-    tracked(tracked&& o) noexcept : value(o.value), counts(o.counts) { ++counts->constructed; }
-    tracked& operator=(const tracked&) = default;
-    tracked& operator=(tracked&&) noexcept = default;
-    ~tracked() { ++counts->destroyed; }
-    int value;
-    life_counts* counts;
-};
+using queue_test::life_counts;
+using queue_test::load_divisor;
+using queue_test::stall_watch;
+using queue_test::tracked;
 
 struct point {
     point(int px, int py) : x(px), y(py) {}
@@ -273,12 +253,15 @@ TEST(spsc_queue, destroys_each_item_once_including_leftovers) {
 TEST(spsc_queue, one_producer_one_consumer_deliver_every_value_once_in_order) {
     const std::uint64_t total = 5'000'000 / load_divisor;
     strix::spsc_queue<std::uint64_t> q(1024);
+    stall_watch watch;
     std::thread producer([&] {
         for (std::uint64_t i = 0; i < total;) {
-            if (q.try_push(i))
+            if (q.try_push(i)) {
                 ++i;
-            else
+            } else {
+                if (watch.abandon.load()) return;
                 std::this_thread::yield();  // full: let the consumer run on a busy machine
+            }
         }
     });
     std::uint64_t expected = 0;
@@ -286,12 +269,14 @@ TEST(spsc_queue, one_producer_one_consumer_deliver_every_value_once_in_order) {
     while (expected < total) {
         std::uint64_t v = 0;
         if (!q.try_pop(v)) {
+            if (watch.stalled(expected)) break;
             std::this_thread::yield();
             continue;
         }
         if (v != expected) ++mismatches;
         expected = v + 1;  // resynchronise so one fault is reported once, not for every later item
     }
+    watch.abandon.store(true);
     producer.join();
     EXPECT_EQ(mismatches, 0u);
     EXPECT_EQ(expected, total);
@@ -302,6 +287,7 @@ TEST(spsc_queue, one_producer_one_consumer_deliver_every_value_once_in_order) {
 TEST(spsc_queue, batch_push_and_batch_pop_mixed_deliver_every_value_once_in_order) {
     const std::uint64_t total = 5'000'000 / load_divisor;
     strix::spsc_queue<std::uint64_t> q(1024);
+    stall_watch watch;
     std::thread producer([&] {
         std::vector<std::uint64_t> batch(97);
         std::uint64_t next = 0;
@@ -310,6 +296,7 @@ TEST(spsc_queue, batch_push_and_batch_pop_mixed_deliver_every_value_once_in_orde
             ++round;
             if (round % 5 == 0) {  // every fifth round a single push, to interleave both paths
                 if (q.try_push(next)) ++next;
+                else if (watch.abandon.load()) return;
                 else std::this_thread::yield();
                 continue;
             }
@@ -319,7 +306,10 @@ TEST(spsc_queue, batch_push_and_batch_pop_mixed_deliver_every_value_once_in_orde
             std::size_t sent = 0;
             while (sent < n) {
                 const std::size_t k = q.try_push_batch(batch.begin() + static_cast<std::ptrdiff_t>(sent), n - sent);
-                if (k == 0) std::this_thread::yield();
+                if (k == 0) {
+                    if (watch.abandon.load()) return;
+                    std::this_thread::yield();
+                }
                 sent += k;
             }
             next += n;
@@ -344,8 +334,12 @@ TEST(spsc_queue, batch_push_and_batch_pop_mixed_deliver_every_value_once_in_orde
         } else {
             got = q.pop_batch(check, round % 61 + 1);
         }
-        if (got == 0) std::this_thread::yield();
+        if (got == 0) {
+            if (watch.stalled(expected)) break;
+            std::this_thread::yield();
+        }
     }
+    watch.abandon.store(true);
     producer.join();
     EXPECT_EQ(mismatches, 0u);
     EXPECT_EQ(expected, total);
@@ -355,9 +349,11 @@ TEST(spsc_queue, batch_push_and_batch_pop_mixed_deliver_every_value_once_in_orde
 TEST(spsc_queue, move_only_items_cross_threads_intact) {
     const int total = 200'000 / static_cast<int>(load_divisor);
     strix::spsc_queue<std::unique_ptr<int>> q(64);
+    stall_watch watch;
     std::thread producer([&] {
         for (int i = 0; i < total;) {
             if (q.try_emplace(std::make_unique<int>(i))) ++i;
+            else if (watch.abandon.load()) return;
             else std::this_thread::yield();
         }
     });
@@ -366,14 +362,17 @@ TEST(spsc_queue, move_only_items_cross_threads_intact) {
     while (expected < total) {
         std::unique_ptr<int> p;
         if (!q.try_pop(p)) {
+            if (watch.stalled(static_cast<std::uint64_t>(expected))) break;
             std::this_thread::yield();
             continue;
         }
         if (p == nullptr || *p != expected) ++mismatches;
         ++expected;
     }
+    watch.abandon.store(true);
     producer.join();
     EXPECT_EQ(mismatches, 0);
+    EXPECT_EQ(expected, total);
     EXPECT_TRUE(q.empty_approx());
 }
 
