@@ -87,9 +87,9 @@ public:
         return true;
     }
 
-    /// Moves up to `n` items in from `*first`, advancing `first` once per item taken, and
-    /// publishes them with a single release store. Returns how many were pushed (0 when full);
-    /// `first` is left on the first item not taken. If a move constructor throws, the items
+    /// Moves up to `n` items in from first, first + 1, ... (each moved from once, in order) and
+    /// publishes them with a single release store. Returns how many were pushed (0 when full):
+    /// the caller resumes at first + that count. If a move constructor throws, the items
     /// already moved are published and the exception propagates. Producer only.
     template <class It>
     std::size_t try_push_batch(It first, std::size_t n) {
