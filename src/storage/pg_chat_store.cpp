@@ -1,0 +1,386 @@
+// PostgreSQL back end over libpq: one connection per worker thread, every query parameterized
+// (named prepared statements, or PQexecParams for the variable-width batch insert), parameters
+// and results in binary format (no quoting, no text escaping of bytea), a batch of chat logs
+// inserted as multi-row INSERTs inside one transaction. A lost connection is re-established
+// (and the statements re-prepared) at the start of the next call.
+
+#include "storage/backends.hpp"
+#include "storage/migrations.hpp"
+
+#include <libpq-fe.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+
+namespace strix::storage_detail {
+
+namespace {
+
+// Type oids from pg_type.h (stable since forever); naming them lets the server skip inference.
+constexpr Oid int8_oid = 20;
+constexpr Oid text_oid = 25;
+constexpr Oid bytea_oid = 17;
+
+// Serializes concurrent migrations of one database (any 64-bit key unique to strix).
+constexpr const char* migration_lock_sql = "SELECT pg_advisory_xact_lock(7427143700114220001)";
+
+// Rows per INSERT statement: 6 parameters each, well under the protocol's 65535 parameters.
+constexpr std::size_t rows_per_insert = 1000;
+
+using result_ptr = std::unique_ptr<PGresult, decltype(&::PQclear)>;
+
+std::string trim(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+}
+
+// Binary int8: 8 bytes, big endian.
+std::array<char, 8> to_be64(std::int64_t v) noexcept {
+    auto u = static_cast<std::uint64_t>(v);
+    std::array<char, 8> out{};
+    for (int i = 7; i >= 0; --i) {
+        out[static_cast<std::size_t>(i)] = static_cast<char>(u & 0xff);
+        u >>= 8;
+    }
+    return out;
+}
+
+std::int64_t from_be64(const char* p) noexcept {
+    std::uint64_t u = 0;
+    for (int i = 0; i < 8; ++i) u = (u << 8) | static_cast<unsigned char>(p[i]);
+    return static_cast<std::int64_t>(u);
+}
+
+// Parameters of one statement in binary format; values point into storage kept alive here.
+class params {
+public:
+    explicit params(std::size_t n) {
+        ints_.reserve(n);  // pointers into ints_ must stay valid: never reallocate
+        values_.reserve(n);
+        lengths_.reserve(n);
+        types_.reserve(n);
+    }
+    void add(std::int64_t v) {
+        ints_.push_back(to_be64(v));
+        push(ints_.back().data(), 8, int8_oid);
+    }
+    void add(std::uint64_t v) { add(static_cast<std::int64_t>(v)); }
+    void add_text(std::string_view s) { push(s.data(), s.size(), text_oid); }
+    void add_bytes(std::string_view s) { push(s.data(), s.size(), bytea_oid); }
+
+    int count() const noexcept { return static_cast<int>(values_.size()); }
+    const char* const* values() const noexcept { return values_.data(); }
+    const int* lengths() const noexcept { return lengths_.data(); }
+    const int* formats() const noexcept {
+        if (formats_.size() != values_.size()) formats_.assign(values_.size(), 1);
+        return formats_.data();
+    }
+    const Oid* types() const noexcept { return types_.data(); }
+
+private:
+    void push(const char* p, std::size_t n, Oid t) {
+        // A binary parameter of length 0 still needs a non-null pointer (null means SQL NULL).
+        values_.push_back(p != nullptr ? p : "");
+        lengths_.push_back(static_cast<int>(n));
+        types_.push_back(t);
+    }
+    std::vector<std::array<char, 8>> ints_;
+    std::vector<const char*> values_;
+    std::vector<int> lengths_;
+    std::vector<Oid> types_;
+    mutable std::vector<int> formats_;
+};
+
+struct prepared {
+    const char* name;
+    const char* sql;
+    std::vector<Oid> types;
+};
+
+const prepared statements[] = {
+    {"strix_select_account", "SELECT id, password_hash FROM accounts WHERE name = $1", {text_oid}},
+    {"strix_insert_account",
+     "INSERT INTO accounts (name, password_hash, created_at_us) VALUES ($1, $2, $3) "
+     "ON CONFLICT (name) DO NOTHING RETURNING id",
+     {text_oid, text_oid, int8_oid}},
+    {"strix_history",
+     "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text FROM chat_logs "
+     "WHERE room_id = $1 ORDER BY seq DESC LIMIT $2",
+     {int8_oid, int8_oid}},
+    {"strix_count_logs", "SELECT COUNT(*)::BIGINT FROM chat_logs", {}},
+    {"strix_max_room", "SELECT COALESCE(MAX(room_id), 0)::BIGINT FROM chat_logs", {}},
+    {"strix_schema_version", "SELECT COALESCE(MAX(version), 0)::BIGINT FROM schema_version", {}},
+};
+
+std::string insert_logs_sql(std::size_t rows) {
+    std::string sql = "INSERT INTO chat_logs (room_id, seq, sender_id, sender_name, server_ts_us, text) VALUES ";
+    sql.reserve(sql.size() + rows * 40 + 48);
+    for (std::size_t r = 0; r < rows; ++r) {
+        const std::size_t b = r * 6;
+        if (r) sql += ',';
+        sql += '(';
+        for (std::size_t c = 1; c <= 6; ++c) {
+            if (c > 1) sql += ',';
+            sql += '$';
+            sql += std::to_string(b + c);
+        }
+        sql += ')';
+    }
+    sql += " ON CONFLICT (room_id, seq) DO NOTHING";
+    return sql;
+}
+
+class pg_chat_store final : public chat_store {
+public:
+    pg_chat_store(const std::string& url, const password_policy& policy)
+        : url_(url), policy_(policy), conn_(::PQconnectdb(url.c_str())) {
+        if (conn_ == nullptr) throw std::bad_alloc();
+        if (::PQstatus(conn_) != CONNECTION_OK) {
+            const std::string why = trim(::PQerrorMessage(conn_));
+            ::PQfinish(conn_);
+            throw std::runtime_error("cannot connect to PostgreSQL at '" + redact_url(url) + "': " + why +
+                                     "; check that the server is running, the database exists "
+                                     "and the URL is right");
+        }
+        try {
+            configure();
+            migrate();
+            prepare_all();
+        } catch (...) {
+            ::PQfinish(conn_);
+            throw;
+        }
+    }
+
+    ~pg_chat_store() override { ::PQfinish(conn_); }
+
+    login_result login(std::string_view name, std::string_view password, bool auto_register) override {
+        ensure_ready();
+        for (int round = 0; round < 2; ++round) {
+            if (auto found = select_account(name)) {
+                auto& [id, hash] = *found;
+                if (!verify_password(hash, password)) return {login_outcome::wrong_password, {}};
+                return {login_outcome::ok, {id, std::string(name)}};
+            }
+            if (!auto_register) return {login_outcome::unknown_account, {}};
+            const std::string hash = hash_password(password, policy_);
+            params p(3);
+            p.add_text(name);
+            p.add_text(hash);
+            p.add(wall_clock_us());
+            auto r = exec_prepared("strix_insert_account", p, PGRES_TUPLES_OK);
+            if (::PQntuples(r.get()) == 1) {
+                return {login_outcome::created,
+                        {static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 0))), std::string(name)}};
+            }
+            // ON CONFLICT DO NOTHING returned no row: a concurrent login registered the name
+            // first (our INSERT waited for its commit). Verify against its hash next round.
+        }
+        throw storage_error("postgresql: account '" + std::string(name) + "' vanished during login");
+    }
+
+    std::size_t append_chat_logs(std::span<const chat_log_entry> entries) override {
+        if (entries.empty()) return 0;
+        ensure_ready();
+        exec("BEGIN");
+        std::size_t inserted = 0;
+        try {
+            for (std::size_t off = 0; off < entries.size(); off += rows_per_insert) {
+                const auto chunk = entries.subspan(off, std::min(rows_per_insert, entries.size() - off));
+                params p(chunk.size() * 6);
+                for (const auto& e : chunk) {
+                    p.add(e.room_id);
+                    p.add(e.seq);
+                    p.add(e.sender_id);
+                    p.add_text(e.sender_name);
+                    p.add(e.server_ts_us);
+                    p.add_bytes(e.text);
+                }
+                const std::string sql = insert_logs_sql(chunk.size());
+                result_ptr r(::PQexecParams(conn_, sql.c_str(), p.count(), p.types(), p.values(), p.lengths(),
+                                            p.formats(), 1),
+                             &::PQclear);
+                check(r, PGRES_COMMAND_OK, "insert chat_logs");
+                inserted += static_cast<std::size_t>(std::strtoull(::PQcmdTuples(r.get()), nullptr, 10));
+            }
+            exec("COMMIT");
+        } catch (...) {
+            rollback_quietly();
+            throw;
+        }
+        return inserted;
+    }
+
+    std::vector<chat_log_entry> room_history(std::uint64_t room_id, std::size_t limit) override {
+        std::vector<chat_log_entry> out;
+        if (limit == 0) return out;
+        ensure_ready();
+        params p(2);
+        p.add(room_id);
+        p.add(static_cast<std::int64_t>(std::min<std::size_t>(limit, INT64_MAX)));
+        auto r = exec_prepared("strix_history", p, PGRES_TUPLES_OK);
+        const int n = ::PQntuples(r.get());
+        out.reserve(static_cast<std::size_t>(n));
+        // Rows come newest first (so LIMIT keeps the newest); callers want newest last.
+        for (int i = n - 1; i >= 0; --i) {
+            chat_log_entry e;
+            e.room_id = static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 0)));
+            e.seq = static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 1)));
+            e.sender_id = static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 2)));
+            e.sender_name = value(r, i, 3);
+            e.server_ts_us = from_be64(::PQgetvalue(r.get(), i, 4));
+            e.text = value(r, i, 5);
+            out.push_back(std::move(e));
+        }
+        return out;
+    }
+
+    std::uint64_t count_chat_logs() override { return static_cast<std::uint64_t>(scalar("strix_count_logs")); }
+
+    std::uint64_t max_room_id() override { return static_cast<std::uint64_t>(scalar("strix_max_room")); }
+
+    std::optional<account> find_account(std::string_view name) override {
+        ensure_ready();
+        if (auto found = select_account(name)) return account{found->first, std::string(name)};
+        return std::nullopt;
+    }
+
+    std::uint32_t schema_version() override { return static_cast<std::uint32_t>(scalar("strix_schema_version")); }
+
+private:
+    void configure() {
+        // "relation already exists, skipping" and friends are expected during migrations.
+        ::PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+    }
+
+    void migrate() {
+        const migration* failed = nullptr;
+        try {
+            exec("BEGIN");
+            // Concurrent openers queue here; the lock is released by COMMIT or ROLLBACK.
+            exec(migration_lock_sql, PGRES_TUPLES_OK);
+            exec(postgres_schema_version_table);
+            const auto v = exec("SELECT COALESCE(MAX(version), 0)::BIGINT FROM schema_version",
+                                PGRES_TUPLES_OK, true);
+            const auto current = static_cast<std::uint32_t>(from_be64(::PQgetvalue(v.get(), 0, 0)));
+            if (current > latest_schema_version()) {
+                throw std::runtime_error("PostgreSQL database at '" + redact_url(url_) + "' has schema version " +
+                                         std::to_string(current) + ", newer than this build's " +
+                                         std::to_string(latest_schema_version()) +
+                                         "; run a newer strix or use another database");
+            }
+            for (const auto& m : all_migrations()) {
+                if (m.version <= current) continue;
+                failed = &m;
+                exec(m.postgres_sql);
+                params p(2);
+                p.add(static_cast<std::int64_t>(m.version));
+                p.add(wall_clock_us());
+                result_ptr r(::PQexecParams(conn_,
+                                            "INSERT INTO schema_version (version, applied_at_us) "
+                                            "VALUES ($1, $2)",
+                                            p.count(), p.types(), p.values(), p.lengths(), p.formats(), 1),
+                             &::PQclear);
+                check(r, PGRES_COMMAND_OK, "record schema version");
+            }
+            failed = nullptr;
+            exec("COMMIT");
+        } catch (const storage_error& e) {
+            rollback_quietly();
+            throw std::runtime_error("cannot migrate PostgreSQL database at '" + redact_url(url_) + "'" +
+                                     (failed ? " (step " + std::to_string(failed->version) + ", " +
+                                                   failed->description + ")"
+                                             : std::string()) +
+                                     ": " + e.what() + "; check that the user may create tables");
+        } catch (...) {
+            rollback_quietly();
+            throw;
+        }
+    }
+
+    void prepare_all() {
+        for (const auto& s : statements) {
+            result_ptr r(::PQprepare(conn_, s.name, s.sql, static_cast<int>(s.types.size()), s.types.data()),
+                         &::PQclear);
+            check(r, PGRES_COMMAND_OK, s.name);
+        }
+    }
+
+    // Called at the start of every operation: reconnects after a lost connection (prepared
+    // statements live in the server session, so they are prepared again), and clears a
+    // transaction a previous failure may have left open.
+    void ensure_ready() {
+        if (::PQstatus(conn_) != CONNECTION_OK) {
+            ::PQreset(conn_);
+            if (::PQstatus(conn_) != CONNECTION_OK) {
+                throw storage_error("postgresql: connection to '" + redact_url(url_) +
+                                    "' lost and reconnecting failed: " + trim(::PQerrorMessage(conn_)));
+            }
+            configure();
+            prepare_all();
+        }
+        if (::PQtransactionStatus(conn_) != PQTRANS_IDLE) rollback_quietly();
+    }
+
+    std::optional<std::pair<std::uint64_t, std::string>> select_account(std::string_view name) {
+        params p(1);
+        p.add_text(name);
+        auto r = exec_prepared("strix_select_account", p, PGRES_TUPLES_OK);
+        if (::PQntuples(r.get()) == 0) return std::nullopt;
+        return std::pair{static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 0))), value(r, 0, 1)};
+    }
+
+    std::int64_t scalar(const char* stmt) {
+        ensure_ready();
+        params p(0);
+        auto r = exec_prepared(stmt, p, PGRES_TUPLES_OK);
+        if (::PQntuples(r.get()) != 1) throw storage_error(std::string("postgresql: ") + stmt + " returned no row");
+        return from_be64(::PQgetvalue(r.get(), 0, 0));
+    }
+
+    result_ptr exec_prepared(const char* name, const params& p, ExecStatusType want) {
+        result_ptr r(::PQexecPrepared(conn_, name, p.count(), p.values(), p.lengths(), p.formats(), 1),
+                     &::PQclear);
+        check(r, want, name);
+        return r;
+    }
+
+    result_ptr exec(const char* sql, ExecStatusType want = PGRES_COMMAND_OK, bool binary = false) {
+        result_ptr r(binary ? ::PQexecParams(conn_, sql, 0, nullptr, nullptr, nullptr, nullptr, 1)
+                            : ::PQexec(conn_, sql),
+                     &::PQclear);
+        check(r, want, sql);
+        return r;
+    }
+
+    void check(const result_ptr& r, ExecStatusType want, const char* what) {
+        if (r && ::PQresultStatus(r.get()) == want) return;
+        const std::string why = trim(r ? ::PQresultErrorMessage(r.get()) : ::PQerrorMessage(conn_));
+        throw storage_error(std::string("postgresql: ") + what + ": " + (why.empty() ? "unexpected result" : why));
+    }
+
+    void rollback_quietly() noexcept {
+        if (::PQstatus(conn_) != CONNECTION_OK) return;
+        ::PQclear(::PQexec(conn_, "ROLLBACK"));
+    }
+
+    static std::string value(const result_ptr& r, int row, int col) {
+        return std::string(::PQgetvalue(r.get(), row, col), static_cast<std::size_t>(::PQgetlength(r.get(), row, col)));
+    }
+
+    std::string url_;
+    password_policy policy_;
+    PGconn* conn_;
+};
+
+}  // namespace
+
+std::unique_ptr<chat_store> open_postgres_store(const std::string& url, const password_policy& policy) {
+    return std::make_unique<pg_chat_store>(url, policy);
+}
+
+}  // namespace strix::storage_detail

@@ -1,0 +1,356 @@
+// SQLite back end: one connection per worker thread (opened without SQLite's own mutexes, since
+// each connection is used by one thread at a time), WAL journal so readers never block the
+// writer, synchronous=NORMAL (a commit is durable once the WAL is checkpointed; a power cut may
+// lose the last commits but never corrupts the file), a busy timeout so connections queue on the
+// write lock instead of failing, and every statement prepared once at open.
+
+#include "storage/backends.hpp"
+#include "storage/migrations.hpp"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+namespace strix::storage_detail {
+
+namespace {
+
+constexpr int busy_timeout_ms = 5000;
+
+// Owns a prepared statement; reset() on scope exit so a statement that threw midway neither
+// keeps its bindings nor holds a read transaction open (which would stall WAL checkpoints).
+class statement {
+public:
+    statement() = default;
+    statement(sqlite3* db, const char* sql) : db_(db) {
+        if (::sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) != SQLITE_OK) {
+            throw storage_error(std::string("sqlite: cannot prepare '") + sql + "': " + ::sqlite3_errmsg(db));
+        }
+    }
+    statement(statement&& o) noexcept : db_(o.db_), stmt_(std::exchange(o.stmt_, nullptr)) {}
+    statement& operator=(statement&& o) noexcept {
+        std::swap(db_, o.db_);
+        std::swap(stmt_, o.stmt_);
+        return *this;
+    }
+    ~statement() { ::sqlite3_finalize(stmt_); }
+
+    sqlite3_stmt* get() const noexcept { return stmt_; }
+
+    void bind(int i, std::int64_t v) { check(::sqlite3_bind_int64(stmt_, i, v)); }
+    void bind(int i, std::uint64_t v) { bind(i, static_cast<std::int64_t>(v)); }
+    void bind_text(int i, std::string_view s) {
+        // SQLITE_STATIC: the caller's string outlives the step; reset() drops the binding.
+        check(::sqlite3_bind_text64(stmt_, i, s.data(), s.size(), SQLITE_STATIC, SQLITE_UTF8));
+    }
+    void bind_blob(int i, std::string_view s) {
+        // A null pointer would bind NULL, not an empty blob; std::string::data() never is null,
+        // but a string_view may be.
+        const char* p = s.data() != nullptr ? s.data() : "";
+        check(::sqlite3_bind_blob64(stmt_, i, p, s.size(), SQLITE_STATIC));
+    }
+
+    /// true: a row is ready; false: done.
+    bool step() {
+        const int rc = ::sqlite3_step(stmt_);
+        if (rc == SQLITE_ROW) return true;
+        if (rc == SQLITE_DONE) return false;
+        throw storage_error(std::string("sqlite: ") + ::sqlite3_errmsg(db_) + " (in '" +
+                            ::sqlite3_sql(stmt_) + "')");
+    }
+
+    std::int64_t column_i64(int c) const noexcept { return ::sqlite3_column_int64(stmt_, c); }
+    std::string column_string(int c) const {
+        // Ask for the pointer first, then the size (the order SQLite documents).
+        const void* p = ::sqlite3_column_blob(stmt_, c);
+        const auto n = static_cast<std::size_t>(::sqlite3_column_bytes(stmt_, c));
+        return p == nullptr ? std::string() : std::string(static_cast<const char*>(p), n);
+    }
+
+    void reset() noexcept {
+        ::sqlite3_reset(stmt_);
+        ::sqlite3_clear_bindings(stmt_);
+    }
+
+private:
+    void check(int rc) {
+        if (rc != SQLITE_OK) throw storage_error(std::string("sqlite: bind failed: ") + ::sqlite3_errmsg(db_));
+    }
+
+    sqlite3* db_ = nullptr;
+    sqlite3_stmt* stmt_ = nullptr;
+};
+
+struct reset_guard {
+    statement& s;
+    ~reset_guard() { s.reset(); }
+};
+
+class sqlite_chat_store final : public chat_store {
+public:
+    sqlite_chat_store(const std::string& path, const password_policy& policy) : policy_(policy) {
+        const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+        const int rc = ::sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+        if (rc != SQLITE_OK) {
+            std::string why = db_ != nullptr ? ::sqlite3_errmsg(db_) : ::sqlite3_errstr(rc);
+            ::sqlite3_close_v2(db_);
+            db_ = nullptr;
+            const auto dir = std::filesystem::path(path).parent_path();
+            if (!dir.empty() && !std::filesystem::is_directory(dir)) {
+                throw std::runtime_error("cannot open SQLite database '" + path + "': directory '" +
+                                         dir.string() + "' does not exist; create it or choose another path");
+            }
+            throw std::runtime_error("cannot open SQLite database '" + path + "': " + why +
+                                     "; check the path and its permissions");
+        }
+        try {
+            setup(path);
+        } catch (...) {
+            close();
+            throw;
+        }
+    }
+
+    ~sqlite_chat_store() override { close(); }
+
+    login_result login(std::string_view name, std::string_view password, bool auto_register) override {
+        // Two rounds at most: a lost insert race is followed by one verify of the winner's row.
+        for (int round = 0; round < 2; ++round) {
+            if (auto found = select_account(name)) {
+                auto& [id, hash] = *found;
+                if (!verify_password(hash, password)) return {login_outcome::wrong_password, {}};
+                return {login_outcome::ok, {id, std::string(name)}};
+            }
+            if (!auto_register) return {login_outcome::unknown_account, {}};
+            // Hash before touching the write lock: argon2id is the slow part.
+            const std::string hash = hash_password(password, policy_);
+            reset_guard g{insert_account_};
+            insert_account_.bind_text(1, name);
+            insert_account_.bind_text(2, hash);
+            insert_account_.bind(3, wall_clock_us());
+            insert_account_.step();
+            if (::sqlite3_changes(db_) == 1) {
+                const auto id = static_cast<std::uint64_t>(::sqlite3_last_insert_rowid(db_));
+                return {login_outcome::created, {id, std::string(name)}};
+            }
+            // ON CONFLICT DO NOTHING skipped the row: another connection registered the name
+            // first. Verify against its hash on the next round.
+        }
+        throw storage_error("sqlite: account '" + std::string(name) + "' vanished during login");
+    }
+
+    std::size_t append_chat_logs(std::span<const chat_log_entry> entries) override {
+        if (entries.empty()) return 0;
+        // IMMEDIATE takes the write lock up front (waiting up to the busy timeout), so the batch
+        // cannot fail halfway on a lock held by another connection.
+        exec("BEGIN IMMEDIATE");
+        std::size_t inserted = 0;
+        try {
+            for (const auto& e : entries) {
+                reset_guard g{insert_log_};
+                insert_log_.bind(1, e.room_id);
+                insert_log_.bind(2, e.seq);
+                insert_log_.bind(3, e.sender_id);
+                insert_log_.bind_text(4, e.sender_name);
+                insert_log_.bind(5, e.server_ts_us);
+                insert_log_.bind_blob(6, e.text);
+                insert_log_.step();
+                inserted += static_cast<std::size_t>(::sqlite3_changes(db_));
+            }
+            exec("COMMIT");
+        } catch (...) {
+            // Best effort: after some errors SQLite has already rolled back by itself.
+            ::sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+            throw;
+        }
+        return inserted;
+    }
+
+    std::vector<chat_log_entry> room_history(std::uint64_t room_id, std::size_t limit) override {
+        std::vector<chat_log_entry> out;
+        if (limit == 0) return out;
+        reset_guard g{history_};
+        history_.bind(1, room_id);
+        history_.bind(2, static_cast<std::int64_t>(
+                             std::min<std::size_t>(limit, std::numeric_limits<std::int64_t>::max())));
+        while (history_.step()) {
+            chat_log_entry e;
+            e.room_id = static_cast<std::uint64_t>(history_.column_i64(0));
+            e.seq = static_cast<std::uint64_t>(history_.column_i64(1));
+            e.sender_id = static_cast<std::uint64_t>(history_.column_i64(2));
+            e.sender_name = history_.column_string(3);
+            e.server_ts_us = history_.column_i64(4);
+            e.text = history_.column_string(5);
+            out.push_back(std::move(e));
+        }
+        // The query walks newest first so LIMIT keeps the newest; callers want newest last.
+        std::reverse(out.begin(), out.end());
+        return out;
+    }
+
+    std::uint64_t count_chat_logs() override { return static_cast<std::uint64_t>(scalar(count_logs_)); }
+
+    std::uint64_t max_room_id() override { return static_cast<std::uint64_t>(scalar(max_room_)); }
+
+    std::optional<account> find_account(std::string_view name) override {
+        if (auto found = select_account(name)) return account{found->first, std::string(name)};
+        return std::nullopt;
+    }
+
+    std::uint32_t schema_version() override { return static_cast<std::uint32_t>(scalar(version_)); }
+
+private:
+    void setup(const std::string& path) {
+        if (::sqlite3_threadsafe() == 0) {
+            throw std::runtime_error("this SQLite library was built without thread support; "
+                                     "link a build with SQLITE_THREADSAFE=1 or 2");
+        }
+        ::sqlite3_extended_result_codes(db_, 1);
+        ::sqlite3_busy_timeout(db_, busy_timeout_ms);
+        try {
+            enable_wal();
+            exec("PRAGMA synchronous=NORMAL");
+        } catch (const storage_error& e) {
+            throw std::runtime_error("cannot use SQLite database '" + path + "': " + e.what() +
+                                     "; check that it is a SQLite database file and writable");
+        }
+        migrate(path);
+        select_account_ = statement(db_, "SELECT id, password_hash FROM accounts WHERE name = ?1");
+        insert_account_ = statement(db_,
+                                    "INSERT INTO accounts (name, password_hash, created_at_us) "
+                                    "VALUES (?1, ?2, ?3) ON CONFLICT (name) DO NOTHING");
+        insert_log_ = statement(db_,
+                                "INSERT INTO chat_logs (room_id, seq, sender_id, sender_name, "
+                                "server_ts_us, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+                                "ON CONFLICT (room_id, seq) DO NOTHING");
+        history_ = statement(db_,
+                             "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text "
+                             "FROM chat_logs WHERE room_id = ?1 ORDER BY seq DESC LIMIT ?2");
+        count_logs_ = statement(db_, "SELECT COUNT(*) FROM chat_logs");
+        max_room_ = statement(db_, "SELECT COALESCE(MAX(room_id), 0) FROM chat_logs");
+        version_ = statement(db_, "SELECT COALESCE(MAX(version), 0) FROM schema_version");
+    }
+
+    // Switching to WAL needs an exclusive lock for a moment and does not always go through the
+    // busy handler, so two first openers may see SQLITE_BUSY: retry for up to the busy timeout.
+    void enable_wal() {
+        for (int waited_ms = 0;; waited_ms += 10) {
+            std::string mode;
+            char* err = nullptr;
+            const int rc = ::sqlite3_exec(
+                db_, "PRAGMA journal_mode=WAL",
+                [](void* out, int, char** values, char**) {
+                    if (values[0] != nullptr) *static_cast<std::string*>(out) = values[0];
+                    return 0;
+                },
+                &mode, &err);
+            std::string msg = err != nullptr ? err : ::sqlite3_errstr(rc);
+            ::sqlite3_free(err);
+            if (rc == SQLITE_OK) {
+                if (mode != "wal") throw storage_error("sqlite: the database refused WAL journal mode");
+                return;
+            }
+            const int code = rc & 0xff;
+            if ((code != SQLITE_BUSY && code != SQLITE_LOCKED) || waited_ms >= busy_timeout_ms) {
+                throw storage_error("sqlite: " + msg);
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+    }
+
+    void migrate(const std::string& path) {
+        // The write lock serializes concurrent openers: the second one sees the first's version.
+        std::uint32_t current = 0;
+        const migration* failed = nullptr;
+        try {
+            exec("BEGIN IMMEDIATE");
+            exec(sqlite_schema_version_table);
+            {
+                statement v(db_, "SELECT COALESCE(MAX(version), 0) FROM schema_version");
+                current = static_cast<std::uint32_t>(scalar(v));
+            }
+            if (current > latest_schema_version()) {
+                throw std::runtime_error("SQLite database '" + path + "' has schema version " +
+                                         std::to_string(current) + ", newer than this build's " +
+                                         std::to_string(latest_schema_version()) +
+                                         "; run a newer strix or use another database");
+            }
+            for (const auto& m : all_migrations()) {
+                if (m.version <= current) continue;
+                failed = &m;
+                exec(m.sqlite_sql);
+                statement rec(db_, "INSERT INTO schema_version (version, applied_at_us) VALUES (?1, ?2)");
+                reset_guard g{rec};
+                rec.bind(1, static_cast<std::int64_t>(m.version));
+                rec.bind(2, wall_clock_us());
+                rec.step();
+            }
+            failed = nullptr;
+            exec("COMMIT");
+        } catch (const storage_error& e) {
+            ::sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+            throw std::runtime_error("cannot migrate SQLite database '" + path + "'" +
+                                     (failed ? " (step " + std::to_string(failed->version) + ", " +
+                                                   failed->description + ")"
+                                             : std::string()) +
+                                     ": " + e.what() + "; check that the file is writable and not corrupt");
+        } catch (...) {
+            ::sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+            throw;
+        }
+    }
+
+    std::optional<std::pair<std::uint64_t, std::string>> select_account(std::string_view name) {
+        reset_guard g{select_account_};
+        select_account_.bind_text(1, name);
+        if (!select_account_.step()) return std::nullopt;
+        return std::pair{static_cast<std::uint64_t>(select_account_.column_i64(0)),
+                         select_account_.column_string(1)};
+    }
+
+    static std::int64_t scalar(statement& s) {
+        reset_guard g{s};
+        if (!s.step()) throw storage_error("sqlite: scalar query returned no row");
+        return s.column_i64(0);
+    }
+
+    void exec(const char* sql) {
+        char* err = nullptr;
+        if (::sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+            std::string msg = std::string("sqlite: ") + (err ? err : ::sqlite3_errmsg(db_)) + " (in '" + sql + "')";
+            ::sqlite3_free(err);
+            throw storage_error(msg);
+        }
+    }
+
+    void close() noexcept {
+        // Statements first: close_v2 would otherwise defer the close until they are finalized.
+        select_account_ = {};
+        insert_account_ = {};
+        insert_log_ = {};
+        history_ = {};
+        count_logs_ = {};
+        max_room_ = {};
+        version_ = {};
+        if (db_ != nullptr) ::sqlite3_close_v2(db_);
+        db_ = nullptr;
+    }
+
+    sqlite3* db_ = nullptr;
+    password_policy policy_;
+    statement select_account_, insert_account_, insert_log_, history_, count_logs_, max_room_, version_;
+};
+
+}  // namespace
+
+std::unique_ptr<chat_store> open_sqlite_store(const std::string& path, const password_policy& policy) {
+    return std::make_unique<sqlite_chat_store>(path, policy);
+}
+
+}  // namespace strix::storage_detail

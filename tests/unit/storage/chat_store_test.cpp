@@ -1,0 +1,332 @@
+// chat_store against both back ends: the same suite runs on a fresh SQLite file and on a fresh
+// database of a real PostgreSQL server (one server per test binary, see pg_server.hpp).
+
+#include <strix/storage/chat_store.hpp>
+#include <strix/storage/password.hpp>
+
+#include "storage_test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <latch>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace strix;
+using strix::test::backend;
+
+class chat_store_test : public ::testing::TestWithParam<backend> {
+protected:
+    void SetUp() override {
+        try {
+            url_ = test::fresh_database_url(GetParam(), dir_);
+        } catch (const std::exception& e) {
+            FAIL() << e.what();
+        }
+    }
+
+    std::unique_ptr<chat_store> open() { return open_chat_store(url_, password_policy::fast_for_tests()); }
+
+    std::string raw(const std::string& sql) {
+        auto v = test::raw_query_value(GetParam(), url_, sql);
+        return v ? *v : "<no row>";
+    }
+
+    test::temp_dir dir_;
+    std::string url_;
+};
+
+TEST_P(chat_store_test, MigrationsApplyOnceAndReopenIsIdempotent) {
+    ASSERT_EQ(latest_schema_version(), 2u);
+    std::uint64_t alice_id = 0;
+    {
+        auto store = open();
+        EXPECT_EQ(store->schema_version(), latest_schema_version());
+        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "2");
+        auto r = store->login("alice", "pw", true);
+        ASSERT_EQ(r.outcome, login_outcome::created);
+        alice_id = r.acct.id;
+    }
+    for (int i = 0; i < 2; ++i) {
+        auto store = open();
+        EXPECT_EQ(store->schema_version(), latest_schema_version());
+        // Re-opening applies nothing again: still one row per step, and the data is untouched.
+        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "2");
+        EXPECT_EQ(raw("SELECT version FROM schema_version ORDER BY version LIMIT 1"), "1");
+        auto found = store->find_account("alice");
+        ASSERT_TRUE(found.has_value());
+        EXPECT_EQ(found->id, alice_id);
+    }
+}
+
+TEST_P(chat_store_test, ConcurrentOpenersOfAFreshDatabaseMigrateOnce) {
+    constexpr int openers = 6;
+    std::latch go(openers);
+    std::vector<std::string> errors(openers);
+    std::vector<std::uint32_t> versions(openers, 0);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < openers; ++i) {
+        threads.emplace_back([&, i] {
+            go.arrive_and_wait();
+            try {
+                versions[static_cast<std::size_t>(i)] = open()->schema_version();
+            } catch (const std::exception& e) {
+                errors[static_cast<std::size_t>(i)] = e.what();
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < openers; ++i) {
+        EXPECT_EQ(errors[static_cast<std::size_t>(i)], "") << "opener " << i;
+        EXPECT_EQ(versions[static_cast<std::size_t>(i)], latest_schema_version()) << "opener " << i;
+    }
+    EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "2");
+}
+
+TEST_P(chat_store_test, LoginCreatesVerifiesAndRejects) {
+    auto store = open();
+    EXPECT_FALSE(store->find_account("alice").has_value());
+
+    auto created = store->login("alice", "correct horse", true);
+    ASSERT_EQ(created.outcome, login_outcome::created);
+    EXPECT_GT(created.acct.id, 0u);
+    EXPECT_EQ(created.acct.name, "alice");
+
+    auto again = store->login("alice", "correct horse", true);
+    EXPECT_EQ(again.outcome, login_outcome::ok);
+    EXPECT_EQ(again.acct.id, created.acct.id);
+    EXPECT_EQ(again.acct.name, "alice");
+
+    // Without auto_register an existing account still logs in.
+    EXPECT_EQ(store->login("alice", "correct horse", false).outcome, login_outcome::ok);
+
+    auto wrong = store->login("alice", "correct horsE", true);
+    EXPECT_EQ(wrong.outcome, login_outcome::wrong_password);
+    EXPECT_EQ(wrong.acct.id, 0u);
+    EXPECT_EQ(store->login("alice", "", true).outcome, login_outcome::wrong_password);
+
+    auto unknown = store->login("bob", "pw", false);
+    EXPECT_EQ(unknown.outcome, login_outcome::unknown_account);
+    EXPECT_FALSE(store->find_account("bob").has_value());  // nothing was created
+
+    auto bob = store->login("bob", "pw", true);
+    ASSERT_EQ(bob.outcome, login_outcome::created);
+    EXPECT_NE(bob.acct.id, created.acct.id);
+
+    auto found = store->find_account("alice");
+    ASSERT_TRUE(found.has_value());
+    EXPECT_EQ(found->id, created.acct.id);
+    EXPECT_EQ(found->name, "alice");
+    EXPECT_EQ(raw("SELECT COUNT(*) FROM accounts"), "2");
+}
+
+TEST_P(chat_store_test, StoredHashIsArgon2idAndNotThePassword) {
+    const std::string password = "s3cret-passw0rd";
+    auto store = open();
+    ASSERT_EQ(store->login("carol", password, true).outcome, login_outcome::created);
+    const std::string hash = raw("SELECT password_hash FROM accounts WHERE name = 'carol'");
+    EXPECT_TRUE(hash.starts_with("$argon2id$")) << hash;
+    EXPECT_EQ(hash.find(password), std::string::npos);
+    EXPECT_TRUE(verify_password(hash, password));
+    EXPECT_FALSE(verify_password(hash, password + "x"));
+    // Made with the store's policy (fast_for_tests: m=8 KiB, t=1).
+    EXPECT_NE(hash.find("m=8,t=1,"), std::string::npos) << hash;
+}
+
+TEST_P(chat_store_test, ConcurrentFirstLoginOfOneNameCreatesOneAccount) {
+    constexpr int threads_n = 8;
+    std::vector<std::unique_ptr<chat_store>> stores;
+    for (int i = 0; i < threads_n; ++i) stores.push_back(open());
+    std::vector<login_result> results(threads_n);
+    std::vector<std::string> errors(threads_n);
+    std::latch go(threads_n);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < threads_n; ++i) {
+        threads.emplace_back([&, i] {
+            const auto k = static_cast<std::size_t>(i);
+            go.arrive_and_wait();
+            try {
+                results[k] = stores[k]->login("dave", "same password", true);
+            } catch (const std::exception& e) {
+                errors[k] = e.what();
+            }
+        });
+    }
+    for (auto& t : threads) t.join();
+
+    int created = 0, ok = 0;
+    for (int i = 0; i < threads_n; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        ASSERT_EQ(errors[k], "") << "thread " << i;
+        if (results[k].outcome == login_outcome::created) ++created;
+        if (results[k].outcome == login_outcome::ok) ++ok;
+        EXPECT_EQ(results[k].acct.id, results[0].acct.id) << "thread " << i;
+        EXPECT_EQ(results[k].acct.name, "dave");
+    }
+    EXPECT_EQ(created, 1);
+    EXPECT_EQ(ok, threads_n - 1);
+    EXPECT_EQ(raw("SELECT COUNT(*) FROM accounts"), "1");
+    auto found = stores[0]->find_account("dave");
+    ASSERT_TRUE(found.has_value());
+    EXPECT_EQ(found->id, results[0].acct.id);
+}
+
+TEST_P(chat_store_test, AppendCountAndHistoryAreExactAndOrdered) {
+    auto store = open();
+    EXPECT_EQ(store->count_chat_logs(), 0u);
+    EXPECT_EQ(store->max_room_id(), 0u);
+
+    std::vector<chat_log_entry> batch;
+    // Interleaved rooms, and seq out of order inside the batch: history sorts by seq.
+    for (std::uint64_t seq : {2, 1, 3, 5, 4}) batch.push_back(test::make_entry(1, seq));
+    for (std::uint64_t seq : {1, 2, 3}) batch.push_back(test::make_entry(258, seq));
+    batch[1].text = std::string("bytes \0\xff\xfe that are not UTF-8", 30);
+    batch[2].text = "\xec\x95\x88\xeb\x85\x95 (annyeong)";
+    batch[3].text = std::string(60'000, 'x');
+    batch[3].text[59'999] = 'y';
+    batch[6].sender_id = ~std::uint64_t{0};  // unsigned ids survive the signed columns
+    batch[6].server_ts_us = -5;
+    ASSERT_EQ(store->append_chat_logs(batch), batch.size());
+    EXPECT_EQ(store->count_chat_logs(), 8u);
+    EXPECT_EQ(store->max_room_id(), 258u);
+
+    auto by_seq = [](std::vector<chat_log_entry> v) {
+        std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.seq < b.seq; });
+        return v;
+    };
+    const std::vector<chat_log_entry> room1 = by_seq({batch.begin(), batch.begin() + 5});
+    const std::vector<chat_log_entry> room258 = by_seq({batch.begin() + 5, batch.end()});
+
+    EXPECT_EQ(store->room_history(1, 100), room1);
+    EXPECT_EQ(store->room_history(258, 100), room258);
+    // limit keeps the NEWEST entries, still oldest-first.
+    EXPECT_EQ(store->room_history(1, 2), (std::vector<chat_log_entry>{room1[3], room1[4]}));
+    EXPECT_EQ(store->room_history(1, 5), room1);
+    EXPECT_TRUE(store->room_history(1, 0).empty());
+    EXPECT_TRUE(store->room_history(99, 10).empty());
+
+    std::vector<chat_log_entry> more{test::make_entry(1, 6), test::make_entry(1, 7)};
+    ASSERT_EQ(store->append_chat_logs(more), 2u);
+    EXPECT_EQ(store->count_chat_logs(), 10u);
+    EXPECT_EQ(store->room_history(1, 3), (std::vector<chat_log_entry>{room1[4], more[0], more[1]}));
+    EXPECT_EQ(store->append_chat_logs({}), 0u);
+    EXPECT_EQ(store->count_chat_logs(), 10u);
+}
+
+TEST_P(chat_store_test, DuplicateKeysAreSkippedAndCounted) {
+    auto store = open();
+    auto first = test::make_entry(5, 1);
+    first.text = "first";
+    ASSERT_EQ(store->append_chat_logs(std::vector{first}), 1u);
+    auto second = first;
+    second.text = "second";
+    // The batch still commits (a retried batch must not wedge the writer); the stored row wins.
+    EXPECT_EQ(store->append_chat_logs(std::vector{second, test::make_entry(5, 2)}), 1u);
+    EXPECT_EQ(store->count_chat_logs(), 2u);
+    auto h = store->room_history(5, 10);
+    ASSERT_EQ(h.size(), 2u);
+    EXPECT_EQ(h[0].text, "first");
+    EXPECT_EQ(h[1], test::make_entry(5, 2));
+}
+
+TEST_P(chat_store_test, AccountsAndLogsSurviveRestart) {
+    std::uint64_t id = 0;
+    std::vector<chat_log_entry> logs;
+    for (std::uint64_t s = 1; s <= 20; ++s) logs.push_back(test::make_entry(3, s));
+    {
+        auto store = open();
+        auto r = store->login("erin", "pw-erin", true);
+        ASSERT_EQ(r.outcome, login_outcome::created);
+        id = r.acct.id;
+        ASSERT_EQ(store->append_chat_logs(logs), logs.size());
+    }
+    auto store = open();  // a new connection, as after a server restart
+    auto r = store->login("erin", "pw-erin", false);
+    EXPECT_EQ(r.outcome, login_outcome::ok);
+    EXPECT_EQ(r.acct.id, id);
+    EXPECT_EQ(store->login("erin", "nope", false).outcome, login_outcome::wrong_password);
+    EXPECT_EQ(store->count_chat_logs(), 20u);
+    EXPECT_EQ(store->room_history(3, 100), logs);
+    EXPECT_EQ(store->max_room_id(), 3u);
+}
+
+INSTANTIATE_TEST_SUITE_P(backends, chat_store_test, ::testing::Values(backend::sqlite, backend::postgres),
+                         test::backend_name);
+
+// ---- opening errors: one clear sentence naming the cause and the fix ----
+
+std::string open_error(const std::string& url) {
+    try {
+        open_chat_store(url, password_policy::fast_for_tests());
+    } catch (const std::runtime_error& e) {
+        return e.what();
+    }
+    return "<no exception>";
+}
+
+TEST(chat_store_open, RejectsUnsupportedUrl) {
+    const auto msg = open_error("mysql://root:hunter2@db/chat");
+    EXPECT_NE(msg.find("unsupported database URL"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("sqlite:PATH"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("hunter2"), std::string::npos) << "password leaked: " << msg;
+}
+
+TEST(chat_store_open, RejectsSqliteInMissingDirectory) {
+    const auto msg = open_error("sqlite:/nonexistent-strix-dir/sub/chat.db");
+    EXPECT_NE(msg.find("does not exist"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("/nonexistent-strix-dir/sub"), std::string::npos) << msg;
+}
+
+TEST(chat_store_open, RejectsSqliteWithoutAFile) {
+    EXPECT_NE(open_error("sqlite:").find("names no file"), std::string::npos);
+    EXPECT_NE(open_error("sqlite::memory:").find("not a file path"), std::string::npos);
+}
+
+TEST(chat_store_open, RejectsAFileThatIsNotADatabase) {
+    test::temp_dir dir;
+    const std::string path = dir.path() + "/garbage.db";
+    std::ofstream(path) << std::string(4096, 'g');
+    const auto msg = open_error("sqlite:" + path);
+    EXPECT_NE(msg.find("cannot use SQLite database"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("not a database"), std::string::npos) << msg;
+}
+
+TEST(chat_store_open, SqliteUrlSpellingsOpenTheSameFile) {
+    test::temp_dir dir;
+    const std::string path = dir.path() + "/chat.db";
+    open_chat_store("sqlite:" + path, password_policy::fast_for_tests())->login("frank", "pw", true);
+    auto store = open_chat_store("sqlite://" + path, password_policy::fast_for_tests());
+    EXPECT_TRUE(store->find_account("frank").has_value());
+}
+
+TEST(chat_store_open, ReportsUnreachablePostgres) {
+    const auto msg = open_error("postgresql://strix:topsecret@/chat?host=/nonexistent-strix-socket-dir&port=1");
+    EXPECT_NE(msg.find("cannot connect to PostgreSQL"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("check that the server is running"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("topsecret"), std::string::npos) << "password leaked: " << msg;
+}
+
+TEST(chat_store_open, ReportsMissingPostgresDatabase) {
+    std::string url;
+    try {
+        url = test::shared_pg_server().url_for("no_such_database");
+    } catch (const std::exception& e) {
+        FAIL() << e.what();
+    }
+    const auto msg = open_error(url);
+    EXPECT_NE(msg.find("cannot connect to PostgreSQL"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("no_such_database"), std::string::npos) << msg;
+}
+
+TEST(chat_store_open, RedactUrlHidesPasswords) {
+    EXPECT_EQ(redact_url("postgresql://u:pw@h:5432/db"), "postgresql://u:***@h:5432/db");
+    EXPECT_EQ(redact_url("postgresql://u@h/db?password=pw&sslmode=off"), "postgresql://u@h/db?password=***&sslmode=off");
+    EXPECT_EQ(redact_url("postgresql://h/db"), "postgresql://h/db");
+    EXPECT_EQ(redact_url("sqlite:var/chat.db"), "sqlite:var/chat.db");
+}
+
+}  // namespace
