@@ -1,0 +1,31 @@
+#pragma once
+// chat_context: what every shard's chat service shares. Built before the engine starts and
+// read-only afterwards (the services vector is filled in by the server factory), so shards read
+// it without synchronization.
+
+#include "chat_options.hpp"
+
+#include <strix/core/engine.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace strix {
+class db_pool;
+class chat_log_writer;
+}  // namespace strix
+
+namespace strix::chat {
+
+class chat_service;
+
+struct chat_context {
+    const chat_options& options;
+    engine& eng;
+    db_pool& pool;
+    chat_log_writer& writer;
+    std::uint64_t first_room_counter = 1;   // room ids start above any id found in the chat log
+    std::vector<chat_service*> services;    // by shard id
+};
+
+}  // namespace strix::chat

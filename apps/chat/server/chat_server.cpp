@@ -1,0 +1,186 @@
+#include "chat_server.hpp"
+
+#include <strix/core/log.hpp>
+
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
+
+namespace strix::chat {
+namespace {
+
+// SQLite wants the file's directory to exist; make it, so the default sqlite:var/strix.db works
+// from a fresh checkout.
+void prepare_sqlite_dir(const std::string& url) {
+    if (url.rfind("sqlite:", 0) != 0) return;
+    std::filesystem::path file(url.substr(7));
+    auto dir = file.parent_path();
+    if (dir.empty()) return;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+        throw std::runtime_error("cannot create the database directory " + dir.string() + ": " + ec.message() +
+                                 " (choose another --db path)");
+}
+
+}  // namespace
+
+chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
+    const password_policy policy = opts_.fast_passwords ? password_policy::fast_for_tests() : password_policy::interactive();
+    prepare_sqlite_dir(opts_.db);
+
+    // The writer's own connection also tells where room ids must resume: (room_id, seq) is the
+    // chat log's key, so new rooms must not reuse ids that already have messages.
+    auto writer_store = open_chat_store(opts_.db, policy);
+    const std::uint64_t max_room = writer_store->max_room_id();
+
+    db_pool_config pcfg;
+    pcfg.url = opts_.db;
+    pcfg.policy = policy;
+    pcfg.workers = opts_.db_workers;
+    pool_ = std::make_unique<db_pool>(pcfg);
+
+    chat_log_writer_config wcfg;
+    wcfg.capacity = opts_.db_queue;
+    writer_ = std::make_unique<chat_log_writer>(std::move(writer_store), wcfg);
+
+    engine_config ecfg;
+    ecfg.shards = opts_.shards;
+    ecfg.pin_threads = opts_.pin_threads;
+    engine_ = std::make_unique<engine>(ecfg);
+
+    ctx_ = std::unique_ptr<chat_context>(new chat_context{opts_, *engine_, *pool_, *writer_, (max_room >> 8) + 1, {}});
+    ctx_->services.assign(engine_->shard_count(), nullptr);
+
+    server_config scfg;
+    scfg.host = opts_.host;
+    scfg.port = opts_.port;
+    scfg.format = frame_format::strix_header;
+    scfg.limits.max_frame = chat_service::max_frame_anonymous;
+    scfg.limits.recv_buffer = chat_service::max_frame_logged_in;  // so set_max_frame can raise the limit after login
+    scfg.limits.max_queued = opts_.max_queued;
+    scfg.limits.stall_timeout = opts_.stall_timeout;
+    scfg.limits.idle_timeout = opts_.idle_timeout;
+    auto* ctx = ctx_.get();
+    server_ = std::make_unique<server>(*engine_, scfg, [ctx](shard& sh) {
+        auto svc = std::make_unique<chat_service>(sh, *ctx);
+        ctx->services[sh.id()] = svc.get();
+        return svc;
+    });
+    try {
+        server_->start();
+    } catch (const std::system_error& e) {
+        throw std::runtime_error(std::string(e.what()) + " (is another server running? choose another --port)");
+    }
+
+    if (opts_.metrics_port != 0) metrics_ = std::make_unique<metrics_endpoint>(opts_.metrics_port, [this] { return render_metrics(); });
+}
+
+chat_server::~chat_server() { shutdown(); }
+
+std::uint64_t chat_server::run() {
+    // Housekeeping timers start on each shard's own thread, once it runs.
+    for (unsigned i = 0; i < engine_->shard_count(); ++i) {
+        auto* svc = ctx_->services[i];
+        engine_->post(i, [svc] { svc->start(); });
+    }
+    if (metrics_) metrics_->start();
+    engine_->run_until_signal();
+    return shutdown();
+}
+
+std::uint64_t chat_server::shutdown() {
+    if (shut_down_) return 0;
+    shut_down_ = true;
+    if (engine_) {
+        engine_->stop();
+        engine_->join();
+    }
+    if (metrics_) metrics_->stop();
+    std::uint64_t lost = 0;
+    if (writer_) lost = writer_->stop();
+    if (pool_) pool_->stop();
+    return lost;
+}
+
+std::string chat_server::render_metrics() const {
+    std::ostringstream o;
+    auto metric = [&](const char* name, const char* type, const char* help, std::uint64_t v) {
+        o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n' << name << ' ' << v << '\n';
+    };
+    const net_stats n = server_->stats();
+    std::uint64_t app_in = 0, app_out = 0, deliveries = 0, broadcasts = 0, chat = 0, cross = 0, errors = 0, bad = 0,
+                  limited = 0, busy = 0, logins = 0, login_fail = 0, sessions = 0, players = 0, rooms = 0, qbytes = 0,
+                  qinuse = 0, qpeak = 0;
+    for (const auto* svc : ctx_->services) {
+        if (!svc) continue;
+        const auto& c = svc->counters();
+        auto ld = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+        app_in += ld(c.app_in);
+        app_out += ld(c.app_out);
+        deliveries += ld(c.deliveries);
+        broadcasts += ld(c.broadcasts);
+        chat += ld(c.chat_messages);
+        cross += ld(c.cross_shard_posts);
+        errors += ld(c.errors);
+        bad += ld(c.bad_requests);
+        limited += ld(c.rate_limited);
+        busy += ld(c.server_busy);
+        logins += ld(c.logins);
+        login_fail += ld(c.login_failures);
+        sessions += ld(c.sessions);
+        players += ld(c.players);
+        rooms += ld(c.rooms);
+        qbytes += ld(c.send_queued_bytes);
+        qinuse += ld(c.send_queues_in_use);
+        qpeak += ld(c.send_queues_peak);
+    }
+    const db_pool_stats p = pool_->stats();
+    const chat_log_writer_stats w = writer_->stats();
+
+    metric("strix_io_reads_total", "counter", "read system calls that returned data", n.reads);
+    metric("strix_io_writes_total", "counter", "gather write system calls that wrote data", n.writes);
+    metric("strix_bytes_in_total", "counter", "bytes received from clients", n.bytes_in);
+    metric("strix_bytes_out_total", "counter", "bytes sent to clients", n.bytes_out);
+    metric("strix_frames_in_total", "counter", "frames received (all sessions)", n.frames_in);
+    metric("strix_app_messages_in_total", "counter", "requests the chat service decoded", app_in);
+    metric("strix_app_messages_out_total", "counter", "frames the chat service queued to sessions", app_out);
+    metric("strix_session_sends_total", "counter", "session send calls (messages queued)", n.sends);
+    metric("strix_chat_messages_total", "counter", "chat messages accepted (sequenced and queued for the database)", chat);
+    metric("strix_broadcasts_total", "counter", "room events fanned out (messages, joins, leaves)", broadcasts);
+    metric("strix_broadcast_deliveries_total", "counter", "frames handed to room members by broadcasts", deliveries);
+    metric("strix_cross_shard_posts_total", "counter", "broadcast tasks posted to other shards", cross);
+    metric("strix_errors_total", "counter", "error_res replies sent", errors);
+    metric("strix_bad_requests_total", "counter", "malformed or unknown requests", bad);
+    metric("strix_rate_limited_total", "counter", "chat messages refused by the rate limit", limited);
+    metric("strix_server_busy_total", "counter", "requests refused because a database queue was full", busy);
+    metric("strix_logins_total", "counter", "successful logins", logins);
+    metric("strix_login_failures_total", "counter", "failed logins", login_fail);
+    metric("strix_job_queue_enqueued_total", "counter", "database jobs accepted", p.submitted);
+    metric("strix_job_queue_executed_total", "counter", "database jobs run", p.executed);
+    metric("strix_job_queue_rejected_total", "counter", "database jobs refused (queue full)", p.rejected);
+    metric("strix_job_queue_depth", "gauge", "database jobs waiting", p.queue_depth);
+    metric("strix_job_queue_peak", "gauge", "most database jobs ever waiting", p.queue_peak);
+    metric("strix_send_queued_bytes", "gauge", "output queued on sessions (sampled each second)", qbytes);
+    metric("strix_send_buffers_in_use", "gauge", "sessions with output queued (sampled each second)", qinuse);
+    metric("strix_send_buffers_peak", "gauge", "largest sample of sessions with output queued, summed over shards", qpeak);
+    metric("strix_pool_in_use", "gauge", "receive buffers taken from the per-shard pools", n.recv_buffers_in_use);
+    metric("strix_pool_peak", "gauge", "most receive buffers ever taken at once (summed over shards)", n.recv_buffers_peak);
+    metric("strix_db_write_lag_us", "gauge", "age of the oldest entry of the last committed chat log batch", w.last_lag_us);
+    metric("strix_db_write_lag_max_us", "gauge", "largest chat log batch age at commit", w.max_lag_us);
+    metric("strix_db_queue_depth", "gauge", "chat log entries waiting for the database", w.queue_depth);
+    metric("strix_db_queue_peak", "gauge", "most chat log entries ever waiting", w.queue_peak);
+    metric("strix_db_written_total", "counter", "chat log rows committed", w.written);
+    metric("strix_db_batches_total", "counter", "chat log transactions committed", w.batches);
+    metric("strix_db_failures_total", "counter", "failed chat log commits (retried)", w.failures);
+    metric("strix_db_rejected_total", "counter", "chat log entries refused (queue full)", w.rejected);
+    metric("strix_slow_consumer_disconnects_total", "counter", "sessions closed because they did not read", n.slow_consumers);
+    metric("strix_frame_errors_total", "counter", "connections closed for bad framing", n.frame_errors);
+    metric("strix_connections_accepted_total", "counter", "connections accepted", n.accepted);
+    metric("strix_sessions", "gauge", "open sessions", sessions);
+    metric("strix_players", "gauge", "logged-in sessions", players);
+    metric("strix_rooms", "gauge", "rooms", rooms);
+    return o.str();
+}
+
+}  // namespace strix::chat

@@ -1,0 +1,63 @@
+#pragma once
+// chat_server: the whole strix-chat-server process as one object. It opens the database, builds
+// the engine, the network server with one chat_service per shard, and the metrics endpoint, and
+// shuts them down in the order that keeps every acknowledged message:
+//
+//   signal -> engine stops (sessions flush, no more messages are accepted)
+//          -> chat_log_writer::stop() writes everything queued
+//          -> db_pool::stop() finishes queued jobs
+//
+// A message is acknowledged (the sender gets its chat_msg) only after the writer accepted it, so
+// after a clean exit every acknowledged message is in the database.
+
+#include "chat_context.hpp"
+#include "chat_options.hpp"
+#include "chat_service.hpp"
+#include "metrics_endpoint.hpp"
+
+#include <strix/core/engine.hpp>
+#include <strix/net/server.hpp>
+#include <strix/storage/chat_log_writer.hpp>
+#include <strix/storage/db_pool.hpp>
+
+#include <memory>
+#include <string>
+
+namespace strix::chat {
+
+class chat_server {
+public:
+    /// Opens the database, binds the ports. Throws std::runtime_error (or std::system_error) with
+    /// one sentence naming the cause and the fix. The main thread, with SIGINT and SIGTERM
+    /// already blocked (see main.cpp).
+    explicit chat_server(chat_options opts);
+    /// Stops whatever still runs, in the order above.
+    ~chat_server();
+    chat_server(const chat_server&) = delete;
+    chat_server& operator=(const chat_server&) = delete;
+
+    /// Serves until SIGINT or SIGTERM, then shuts down gracefully. Returns the number of chat
+    /// log entries that could not be written (0 normally). The main thread.
+    std::uint64_t run();
+
+    std::uint16_t port() const noexcept { return server_->port(); }
+    std::uint16_t metrics_port() const noexcept { return metrics_ ? metrics_->port() : 0; }
+    unsigned shard_count() const noexcept { return engine_->shard_count(); }
+
+    /// The Prometheus text the metrics endpoint serves. Any thread.
+    std::string render_metrics() const;
+
+private:
+    std::uint64_t shutdown();
+
+    chat_options opts_;
+    std::unique_ptr<db_pool> pool_;
+    std::unique_ptr<chat_log_writer> writer_;
+    std::unique_ptr<engine> engine_;
+    std::unique_ptr<chat_context> ctx_;
+    std::unique_ptr<server> server_;
+    std::unique_ptr<metrics_endpoint> metrics_;
+    bool shut_down_ = false;
+};
+
+}  // namespace strix::chat

@@ -1,0 +1,432 @@
+#include "chat_service.hpp"
+
+#include "frames.hpp"
+#include "names.hpp"
+
+#include <strix/core/log.hpp>
+#include <strix/net/net_errc.hpp>
+#include <strix/storage/db_pool.hpp>
+
+#include <algorithm>
+
+namespace strix::chat {
+namespace {
+
+using proto::error_code;
+using proto::msg_type;
+
+constexpr std::size_t max_password = 1024;
+constexpr std::size_t max_text = 60000;
+constexpr std::chrono::milliseconds sample_period{1000};
+
+}  // namespace
+
+chat_service::chat_service(shard& sh, chat_context& ctx)
+    : shard_(sh), ctx_(ctx), self_(sh.id()), host_(ctx, sh.id(), counters_) {
+    sample_timer_.on_fire = &chat_service::on_sample;
+    sample_timer_.ctx = this;
+}
+
+chat_service::~chat_service() {
+    // The exit hook cancelled the timer; a service whose engine never started never armed it.
+}
+
+void chat_service::start() {
+    if (started_) return;
+    started_ = true;
+    shard_.timers().schedule(sample_timer_, shard_.ticks_for(sample_period));
+    shard_.on_exit([this] {
+        shard_.timers().cancel(sample_timer_);
+        // Sessions are gone by now (the server's exit hook aborted them); drop the references.
+        local_.clear();
+    });
+}
+
+// --- session events --------------------------------------------------------------------------
+
+void chat_service::on_open(session& s) {
+    auto p = std::make_unique<player>(session_ptr(&s), ctx_.options.chat_rate, ctx_.options.chat_burst);
+    s.user_data = p.get();
+    players_.emplace(s.id(), std::move(p));
+    set_gauge(counters_.sessions, players_.size());
+}
+
+void chat_service::on_frame(session& s, std::span<const std::byte> frame) {
+    auto* p = static_cast<player*>(s.user_data);
+    if (!p) return;
+    bump(counters_.app_in);
+    const msg_type type = type_of(frame);
+    // Everything but login and ping needs a logged-in session.
+    bool needs_login = type != msg_type::login_req && type != msg_type::ping_req;
+    bool known = type == msg_type::login_req || type == msg_type::create_room_req || type == msg_type::join_room_req ||
+                 type == msg_type::leave_room_req || type == msg_type::chat_req || type == msg_type::list_rooms_req ||
+                 type == msg_type::ping_req;
+    if (!known) {
+        bump(counters_.bad_requests);
+        send_error(s, type, error_code::bad_request, "unknown message type");
+        return;
+    }
+    if (needs_login && p->login != player::login_state::logged_in) {
+        send_error(s, type, error_code::not_logged_in, "log in first");
+        return;
+    }
+    switch (type) {
+        case msg_type::login_req: handle_login(*p, frame); break;
+        case msg_type::create_room_req: handle_create(*p, frame); break;
+        case msg_type::join_room_req: handle_join(*p, frame); break;
+        case msg_type::leave_room_req: handle_leave(*p); break;
+        case msg_type::chat_req: handle_chat(*p, frame); break;
+        case msg_type::list_rooms_req: handle_list(*p); break;
+        case msg_type::ping_req: handle_ping(*p, frame); break;
+        default: break;
+    }
+}
+
+void chat_service::on_protocol_error(session& s, std::error_code ec) {
+    // The session closes after flushing this; the client learns why.
+    bump(counters_.bad_requests);
+    send_error(s, msg_type::none, error_code::bad_request, ec.message());
+}
+
+void chat_service::on_close(session& s, std::error_code) {
+    auto it = players_.find(s.id());
+    if (it == players_.end()) return;
+    player& p = *it->second;
+    if (p.room_id != 0) {
+        // Leave the room (or the room being joined: the owner handles our join first, FIFO).
+        const std::uint64_t room_id = p.room_id, sid = s.id();
+        const unsigned owner = owner_of(room_id), self = self_;
+        auto* svc = ctx_.services[owner];
+        if (owner == self_)
+            host_.leave(room_id, sid, self, false);
+        else
+            ctx_.eng.post(owner, [svc, room_id, sid, self] { svc->host().leave(room_id, sid, self, false); });
+    }
+    s.user_data = nullptr;
+    if (p.login == player::login_state::logged_in)
+        counters_.players.store(counters_.players.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    players_.erase(it);
+    set_gauge(counters_.sessions, players_.size());
+}
+
+// --- requests --------------------------------------------------------------------------------
+
+void chat_service::handle_login(player& p, std::span<const std::byte> frame) {
+    auto* req = body_as<proto::login_req>(frame);
+    session& s = *p.sess;
+    if (!req) {
+        bump(counters_.bad_requests);
+        send_error(s, msg_type::login_req, error_code::bad_request, "malformed login_req");
+        return;
+    }
+    if (p.login != player::login_state::anonymous) {
+        send_error(s, msg_type::login_req, error_code::already_logged_in, "this session is already logged in");
+        return;
+    }
+    std::string_view name = req->name() ? req->name()->string_view() : std::string_view{};
+    std::string_view password = req->password() ? req->password()->string_view() : std::string_view{};
+    if (!valid_player_name(name)) {
+        send_error(s, msg_type::login_req, error_code::invalid_name, "names are 1-32 bytes of A-Z a-z 0-9 _ . -");
+        return;
+    }
+    if (password.empty() || password.size() > max_password) {
+        bump(counters_.bad_requests);
+        send_error(s, msg_type::login_req, error_code::bad_request, "passwords are 1-1024 bytes");
+        return;
+    }
+    p.login = player::login_state::pending;
+    auto* self = this;
+    const unsigned shard_index = self_;
+    const std::uint64_t sid = s.id();
+    const bool auto_register = ctx_.options.auto_register;
+    engine* eng = &ctx_.eng;
+    bool queued = ctx_.pool.try_submit([self, shard_index, sid, eng, auto_register, n = std::string(name),
+                                        pw = std::string(password)](chat_store& store) {
+        std::optional<login_result> r;
+        try {
+            r = store.login(n, pw, auto_register);
+        } catch (const std::exception& e) {
+            log_limited(log_level::warn, "login of %s failed: %s", n.c_str(), e.what());
+        }
+        eng->post(shard_index, [self, sid, r = std::move(r)]() mutable { self->login_done(sid, std::move(r)); });
+    });
+    if (!queued) {
+        p.login = player::login_state::anonymous;
+        bump(counters_.server_busy);
+        send_error(s, msg_type::login_req, error_code::server_busy, "the database queue is full; retry later");
+    }
+}
+
+void chat_service::login_done(std::uint64_t session_id, std::optional<login_result> result) {
+    player* p = find(session_id);
+    if (!p) return;  // the session closed while the database worked
+    session& s = *p->sess;
+    if (!result) {
+        p->login = player::login_state::anonymous;
+        bump(counters_.login_failures);
+        send_error(s, msg_type::login_req, error_code::internal_error, "the database is unavailable; retry later");
+        return;
+    }
+    switch (result->outcome) {
+        case login_outcome::ok:
+        case login_outcome::created:
+            p->login = player::login_state::logged_in;
+            p->player_id = result->acct.id;
+            p->name = result->acct.name;
+            s.set_max_frame(max_frame_logged_in);
+            bump(counters_.logins);
+            bump(counters_.players);
+            send(s, frames::login_res(p->player_id, p->name, result->outcome == login_outcome::created));
+            return;
+        case login_outcome::wrong_password:
+            p->login = player::login_state::anonymous;
+            bump(counters_.login_failures);
+            send_error(s, msg_type::login_req, error_code::wrong_password, "wrong password");
+            return;
+        case login_outcome::unknown_account:
+            p->login = player::login_state::anonymous;
+            bump(counters_.login_failures);
+            send_error(s, msg_type::login_req, error_code::unknown_account, "no such account (registration is off)");
+            return;
+    }
+}
+
+void chat_service::handle_create(player& p, std::span<const std::byte> frame) {
+    auto* req = body_as<proto::create_room_req>(frame);
+    session& s = *p.sess;
+    if (!req) {
+        bump(counters_.bad_requests);
+        send_error(s, msg_type::create_room_req, error_code::bad_request, "malformed create_room_req");
+        return;
+    }
+    std::string_view name = req->name() ? req->name()->string_view() : std::string_view{};
+    if (!valid_room_name(name)) {
+        send_error(s, msg_type::create_room_req, error_code::invalid_name,
+                   "room names are 1-64 bytes of UTF-8 without control characters");
+        return;
+    }
+    if (p.room_id != 0) {
+        send_error(s, msg_type::create_room_req, error_code::already_in_room, "leave your room first");
+        return;
+    }
+    // Rooms live on their creator's shard, so creating one never crosses shards.
+    p.room_id = host_.allocate_id();
+    p.in_room = player::room_state::joining;
+    host_.create(p.room_id, std::string(name), as_member(p));
+}
+
+void chat_service::handle_join(player& p, std::span<const std::byte> frame) {
+    auto* req = body_as<proto::join_room_req>(frame);
+    session& s = *p.sess;
+    if (!req) {
+        bump(counters_.bad_requests);
+        send_error(s, msg_type::join_room_req, error_code::bad_request, "malformed join_room_req");
+        return;
+    }
+    if (p.room_id != 0) {
+        send_error(s, msg_type::join_room_req, error_code::already_in_room, "leave your room first");
+        return;
+    }
+    const std::uint64_t room_id = req->room_id();
+    const unsigned owner = owner_of(room_id);
+    if (room_id == 0 || owner >= ctx_.eng.shard_count()) {
+        send_error(s, msg_type::join_room_req, error_code::unknown_room, "no such room");
+        return;
+    }
+    p.room_id = room_id;
+    p.in_room = player::room_state::joining;
+    if (owner == self_) {
+        host_.join(room_id, as_member(p));
+        return;
+    }
+    auto* svc = ctx_.services[owner];
+    ctx_.eng.post(owner, [svc, room_id, m = as_member(p)]() mutable { svc->host().join(room_id, std::move(m)); });
+}
+
+void chat_service::handle_leave(player& p) {
+    session& s = *p.sess;
+    if (p.room_id == 0) {
+        send_error(s, msg_type::leave_room_req, error_code::not_in_room, "not in a room");
+        return;
+    }
+    // Sent even while a join is in flight: the owner sees the join first (FIFO per shard pair).
+    const std::uint64_t room_id = p.room_id, sid = s.id();
+    const unsigned owner = owner_of(room_id), self = self_;
+    if (owner == self_) {
+        host_.leave(room_id, sid, self, true);
+        return;
+    }
+    auto* svc = ctx_.services[owner];
+    ctx_.eng.post(owner, [svc, room_id, sid, self] { svc->host().leave(room_id, sid, self, true); });
+}
+
+void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
+    auto* req = body_as<proto::chat_req>(frame);
+    session& s = *p.sess;
+    if (!req) {
+        bump(counters_.bad_requests);
+        send_error(s, msg_type::chat_req, error_code::bad_request, "malformed chat_req");
+        return;
+    }
+    std::string_view text = req->text() ? req->text()->string_view() : std::string_view{};
+    if (text.empty() || text.size() > max_text) {
+        bump(counters_.bad_requests);
+        send_error(s, msg_type::chat_req, error_code::bad_request, "chat text is 1-60000 bytes");
+        return;
+    }
+    if (p.room_id == 0) {
+        send_error(s, msg_type::chat_req, error_code::not_in_room, "not in a room");
+        return;
+    }
+    if (!p.chat_bucket.try_take()) {
+        bump(counters_.rate_limited);
+        send_error(s, msg_type::chat_req, error_code::rate_limited, "too many messages; slow down");
+        return;
+    }
+    chat_request cr;
+    cr.room_id = p.room_id;
+    cr.sender = as_member(p);
+    cr.text.assign(text);
+    cr.client_ts = req->client_ts();
+    cr.client_seq = req->client_seq();
+    const unsigned owner = owner_of(cr.room_id);
+    if (owner == self_) {
+        host_.chat(cr);
+        return;
+    }
+    auto* svc = ctx_.services[owner];
+    ctx_.eng.post(owner, [svc, cr = std::move(cr)]() mutable { svc->host().chat(cr); });
+}
+
+void chat_service::handle_list(player& p) {
+    const std::uint64_t id = next_list_id_++;
+    const unsigned n = ctx_.eng.shard_count();
+    lists_.emplace(id, list_request{p.sess->id(), n, {}});
+    // Ask every other shard, then answer our own part; the reply goes out when all have answered.
+    auto* me = this;
+    engine* eng = &ctx_.eng;
+    const unsigned self = self_;
+    for (unsigned k = 0; k < n; ++k) {
+        if (k == self_) continue;
+        auto* svc = ctx_.services[k];
+        eng->post(k, [svc, me, eng, self, id] {
+            auto part = svc->host().summaries();
+            eng->post(self, [me, id, part = std::move(part)]() mutable { me->list_part(id, std::move(part)); });
+        });
+    }
+    list_part(id, host_.summaries());
+}
+
+void chat_service::list_part(std::uint64_t request_id, std::vector<room_summary> rooms) {
+    auto it = lists_.find(request_id);
+    if (it == lists_.end()) return;
+    auto& lr = it->second;
+    lr.rooms.insert(lr.rooms.end(), std::make_move_iterator(rooms.begin()), std::make_move_iterator(rooms.end()));
+    if (--lr.remaining > 0) return;
+    auto& all = lr.rooms;
+    std::sort(all.begin(), all.end(), [](const room_summary& a, const room_summary& b) { return a.id < b.id; });
+    if (all.size() > max_listed_rooms) all.resize(max_listed_rooms);
+    if (player* p = find(lr.session_id)) send(*p->sess, frames::list_rooms_res(all));
+    lists_.erase(it);
+}
+
+void chat_service::handle_ping(player& p, std::span<const std::byte> frame) {
+    auto* req = body_as<proto::ping_req>(frame);
+    if (!req) {
+        bump(counters_.bad_requests);
+        send_error(*p.sess, msg_type::ping_req, error_code::bad_request, "malformed ping_req");
+        return;
+    }
+    send(*p.sess, frames::pong(req->ts()));
+}
+
+// --- posted by room owners -------------------------------------------------------------------
+
+void chat_service::apply(room_event& ev) {
+    std::uint64_t delivered = 0, sent = 0;
+    if (ev.what == room_event::kind::joined) {
+        if (player* p = find(ev.subject)) {
+            if (p->room_id == ev.room_id) {
+                p->in_room = player::room_state::member;
+                local_.add(ev.room_id, p->sess);
+                if (ev.to_subject) {
+                    p->sess->send(ev.to_subject);
+                    ++sent;
+                }
+            }
+        }
+        // A subject that closed meanwhile already asked the owner to remove it (on_close).
+    } else if (ev.what == room_event::kind::left) {
+        local_.remove(ev.room_id, ev.subject);
+        if (player* p = find(ev.subject); p && p->room_id == ev.room_id) {
+            p->room_id = 0;
+            p->in_room = player::room_state::none;
+            if (ev.to_subject) {
+                p->sess->send(ev.to_subject);
+                ++sent;
+            }
+        }
+    }
+    if (ev.to_members) {
+        const std::uint64_t skip = ev.what == room_event::kind::message ? 0 : ev.subject;
+        local_.for_each(ev.room_id, [&](session& s) {
+            if (s.id() == skip) return;
+            s.send(ev.to_members);
+            ++delivered;
+        });
+    }
+    bump(counters_.deliveries, delivered);
+    bump(counters_.app_out, delivered + sent);
+}
+
+void chat_service::request_failed(std::uint64_t session_id, std::uint64_t room_id, msg_type request, error_code code,
+                                  const char* reason) {
+    player* p = find(session_id);
+    if (!p) return;
+    if (request == msg_type::join_room_req && p->room_id == room_id && p->in_room == player::room_state::joining) {
+        p->room_id = 0;
+        p->in_room = player::room_state::none;
+    }
+    send_error(*p->sess, request, code, reason);
+}
+
+// --- helpers ---------------------------------------------------------------------------------
+
+void chat_service::send(session& s, shared_buffer_ptr frame) {
+    bump(counters_.app_out);
+    s.send(std::move(frame));
+}
+
+void chat_service::send_error(session& s, msg_type request, error_code code, std::string_view reason) {
+    bump(counters_.errors);
+    send(s, frames::error(request, code, reason));
+}
+
+player* chat_service::find(std::uint64_t session_id) noexcept {
+    auto it = players_.find(session_id);
+    return it == players_.end() ? nullptr : it->second.get();
+}
+
+member chat_service::as_member(const player& p) const { return member{p.sess->id(), self_, p.player_id, p.name}; }
+
+void chat_service::on_sample(timer_node& t) {
+    auto* self = static_cast<chat_service*>(t.ctx);
+    self->sample();
+    self->shard_.timers().schedule(t, self->shard_.ticks_for(sample_period));
+}
+
+// Output queued on this shard's sessions, sampled once a second for the metrics endpoint (the
+// per-send path stays free of bookkeeping).
+void chat_service::sample() {
+    std::uint64_t bytes = 0, queues = 0;
+    for (const auto& [id, p] : players_) {
+        auto q = p->sess->queued_bytes();
+        bytes += q;
+        if (q) ++queues;
+    }
+    set_gauge(counters_.send_queued_bytes, bytes);
+    set_gauge(counters_.send_queues_in_use, queues);
+    if (queues > counters_.send_queues_peak.load(std::memory_order_relaxed)) set_gauge(counters_.send_queues_peak, queues);
+}
+
+}  // namespace strix::chat

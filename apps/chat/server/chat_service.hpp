@@ -1,0 +1,105 @@
+#pragma once
+// chat_service: the chat application on one shard (the server makes one per shard). It owns the
+// players of the sessions on this shard, hosts the rooms this shard owns (room_host), and keeps
+// this shard's replica of room membership (local_rooms).
+//
+//   session --frame--> on_frame --login--> db_pool worker --post--> login_done (this shard)
+//                              --room op--> owner shard's room_host --room_event--> member shards
+//                              --ping/errors--> reply at once
+//
+// Every function runs on this service's shard. Other shards and database workers reach it only by
+// posting tasks (engine::post) that call the "posted" functions below.
+
+#include "chat_context.hpp"
+#include "chat_counters.hpp"
+#include "local_rooms.hpp"
+#include "player.hpp"
+#include "room_host.hpp"
+
+#include <strix/net/session_handler.hpp>
+#include <strix/storage/chat_store.hpp>
+
+#include <boost/unordered/unordered_flat_map.hpp>
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace strix::chat {
+
+class chat_service final : public session_handler {
+public:
+    /// Frame limit before login (a login request is small) and after.
+    static constexpr std::uint32_t max_frame_anonymous = 4 * 1024;
+    static constexpr std::uint32_t max_frame_logged_in = 64 * 1024;
+    /// list_rooms_res carries at most this many rooms (smallest ids first), so it fits a frame.
+    static constexpr std::size_t max_listed_rooms = 500;
+
+    /// Built by the server factory on the main thread; used on shard `sh` from then on.
+    chat_service(shard& sh, chat_context& ctx);
+    ~chat_service() override;
+
+    /// Starts the per-shard housekeeping timer. Posted once to the shard after the engine starts.
+    void start();
+
+    void on_open(session& s) override;
+    void on_frame(session& s, std::span<const std::byte> frame) override;
+    void on_protocol_error(session& s, std::error_code ec) override;
+    void on_close(session& s, std::error_code reason) override;
+
+    // --- posted to this shard -----------------------------------------------------------------
+
+    /// A room's owner decided something: update local membership and send the frames.
+    void apply(room_event& ev);
+    /// The database answered a login (nullopt: the database failed).
+    void login_done(std::uint64_t session_id, std::optional<login_result> result);
+    /// A request of this session failed on another shard.
+    void request_failed(std::uint64_t session_id, std::uint64_t room_id, proto::msg_type request,
+                        proto::error_code code, const char* reason);
+    /// Part of a list_rooms request: the rooms one shard owns.
+    void list_part(std::uint64_t request_id, std::vector<room_summary> rooms);
+    /// Room operations for rooms this shard owns.
+    room_host& host() noexcept { return host_; }
+
+    /// This shard's counters; read from any thread.
+    const chat_counters& counters() const noexcept { return counters_; }
+    unsigned shard_id() const noexcept { return self_; }
+
+private:
+    struct list_request {
+        std::uint64_t session_id = 0;
+        unsigned remaining = 0;
+        std::vector<room_summary> rooms;
+    };
+
+    void handle_login(player& p, std::span<const std::byte> frame);
+    void handle_create(player& p, std::span<const std::byte> frame);
+    void handle_join(player& p, std::span<const std::byte> frame);
+    void handle_leave(player& p);
+    void handle_chat(player& p, std::span<const std::byte> frame);
+    void handle_list(player& p);
+    void handle_ping(player& p, std::span<const std::byte> frame);
+
+    void send(session& s, shared_buffer_ptr frame);
+    void send_error(session& s, proto::msg_type request, proto::error_code code, std::string_view reason);
+    player* find(std::uint64_t session_id) noexcept;
+    member as_member(const player& p) const;
+    static void on_sample(timer_node& t);
+    void sample();
+
+    shard& shard_;
+    chat_context& ctx_;
+    const unsigned self_;
+    chat_counters counters_;
+    room_host host_;
+    local_rooms local_;
+    boost::unordered_flat_map<std::uint64_t, std::unique_ptr<player>> players_;  // by session id
+    boost::unordered_flat_map<std::uint64_t, list_request> lists_;
+    std::uint64_t next_list_id_ = 1;
+    timer_node sample_timer_;
+    bool started_ = false;
+};
+
+}  // namespace strix::chat

@@ -1,0 +1,45 @@
+// strix-chat-server: rooms and chat over strix frames (docs/protocol.md), with accounts and chat
+// logs in SQLite or PostgreSQL, Prometheus metrics, and a graceful shutdown on SIGTERM/SIGINT.
+#include "chat_options.hpp"
+#include "chat_server.hpp"
+
+#include <strix/storage/chat_store.hpp>
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <exception>
+
+int main(int argc, char** argv) {
+    // Block the stop signals before any thread exists (database workers, shards, metrics), so
+    // every thread inherits the mask and engine::run_until_signal() receives them.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+    auto parsed = strix::chat::parse_options(argc, argv);
+    if (!parsed.options) return parsed.exit_code;
+    const auto& o = *parsed.options;
+    try {
+        strix::chat::chat_server srv(o);
+        std::printf("strix-chat-server: listening on %s:%u with %u shards; database %s; metrics %s\n", o.host.c_str(),
+                    srv.port(), srv.shard_count(), strix::redact_url(o.db).c_str(),
+                    srv.metrics_port() ? ("http://127.0.0.1:" + std::to_string(srv.metrics_port()) + "/metrics").c_str()
+                                       : "off");
+        std::fflush(stdout);
+        std::uint64_t lost = srv.run();
+        std::printf("strix-chat-server: stopped\n");
+        if (lost) {
+            std::fprintf(stderr, "strix-chat-server: %llu chat messages could not be written to the database\n",
+                         static_cast<unsigned long long>(lost));
+            return 1;
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "strix-chat-server: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}

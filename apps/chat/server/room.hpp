@@ -1,0 +1,58 @@
+#pragma once
+// room: the authoritative state of one room, kept by its owner shard only. It knows every member
+// (on any shard), how many members each shard has (so a broadcast crosses to each shard once),
+// and the message sequence.
+
+#include "member.hpp"
+
+#include <boost/unordered/unordered_flat_set.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace strix::chat {
+
+class room {
+public:
+    /// An empty room. shard_count sizes the per-shard member counts. Owner shard only.
+    room(std::uint64_t id, std::string name, unsigned shard_count);
+
+    std::uint64_t id() const noexcept { return id_; }
+    const std::string& name() const noexcept { return name_; }
+    std::size_t size() const noexcept { return members_.size(); }
+    bool empty() const noexcept { return members_.empty(); }
+    /// Members in the order they joined. Owner shard only.
+    const std::vector<member>& members() const noexcept { return members_; }
+
+    /// Adds m; false if that session is already a member. Owner shard only.
+    bool add(member m);
+    /// Removes the member with this session id and returns it, or nothing if absent. Owner shard only.
+    std::optional<member> remove(std::uint64_t session_id);
+    /// The member with this session id, or nullptr. Owner shard only.
+    const member* find(std::uint64_t session_id) const noexcept;
+    /// True if that session is a member; O(1). Owner shard only.
+    bool contains(std::uint64_t session_id) const noexcept { return session_ids_.contains(session_id); }
+
+    /// Members living on shard s. Owner shard only.
+    unsigned members_on(unsigned s) const noexcept { return per_shard_[s]; }
+    unsigned shard_count() const noexcept { return static_cast<unsigned>(per_shard_.size()); }
+
+    /// The seq the next message gets (starts at 1). Owner shard only.
+    std::uint64_t next_seq() const noexcept { return last_seq_ + 1; }
+    /// Consumes next_seq(). Call only once the message is accepted. Owner shard only.
+    std::uint64_t take_seq() noexcept { return ++last_seq_; }
+
+    room_summary summary() const { return {id_, name_, static_cast<std::uint32_t>(members_.size())}; }
+
+private:
+    std::uint64_t id_;
+    std::string name_;
+    std::vector<member> members_;                         // join order
+    boost::unordered_flat_set<std::uint64_t> session_ids_;  // O(1) membership for every message
+    std::vector<unsigned> per_shard_;
+    std::uint64_t last_seq_ = 0;
+};
+
+}  // namespace strix::chat

@@ -1,0 +1,31 @@
+#pragma once
+// room_event: what a room's owner shard tells a shard that has members of the room. The owner
+// posts events to each such shard in the order it decides them, and the mesh keeps FIFO per pair
+// of shards, so every shard applies a room's joins, leaves and messages in the same order.
+//
+//   owner shard: decide (seq, membership)  --one event per shard with members-->  member shards:
+//                                                                                 update the local
+//                                                                                 member list, send
+//                                                                                 the shared frame
+
+#include <strix/core/shared_buffer.hpp>
+
+#include <cstdint>
+
+namespace strix::chat {
+
+struct room_event {
+    enum class kind : std::uint8_t {
+        message,  // to_members to everyone (the sender included)
+        joined,   // subject joins: add it to the local list, to_subject to it, to_members to the rest
+        left,     // subject leaves: remove it from the local list, to_subject to it, to_members to the rest
+    };
+
+    std::uint64_t room_id = 0;
+    std::uint64_t subject = 0;      // the joining or leaving session; 0 for messages
+    shared_buffer_ptr to_subject;   // join_room_res / leave_room_res; null when the subject gets nothing
+    shared_buffer_ptr to_members;   // chat_msg / member_joined / member_left; null for nothing
+    kind what = kind::message;
+};
+
+}  // namespace strix::chat
