@@ -91,6 +91,21 @@ for title, la, a, lb, b, metric, target in rows:
 if missing:
     out.append(f"\nMissing from this run: {', '.join(missing)}")
 
+# Why a target may not hold here: the naive buffer differs from the ring only by one allocation
+# and free per message, so the gap is the allocator's price on this platform.
+if "RingBuffer_WriteRead/512" in median and "NaiveBuffer_CopyWrite/512" in median:
+    ring_ns, naive_ns = ns("RingBuffer_WriteRead/512"), ns("NaiveBuffer_CopyWrite/512")
+    ratio = naive_ns / ring_ns
+    if ratio < 2.0:
+        malloc_ns = ns("Malloc_AllocFree/256") if "Malloc_AllocFree/256" in median else float("nan")
+        out.append("")
+        out.append(f"**Ring vs naive below 2x:** both sides copy the 512-byte message in and out; the naive "
+                   f"side adds one `new[]`/`delete[]` pair per message, which costs {naive_ns - ring_ns:.1f} ns "
+                   f"here (glibc's malloc/free measures {malloc_ns:.1f} ns at 256 B in this run). Seed 000 "
+                   "measured 120 ns for malloc/free under MSVC on Windows, so the same design gave 3.9x there. "
+                   "On glibc the allocator is cheap (thread cache), and the ring's advantage at this size is "
+                   "the allocation it avoids, not the copies.")
+
 out.append("\n## All benchmarks (medians)\n")
 out.append("| Benchmark | CPU time | Real time | Throughput |")
 out.append("|---|---|---|---|")
