@@ -1,0 +1,55 @@
+#pragma once
+// load_client: one simulated chat user of the load tool: its socket, its protocol state, its
+// outgoing bytes and what it has received so far (delivery_checker). Owned by one worker.
+//
+// Outgoing frames are appended to `out` during a loop turn and written with one write() at the
+// end of the turn (or when the socket turns writable again):
+//
+//   out: [ written | pending: out_head .. size() ]
+
+#include "delivery_checker.hpp"
+
+#include <strix/codec/frame_codec.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace strix::chat {
+
+enum class client_state : std::uint8_t {
+    idle,        ///< not connected yet
+    connecting,  ///< non-blocking connect() in progress
+    logging_in,  ///< login_req sent
+    logged_in,   ///< waiting for its room to exist
+    entering,    ///< create_room_req or join_room_req sent
+    in_room,     ///< member of its room; sends chat during steps
+    closed,      ///< the connection is gone
+};
+
+/// Frames larger than this from the server close the connection (list_rooms_res can be long).
+inline constexpr std::uint32_t client_max_frame = 16u << 20;
+
+struct load_client {
+    load_client(std::uint32_t i, std::uint32_t rooms, std::uint32_t members)
+        : index(i),
+          room(i % rooms),
+          slot(i / rooms),
+          decoder(codec_limits{client_max_frame}),
+          checker(members) {}
+
+    int fd = -1;
+    std::uint32_t index;  ///< global client number: account PREFIX<index>
+    std::uint32_t room;   ///< index of its room
+    std::uint32_t slot;   ///< its position among the room's members
+    client_state state = client_state::idle;
+    bool dirty = false;   ///< queued for this turn's flush
+    std::uint64_t player_id = 0;
+    std::uint64_t client_seq = 0;  ///< last chat_req sequence number sent
+    frame_decoder decoder;
+    std::vector<std::byte> out;
+    std::size_t out_head = 0;
+    delivery_checker checker;
+};
+
+}  // namespace strix::chat

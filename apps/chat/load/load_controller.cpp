@@ -1,0 +1,280 @@
+#include "load_controller.hpp"
+
+#include "load_clock.hpp"
+#include "load_worker.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <unistd.h>
+
+namespace strix::chat {
+namespace {
+
+constexpr std::int64_t tick_ns = 5'000'000;
+constexpr std::int64_t sec_ns = 1'000'000'000;
+// A step counts as keeping up only if the deliveries still owed when sending stopped arrived
+// within this long; beyond it the server was queueing faster than it delivered.
+constexpr double backlog_limit_s = 1.0;
+// A load tool that sends this late against its schedule is measuring itself, not the server.
+constexpr std::uint64_t lag_limit_ns = 100'000'000;
+
+double seconds(std::int64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+}  // namespace
+
+load_controller::load_controller(load_shared& shared, load_worker& w0) : shared_(shared), w0_(w0) {}
+
+template <class F>
+std::uint64_t load_controller::sum(F field) const {
+    std::uint64_t n = 0;
+    for (const worker_mailbox& b : shared_.boxes) n += field(b).load(std::memory_order_acquire);
+    return n;
+}
+
+void load_controller::set_phase(load_phase p) { shared_.phase.store(p, std::memory_order_release); }
+
+std::int64_t load_controller::tick(std::int64_t now) {
+    if (t_start_ == 0) t_start_ = t_phase_ = next_progress_ = now;
+    if (shared_.failed()) return now + tick_ns;
+    const load_phase p = shared_.phase.load(std::memory_order_relaxed);
+    if (p == load_phase::running) {
+        tick_step(now);
+    } else if (p != load_phase::finished) {
+        tick_setup(now);
+    }
+    return now + tick_ns;
+}
+
+void load_controller::tick_setup(std::int64_t now) {
+    const load_options& o = shared_.opt;
+    const load_phase p = shared_.phase.load(std::memory_order_relaxed);
+    const auto logged = static_cast<std::uint32_t>(sum([](const worker_mailbox& b) -> auto& { return b.logged_in; }));
+    const auto connected = static_cast<std::uint32_t>(sum([](const worker_mailbox& b) -> auto& { return b.connected; }));
+    const auto created = static_cast<std::uint32_t>(sum([](const worker_mailbox& b) -> auto& { return b.created; }));
+    const auto joined = static_cast<std::uint32_t>(sum([](const worker_mailbox& b) -> auto& { return b.joined; }));
+    if (now >= next_progress_ && p == load_phase::connecting) {
+        std::printf("login: %u/%u connected, %u/%u logged in (%.1f s)\n", connected, o.clients, logged, o.clients,
+                    seconds(now - t_start_));
+        std::fflush(stdout);
+        next_progress_ = now + sec_ns;
+    }
+    if (seconds(now - t_start_) > o.setup_timeout_s) {
+        shared_.fail("setup did not finish within --setup-timeout " + std::to_string(o.setup_timeout_s) + " s: " +
+                     std::to_string(logged) + "/" + std::to_string(o.clients) + " logged in, " + std::to_string(created) +
+                     "/" + std::to_string(o.rooms) + " rooms created, " + std::to_string(joined) + "/" +
+                     std::to_string(o.clients - o.rooms) + " joined");
+        return;
+    }
+    switch (p) {
+    case load_phase::connecting:
+        if (logged < o.clients) return;
+        for (std::uint32_t i = 0; i < o.clients; ++i) {
+            const std::uint64_t id = shared_.player_ids[i].load(std::memory_order_acquire);
+            if (!shared_.index_of_player.emplace(id, i).second) {
+                shared_.fail("the server gave player id " + std::to_string(id) + " to two accounts");
+                return;
+            }
+        }
+        std::printf("login: %u clients logged in (%.1f s); creating %u rooms\n", o.clients, seconds(now - t_start_),
+                    o.rooms);
+        std::fflush(stdout);
+        set_phase(load_phase::creating);
+        return;
+    case load_phase::creating:
+        if (created < o.rooms) return;
+        set_phase(load_phase::joining);
+        return;
+    case load_phase::joining:
+        if (joined < o.clients - o.rooms) return;
+        set_phase(load_phase::checking);
+        t_phase_ = now;
+        return;
+    case load_phase::checking:
+        if (!rooms_asked_) {
+            w0_.request_room_list();
+            rooms_asked_ = true;
+            return;
+        }
+        if (w0_.rooms_check() == 0 && now - t_phase_ < 5 * sec_ns) return;
+        if (w0_.rooms_check() != 1) {
+            // The member counts may lag the join replies on a sharded server; ask again a few times.
+            if (w0_.rooms_check() == 2 && ++room_retries_ < 20) {
+                w0_.request_room_list();
+                return;
+            }
+            std::fprintf(stderr, "strix-chat-load: warning: the room list does not match the joins:%s\n",
+                         w0_.rooms_check() == 0 ? " no list_rooms_res within 5 s" : w0_.rooms_problem().c_str());
+        }
+        setup_s_ = seconds(now - t_start_);
+        std::printf("setup: %u clients in %u rooms (%u members each) after %.1f s\n", o.clients, o.rooms,
+                    shared_.room_members.front(), setup_s_);
+        std::fflush(stdout);
+        set_phase(load_phase::running);
+        start_step(now, o.rps);
+        return;
+    default:
+        return;
+    }
+}
+
+void load_controller::start_step(std::int64_t now, double rps) {
+    const load_options& o = shared_.opt;
+    step_plan p;
+    p.index = static_cast<std::uint32_t>(results_.size());
+    p.rps = rps;
+    // Far enough ahead that every worker has adopted the plan before the first send is due.
+    p.t_send_start = now + 100'000'000;
+    p.t_measure = p.t_send_start + static_cast<std::int64_t>(o.warmup_s * 1e9);
+    p.t_end = p.t_measure + static_cast<std::int64_t>(o.duration_s * 1e9);
+    p.interval_ns = static_cast<std::int64_t>(o.report_every_s * 1e9);
+    p.intervals = static_cast<std::uint32_t>(std::ceil(o.duration_s / o.report_every_s - 1e-9));
+    if (p.intervals == 0) p.intervals = 1;
+    for (worker_mailbox& b : shared_.boxes) {
+        std::lock_guard<std::mutex> lock(b.mu);
+        b.rows.clear();
+    }
+    {
+        std::lock_guard<std::mutex> lock(shared_.plan_mu);
+        shared_.plan = p;
+    }
+    plan_ = p;
+    state_ = step_state::sending;
+    drained_ = false;
+    rows_printed_ = 0;
+    shared_.plan_gen.fetch_add(1, std::memory_order_release);
+    if (o.sweep) {
+        std::printf("sweep step %u: %.1f rps per client for %.0f s (+%.0f s warmup)\n", p.index + 1, rps,
+                    o.duration_s, o.warmup_s);
+    } else {
+        std::printf("running: %.1f rps per client (%.0f chat_req/s, ~%.0f deliveries/s) for %.0f s after %.0f s "
+                    "warmup\n",
+                    rps, rps * o.clients, rps * o.clients * o.clients / o.rooms, o.duration_s, o.warmup_s);
+        print_row_header();
+    }
+    std::fflush(stdout);
+}
+
+void load_controller::print_ready_rows() {
+    const load_options& o = shared_.opt;
+    for (;;) {
+        load_stats row;
+        for (worker_mailbox& b : shared_.boxes) {
+            std::lock_guard<std::mutex> lock(b.mu);
+            if (b.rows.size() <= rows_printed_) return;
+        }
+        for (worker_mailbox& b : shared_.boxes) {
+            std::lock_guard<std::mutex> lock(b.mu);
+            row.merge(b.rows[rows_printed_]);
+        }
+        const double end = std::min(o.duration_s, o.report_every_s * (rows_printed_ + 1));
+        const double len = end - o.report_every_s * rows_printed_;
+        if (!o.sweep) print_row(end, len, row);
+        ++rows_printed_;
+    }
+}
+
+void load_controller::tick_step(std::int64_t now) {
+    print_ready_rows();
+    const std::uint32_t step_done = plan_.index + 1;
+    switch (state_) {
+    case step_state::sending: {
+        for (const worker_mailbox& b : shared_.boxes) {
+            if (b.sends_done.load(std::memory_order_acquire) < step_done) return;
+        }
+        state_ = step_state::draining;
+        [[fallthrough]];
+    }
+    case step_state::draining: {
+        const std::uint64_t expected = sum([](const worker_mailbox& b) -> auto& { return b.expected_all; });
+        const std::uint64_t delivered = sum([](const worker_mailbox& b) -> auto& { return b.delivered_all; });
+        const bool timed_out = seconds(now - plan_.t_end) > shared_.opt.drain_timeout_s;
+        if (delivered < expected && !timed_out) return;
+        drained_ = delivered >= expected;
+        t_drained_ = now;
+        shared_.finish_request.store(step_done, std::memory_order_release);
+        state_ = step_state::finalizing;
+        return;
+    }
+    case step_state::finalizing:
+        for (worker_mailbox& b : shared_.boxes) {
+            std::lock_guard<std::mutex> lock(b.mu);
+            if (b.finished < step_done) return;
+        }
+        finalize(now);
+        return;
+    }
+}
+
+void load_controller::finalize(std::int64_t now) {
+    (void)now;
+    const load_options& o = shared_.opt;
+    print_ready_rows();
+    step_result r;
+    r.plan = plan_;
+    r.rows.resize(plan_.intervals);
+    for (worker_mailbox& b : shared_.boxes) {
+        std::lock_guard<std::mutex> lock(b.mu);
+        for (std::uint32_t i = 0; i < plan_.intervals; ++i) r.rows[i].merge(b.rows[i]);
+        r.warmup.merge(b.warmup);
+    }
+    for (const load_stats& row : r.rows) r.total.merge(row);
+    r.measured_s = o.duration_s;
+    r.drain_s = seconds(t_drained_ - plan_.t_end);
+    if (r.drain_s < 0) r.drain_s = 0;
+    r.drained = drained_;
+    const std::uint64_t owed = r.total.expected + r.warmup.expected - r.total.refused - r.warmup.refused;
+    const std::uint64_t got = r.total.delivered + r.warmup.delivered;
+    r.lost = owed > got ? owed - got : 0;
+    judge(r);
+    results_.push_back(std::move(r));
+    const step_result& last = results_.back();
+    if (!o.sweep) {
+        set_phase(load_phase::finished);
+        shared_.stop.store(true, std::memory_order_release);
+        return;
+    }
+    print_sweep_step(o, last);
+    if (!last.sustained || results_.size() >= o.sweep_steps) {
+        set_phase(load_phase::finished);
+        shared_.stop.store(true, std::memory_order_release);
+        return;
+    }
+    start_step(now_ns(), last.plan.rps * o.sweep_factor);
+}
+
+void load_controller::judge(step_result& r) const {
+    load_stats all = r.total;
+    all.merge(r.warmup);
+    std::string why;
+    auto add = [&why](const std::string& s) { why += (why.empty() ? "" : "; ") + s; };
+    if (r.lost != 0) add(std::to_string(r.lost) + " deliveries lost" + (r.drained ? "" : " (drain timed out)"));
+    if (all.duplicates != 0) add(std::to_string(all.duplicates) + " duplicates");
+    if (all.out_of_order != 0) add(std::to_string(all.out_of_order) + " out of order");
+    if (all.corrupt != 0) add(std::to_string(all.corrupt) + " corrupt");
+    if (all.error_total() != 0) add(std::to_string(all.error_total()) + " error replies");
+    if (all.disconnects != 0) add(std::to_string(all.disconnects) + " disconnects");
+    if (all.unexpected != 0) add(std::to_string(all.unexpected) + " unexpected frames");
+    if (r.total.sent == 0) add("nothing was sent in the measured window");
+    r.verified = why.empty();
+    if (r.verified) {
+        const double p99_ms = static_cast<double>(r.total.latency.percentile_ns(99)) / 1e6;
+        if (p99_ms > shared_.opt.sweep_p99_ms) {
+            char buf[96];
+            std::snprintf(buf, sizeof(buf), "p99 %.2f ms > %.1f ms", p99_ms, shared_.opt.sweep_p99_ms);
+            add(buf);
+        }
+        if (r.drain_s > backlog_limit_s) {
+            char buf[96];
+            std::snprintf(buf, sizeof(buf), "backlog: deliveries took %.2f s to drain", r.drain_s);
+            add(buf);
+        }
+        if (std::max(r.total.send_lag_max_ns, r.warmup.send_lag_max_ns) > lag_limit_ns) {
+            add("the load tool fell behind its send schedule (raise --threads)");
+        }
+    }
+    r.sustained = why.empty();
+    // A normal run only fails on verification; the latency limit is the sweep's business.
+    r.verdict = shared_.opt.sweep || !r.verified ? why : "";
+}
+
+}  // namespace strix::chat

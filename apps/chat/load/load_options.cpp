@@ -1,0 +1,114 @@
+#include "load_options.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace strix::chat {
+namespace {
+
+[[noreturn]] void bad(const std::string& why) {
+    std::fprintf(stderr, "strix-chat-load: %s (see --help)\n", why.c_str());
+    std::exit(2);
+}
+
+bool valid_name_chars(const std::string& s) {
+    for (char c : s) {
+        const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                        c == '_' || c == '.' || c == '-';
+        if (!ok) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+load_options parse_load_options(int argc, char** argv) {
+    load_options o;
+    for (int i = 0; i < argc; ++i) {
+        if (i > 0) o.command_line += ' ';
+        o.command_line += argv[i];
+    }
+    CLI::App app{
+        "strix-chat-load: seed 004's DummyClient load test for strix-chat-server. Logs in --clients\n"
+        "accounts, makes --rooms rooms (client i joins room i % rooms), sends chat at --rps per\n"
+        "client and verifies every delivery: room seq order, text content, exactly-once fan-out.\n"
+        "Exit status 0 only when nothing was lost, duplicated, reordered or corrupted and the\n"
+        "server answered no request with an error.",
+        "strix-chat-load"};
+    std::string connect_rate = "0";
+    app.add_option("--host", o.host, "server IPv4 address")->capture_default_str();
+    app.add_option("--port", o.port, "server port")->capture_default_str();
+    app.add_option("--clients", o.clients, "connections, one account each")->capture_default_str();
+    app.add_option("--rooms", o.rooms, "rooms; the first --rooms clients create them")->capture_default_str();
+    app.add_option("--rps", o.rps, "chat messages per second per client (start rate in --sweep)")
+        ->capture_default_str();
+    app.add_option("--payload-mix", o.mix_spec, "text lengths LEN:W or LO-HI:W, weights in %")
+        ->capture_default_str();
+    auto* dur = app.add_option("--duration", o.duration_s, "measured seconds (per step in --sweep, default 10)")
+                    ->capture_default_str();
+    app.add_option("--report-every", o.report_every_s, "seconds per interval row")->capture_default_str();
+    auto* warm = app.add_option("--warmup", o.warmup_s, "seconds of load before measuring (--sweep: per step, default 1)")
+                     ->capture_default_str();
+    app.add_option("--json", o.json, "write the summary and interval rows as JSON to FILE");
+    app.add_flag("--sweep", o.sweep, "raise --rps by --sweep-factor per step until p99 or delivery fails");
+    app.add_option("--sweep-factor", o.sweep_factor, "rps multiplier per sweep step")->capture_default_str();
+    app.add_option("--sweep-steps", o.sweep_steps, "most sweep steps")->capture_default_str();
+    app.add_option("--sweep-p99-ms", o.sweep_p99_ms, "a step with a higher p99 ends the sweep")
+        ->capture_default_str();
+    app.add_option("--password", o.password, "password of every load account")->capture_default_str();
+    app.add_option("--name-prefix", o.name_prefix, "account names are PREFIX0, PREFIX1, ...")
+        ->capture_default_str();
+    app.add_option("--connect-rate", connect_rate, "new connections per second, N or N/s (0: unlimited)")
+        ->capture_default_str();
+    app.add_option("--threads", o.threads, "event-loop threads, clients split among them")->capture_default_str();
+    app.add_option("--drain-timeout", o.drain_timeout_s, "seconds to wait for outstanding deliveries")
+        ->capture_default_str();
+    app.add_option("--setup-timeout", o.setup_timeout_s, "seconds allowed for login, create and join")
+        ->capture_default_str();
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        std::exit(app.exit(e));
+    }
+    if (o.sweep) {
+        if (dur->count() == 0) o.duration_s = 10;
+        if (warm->count() == 0) o.warmup_s = 1;
+    }
+
+    std::string why;
+    auto mix = payload_mix::parse(o.mix_spec, &why);
+    if (!mix) bad("--payload-mix: " + why);
+    o.mix = std::move(*mix);
+    if (connect_rate.size() > 2 && connect_rate.substr(connect_rate.size() - 2) == "/s") {
+        connect_rate.resize(connect_rate.size() - 2);
+    }
+    char* end = nullptr;
+    o.connect_rate = std::strtod(connect_rate.c_str(), &end);
+    if (end == connect_rate.c_str() || *end != '\0' || !(o.connect_rate >= 0)) {
+        bad("--connect-rate must be a number of connections per second, like 500 or 500/s");
+    }
+    if (o.clients == 0) bad("--clients must be at least 1");
+    if (o.rooms == 0 || o.rooms > o.clients) bad("--rooms must be between 1 and --clients");
+    if (!(o.rps > 0) || o.rps > 1e6) bad("--rps must be a positive number of messages per second");
+    if (!(o.duration_s > 0)) bad("--duration must be positive");
+    if (!(o.report_every_s > 0)) bad("--report-every must be positive");
+    if (!(o.warmup_s >= 0)) bad("--warmup must not be negative");
+    if (!(o.sweep_factor > 1)) bad("--sweep-factor must be greater than 1");
+    if (o.sweep_steps == 0) bad("--sweep-steps must be at least 1");
+    if (!(o.sweep_p99_ms > 0)) bad("--sweep-p99-ms must be positive");
+    if (o.threads == 0 || o.threads > 64 || o.threads > o.clients) bad("--threads must be between 1 and min(64, --clients)");
+    if (!(o.drain_timeout_s >= 0)) bad("--drain-timeout must not be negative");
+    if (!(o.setup_timeout_s > 0)) bad("--setup-timeout must be positive");
+    const std::string longest = o.name_prefix + std::to_string(o.clients - 1);
+    if (o.name_prefix.empty() || longest.size() > 32 || !valid_name_chars(o.name_prefix)) {
+        bad("--name-prefix must be [A-Za-z0-9_.-] and leave room for the client number in 32 bytes");
+    }
+    if (o.password.empty()) bad("--password must not be empty");
+    if (std::ceil(o.duration_s / o.report_every_s) > 100000) bad("--report-every is too small for --duration");
+    return o;
+}
+
+}  // namespace strix::chat

@@ -1,0 +1,42 @@
+#pragma once
+// load_options: strix-chat-load's command line (seed 004's DummyClient profile by default:
+// 500 clients, 10 rooms, 10 chat messages per second per client, 64 B 80 % / 256 B 18 % /
+// 1-2 KB 2 %).
+
+#include "payload_mix.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace strix::chat {
+
+struct load_options {
+    std::string host = "127.0.0.1";
+    std::uint16_t port = 7000;
+    std::uint32_t clients = 500;
+    std::uint32_t rooms = 10;
+    double rps = 10.0;  ///< chat_req per second per client
+    std::string mix_spec = "64:80,256:18,1024-2048:2";
+    payload_mix mix;
+    double duration_s = 250;  ///< measured seconds (per step in --sweep, default 10 there)
+    double report_every_s = 10;
+    double warmup_s = 2;  ///< seconds of load before measuring (per step in --sweep, default 1)
+    std::string json;
+    bool sweep = false;
+    double sweep_factor = 1.5;
+    std::uint32_t sweep_steps = 12;
+    double sweep_p99_ms = 10;
+    std::string password = "strix-load";
+    std::string name_prefix = "load";
+    double connect_rate = 0;  ///< new connections per second, 0 = as fast as logins complete
+    std::uint32_t threads = 1;
+    double drain_timeout_s = 10;
+    double setup_timeout_s = 120;
+    std::string command_line;  ///< argv joined, for the report
+};
+
+/// Parses argv into options. Prints the help and exits 0 on --help; prints one sentence naming the
+/// bad option and exits 2 on anything invalid. Main thread only.
+load_options parse_load_options(int argc, char** argv);
+
+}  // namespace strix::chat

@@ -1,0 +1,129 @@
+#pragma once
+// load_worker: one event-loop thread of the load tool. It owns the clients whose index is
+// congruent to its id modulo the worker count, one epoll instance, one read buffer and one
+// FlatBufferBuilder that all its clients share, so the hot path (send a chat_req, receive and
+// verify a chat_msg) allocates nothing once buffers have grown to their working size.
+//
+// A loop turn:
+//   1. adopt what the controller published (phase, step plan, finish request)
+//   2. connect / log in / create / join as the phase asks
+//   3. append the chat_req frames that are due (paced by a per-worker schedule)
+//   4. one write() per client with pending bytes
+//   5. epoll_wait until the next send, interval boundary or control check
+//   6. read, decode and verify what arrived; flush replies; publish counters
+// Worker 0 additionally ticks the controller between turns.
+
+#include "load_client.hpp"
+#include "load_shared.hpp"
+
+#include <flatbuffers/flatbuffers.h>
+#include <strix/proto/chat_generated.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <netinet/in.h>
+
+namespace strix::chat {
+
+class load_controller;
+
+class load_worker {
+public:
+    /// A worker for clients id, id + workers, id + 2*workers, ... connecting to `addr`.
+    /// Creating thread; run() may then be called on another thread.
+    load_worker(load_shared& shared, const sockaddr_in& addr, std::uint32_t id, std::uint32_t workers);
+    ~load_worker();
+    load_worker(const load_worker&) = delete;
+    load_worker& operator=(const load_worker&) = delete;
+
+    /// Runs the event loop until the shared stop flag is set, then closes every socket. `ctl` is
+    /// ticked between turns (worker 0 only; nullptr for the others). The worker's own thread.
+    void run(load_controller* ctl);
+
+    /// Sends list_rooms_req from client 0 (worker 0 owns it); the reply is checked against the
+    /// rooms and member counts the run expects. Worker 0's thread only (from the controller).
+    void request_room_list();
+
+    /// 0 while the room list is pending, 1 when it matched, 2 when it did not (see
+    /// rooms_problem()). Worker 0's thread only.
+    int rooms_check() const noexcept { return rooms_check_; }
+    /// What did not match in the room list. Worker 0's thread only.
+    const std::string& rooms_problem() const noexcept { return rooms_problem_; }
+
+private:
+    std::int64_t control(std::int64_t now);
+    void adopt_plan();
+    void finish_step();
+    void roll_rows(std::int64_t now);
+    void connect_some(std::int64_t now);
+    void connect_one(load_client& c);
+    void enter_rooms(load_phase p);
+    std::int64_t send_due(std::int64_t now);
+    void send_chat(load_client& c, std::int64_t now);
+    void on_event(load_client& c, std::uint32_t ev);
+    void on_connected(load_client& c);
+    void on_readable(load_client& c, bool hangup);
+    void on_frame(load_client& c, std::span<const std::byte> frame, std::int64_t now);
+    void on_chat(load_client& c, std::span<const std::byte> frame, std::int64_t now);
+    void on_error_res(load_client& c, std::span<const std::byte> frame);
+    void on_room_list(std::span<const std::byte> frame);
+    void append_frame(load_client& c, proto::msg_type type);
+    void mark_dirty(load_client& c);
+    void flush(load_client& c);
+    void flush_dirty();
+    void close_client(load_client& c, const std::string& why);
+    void setup_failure(const load_client& c, const std::string& why);
+    load_stats& sink_for_sent(std::int64_t client_ts);
+    void publish();
+
+    load_shared& shared_;
+    worker_mailbox& box_;
+    sockaddr_in addr_;
+    std::uint32_t id_;
+    std::uint32_t workers_;
+    std::vector<std::unique_ptr<load_client>> clients_;  // stable addresses: epoll holds pointers
+    int ep_ = -1;
+    std::vector<std::byte> read_buf_;
+    std::vector<char> text_buf_;  // the chat text being sent
+    flatbuffers::FlatBufferBuilder fbb_;
+    std::vector<load_client*> dirty_;
+
+    // Setup progress.
+    load_phase phase_ = load_phase::connecting;
+    std::size_t next_connect_ = 0;
+    std::uint32_t in_flight_ = 0;
+    std::int64_t connect_start_ = 0;
+    std::uint32_t connected_ = 0;
+    std::uint32_t logged_in_ = 0;
+    std::uint32_t created_ = 0;
+    std::uint32_t joined_ = 0;
+
+    // The current step.
+    std::uint32_t plan_gen_ = 0;
+    step_plan plan_{};
+    bool step_active_ = false;
+    bool sends_done_ = false;
+    std::uint64_t k_ = 0;           // sends scheduled so far in this step
+    double dt_ns_ = 0;              // gap between this worker's sends
+    double offset_ns_ = 0;          // this worker's phase within a gap
+    std::int64_t next_send_ = 0;
+    std::vector<load_stats> rows_;  // per interval of the current step
+    std::uint32_t row_ = 0;         // the row receipts and sends go to now
+    std::uint32_t rows_published_ = 0;
+    load_stats warmup_;
+    load_stats discard_;            // outside steps (setup, between steps)
+    load_stats* now_sink_ = &discard_;
+
+    // Totals over the run, published for the drain check.
+    std::uint64_t expected_all_ = 0;
+    std::uint64_t delivered_all_ = 0;
+    std::uint64_t disconnects_ = 0;
+
+    int rooms_check_ = 0;
+    std::string rooms_problem_;
+};
+
+}  // namespace strix::chat
