@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# ctest driver (chat.client_pipe): strix-chat-client driven through pipes against a fresh server.
+#   chat_client_test.sh <strix-chat-client> <strix-chat-server> <work dir>
+# alice gives her name and password as input lines, creates a room and talks; bob (name and
+# password as options) lists the rooms, joins, answers, provokes an error, leaves and quits; both
+# must see the same messages with the same room seqs, in order, and the notices. A wrong password
+# must end a client with status 1 and the server's reason.
+set -euo pipefail
+
+client=$1 server=$2 work=$3
+rm -rf "$work"
+mkdir -p "$work"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail() {
+  echo "FAIL: $*" >&2
+  for f in "$work"/*.out; do echo "--- $f" >&2; cat "$f" >&2; done
+  exit 1
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_for <file> <extended regex>: up to 10 s for a line matching it.
+wait_for() {
+  for _ in $(seq 200); do
+    grep -Eq -- "$2" "$1" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  fail "no line matching '$2' in $1 within 10 s"
+}
+
+port=$(free_port)
+"$server" --db "sqlite:$work/chat.db" --password-cost fast --port "$port" --metrics-port 0 >"$work/server.log" 2>&1 &
+server_pid=$!
+pids+=("$server_pid")
+for _ in $(seq 100); do
+  kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log" >&2; fail "server exited at start"; }
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+  sleep 0.1
+done
+
+# alice: everything, login included, through her input pipe.
+mkfifo "$work/alice.in" "$work/bob.in"
+"$client" --port "$port" <"$work/alice.in" >"$work/alice.out" 2>&1 &
+alice=$!
+pids+=("$alice")
+exec 3>"$work/alice.in"
+printf 'alice\nalice-pw\n/create lobby\n' >&3
+wait_for "$work/alice.out" "^logged in as alice \(player [0-9]+\)"
+wait_for "$work/alice.out" "^created room [0-9]+ 'lobby'"
+room=$(sed -nE "s/^created room ([0-9]+) 'lobby'.*/\1/p" "$work/alice.out")
+printf 'hello from alice\n' >&3
+wait_for "$work/alice.out" "^\[$room#1\] alice: hello from alice$"
+
+# bob: name and password as options.
+"$client" --port "$port" --name bob --password bob-pw <"$work/bob.in" >"$work/bob.out" 2>&1 &
+bob=$!
+pids+=("$bob")
+exec 4>"$work/bob.in"
+printf '/rooms\n' >&4
+wait_for "$work/bob.out" "^  $room  lobby  \(1 member\)$"
+printf '/join %s\n' "$room" >&4
+wait_for "$work/bob.out" "^joined room $room 'lobby' .*members: .*alice"
+grep -Eq "^joined room $room 'lobby' .*members: .*bob" "$work/bob.out" || fail "bob is not among the members"
+wait_for "$work/alice.out" "^\* bob joined room $room$"
+printf 'hi alice\n' >&4
+wait_for "$work/bob.out" "^\[$room#2\] bob: hi alice$"
+wait_for "$work/alice.out" "^\[$room#2\] bob: hi alice$"
+printf 'three\n' >&3
+wait_for "$work/bob.out" "^\[$room#3\] alice: three$"
+printf '/create second\n' >&4
+wait_for "$work/bob.out" "^error: create_room_req: already_in_room"
+printf '/exit\n' >&4
+wait_for "$work/bob.out" "^left room $room 'lobby'$"
+wait_for "$work/alice.out" "^\* bob left room $room$"
+printf 'not in a room any more\n/quit\n' >&4
+exec 4>&-
+rc=0
+wait "$bob" || rc=$?
+[ "$rc" -eq 0 ] || fail "bob's client exited $rc after /quit"
+grep -q "^not in a room" "$work/bob.out" || fail "bob was not told he is not in a room"
+grep -q "^bye$" "$work/bob.out" || fail "bob's client did not say bye"
+
+# alice's view: her three chat lines, in seq order, and nothing from bob after he left.
+grep -E "^\[$room#" "$work/alice.out" >"$work/alice.chat"
+printf '[%s#1] alice: hello from alice\n[%s#2] bob: hi alice\n[%s#3] alice: three\n' "$room" "$room" "$room" \
+  >"$work/alice.want"
+diff "$work/alice.want" "$work/alice.chat" || fail "alice's chat lines differ from the expected ones"
+# End of input ends the client like /quit.
+exec 3>&-
+rc=0
+wait "$alice" || rc=$?
+[ "$rc" -eq 0 ] || fail "alice's client exited $rc at the end of its input"
+
+# A wrong password: status 1 and the server's reason.
+rc=0
+printf 'alice\nnot-her-password\n' | timeout 20 "$client" --port "$port" >"$work/wrong.out" 2>&1 || rc=$?
+[ "$rc" -eq 1 ] || fail "a wrong password gave status $rc, expected 1"
+grep -q "^error: login_req: wrong_password" "$work/wrong.out" || fail "the wrong password was not reported"
+
+kill -TERM "$server_pid"
+for _ in $(seq 100); do
+  kill -0 "$server_pid" 2>/dev/null || { echo "PASS: strix-chat-client through pipes"; exit 0; }
+  sleep 0.1
+done
+fail "server ignored SIGTERM for 10 s"

@@ -1,0 +1,463 @@
+#include "chat_console.hpp"
+
+#include "apps/chat/common/chat_frame.hpp"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+namespace strix::chat {
+namespace {
+
+std::string_view str(const flatbuffers::String* s) {
+    return s == nullptr ? std::string_view{} : std::string_view(s->data(), s->size());
+}
+
+const char* name_of(proto::error_code e) {
+    return static_cast<unsigned>(e) <= static_cast<unsigned>(proto::error_code::MAX) ? proto::EnumNameerror_code(e)
+                                                                                      : "unknown_error";
+}
+
+const char* name_of(proto::msg_type t) {
+    const char* n = proto::EnumNamemsg_type(t);
+    return n[0] == '\0' ? "request" : n;
+}
+
+std::uint64_t steady_us() {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                          std::chrono::steady_clock::now().time_since_epoch())
+                                          .count());
+}
+
+// Drops a trailing '\r' (input typed on Windows or through some terminals) and surrounding blanks.
+std::string trim(std::string s) {
+    while (!s.empty() && (s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
+    std::size_t i = 0;
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+    return s.substr(i);
+}
+
+}  // namespace
+
+chat_console::chat_console(console_options o)
+    : opt_(std::move(o)), tty_(::isatty(STDIN_FILENO) == 1), decoder_(codec_limits{16u << 20}), fbb_(1024) {}
+
+chat_console::~chat_console() {
+    if (fd_ >= 0) ::close(fd_);
+    if (tty_) echo(true);
+}
+
+void chat_console::out(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    std::vprintf(fmt, ap);
+    va_end(ap);
+    std::fputc('\n', stdout);
+    // Line by line even into a pipe, so whoever reads the output sees it as it happens.
+    std::fflush(stdout);
+}
+
+void chat_console::prompt(const char* what) {
+    if (!tty_) return;
+    std::printf("%s", what);
+    std::fflush(stdout);
+}
+
+void chat_console::echo(bool on) {
+    termios t{};
+    if (::tcgetattr(STDIN_FILENO, &t) != 0) return;
+    if (on) {
+        t.c_lflag |= ECHO;
+    } else {
+        t.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+    }
+    ::tcsetattr(STDIN_FILENO, TCSANOW, &t);
+}
+
+bool chat_console::connect_server() {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    const std::string port = std::to_string(opt_.port);
+    const int rc = ::getaddrinfo(opt_.host.c_str(), port.c_str(), &hints, &res);
+    if (rc != 0) {
+        out("cannot resolve %s: %s", opt_.host.c_str(), ::gai_strerror(rc));
+        return false;
+    }
+    int err = 0;
+    for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
+        fd_ = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd_ < 0) {
+            err = errno;
+            continue;
+        }
+        if (::connect(fd_, a->ai_addr, a->ai_addrlen) == 0) break;
+        err = errno;
+        ::close(fd_);
+        fd_ = -1;
+    }
+    ::freeaddrinfo(res);
+    if (fd_ < 0) {
+        out("cannot connect to %s:%u: %s (is strix-chat-server running?)", opt_.host.c_str(), opt_.port,
+            std::strerror(err));
+        return false;
+    }
+    int one = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return true;
+}
+
+int chat_console::run() {
+    if (!connect_server()) return 1;
+    out("connected to %s:%u", opt_.host.c_str(), opt_.port);
+    if (opt_.name.empty()) prompt("name: ");
+    else if (opt_.password.empty()) prompt("password: ");
+    if (tty_ && !opt_.name.empty() && opt_.password.empty()) echo(false);
+    next_lines();
+    while (!quit_) {
+        pollfd fds[2] = {{fd_, POLLIN, 0}, {STDIN_FILENO, POLLIN, 0}};
+        const nfds_t n = stdin_eof_ ? 1 : 2;
+        // While a reply is awaited, wake up now and then to enforce the reply timeout.
+        const int timeout_ms = waiting_ != waiting::nothing ? 100 : -1;
+        const int r = ::poll(fds, n, timeout_ms);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            out("poll: %s", std::strerror(errno));
+            return 1;
+        }
+        if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0 && !read_socket()) return status_;
+        if (n == 2 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0) read_stdin();
+        if (waiting_ != waiting::nothing && std::chrono::steady_clock::now() - waiting_since_ > opt_.reply_timeout) {
+            out("error: no reply from the server within %lld ms", static_cast<long long>(opt_.reply_timeout.count()));
+            if (waiting_ == waiting::login) return 1;
+            done_waiting();
+        }
+        next_lines();
+        if (stdin_eof_ && lines_.empty() && waiting_ == waiting::nothing) break;
+    }
+    return status_;
+}
+
+void chat_console::read_stdin() {
+    char buf[4096];
+    const ssize_t n = ::read(STDIN_FILENO, buf, sizeof(buf));
+    if (n < 0) {
+        if (errno == EINTR || errno == EAGAIN) return;
+        stdin_eof_ = true;
+        return;
+    }
+    if (n == 0) {
+        stdin_eof_ = true;
+        if (!in_.empty()) lines_.push_back(std::move(in_));  // a last line without newline
+        in_.clear();
+        return;
+    }
+    in_.append(buf, static_cast<std::size_t>(n));
+    std::size_t nl;
+    while ((nl = in_.find('\n')) != std::string::npos) {
+        lines_.push_back(in_.substr(0, nl));
+        in_.erase(0, nl + 1);
+    }
+}
+
+bool chat_console::read_socket() {
+    std::byte buf[65536];
+    const ssize_t n = ::read(fd_, buf, sizeof(buf));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+    if (n <= 0) {
+        out("connection closed by the server%s%s", n < 0 ? ": " : "", n < 0 ? std::strerror(errno) : "");
+        status_ = 1;
+        return false;
+    }
+    const frame_errc e = decoder_.feed(std::span<const std::byte>(buf, static_cast<std::size_t>(n)),
+                                       [this](const frame_view& f) {
+                                           on_frame(std::span<const std::byte>(f.body.data() - frame_header_size,
+                                                                               f.body.size() + frame_header_size));
+                                       });
+    if (e != frame_errc::ok && e != frame_errc::need_more) {
+        out("undecodable data from the server (%s); disconnecting", make_error_code(e).message().c_str());
+        status_ = 1;
+        return false;
+    }
+    return true;
+}
+
+void chat_console::next_lines() {
+    while (!quit_ && waiting_ == waiting::nothing && !lines_.empty()) {
+        std::string line = lines_.front();
+        lines_.pop_front();
+        if (!logged_in_) {
+            line = trim(std::move(line));
+            if (opt_.name.empty()) {
+                if (line.empty()) {
+                    prompt("name: ");
+                    continue;
+                }
+                opt_.name = line;
+                if (opt_.password.empty()) {
+                    prompt("password: ");
+                    if (tty_) echo(false);
+                }
+                if (opt_.password.empty()) continue;
+            } else {
+                opt_.password = line;
+                if (tty_) {
+                    echo(true);
+                    std::printf("\n");
+                }
+            }
+            login();
+            continue;
+        }
+        command(line);
+    }
+    if (!logged_in_ && waiting_ == waiting::nothing && !opt_.name.empty() && !opt_.password.empty()) login();
+    if (!logged_in_ && waiting_ == waiting::nothing && stdin_eof_ && lines_.empty()) {
+        out("error: input ended before the %s was given", opt_.name.empty() ? "name" : "password");
+        status_ = 1;
+        quit_ = true;
+    }
+}
+
+void chat_console::login() {
+    fbb_.Clear();
+    fbb_.Finish(proto::Createlogin_req(fbb_, fbb_.CreateString(opt_.name), fbb_.CreateString(opt_.password)));
+    send(proto::msg_type::login_req);
+    waiting_ = waiting::login;
+    waiting_since_ = std::chrono::steady_clock::now();
+}
+
+void chat_console::help() {
+    out("commands:\n"
+        "  /rooms        list the rooms\n"
+        "  /create NAME  create a room and enter it\n"
+        "  /join ID      enter room ID\n"
+        "  /exit         leave the current room\n"
+        "  /ping         measure the round trip to the server\n"
+        "  /help         this list\n"
+        "  /quit         disconnect and quit\n"
+        "  anything else is said in the current room");
+}
+
+void chat_console::command(const std::string& raw) {
+    const std::string line = trim(raw);
+    if (line.empty()) return;
+    auto start = [this](waiting w) {
+        waiting_ = w;
+        waiting_since_ = std::chrono::steady_clock::now();
+    };
+    if (line[0] != '/') {
+        if (room_id_ == 0) {
+            out("not in a room: /create NAME or /join ID first (/help lists the commands)");
+            return;
+        }
+        if (line.size() > 60000) {
+            out("error: a message is at most 60000 bytes");
+            return;
+        }
+        fbb_.Clear();
+        fbb_.Finish(proto::Createchat_req(fbb_, fbb_.CreateString(line), steady_us() * 1000, ++client_seq_));
+        send(proto::msg_type::chat_req);
+        start(waiting::chat);
+        return;
+    }
+    const std::size_t sp = line.find(' ');
+    const std::string cmd = line.substr(0, sp);
+    const std::string arg = sp == std::string::npos ? std::string() : trim(line.substr(sp + 1));
+    if (cmd == "/quit") {
+        out("bye");
+        quit_ = true;
+    } else if (cmd == "/help") {
+        help();
+    } else if (cmd == "/rooms") {
+        fbb_.Clear();
+        fbb_.Finish(proto::Createlist_rooms_req(fbb_));
+        send(proto::msg_type::list_rooms_req);
+        start(waiting::rooms);
+    } else if (cmd == "/create") {
+        if (arg.empty()) {
+            out("usage: /create NAME");
+            return;
+        }
+        fbb_.Clear();
+        fbb_.Finish(proto::Createcreate_room_req(fbb_, fbb_.CreateString(arg)));
+        send(proto::msg_type::create_room_req);
+        start(waiting::create);
+    } else if (cmd == "/join") {
+        char* end = nullptr;
+        const unsigned long long id = std::strtoull(arg.c_str(), &end, 10);
+        if (arg.empty() || end == nullptr || *end != '\0') {
+            out("usage: /join ID (a room number from /rooms)");
+            return;
+        }
+        fbb_.Clear();
+        fbb_.Finish(proto::Createjoin_room_req(fbb_, id));
+        send(proto::msg_type::join_room_req);
+        start(waiting::join);
+    } else if (cmd == "/exit") {
+        fbb_.Clear();
+        fbb_.Finish(proto::Createleave_room_req(fbb_));
+        send(proto::msg_type::leave_room_req);
+        start(waiting::leave);
+    } else if (cmd == "/ping") {
+        fbb_.Clear();
+        fbb_.Finish(proto::Createping_req(fbb_, steady_us()));
+        send(proto::msg_type::ping_req);
+        start(waiting::pong);
+    } else {
+        out("unknown command %s (/help lists the commands)", cmd.c_str());
+    }
+}
+
+void chat_console::send(proto::msg_type type) {
+    const shared_buffer_ptr frame = finish_frame(fbb_, type);
+    const std::byte* p = frame->data();
+    std::size_t left = frame->size();
+    while (left > 0) {
+        const ssize_t n = ::send(fd_, p, left, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            // The read side reports the close and ends the session.
+            return;
+        }
+        p += n;
+        left -= static_cast<std::size_t>(n);
+    }
+}
+
+void chat_console::done_waiting() { waiting_ = waiting::nothing; }
+
+void chat_console::on_frame(std::span<const std::byte> frame) {
+    switch (type_of(frame)) {
+    case proto::msg_type::login_res: {
+        const auto* res = body_as<proto::login_res>(frame);
+        if (res == nullptr || res->player() == nullptr) break;
+        player_id_ = res->player()->id();
+        logged_in_ = true;
+        out("logged in as %.*s (player %llu)%s", static_cast<int>(str(res->player()->name()).size()),
+            str(res->player()->name()).data(), static_cast<unsigned long long>(player_id_),
+            res->created() ? ", new account" : "");
+        help();
+        if (waiting_ == waiting::login) done_waiting();
+        return;
+    }
+    case proto::msg_type::list_rooms_res: {
+        const auto* res = body_as<proto::list_rooms_res>(frame);
+        if (res == nullptr) break;
+        if (res->rooms() == nullptr || res->rooms()->size() == 0) {
+            out("no rooms yet: /create NAME makes one");
+        } else {
+            out("rooms:");
+            for (const proto::room_info* r : *res->rooms()) {
+                if (r == nullptr) continue;
+                out("  %llu  %.*s  (%u member%s)", static_cast<unsigned long long>(r->id()),
+                    static_cast<int>(str(r->name()).size()), str(r->name()).data(), r->members(),
+                    r->members() == 1 ? "" : "s");
+            }
+        }
+        if (waiting_ == waiting::rooms) done_waiting();
+        return;
+    }
+    case proto::msg_type::create_room_res: {
+        const auto* res = body_as<proto::create_room_res>(frame);
+        if (res == nullptr || res->room() == nullptr) break;
+        room_id_ = res->room()->id();
+        room_name_ = std::string(str(res->room()->name()));
+        out("created room %llu '%s'; you are in it (/exit leaves)", static_cast<unsigned long long>(room_id_),
+            room_name_.c_str());
+        if (waiting_ == waiting::create) done_waiting();
+        return;
+    }
+    case proto::msg_type::join_room_res: {
+        const auto* res = body_as<proto::join_room_res>(frame);
+        if (res == nullptr || res->room() == nullptr) break;
+        room_id_ = res->room()->id();
+        room_name_ = std::string(str(res->room()->name()));
+        std::string members;
+        if (res->members() != nullptr) {
+            for (const proto::player_info* p : *res->members()) {
+                if (p == nullptr) continue;
+                if (!members.empty()) members += ", ";
+                members += str(p->name());
+            }
+        }
+        out("joined room %llu '%s' (/exit leaves); members: %s", static_cast<unsigned long long>(room_id_),
+            room_name_.c_str(), members.c_str());
+        if (waiting_ == waiting::join) done_waiting();
+        return;
+    }
+    case proto::msg_type::leave_room_res: {
+        const auto* res = body_as<proto::leave_room_res>(frame);
+        if (res == nullptr) break;
+        out("left room %llu '%s'", static_cast<unsigned long long>(res->room_id()), room_name_.c_str());
+        room_id_ = 0;
+        room_name_.clear();
+        if (waiting_ == waiting::leave) done_waiting();
+        return;
+    }
+    case proto::msg_type::chat_msg: {
+        const auto* m = body_as<proto::chat_msg>(frame);
+        if (m == nullptr || m->sender() == nullptr) break;
+        const std::string_view name = str(m->sender()->name());
+        const std::string_view text = str(m->text());
+        out("[%llu#%llu] %.*s: %.*s", static_cast<unsigned long long>(m->room_id()),
+            static_cast<unsigned long long>(m->seq()), static_cast<int>(name.size()), name.data(),
+            static_cast<int>(text.size()), text.data());
+        if (waiting_ == waiting::chat && m->sender()->id() == player_id_ && m->client_seq() == client_seq_) {
+            done_waiting();
+        }
+        return;
+    }
+    case proto::msg_type::member_joined: {
+        const auto* m = body_as<proto::member_joined>(frame);
+        if (m == nullptr || m->player() == nullptr) break;
+        out("* %.*s joined room %llu", static_cast<int>(str(m->player()->name()).size()),
+            str(m->player()->name()).data(), static_cast<unsigned long long>(m->room_id()));
+        return;
+    }
+    case proto::msg_type::member_left: {
+        const auto* m = body_as<proto::member_left>(frame);
+        if (m == nullptr || m->player() == nullptr) break;
+        out("* %.*s left room %llu", static_cast<int>(str(m->player()->name()).size()),
+            str(m->player()->name()).data(), static_cast<unsigned long long>(m->room_id()));
+        return;
+    }
+    case proto::msg_type::pong_res: {
+        const auto* m = body_as<proto::pong_res>(frame);
+        if (m == nullptr) break;
+        out("pong: %llu us round trip", static_cast<unsigned long long>(steady_us() - m->ts()));
+        if (waiting_ == waiting::pong) done_waiting();
+        return;
+    }
+    case proto::msg_type::error_res: {
+        const auto* e = body_as<proto::error_res>(frame);
+        if (e == nullptr) break;
+        const std::string_view reason = str(e->reason());
+        out("error: %s: %s%s%.*s", name_of(e->request()), name_of(e->code()), reason.empty() ? "" : ": ",
+            static_cast<int>(reason.size()), reason.data());
+        if (waiting_ == waiting::login) {
+            // Without a login nothing else can work.
+            status_ = 1;
+            quit_ = true;
+        }
+        done_waiting();
+        return;
+    }
+    default:
+        out("(ignoring a frame of unknown type %u)", static_cast<unsigned>(type_of(frame)));
+        return;
+    }
+    out("(ignoring a malformed %s frame)", name_of(type_of(frame)));
+}
+
+}  // namespace strix::chat

@@ -1,0 +1,84 @@
+#pragma once
+// chat_console: the interactive terminal client, seed 004's console client with commands instead
+// of a numbered menu. One thread, poll() on stdin and the socket.
+//
+// Input is taken one line at a time and each request waits for its answer before the next line
+// is looked at (a chat line waits for its own chat_msg, which is its acknowledgement). So a script
+// piped into stdin runs in order, exactly as typed by hand: "/create r" then "hello" never races.
+// Server pushes (chat, join and leave notices) are printed whenever they arrive.
+//
+//   [room#seq] name: text       a chat message
+//   * name joined room R        join / leave notices
+//   error: <request>: <code>: <reason>
+
+#include <strix/codec/frame_codec.hpp>
+
+#include <flatbuffers/flatbuffers.h>
+#include <strix/proto/chat_generated.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <string>
+
+namespace strix::chat {
+
+struct console_options {
+    std::string host = "127.0.0.1";
+    std::uint16_t port = 7000;
+    std::string name;      ///< empty: the first input line (prompted on a terminal)
+    std::string password;  ///< empty: the next input line (prompted, without echo, on a terminal)
+    std::chrono::milliseconds reply_timeout{10000};
+};
+
+class chat_console {
+public:
+    /// A console that will talk to o.host:o.port. Main thread.
+    explicit chat_console(console_options o);
+    ~chat_console();
+    chat_console(const chat_console&) = delete;
+    chat_console& operator=(const chat_console&) = delete;
+
+    /// Connects, logs in and runs until /quit, the end of input, or a lost connection.
+    /// Returns the exit status: 0 after /quit or end of input, 1 when connecting, logging in or
+    /// the connection failed. Main thread.
+    int run();
+
+private:
+    enum class waiting { nothing, login, rooms, create, join, leave, chat, pong };
+
+    bool connect_server();
+    void read_stdin();
+    bool read_socket();
+    void next_lines();
+    void command(const std::string& line);
+    void on_frame(std::span<const std::byte> frame);
+    void send(proto::msg_type type);
+    void login();
+    void prompt(const char* what);
+    void echo(bool on);
+    void help();
+    void done_waiting();
+    [[gnu::format(printf, 2, 3)]] void out(const char* fmt, ...);
+
+    console_options opt_;
+    int fd_ = -1;
+    bool tty_ = false;
+    bool stdin_eof_ = false;
+    bool quit_ = false;
+    int status_ = 0;
+    std::string in_;                 // stdin bytes not yet split into lines
+    std::deque<std::string> lines_;  // complete lines not yet acted on
+    frame_decoder decoder_;
+    flatbuffers::FlatBufferBuilder fbb_;
+    waiting waiting_ = waiting::nothing;
+    std::chrono::steady_clock::time_point waiting_since_;
+    std::uint64_t player_id_ = 0;
+    std::uint64_t room_id_ = 0;
+    std::string room_name_;
+    std::uint64_t client_seq_ = 0;
+    bool logged_in_ = false;
+};
+
+}  // namespace strix::chat

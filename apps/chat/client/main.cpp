@@ -1,0 +1,27 @@
+// strix-chat-client: an interactive terminal client for strix-chat-server (seed 004's console
+// client). Prompts for the name and password when they are not given; then /rooms, /create NAME,
+// /join ID, /exit, /ping, /help, /quit, and plain lines are chat in the current room. Works the
+// same with stdin from a pipe, so it can be scripted (see chat_client_test.sh).
+
+#include "chat_console.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <csignal>
+
+int main(int argc, char** argv) {
+    strix::chat::console_options o;
+    CLI::App app{"strix-chat-client: chat with strix-chat-server from a terminal (or a pipe)", "strix-chat-client"};
+    app.add_option("--host", o.host, "server address")->capture_default_str();
+    app.add_option("--port", o.port, "server port")->capture_default_str();
+    app.add_option("--name", o.name, "account name (asked for when missing)");
+    app.add_option("--password", o.password, "password (asked for when missing)");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    }
+    std::signal(SIGPIPE, SIG_IGN);
+    strix::chat::chat_console console(std::move(o));
+    return console.run();
+}
