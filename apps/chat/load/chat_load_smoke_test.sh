@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# ctest driver (chat.load_smoke): strix-chat-load against a fresh strix-chat-server.
-#   chat_load_smoke_test.sh <strix-chat-load> <strix-chat-server> <work dir>
-# The server runs on a new SQLite database with cheap password hashes; 40 clients in 4 rooms send
-# 5 messages per second each for 3 s. The load tool must exit 0, and its JSON must show every
-# delivery verified: lost = duplicates = out_of_order = corrupt = 0, delivered = expected =
-# sent x 10 (the room size), and the server must stop cleanly on SIGTERM.
+# ctest driver: strix-chat-load against a fresh strix-chat-server (new SQLite database, cheap
+# password hashes), which must stop cleanly on SIGTERM afterwards.
+#   chat_load_smoke_test.sh clean|faults <strix-chat-load> <strix-chat-server> <work dir>
+# clean  (chat.load_smoke): 40 clients in 4 rooms send 5 messages per second each for 3 s. The load
+#        tool must exit 0 and its JSON must show every delivery verified: lost = duplicates =
+#        out_of_order = corrupt = 0, delivered = expected = sent x 10 (the room size).
+# faults (chat.load_detects_faults): four runs at once, each through fault_proxy.py, which drops,
+#        duplicates, reorders or corrupts one chat_msg: each run must exit 1 and count exactly that.
 set -euo pipefail
 
-load=$1 server=$2 work=$3
+mode=$1 load=$2 server=$3 work=$4
+here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work"
 mkdir -p "$work"
 server_pid=
+pids=()
 cleanup() {
   if [ -n "$server_pid" ]; then kill -9 "$server_pid" 2>/dev/null || true; fi
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -34,6 +39,54 @@ for _ in $(seq 100); do
 done
 [ "$up" = 1 ] || fail "server did not accept on 127.0.0.1:$port within 10 s"
 
+if [ "$mode" = faults ]; then
+  faults=(drop dup swap corrupt)
+  loads=()
+  for f in "${faults[@]}"; do
+    pport=$(free_port)
+    python3 "$here/fault_proxy.py" --listen "$pport" --server "$port" --fault "$f" --after 100 \
+      >"$work/proxy-$f.log" 2>&1 &
+    pids+=("$!")
+    for _ in $(seq 100); do
+      if (exec 3<>"/dev/tcp/127.0.0.1/$pport") 2>/dev/null; then break; fi
+      sleep 0.05
+    done
+    timeout 60 "$load" --port "$pport" --clients 12 --rooms 2 --rps 20 --duration 1 --warmup 0 \
+      --report-every 1 --drain-timeout 1 --name-prefix "$f" --json "$work/$f.json" >"$work/$f.log" 2>&1 &
+    loads+=("$!")
+  done
+  for k in "${!faults[@]}"; do
+    f=${faults[$k]}
+    rc=0
+    wait "${loads[$k]}" || rc=$?
+    cat "$work/$f.log"
+    [ "$rc" -eq 1 ] || fail "strix-chat-load exited $rc although the proxy injected a '$f' fault"
+  done
+  python3 - "$work" <<'PY'
+import json, sys
+work = sys.argv[1]
+def load(f):
+    return json.load(open("%s/%s.json" % (work, f)))
+def need(cond, what):
+    if not cond:
+        sys.exit("FAIL: " + what)
+# What each fault must show, and every other counter must stay 0.
+want = {
+    "drop": {"lost": 1, "gaps": 1},
+    "dup": {"duplicates": 1},
+    "swap": {"out_of_order": 1, "gaps": 1},
+    "corrupt": {"corrupt": 1, "lost": 1},
+}
+for f, counts in want.items():
+    d = load(f)
+    need(d["ok"] is False, f + ": ok is not false")
+    for k in ("lost", "duplicates", "out_of_order", "gaps", "corrupt", "disconnects"):
+        need(d[k] == counts.get(k, 0), "%s: %s = %d, expected %d" % (f, k, d[k], counts.get(k, 0)))
+    need(d["sent"] > 100, f + ": too little was sent for the fault to trigger")
+    print("%s: detected (%s)" % (f, d["verdict"]))
+PY
+  grep -q "result      FAIL" "$work/dup.log" || fail "the summary of the dup run does not say FAIL"
+else
 rc=0
 timeout 90 "$load" --host 127.0.0.1 --port "$port" --clients 40 --rooms 4 --rps 5 --duration 3 \
   --warmup 1 --report-every 1 --json "$work/load.json" >"$work/load.log" 2>&1 || rc=$?
@@ -63,6 +116,8 @@ print("load.json: sent %d, delivered %d of %d, p99 %.0f us" % (d["sent"], d["del
 PY
 grep -q "result      PASS" "$work/load.log" || fail "summary does not say PASS"
 
+fi
+
 kill -TERM "$server_pid"
 for _ in $(seq 100); do
   if ! kill -0 "$server_pid" 2>/dev/null; then
@@ -70,7 +125,7 @@ for _ in $(seq 100); do
     wait "$server_pid" || rc=$?
     server_pid=
     [ "$rc" -eq 0 ] || fail "server exited with $rc on SIGTERM"
-    echo "PASS: strix-chat-load verified a clean run"
+    echo "PASS: strix-chat-load ($mode)"
     exit 0
   fi
   sleep 0.1
