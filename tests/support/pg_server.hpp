@@ -1,12 +1,14 @@
 #pragma once
 // pg_server: a REAL, throw-away PostgreSQL server for tests.
 //
-//   pg_server pg;                              // initdb + pg_ctl start (about 1 s)
+//   pg_server pg;                              // new cluster + pg_ctl start (well under 1 s)
 //   std::string url = pg.create_database();    // fresh empty database, e.g. for one test
 //   auto store = strix::open_chat_store(url, strix::password_policy::fast_for_tests());
-//   // ~pg_server: pg_ctl stop -m fast, then the whole directory is removed
+//   // ~pg_server: immediate shutdown, then the whole directory is removed
 //
-// Layout: /tmp/strix-pg-XXXXXX/{data/, postgres.log, commands.log, .s.PGSQL.<port>}. The server
+// Layout: BASE/strix-pg-XXXXXX/{data/, postgres.log, commands.log, .s.PGSQL.<port>}, where BASE
+// is /dev/shm when it has at least 1 GiB free (the cluster then runs in memory), else /tmp, or
+// $STRIX_PG_TMPDIR. The server
 // listens on the unix socket in that private directory (what url() uses) and on 127.0.0.1:<port>
 // (a port that was free a moment before; start-up is retried on another port if it was taken).
 // Authentication is "trust" for the superuser "postgres": this is a test cluster only.
@@ -18,6 +20,10 @@
 // Root: initdb refuses to run as root (CI runs as root), so when geteuid() == 0 every command
 // runs as the `postgres` system user (created by the postgresql package) through
 // `runuser -u postgres --`, and the directory is handed to that user.
+//
+// Start-up: initdb runs once per machine and user into BASE/strix-pg-template-<uid>-<key>, and
+// each server copies that pristine cluster (a fraction of initdb's time); see template_dir().
+// Shutdown is immediate (SIGQUIT to the postmaster): the cluster is deleted anyway.
 //
 // Binaries: $STRIX_PG_BINDIR if set, else the newest /usr/lib/postgresql/<version>/bin. They are
 // a declared dependency (scripts/install-deps.sh): when they are missing the constructor throws
@@ -42,6 +48,7 @@
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -53,6 +60,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -84,9 +92,10 @@ public:
             gid_ = pw->pw_gid;
             runuser_ = find_runuser();
         }
-        char tmpl[] = "/tmp/strix-pg-XXXXXX";
-        if (::mkdtemp(tmpl) == nullptr) {
-            throw std::runtime_error(std::string("pg_server: mkdtemp failed: ") + std::strerror(errno));
+        base_ = base_dir();
+        std::string tmpl = base_ + "/strix-pg-XXXXXX";
+        if (::mkdtemp(tmpl.data()) == nullptr) {
+            throw std::runtime_error("pg_server: mkdtemp in " + base_ + " failed: " + std::strerror(errno));
         }
         dir_ = tmpl;
         try {
@@ -184,6 +193,20 @@ private:
         return best;
     }
 
+    // A cluster is I/O-bound start to finish (initdb, CREATE DATABASE copies a template, every
+    // commit writes WAL), so it lives in memory when /dev/shm is roomy; Docker's default 64 MiB
+    // /dev/shm is not, and then /tmp is used. $STRIX_PG_TMPDIR overrides both.
+    static std::string base_dir() {
+        if (const char* env = std::getenv("STRIX_PG_TMPDIR"); env != nullptr && *env != '\0') return env;
+        struct statvfs st {};
+        if (::statvfs("/dev/shm", &st) == 0 &&
+            static_cast<unsigned long long>(st.f_bavail) * st.f_frsize >= (1ull << 30) &&
+            ::access("/dev/shm", W_OK) == 0) {
+            return "/dev/shm";
+        }
+        return "/tmp";
+    }
+
     static std::string find_runuser() {
         for (const char* p : {"/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser", "/bin/runuser"}) {
             if (::access(p, X_OK) == 0) return p;
@@ -259,13 +282,52 @@ private:
         return port;
     }
 
-    void init_cluster() {
-        const std::string data = dir_ + "/data";
+    // initdb into `data`; throws with the command log on failure.
+    void initdb(const std::string& data) const {
         const int rc = run(as_user({bindir_ + "/initdb", "-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8",
-                                    "--locale=C", "--no-sync", "--no-instructions"}));
+                                    "--locale=C", "--no-sync", "--no-instructions", "--wal-segsize=1"}));
         if (rc != 0) {
             throw std::runtime_error("pg_server: initdb failed (exit " + std::to_string(rc) + "):\n" +
                                      tail_of(dir_ + "/commands.log"));
+        }
+    }
+
+    // initdb is most of the start-up time (it boots the server several times), and ctest runs
+    // every test case in its own process, so a pristine cluster is kept as a template in BASE
+    // (one per PostgreSQL bin directory and user) and copied for each server. It is built
+    // in a private directory and renamed into place, so concurrent test processes never see a
+    // half-made one. STRIX_PG_NO_TEMPLATE=1 disables it.
+    std::string template_dir() const {
+        if (const char* off = std::getenv("STRIX_PG_NO_TEMPLATE"); off != nullptr && *off == '1') return {};
+        const auto key = std::hash<std::string>{}(bindir_);
+        const std::string final_dir = base_ + "/strix-pg-template-" + std::to_string(::geteuid()) + "-" +
+                                      std::to_string(key % 1000000007);
+        if (std::filesystem::exists(final_dir + "/data/PG_VERSION")) return final_dir;
+        std::string tmpl = base_ + "/strix-pg-template-new-XXXXXX";
+        if (::mkdtemp(tmpl.data()) == nullptr) return {};
+        const std::string fresh = tmpl;
+        if (as_postgres_ && ::chown(fresh.c_str(), uid_, gid_) != 0) {
+            std::error_code ec;
+            std::filesystem::remove_all(fresh, ec);
+            return {};
+        }
+        initdb(fresh + "/data");
+        if (::rename(fresh.c_str(), final_dir.c_str()) != 0) {
+            // Another test process installed one first; use that.
+            std::error_code ec;
+            std::filesystem::remove_all(fresh, ec);
+        }
+        return std::filesystem::exists(final_dir + "/data/PG_VERSION") ? final_dir : std::string();
+    }
+
+    void init_cluster() {
+        const std::string data = dir_ + "/data";
+        const std::string tpl = template_dir();
+        // cp -a as the server's user keeps modes and makes it the owner of the copy.
+        if (tpl.empty() || run(as_user({"/bin/cp", "-a", tpl + "/data", data})) != 0) {
+            std::error_code ec;
+            std::filesystem::remove_all(data, ec);
+            initdb(data);
         }
         std::ofstream conf(data + "/postgresql.conf", std::ios::app);
         conf << "\n# strix test cluster: fast, not durable\n"
@@ -326,9 +388,33 @@ private:
         ::posix_spawnattr_destroy(&attr);
     }
 
+    // The cluster is thrown away, so there is nothing to shut down cleanly: SIGQUIT is
+    // PostgreSQL's immediate shutdown (the postmaster takes its children down, then exits).
+    // It removes postmaster.pid as its last act, after its children are gone (what pg_ctl
+    // waits for too; the process itself may linger as a zombie until init reaps it). Polling
+    // every few milliseconds ends sooner than pg_ctl's 100 ms polls.
+    bool quit_postmaster() noexcept {
+        const std::string pid_file = dir_ + "/data/postmaster.pid";
+        long pid = 0;
+        {
+            std::ifstream f(pid_file);
+            if (!(f >> pid) || pid <= 1) return false;
+        }
+        const auto p = static_cast<pid_t>(pid);
+        if (::kill(p, SIGQUIT) != 0) return errno == ESRCH;
+        for (int i = 0; i < 6000; ++i) {  // 30 s at most
+            if (::access(pid_file.c_str(), F_OK) != 0) return true;
+            if (::kill(p, 0) != 0 && errno == ESRCH) return true;
+            ::usleep(5000);
+        }
+        return false;
+    }
+
     void cleanup() noexcept {
         if (running_) {
-            run(as_user({bindir_ + "/pg_ctl", "-D", dir_ + "/data", "-m", "fast", "-w", "-t", "60", "stop"}));
+            if (!quit_postmaster()) {
+                run(as_user({bindir_ + "/pg_ctl", "-D", dir_ + "/data", "-m", "immediate", "-w", "-t", "60", "stop"}));
+            }
             running_ = false;
         }
         if (watchdog_pid_ > 0) {
@@ -353,6 +439,7 @@ private:
     bool as_postgres_ = false;
     uid_t uid_ = 0;
     gid_t gid_ = 0;
+    std::string base_;  // /dev/shm or /tmp
     std::string dir_;
     std::uint16_t port_ = 0;
     bool running_ = false;

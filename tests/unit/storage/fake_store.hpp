@@ -1,0 +1,75 @@
+#pragma once
+// A chat_store double for the writer and pool tests: append_chat_logs can be held at a gate
+// (to fill queues deterministically) or made to fail (to exercise retries), and records every
+// committed batch. The test keeps the shared state; the writer owns the store.
+
+#include <strix/storage/chat_store.hpp>
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace strix::test {
+
+struct fake_state {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool gate_open = true;       // append_chat_logs waits while false
+    int entered = 0;             // append_chat_logs calls that reached the gate
+    int fail_next = 0;           // the next N calls throw storage_error
+    bool always_fail = false;    // every call throws storage_error
+    std::vector<chat_log_entry> rows;        // committed, in commit order
+    std::vector<std::size_t> batch_sizes;    // one per committed call
+
+    void open_gate() {
+        {
+            std::lock_guard lk(mu);
+            gate_open = true;
+        }
+        cv.notify_all();
+    }
+
+    /// Waits (bounded: 10 s, then false) until `n` calls have reached the gate.
+    bool wait_entered(int n) {
+        std::unique_lock lk(mu);
+        return cv.wait_for(lk, std::chrono::seconds(10), [&] { return entered >= n; });
+    }
+};
+
+class fake_store final : public chat_store {
+public:
+    explicit fake_store(std::shared_ptr<fake_state> s) : s_(std::move(s)) {}
+
+    login_result login(std::string_view, std::string_view, bool) override { return {}; }
+
+    std::size_t append_chat_logs(std::span<const chat_log_entry> entries) override {
+        std::unique_lock lk(s_->mu);
+        ++s_->entered;
+        s_->cv.notify_all();
+        s_->cv.wait(lk, [&] { return s_->gate_open; });
+        if (s_->always_fail) throw storage_error("injected failure (always)");
+        if (s_->fail_next > 0) {
+            --s_->fail_next;
+            throw storage_error("injected failure");
+        }
+        s_->rows.insert(s_->rows.end(), entries.begin(), entries.end());
+        s_->batch_sizes.push_back(entries.size());
+        return entries.size();
+    }
+
+    std::vector<chat_log_entry> room_history(std::uint64_t, std::size_t) override { return {}; }
+    std::uint64_t count_chat_logs() override {
+        std::lock_guard lk(s_->mu);
+        return s_->rows.size();
+    }
+    std::uint64_t max_room_id() override { return 0; }
+    std::optional<account> find_account(std::string_view) override { return std::nullopt; }
+    std::uint32_t schema_version() override { return latest_schema_version(); }
+
+private:
+    std::shared_ptr<fake_state> s_;
+};
+
+}  // namespace strix::test
