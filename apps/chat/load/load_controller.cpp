@@ -3,9 +3,15 @@
 #include "load_clock.hpp"
 #include "load_worker.hpp"
 
+#include <strix/proto/chat_generated.h>
+
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
-#include <unistd.h>
+#include <cstring>
+#include <string>
 
 namespace strix::chat {
 namespace {
@@ -19,6 +25,31 @@ constexpr double backlog_limit_s = 1.0;
 constexpr std::uint64_t lag_limit_ns = 100'000'000;
 
 double seconds(std::int64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+// CPU seconds (user + system) this process has used, all threads.
+double own_cpu_s() {
+    rusage ru{};
+    ::getrusage(RUSAGE_SELF, &ru);
+    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+// CPU seconds process `pid` has used, from /proc/PID/stat; -1 when it cannot be read.
+double process_cpu_s(long pid) {
+    if (pid <= 0) return -1;
+    std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+    if (f == nullptr) return -1;
+    char buf[1024];
+    const std::size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+    std::fclose(f);
+    buf[n] = '\0';
+    // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
+    const char* p = std::strrchr(buf, ')');
+    if (p == nullptr) return -1;
+    unsigned long long utime = 0, stime = 0;
+    if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2) return -1;
+    return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
 
 }  // namespace
 
@@ -138,6 +169,9 @@ void load_controller::start_step(std::int64_t now, double rps) {
         shared_.plan = p;
     }
     plan_ = p;
+    t_step_start_ = now;
+    cpu_at_start_ = own_cpu_s();
+    server_cpu_at_start_ = process_cpu_s(o.server_pid);
     state_ = step_state::sending;
     drained_ = false;
     rows_printed_ = 0;
@@ -206,7 +240,6 @@ void load_controller::tick_step(std::int64_t now) {
 }
 
 void load_controller::finalize(std::int64_t now) {
-    (void)now;
     const load_options& o = shared_.opt;
     print_ready_rows();
     step_result r;
@@ -222,6 +255,10 @@ void load_controller::finalize(std::int64_t now) {
     r.drain_s = seconds(t_drained_ - plan_.t_end);
     if (r.drain_s < 0) r.drain_s = 0;
     r.drained = drained_;
+    r.wall_s = seconds(now - t_step_start_);
+    r.load_cpu_s = own_cpu_s() - cpu_at_start_;
+    const double server_cpu = process_cpu_s(o.server_pid);
+    if (server_cpu >= 0 && server_cpu_at_start_ >= 0) r.server_cpu_s = server_cpu - server_cpu_at_start_;
     const std::uint64_t owed = r.total.expected + r.warmup.expected - r.total.refused - r.warmup.refused;
     const std::uint64_t got = r.total.delivered + r.warmup.delivered;
     r.lost = owed > got ? owed - got : 0;
@@ -245,35 +282,50 @@ void load_controller::finalize(std::int64_t now) {
 void load_controller::judge(step_result& r) const {
     load_stats all = r.total;
     all.merge(r.warmup);
-    std::string why;
-    auto add = [&why](const std::string& s) { why += (why.empty() ? "" : "; ") + s; };
-    if (r.lost != 0) add(std::to_string(r.lost) + " deliveries lost" + (r.drained ? "" : " (drain timed out)"));
-    if (all.duplicates != 0) add(std::to_string(all.duplicates) + " duplicates");
-    if (all.out_of_order != 0) add(std::to_string(all.out_of_order) + " out of order");
-    if (all.corrupt != 0) add(std::to_string(all.corrupt) + " corrupt");
-    if (all.error_total() != 0) add(std::to_string(all.error_total()) + " error replies");
-    if (all.disconnects != 0) add(std::to_string(all.disconnects) + " disconnects");
-    if (all.unexpected != 0) add(std::to_string(all.unexpected) + " unexpected frames");
-    if (r.total.sent == 0) add("nothing was sent in the measured window");
-    r.verified = why.empty();
+    std::string hard;  // what no overload excuses
+    std::string soft;  // what a correct server may show when pushed past its capacity
+    auto add = [](std::string& to, const std::string& s) { to += (to.empty() ? "" : "; ") + s; };
+    if (all.duplicates != 0) add(hard, std::to_string(all.duplicates) + " duplicates");
+    if (all.out_of_order != 0) add(hard, std::to_string(all.out_of_order) + " out of order");
+    if (all.gaps != 0) add(hard, std::to_string(all.gaps) + " gaps in a room's seq");
+    if (all.corrupt != 0) add(hard, std::to_string(all.corrupt) + " corrupt");
+    if (all.unexpected != 0) add(hard, std::to_string(all.unexpected) + " unexpected frames");
+    // rate_limited and server_busy are the server's own overload answers; anything else is a bug.
+    const std::uint64_t overload_errors = all.errors[static_cast<std::size_t>(proto::error_code::rate_limited)] +
+                                          all.errors[static_cast<std::size_t>(proto::error_code::server_busy)];
+    if (all.error_total() != overload_errors) {
+        add(hard, std::to_string(all.error_total() - overload_errors) + " error replies");
+    }
+    if (r.lost != 0) {
+        // Once every delivery owed has had --drain-timeout to arrive, a shortfall is a loss; a
+        // timed-out drain may still be a backlog (decided hard only in a normal run, below).
+        add(soft, std::to_string(r.lost) + (r.drained ? " deliveries lost" : " deliveries outstanding when the drain timed out"));
+    }
+    if (overload_errors != 0) add(soft, std::to_string(overload_errors) + " requests refused (rate_limited/server_busy)");
+    if (all.disconnects != 0) add(soft, std::to_string(all.disconnects) + " disconnects");
+    if (r.total.sent == 0) add(hard, "nothing was sent in the measured window");
+    r.hard_failure = !hard.empty();
+    r.verified = hard.empty() && soft.empty();
+    std::string why = hard;
+    if (!soft.empty()) add(why, soft);
     if (r.verified) {
         const double p99_ms = static_cast<double>(r.total.latency.percentile_ns(99)) / 1e6;
         if (p99_ms > shared_.opt.sweep_p99_ms) {
             char buf[96];
             std::snprintf(buf, sizeof(buf), "p99 %.2f ms > %.1f ms", p99_ms, shared_.opt.sweep_p99_ms);
-            add(buf);
+            add(why, buf);
         }
         if (r.drain_s > backlog_limit_s) {
             char buf[96];
             std::snprintf(buf, sizeof(buf), "backlog: deliveries took %.2f s to drain", r.drain_s);
-            add(buf);
+            add(why, buf);
         }
         if (std::max(r.total.send_lag_max_ns, r.warmup.send_lag_max_ns) > lag_limit_ns) {
-            add("the load tool fell behind its send schedule (raise --threads)");
+            add(why, "the load tool fell behind its send schedule (raise --threads)");
         }
     }
     r.sustained = why.empty();
-    // A normal run only fails on verification; the latency limit is the sweep's business.
+    // A normal run fails on anything unverified; the latency limit is the sweep's business.
     r.verdict = shared_.opt.sweep || !r.verified ? why : "";
 }
 

@@ -65,6 +65,9 @@ private:
     bool drained_ = false;
     std::uint32_t rows_printed_ = 0;
     std::vector<step_result> results_;
+    std::int64_t t_step_start_ = 0;
+    double cpu_at_start_ = 0;
+    double server_cpu_at_start_ = -1;
 };
 
 }  // namespace strix::chat

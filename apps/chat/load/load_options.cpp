@@ -36,7 +36,8 @@ load_options parse_load_options(int argc, char** argv) {
         "accounts, makes --rooms rooms (client i joins room i % rooms), sends chat at --rps per\n"
         "client and verifies every delivery: room seq order, text content, exactly-once fan-out.\n"
         "Exit status 0 only when nothing was lost, duplicated, reordered or corrupted and the\n"
-        "server answered no request with an error.",
+        "server answered no request with an error (--sweep: 0 unless a step duplicated, reordered,\n"
+        "skipped or corrupted messages, or got errors other than rate_limited / server_busy).",
         "strix-chat-load"};
     std::string connect_rate = "0";
     app.add_option("--host", o.host, "server IPv4 address")->capture_default_str();
@@ -68,6 +69,7 @@ load_options parse_load_options(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--setup-timeout", o.setup_timeout_s, "seconds allowed for login, create and join")
         ->capture_default_str();
+    app.add_option("--server-pid", o.server_pid, "report the server's CPU use per step from /proc/PID/stat");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

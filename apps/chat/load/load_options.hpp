@@ -32,6 +32,7 @@ struct load_options {
     std::uint32_t threads = 1;
     double drain_timeout_s = 10;
     double setup_timeout_s = 120;
+    long server_pid = 0;  ///< report this process's CPU use per step (from /proc/PID/stat)
     std::string command_line;  ///< argv joined, for the report
 };
 

@@ -131,8 +131,13 @@ void verification_json(json_out& j, const step_result& r) {
     errors_json(j, all);
     j.num("send_lag_max_us", us(std::max(r.total.send_lag_max_ns, r.warmup.send_lag_max_ns)));
     j.num("drain_s", r.drain_s);
+    j.num("wall_s", r.wall_s);
+    if (r.load_cpu_s >= 0) j.num("load_cpu_pct", 100.0 * r.load_cpu_s / r.wall_s);
+    if (r.server_cpu_s >= 0) j.num("server_cpu_pct", 100.0 * r.server_cpu_s / r.wall_s);
     j.boolean("drained", r.drained);
+    j.num("refused_deliveries", r.total.refused + r.warmup.refused);
     j.boolean("verified", r.verified);
+    j.boolean("hard_failure", r.hard_failure);
     j.str("verdict", r.verdict);
 }
 
@@ -212,6 +217,11 @@ void print_run_summary(const load_options& o, const step_result& r, double setup
                 thousands(per_s(t.reads, r.measured_s)).c_str(), thousands(per_s(t.writes, r.measured_s)).c_str(),
                 t.reads == 0 ? 0.0 : static_cast<double>(t.delivered) / static_cast<double>(t.reads),
                 us(std::max(t.send_lag_max_ns, r.warmup.send_lag_max_ns)), r.drain_s);
+    if (r.load_cpu_s >= 0 && r.wall_s > 0) {
+        std::printf("  cpu         load tool %.1f %%", 100.0 * r.load_cpu_s / r.wall_s);
+        if (r.server_cpu_s >= 0) std::printf(", server %.1f %%", 100.0 * r.server_cpu_s / r.wall_s);
+        std::printf(" of one core, over %.1f s (warmup, measured window and drain)\n", r.wall_s);
+    }
     std::printf("  result      %s%s%s\n", r.verified ? "PASS" : "FAIL", r.verdict.empty() ? "" : ": ",
                 r.verdict.c_str());
     std::fflush(stdout);
@@ -219,19 +229,23 @@ void print_run_summary(const load_options& o, const step_result& r, double setup
 
 void print_sweep_step(const load_options& o, const step_result& r) {
     if (r.plan.index == 0) {
-        std::printf("%4s %9s %11s %11s %12s %11s %8s %8s %8s %8s %6s %8s  %s\n", "step", "rps/cl", "app in/s",
-                    "sent", "delivered", "deliv/s", "p50(us)", "p99(us)", "p999(us)", "lost", "dup+ooo", "drain(s)",
-                    "result");
+        std::printf("%4s %9s %11s %11s %12s %11s %8s %8s %8s %8s %6s %8s %6s %6s  %s\n", "step", "rps/cl",
+                    "app in/s", "sent", "delivered", "deliv/s", "p50(us)", "p99(us)", "p999(us)", "lost", "dup+ooo",
+                    "drain(s)", "tool%", "srv%", "result");
     }
     const latency_histogram& h = r.total.latency;
-    std::printf("%4u %9.1f %11s %11s %12s %11s %8s %8s %8s %8s %6s %8.3f  %s%s%s\n", r.plan.index + 1, r.plan.rps,
+    char tool[16] = "-";
+    char srv[16] = "-";
+    if (r.load_cpu_s >= 0 && r.wall_s > 0) std::snprintf(tool, sizeof(tool), "%.0f", 100.0 * r.load_cpu_s / r.wall_s);
+    if (r.server_cpu_s >= 0 && r.wall_s > 0) std::snprintf(srv, sizeof(srv), "%.0f", 100.0 * r.server_cpu_s / r.wall_s);
+    std::printf("%4u %9.1f %11s %11s %12s %11s %8s %8s %8s %8s %6s %8.3f %6s %6s  %s%s%s\n", r.plan.index + 1, r.plan.rps,
                 thousands(per_s(r.total.sent, r.measured_s)).c_str(), thousands(r.total.sent).c_str(),
                 thousands(r.total.delivered).c_str(), thousands(per_s(r.total.delivered, r.measured_s)).c_str(),
                 us_str(h.percentile_ns(50)).c_str(), us_str(h.percentile_ns(99)).c_str(),
                 us_str(h.percentile_ns(99.9)).c_str(), thousands(r.lost).c_str(),
                 thousands(r.total.duplicates + r.total.out_of_order + r.warmup.duplicates + r.warmup.out_of_order)
                     .c_str(),
-                r.drain_s, r.sustained ? "sustained" : "not sustained", r.verdict.empty() ? "" : ": ",
+                r.drain_s, tool, srv, r.sustained ? "sustained" : "not sustained", r.verdict.empty() ? "" : ": ",
                 r.verdict.c_str());
     (void)o;
     std::fflush(stdout);

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Seed 004's chat load test: strix-chat-server under strix-chat-load over loopback.
+#
+#   scripts/bench-chat.sh <build_dir>
+#
+# Starts strix-chat-server on a fresh temporary SQLite database (cheap password hashes, metrics
+# off, chat rate limit lifted so the sweep measures the server rather than its limiter), then runs
+#   1. seed 004's workload: 500 clients, 10 rooms, 10 chat messages per second per client,
+#      payload 64 B 80 % / 256 B 18 % / 1-2 KB 2 %, for CHAT_DURATION seconds, a row every 10 s;
+#   2. the sweep: the same clients and rooms, the rate raised x1.5 per 10 s step until p99 passes
+#      10 ms or deliveries fall behind;
+# stops the server with SIGTERM, and has scripts/chat_report.py write <build_dir>/bench/chat.md.
+# Fails loudly when a binary is missing, the server does not start or stop cleanly, or the load
+# tool fails (lost, duplicated, reordered or corrupted messages, errors).
+#
+# Environment: CHAT_DURATION (default 60), CHAT_WARMUP (5), CHAT_CLIENTS (500), CHAT_ROOMS (10),
+#              CHAT_RPS (10), CHAT_PAYLOAD_MIX (64:80,256:18,1024-2048:2), CHAT_SWEEP_DURATION (10),
+#              CHAT_SWEEP_STEPS (12), CHAT_SHARDS (server default), CHAT_LOAD_THREADS (1),
+#              CHAT_SWEEP=0 skips the sweep.
+set -euo pipefail
+
+build=${1:?usage: scripts/bench-chat.sh <build_dir>}
+here=$(cd "$(dirname "$0")" && pwd)
+bin=$build/bin
+out=$build/bench
+runs=$out/chat-runs
+duration=${CHAT_DURATION:-60}
+warmup=${CHAT_WARMUP:-5}
+clients=${CHAT_CLIENTS:-500}
+rooms=${CHAT_ROOMS:-10}
+rps=${CHAT_RPS:-10}
+mix=${CHAT_PAYLOAD_MIX:-64:80,256:18,1024-2048:2}
+sweep_duration=${CHAT_SWEEP_DURATION:-10}
+sweep_steps=${CHAT_SWEEP_STEPS:-12}
+load_threads=${CHAT_LOAD_THREADS:-1}
+do_sweep=${CHAT_SWEEP:-1}
+
+die() { echo "bench-chat: FAILED: $*" >&2; exit 1; }
+
+for b in strix-chat-server strix-chat-load; do
+  [ -x "$bin/$b" ] || die "$bin/$b is missing; build first (make build)"
+done
+
+rm -rf "$runs"
+mkdir -p "$runs"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/strix-bench-chat.XXXXXX")
+server_pid=
+cleanup() {
+  if [ -n "$server_pid" ]; then kill -9 "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+port=$(free_port)
+server_cmd=("$bin/strix-chat-server" --db "sqlite:$tmp/chat.db" --password-cost fast --port "$port"
+            --metrics-port 0 --chat-rate 1000000 --chat-burst 1000000)
+if [ -n "${CHAT_SHARDS:-}" ]; then server_cmd+=(--shards "$CHAT_SHARDS"); fi
+echo "${server_cmd[*]}" >"$runs/server.cmd"
+cut -d' ' -f1-3 /proc/loadavg >"$runs/loadavg.start"
+echo "bench-chat: $(nproc) CPUs, load average at start $(cat "$runs/loadavg.start")"
+echo "bench-chat: ${server_cmd[*]}"
+"${server_cmd[@]}" >"$runs/server.log" 2>&1 &
+server_pid=$!
+up=0
+for _ in $(seq 100); do
+  kill -0 "$server_pid" 2>/dev/null || { cat "$runs/server.log" >&2; die "strix-chat-server exited at start"; }
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then up=1; break; fi
+  sleep 0.1
+done
+[ "$up" = 1 ] || die "strix-chat-server did not accept on 127.0.0.1:$port within 10 s"
+
+# run_load <tag> <limit s> <args...>: strix-chat-load with the common arguments, its output shown
+# and kept in <tag>.log; any failure ends the benchmark.
+run_load() {
+  local tag=$1 limit=$2
+  shift 2
+  local cmd=("$bin/strix-chat-load" --host 127.0.0.1 --port "$port" --clients "$clients" --rooms "$rooms"
+             --payload-mix "$mix" --threads "$load_threads" --server-pid "$server_pid"
+             --json "$runs/$tag.json" "$@")
+  echo "${cmd[*]}" >"$runs/$tag.cmd"
+  echo "bench-chat: ${cmd[*]}"
+  set +e
+  timeout "$limit" "${cmd[@]}" 2>&1 | tee "$runs/$tag.log"
+  local statuses=("${PIPESTATUS[@]}")
+  set -e
+  local rc=${statuses[0]}
+  if [ "$rc" -ne 0 ]; then
+    die "strix-chat-load ($tag) exited $rc; log: $runs/$tag.log, server log: $runs/server.log"
+  fi
+  [ -s "$runs/$tag.json" ] || die "strix-chat-load ($tag) wrote no JSON"
+}
+
+run_load run $((duration + warmup + 300)) --rps "$rps" --duration "$duration" --warmup "$warmup" --report-every 10
+if [ "$do_sweep" = 1 ]; then
+  run_load sweep $(((sweep_duration + 15) * sweep_steps + 300)) --sweep --rps "$rps" \
+    --duration "$sweep_duration" --sweep-steps "$sweep_steps" --report-every "$sweep_duration"
+fi
+
+kill -TERM "$server_pid"
+stopped=0
+for _ in $(seq 100); do
+  if ! kill -0 "$server_pid" 2>/dev/null; then stopped=1; break; fi
+  sleep 0.1
+done
+[ "$stopped" = 1 ] || die "strix-chat-server ignored SIGTERM for 10 s"
+rc=0
+wait "$server_pid" || rc=$?
+server_pid=
+[ "$rc" -eq 0 ] || die "strix-chat-server exited $rc on SIGTERM; log: $runs/server.log"
+cut -d' ' -f1-3 /proc/loadavg >"$runs/loadavg.end"
+
+python3 "$here/chat_report.py" --runs "$runs" --out "$out/chat.md"
