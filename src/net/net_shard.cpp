@@ -11,6 +11,8 @@
 namespace strix::detail {
 namespace {
 
+constexpr std::chrono::milliseconds sweep_period{1000};
+
 session_limits normalized(session_limits l) {
     // The ring must hold a whole frame, and its capacity is a power of two.
     l.recv_buffer = std::bit_ceil(std::max<std::size_t>({l.recv_buffer, l.max_frame, 4096}));
@@ -27,7 +29,17 @@ net_shard::net_shard(shard& s, const session_limits& lim, frame_format fmt,
       format(fmt),
       handler(std::move(h)),
       peers(all),
-      rx_pool_(limits.recv_buffer, 64, 16) {}
+      rx_pool_(limits.recv_buffer, 64, 16) {
+    sweep_.on_fire = &net_shard::on_sweep;
+    sweep_.ctx = this;
+}
+
+void net_shard::on_sweep(timer_node& t) {
+    auto& self = *static_cast<net_shard*>(t.ctx);
+    auto period = self.owner.ticks_for(sweep_period);
+    for (auto& [id, s] : self.sessions_) s->trim_if_idle(period);
+    self.owner.timers().schedule(t, period);
+}
 
 net_shard::~net_shard() {
     // Sessions still registered (engine never started, or torn down early) close their fds.
@@ -62,7 +74,9 @@ void net_shard::add_listener(intrusive_ptr<listener> l) {
 void net_shard::install_hooks() {
     if (hooks_installed_) return;
     hooks_installed_ = true;
+    owner.timers().schedule(sweep_, owner.ticks_for(sweep_period));
     owner.on_stop([this] {
+        owner.timers().cancel(sweep_);
         for (auto& l : listeners_) l->close();
         // Copy: closing erases from the map.
         std::vector<session_ptr> open;
@@ -71,6 +85,7 @@ void net_shard::install_hooks() {
         for (auto& s : open) s->close(net_errc::shutdown);
     });
     owner.on_exit([this] {
+        owner.timers().cancel(sweep_);
         std::vector<session_ptr> left;
         for (auto& [id, s] : sessions_) left.push_back(s);
         for (auto& s : left) s->abort(net_errc::shutdown);

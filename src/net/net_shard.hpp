@@ -4,6 +4,7 @@
 // counters (single writer, read anywhere).
 
 #include <strix/core/shard.hpp>
+#include <strix/core/timing_wheel.hpp>
 #include <strix/mem/slab_pool.hpp>
 #include <strix/net/net_stats.hpp>
 #include <strix/net/session.hpp>
@@ -51,6 +52,8 @@ private:
     std::vector<intrusive_ptr<listener>> listeners_;
     std::uint64_t next_id_ = 1;
     bool hooks_installed_ = false;
+    timer_node sweep_;  // trims idle sessions' send chains once a second
+    static void on_sweep(timer_node& t);
 };
 
 }  // namespace strix::detail

@@ -57,6 +57,13 @@ void session::start() {
     ns_.handler->on_open(*this);
 }
 
+bool session::trim_if_idle(std::uint64_t quiet_ticks) noexcept {
+    if (state_ != state::open || !tx_.empty()) return false;
+    if (ns_.owner.now_tick() - last_rx_tick_ < quiet_ticks) return false;
+    tx_.trim();
+    return true;
+}
+
 void session::set_max_frame(std::uint32_t max_frame) noexcept {
     // The receive ring is sized once per server; a frame must fit in it whole.
     auto ring = static_cast<std::uint32_t>(std::min<std::size_t>(rx_.has_storage() ? rx_.capacity() : ns_.limits.recv_buffer,
@@ -271,10 +278,7 @@ void session::on_flush() {
     if (read_paused_ && tx_.size() <= ns_.limits.low_water) resume_reading();
     if (state_ == state::closing && tx_.empty()) {
         finalize(close_reason_);
-        return;
     }
-    // Nothing left to send: give the chain's chunks back so an idle connection costs little.
-    if (tx_.empty()) tx_.trim();
 }
 
 void session::flush_now() {

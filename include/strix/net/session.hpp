@@ -77,6 +77,11 @@ public:
     /// Free for the application (e.g. a pointer to its per-connection state). Owning shard only.
     void* user_data = nullptr;
 
+    /// Frees the send chain's chunks if nothing is queued and nothing arrived for quiet_ticks.
+    /// Called by the shard's periodic sweep, so a busy session keeps its chunk between turns and
+    /// an idle one costs little memory. Owning shard only.
+    bool trim_if_idle(std::uint64_t quiet_ticks) noexcept;
+
     void on_io(std::uint32_t events) override;
     void on_flush() override;
 
