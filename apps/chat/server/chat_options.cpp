@@ -36,25 +36,32 @@ std::string apply_toml(const std::string& path, CLI::App& app) {
         if (name == "config") return "config file " + path + ": a config file cannot name another config file";
         if (opt->count() > 0) continue;  // the command line wins
         std::string value;
-        if (auto s = node.value<std::string>())
-            value = *s;
-        else if (auto b = node.value<bool>())
-            value = *b ? "true" : "false";
-        else if (auto i = node.value<std::int64_t>())
-            value = std::to_string(*i);
-        else if (auto d = node.value<double>())
-            value = std::to_string(*d);
+        if (node.is_string())
+            value = *node.value<std::string>();
+        else if (node.is_boolean())
+            value = *node.value<bool>() ? "true" : "false";
+        else if (node.is_integer())
+            value = std::to_string(*node.value<std::int64_t>());
+        else if (node.is_floating_point())
+            value = std::to_string(*node.value<double>());
         else
             return "config file " + path + ": key '" + name + "' must be a string, number or boolean";
         try {
-            if (opt->get_type_size() == 0) {
-                // A flag: true sets it, false leaves it unset (its --no- twin covers the negation).
-                if (value == "true") opt->add_result("true");
-                else if (name == "auto-register") app.get_option("--no-auto-register")->add_result("true");
+            if (node.is_boolean()) {
+                // Only flags take booleans: true sets the flag, false sets its --no- twin if it
+                // has one (auto-register) and otherwise leaves the default.
+                if (value == "true") {
+                    opt->add_result("true");
+                    opt->run_callback();
+                } else if (name == "auto-register") {
+                    auto* neg = app.get_option("--no-auto-register");
+                    neg->add_result("true");
+                    neg->run_callback();
+                }
             } else {
                 opt->add_result(value);
+                opt->run_callback();
             }
-            opt->run_callback();
         } catch (const CLI::Error& e) {
             return "config file " + path + ": key '" + name + "': " + e.what();
         }
@@ -85,6 +92,8 @@ parse_result parse_options(int argc, char** argv) {
     std::string config_file;
     std::int64_t stall_ms = o.stall_timeout.count(), idle_ms = o.idle_timeout.count();
     bool no_pin = false;
+    // A repeated option takes its last value, so a wrapper script can override what it passed.
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
     app.add_option("--config", config_file, "TOML file with the same keys as the long options (command line wins)");
     app.add_option("--host", o.host, "address to listen on")->capture_default_str();

@@ -100,7 +100,7 @@ void chat_service::on_close(session& s, std::error_code) {
         if (owner == self_)
             host_.leave(room_id, sid, self, false);
         else
-            ctx_.eng.post(owner, [svc, room_id, sid, self] { svc->host().leave(room_id, sid, self, false); });
+            ctx_.post(owner, [svc, room_id, sid, self] { svc->host().leave(room_id, sid, self, false); });
     }
     s.user_data = nullptr;
     if (p.login == player::login_state::logged_in)
@@ -240,7 +240,7 @@ void chat_service::handle_join(player& p, std::span<const std::byte> frame) {
         return;
     }
     auto* svc = ctx_.services[owner];
-    ctx_.eng.post(owner, [svc, room_id, m = as_member(p)]() mutable { svc->host().join(room_id, std::move(m)); });
+    ctx_.post(owner, [svc, room_id, m = as_member(p)]() mutable { svc->host().join(room_id, std::move(m)); });
 }
 
 void chat_service::handle_leave(player& p) {
@@ -257,7 +257,7 @@ void chat_service::handle_leave(player& p) {
         return;
     }
     auto* svc = ctx_.services[owner];
-    ctx_.eng.post(owner, [svc, room_id, sid, self] { svc->host().leave(room_id, sid, self, true); });
+    ctx_.post(owner, [svc, room_id, sid, self] { svc->host().leave(room_id, sid, self, true); });
 }
 
 void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
@@ -295,7 +295,7 @@ void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
         return;
     }
     auto* svc = ctx_.services[owner];
-    ctx_.eng.post(owner, [svc, cr = std::move(cr)]() mutable { svc->host().chat(cr); });
+    ctx_.post(owner, [svc, cr = std::move(cr)]() mutable { svc->host().chat(cr); });
 }
 
 void chat_service::handle_list(player& p) {
@@ -304,14 +304,14 @@ void chat_service::handle_list(player& p) {
     lists_.emplace(id, list_request{p.sess->id(), n, {}});
     // Ask every other shard, then answer our own part; the reply goes out when all have answered.
     auto* me = this;
-    engine* eng = &ctx_.eng;
+    chat_context* ctx = &ctx_;
     const unsigned self = self_;
     for (unsigned k = 0; k < n; ++k) {
         if (k == self_) continue;
         auto* svc = ctx_.services[k];
-        eng->post(k, [svc, me, eng, self, id] {
+        ctx_.post(k, [svc, me, ctx, self, id] {
             auto part = svc->host().summaries();
-            eng->post(self, [me, id, part = std::move(part)]() mutable { me->list_part(id, std::move(part)); });
+            ctx->post(self, [me, id, part = std::move(part)]() mutable { me->list_part(id, std::move(part)); });
         });
     }
     list_part(id, host_.summaries());

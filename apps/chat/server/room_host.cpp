@@ -28,7 +28,7 @@ void room_host::deliver(unsigned to, room_event ev) {
         return;
     }
     bump(counters_.cross_shard_posts);
-    ctx_.eng.post(to, [svc, ev = std::move(ev)]() mutable { svc->apply(ev); });
+    ctx_.post(to, [svc, ev = std::move(ev)]() mutable { svc->apply(ev); });
 }
 
 void room_host::fan_out(const room& r, room_event::kind what, std::uint64_t subject, unsigned subject_shard,
@@ -54,7 +54,7 @@ void room_host::fail(unsigned shard, std::uint64_t session_id, std::uint64_t roo
         svc->request_failed(session_id, room_id, request, code, reason);
         return;
     }
-    ctx_.eng.post(shard, [svc, session_id, room_id, request, code, reason] {
+    ctx_.post(shard, [svc, session_id, room_id, request, code, reason] {
         svc->request_failed(session_id, room_id, request, code, reason);
     });
 }

@@ -1,0 +1,192 @@
+// strix-chat-server as an operator meets it: one clear sentence for bad configuration, a port in
+// use or an unreachable database; a TOML config file; the SQLite directory made on demand; and
+// the Prometheus metrics endpoint reporting what happened.
+#include "chat_fixture.hpp"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+
+using namespace strix;
+using namespace strix::test;
+using proto::msg_type;
+
+namespace {
+
+struct outcome {
+    int status = -1;
+    std::string output;
+};
+
+/// Runs the server with args to completion (it must exit by itself within 20 s).
+outcome run_to_exit(const std::vector<std::string>& args) {
+    temp_dir dir;
+    auto log = dir.path() + "/out.log";
+    child c("strix-chat-server", args, log);
+    outcome o;
+    int st = c.wait_exit(std::chrono::seconds(20));
+    o.status = st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    o.output = read_file(log);
+    return o;
+}
+
+/// Counts lines of output: an error is ONE sentence, not a dump.
+std::size_t lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+TEST(server_cli, a_port_in_use_is_one_clear_error) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(fd, 1), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    temp_dir dir;
+    auto o = run_to_exit({"--port", std::to_string(ntohs(a.sin_port)), "--db", "sqlite:" + dir.path() + "/x.db",
+                          "--metrics-port", "0", "--shards", "1", "--no-pin"});
+    ::close(fd);
+    EXPECT_EQ(o.status, 1) << o.output;
+    EXPECT_NE(o.output.find("in use"), std::string::npos) << o.output;
+    EXPECT_NE(o.output.find("--port"), std::string::npos) << "the message names the fix: " << o.output;
+    EXPECT_EQ(lines(o.output), 1u) << o.output;
+}
+
+TEST(server_cli, an_unreachable_database_is_one_clear_error) {
+    // Port 1 on loopback: nothing listens there.
+    auto o = run_to_exit({"--port", "0", "--db", "postgresql://strix@127.0.0.1:1/strix", "--metrics-port", "0",
+                          "--shards", "1", "--no-pin"});
+    EXPECT_EQ(o.status, 1) << o.output;
+    EXPECT_NE(o.output.find("cannot connect"), std::string::npos) << o.output;
+
+    auto bad = run_to_exit({"--port", "0", "--db", "mysql://nope", "--metrics-port", "0"});
+    EXPECT_EQ(bad.status, 2) << bad.output;
+    EXPECT_NE(bad.output.find("--db must be sqlite:<path> or a postgresql:// URL"), std::string::npos) << bad.output;
+    EXPECT_EQ(lines(bad.output), 1u) << bad.output;
+}
+
+TEST(server_cli, bad_options_and_config_files_are_rejected_with_a_reason) {
+    temp_dir dir;
+    auto bad_cost = run_to_exit({"--password-cost", "medium"});
+    EXPECT_NE(bad_cost.status, 0);
+    EXPECT_NE(bad_cost.output.find("password-cost"), std::string::npos) << bad_cost.output;
+
+    auto bad_rate = run_to_exit({"--chat-rate", "0", "--db", "sqlite:" + dir.path() + "/x.db"});
+    EXPECT_EQ(bad_rate.status, 2);
+    EXPECT_NE(bad_rate.output.find("--chat-rate must be a positive number"), std::string::npos) << bad_rate.output;
+
+    auto cfg = dir.path() + "/bad.toml";
+    std::ofstream(cfg) << "port = 0\nprot = 7000\n";
+    auto typo = run_to_exit({"--config", cfg});
+    EXPECT_EQ(typo.status, 2);
+    EXPECT_NE(typo.output.find("unknown key 'prot'"), std::string::npos) << typo.output;
+
+    auto broken = dir.path() + "/broken.toml";
+    std::ofstream(broken) << "port = \n";
+    auto parse = run_to_exit({"--config", broken});
+    EXPECT_EQ(parse.status, 2);
+    EXPECT_NE(parse.output.find("line 1"), std::string::npos) << parse.output;
+}
+
+TEST(server_cli, a_config_file_sets_options_and_the_command_line_wins) {
+    temp_dir dir;
+    auto port = free_port();
+    auto cfg = dir.path() + "/chat.toml";
+    // The database path sits in directories that do not exist yet: the server makes them.
+    std::ofstream(cfg) << "port = " << port << "\n"
+                       << "db = \"sqlite:" << dir.path() << "/deep/er/chat.db\"\n"
+                       << "metrics-port = 0\nshards = 1\npassword-cost = \"fast\"\nauto-register = false\n"
+                       << "chat-burst = 1\nchat-rate = 0.01\nno-pin = true\n";
+    child c("strix-chat-server", {"--config", cfg, "--chat-burst", "2"}, dir.path() + "/log");
+    ASSERT_TRUE(wait_listening(port)) << read_file(dir.path() + "/log");
+    EXPECT_TRUE(std::filesystem::exists(dir.path() + "/deep/er/chat.db"));
+    chat_client a(port);
+    a.send_login("nobody", "pw");
+    a.expect_error(msg_type::login_req, proto::error_code::unknown_account);  // auto-register = false
+    c.signal(SIGTERM);
+    EXPECT_EQ(c.wait_exit(std::chrono::seconds(20)), 0);
+
+    // With registration on, the burst comes from the command line (2), not the file (1).
+    child c2("strix-chat-server", {"--config", cfg, "--chat-burst", "2", "--auto-register"}, dir.path() + "/log2");
+    ASSERT_TRUE(wait_listening(port)) << read_file(dir.path() + "/log2");
+    chat_client b(port);
+    b.login("burst");
+    b.create("r");
+    for (int i = 0; i < 3; ++i) b.send_chat("x");
+    b.expect_chat();
+    b.expect_chat();
+    b.expect_error(msg_type::chat_req, proto::error_code::rate_limited);
+    c2.signal(SIGTERM);
+    EXPECT_EQ(c2.wait_exit(std::chrono::seconds(20)), 0);
+}
+
+std::string http_get(std::uint16_t port, const std::string& path) {
+    int fd = connect_tcp(port);
+    if (fd < 0) return {};
+    std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    send_all(fd, req.data(), req.size());
+    std::string out;
+    char buf[4096];
+    for (;;) {
+        ssize_t r = ::recv(fd, buf, sizeof buf, 0);
+        if (r <= 0) break;
+        out.append(buf, static_cast<std::size_t>(r));
+    }
+    ::close(fd);
+    return out;
+}
+
+/// The value of a metric line "name value", or -1.
+long long metric(const std::string& text, const std::string& name) {
+    auto pos = text.find("\n" + name + " ");
+    if (pos == std::string::npos) return -1;
+    return std::stoll(text.substr(pos + name.size() + 2));
+}
+
+TEST(server_cli, metrics_report_sessions_rooms_messages_and_the_database) {
+    temp_dir dir;
+    auto mport = free_port();
+    server_process srv("sqlite:" + dir.path() + "/chat.db", dir.path() + "/server.log", 2,
+                       {"--metrics-port", std::to_string(mport)});
+    ASSERT_TRUE(srv.ready()) << srv.log();
+    chat_client a(srv.port()), b(srv.port());
+    a.login("ann");
+    b.login("ben");
+    auto room = a.create("r");
+    b.join(room);
+    a.expect_member_event(msg_type::member_joined, room, "ben");
+    for (int i = 0; i < 5; ++i) a.send_chat("m" + std::to_string(i));
+    for (int i = 0; i < 5; ++i) {
+        a.expect_chat();
+        b.expect_chat();
+    }
+    std::string text;
+    // The chat log is written asynchronously; wait for the writer to commit all five.
+    EXPECT_TRUE(eventually([&] {
+        text = http_get(mport, "/metrics");
+        return metric(text, "strix_db_written_total") == 5;
+    })) << text;
+    EXPECT_EQ(text.rfind("HTTP/1.0 200 OK", 0), 0u) << text;
+    EXPECT_NE(text.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
+    EXPECT_EQ(metric(text, "strix_chat_messages_total"), 5);
+    // 5 messages to 2 members, plus ann's member_joined about ben.
+    EXPECT_EQ(metric(text, "strix_broadcast_deliveries_total"), 11);
+    EXPECT_EQ(metric(text, "strix_logins_total"), 2);
+    EXPECT_EQ(metric(text, "strix_players"), 2);
+    EXPECT_EQ(metric(text, "strix_sessions"), 2);
+    EXPECT_EQ(metric(text, "strix_rooms"), 1);
+    EXPECT_EQ(metric(text, "strix_job_queue_executed_total"), 2) << "two logins ran on the database pool";
+    EXPECT_EQ(metric(text, "strix_db_queue_depth"), 0);
+    EXPECT_GE(metric(text, "strix_app_messages_in_total"), 9);  // 2 logins, create, join, 5 chats
+    EXPECT_GT(metric(text, "strix_io_reads_total"), 0);
+    EXPECT_GT(metric(text, "strix_bytes_out_total"), 0);
+    EXPECT_EQ(metric(text, "strix_slow_consumer_disconnects_total"), 0);
+    for (const char* name : {"strix_pool_in_use", "strix_pool_peak", "strix_send_buffers_in_use", "strix_send_buffers_peak",
+                             "strix_job_queue_enqueued_total", "strix_job_queue_peak", "strix_db_write_lag_us",
+                             "strix_io_writes_total", "strix_app_messages_out_total"})
+        EXPECT_GE(metric(text, name), 0) << name << " missing";
+    EXPECT_NE(http_get(mport, "/").find("404"), std::string::npos);
+    EXPECT_EQ(srv.stop(), 0);
+}
+
+}  // namespace
