@@ -15,6 +15,7 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <type_traits>
 
 namespace strix::storage_detail {
 
@@ -63,6 +64,7 @@ public:
         values_.reserve(n);
         lengths_.reserve(n);
         types_.reserve(n);
+        formats_.reserve(n);
     }
     void add(std::int64_t v) {
         ints_.push_back(to_be64(v));
@@ -75,10 +77,7 @@ public:
     int count() const noexcept { return static_cast<int>(values_.size()); }
     const char* const* values() const noexcept { return values_.data(); }
     const int* lengths() const noexcept { return lengths_.data(); }
-    const int* formats() const noexcept {
-        if (formats_.size() != values_.size()) formats_.assign(values_.size(), 1);
-        return formats_.data();
-    }
+    const int* formats() const noexcept { return formats_.data(); }
     const Oid* types() const noexcept { return types_.data(); }
 
 private:
@@ -87,12 +86,13 @@ private:
         values_.push_back(p != nullptr ? p : "");
         lengths_.push_back(static_cast<int>(n));
         types_.push_back(t);
+        formats_.push_back(1);  // binary
     }
     std::vector<std::array<char, 8>> ints_;
     std::vector<const char*> values_;
     std::vector<int> lengths_;
     std::vector<Oid> types_;
-    mutable std::vector<int> formats_;
+    std::vector<int> formats_;
 };
 
 struct prepared {
@@ -134,10 +134,19 @@ std::string insert_logs_sql(std::size_t rows) {
     return sql;
 }
 
+// Defaults first, then the URL expanded in place (expand_dbname), so anything the URL sets wins.
+// Without a connect_timeout an unreachable host would block a worker for the kernel's TCP
+// timeout (minutes).
+PGconn* connect(const std::string& url) {
+    const char* keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
+    const char* values[] = {"10", "strix", url.c_str(), nullptr};
+    return ::PQconnectdbParams(keys, values, 1);
+}
+
 class pg_chat_store final : public chat_store {
 public:
     pg_chat_store(const std::string& url, const password_policy& policy)
-        : url_(url), policy_(policy), conn_(::PQconnectdb(url.c_str())) {
+        : url_(url), policy_(policy), conn_(connect(url)) {
         if (conn_ == nullptr) throw std::bad_alloc();
         if (::PQstatus(conn_) != CONNECTION_OK) {
             const std::string why = trim(::PQerrorMessage(conn_));
@@ -159,7 +168,49 @@ public:
     ~pg_chat_store() override { ::PQfinish(conn_); }
 
     login_result login(std::string_view name, std::string_view password, bool auto_register) override {
+        return retrying([&] { return do_login(name, password, auto_register); });
+    }
+
+    std::size_t append_chat_logs(std::span<const chat_log_entry> entries) override {
+        if (entries.empty()) return 0;
+        return retrying([&] { return do_append(entries); });
+    }
+
+    std::vector<chat_log_entry> room_history(std::uint64_t room_id, std::size_t limit) override {
+        if (limit == 0) return {};
+        return retrying([&] { return do_history(room_id, limit); });
+    }
+
+    std::uint64_t count_chat_logs() override { return static_cast<std::uint64_t>(scalar("strix_count_logs")); }
+
+    std::uint64_t max_room_id() override { return static_cast<std::uint64_t>(scalar("strix_max_room")); }
+
+    std::optional<account> find_account(std::string_view name) override {
+        return retrying([&]() -> std::optional<account> {
+            if (auto found = select_account(name)) return account{found->first, std::string(name)};
+            return std::nullopt;
+        });
+    }
+
+    std::uint32_t schema_version() override { return static_cast<std::uint32_t>(scalar("strix_schema_version")); }
+
+private:
+    // A connection the server dropped (restart, idle timeout, failover) only shows when a query
+    // fails. Every operation here may safely run twice (reads; inserts skip existing keys), so
+    // after such a failure reconnect and try once more before reporting the error.
+    template <class F>
+    std::invoke_result_t<F&> retrying(F&& f) {
         ensure_ready();
+        try {
+            return f();
+        } catch (const storage_error&) {
+            if (::PQstatus(conn_) != CONNECTION_BAD) throw;
+        }
+        ensure_ready();
+        return f();
+    }
+
+    login_result do_login(std::string_view name, std::string_view password, bool auto_register) {
         for (int round = 0; round < 2; ++round) {
             if (auto found = select_account(name)) {
                 auto& [id, hash] = *found;
@@ -183,9 +234,7 @@ public:
         throw storage_error("postgresql: account '" + std::string(name) + "' vanished during login");
     }
 
-    std::size_t append_chat_logs(std::span<const chat_log_entry> entries) override {
-        if (entries.empty()) return 0;
-        ensure_ready();
+    std::size_t do_append(std::span<const chat_log_entry> entries) {
         exec("BEGIN");
         std::size_t inserted = 0;
         try {
@@ -215,10 +264,8 @@ public:
         return inserted;
     }
 
-    std::vector<chat_log_entry> room_history(std::uint64_t room_id, std::size_t limit) override {
+    std::vector<chat_log_entry> do_history(std::uint64_t room_id, std::size_t limit) {
         std::vector<chat_log_entry> out;
-        if (limit == 0) return out;
-        ensure_ready();
         params p(2);
         p.add(room_id);
         p.add(static_cast<std::int64_t>(std::min<std::size_t>(limit, INT64_MAX)));
@@ -239,19 +286,6 @@ public:
         return out;
     }
 
-    std::uint64_t count_chat_logs() override { return static_cast<std::uint64_t>(scalar("strix_count_logs")); }
-
-    std::uint64_t max_room_id() override { return static_cast<std::uint64_t>(scalar("strix_max_room")); }
-
-    std::optional<account> find_account(std::string_view name) override {
-        ensure_ready();
-        if (auto found = select_account(name)) return account{found->first, std::string(name)};
-        return std::nullopt;
-    }
-
-    std::uint32_t schema_version() override { return static_cast<std::uint32_t>(scalar("strix_schema_version")); }
-
-private:
     void configure() {
         // "relation already exists, skipping" and friends are expected during migrations.
         ::PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
@@ -335,11 +369,12 @@ private:
     }
 
     std::int64_t scalar(const char* stmt) {
-        ensure_ready();
-        params p(0);
-        auto r = exec_prepared(stmt, p, PGRES_TUPLES_OK);
-        if (::PQntuples(r.get()) != 1) throw storage_error(std::string("postgresql: ") + stmt + " returned no row");
-        return from_be64(::PQgetvalue(r.get(), 0, 0));
+        return retrying([&] {
+            params p(0);
+            auto r = exec_prepared(stmt, p, PGRES_TUPLES_OK);
+            if (::PQntuples(r.get()) != 1) throw storage_error(std::string("postgresql: ") + stmt + " returned no row");
+            return from_be64(::PQgetvalue(r.get(), 0, 0));
+        });
     }
 
     result_ptr exec_prepared(const char* name, const params& p, ExecStatusType want) {

@@ -91,10 +91,12 @@ public:
     /// Worker thread; throws storage_error.
     virtual std::vector<chat_log_entry> room_history(std::uint64_t room_id, std::size_t limit) = 0;
 
-    /// Number of stored chat log rows. Worker thread; throws storage_error.
+    /// Number of stored chat log rows (a full count: for tests, reports and start-up, not per
+    /// request). Worker thread; throws storage_error.
     virtual std::uint64_t count_chat_logs() = 0;
 
-    /// The largest room_id that has a stored chat log, 0 when none. Room ids restart with the
+    /// The largest room_id that has a stored chat log, 0 when none (ids are compared as signed
+    /// 64-bit, so room ids must stay below 2^63). Room ids restart with the
     /// server, so it must start its room counters above this one or new messages would collide
     /// with old (room_id, seq) keys. Worker thread; throws storage_error.
     virtual std::uint64_t max_room_id() = 0;
@@ -109,7 +111,7 @@ public:
 /// Opens one connection and brings the schema up to date (idempotent; concurrent openers
 /// serialize on a database lock). `url` is "sqlite:PATH" (the file is created if missing; its
 /// directory must exist) or "postgresql://..." / "postgres://..." (a libpq URI; the database
-/// must exist). Throws std::runtime_error with one sentence naming the cause and the fix (bad
+/// must exist; connect_timeout defaults to 10 s unless the URL sets it). Throws std::runtime_error with one sentence naming the cause and the fix (bad
 /// URL, missing directory, cannot connect, failed migration). Any non-shard thread; the store
 /// may then be handed to the one thread that will use it.
 std::unique_ptr<chat_store> open_chat_store(const std::string& url, const password_policy& policy);

@@ -3,7 +3,8 @@
 // as the self-describing PHC string "$argon2id$v=19$m=...,t=...,p=1$salt$hash", so a hash made
 // under one policy still verifies after the policy changes.
 //
-// Hashing is deliberately slow and memory-hungry (interactive: ~64 MiB, tens of milliseconds):
+// Hashing is deliberately slow and memory-hungry (interactive: 64 MiB and roughly 50-100 ms of one
+// core per hash or verify, so two workers manage a few dozen logins a second):
 // call these on database worker threads only, never on a shard thread.
 
 #include <cstddef>

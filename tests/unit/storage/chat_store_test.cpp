@@ -138,41 +138,46 @@ TEST_P(chat_store_test, StoredHashIsArgon2idAndNotThePassword) {
 }
 
 TEST_P(chat_store_test, ConcurrentFirstLoginOfOneNameCreatesOneAccount) {
-    constexpr int threads_n = 8;
+    constexpr int threads_n = 8, rounds = 10;
     std::vector<std::unique_ptr<chat_store>> stores;
     for (int i = 0; i < threads_n; ++i) stores.push_back(open());
-    std::vector<login_result> results(threads_n);
-    std::vector<std::string> errors(threads_n);
-    std::latch go(threads_n);
-    std::vector<std::thread> threads;
-    for (int i = 0; i < threads_n; ++i) {
-        threads.emplace_back([&, i] {
-            const auto k = static_cast<std::size_t>(i);
-            go.arrive_and_wait();
-            try {
-                results[k] = stores[k]->login("dave", "same password", true);
-            } catch (const std::exception& e) {
-                errors[k] = e.what();
-            }
-        });
-    }
-    for (auto& t : threads) t.join();
+    // Several rounds, one new name each: the insert race (both SELECTs miss, one INSERT loses)
+    // does not happen on every try, but it does within a few.
+    for (int round = 0; round < rounds; ++round) {
+        const std::string name = "dave" + std::to_string(round);
+        std::vector<login_result> results(threads_n);
+        std::vector<std::string> errors(threads_n);
+        std::latch go(threads_n);
+        std::vector<std::thread> threads;
+        for (int i = 0; i < threads_n; ++i) {
+            threads.emplace_back([&, i] {
+                const auto k = static_cast<std::size_t>(i);
+                go.arrive_and_wait();
+                try {
+                    results[k] = stores[k]->login(name, "same password", true);
+                } catch (const std::exception& e) {
+                    errors[k] = e.what();
+                }
+            });
+        }
+        for (auto& t : threads) t.join();
 
-    int created = 0, ok = 0;
-    for (int i = 0; i < threads_n; ++i) {
-        const auto k = static_cast<std::size_t>(i);
-        ASSERT_EQ(errors[k], "") << "thread " << i;
-        if (results[k].outcome == login_outcome::created) ++created;
-        if (results[k].outcome == login_outcome::ok) ++ok;
-        EXPECT_EQ(results[k].acct.id, results[0].acct.id) << "thread " << i;
-        EXPECT_EQ(results[k].acct.name, "dave");
+        int created = 0, ok = 0;
+        for (int i = 0; i < threads_n; ++i) {
+            const auto k = static_cast<std::size_t>(i);
+            ASSERT_EQ(errors[k], "") << name << " thread " << i;
+            if (results[k].outcome == login_outcome::created) ++created;
+            if (results[k].outcome == login_outcome::ok) ++ok;
+            EXPECT_EQ(results[k].acct.id, results[0].acct.id) << name << " thread " << i;
+            EXPECT_EQ(results[k].acct.name, name);
+        }
+        EXPECT_EQ(created, 1) << name;
+        EXPECT_EQ(ok, threads_n - 1) << name;
+        auto found = stores[0]->find_account(name);
+        ASSERT_TRUE(found.has_value()) << name;
+        EXPECT_EQ(found->id, results[0].acct.id) << name;
+        EXPECT_EQ(raw("SELECT COUNT(*) FROM accounts"), std::to_string(round + 1));
     }
-    EXPECT_EQ(created, 1);
-    EXPECT_EQ(ok, threads_n - 1);
-    EXPECT_EQ(raw("SELECT COUNT(*) FROM accounts"), "1");
-    auto found = stores[0]->find_account("dave");
-    ASSERT_TRUE(found.has_value());
-    EXPECT_EQ(found->id, results[0].acct.id);
 }
 
 TEST_P(chat_store_test, AppendCountAndHistoryAreExactAndOrdered) {
@@ -184,7 +189,9 @@ TEST_P(chat_store_test, AppendCountAndHistoryAreExactAndOrdered) {
     // Interleaved rooms, and seq out of order inside the batch: history sorts by seq.
     for (std::uint64_t seq : {2, 1, 3, 5, 4}) batch.push_back(test::make_entry(1, seq));
     for (std::uint64_t seq : {1, 2, 3}) batch.push_back(test::make_entry(258, seq));
-    batch[1].text = std::string("bytes \0\xff\xfe that are not UTF-8", 30);
+    static constexpr char not_utf8[] = "bytes \0\xff\xfe that are not UTF-8";
+    batch[1].text = std::string(not_utf8, sizeof not_utf8 - 1);
+    ASSERT_EQ(batch[1].text.size(), 28u);
     batch[2].text = "\xec\x95\x88\xeb\x85\x95 (annyeong)";
     batch[3].text = std::string(60'000, 'x');
     batch[3].text[59'999] = 'y';
@@ -256,6 +263,35 @@ TEST_P(chat_store_test, AccountsAndLogsSurviveRestart) {
 
 INSTANTIATE_TEST_SUITE_P(backends, chat_store_test, ::testing::Values(backend::sqlite, backend::postgres),
                          test::backend_name);
+
+TEST(chat_store_postgres, ReconnectsAfterTheServerDropsTheConnection) {
+    std::string url;
+    try {
+        url = test::shared_pg_server().create_database();
+    } catch (const std::exception& e) {
+        FAIL() << e.what();
+    }
+    auto store = open_chat_store(url, password_policy::fast_for_tests());
+    auto created = store->login("gina", "pw", true);
+    ASSERT_EQ(created.outcome, login_outcome::created);
+    auto drop_connections = [&] {
+        test::pg_server::exec_sql(url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                       "WHERE datname = current_database() AND pid <> pg_backend_pid()");
+    };
+    // Each operation kind survives a dropped connection (restart, failover, idle timeout).
+    drop_connections();
+    auto again = store->login("gina", "pw", false);
+    EXPECT_EQ(again.outcome, login_outcome::ok);
+    EXPECT_EQ(again.acct.id, created.acct.id);
+    drop_connections();
+    EXPECT_EQ(store->append_chat_logs(std::vector{test::make_entry(1, 1), test::make_entry(1, 2)}), 2u);
+    drop_connections();
+    EXPECT_EQ(store->count_chat_logs(), 2u);
+    drop_connections();
+    EXPECT_EQ(store->room_history(1, 10), (std::vector{test::make_entry(1, 1), test::make_entry(1, 2)}));
+    drop_connections();
+    EXPECT_TRUE(store->find_account("gina").has_value());
+}
 
 // ---- opening errors: one clear sentence naming the cause and the fix ----
 

@@ -14,11 +14,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <ostream>
 #include <string>
 
 namespace strix::test {
 
 enum class backend { sqlite, postgres };
+
+/// gtest prints the parameter with this (instead of its bytes) in failure messages.
+inline void PrintTo(backend b, std::ostream* os) { *os << (b == backend::sqlite ? "sqlite" : "postgres"); }
 
 inline std::string backend_name(const ::testing::TestParamInfo<backend>& info) {
     return info.param == backend::sqlite ? "sqlite" : "postgres";
