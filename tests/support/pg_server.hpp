@@ -155,8 +155,11 @@ public:
         }
     }
 
+    /// TCP port on 127.0.0.1 (also the number in the unix socket's name).
     std::uint16_t port() const noexcept { return port_; }
+    /// The private directory holding the unix socket (and the cluster).
     const std::string& socket_dir() const noexcept { return dir_; }
+    /// PostgreSQL's bin directory in use.
     const std::string& bindir() const noexcept { return bindir_; }
 
 private:

@@ -77,6 +77,7 @@ public:
     /// A snapshot of the counters. Any thread.
     db_pool_stats stats() const;
 
+    /// Number of worker threads (= connections). Any thread.
     std::size_t worker_count() const noexcept { return threads_.size(); }
 
 private:
