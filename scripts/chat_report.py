@@ -90,7 +90,7 @@ def interval_table(run):
              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in run["intervals"]:
         lat = r["latency_us"]
-        lines.append(f"| {r['sec']:.0f}s | {n(r['io_r_s'])} | {n(r['io_s_s'])} | {n(r['app_in_s'])} | "
+        lines.append(f"| {r['sec']:g}s | {n(r['io_r_s'])} | {n(r['io_s_s'])} | {n(r['app_in_s'])} | "
                      f"{n(r['app_out_s'])} | {n(r['bytes_r_s'])} | {n(r['bytes_s_s'])} | {n(r['bc_deliv_s'])} | "
                      f"{n(lat['avg'])} | {n(lat['p50'])} | {n(lat['p90'])} | {n(lat['p99'])} |")
     return lines
@@ -102,7 +102,7 @@ def bucket_table(run):
     for r in run["intervals"]:
         b = r["latency_buckets"]
         total = sum(b[k] for k, _ in BUCKET_KEYS)
-        lines.append(f"| {r['sec']:.0f}s | " + " | ".join(f"{n(b[k])} ({pct(b[k], total)})" for k, _ in BUCKET_KEYS) + " |")
+        lines.append(f"| {r['sec']:g}s | " + " | ".join(f"{n(b[k])} ({pct(b[k], total)})" for k, _ in BUCKET_KEYS) + " |")
     b = run["latency_buckets"]
     total = sum(b[k] for k, _ in BUCKET_KEYS)
     lines.append("| **all** | " + " | ".join(f"**{n(b[k])}** ({pct(b[k], total)})" for k, _ in BUCKET_KEYS) + " |")

@@ -177,11 +177,14 @@ void load_controller::start_step(std::int64_t now, double rps) {
     rows_printed_ = 0;
     shared_.plan_gen.fetch_add(1, std::memory_order_release);
     if (o.sweep) {
-        std::printf("sweep step %u: %.1f rps per client for %.0f s (+%.0f s warmup)\n", p.index + 1, rps,
-                    o.duration_s, o.warmup_s);
+        if (p.index == 0) {
+            std::printf("sweep: from %g rps per client, x%g per step of %g s (+%g s warmup), until p99 > %g ms or "
+                        "deliveries fall behind (at most %u steps)\n",
+                        rps, o.sweep_factor, o.duration_s, o.warmup_s, o.sweep_p99_ms, o.sweep_steps);
+            print_sweep_header();
+        }
     } else {
-        std::printf("running: %.1f rps per client (%.0f chat_req/s, ~%.0f deliveries/s) for %.0f s after %.0f s "
-                    "warmup\n",
+        std::printf("running: %g rps per client (%.0f chat_req/s, ~%.0f deliveries/s) for %g s after %g s warmup\n",
                     rps, rps * o.clients, rps * o.clients * o.clients / o.rooms, o.duration_s, o.warmup_s);
         print_row_header();
     }

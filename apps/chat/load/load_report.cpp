@@ -165,7 +165,7 @@ void print_row_header() {
 void print_row(double label_s, double seconds, const load_stats& row) {
     const latency_histogram& h = row.latency;
     char sec[32];
-    std::snprintf(sec, sizeof(sec), "%.0fs", label_s);
+    std::snprintf(sec, sizeof(sec), "%gs", label_s);
     std::printf("%6s %9s %9s %9s %9s %11s %12s %11s %8s %8s %8s %8s", sec, thousands(per_s(row.reads, seconds)).c_str(),
                 thousands(per_s(row.writes, seconds)).c_str(), thousands(per_s(row.sent, seconds)).c_str(),
                 thousands(per_s(row.acked, seconds)).c_str(), thousands(per_s(row.bytes_in, seconds)).c_str(),
@@ -185,7 +185,7 @@ void print_run_summary(const load_options& o, const step_result& r, double setup
     const latency_histogram& h = t.latency;
     load_stats all = t;
     all.merge(r.warmup);
-    std::printf("\nsummary: %.0f s measured after %.0f s warmup; %u clients in %u rooms, %.1f rps per client, "
+    std::printf("\nsummary: %g s measured after %g s warmup; %u clients in %u rooms, %.1f rps per client, "
                 "payload %s, %u thread(s); setup %.1f s\n",
                 r.measured_s, o.warmup_s, o.clients, o.rooms, r.plan.rps, o.mix.to_string().c_str(), o.threads,
                 setup_s);
@@ -227,12 +227,14 @@ void print_run_summary(const load_options& o, const step_result& r, double setup
     std::fflush(stdout);
 }
 
+void print_sweep_header() {
+    std::printf("%4s %9s %11s %11s %12s %11s %8s %8s %8s %8s %6s %8s %6s %6s  %s\n", "step", "rps/cl",
+                "app in/s", "sent", "delivered", "deliv/s", "p50(us)", "p99(us)", "p999(us)", "lost", "dup+ooo",
+                "drain(s)", "tool%", "srv%", "result");
+    std::fflush(stdout);
+}
+
 void print_sweep_step(const load_options& o, const step_result& r) {
-    if (r.plan.index == 0) {
-        std::printf("%4s %9s %11s %11s %12s %11s %8s %8s %8s %8s %6s %8s %6s %6s  %s\n", "step", "rps/cl",
-                    "app in/s", "sent", "delivered", "deliv/s", "p50(us)", "p99(us)", "p999(us)", "lost", "dup+ooo",
-                    "drain(s)", "tool%", "srv%", "result");
-    }
     const latency_histogram& h = r.total.latency;
     char tool[16] = "-";
     char srv[16] = "-";

@@ -54,7 +54,10 @@ void print_row(double label_s, double seconds, const load_stats& row);
 /// Prints the summary of a normal (non-sweep) run. Controller thread.
 void print_run_summary(const load_options& o, const step_result& r, double setup_s);
 
-/// Prints one sweep step's line (and the header before step 0). Controller thread.
+/// Prints the sweep table's header row. Controller thread.
+void print_sweep_header();
+
+/// Prints one sweep step's row. Controller thread.
 void print_sweep_step(const load_options& o, const step_result& r);
 
 /// Prints the sweep's conclusion: the highest sustained deliveries/s. Controller thread.

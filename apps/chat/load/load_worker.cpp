@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace strix::chat {
 namespace {
@@ -505,6 +506,8 @@ void load_worker::on_frame(load_client& c, std::span<const std::byte> frame, std
         if (phase_ == load_phase::running) ++now_sink_->unexpected;
         return;
     case proto::msg_type::member_left:
+        // Once the run is over, other workers' clients are closing: their departures are expected.
+        if (shared_.stop.load(std::memory_order_relaxed)) return;
         ++now_sink_->unexpected;
         shared_.warn(shared_.warned_other, 10, "client %u: member_left received; nobody was meant to leave",
                      c.index);
