@@ -206,7 +206,9 @@ def main():
              f"order and the exact text of every message; {n(run['delivered'])} of {n(run['expected_deliveries'])} "
              f"deliveries owed arrived exactly once (warmup checked too: {n(run['warmup']['delivered'])} of "
              f"{n(run['warmup']['expected_deliveries'])}). Worst send lag of the load tool against its schedule: "
-             f"{run['send_lag_max_us'] / 1000:.1f} ms.")
+             f"{run['send_lag_max_us'] / 1000:.1f} ms. Its event loop was busy {run.get('loop_busy_pct', 0):.0f} % of "
+             f"the measured time and its longest turn took {run.get('loop_max_turn_us', 0) / 1000:.2f} ms: the most "
+             "the tool itself can have added to one receipt's latency.")
     L.append("")
     if sweep is not None:
         L.append("## Sweep")

@@ -130,6 +130,8 @@ void verification_json(json_out& j, const step_result& r) {
     all.merge(r.warmup);
     errors_json(j, all);
     j.num("send_lag_max_us", us(std::max(r.total.send_lag_max_ns, r.warmup.send_lag_max_ns)));
+    j.num("loop_busy_pct", r.measured_s > 0 ? 100.0 * static_cast<double>(r.total.busy_ns) / 1e9 / r.measured_s : 0.0);
+    j.num("loop_max_turn_us", us(r.total.max_turn_ns));
     j.num("drain_s", r.drain_s);
     j.num("wall_s", r.wall_s);
     if (r.load_cpu_s >= 0) j.num("load_cpu_pct", 100.0 * r.load_cpu_s / r.wall_s);
@@ -213,9 +215,11 @@ void print_run_summary(const load_options& o, const step_result& r, double setup
         std::printf(" %s %s (%.2f%%)%s", band_names[b], thousands(h.bands()[b]).c_str(), pct(h.bands()[b], h.count()),
                     b + 1 < latency_histogram::band_count ? " |" : "\n");
     }
-    std::printf("  load tool   io r/s %s, io s/s %s, deliveries per read %.2f, worst send lag %.0f us, drain %.3f s\n",
+    std::printf("  load tool   io r/s %s, io s/s %s, deliveries per read %.2f, loop busy %.0f %%, longest turn %.0f us, "
+                "worst send lag %.0f us, drain %.3f s\n",
                 thousands(per_s(t.reads, r.measured_s)).c_str(), thousands(per_s(t.writes, r.measured_s)).c_str(),
                 t.reads == 0 ? 0.0 : static_cast<double>(t.delivered) / static_cast<double>(t.reads),
+                100.0 * static_cast<double>(t.busy_ns) / 1e9 / r.measured_s, us(t.max_turn_ns),
                 us(std::max(t.send_lag_max_ns, r.warmup.send_lag_max_ns)), r.drain_s);
     if (r.load_cpu_s >= 0 && r.wall_s > 0) {
         std::printf("  cpu         load tool %.1f %%", 100.0 * r.load_cpu_s / r.wall_s);

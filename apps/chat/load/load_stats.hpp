@@ -40,6 +40,8 @@ struct load_stats {
     std::uint64_t disconnects = 0;  ///< connections the server closed
     std::uint64_t unexpected = 0;   ///< other unexpected frames (member_left during the run, ...)
     std::uint64_t send_lag_max_ns = 0;  ///< worst lateness of a send against its schedule
+    std::uint64_t busy_ns = 0;          ///< event-loop time spent between epoll waits
+    std::uint64_t max_turn_ns = 0;      ///< longest such stretch: the most a receipt can be delayed
     std::array<std::uint64_t, error_slots> errors{};  ///< error_res by error_code
     latency_histogram latency;
 
@@ -61,6 +63,8 @@ struct load_stats {
         disconnects += o.disconnects;
         unexpected += o.unexpected;
         if (o.send_lag_max_ns > send_lag_max_ns) send_lag_max_ns = o.send_lag_max_ns;
+        busy_ns += o.busy_ns;
+        if (o.max_turn_ns > max_turn_ns) max_turn_ns = o.max_turn_ns;
         for (std::size_t i = 0; i < error_slots; ++i) errors[i] += o.errors[i];
         latency.merge(o.latency);
     }

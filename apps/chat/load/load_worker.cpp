@@ -63,6 +63,7 @@ void load_worker::run(load_controller* ctl) {
     std::vector<epoll_event> events(512);
     connect_start_ = now_ns();
     std::int64_t next_tick = 0;
+    std::int64_t woke = 0;
     while (!shared_.stop.load(std::memory_order_acquire)) {
         std::int64_t now = now_ns();
         std::int64_t deadline = control(now);
@@ -74,7 +75,15 @@ void load_worker::run(load_controller* ctl) {
             deadline = std::min(deadline, next_tick);
             if (shared_.stop.load(std::memory_order_acquire)) break;
         }
-        const int n = wait_events(ep_, events.data(), static_cast<int>(events.size()), deadline - now_ns());
+        // How long the loop was busy since it last woke up: the delay it adds to a receipt at worst.
+        const std::int64_t before_wait = now_ns();
+        if (woke != 0) {
+            const auto busy = static_cast<std::uint64_t>(before_wait - woke);
+            now_sink_->busy_ns += busy;
+            if (busy > now_sink_->max_turn_ns) now_sink_->max_turn_ns = busy;
+        }
+        const int n = wait_events(ep_, events.data(), static_cast<int>(events.size()), deadline - before_wait);
+        woke = now_ns();
         if (n < 0) {
             if (errno == EINTR) continue;
             shared_.fail(std::string("epoll_wait: ") + std::strerror(errno));
