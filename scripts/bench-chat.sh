@@ -7,15 +7,16 @@
 # off, chat rate limit lifted so the sweep measures the server rather than its limiter), then runs
 #   1. seed 004's workload: 500 clients, 10 rooms, 10 chat messages per second per client,
 #      payload 64 B 80 % / 256 B 18 % / 1-2 KB 2 %, for CHAT_DURATION seconds, a row every 10 s;
-#   2. the sweep: the same clients and rooms, the rate raised x1.5 per 10 s step until p99 passes
-#      10 ms or deliveries fall behind;
+#   2. the sweep: the same clients and rooms, the rate starting at 2 messages/s per client (below
+#      the seed's point, so a small machine still shows a curve) and raised x1.5 per 10 s step until
+#      p99 passes 10 ms or deliveries fall behind;
 # stops the server with SIGTERM, and has scripts/chat_report.py write <build_dir>/bench/chat.md.
 # Fails loudly when a binary is missing, the server does not start or stop cleanly, or the load
 # tool fails (lost, duplicated, reordered or corrupted messages, errors).
 #
 # Environment: CHAT_DURATION (default 60), CHAT_WARMUP (5), CHAT_CLIENTS (500), CHAT_ROOMS (10),
-#              CHAT_RPS (10), CHAT_PAYLOAD_MIX (64:80,256:18,1024-2048:2), CHAT_SWEEP_DURATION (10),
-#              CHAT_SWEEP_STEPS (12), CHAT_SHARDS (server default), CHAT_LOAD_THREADS (1),
+#              CHAT_RPS (10), CHAT_PAYLOAD_MIX (64:80,256:18,1024-2048:2), CHAT_SWEEP_RPS (2),
+#              CHAT_SWEEP_DURATION (10), CHAT_SWEEP_STEPS (12), CHAT_SHARDS (server default), CHAT_LOAD_THREADS (1),
 #              CHAT_SWEEP=0 skips the sweep.
 set -euo pipefail
 
@@ -30,6 +31,7 @@ clients=${CHAT_CLIENTS:-500}
 rooms=${CHAT_ROOMS:-10}
 rps=${CHAT_RPS:-10}
 mix=${CHAT_PAYLOAD_MIX:-64:80,256:18,1024-2048:2}
+sweep_rps=${CHAT_SWEEP_RPS:-2}
 sweep_duration=${CHAT_SWEEP_DURATION:-10}
 sweep_steps=${CHAT_SWEEP_STEPS:-12}
 load_threads=${CHAT_LOAD_THREADS:-1}
@@ -97,7 +99,7 @@ run_load() {
 
 run_load run $((duration + warmup + 300)) --rps "$rps" --duration "$duration" --warmup "$warmup" --report-every 10
 if [ "$do_sweep" = 1 ]; then
-  run_load sweep $(((sweep_duration + 15) * sweep_steps + 300)) --sweep --rps "$rps" \
+  run_load sweep $(((sweep_duration + 15) * sweep_steps + 300)) --sweep --rps "$sweep_rps" \
     --duration "$sweep_duration" --sweep-steps "$sweep_steps" --report-every "$sweep_duration"
 fi
 
