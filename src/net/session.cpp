@@ -74,7 +74,7 @@ void session::set_max_frame(std::uint32_t max_frame) noexcept {
 void session::send(std::span<const std::byte> bytes) {
     if (state_ != state::open) return;
     tx_.append(bytes);
-    bump(ns_.counters.sends);
+    ++unpublished_sends_;
     if (tx_.size() > ns_.limits.max_queued) {
         bump(ns_.counters.slow_consumers);
         log_limited(log_level::warn, "session %s: slow consumer (%zu bytes queued), disconnecting", peer_.c_str(), tx_.size());
@@ -92,7 +92,7 @@ void session::send(shared_buffer_ptr buf) {
 void session::send(shared_buffer_ptr buf, std::size_t offset, std::size_t length) {
     if (state_ != state::open) return;
     tx_.append(std::move(buf), offset, length);
-    bump(ns_.counters.sends);
+    ++unpublished_sends_;
     if (tx_.size() > ns_.limits.max_queued) {
         bump(ns_.counters.slow_consumers);
         log_limited(log_level::warn, "session %s: slow consumer (%zu bytes queued), disconnecting", peer_.c_str(), tx_.size());
@@ -282,6 +282,12 @@ void session::on_flush() {
 }
 
 void session::flush_now() {
+    // Sends are counted per session and published once per turn: a shared counter per message
+    // costs more than the append itself.
+    if (unpublished_sends_) {
+        bump(ns_.counters.sends, unpublished_sends_);
+        unpublished_sends_ = 0;
+    }
     while (!tx_.empty()) {
         iovec iov[max_iov];
         int n = tx_.fill_iov(iov, max_iov);
@@ -387,6 +393,10 @@ void session::finalize(std::error_code reason) {
     if (state_ == state::closed) return;
     state_ = state::closed;
     ns_.owner.timers().cancel(timer_);
+    if (unpublished_sends_) {
+        bump(ns_.counters.sends, unpublished_sends_);
+        unpublished_sends_ = 0;
+    }
     if (holds_shard_) {
         ns_.owner.release_hold();
         holds_shard_ = false;

@@ -29,6 +29,7 @@
 #include <sys/uio.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -57,7 +58,7 @@ public:
         if (count_ && fill_ && bytes.size() <= fill_->size() - fill_used_) {
             segment& tail = slot(count_ - 1);
             if (tail.chunk && tail.buf == fill_ && tail.offset + tail.length == fill_used_) {
-                if (!bytes.empty()) std::memcpy(fill_->data() + fill_used_, bytes.data(), bytes.size());
+                copy_small(fill_->data() + fill_used_, bytes.data(), bytes.size());
                 tail.length += bytes.size();
                 fill_used_ += bytes.size();
                 bytes_ += bytes.size();
@@ -106,6 +107,19 @@ private:
     segment& slot(std::size_t i) noexcept { return segs_[(head_ + i) & (cap_ - 1)]; }
     const segment& slot(std::size_t i) const noexcept { return segs_[(head_ + i) & (cap_ - 1)]; }
     void append_slow(std::span<const std::byte> bytes);
+    // Messages are mostly small: copy up to 16 bytes with two overlapping loads and stores
+    // instead of a call into memcpy.
+    static void copy_small(std::byte* dst, const std::byte* src, std::size_t n) noexcept {
+        if (n >= 8 && n <= 16) {
+            std::uint64_t a, b;
+            std::memcpy(&a, src, 8);
+            std::memcpy(&b, src + n - 8, 8);
+            std::memcpy(dst, &a, 8);
+            std::memcpy(dst + n - 8, &b, 8);
+        } else if (n) {
+            std::memcpy(dst, src, n);
+        }
+    }
     void push_back(segment&& s);
     void pop_front() noexcept;
     void grow();

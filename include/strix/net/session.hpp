@@ -115,6 +115,7 @@ private:
     std::uint64_t last_rx_tick_ = 0;
     std::uint64_t close_deadline_tick_ = 0;
     std::uint64_t paused_since_tick_ = 0;
+    std::uint64_t unpublished_sends_ = 0;  // send() calls not yet added to the shard's counter
     std::uint32_t max_frame_;
     state state_ = state::open;
     bool read_paused_ = false;
