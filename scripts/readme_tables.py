@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Refreshes README.md's benchmark section from the reports under build/bench/.
+
+usage: scripts/readme_tables.py [build_dir]
+Copies the tables the benchmark scripts wrote (with the commands that made them) between the
+<!-- bench:begin --> and <!-- bench:end --> markers, so the README never carries a hand-typed figure.
+"""
+import os
+import re
+import sys
+
+build = sys.argv[1] if len(sys.argv) > 1 else "build"
+bench = os.path.join(build, "bench")
+
+
+def section(md, start_pat, stop_pat=r"^## "):
+    """Lines of md from the first line matching start_pat up to the next heading."""
+    lines = md.splitlines()
+    out, on = [], False
+    for ln in lines:
+        if re.match(start_pat, ln):
+            on = True
+            continue
+        if on and re.match(stop_pat, ln):
+            break
+        if on:
+            out.append(ln)
+    return "\n".join(out).strip()
+
+
+def read(name):
+    p = os.path.join(bench, name)
+    return open(p).read() if os.path.exists(p) else None
+
+
+parts = []
+comp = read("components.md")
+if comp:
+    cmd = re.search(r"Command: `([^`]*)`", comp)
+    parts.append("### Components (seed 000's methodology table)\n")
+    parts.append(f"`make bench-components` (`{cmd.group(1) if cmd else ''}`), medians, same run:\n")
+    parts.append(section(comp, r"^## Methodology comparison"))
+echo = read("echo.md")
+if echo:
+    parts.append("\n### Echo shoot-out (seed 001: 100 connections, 8-byte messages, one send() per message)\n")
+    parts.append("`make bench-echo`, medians of 3 runs per server and depth, same client, same run:\n")
+    for depth in ("1", "16", "128"):
+        parts.append(f"Depth {depth}:\n")
+        parts.append(section(echo, rf"^## Depth {depth}$") + "\n")
+scal = read("scaling.md")
+if scal:
+    cmd = re.search(r"Command: `([^`]*)`", scal)
+    parts.append("\n### Per-core vs shared io_context (seed 000 §10)\n")
+    parts.append(f"`make bench-scaling` (`{cmd.group(1) if cmd else ''}`), medians; this machine has 2 cores:\n")
+    parts.append("\n".join(l for l in scal.splitlines() if l.startswith("|")))
+chat = read("chat.md")
+if chat:
+    parts.append("\n### Chat (seed 004's workload)\n")
+    parts.append("`make bench-chat`; see build/bench/chat.md for the interval tables and the sweep.\n")
+
+block = "\n".join(parts).strip()
+readme = open("README.md").read()
+new = re.sub(r"<!-- bench:begin -->.*<!-- bench:end -->",
+             "<!-- bench:begin -->\n" + block + "\n<!-- bench:end -->", readme, flags=re.S)
+open("README.md", "w").write(new)
+print("README.md benchmark section refreshed from", bench)
