@@ -3,6 +3,9 @@
 // chat_msg any client received is in the chat log after the server exits).
 #include "chat_fixture.hpp"
 
+#include <libpq-fe.h>
+#include <sqlite3.h>
+
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -15,6 +18,96 @@ using proto::msg_type;
 namespace {
 
 class durability : public chat_test {};
+
+/// Holds the chat log's write lock from outside the server, so its log writer stalls.
+class chat_log_lock {
+public:
+    chat_log_lock(backend b, const std::string& url) {
+        if (b == backend::sqlite) {
+            ::sqlite3_open(url.substr(7).c_str(), &lite_);
+            ok_ = ::sqlite3_exec(lite_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
+        } else {
+            pg_ = ::PQconnectdb(url.c_str());
+            PGresult* r = ::PQexec(pg_, "BEGIN; LOCK TABLE chat_logs IN ACCESS EXCLUSIVE MODE");
+            ok_ = ::PQresultStatus(r) == PGRES_COMMAND_OK;
+            ::PQclear(r);
+        }
+    }
+    ~chat_log_lock() { release(); }
+    bool ok() const { return ok_; }
+    void release() {
+        if (lite_) {
+            ::sqlite3_exec(lite_, "ROLLBACK", nullptr, nullptr, nullptr);
+            ::sqlite3_close(lite_);
+            lite_ = nullptr;
+        }
+        if (pg_) {
+            ::PQclear(::PQexec(pg_, "ROLLBACK"));
+            ::PQfinish(pg_);
+            pg_ = nullptr;
+        }
+    }
+
+private:
+    sqlite3* lite_ = nullptr;
+    PGconn* pg_ = nullptr;
+    bool ok_ = false;
+};
+
+TEST_P(durability, a_full_chat_log_queue_refuses_messages_and_acknowledges_only_what_it_stores) {
+    // Room for 2 waiting log records; the writer holds one more in the batch it is committing.
+    auto srv = start(2, {"--db-queue", "2"});
+    chat_client a(srv->port()), b(srv->port());
+    a.login("ann");
+    b.login("ben");
+    auto room = a.create("r");
+    b.join(room);
+    a.expect_member_event(msg_type::member_joined, room, "ben");
+
+    chat_log_lock lock(GetParam(), db_url_);
+    ASSERT_TRUE(lock.ok());
+    // The first message is taken by the writer, which then waits for the lock.
+    a.send_chat("m1", 1);
+    EXPECT_EQ(a.expect_chat().seq, 1u);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::vector<std::uint64_t> acked{1};
+    int busy = 0;
+    for (std::uint64_t k = 2; k <= 6; ++k) {
+        a.send_chat("m" + std::to_string(k), k);
+        auto f = a.recv();
+        ASSERT_TRUE(f);
+        if (f->type == msg_type::chat_msg) {
+            auto l = to_line(*f->as<proto::chat_msg>());
+            EXPECT_EQ(l.seq, acked.size() + 1) << "a refused message takes no seq";
+            acked.push_back(l.client_seq);
+        } else {
+            ASSERT_EQ(f->type, msg_type::error_res);
+            EXPECT_EQ(f->as<proto::error_res>()->code(), error_code::server_busy);
+            EXPECT_EQ(f->as<proto::error_res>()->request(), msg_type::chat_req);
+            ++busy;
+        }
+    }
+    EXPECT_GE(busy, 1) << "the queue never filled";
+    EXPECT_LE(acked.size(), 4u) << "more acknowledged than the queue and the batch can hold";
+    // The other member got exactly the acknowledged messages.
+    for (std::size_t i = 0; i < acked.size(); ++i) {
+        auto l = b.expect_chat();
+        EXPECT_EQ(l.seq, i + 1);
+        EXPECT_EQ(l.client_seq, acked[i]);
+    }
+    b.expect_nothing();
+    lock.release();
+    stop_cleanly(*srv);
+
+    // And the database holds exactly them.
+    auto store = open_store();
+    auto h = store->room_history(room, 100);
+    ASSERT_EQ(h.size(), acked.size());
+    for (std::size_t i = 0; i < h.size(); ++i) {
+        EXPECT_EQ(h[i].seq, i + 1);
+        EXPECT_EQ(h[i].text, "m" + std::to_string(acked[i]));
+    }
+}
 
 TEST_P(durability, accounts_and_chat_logs_survive_a_restart) {
     std::uint64_t alice = 0, room = 0;

@@ -58,6 +58,7 @@ TEST(server_cli, an_unreachable_database_is_one_clear_error) {
                           "--shards", "1", "--no-pin"});
     EXPECT_EQ(o.status, 1) << o.output;
     EXPECT_NE(o.output.find("cannot connect"), std::string::npos) << o.output;
+    EXPECT_EQ(lines(o.output), 1u) << o.output;
 
     auto bad = run_to_exit({"--port", "0", "--db", "mysql://nope", "--metrics-port", "0"});
     EXPECT_EQ(bad.status, 2) << bad.output;

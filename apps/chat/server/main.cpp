@@ -10,6 +10,28 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
+
+namespace {
+
+// Some causes arrive with line breaks (libpq's connection errors do); an operator gets one line.
+std::string one_line(const std::string& s) {
+    std::string out;
+    bool space = false;
+    for (char c : s) {
+        bool ws = c == '\n' || c == '\r' || c == '\t' || c == ' ';
+        if (ws) {
+            space = !out.empty();
+            continue;
+        }
+        if (space) out += ' ';
+        space = false;
+        out += c;
+    }
+    return out;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
     // Block the stop signals before any thread exists (database workers, shards, metrics), so
@@ -38,7 +60,7 @@ int main(int argc, char** argv) {
             return 1;
         }
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "strix-chat-server: %s\n", e.what());
+        std::fprintf(stderr, "strix-chat-server: %s\n", one_line(e.what()).c_str());
         return 1;
     }
     return 0;
