@@ -4,7 +4,6 @@
 #include "names.hpp"
 
 #include <strix/core/log.hpp>
-#include <strix/net/net_errc.hpp>
 #include <strix/storage/db_pool.hpp>
 
 #include <algorithm>
