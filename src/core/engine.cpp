@@ -48,6 +48,7 @@ engine::engine(engine_config cfg) : cfg_(cfg) {
     for (unsigned to = 0; to < n; ++to)
         for (unsigned from = 0; from < n; ++from)
             if (from != to) mesh_[static_cast<std::size_t>(to) * n + from] = std::make_unique<spsc_queue<task>>(cfg_.mesh_capacity);
+    exited_ = std::make_unique<std::atomic<bool>[]>(n);
     shards_.reserve(n);
     // shard_count() is read by the shard constructor, so size the vector first.
     for (unsigned i = 0; i < n; ++i) shards_.push_back(nullptr);
@@ -70,6 +71,7 @@ void engine::start() {
         threads_.emplace_back([this, i] {
             if (cfg_.pin_threads) pin_to(i);
             shards_[i]->run();
+            exited_[i].store(true, std::memory_order_release);
             running_.fetch_sub(1, std::memory_order_acq_rel);
         });
     }

@@ -153,6 +153,13 @@ void shard::flush_overflow() {
     }
 }
 
+bool shard::overflow_only_to_exited() const noexcept {
+    if (overflow_count_ == 0) return true;
+    for (unsigned target = 0; target < overflow_.size(); ++target)
+        if (!overflow_[target].empty() && !engine_.has_exited(target)) return false;
+    return true;
+}
+
 void shard::advance_clock() {
     auto elapsed = std::chrono::steady_clock::now() - epoch_;
     auto ticks = static_cast<std::uint64_t>(elapsed / tick_);
@@ -229,8 +236,14 @@ void shard::run() {
                 engine_.shard_finished_draining();
             }
         }
-        if (drained_ && engine_.all_drained() && local_.empty() && overflow_count_ == 0 && !inbound_pending()) break;
+        if (drained_ && engine_.all_drained() && local_.empty() && !inbound_pending() && overflow_only_to_exited()) break;
         turn(next_timeout());
+    }
+    if (overflow_count_) {
+        // Only shards that already exited are left to receive these; nobody will run them.
+        log(log_level::warn, "shard %u: dropping %zu tasks posted to shards that already stopped", id_, overflow_count_);
+        for (auto& q : overflow_) q.clear();
+        overflow_count_ = 0;
     }
     for (auto& t : exit_hooks_) t();
     exit_hooks_.clear();

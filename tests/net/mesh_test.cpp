@@ -15,7 +15,7 @@ using namespace strix;
 namespace {
 
 constexpr unsigned shards = 4;
-constexpr std::uint64_t per_pair = 100000;
+constexpr std::uint64_t per_pair = 40000;
 constexpr unsigned outside_threads = 2;
 
 struct receiver_state {
@@ -153,6 +153,46 @@ TEST(mesh, timers_fire_on_the_owning_shard) {
     EXPECT_TRUE(c.right_thread.load());
     eng.stop();
     eng.join();
+}
+
+}  // namespace
+
+namespace {
+
+// Regression: a shard whose overflow for a peer exceeded the peer's channel used to spin forever
+// once that peer had exited. Stopping in the middle of a flood must end the engine.
+TEST(mesh, stop_in_the_middle_of_a_cross_shard_flood_terminates) {
+    for (int round = 0; round < 3; ++round) {
+        strix::engine_config cfg;
+        cfg.shards = 3;
+        cfg.pin_threads = false;
+        cfg.mesh_capacity = 64;
+        strix::engine eng(cfg);
+        std::atomic<std::uint64_t> ran{0};
+        eng.start();
+        for (unsigned from = 0; from < 3; ++from) {
+            eng.post(from, [&eng, &ran, from] {
+                // Far more than a channel holds: most of it waits in the overflow lists.
+                for (int i = 0; i < 30000; ++i)
+                    for (unsigned to = 0; to < 3; ++to)
+                        if (to != from) eng.at(from).post_to(to, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+            });
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(round * 5));
+        std::atomic<bool> joined{false};
+        std::thread watchdog([&joined] {
+            for (int i = 0; i < 300 && !joined.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            if (!joined.load()) {
+                std::fprintf(stderr, "engine did not stop within 30 s of stop() during a flood\n");
+                std::abort();
+            }
+        });
+        eng.stop();
+        eng.join();
+        joined = true;
+        watchdog.join();
+        EXPECT_GT(ran.load(), 0u);
+    }
 }
 
 }  // namespace

@@ -74,11 +74,13 @@ private:
     friend class shard;
     void shard_finished_draining() noexcept;
     bool all_drained() const noexcept { return draining_.load(std::memory_order_acquire) == 0; }
+    bool has_exited(unsigned shard_index) const noexcept { return exited_[shard_index].load(std::memory_order_acquire); }
 
     engine_config cfg_;
     std::vector<std::unique_ptr<shard>> shards_;
     std::vector<std::unique_ptr<spsc_queue<task>>> mesh_;  // [to * N + from]
     std::vector<std::thread> threads_;
+    std::unique_ptr<std::atomic<bool>[]> exited_;  // per shard: its loop has ended
     std::atomic<unsigned> draining_{0};
     std::atomic<unsigned> running_{0};
     bool started_ = false;

@@ -138,6 +138,7 @@ private:
     bool inbound_pending() const noexcept;
     std::size_t drain_inbound();
     void flush_overflow();
+    bool overflow_only_to_exited() const noexcept;
     void advance_clock();
     void ring() noexcept;       // wakes this shard if it may be asleep; any thread
     void request_stop() noexcept;
