@@ -46,6 +46,12 @@ void chat_log_writer::run() {
             std::unique_lock lk(mu_);
             work_cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
             if (queue_.empty()) return;  // stopping, and everything is written
+            if (cfg_.commit_delay.count() > 0 && !stopping_ && queue_.size() < cfg_.batch_limit) {
+                // Gather: wait (lock released) until the batch fills, the delay passes or we stop.
+                // try_enqueue only notifies on empty -> non-empty, so this sleeps the full delay
+                // unless the batch fills (checked when the wait ends) or stop() wakes us.
+                work_cv_.wait_for(lk, cfg_.commit_delay, [&] { return stopping_; });
+            }
             // Group commit: everything that piled up while the last transaction ran goes into
             // this one, up to the batch limit.
             const std::size_t n = std::min(queue_.size(), cfg_.batch_limit);
