@@ -48,6 +48,12 @@ int main(int argc, char** argv) {
                     static_cast<unsigned long long>(st.accepted), static_cast<unsigned long long>(st.frames_in),
                     static_cast<unsigned long long>(st.bytes_out), static_cast<unsigned long long>(st.frame_errors),
                     static_cast<unsigned long long>(st.slow_consumers));
+        for (unsigned i = 0; i < eng.shard_count(); ++i) {
+            const auto& ss = eng.at(i).stats();
+            std::printf("  shard %u: %llu loop turns, %llu I/O events, %llu wake-ups by other threads\n", i,
+                        static_cast<unsigned long long>(ss.turns.load()), static_cast<unsigned long long>(ss.io_events.load()),
+                        static_cast<unsigned long long>(ss.wakeups.load()));
+        }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "strix-echo-server: %s\n", e.what());
         return 1;

@@ -48,7 +48,7 @@ ring_buffer& ring_buffer::operator=(ring_buffer&& other) noexcept {
 
 void ring_buffer::attach(std::byte* storage, std::size_t capacity) noexcept {
     if (data_ != nullptr) contract_failure("attach() while storage is attached or owned");
-    if (storage == nullptr || !std::has_single_bit(capacity))
+    if (storage == nullptr || capacity == 0 || (capacity & (capacity - 1)) != 0)  // no popcount call: hot path
         contract_failure("attach() needs non-null storage and a power-of-two capacity");
     data_ = storage;
     capacity_ = capacity;

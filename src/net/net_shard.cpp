@@ -2,8 +2,12 @@
 
 #include "net/listener.hpp"
 
+#include <strix/core/log.hpp>
+
 #include <strix/net/net_errc.hpp>
 
+#include <malloc.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <bit>
@@ -29,7 +33,7 @@ net_shard::net_shard(shard& s, const session_limits& lim, frame_format fmt,
       format(fmt),
       handler(std::move(h)),
       peers(all),
-      rx_pool_(limits.recv_buffer, 64, 16) {
+      rx_pool_(limits.recv_buffer, static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)), 16) {  // page-aligned: see give_rx_buffer
     sweep_.on_fire = &net_shard::on_sweep;
     sweep_.ctx = this;
 }
@@ -37,7 +41,13 @@ net_shard::net_shard(shard& s, const session_limits& lim, frame_format fmt,
 void net_shard::on_sweep(timer_node& t) {
     auto& self = *static_cast<net_shard*>(t.ctx);
     auto period = self.owner.ticks_for(sweep_period);
-    for (auto& [id, s] : self.sessions_) s->trim_if_idle(period);
+    std::size_t trimmed = 0;
+    for (auto& [id, s] : self.sessions_) trimmed += s->trim_if_idle(period) ? 1 : 0;
+    if (trimmed) log(log_level::debug, "shard %u: idle sweep trimmed %zu of %zu sessions", self.owner.id(), trimmed, self.sessions_.size());
+    // Trimmed send chains went back to malloc, which keeps their pages; after a large sweep, ask
+    // it to return free pages to the kernel. Cold path: at most once a second, only when many
+    // sessions just went idle.
+    if (trimmed >= 256) ::malloc_trim(0);
     self.owner.timers().schedule(t, period);
 }
 
@@ -95,7 +105,13 @@ void net_shard::install_hooks() {
 }
 
 std::byte* net_shard::take_rx_buffer() {
-    auto* p = static_cast<std::byte*>(rx_pool_.allocate());
+    std::byte* p;
+    if (!free_rx_.empty()) {
+        p = free_rx_.back();
+        free_rx_.pop_back();
+    } else {
+        p = static_cast<std::byte*>(rx_pool_.allocate());
+    }
     if (p) {
         auto in_use = counters.recv_buffers_in_use.load(std::memory_order_relaxed) + 1;
         counters.recv_buffers_in_use.store(in_use, std::memory_order_relaxed);
@@ -105,8 +121,18 @@ std::byte* net_shard::take_rx_buffer() {
     return p;
 }
 
-void net_shard::give_rx_buffer(std::byte* p) noexcept {
-    rx_pool_.deallocate(p);
+void net_shard::give_rx_buffer(std::byte* p, bool cold) noexcept {
+    if (cold) {
+        // An idle session's ring: hand its pages back to the kernel (the pool keeps the address
+        // range and the memory reads as zeros when reused), so idle connections cost no RSS.
+        const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+        auto begin = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
+        auto end = (reinterpret_cast<std::uintptr_t>(p) + limits.recv_buffer) & ~(page - 1);
+        if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+    }
+    // Kept beside the pool, not in its intrusive free list: linking a slot writes into it and
+    // would fault back in the page just returned.
+    free_rx_.push_back(p);
     counters.recv_buffers_in_use.store(counters.recv_buffers_in_use.load(std::memory_order_relaxed) - 1,
                                        std::memory_order_relaxed);
 }

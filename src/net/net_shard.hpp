@@ -36,7 +36,8 @@ public:
     void install_hooks();
 
     std::byte* take_rx_buffer();
-    void give_rx_buffer(std::byte* p) noexcept;
+    /// Returns a ring to the pool; cold = the session went idle, so its pages go back to the kernel.
+    void give_rx_buffer(std::byte* p, bool cold = false) noexcept;
 
     shard& owner;
     const session_limits limits;
@@ -47,7 +48,8 @@ public:
     unsigned next_handoff = 0;       // round-robin target for unix-socket connections
 
 private:
-    slab_pool rx_pool_;
+    slab_pool rx_pool_;               // carves new receive rings; never given one back
+    std::vector<std::byte*> free_rx_;  // rings not in use (idle ones with their pages returned)
     boost::unordered_flat_map<std::uint64_t, session_ptr> sessions_;
     std::vector<intrusive_ptr<listener>> listeners_;
     std::uint64_t next_id_ = 1;

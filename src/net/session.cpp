@@ -60,8 +60,16 @@ void session::start() {
 bool session::trim_if_idle(std::uint64_t quiet_ticks) noexcept {
     if (state_ != state::open || !tx_.empty()) return false;
     if (ns_.owner.now_tick() - last_rx_tick_ < quiet_ticks) return false;
-    tx_.trim();
-    return true;
+    bool freed = false;
+    if (tx_.has_chunks()) {
+        tx_.trim();
+        freed = true;
+    }
+    if (rx_.has_storage() && rx_.empty()) {
+        release_rx(true);
+        freed = true;
+    }
+    return freed;
 }
 
 void session::set_max_frame(std::uint32_t max_frame) noexcept {
@@ -130,10 +138,10 @@ bool session::acquire_rx() {
     return true;
 }
 
-void session::release_rx() {
+void session::release_rx(bool cold) {
     if (!rx_.has_storage()) return;
     rx_.clear();
-    if (std::byte* p = rx_.detach()) ns_.give_rx_buffer(p);
+    if (std::byte* p = rx_.detach()) ns_.give_rx_buffer(p, cold);
 }
 
 // Reads until the socket is drained (a short read means it is), handing frames to the handler
@@ -160,7 +168,8 @@ void session::do_read() {
             break;
         }
         std::size_t want = iov[0].iov_len + (n > 1 ? iov[1].iov_len : 0);
-        ssize_t r = ::readv(fd_, iov, n);
+        // One contiguous free span is the common case; plain read() skips readv's iovec import.
+        ssize_t r = n == 1 ? ::read(fd_, iov[0].iov_base, iov[0].iov_len) : ::readv(fd_, iov, n);
         if (r > 0) {
             rx_.commit(static_cast<std::size_t>(r));
             bump(ns_.counters.reads);
@@ -181,7 +190,8 @@ void session::do_read() {
         finalize(std::error_code(e, std::generic_category()));
         return;
     }
-    if (state_ != state::closed && rx_.empty()) release_rx();
+    // The ring stays attached while the peer is active (taking and returning it per read cost
+    // more than the read's own work); the shard's idle sweep returns it (trim_if_idle).
 }
 
 // Sizes the frame at p: ok (len set), need_more, or a framing error. Reads only the header's
@@ -293,10 +303,16 @@ void session::flush_now() {
         int n = tx_.fill_iov(iov, max_iov);
         std::size_t want = 0;
         for (int i = 0; i < n; ++i) want += iov[i].iov_len;
-        msghdr msg{};
-        msg.msg_iov = iov;
-        msg.msg_iovlen = static_cast<std::size_t>(n);
-        ssize_t w = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+        ssize_t w;
+        if (n == 1) {
+            // A single segment (the usual coalesced chunk): send() avoids sendmsg's msghdr/iovec copy.
+            w = ::send(fd_, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL);
+        } else {
+            msghdr msg{};
+            msg.msg_iov = iov;
+            msg.msg_iovlen = static_cast<std::size_t>(n);
+            w = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+        }
         if (w > 0) {
             tx_.consume(static_cast<std::size_t>(w));
             bump(ns_.counters.writes);

@@ -65,6 +65,19 @@ public:
                 return;
             }
         }
+        // Also inlined: the chain is empty (just flushed) and the fill chunk has room.
+        if (count_ == 0 && fill_ && bytes.size() <= fill_->size() - fill_used_ && !bytes.empty()) {
+            segment& s = segs_[head_];
+            s.buf = fill_;
+            s.offset = fill_used_;
+            s.length = bytes.size();
+            s.chunk = true;
+            count_ = 1;
+            copy_small(fill_->data() + fill_used_, bytes.data(), bytes.size());
+            fill_used_ += bytes.size();
+            bytes_ += bytes.size();
+            return;
+        }
         append_slow(bytes);
     }
     /// Queues bytes [offset, offset + length) of `buf` by reference, without copying. Aborts if
@@ -107,6 +120,11 @@ private:
     segment& slot(std::size_t i) noexcept { return segs_[(head_ + i) & (cap_ - 1)]; }
     const segment& slot(std::size_t i) const noexcept { return segs_[(head_ + i) & (cap_ - 1)]; }
     void append_slow(std::span<const std::byte> bytes);
+public:
+    /// True while the chain holds chunk memory (a current or spare chunk). Owning thread only.
+    bool has_chunks() const noexcept { return fill_ || spare_; }
+
+private:
     // Messages are mostly small: copy up to 16 bytes with two overlapping loads and stores
     // instead of a call into memcpy.
     static void copy_small(std::byte* dst, const std::byte* src, std::size_t n) noexcept {

@@ -77,7 +77,8 @@ public:
     /// Free for the application (e.g. a pointer to its per-connection state). Owning shard only.
     void* user_data = nullptr;
 
-    /// Frees the send chain's chunks if nothing is queued and nothing arrived for quiet_ticks.
+    /// Frees the send chain's chunks and returns the receive ring to the shard's pool if nothing
+    /// is queued and nothing arrived for quiet_ticks. True if it freed anything.
     /// Called by the shard's periodic sweep, so a busy session keeps its chunk between turns and
     /// an idle one costs little memory. Owning shard only.
     bool trim_if_idle(std::uint64_t quiet_ticks) noexcept;
@@ -101,7 +102,7 @@ private:
     void pause_reading();
     void resume_reading();
     bool acquire_rx();
-    void release_rx();
+    void release_rx(bool cold = false);
     static void on_timer(timer_node& t);
     void arm_timer();
 
