@@ -56,7 +56,15 @@ if scal:
 chat = read("chat.md")
 if chat:
     parts.append("\n### Chat (seed 004's workload)\n")
-    parts.append("`make bench-chat`; see build/bench/chat.md for the interval tables and the sweep.\n")
+    cmds = re.search(r"## Commands\s*```\s*(.*?)```", chat, re.S)
+    server_cmd = cmds.group(1).strip().splitlines()[0] if cmds else ""
+    parts.append("`make bench-chat` (500 clients, 10 rooms, 10 messages/s each, payload mix 64:80,256:18,1024-2048:2, "
+                 "60 s); server: `" + server_cmd + "`. Interval tables, latency buckets and the sweep are in "
+                 "build/bench/chat.md.\n")
+    parts.append(section(chat, r"^## Summary"))
+    best = re.search(r"\*\*Highest sustained:.*", chat)
+    if best:
+        parts.append("\nSweep (rate raised until p99 > 10 ms): " + best.group(0))
 
 block = "\n".join(parts).strip()
 readme = open("README.md").read()
