@@ -82,14 +82,7 @@ void session::set_max_frame(std::uint32_t max_frame) noexcept {
 void session::send(std::span<const std::byte> bytes) {
     if (state_ != state::open) return;
     tx_.append(bytes);
-    ++unpublished_sends_;
-    if (tx_.size() > ns_.limits.max_queued) {
-        bump(ns_.counters.slow_consumers);
-        log_limited(log_level::warn, "session %s: slow consumer (%zu bytes queued), disconnecting", peer_.c_str(), tx_.size());
-        abort(net_errc::slow_consumer);
-        return;
-    }
-    ns_.owner.mark_dirty(*this);
+    queued();
 }
 
 void session::send(shared_buffer_ptr buf) {
@@ -100,6 +93,11 @@ void session::send(shared_buffer_ptr buf) {
 void session::send(shared_buffer_ptr buf, std::size_t offset, std::size_t length) {
     if (state_ != state::open) return;
     tx_.append(std::move(buf), offset, length);
+    queued();
+}
+
+// After every append: enforce the hard output limit, else schedule this turn's flush.
+void session::queued() {
     ++unpublished_sends_;
     if (tx_.size() > ns_.limits.max_queued) {
         bump(ns_.counters.slow_consumers);
