@@ -73,10 +73,9 @@ bool session::trim_if_idle(std::uint64_t quiet_ticks) noexcept {
 }
 
 void session::set_max_frame(std::uint32_t max_frame) noexcept {
-    // The receive ring is sized once per server; a frame must fit in it whole.
-    auto ring = static_cast<std::uint32_t>(std::min<std::size_t>(rx_.has_storage() ? rx_.capacity() : ns_.limits.recv_buffer,
-                                                                 UINT32_MAX));
-    max_frame_ = std::min(max_frame, std::max(ring, ns_.limits.max_frame));
+    // Every ring is recv_buffer bytes (normalized to hold the server's max_frame); a frame must
+    // fit in it whole, so that is the ceiling.
+    max_frame_ = static_cast<std::uint32_t>(std::min<std::size_t>(max_frame, ns_.limits.recv_buffer));
 }
 
 void session::send(std::span<const std::byte> bytes) {
@@ -94,6 +93,15 @@ void session::send(shared_buffer_ptr buf, std::size_t offset, std::size_t length
     if (state_ != state::open) return;
     tx_.append(std::move(buf), offset, length);
     queued();
+}
+
+// Sends are counted per session and added to the shard's counter once per flush: a shared
+// counter per message costs more than the append itself.
+void session::publish_sends() noexcept {
+    if (unpublished_sends_) {
+        bump(ns_.counters.sends, unpublished_sends_);
+        unpublished_sends_ = 0;
+    }
 }
 
 // After every append: enforce the hard output limit, else schedule this turn's flush.
@@ -290,12 +298,7 @@ void session::on_flush() {
 }
 
 void session::flush_now() {
-    // Sends are counted per session and published once per turn: a shared counter per message
-    // costs more than the append itself.
-    if (unpublished_sends_) {
-        bump(ns_.counters.sends, unpublished_sends_);
-        unpublished_sends_ = 0;
-    }
+    publish_sends();
     while (!tx_.empty()) {
         iovec iov[max_iov];
         int n = tx_.fill_iov(iov, max_iov);
@@ -407,10 +410,7 @@ void session::finalize(std::error_code reason) {
     if (state_ == state::closed) return;
     state_ = state::closed;
     ns_.owner.timers().cancel(timer_);
-    if (unpublished_sends_) {
-        bump(ns_.counters.sends, unpublished_sends_);
-        unpublished_sends_ = 0;
-    }
+    publish_sends();
     if (holds_shard_) {
         ns_.owner.release_hold();
         holds_shard_ = false;

@@ -93,6 +93,7 @@ private:
     session(detail::net_shard& ns, int fd, std::uint64_t id, std::string peer);
     void start();
     void queued();
+    void publish_sends() noexcept;
     void do_read();
     enum class frame_check : std::uint8_t { ok, need_more, too_small, too_large, bad };
     frame_check check_frame(const std::byte* p, std::size_t avail, std::size_t& len) const noexcept;
