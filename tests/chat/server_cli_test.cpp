@@ -76,6 +76,11 @@ TEST(server_cli, bad_options_and_config_files_are_rejected_with_a_reason) {
     EXPECT_EQ(bad_rate.status, 2);
     EXPECT_NE(bad_rate.output.find("--chat-rate must be a positive number"), std::string::npos) << bad_rate.output;
 
+    auto long_unix = run_to_exit({"--unix", "/tmp/" + std::string(120, 'u'), "--db", "sqlite:" + dir.path() + "/x.db"});
+    EXPECT_EQ(long_unix.status, 2);
+    EXPECT_NE(long_unix.output.find("--unix path must be shorter than 108 bytes"), std::string::npos) << long_unix.output;
+    EXPECT_EQ(lines(long_unix.output), 1u) << long_unix.output;
+
     auto cfg = dir.path() + "/bad.toml";
     std::ofstream(cfg) << "port = 0\nprot = 7000\n";
     auto typo = run_to_exit({"--config", cfg});

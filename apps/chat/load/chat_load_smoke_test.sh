@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # ctest driver: strix-chat-load against a fresh strix-chat-server (new SQLite database, cheap
 # password hashes), which must stop cleanly on SIGTERM afterwards.
-#   chat_load_smoke_test.sh clean|faults <strix-chat-load> <strix-chat-server> <work dir>
+#   chat_load_smoke_test.sh clean|unix|faults <strix-chat-load> <strix-chat-server> <work dir>
 # clean  (chat.load_smoke): 40 clients in 4 rooms send 5 messages per second each for 3 s. The load
 #        tool must exit 0 and its JSON must show every delivery verified: lost = duplicates =
 #        out_of_order = corrupt = 0, delivered = expected = sent x 10 (the room size).
+# unix   (chat.load_smoke_unix): the same run over the server's --unix socket instead of TCP.
 # faults (chat.load_detects_faults): four runs at once, each through fault_proxy.py, which drops,
 #        duplicates, reorders or corrupts one chat_msg: each run must exit 1 and count exactly that.
 set -euo pipefail
@@ -29,7 +30,9 @@ free_port() {
 }
 
 port=$(free_port)
-"$server" --db "sqlite:$work/chat.db" --password-cost fast --port "$port" --metrics-port 0 >"$work/server.log" 2>&1 &
+sock=$work/chat.sock
+"$server" --db "sqlite:$work/chat.db" --password-cost fast --port "$port" --unix "$sock" --metrics-port 0 \
+  >"$work/server.log" 2>&1 &
 server_pid=$!
 up=0
 for _ in $(seq 100); do
@@ -87,8 +90,13 @@ for f, counts in want.items():
 PY
   grep -q "result      FAIL" "$work/dup.log" || fail "the summary of the dup run does not say FAIL"
 else
+target=(--host 127.0.0.1 --port "$port")
+if [ "$mode" = unix ]; then
+  for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
+  target=(--unix "$sock")
+fi
 rc=0
-timeout 90 "$load" --host 127.0.0.1 --port "$port" --clients 40 --rooms 4 --rps 5 --duration 3 \
+timeout 90 "$load" "${target[@]}" --clients 40 --rooms 4 --rps 5 --duration 3 \
   --warmup 1 --report-every 1 --json "$work/load.json" >"$work/load.log" 2>&1 || rc=$?
 cat "$work/load.log"
 [ "$rc" -eq 0 ] || fail "strix-chat-load exited $rc against a correct server"
@@ -115,6 +123,9 @@ need(sum(r["delivered"] for r in d["intervals"]) == d["delivered"], "interval ro
 print("load.json: sent %d, delivered %d of %d, p99 %.0f us" % (d["sent"], d["delivered"], d["expected_deliveries"], d["latency_us"]["p99"]))
 PY
 grep -q "result      PASS" "$work/load.log" || fail "summary does not say PASS"
+if [ "$mode" = unix ]; then
+  grep -q "unix:$sock" "$work/load.log" || fail "the load tool did not report connecting to unix:$sock"
+fi
 
 fi
 

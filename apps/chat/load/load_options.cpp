@@ -42,6 +42,7 @@ load_options parse_load_options(int argc, char** argv) {
     std::string connect_rate = "0";
     app.add_option("--host", o.host, "server IPv4 address")->capture_default_str();
     app.add_option("--port", o.port, "server port")->capture_default_str();
+    app.add_option("--unix", o.unix_path, "connect over this Unix socket path instead of --host/--port");
     app.add_option("--clients", o.clients, "connections, one account each")->capture_default_str();
     app.add_option("--rooms", o.rooms, "rooms; the first --rooms clients create them")->capture_default_str();
     app.add_option("--rps", o.rps, "chat messages per second per client (start rate in --sweep)")

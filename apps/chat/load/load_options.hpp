@@ -13,6 +13,7 @@ namespace strix::chat {
 struct load_options {
     std::string host = "127.0.0.1";
     std::uint16_t port = 7000;
+    std::string unix_path;  ///< when set, connect over this Unix socket instead of host:port
     std::uint32_t clients = 500;
     std::uint32_t rooms = 10;
     double rps = 10.0;  ///< chat_req per second per client

@@ -9,6 +9,7 @@
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,7 +38,15 @@ const char* error_name(proto::error_code e) {
 
 }  // namespace
 
-load_worker::load_worker(load_shared& shared, const sockaddr_in& addr, std::uint32_t id,
+std::string describe(const peer_address& a) {
+    if (a.family() == AF_UNIX) return "unix:" + std::string(reinterpret_cast<const sockaddr_un*>(&a.addr)->sun_path);
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&a.addr);
+    char host[INET_ADDRSTRLEN] = "?";
+    ::inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+    return std::string(host) + ":" + std::to_string(ntohs(in->sin_port));
+}
+
+load_worker::load_worker(load_shared& shared, const peer_address& addr, std::uint32_t id,
                          std::uint32_t workers)
     : shared_(shared), box_(shared.boxes[id]), addr_(addr), id_(id), workers_(workers),
       read_buf_(read_buffer_size), text_buf_(shared.text.max_len()), fbb_(4096) {
@@ -208,14 +217,16 @@ void load_worker::connect_some(std::int64_t now) {
 }
 
 void load_worker::connect_one(load_client& c) {
-    c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    c.fd = ::socket(addr_.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c.fd < 0) {
         setup_failure(c, std::string("socket: ") + std::strerror(errno) +
                              (errno == EMFILE ? " (raise the open-file limit: ulimit -n)" : ""));
         return;
     }
-    int one = 1;
-    ::setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (addr_.family() == AF_INET) {
+        int one = 1;
+        ::setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
     // Edge-triggered, with EPOLLOUT registered once: it fires when the connect completes and
     // after a write ran out of socket buffer, and costs nothing otherwise.
     epoll_event ev{};
@@ -227,7 +238,7 @@ void load_worker::connect_one(load_client& c) {
     }
     ++in_flight_;
     c.state = client_state::connecting;
-    const int rc = ::connect(c.fd, reinterpret_cast<const sockaddr*>(&addr_), sizeof(addr_));
+    const int rc = ::connect(c.fd, reinterpret_cast<const sockaddr*>(&addr_.addr), addr_.len);
     if (rc != 0 && errno != EINPROGRESS) {
         setup_failure(c, std::string("connect: ") + std::strerror(errno));
         return;
@@ -240,10 +251,8 @@ void load_worker::on_connected(load_client& c) {
     socklen_t len = sizeof(err);
     ::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
     if (err != 0) {
-        char host[INET_ADDRSTRLEN] = "?";
-        ::inet_ntop(AF_INET, &addr_.sin_addr, host, sizeof(host));
-        setup_failure(c, std::string("connect to ") + host + ":" + std::to_string(ntohs(addr_.sin_port)) +
-                             ": " + std::strerror(err) + " (is strix-chat-server running there?)");
+        setup_failure(c, "connect to " + describe(addr_) + ": " + std::strerror(err) +
+                             " (is strix-chat-server running there?)");
         return;
     }
     ++connected_;

@@ -24,9 +24,19 @@
 #include <string>
 #include <vector>
 
-#include <netinet/in.h>
+#include <sys/socket.h>
 
 namespace strix::chat {
+
+/// Where the load tool connects: an IPv4 address and port, or a Unix socket path.
+struct peer_address {
+    sockaddr_storage addr{};
+    socklen_t len = 0;
+    int family() const noexcept { return addr.ss_family; }
+};
+
+/// "127.0.0.1:7000" or "unix:/path". Any thread.
+std::string describe(const peer_address& a);
 
 class load_controller;
 
@@ -34,7 +44,7 @@ class load_worker {
 public:
     /// A worker for clients id, id + workers, id + 2*workers, ... connecting to `addr`.
     /// Creating thread; run() may then be called on another thread.
-    load_worker(load_shared& shared, const sockaddr_in& addr, std::uint32_t id, std::uint32_t workers);
+    load_worker(load_shared& shared, const peer_address& addr, std::uint32_t id, std::uint32_t workers);
     ~load_worker();
     load_worker(const load_worker&) = delete;
     load_worker& operator=(const load_worker&) = delete;
@@ -81,7 +91,7 @@ private:
 
     load_shared& shared_;
     worker_mailbox& box_;
-    sockaddr_in addr_;
+    peer_address addr_;
     std::uint32_t id_;
     std::uint32_t workers_;
     std::vector<std::unique_ptr<load_client>> clients_;  // stable addresses: epoll holds pointers

@@ -24,6 +24,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <sys/resource.h>
+#include <sys/un.h>
 
 #include <csignal>
 #include <cstdio>
@@ -36,15 +37,27 @@ using namespace strix::chat;
 
 namespace {
 
-bool resolve(const std::string& host, std::uint16_t port, sockaddr_in& out) {
+bool resolve(const std::string& host, std::uint16_t port, peer_address& out) {
     addrinfo hints{};
     hints.ai_family = AF_INET;
     hints.ai_socktype = SOCK_STREAM;
     addrinfo* res = nullptr;
     if (::getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0 || res == nullptr) return false;
-    out = *reinterpret_cast<const sockaddr_in*>(res->ai_addr);
-    out.sin_port = htons(port);
+    sockaddr_in in = *reinterpret_cast<const sockaddr_in*>(res->ai_addr);
+    in.sin_port = htons(port);
     ::freeaddrinfo(res);
+    std::memcpy(&out.addr, &in, sizeof in);
+    out.len = sizeof in;
+    return true;
+}
+
+bool unix_address(const std::string& path, peer_address& out) {
+    sockaddr_un un{};
+    if (path.empty() || path.size() >= sizeof un.sun_path) return false;
+    un.sun_family = AF_UNIX;
+    std::memcpy(un.sun_path, path.c_str(), path.size() + 1);
+    std::memcpy(&out.addr, &un, sizeof un);
+    out.len = sizeof un;
     return true;
 }
 
@@ -64,17 +77,23 @@ int main(int argc, char** argv) {
     const load_options opt = parse_load_options(argc, argv);
     // A write to a connection the server closed must be an error value, not a signal.
     std::signal(SIGPIPE, SIG_IGN);
-    sockaddr_in addr{};
-    if (!resolve(opt.host, opt.port, addr)) {
+    peer_address addr;
+    if (!opt.unix_path.empty()) {
+        if (!unix_address(opt.unix_path, addr)) {
+            std::fprintf(stderr, "strix-chat-load: --unix path must be 1 to %zu bytes\n", sizeof(sockaddr_un::sun_path) - 1);
+            return 2;
+        }
+    } else if (!resolve(opt.host, opt.port, addr)) {
         std::fprintf(stderr, "strix-chat-load: cannot resolve --host %s to an IPv4 address\n", opt.host.c_str());
         return 2;
     }
     raise_fd_limit(opt.clients);
 
-    std::printf("strix-chat-load: %u clients, %u rooms, %.1f rps per client, payload %s (mean %.0f B), %s:%u, "
+    const std::string target = opt.unix_path.empty() ? opt.host + ":" + std::to_string(opt.port) : "unix:" + opt.unix_path;
+    std::printf("strix-chat-load: %u clients, %u rooms, %.1f rps per client, payload %s (mean %.0f B), %s, "
                 "%u thread(s)%s\n",
-                opt.clients, opt.rooms, opt.rps, opt.mix.to_string().c_str(), opt.mix.mean_len(), opt.host.c_str(),
-                opt.port, opt.threads, opt.sweep ? ", sweep" : "");
+                opt.clients, opt.rooms, opt.rps, opt.mix.to_string().c_str(), opt.mix.mean_len(), target.c_str(),
+                opt.threads, opt.sweep ? ", sweep" : "");
     std::fflush(stdout);
 
     load_shared shared(opt, opt.threads);

@@ -82,6 +82,7 @@ std::string validate(const chat_options& o) {
     if (o.db_workers == 0 || o.db_workers > 64) return "--db-workers must be between 1 and 64";
     if (o.db_queue == 0) return "--db-queue must be at least 1";
     if (o.port != 0 && o.metrics_port == o.port) return "--metrics-port must differ from --port";
+    if (o.unix_path.size() >= 108) return "--unix path must be shorter than 108 bytes (sockaddr_un's limit)";
     return {};
 }
 
@@ -98,6 +99,7 @@ parse_result parse_options(int argc, char** argv) {
     app.add_option("--config", config_file, "TOML file with the same keys as the long options (command line wins)");
     app.add_option("--host", o.host, "address to listen on")->capture_default_str();
     app.add_option("--port", o.port, "TCP port for clients (0 = any free port)")->capture_default_str();
+    app.add_option("--unix", o.unix_path, "also accept clients on this Unix socket path (same protocol)");
     app.add_option("--db", o.db, "database: sqlite:<path> (parent directory created) or postgresql://...")
         ->capture_default_str();
     app.add_option("--metrics-port", o.metrics_port, "Prometheus /metrics on 127.0.0.1 (0 = off)")->capture_default_str();

@@ -12,6 +12,7 @@ namespace strix::chat {
 struct chat_options {
     std::string host = "127.0.0.1";
     std::uint16_t port = 7000;
+    std::string unix_path;                   // also accept clients on this Unix socket path
     std::string db = "sqlite:var/strix.db";  // sqlite:<path> or postgresql://...
     std::uint16_t metrics_port = 9100;       // 0 = no metrics endpoint
     unsigned shards = 0;                     // 0 = one per online CPU

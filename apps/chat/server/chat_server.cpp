@@ -55,6 +55,7 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
     server_config scfg;
     scfg.host = opts_.host;
     scfg.port = opts_.port;
+    scfg.unix_path = opts_.unix_path;
     scfg.format = frame_format::strix_header;
     scfg.limits.max_frame = chat_service::max_frame_anonymous;
     scfg.limits.recv_buffer = chat_service::max_frame_logged_in;  // so set_max_frame can raise the limit after login
