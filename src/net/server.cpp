@@ -26,6 +26,8 @@ void net_stats::add(const net_counters& c) noexcept {
     read_pauses += r(c.read_pauses);
     recv_buffers_in_use += r(c.recv_buffers_in_use);
     recv_buffers_peak += r(c.recv_buffers_peak);
+    recv_buffer_takes += r(c.recv_buffer_takes);
+    recv_buffer_returns += r(c.recv_buffer_returns);
 }
 
 server::server(engine& e, server_config cfg, const handler_factory& make_handler)

@@ -187,6 +187,13 @@ TEST(server_cli, metrics_report_sessions_rooms_messages_and_the_database) {
     EXPECT_GT(metric(text, "strix_io_reads_total"), 0);
     EXPECT_GT(metric(text, "strix_bytes_out_total"), 0);
     EXPECT_EQ(metric(text, "strix_slow_consumer_disconnects_total"), 0);
+    // Receive buffers: both sessions read, so the pools handed some out; what is out now is
+    // exactly what was taken and not yet given back (one snapshot: the counters are per shard).
+    EXPECT_GE(metric(text, "strix_pool_allocs_total"), 2);
+    EXPECT_GE(metric(text, "strix_pool_peak"), 1);
+    EXPECT_EQ(metric(text, "strix_pool_allocs_total") - metric(text, "strix_pool_frees_total"),
+              metric(text, "strix_pool_in_use"))
+        << text;
     for (const char* name : {"strix_pool_in_use", "strix_pool_peak", "strix_send_buffers_in_use", "strix_send_buffers_peak",
                              "strix_job_queue_enqueued_total", "strix_job_queue_peak", "strix_db_write_lag_us",
                              "strix_io_writes_total", "strix_app_messages_out_total"})

@@ -167,6 +167,8 @@ std::string chat_server::render_metrics() const {
     metric("strix_send_buffers_peak", "gauge", "largest sample of sessions with output queued, summed over shards", qpeak);
     metric("strix_pool_in_use", "gauge", "receive buffers taken from the per-shard pools", n.recv_buffers_in_use);
     metric("strix_pool_peak", "gauge", "most receive buffers ever taken at once (summed over shards)", n.recv_buffers_peak);
+    metric("strix_pool_allocs_total", "counter", "receive buffers taken from the per-shard pools", n.recv_buffer_takes);
+    metric("strix_pool_frees_total", "counter", "receive buffers given back to the per-shard pools", n.recv_buffer_returns);
     metric("strix_db_write_lag_us", "gauge", "age of the oldest entry of the last committed chat log batch", w.last_lag_us);
     metric("strix_db_write_lag_max_us", "gauge", "largest chat log batch age at commit", w.max_lag_us);
     metric("strix_db_queue_depth", "gauge", "chat log entries waiting for the database", w.queue_depth);

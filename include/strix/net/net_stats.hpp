@@ -24,6 +24,8 @@ struct net_counters {
     std::atomic<std::uint64_t> read_pauses{0};    // backpressure: reading paused at high water
     std::atomic<std::uint64_t> recv_buffers_in_use{0};
     std::atomic<std::uint64_t> recv_buffers_peak{0};
+    std::atomic<std::uint64_t> recv_buffer_takes{0};    // receive buffers taken from the pool
+    std::atomic<std::uint64_t> recv_buffer_returns{0};  // receive buffers given back to it
 };
 
 /// A plain copy of the counters, summed over shards.
@@ -31,7 +33,7 @@ struct net_stats {
     std::uint64_t accepted = 0, closed = 0, active = 0, reads = 0, writes = 0, bytes_in = 0,
                   bytes_out = 0, frames_in = 0, sends = 0, frame_errors = 0, slow_consumers = 0,
                   idle_timeouts = 0, accept_pauses = 0, read_pauses = 0, recv_buffers_in_use = 0,
-                  recv_buffers_peak = 0;
+                  recv_buffers_peak = 0, recv_buffer_takes = 0, recv_buffer_returns = 0;
     void add(const net_counters& c) noexcept;
 };
 
