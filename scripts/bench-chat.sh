@@ -3,13 +3,17 @@
 #
 #   scripts/bench-chat.sh <build_dir>
 #
-# Starts strix-chat-server on a fresh temporary SQLite database (cheap password hashes, metrics
-# off, chat rate limit lifted so the sweep measures the server rather than its limiter), then runs
-#   1. seed 004's workload: 500 clients, 10 rooms, 10 chat messages per second per client,
-#      payload 64 B 80 % / 256 B 18 % / 1-2 KB 2 %, for CHAT_DURATION seconds, a row every 10 s;
-#   2. the sweep: the same clients and rooms, the rate starting at 2 messages/s per client (below
-#      the seed's point, so a small machine still shows a curve) and raised x1.5 per 10 s step until
-#      p99 passes 10 ms or deliveries fall behind;
+# 1. strix-platform-probe: clock hiccups per CPU and the small-segment ceiling of loopback TCP and
+#    Unix sockets on this machine (what any server here can do at best);
+# 2. starts strix-chat-server on a fresh temporary SQLite database (cheap password hashes, metrics
+#    off, chat rate limit lifted so the sweep measures the server rather than its limiter),
+#    listening on 127.0.0.1 TCP and on a Unix socket, its shards pinned to the first CPUs; the load
+#    tool is pinned to the CPUs the shards leave free;
+# 3. seed 004's workload: 500 clients, 10 rooms, 10 chat messages per second per client, payload
+#    64 B 80 % / 256 B 18 % / 1-2 KB 2 %, for CHAT_DURATION seconds, a row every 10 s, over TCP
+#    (the seed's transport) and then over the Unix socket (same server, same code above the socket);
+# 4. the sweep over each transport: the same clients and rooms, the rate starting at 2 messages/s
+#    per client and raised x1.5 per 10 s step until p99 passes 10 ms or deliveries fall behind;
 # stops the server with SIGTERM, and has scripts/chat_report.py write <build_dir>/bench/chat.md.
 # Fails loudly when a binary is missing, the server does not start or stop cleanly, or the load
 # tool fails (lost, duplicated, reordered or corrupted messages, errors).
@@ -18,7 +22,8 @@
 #              CHAT_RPS (10), CHAT_PAYLOAD_MIX (64:80,256:18,1024-2048:2), CHAT_SWEEP_RPS (2),
 #              CHAT_SWEEP_DURATION (10), CHAT_SWEEP_STEPS (12), CHAT_SHARDS (nproc - 1, at least 1:
 #              the load tool shares the machine and gets a core of its own), CHAT_LOAD_THREADS (1),
-#              CHAT_SWEEP=0 skips the sweep.
+#              CHAT_SWEEP=0 skips the sweeps, CHAT_UNIX=0 skips the Unix socket runs,
+#              CHAT_PROBE=0 skips the platform probe.
 set -euo pipefail
 
 build=${1:?usage: scripts/bench-chat.sh <build_dir>}
@@ -37,10 +42,12 @@ sweep_duration=${CHAT_SWEEP_DURATION:-10}
 sweep_steps=${CHAT_SWEEP_STEPS:-12}
 load_threads=${CHAT_LOAD_THREADS:-1}
 do_sweep=${CHAT_SWEEP:-1}
+do_unix=${CHAT_UNIX:-1}
+do_probe=${CHAT_PROBE:-1}
 
 die() { echo "bench-chat: FAILED: $*" >&2; exit 1; }
 
-for b in strix-chat-server strix-chat-load; do
+for b in strix-chat-server strix-chat-load strix-platform-probe; do
   [ -x "$bin/$b" ] || die "$bin/$b is missing; build first (make build)"
 done
 
@@ -59,15 +66,28 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+cut -d' ' -f1-3 /proc/loadavg >"$runs/loadavg.start"
+if [ "$do_probe" = 1 ]; then
+  echo "bench-chat: $bin/strix-platform-probe (clock hiccups, loopback segment ceiling)"
+  "$bin/strix-platform-probe" --json "$runs/platform.json" | tee "$runs/platform.md" ||
+    die "strix-platform-probe failed"
+fi
+
 port=$(free_port)
+sock=$tmp/chat.sock
 server_cmd=("$bin/strix-chat-server" --db "sqlite:$tmp/chat.db" --password-cost fast --port "$port"
-            --metrics-port 0 --chat-rate 1000000 --chat-burst 1000000)
+            --unix "$sock" --metrics-port 0 --chat-rate 1000000 --chat-burst 1000000)
 # The load tool runs on the same machine: leave it one core so the two do not take turns on one.
 # On the project's 2-core machine that is one shard (2 shards measured p99 13.5 ms vs 6.6 ms).
 shards=${CHAT_SHARDS:-$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))}
 server_cmd+=(--shards "$shards")
 echo "${server_cmd[*]}" >"$runs/server.cmd"
-cut -d' ' -f1-3 /proc/loadavg >"$runs/loadavg.start"
+# Shards pin themselves to the first CPUs; the load tool gets the ones they leave (if any).
+ncpu=$(nproc)
+pin=()
+if [ "$ncpu" -gt "$shards" ] && command -v taskset >/dev/null; then
+  pin=(taskset -c "$shards-$((ncpu - 1))")
+fi
 echo "bench-chat: $(nproc) CPUs, load average at start $(cat "$runs/loadavg.start")"
 echo "bench-chat: ${server_cmd[*]}"
 "${server_cmd[@]}" >"$runs/server.log" 2>&1 &
@@ -85,7 +105,9 @@ done
 run_load() {
   local tag=$1 limit=$2
   shift 2
-  local cmd=("$bin/strix-chat-load" --host 127.0.0.1 --port "$port" --clients "$clients" --rooms "$rooms"
+  local target=(--host 127.0.0.1 --port "$port")
+  case $tag in *-unix) target=(--unix "$sock") ;; esac
+  local cmd=("${pin[@]}" "$bin/strix-chat-load" "${target[@]}" --clients "$clients" --rooms "$rooms"
              --payload-mix "$mix" --threads "$load_threads" --server-pid "$server_pid"
              --json "$runs/$tag.json" "$@")
   echo "${cmd[*]}" >"$runs/$tag.cmd"
@@ -101,10 +123,21 @@ run_load() {
   [ -s "$runs/$tag.json" ] || die "strix-chat-load ($tag) wrote no JSON"
 }
 
-run_load run $((duration + warmup + 300)) --rps "$rps" --duration "$duration" --warmup "$warmup" --report-every 10
+transports=(tcp)
+if [ "$do_unix" = 1 ]; then transports+=(unix); fi
+for t in "${transports[@]}"; do
+  suffix=
+  if [ "$t" = unix ]; then suffix=-unix; fi
+  run_load "run$suffix" $((duration + warmup + 300)) --rps "$rps" --duration "$duration" --warmup "$warmup" \
+    --report-every 10
+done
 if [ "$do_sweep" = 1 ]; then
-  run_load sweep $(((sweep_duration + 15) * sweep_steps + 300)) --sweep --rps "$sweep_rps" \
-    --duration "$sweep_duration" --sweep-steps "$sweep_steps" --report-every "$sweep_duration"
+  for t in "${transports[@]}"; do
+    suffix=
+    if [ "$t" = unix ]; then suffix=-unix; fi
+    run_load "sweep$suffix" $(((sweep_duration + 15) * sweep_steps + 300)) --sweep --rps "$sweep_rps" \
+      --duration "$sweep_duration" --sweep-steps "$sweep_steps" --report-every "$sweep_duration"
+  done
 fi
 
 kill -TERM "$server_pid"

@@ -109,34 +109,158 @@ def bucket_table(run):
     return lines
 
 
+def check_run(path, name):
+    run = load_json(path)
+    if not run.get("ok"):
+        die(f"{name}: the load run did not verify: {run.get('failure')}")
+    for k in ("lost", "duplicates", "out_of_order", "corrupt"):
+        if run[k] != 0:
+            die(f"{name}: {k} = {run[k]}")
+    return run
+
+
+def optional_json(path, name, sweep=False):
+    if not os.path.exists(path):
+        return None
+    d = load_json(path)
+    if sweep and not d.get("ok"):
+        die(f"{name}: the sweep failed verification: {d.get('failure')}")
+    return d
+
+
+def median(values):
+    v = sorted(values)
+    if not v:
+        return float("nan")
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+
+
+def platform_section(probe, run, cpus):
+    """What the machine allows, from strix-platform-probe, and what the workload asks of it."""
+    L = ["## What this machine allows", ""]
+    L.append("Measured by `strix-platform-probe` at the start of this benchmark, before the server started "
+             "(bench/platform/platform_probe.cpp).")
+    L.append("")
+    L.append(f"**Clock hiccups** ({probe['hiccup_seconds']:g} s, one thread per CPU doing nothing but read the "
+             "monotonic clock; a gap is time the CPU was taken away from a runnable thread):")
+    L.append("")
+    L.append("| CPU | gaps > 50 us | > 200 us | > 1 ms | > 5 ms | longest (ms) | wall time lost |")
+    L.append("|---:|---:|---:|---:|---:|---:|---:|")
+    for h in probe["hiccups"]:
+        L.append(f"| {h['cpu']} | {n(h['over_50us'])} | {n(h['over_200us'])} | {n(h['over_1ms'])} | "
+                 f"{n(h['over_5ms'])} | {h['max_ms']:.2f} | {h['lost_pct']:.2f} % |")
+    L.append("")
+    L.append(f"**Small-segment ceiling** ({probe['connections']} connections, one {probe['size']}-byte send() per "
+             "message, one sending thread on one CPU, one epoll reader on the other, every byte checked):")
+    L.append("")
+    L.append("| transport | sends/s | reads/s | sender CPU per send (us) | reader CPU per read (us) |")
+    L.append("|---|---:|---:|---:|---:|")
+    per = {}
+    for sg in probe["segments"]:
+        cs = sg["sender_cpu_s"] * 1e6 / sg["sends"] if sg["sends"] else float("nan")
+        cr = sg["reader_cpu_s"] * 1e6 / sg["reads"] if sg["reads"] else float("nan")
+        per[sg["transport"]] = (cs, cr)
+        L.append(f"| {sg['transport']} | {n(sg['sends_per_s'])} | {n(sg['reads_per_s'])} | {cs:.2f} | {cr:.2f} |")
+    L.append("")
+    if "tcp" in per and run is not None:
+        cs, cr = per["tcp"]
+        d = run["deliveries_per_s"]
+        per_member_per_ms = run["rps"] * run["fan_out"] / 1000.0
+        need = d * (cs + cr) / 1e6
+        unix = per.get("unix")
+        unix_need = d * (unix[0] + unix[1]) / 1e6 if unix else None
+        text = (f"What the workload asks: {n(d)} deliveries/s. One member receives {run['rps']:.0f} x "
+                f"{run['fan_out']:.0f} = {run['rps'] * run['fan_out']:,.0f} messages/s, {per_member_per_ms:.2f} per "
+                "millisecond, so a server that answers within 1 ms has on average less than one message per member "
+                "to send at a time: nearly every delivery is its own segment, written by the server and read by "
+                f"the client. Over loopback TCP that is {n(d)} x ({cs:.2f} + {cr:.2f}) us = **{need:.2f} CPUs of kernel "
+                f"time alone** (the probe's per-call costs), against the {cpus} this machine has, before either "
+                "program does its own work. ")
+        if need > 0.7 * cpus:
+            text += ("That leaves no headroom: over TCP the run keeps up only by letting a few messages gather per "
+                     "member before each write (the deliveries-per-read figures below), that is by waiting "
+                     "milliseconds, so p99 <= 1 ms is out of reach over TCP on this machine whatever the server does. ")
+        else:
+            text += "That leaves headroom, so the kernel's cost alone does not rule the target out here. "
+        if unix_need is not None:
+            text += (f"Over a Unix socket the same deliveries cost {n(d)} x ({unix[0]:.2f} + {unix[1]:.2f}) us = "
+                     f"{unix_need:.2f} CPUs, which fits; what is left is the work of the two programs and the "
+                     "machine's own hiccups above (any stall of a CPU on the path delays every delivery due in it, "
+                     "so the share of wall time lost in gaps over 1 ms bounds how far below 1 ms p99 can go).")
+        L.append(text)
+        L.append("")
+    return L
+
+
+def run_sections(run, label):
+    L = [f"### {label}", ""]
+    L.extend(interval_table(run))
+    L.append("")
+    L.extend(bucket_table(run))
+    L.append("")
+    rows = run["intervals"]
+    full = [r for r in rows if r["seconds"] >= run["report_every_s"] - 1e-6] or rows
+    L.append(f"Median of the {len(full)} full intervals' p99: **{ms(median([r['latency_us']['p99'] for r in full]))} ms**; "
+             f"deliveries per client read: {run['delivered'] / run['io']['reads']:.2f}; worst send lag of the load tool "
+             f"{run['send_lag_max_us'] / 1000:.1f} ms; its loop was busy {run.get('loop_busy_pct', 0):.0f} % with a longest "
+             f"turn of {run.get('loop_max_turn_us', 0) / 1000:.2f} ms (the most it can have added to one receipt).")
+    L.append("")
+    return L
+
+
+def sweep_section(sweep, label):
+    L = [f"### {label}", ""]
+    L.append("| step | rps/client | chat req/s | deliveries/s | p50 (ms) | p99 (ms) | p99.9 (ms) | lost | drain (s) | server CPU % | tool CPU % | result |")
+    L.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for st in sweep["steps"]:
+        sl = st["latency_us"]
+        verdict = "sustained" if st["sustained"] else "not sustained: " + st["verdict"]
+        L.append(f"| {st['step']} | {st['rps']:.1f} | {n(st['app_in_per_s'])} | {n(st['deliveries_per_s'])} | "
+                 f"{ms(sl['p50'])} | {ms(sl['p99'])} | {ms(sl['p999'])} | {n(st['lost'])} | {st['drain_s']:.3f} | "
+                 f"{st.get('server_cpu_pct', float('nan')):.0f} | {st.get('load_cpu_pct', float('nan')):.0f} | {verdict} |")
+    L.append("")
+    best = sweep.get("highest_sustained")
+    if best:
+        L.append(f"**Highest sustained ({label.split(' ')[0]}): {n(best['deliveries_per_s'])} deliveries/s** at "
+                 f"{best['rps']:.1f} messages/s per client (p99 {ms(best['p99_us'])} ms).")
+    else:
+        L.append("**No step was sustained** (see the results column).")
+    under_1ms = [st for st in sweep["steps"] if st["sustained"] and st["latency_us"]["p99"] <= 1000]
+    if under_1ms:
+        top = max(under_1ms, key=lambda st: st["deliveries_per_s"])
+        L.append(f"Highest step with p99 <= 1 ms: {n(top['deliveries_per_s'])} deliveries/s "
+                 f"(p99 {ms(top['latency_us']['p99'])} ms).")
+    L.append("")
+    return L
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", required=True)
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
 
-    run = load_json(os.path.join(args.runs, "run.json"))
-    if not run.get("ok"):
-        die(f"run.json: the load run did not verify: {run.get('failure')}")
-    for k in ("lost", "duplicates", "out_of_order", "corrupt"):
-        if run[k] != 0:
-            die(f"run.json: {k} = {run[k]}")
-    sweep_path = os.path.join(args.runs, "sweep.json")
-    sweep = load_json(sweep_path) if os.path.exists(sweep_path) else None
-    if sweep is not None and not sweep.get("ok"):
-        die(f"sweep.json: the sweep failed verification: {sweep.get('failure')}")
+    run = check_run(os.path.join(args.runs, "run.json"), "run.json")
+    unix_path = os.path.join(args.runs, "run-unix.json")
+    urun = check_run(unix_path, "run-unix.json") if os.path.exists(unix_path) else None
+    sweep = optional_json(os.path.join(args.runs, "sweep.json"), "sweep.json", sweep=True)
+    usweep = optional_json(os.path.join(args.runs, "sweep-unix.json"), "sweep-unix.json", sweep=True)
+    probe = optional_json(os.path.join(args.runs, "platform.json"), "platform.json")
+    if probe is not None and not probe.get("ok"):
+        die("platform.json: the probe failed")
 
-    lat = run["latency_us"]
     now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     L = []
     L.append("# Chat load test (seed 004's DummyClient workload)")
     L.append("")
-    L.append(f"Written by `scripts/bench-chat.sh` on {now} from the JSON that `strix-chat-load` wrote in "
-             "`chat-runs/`. strix-chat-server and the load tool ran on the same machine over loopback, "
-             "sharing its CPUs. Figures marked **seed 004 (theirs)** are quoted from the seed's portfolio "
-             "(IOCP chat server, i5-14400F, 32 GB, Windows 11, 250 s run): a different machine, OS and "
-             "measuring tool, so they are an anchor, not a like-for-like comparison.")
+    L.append(f"Written by `scripts/bench-chat.sh` on {now} from the JSON that `strix-chat-load` and "
+             "`strix-platform-probe` wrote in `chat-runs/`. strix-chat-server and the load tool ran on the same "
+             "machine, sharing its CPUs: first over loopback TCP (the seed's transport), then over a Unix socket "
+             "(the same server process and code above the socket). Figures marked **seed 004 (theirs)** are quoted "
+             "from the seed's portfolio (IOCP chat server, i5-14400F, 32 GB, Windows 11, 250 s run): a different "
+             "machine, OS and measuring tool, so they are an anchor, not a like-for-like comparison.")
     L.append("")
     L.append("## Machine")
     L.append("")
@@ -146,16 +270,51 @@ def main():
     L.append(f"- Load average (1/5/15 min) at start: {read(os.path.join(args.runs, 'loadavg.start'), 'n/a')}, "
              f"at end: {read(os.path.join(args.runs, 'loadavg.end'), 'n/a')}")
     L.append("")
+    if probe is not None:
+        L.extend(platform_section(probe, run, cpus))
     L.append("## Workload")
     L.append("")
     L.append(f"- Clients / rooms: {run['clients']} / {run['rooms']} (client i in room i % {run['rooms']}; "
              f"fan-out x{run['fan_out']:.2f}, the sender included)")
     L.append(f"- Per-client rate: {run['rps']:.1f} chat messages/s, paced open-loop with evenly spread start offsets")
     L.append(f"- Payload mix (chat text bytes: weight %): {run['payload_mix']} (mean {run['mean_text_bytes']:.0f} B)")
-    L.append(f"- Measured: {run['duration_s']:.0f} s after {run['warmup_s']:.0f} s warmup; setup (connect, login, "
-             f"create, join) took {run['setup_s']:.1f} s")
+    L.append(f"- Measured: {run['duration_s']:.0f} s after {run['warmup_s']:.0f} s warmup per transport")
     L.append("")
-    L.append("## Per interval")
+    L.append("## Summary")
+    L.append("")
+    ulat = urun["latency_us"] if urun else None
+    L.append("| | TCP (ours) | Unix socket (ours) | seed 004 (theirs) |")
+    L.append("|---|---:|---:|---:|")
+
+    def row(label, f, theirs):
+        L.append(f"| {label} | {f(run)} | {f(urun) if urun else 'not run'} | {theirs} |")
+
+    lat = run["latency_us"]
+    row("chat requests sent", lambda r: f"{n(r['sent'])} ({n(r['app_in_per_s'])}/s)", f"{n(SEED_APP_IN_PER_S)}/s")
+    row("deliveries verified / expected", lambda r: f"{n(r['delivered'])} / {n(r['expected_deliveries'])}", "n/a")
+    row("lost / duplicates / out of order", lambda r: f"{r['lost']} / {r['duplicates']} / {r['out_of_order']}", "not measured")
+    row("corrupt texts / errors / disconnects", lambda r: f"{r['corrupt']} / {r['errors']['total']} / {r['disconnects']}",
+        "not measured")
+    row("deliveries/s", lambda r: f"**{n(r['deliveries_per_s'])}**", f"~{n(SEED_DELIVERIES_PER_S)}")
+    row("latency avg (ms)", lambda r: ms(r["latency_us"]["avg"]), f"{SEED_LATENCY_MS['avg']:.3f}")
+    row("latency p50 (ms)", lambda r: f"**{ms(r['latency_us']['p50'])}**", f"{SEED_LATENCY_MS['p50']:.3f}")
+    row("latency p90 (ms)", lambda r: ms(r["latency_us"]["p90"]), f"{SEED_LATENCY_MS['p90']:.3f}")
+    row("latency p99 (ms)", lambda r: f"**{ms(r['latency_us']['p99'])}**", f"{SEED_LATENCY_MS['p99']:.3f}")
+    row("latency p99.9 (ms)", lambda r: ms(r["latency_us"]["p999"]), "n/a")
+    row("latency max (ms)", lambda r: ms(r["latency_us"]["max"]), "n/a")
+    row("deliveries per client read", lambda r: f"{r['delivered'] / r['io']['reads']:.2f}", "n/a")
+    row("server CPU (% of one core)", lambda r: f"{r.get('server_cpu_pct', float('nan')):.0f}", "n/a")
+    row("load tool CPU (% of one core)", lambda r: f"{r.get('load_cpu_pct', float('nan')):.0f}", "n/a")
+    L.append("")
+    verdict = "met" if lat["p99"] <= 1000 else "not met"
+    uverdict = ("met" if ulat["p99"] <= 1000 else "not met") if ulat else "not run"
+    L.append(f"Target p99 <= 1 ms: TCP **{verdict}** ({ms(lat['p99'])} ms); Unix socket **{uverdict}**"
+             + (f" ({ms(ulat['p99'])} ms)." if ulat else "."))
+    L.append("")
+    L.append("Verification: every receiver checked its room's seq (+1 each time), each sender's client_seq order "
+             "and the exact text of every message; every delivery owed arrived exactly once, warmup included.")
+    L.append("")
+    L.append("## Per interval and latency buckets")
     L.append("")
     L.append("Seed 004's columns. Ours are counted at the load tool: `io r/s` / `io s/s` are its read() / "
              "write() calls on the client sockets, `bytes r/s` what the clients received (the server's output), "
@@ -163,86 +322,46 @@ def main():
              "`bc-deliv/s` verified deliveries to room members. Latency: from the sender's send (client_ts) "
              "to each member's receipt, same clock. The last row also holds the drain after sending stopped.")
     L.append("")
-    L.extend(interval_table(run))
-    L.append("")
-    L.append("Seed 004 (theirs), server-side counters, every 60 s of 250 s:")
+    L.extend(run_sections(run, "TCP (127.0.0.1)"))
+    if urun:
+        L.extend(run_sections(urun, "Unix socket"))
+    L.append("### Seed 004 (theirs), server-side counters, every 60 s of 250 s")
     L.append("")
     L.append("| sec | io r/s | io s/s | app in/s | app out/s | bytes r/s | bytes s/s | bc-deliv/s | avg (us) | p50 (us) | p90 (us) | p99 (us) |")
     L.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for row in SEED_ROWS:
-        L.append("| " + row[0] + " | " + " | ".join(n(v) for v in row[1:]) + " |")
+    for r in SEED_ROWS:
+        L.append("| " + r[0] + " | " + " | ".join(n(v) for v in r[1:]) + " |")
     L.append("")
-    L.append("## Latency buckets")
-    L.append("")
-    L.extend(bucket_table(run))
-    L.append("")
-    L.append("Seed 004 (theirs), 250 s: " + " | ".join(
+    L.append("Latency buckets, 250 s: " + " | ".join(
         f"{label} {n(v)}" if v is not None else f"{label} not reported" for label, v in SEED_BUCKETS) +
         " (their counts add up to 671,456 over 250 s, far fewer than their ~62 M deliveries, so they "
         "evidently sampled; compare the percentages, not the counts).")
     L.append("")
-    L.append("## Summary")
-    L.append("")
-    L.append("| | ours | seed 004 (theirs) |")
-    L.append("|---|---:|---:|")
-    L.append(f"| chat requests sent | {n(run['sent'])} ({n(run['app_in_per_s'])}/s) | {n(SEED_APP_IN_PER_S)}/s |")
-    L.append(f"| deliveries expected | {n(run['expected_deliveries'])} | n/a |")
-    L.append(f"| deliveries verified | {n(run['delivered'])} | n/a |")
-    L.append(f"| lost / duplicates / out of order | {run['lost']} / {run['duplicates']} / {run['out_of_order']} | not measured |")
-    L.append(f"| corrupt texts / errors / disconnects | {run['corrupt']} / {run['errors']['total']} / {run['disconnects']} | not measured |")
-    L.append(f"| deliveries/s | **{n(run['deliveries_per_s'])}** | ~{n(SEED_DELIVERIES_PER_S)} |")
-    L.append(f"| latency avg (ms) | {ms(lat['avg'])} | {SEED_LATENCY_MS['avg']:.3f} |")
-    L.append(f"| latency p50 (ms) | **{ms(lat['p50'])}** | {SEED_LATENCY_MS['p50']:.3f} |")
-    L.append(f"| latency p90 (ms) | {ms(lat['p90'])} | {SEED_LATENCY_MS['p90']:.3f} |")
-    L.append(f"| latency p99 (ms) | **{ms(lat['p99'])}** | {SEED_LATENCY_MS['p99']:.3f} |")
-    L.append(f"| latency p99.9 (ms) | {ms(lat['p999'])} | n/a |")
-    L.append(f"| latency max (ms) | {ms(lat['max'])} | n/a |")
-    if "server_cpu_pct" in run:
-        L.append(f"| server CPU (% of one core) | {run['server_cpu_pct']:.0f} | n/a |")
-    if "load_cpu_pct" in run:
-        L.append(f"| load tool CPU (% of one core) | {run['load_cpu_pct']:.0f} | n/a |")
-    L.append("")
-    L.append(f"Verification: every receiver checked its room's seq (+1 each time), each sender's client_seq "
-             f"order and the exact text of every message; {n(run['delivered'])} of {n(run['expected_deliveries'])} "
-             f"deliveries owed arrived exactly once (warmup checked too: {n(run['warmup']['delivered'])} of "
-             f"{n(run['warmup']['expected_deliveries'])}). Worst send lag of the load tool against its schedule: "
-             f"{run['send_lag_max_us'] / 1000:.1f} ms. Its event loop was busy {run.get('loop_busy_pct', 0):.0f} % of "
-             f"the measured time and its longest turn took {run.get('loop_max_turn_us', 0) / 1000:.2f} ms: the most "
-             "the tool itself can have added to one receipt's latency.")
-    L.append("")
-    if sweep is not None:
+    if sweep is not None or usweep is not None:
+        first = sweep or usweep
         L.append("## Sweep")
         L.append("")
-        L.append(f"The same {sweep['clients']} clients and {sweep['rooms']} rooms; the per-client rate starts at "
-                 f"{sweep['rps']:.1f}/s and grows x{sweep['sweep_factor']:.2f} per {sweep['duration_s']:.0f} s step "
-                 f"({sweep['warmup_s']:.0f} s warmup each) until p99 exceeds {sweep['sweep_p99_ms']:.0f} ms, a delivery "
+        L.append(f"The same {first['clients']} clients and {first['rooms']} rooms; the per-client rate starts at "
+                 f"{first['rps']:.1f}/s and grows x{first['sweep_factor']:.2f} per {first['duration_s']:.0f} s step "
+                 f"({first['warmup_s']:.0f} s warmup each) until p99 exceeds {first['sweep_p99_ms']:.0f} ms, a delivery "
                  "is missing or late to drain (> 1 s), or the server refuses or disconnects. A step is *sustained* "
-                 "when it verified completely within those limits.")
+                 "when it verified completely within those limits. Seed 004 (theirs) reported ~"
+                 f"{n(SEED_DELIVERIES_PER_S)} deliveries/s at its single 10 rps point; it did not sweep.")
         L.append("")
-        L.append("| step | rps/client | chat req/s | deliveries/s | p50 (ms) | p99 (ms) | p99.9 (ms) | lost | drain (s) | server CPU % | tool CPU % | result |")
-        L.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-        for st in sweep["steps"]:
-            sl = st["latency_us"]
-            verdict = "sustained" if st["sustained"] else "not sustained: " + st["verdict"]
-            L.append(f"| {st['step']} | {st['rps']:.1f} | {n(st['app_in_per_s'])} | {n(st['deliveries_per_s'])} | "
-                     f"{ms(sl['p50'])} | {ms(sl['p99'])} | {ms(sl['p999'])} | {n(st['lost'])} | {st['drain_s']:.3f} | "
-                     f"{st.get('server_cpu_pct', float('nan')):.0f} | {st.get('load_cpu_pct', float('nan')):.0f} | {verdict} |")
-        L.append("")
-        best = sweep.get("highest_sustained")
-        if best:
-            L.append(f"**Highest sustained: {n(best['deliveries_per_s'])} deliveries/s** at {best['rps']:.1f} messages/s "
-                     f"per client (p99 {ms(best['p99_us'])} ms). Seed 004 (theirs) reported ~{n(SEED_DELIVERIES_PER_S)} "
-                     "deliveries/s at its single 10 rps point; it did not sweep.")
-        else:
-            L.append("**No step was sustained** (see the results column).")
-        L.append("")
+        if sweep is not None:
+            L.extend(sweep_section(sweep, "TCP sweep"))
+        if usweep is not None:
+            L.extend(sweep_section(usweep, "Unix sweep"))
     L.append("## Commands")
     L.append("")
     L.append("```")
     L.append(read(os.path.join(args.runs, "server.cmd")))
-    L.append(read(os.path.join(args.runs, "run.cmd")))
-    if sweep is not None:
-        L.append(read(os.path.join(args.runs, "sweep.cmd")))
+    for tag in ("run", "run-unix", "sweep", "sweep-unix"):
+        path = os.path.join(args.runs, tag + ".cmd")
+        if os.path.exists(path):
+            L.append(read(path))
+    if probe is not None:
+        L.append("strix-platform-probe --json platform.json")
     L.append("```")
     L.append("")
     L.append("The server's chat rate limit is lifted (`--chat-rate`/`--chat-burst`) so the sweep measures the "
