@@ -59,13 +59,16 @@ if chat:
     cmds = re.search(r"## Commands\s*```\s*(.*?)```", chat, re.S)
     server_cmd = cmds.group(1).strip().splitlines()[0] if cmds else ""
     parts.append("`make bench-chat` (500 clients, 10 rooms, 10 messages/s each, payload mix 64:80,256:18,1024-2048:2, "
-                 "60 s); server: `" + server_cmd + "`. Interval tables, latency buckets and the sweep are in "
+                 "60 s over TCP, then over a Unix socket); server: `" + server_cmd + "`. The machine's floor "
+                 "(clock hiccups, loopback segment costs), interval tables, latency buckets and the sweeps are in "
                  "build/bench/chat.md.\n")
     parts.append(section(chat, r"^## Summary"))
-    best = re.search(r"\*\*Highest sustained:.*", chat)
-    if best:
-        parts.append("\nSweep (rate raised until p99 > 10 ms): " + best.group(0))
-
+    floor = section(chat, r"^## What this machine allows")
+    if floor:
+        parts.append("\nWhat this machine allows (from the same run):\n")
+        parts.append(floor)
+    for best in re.findall(r"^\*\*Highest sustained.*$", chat, re.M):
+        parts.append("\nSweep (rate raised until p99 > 10 ms): " + best)
 block = "\n".join(parts).strip()
 readme = open("README.md").read()
 new = re.sub(r"<!-- bench:begin -->.*<!-- bench:end -->",
