@@ -46,8 +46,9 @@ session::~session() {
 shard& session::owner() const noexcept { return ns_.owner; }
 
 void session::start() {
-    constexpr std::uint32_t ev = io_events::readable | io_events::writable | io_events::read_hangup;
-    if (auto ec = ns_.owner.add_fd(fd_, ev, this)) {
+    // Write readiness is asked for only while a write waits for socket buffer space (see
+    // want_writable): on a Unix socket every read by the peer wakes the writer's watchers.
+    if (auto ec = ns_.owner.add_fd(fd_, io_events::readable | io_events::read_hangup, this)) {
         log(log_level::error, "session %s: cannot register with the reactor: %s", peer_.c_str(), ec.message().c_str());
         finalize(ec);
         return;
@@ -297,8 +298,30 @@ void session::on_flush() {
     }
 }
 
+// EPOLLOUT is registered only while output waits for socket buffer space. Registered for good,
+// every skb the peer consumes on a Unix socket (unix_write_space) runs our epoll callback and
+// wakes the shard, whether or not anything is queued: one spurious wakeup per message read.
+// EPOLL_CTL_MOD re-polls the socket, so space freed before the call still raises the event.
+void session::want_writable(bool on) {
+    if (write_interest_ == on || state_ == state::closed) return;
+    std::uint32_t ev = io_events::readable | io_events::read_hangup;
+    if (on) ev |= io_events::writable;
+    if (auto ec = ns_.owner.modify_fd(fd_, ev, this)) {
+        log_limited(log_level::warn, "session %s: cannot change write interest: %s", peer_.c_str(), ec.message().c_str());
+        finalize(ec);
+        return;
+    }
+    write_interest_ = on;
+}
+
 void session::flush_now() {
     publish_sends();
+    flush_writes();
+    if (state_ == state::closed) return;
+    want_writable(!tx_.empty());
+}
+
+void session::flush_writes() {
     while (!tx_.empty()) {
         iovec iov[max_iov];
         int n = tx_.fill_iov(iov, max_iov);

@@ -153,4 +153,43 @@ TEST(echo, unix_socket_runs_the_same_session_code) {
     ::unlink(cfg.unix_path.c_str());
 }
 
+// The session asks for write readiness only after a write hits a full socket buffer. A peer that
+// reads nothing for a while must still get every byte, in order, once it starts reading: the
+// server's writes stop, EPOLLOUT is registered, and its edge resumes them. Over TCP and over a
+// Unix socket, whose write-space wakeups differ.
+TEST(echo, a_peer_that_starts_reading_late_gets_every_byte_over_tcp_and_unix) {
+    for (bool unix_socket : {false, true}) {
+        SCOPED_TRACE(unix_socket ? "unix" : "tcp");
+        server_config cfg;
+        cfg.tcp = !unix_socket;
+        if (unix_socket) cfg.unix_path = "/tmp/strix-echo-late-" + std::to_string(::getpid()) + ".sock";
+        server_fixture fx(cfg, {}, 1);
+        int fd = -1;
+        if (unix_socket)
+            ASSERT_TRUE(eventually([&] { return (fd = connect_unix(cfg.unix_path)) >= 0; }));
+        else
+            fd = connect_tcp(fx.srv.port());
+        ASSERT_GE(fd, 0);
+        std::mt19937 rng(11);
+        bytes stream;
+        for (int i = 0; i < 3000; ++i) append(stream, frame_le32(random_bytes(rng, 1000)));
+        bytes got(stream.size());
+        bool ok = true;
+        std::thread reader([&] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the server's output back up
+            ok = recv_exact(fd, got.data(), got.size());
+        });
+        const bool sent = send_all(fd, stream.data(), stream.size());
+        reader.join();
+        EXPECT_TRUE(sent);
+        EXPECT_TRUE(ok);
+        EXPECT_TRUE(got == stream) << "echo differs from what was sent";
+        EXPECT_EQ(fx.srv.stats().frames_in, 3000u);
+        // The output did back up: the session paused reading at its high-water mark.
+        EXPECT_GT(fx.srv.stats().read_pauses, 0u);
+        ::close(fd);
+        if (unix_socket) ::unlink(cfg.unix_path.c_str());
+    }
+}
+
 }  // namespace

@@ -44,6 +44,7 @@ struct load_client {
     std::uint32_t slot;   ///< its position among the room's members
     client_state state = client_state::idle;
     bool dirty = false;   ///< queued for this turn's flush
+    bool want_out = true; ///< EPOLLOUT registered (while connecting, and while a write waits for space)
     std::uint64_t player_id = 0;
     std::uint64_t client_seq = 0;  ///< last chat_req sequence number sent
     frame_decoder decoder;

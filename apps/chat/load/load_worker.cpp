@@ -227,8 +227,9 @@ void load_worker::connect_one(load_client& c) {
         int one = 1;
         ::setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     }
-    // Edge-triggered, with EPOLLOUT registered once: it fires when the connect completes and
-    // after a write ran out of socket buffer, and costs nothing otherwise.
+    // Edge-triggered. EPOLLOUT is registered while the connect is in flight and later only while
+    // a write waits for socket buffer space (write_interest): registered for good, every message
+    // the server reads from this socket would wake this thread for nothing.
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
     ev.data.ptr = &c;
@@ -257,6 +258,8 @@ void load_worker::on_connected(load_client& c) {
     }
     ++connected_;
     c.state = client_state::logging_in;
+    write_interest(c, false);
+    if (c.state == client_state::closed) return;
     const std::string name = shared_.opt.name_prefix + std::to_string(c.index);
     fbb_.Clear();
     fbb_.Finish(proto::Createlogin_req(fbb_, fbb_.CreateString(name), fbb_.CreateString(shared_.opt.password)));
@@ -403,6 +406,8 @@ void load_worker::flush(load_client& c) {
         close_client(c, std::string("write: ") + std::strerror(errno));
         return;
     }
+    write_interest(c, c.out_head < c.out.size());
+    if (c.state == client_state::closed) return;
     if (c.out_head == c.out.size()) {
         c.out.clear();  // keeps the capacity: no allocation next turn
         c.out_head = 0;
@@ -410,6 +415,18 @@ void load_worker::flush(load_client& c) {
         c.out.erase(c.out.begin(), c.out.begin() + static_cast<std::ptrdiff_t>(c.out_head));
         c.out_head = 0;
     }
+}
+
+void load_worker::write_interest(load_client& c, bool on) {
+    if (c.want_out == on) return;
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET | (on ? EPOLLOUT : 0u);
+    ev.data.ptr = &c;
+    if (::epoll_ctl(ep_, EPOLL_CTL_MOD, c.fd, &ev) != 0) {
+        close_client(c, std::string("epoll_ctl: ") + std::strerror(errno));
+        return;
+    }
+    c.want_out = on;
 }
 
 // --- receiving ----------------------------------------------------------------------------------

@@ -83,6 +83,7 @@ private:
     void append_frame(load_client& c, proto::msg_type type);
     void mark_dirty(load_client& c);
     void flush(load_client& c);
+    void write_interest(load_client& c, bool on);
     void flush_dirty();
     void close_client(load_client& c, const std::string& why);
     void setup_failure(const load_client& c, const std::string& why);

@@ -100,6 +100,8 @@ private:
     bool process_frames();
     void protocol_error(std::error_code ec);
     void flush_now();
+    void flush_writes();
+    void want_writable(bool on);
     void finalize(std::error_code reason);
     void pause_reading();
     void resume_reading();
@@ -124,6 +126,7 @@ private:
     bool read_paused_ = false;
     bool read_pending_ = false;   // the socket may still hold data we did not read (paused)
     bool holds_shard_ = false;    // a graceful close holds the shard's drain
+    bool write_interest_ = false; // EPOLLOUT registered: a write hit a full socket buffer
     std::error_code close_reason_;
 };
 
