@@ -205,6 +205,12 @@ def run_sections(run, label):
              f"deliveries per client read: {run['delivered'] / run['io']['reads']:.2f}; worst send lag of the load tool "
              f"{run['send_lag_max_us'] / 1000:.1f} ms; its loop was busy {run.get('loop_busy_pct', 0):.0f} % with a longest "
              f"turn of {run.get('loop_max_turn_us', 0) / 1000:.2f} ms (the most it can have added to one receipt).")
+    ts, fs = run.get("latency_to_server_us"), run.get("latency_from_server_us")
+    if ts and fs:
+        L.append("")
+        L.append(f"Where the time goes, cut at the server's timestamp (taken when the room sequences a message): "
+                 f"sender to server p50 {ms(ts['p50'])} / p99 {ms(ts['p99'])} / p99.9 {ms(ts['p999'])} ms; "
+                 f"server to each receiver p50 {ms(fs['p50'])} / p99 {ms(fs['p99'])} / p99.9 {ms(fs['p999'])} ms.")
     L.append("")
     return L
 

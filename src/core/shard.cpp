@@ -44,7 +44,8 @@ shard::shard(engine& e, unsigned id, std::chrono::milliseconds tick)
       events_(max_events_per_wait),
       epoch_(std::chrono::steady_clock::now()),
       overflow_(e.shard_count()),
-      external_(e.config().external_capacity) {
+      external_(e.config().external_capacity),
+      spin_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(e.config().poll_spin).count()) {
     bell_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (bell_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
     bell_ = make_intrusive<doorbell>(*this, bell_fd_);
@@ -178,7 +179,7 @@ int shard::next_timeout() const noexcept {
     return timeout;
 }
 
-void shard::turn(int timeout_ms) {
+bool shard::turn(int timeout_ms) {
     if (timeout_ms != 0) {
         sleeping_.store(true, std::memory_order_relaxed);
         std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -190,9 +191,11 @@ void shard::turn(int timeout_ms) {
     for (int i = 0; i < n; ++i) events_[static_cast<std::size_t>(i)].target->on_io(events_[static_cast<std::size_t>(i)].events);
     bump(stats_.io_events, static_cast<std::uint64_t>(n));
 
-    drain_inbound();
+    std::size_t work = static_cast<std::size_t>(n);
+    work += drain_inbound();
 
     if (!local_.empty()) {
+        work += local_.size();
         running_.swap(local_);
         for (auto& t : running_) t();  // tasks posted meanwhile land in local_ for the next turn
         bump(stats_.tasks_local, running_.size());
@@ -203,6 +206,7 @@ void shard::turn(int timeout_ms) {
     flush_overflow();
 
     if (!dirty_.empty()) {
+        work += dirty_.size();
         flushing_.swap(dirty_);
         for (auto& obj : flushing_) {
             obj->dirty_ = false;
@@ -212,6 +216,7 @@ void shard::turn(int timeout_ms) {
     }
     graveyard_.clear();
     bump(stats_.turns);
+    return work != 0;
 }
 
 void shard::run() {
@@ -237,7 +242,11 @@ void shard::run() {
             }
         }
         if (drained_ && engine_.all_drained() && local_.empty() && !inbound_pending() && overflow_only_to_exited()) break;
-        turn(next_timeout());
+        int timeout = next_timeout();
+        if (timeout != 0 && spin_ns_ > 0 && !stopping_ &&
+            std::chrono::steady_clock::now().time_since_epoch().count() - last_work_ns_ < spin_ns_)
+            timeout = 0;
+        if (turn(timeout) && spin_ns_ > 0) last_work_ns_ = std::chrono::steady_clock::now().time_since_epoch().count();
     }
     if (overflow_count_) {
         // Only shards that already exited are left to receive these; nobody will run them.

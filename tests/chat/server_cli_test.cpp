@@ -81,6 +81,10 @@ TEST(server_cli, bad_options_and_config_files_are_rejected_with_a_reason) {
     EXPECT_NE(long_unix.output.find("--unix path must be shorter than 108 bytes"), std::string::npos) << long_unix.output;
     EXPECT_EQ(lines(long_unix.output), 1u) << long_unix.output;
 
+    auto spin = run_to_exit({"--poll-spin-us", "2000000", "--db", "sqlite:" + dir.path() + "/x.db"});
+    EXPECT_EQ(spin.status, 2);
+    EXPECT_NE(spin.output.find("--poll-spin-us must be at most"), std::string::npos) << spin.output;
+
     auto cfg = dir.path() + "/bad.toml";
     std::ofstream(cfg) << "port = 0\nprot = 7000\n";
     auto typo = run_to_exit({"--config", cfg});

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 using namespace strix;
@@ -196,3 +198,50 @@ TEST(mesh, stop_in_the_middle_of_a_cross_shard_flood_terminates) {
 }
 
 }  // namespace
+
+namespace {
+
+std::uint64_t turns_during(engine& eng, std::chrono::milliseconds window) {
+    const auto before = eng.at(0).stats().turns.load(std::memory_order_relaxed);
+    std::this_thread::sleep_for(window);
+    return eng.at(0).stats().turns.load(std::memory_order_relaxed) - before;
+}
+
+}  // namespace
+
+// poll_spin: after a turn that found work the shard keeps polling (many empty turns) for the
+// configured time, then sleeps again (a turn per timer tick at most). Without it, it sleeps at once.
+// A task posted from outside still runs while it spins, without the doorbell.
+TEST(mesh, poll_spin_keeps_polling_after_work_then_sleeps) {
+    engine_config cfg;
+    cfg.shards = 1;
+    cfg.pin_threads = false;
+    cfg.poll_spin = std::chrono::milliseconds(400);
+    engine spinning(cfg);
+    spinning.start();
+    std::atomic<int> ran{0};
+    spinning.post(0, [&] { ran.fetch_add(1); });
+    ASSERT_TRUE(test::eventually([&] { return ran.load() == 1; }));
+    // Inside the window: an idle shard sleeps ~10 ms per turn (the tick), so 100 ms is ~10 turns;
+    // a spinning one turns thousands of times even when it shares its core.
+    EXPECT_GT(turns_during(spinning, std::chrono::milliseconds(100)), 200u);
+    const auto wakeups_before = spinning.at(0).stats().wakeups.load(std::memory_order_relaxed);
+    spinning.post(0, [&] { ran.fetch_add(1); });
+    ASSERT_TRUE(test::eventually([&] { return ran.load() == 2; }));
+    EXPECT_EQ(spinning.at(0).stats().wakeups.load(std::memory_order_relaxed), wakeups_before)
+        << "a spinning shard found the task without being rung";
+    // After the window it sleeps again.
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    EXPECT_LT(turns_during(spinning, std::chrono::milliseconds(200)), 60u);
+    spinning.stop();
+    spinning.join();
+
+    cfg.poll_spin = std::chrono::microseconds(0);
+    engine sleeping(cfg);
+    sleeping.start();
+    sleeping.post(0, [&] { ran.fetch_add(1); });
+    ASSERT_TRUE(test::eventually([&] { return ran.load() == 3; }));
+    EXPECT_LT(turns_during(sleeping, std::chrono::milliseconds(200)), 60u);
+    sleeping.stop();
+    sleeping.join();
+}

@@ -120,6 +120,13 @@ need(d["acked"] == d["sent"], "not every sender saw its own message")
 need(d["latency_us"]["count"] == d["delivered"], "latency count != delivered")
 need(len(d["intervals"]) == 3, "expected 3 interval rows")
 need(sum(r["delivered"] for r in d["intervals"]) == d["delivered"], "interval rows do not add up")
+# The latency split at the server's timestamp: one inbound sample per message (the sender's own
+# copy), one outbound per delivery; only a wall-clock step may drop a few, and each leg is shorter
+# than the whole path.
+ts, fs = d["latency_to_server_us"], d["latency_from_server_us"]
+need(ts["count"] >= 0.99 * d["acked"] and ts["count"] <= d["acked"], "to_server count %d vs acked %d" % (ts["count"], d["acked"]))
+need(fs["count"] >= 0.99 * d["delivered"] and fs["count"] <= d["delivered"], "from_server count %d vs delivered %d" % (fs["count"], d["delivered"]))
+need(0 < ts["p50"] <= d["latency_us"]["max"] and 0 < fs["p50"] <= d["latency_us"]["max"], "split percentiles out of range")
 print("load.json: sent %d, delivered %d of %d, p99 %.0f us" % (d["sent"], d["delivered"], d["expected_deliveries"], d["latency_us"]["p99"]))
 PY
 grep -q "result      PASS" "$work/load.log" || fail "summary does not say PASS"

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdint>
 #include <ctime>
 
@@ -17,6 +18,24 @@ namespace strix::chat {
 inline std::int64_t now_ns() noexcept {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
+}
+
+/// system_clock minus steady_clock, in nanoseconds: maps a wall-clock stamp of this machine (the
+/// server's server_ts_us) onto now_ns(). The tightest of a few bracketed reads. Any thread.
+inline std::int64_t wall_minus_steady_ns() noexcept {
+    std::int64_t best_gap = INT64_MAX, offset = 0;
+    for (int i = 0; i < 16; ++i) {
+        const std::int64_t a = now_ns();
+        const std::int64_t w = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count();
+        const std::int64_t b = now_ns();
+        if (b - a < best_gap) {
+            best_gap = b - a;
+            offset = w - (a + (b - a) / 2);
+        }
+    }
+    return offset;
 }
 
 /// epoll_wait for at most `timeout_ns` (<= 0: poll without blocking). Uses epoll_pwait2's

@@ -71,6 +71,10 @@ load_options parse_load_options(int argc, char** argv) {
     app.add_option("--setup-timeout", o.setup_timeout_s, "seconds allowed for login, create and join")
         ->capture_default_str();
     app.add_option("--server-pid", o.server_pid, "report the server's CPU use per step from /proc/PID/stat");
+    app.add_option("--poll-spin-us", o.poll_spin_us,
+                   "after a turn with events, keep polling this many microseconds before sleeping (0 = off)")
+        ->capture_default_str()
+        ->check(CLI::Range(0u, 1'000'000u));
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

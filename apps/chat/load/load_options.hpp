@@ -34,6 +34,7 @@ struct load_options {
     double drain_timeout_s = 10;
     double setup_timeout_s = 120;
     long server_pid = 0;  ///< report this process's CPU use per step (from /proc/PID/stat)
+    std::uint32_t poll_spin_us = 0;  ///< keep polling this long after a turn with events (0 = sleep at once)
     std::string command_line;  ///< argv joined, for the report
 };
 

@@ -85,6 +85,15 @@ private:
     bool first_ = true;
 };
 
+void split_json(json_out& j, const char* key, const latency_histogram& h) {
+    j.open(key, '{');
+    j.num("p50", us(h.percentile_ns(50)));
+    j.num("p99", us(h.percentile_ns(99)));
+    j.num("p999", us(h.percentile_ns(99.9)));
+    j.num("count", h.count());
+    j.close('}');
+}
+
 void latency_json(json_out& j, const latency_histogram& h) {
     j.open("latency_us", '{');
     j.num("avg", h.mean_ns() / 1000.0);
@@ -126,6 +135,8 @@ void verification_json(json_out& j, const step_result& r) {
     j.num("deliveries_per_s", r.deliveries_per_s());
     j.num("app_in_per_s", r.measured_s > 0 ? static_cast<double>(r.total.sent) / r.measured_s : 0.0);
     latency_json(j, r.total.latency);
+    split_json(j, "latency_to_server_us", r.total.to_server);
+    split_json(j, "latency_from_server_us", r.total.from_server);
     load_stats all = r.total;
     all.merge(r.warmup);
     errors_json(j, all);
@@ -210,6 +221,11 @@ void print_run_summary(const load_options& o, const step_result& r, double setup
                 us_str(h.percentile_ns(50)).c_str(), us_str(h.percentile_ns(90)).c_str(),
                 us_str(h.percentile_ns(99)).c_str(), us_str(h.percentile_ns(99.9)).c_str(),
                 us_str(h.max_ns()).c_str());
+    std::printf("  split       sender to server p50 %s | p99 %s | p99.9 %s; server to receiver p50 %s | p99 %s | "
+                "p99.9 %s (us, at the server's timestamp)\n",
+                us_str(t.to_server.percentile_ns(50)).c_str(), us_str(t.to_server.percentile_ns(99)).c_str(),
+                us_str(t.to_server.percentile_ns(99.9)).c_str(), us_str(t.from_server.percentile_ns(50)).c_str(),
+                us_str(t.from_server.percentile_ns(99)).c_str(), us_str(t.from_server.percentile_ns(99.9)).c_str());
     std::printf("  buckets    ");
     for (std::size_t b = 0; b < latency_histogram::band_count; ++b) {
         std::printf(" %s %s (%.2f%%)%s", band_names[b], thousands(h.bands()[b]).c_str(), pct(h.bands()[b], h.count()),

@@ -12,6 +12,7 @@
 // from then on.
 
 #include "load_options.hpp"
+#include "load_clock.hpp"
 #include "load_stats.hpp"
 #include "message_text.hpp"
 
@@ -73,6 +74,7 @@ struct load_shared {
 
     const load_options& opt;
     const message_text text;
+    const std::int64_t wall_minus_steady_ns = chat::wall_minus_steady_ns();  ///< see load_clock.hpp
     std::atomic<load_phase> phase{load_phase::connecting};
     std::vector<std::atomic<std::uint64_t>> player_ids;  ///< by client index; 0 until logged in
     std::vector<std::atomic<std::uint64_t>> room_ids;    ///< by room index; 0 until created

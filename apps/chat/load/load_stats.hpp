@@ -44,6 +44,11 @@ struct load_stats {
     std::uint64_t max_turn_ns = 0;      ///< longest such stretch: the most a receipt can be delayed
     std::array<std::uint64_t, error_slots> errors{};  ///< error_res by error_code
     latency_histogram latency;
+    /// The same path cut at the server's timestamp (server_ts_us, taken when the room sequences
+    /// the message; wall clock, mapped onto ours): sender to server per message (its own copy),
+    /// server to each receiver per delivery.
+    latency_histogram to_server;
+    latency_histogram from_server;
 
     /// Adds `o` into this one (sums, and the maximum of the maxima). Owner thread only.
     void merge(const load_stats& o) noexcept {
@@ -67,6 +72,8 @@ struct load_stats {
         if (o.max_turn_ns > max_turn_ns) max_turn_ns = o.max_turn_ns;
         for (std::size_t i = 0; i < error_slots; ++i) errors[i] += o.errors[i];
         latency.merge(o.latency);
+        to_server.merge(o.to_server);
+        from_server.merge(o.from_server);
     }
 
     /// Total error_res frames of every code. Owner thread only.

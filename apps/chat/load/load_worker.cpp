@@ -73,6 +73,8 @@ void load_worker::run(load_controller* ctl) {
     connect_start_ = now_ns();
     std::int64_t next_tick = 0;
     std::int64_t woke = 0;
+    std::int64_t last_events = 0;
+    const std::int64_t spin_ns = static_cast<std::int64_t>(shared_.opt.poll_spin_us) * 1000;
     while (!shared_.stop.load(std::memory_order_acquire)) {
         std::int64_t now = now_ns();
         std::int64_t deadline = control(now);
@@ -91,8 +93,11 @@ void load_worker::run(load_controller* ctl) {
             now_sink_->busy_ns += busy;
             if (busy > now_sink_->max_turn_ns) now_sink_->max_turn_ns = busy;
         }
-        const int n = wait_events(ep_, events.data(), static_cast<int>(events.size()), deadline - before_wait);
+        std::int64_t timeout = deadline - before_wait;
+        if (spin_ns > 0 && before_wait - last_events < spin_ns) timeout = 0;  // busy-poll
+        const int n = wait_events(ep_, events.data(), static_cast<int>(events.size()), timeout);
         woke = now_ns();
+        if (n > 0) last_events = woke;
         if (n < 0) {
             if (errno == EINTR) continue;
             shared_.fail(std::string("epoll_wait: ") + std::strerror(errno));
@@ -639,6 +644,13 @@ void load_worker::on_chat(load_client& c, std::span<const std::byte> frame, std:
     if (sender == c.player_id) ++s.acked;
     // Latency into the row of the receipt (the sink of a warmup message is the warmup).
     s.latency.record(static_cast<std::uint64_t>(now - ts));
+    // Split at the server's stamp. Both clocks are this machine's; a stamp that maps outside
+    // [send, receipt] (a wall-clock step) is left out of the split rather than clamped.
+    const std::int64_t at_server = static_cast<std::int64_t>(msg->server_ts_us()) * 1000 - shared_.wall_minus_steady_ns;
+    if (at_server >= ts && at_server <= now) {
+        if (sender == c.player_id) s.to_server.record(static_cast<std::uint64_t>(at_server - ts));
+        s.from_server.record(static_cast<std::uint64_t>(now - at_server));
+    }
 }
 
 void load_worker::close_client(load_client& c, const std::string& why) {

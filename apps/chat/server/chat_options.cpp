@@ -81,6 +81,7 @@ std::string validate(const chat_options& o) {
     if (!(o.chat_burst >= 1) || !std::isfinite(o.chat_burst)) return "--chat-burst must be at least 1";
     if (o.db_workers == 0 || o.db_workers > 64) return "--db-workers must be between 1 and 64";
     if (o.db_queue == 0) return "--db-queue must be at least 1";
+    if (o.poll_spin_us > 1'000'000) return "--poll-spin-us must be at most 1000000 (one second)";
     if (o.port != 0 && o.metrics_port == o.port) return "--metrics-port must differ from --port";
     if (o.unix_path.size() >= 108) return "--unix path must be shorter than 108 bytes (sockaddr_un's limit)";
     return {};
@@ -122,6 +123,9 @@ parse_result parse_options(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--idle-timeout-ms", idle_ms, "close connections silent this long (0 = never)")->capture_default_str();
     app.add_flag("--no-pin", no_pin, "do not pin shard threads to CPUs");
+    app.add_option("--poll-spin-us", o.poll_spin_us,
+                   "after a loop turn with work, shards keep polling this many microseconds before sleeping (0 = off)")
+        ->capture_default_str();
 
     try {
         app.parse(argc, argv);

@@ -26,6 +26,7 @@ struct chat_options {
     std::chrono::milliseconds stall_timeout{5000};     // output not drained this long = slow consumer
     std::chrono::milliseconds idle_timeout{0};         // 0 = never
     bool pin_threads = true;
+    std::uint32_t poll_spin_us = 0;                    // shards busy-poll this long after work (0 = sleep at once)
 };
 
 /// What parse_options() decided: run with these options, or exit now with this status

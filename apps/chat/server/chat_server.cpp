@@ -47,6 +47,7 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
     engine_config ecfg;
     ecfg.shards = opts_.shards;
     ecfg.pin_threads = opts_.pin_threads;
+    ecfg.poll_spin = std::chrono::microseconds(opts_.poll_spin_us);
     engine_ = std::make_unique<engine>(ecfg);
 
     ctx_ = std::unique_ptr<chat_context>(new chat_context{opts_, *engine_, *pool_, *writer_, (max_room >> 8) + 1, {}});

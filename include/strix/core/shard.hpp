@@ -133,7 +133,7 @@ private:
 
     shard(engine& e, unsigned id, std::chrono::milliseconds tick);
     void run();                 // the loop; on the shard's own thread
-    void turn(int timeout_ms);  // one loop turn
+    bool turn(int timeout_ms);  // one loop turn; true when it found work
     int next_timeout() const noexcept;
     bool inbound_pending() const noexcept;
     std::size_t drain_inbound();
@@ -172,6 +172,8 @@ private:
     bool drained_ = false;
     int holds_ = 0;
     std::chrono::steady_clock::time_point drain_deadline_;
+    std::int64_t spin_ns_ = 0;       // engine_config::poll_spin
+    std::int64_t last_work_ns_ = 0;  // steady clock of the last turn that found work (spinning only)
     shard_stats stats_;
 };
 
