@@ -74,9 +74,10 @@ if [ "$do_probe" = 1 ]; then
 fi
 
 port=$(free_port)
+metrics_port=$(free_port)
 sock=$tmp/chat.sock
 server_cmd=("$bin/strix-chat-server" --db "sqlite:$tmp/chat.db" --password-cost fast --port "$port"
-            --unix "$sock" --metrics-port 0 --chat-rate 1000000 --chat-burst 1000000)
+            --unix "$sock" --metrics-port "$metrics_port" --chat-rate 1000000 --chat-burst 1000000)
 # The load tool runs on the same machine: leave it one core so the two do not take turns on one.
 # On the project's 2-core machine that is one shard (2 shards measured p99 13.5 ms vs 6.6 ms).
 shards=${CHAT_SHARDS:-$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))}
@@ -100,6 +101,16 @@ for _ in $(seq 100); do
 done
 [ "$up" = 1 ] || die "strix-chat-server did not accept on 127.0.0.1:$port within 10 s"
 
+# snap <file>: the server's /metrics now (its event-loop turn histogram is read from the difference
+# of the snapshots around each run).
+snap() {
+  python3 - "$metrics_port" "$1" <<'PY' || die "cannot read the server's metrics"
+import sys, urllib.request
+with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=10) as r:
+    open(sys.argv[2], "wb").write(r.read())
+PY
+}
+
 # run_load <tag> <limit s> <args...>: strix-chat-load with the common arguments, its output shown
 # and kept in <tag>.log; any failure ends the benchmark.
 run_load() {
@@ -112,6 +123,7 @@ run_load() {
              --json "$runs/$tag.json" "$@")
   echo "${cmd[*]}" >"$runs/$tag.cmd"
   echo "bench-chat: ${cmd[*]}"
+  snap "$runs/$tag.metrics.before"
   set +e
   timeout "$limit" "${cmd[@]}" 2>&1 | tee "$runs/$tag.log"
   local statuses=("${PIPESTATUS[@]}")
@@ -121,6 +133,7 @@ run_load() {
     die "strix-chat-load ($tag) exited $rc; log: $runs/$tag.log, server log: $runs/server.log"
   fi
   [ -s "$runs/$tag.json" ] || die "strix-chat-load ($tag) wrote no JSON"
+  snap "$runs/$tag.metrics.after"
 }
 
 transports=(tcp)

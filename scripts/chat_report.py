@@ -193,7 +193,52 @@ def platform_section(probe, run, cpus):
     return L
 
 
-def run_sections(run, label):
+def read_metrics(path):
+    """Prometheus text -> {name or name{labels}: float}; None when the file is missing."""
+    if not os.path.exists(path):
+        return None
+    out = {}
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#") or " " not in line:
+                continue
+            key, value = line.rsplit(" ", 1)
+            try:
+                out[key] = float(value)
+            except ValueError:
+                pass
+    return out
+
+
+def loop_section(runs_dir, tag, measured_s):
+    """The server's event-loop turns during one load run, from /metrics snapshots around it."""
+    before = read_metrics(os.path.join(runs_dir, tag + ".metrics.before"))
+    after = read_metrics(os.path.join(runs_dir, tag + ".metrics.after"))
+    if not before or not after:
+        return []
+    keys = [k for k in after if k.startswith("strix_loop_turn_seconds_bucket{")]
+    if not keys:
+        return []
+    delta = {k: after[k] - before.get(k, 0) for k in keys}
+    count = after["strix_loop_turn_seconds_count"] - before.get("strix_loop_turn_seconds_count", 0)
+    busy = after["strix_loop_turn_seconds_sum"] - before.get("strix_loop_turn_seconds_sum", 0)
+    if count <= 0:
+        return []
+    cells, prev, labels = [], 0.0, []
+    for k in keys:
+        le = k.split('le="', 1)[1].rstrip('"}')
+        labels.append("> 5 ms" if le == "+Inf" else f"<= {float(le) * 1e6:g} us")
+        cells.append(delta[k] - prev)
+        prev = delta[k]
+    over_1ms = sum(c for lab, c in zip(labels, cells) if lab in ("<= 5000 us", "> 5 ms"))
+    row = " | ".join(f"{n(c)} ({100.0 * c / count:.3f} %)" for c in cells)
+    return [f"Server event loop over the same span (all shards, from `/metrics` before and after; turns "
+            f"that found work): {n(count)} turns, busy {busy:.1f} s of the ~{measured_s:.0f} s measured plus "
+            f"warmup and drain; {n(over_1ms)} turns ran longer than 1 ms ({100.0 * over_1ms / count:.3f} %).", "",
+            "| " + " | ".join(labels) + " |", "|" + "---:|" * len(labels), "| " + row + " |", ""]
+
+
+def run_sections(run, label, runs_dir=None, tag=None):
     L = [f"### {label}", ""]
     L.extend(interval_table(run))
     L.append("")
@@ -212,6 +257,8 @@ def run_sections(run, label):
                  f"sender to server p50 {ms(ts['p50'])} / p99 {ms(ts['p99'])} / p99.9 {ms(ts['p999'])} ms; "
                  f"server to each receiver p50 {ms(fs['p50'])} / p99 {ms(fs['p99'])} / p99.9 {ms(fs['p999'])} ms.")
     L.append("")
+    if runs_dir and tag:
+        L.extend(loop_section(runs_dir, tag, run["duration_s"] + run["warmup_s"]))
     return L
 
 
@@ -328,9 +375,9 @@ def main():
              "`bc-deliv/s` verified deliveries to room members. Latency: from the sender's send (client_ts) "
              "to each member's receipt, same clock. The last row also holds the drain after sending stopped.")
     L.append("")
-    L.extend(run_sections(run, "TCP (127.0.0.1)"))
+    L.extend(run_sections(run, "TCP (127.0.0.1)", args.runs, "run"))
     if urun:
-        L.extend(run_sections(urun, "Unix socket"))
+        L.extend(run_sections(urun, "Unix socket", args.runs, "run-unix"))
     L.append("### Seed 004 (theirs), server-side counters, every 60 s of 250 s")
     L.append("")
     L.append("| sec | io r/s | io s/s | app in/s | app out/s | bytes r/s | bytes s/s | bc-deliv/s | avg (us) | p50 (us) | p90 (us) | p99 (us) |")

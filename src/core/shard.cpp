@@ -187,6 +187,7 @@ bool shard::turn(int timeout_ms) {
     }
     int n = poller_->wait(events_.data(), static_cast<int>(events_.size()), timeout_ms);
     sleeping_.store(false, std::memory_order_relaxed);
+    const auto started = std::chrono::steady_clock::now();
 
     for (int i = 0; i < n; ++i) events_[static_cast<std::size_t>(i)].target->on_io(events_[static_cast<std::size_t>(i)].events);
     bump(stats_.io_events, static_cast<std::uint64_t>(n));
@@ -216,7 +217,17 @@ bool shard::turn(int timeout_ms) {
     }
     graveyard_.clear();
     bump(stats_.turns);
+    if (work != 0) record_turn(std::chrono::steady_clock::now() - started);
     return work != 0;
+}
+
+void shard::record_turn(std::chrono::steady_clock::duration took) noexcept {
+    const auto ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
+    std::size_t slot = 0;
+    while (slot < shard_stats::turn_time_bounds_us.size() && ns > shard_stats::turn_time_bounds_us[slot] * 1000) ++slot;
+    bump(stats_.turn_time[slot]);
+    bump(stats_.busy_ns, ns);
+    if (ns > stats_.max_turn_ns.load(std::memory_order_relaxed)) stats_.max_turn_ns.store(ns, std::memory_order_relaxed);
 }
 
 void shard::run() {

@@ -198,6 +198,20 @@ TEST(server_cli, metrics_report_sessions_rooms_messages_and_the_database) {
     EXPECT_EQ(metric(text, "strix_pool_allocs_total") - metric(text, "strix_pool_frees_total"),
               metric(text, "strix_pool_in_use"))
         << text;
+    // The event-loop turn histogram: cumulative buckets, +Inf equal to the count, and the shards
+    // did turn (logins, chats).
+    {
+        std::vector<long long> buckets;
+        for (std::size_t pos = text.find("strix_loop_turn_seconds_bucket{"); pos != std::string::npos;
+             pos = text.find("strix_loop_turn_seconds_bucket{", pos + 1))
+            buckets.push_back(std::stoll(text.substr(text.find("} ", pos) + 2)));
+        ASSERT_EQ(buckets.size(), 5u) << text;
+        for (std::size_t i = 1; i < buckets.size(); ++i) EXPECT_LE(buckets[i - 1], buckets[i]) << text;
+        EXPECT_EQ(buckets.back(), metric(text, "strix_loop_turn_seconds_count"));
+        EXPECT_GT(buckets.back(), 5);
+        EXPECT_NE(text.find("strix_loop_turn_seconds_bucket{le=\"+Inf\"}"), std::string::npos);
+        EXPECT_GE(metric(text, "strix_loop_turn_max_us"), 0);
+    }
     for (const char* name : {"strix_pool_in_use", "strix_pool_peak", "strix_send_buffers_in_use", "strix_send_buffers_peak",
                              "strix_job_queue_enqueued_total", "strix_job_queue_peak", "strix_db_write_lag_us",
                              "strix_io_writes_total", "strix_app_messages_out_total"})

@@ -2,6 +2,8 @@
 
 #include <strix/core/log.hpp>
 
+#include <algorithm>
+#include <array>
 #include <filesystem>
 #include <sstream>
 #include <stdexcept>
@@ -181,6 +183,30 @@ std::string chat_server::render_metrics() const {
     metric("strix_slow_consumer_disconnects_total", "counter", "sessions closed because they did not read", n.slow_consumers);
     metric("strix_frame_errors_total", "counter", "connections closed for bad framing", n.frame_errors);
     metric("strix_connections_accepted_total", "counter", "connections accepted", n.accepted);
+    // Event-loop turns that found work, by duration (a Prometheus histogram over all shards).
+    {
+        constexpr auto& bounds = shard_stats::turn_time_bounds_us;
+        std::array<std::uint64_t, bounds.size() + 1> counts{};
+        std::uint64_t busy_ns = 0, max_ns = 0;
+        for (unsigned i = 0; i < engine_->shard_count(); ++i) {
+            const shard_stats& st = engine_->at(i).stats();
+            for (std::size_t b = 0; b < counts.size(); ++b) counts[b] += st.turn_time[b].load(std::memory_order_relaxed);
+            busy_ns += st.busy_ns.load(std::memory_order_relaxed);
+            max_ns = std::max(max_ns, st.max_turn_ns.load(std::memory_order_relaxed));
+        }
+        o << "# HELP strix_loop_turn_seconds event-loop turns that found work, by how long they ran (all shards)\n"
+             "# TYPE strix_loop_turn_seconds histogram\n";
+        std::uint64_t cumulative = 0;
+        for (std::size_t b = 0; b < bounds.size(); ++b) {
+            cumulative += counts[b];
+            o << "strix_loop_turn_seconds_bucket{le=\"" << static_cast<double>(bounds[b]) / 1e6 << "\"} " << cumulative << '\n';
+        }
+        cumulative += counts.back();
+        o << "strix_loop_turn_seconds_bucket{le=\"+Inf\"} " << cumulative << '\n'
+          << "strix_loop_turn_seconds_sum " << static_cast<double>(busy_ns) / 1e9 << '\n'
+          << "strix_loop_turn_seconds_count " << cumulative << '\n';
+        metric("strix_loop_turn_max_us", "gauge", "longest event-loop turn so far (any shard)", max_ns / 1000);
+    }
     metric("strix_sessions", "gauge", "open sessions", sessions);
     metric("strix_players", "gauge", "logged-in sessions", players);
     metric("strix_rooms", "gauge", "rooms", rooms);

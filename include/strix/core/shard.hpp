@@ -18,6 +18,7 @@
 #include <strix/core/task.hpp>
 #include <strix/core/timing_wheel.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -44,6 +45,12 @@ struct shard_stats {
     std::atomic<std::uint64_t> tasks_external_in{0};
     std::atomic<std::uint64_t> wakeups{0};       // doorbell reads: another thread woke us
     std::atomic<std::uint64_t> mesh_overflows{0};  // posts that found the SPSC channel full
+    // Turns that found work, by how long they ran (wait excluded): the delay one turn can add to
+    // everything else due on the shard. Bounds in turn_time_bounds_us; the last slot is above all.
+    static constexpr std::array<std::uint64_t, 4> turn_time_bounds_us{50, 200, 1000, 5000};
+    std::array<std::atomic<std::uint64_t>, 5> turn_time{};
+    std::atomic<std::uint64_t> busy_ns{0};       // time spent in turns that found work
+    std::atomic<std::uint64_t> max_turn_ns{0};   // longest such turn
 };
 
 /// Increments a single-writer counter without a locked instruction.
@@ -140,6 +147,7 @@ private:
     void flush_overflow();
     bool overflow_only_to_exited() const noexcept;
     void advance_clock();
+    void record_turn(std::chrono::steady_clock::duration took) noexcept;
     void ring() noexcept;       // wakes this shard if it may be asleep; any thread
     void request_stop() noexcept;
 
