@@ -45,7 +45,7 @@ shard::shard(engine& e, unsigned id, std::chrono::milliseconds tick)
       epoch_(std::chrono::steady_clock::now()),
       overflow_(e.shard_count()),
       external_(e.config().external_capacity),
-      spin_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(e.config().poll_spin).count()) {
+      spin_(e.config().poll_spin) {
     bell_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (bell_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
     bell_ = make_intrusive<doorbell>(*this, bell_fd_);
@@ -179,7 +179,7 @@ int shard::next_timeout() const noexcept {
     return timeout;
 }
 
-bool shard::turn(int timeout_ms) {
+void shard::turn(int timeout_ms) {
     if (timeout_ms != 0) {
         sleeping_.store(true, std::memory_order_relaxed);
         std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -217,8 +217,11 @@ bool shard::turn(int timeout_ms) {
     }
     graveyard_.clear();
     bump(stats_.turns);
-    if (work != 0) record_turn(std::chrono::steady_clock::now() - started);
-    return work != 0;
+    if (work != 0) {
+        const auto ended = std::chrono::steady_clock::now();
+        record_turn(ended - started);
+        last_work_ = ended;
+    }
 }
 
 void shard::record_turn(std::chrono::steady_clock::duration took) noexcept {
@@ -254,10 +257,10 @@ void shard::run() {
         }
         if (drained_ && engine_.all_drained() && local_.empty() && !inbound_pending() && overflow_only_to_exited()) break;
         int timeout = next_timeout();
-        if (timeout != 0 && spin_ns_ > 0 && !stopping_ &&
-            std::chrono::steady_clock::now().time_since_epoch().count() - last_work_ns_ < spin_ns_)
+        // Busy-poll (engine_config::poll_spin): within the window after work, poll instead of sleeping.
+        if (timeout != 0 && spin_.count() > 0 && !stopping_ && std::chrono::steady_clock::now() - last_work_ < spin_)
             timeout = 0;
-        if (turn(timeout) && spin_ns_ > 0) last_work_ns_ = std::chrono::steady_clock::now().time_since_epoch().count();
+        turn(timeout);
     }
     if (overflow_count_) {
         // Only shards that already exited are left to receive these; nobody will run them.

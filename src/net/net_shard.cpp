@@ -117,8 +117,7 @@ std::byte* net_shard::take_rx_buffer() {
         counters.recv_buffers_in_use.store(in_use, std::memory_order_relaxed);
         if (in_use > counters.recv_buffers_peak.load(std::memory_order_relaxed))
             counters.recv_buffers_peak.store(in_use, std::memory_order_relaxed);
-        counters.recv_buffer_takes.store(counters.recv_buffer_takes.load(std::memory_order_relaxed) + 1,
-                                         std::memory_order_relaxed);
+        bump(counters.recv_buffer_takes);
     }
     return p;
 }
@@ -137,8 +136,7 @@ void net_shard::give_rx_buffer(std::byte* p, bool cold) noexcept {
     free_rx_.push_back(p);
     counters.recv_buffers_in_use.store(counters.recv_buffers_in_use.load(std::memory_order_relaxed) - 1,
                                        std::memory_order_relaxed);
-    counters.recv_buffer_returns.store(counters.recv_buffer_returns.load(std::memory_order_relaxed) + 1,
-                                       std::memory_order_relaxed);
+    bump(counters.recv_buffer_returns);
 }
 
 }  // namespace strix::detail

@@ -140,7 +140,7 @@ private:
 
     shard(engine& e, unsigned id, std::chrono::milliseconds tick);
     void run();                 // the loop; on the shard's own thread
-    bool turn(int timeout_ms);  // one loop turn; true when it found work
+    void turn(int timeout_ms);  // one loop turn
     int next_timeout() const noexcept;
     bool inbound_pending() const noexcept;
     std::size_t drain_inbound();
@@ -180,8 +180,8 @@ private:
     bool drained_ = false;
     int holds_ = 0;
     std::chrono::steady_clock::time_point drain_deadline_;
-    std::int64_t spin_ns_ = 0;       // engine_config::poll_spin
-    std::int64_t last_work_ns_ = 0;  // steady clock of the last turn that found work (spinning only)
+    const std::chrono::microseconds spin_;             // engine_config::poll_spin
+    std::chrono::steady_clock::time_point last_work_;  // end of the last turn that found work
     shard_stats stats_;
 };
 
