@@ -154,9 +154,11 @@ TEST(echo, unix_socket_runs_the_same_session_code) {
 }
 
 // The session asks for write readiness only after a write hits a full socket buffer. A peer that
-// reads nothing for a while must still get every byte, in order, once it starts reading: the
-// server's writes stop, EPOLLOUT is registered, and its edge resumes them. Over TCP and over a
-// Unix socket, whose write-space wakeups differ.
+// reads nothing until the server's output has backed up (reading paused at the high-water mark)
+// must still get every byte, in order, once it starts reading: the server's writes stopped,
+// EPOLLOUT was registered, and its edge resumes them. Over TCP and over a Unix socket, whose
+// write-space wakeups differ. 16 MiB: more than the kernel buffers both ways can hold, so the
+// output must back up into the session whatever the socket buffers autotune to.
 TEST(echo, a_peer_that_starts_reading_late_gets_every_byte_over_tcp_and_unix) {
     for (bool unix_socket : {false, true}) {
         SCOPED_TRACE(unix_socket ? "unix" : "tcp");
@@ -172,21 +174,21 @@ TEST(echo, a_peer_that_starts_reading_late_gets_every_byte_over_tcp_and_unix) {
         ASSERT_GE(fd, 0);
         std::mt19937 rng(11);
         bytes stream;
-        for (int i = 0; i < 3000; ++i) append(stream, frame_le32(random_bytes(rng, 1000)));
+        const auto body = random_bytes(rng, 1000);
+        for (int i = 0; i < 16000; ++i) append(stream, frame_le32(body));
         bytes got(stream.size());
-        bool ok = true;
+        bool ok = true, backed_up = false;
         std::thread reader([&] {
-            std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the server's output back up
+            backed_up = eventually([&] { return fx.srv.stats().read_pauses > 0; }, std::chrono::seconds(20));
             ok = recv_exact(fd, got.data(), got.size());
         });
         const bool sent = send_all(fd, stream.data(), stream.size());
         reader.join();
+        EXPECT_TRUE(backed_up) << "the server's output never backed up to its high-water mark";
         EXPECT_TRUE(sent);
         EXPECT_TRUE(ok);
         EXPECT_TRUE(got == stream) << "echo differs from what was sent";
-        EXPECT_EQ(fx.srv.stats().frames_in, 3000u);
-        // The output did back up: the session paused reading at its high-water mark.
-        EXPECT_GT(fx.srv.stats().read_pauses, 0u);
+        EXPECT_EQ(fx.srv.stats().frames_in, 16000u);
         ::close(fd);
         if (unix_socket) ::unlink(cfg.unix_path.c_str());
     }

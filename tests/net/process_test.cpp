@@ -66,6 +66,21 @@ TEST(process, running_out_of_descriptors_neither_spins_nor_crashes) {
     // 40 descriptors: stdio, epolls, eventfds and listeners take ~12; the rest are sessions.
     child srv("strix-echo-server", server_args(port), "/dev/null", 40);
     ASSERT_TRUE(wait_listening(port));
+    // One full echo before the descriptors run out. Besides showing the server works, it matters
+    // under UBSan: the first virtual call through a new (static type, dynamic type) pair takes
+    // the runtime's slow path, which tests the object's memory through a pipe; with no descriptor
+    // left that fails and UBSan reports a live session as having an "invalid vptr".
+    {
+        int fd = connect_tcp(port);
+        ASSERT_GE(fd, 0);
+        set_timeouts(fd, std::chrono::seconds(5));
+        auto hello = frame_le32(bytes(8, std::byte{0x11}));
+        ASSERT_TRUE(send_all(fd, hello));
+        bytes back(hello.size());
+        ASSERT_TRUE(recv_exact(fd, back.data(), back.size()));
+        EXPECT_EQ(back, hello);
+        ::close(fd);
+    }
     std::vector<int> fds;
     for (int i = 0; i < 80; ++i) {
         int fd = connect_tcp(port, std::chrono::milliseconds(300));  // the backlog completes the handshake
