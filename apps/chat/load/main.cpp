@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
     }
     raise_fd_limit(opt.clients);
 
-    const std::string target = opt.unix_path.empty() ? opt.host + ":" + std::to_string(opt.port) : "unix:" + opt.unix_path;
+    const std::string target = describe(addr);
     std::printf("strix-chat-load: %u clients, %u rooms, %.1f rps per client, payload %s (mean %.0f B), %s, "
                 "%u thread(s)%s\n",
                 opt.clients, opt.rooms, opt.rps, opt.mix.to_string().c_str(), opt.mix.mean_len(), target.c_str(),
