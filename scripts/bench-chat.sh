@@ -136,19 +136,16 @@ run_load() {
   snap "$runs/$tag.metrics.after"
 }
 
-transports=(tcp)
-if [ "$do_unix" = 1 ]; then transports+=(unix); fi
+# Tags: run / sweep over TCP, run-unix / sweep-unix over the Unix socket (run_load picks the target).
+transports=("")
+if [ "$do_unix" = 1 ]; then transports+=(-unix); fi
 for t in "${transports[@]}"; do
-  suffix=
-  if [ "$t" = unix ]; then suffix=-unix; fi
-  run_load "run$suffix" $((duration + warmup + 300)) --rps "$rps" --duration "$duration" --warmup "$warmup" \
+  run_load "run$t" $((duration + warmup + 300)) --rps "$rps" --duration "$duration" --warmup "$warmup" \
     --report-every 10
 done
 if [ "$do_sweep" = 1 ]; then
   for t in "${transports[@]}"; do
-    suffix=
-    if [ "$t" = unix ]; then suffix=-unix; fi
-    run_load "sweep$suffix" $(((sweep_duration + 15) * sweep_steps + 300)) --sweep --rps "$sweep_rps" \
+    run_load "sweep$t" $(((sweep_duration + 15) * sweep_steps + 300)) --sweep --rps "$sweep_rps" \
       --duration "$sweep_duration" --sweep-steps "$sweep_steps" --report-every "$sweep_duration"
   done
 fi
