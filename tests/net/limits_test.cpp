@@ -90,16 +90,23 @@ TEST(limits, peer_that_never_reads_is_disconnected_while_others_keep_service) {
     cfg.limits.stall_timeout = std::chrono::milliseconds(300);
     server_fixture fx(cfg, {}, 1);  // one shard: the slow peer and the good one share it
 
-    int slow = connect_tcp(fx.srv.port(), std::chrono::milliseconds(200));
+    // The small receive buffer is set before connecting (see connect_tcp).
+    int slow = connect_tcp(fx.srv.port(), std::chrono::milliseconds(200), 4096);
     ASSERT_GE(slow, 0);
-    int small = 4096;
-    ::setsockopt(slow, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
     std::atomic<bool> stop{false};
     std::thread blaster([&] {
         auto f = frame_le32(bytes(1000, std::byte{0x5a}));
-        // Send timeouts (200 ms) end each blocked send; keep going until told to stop.
+        // Send timeouts (200 ms) end each blocked send; keep going until told to stop. A send cut
+        // short by the timeout is finished before the next frame starts, so the stream stays framed.
         while (!stop.load()) {
-            if (::send(slow, f.data(), f.size(), MSG_NOSIGNAL) < 0 && errno != EAGAIN && errno != EWOULDBLOCK) break;
+            std::size_t off = 0;
+            while (off < f.size() && !stop.load()) {
+                const auto r = ::send(slow, f.data() + off, f.size() - off, MSG_NOSIGNAL);
+                if (r > 0)
+                    off += static_cast<std::size_t>(r);
+                else if (errno != EAGAIN && errno != EWOULDBLOCK)
+                    return;
+            }
         }
     });
 
@@ -135,10 +142,8 @@ TEST(limits, queued_output_above_the_hard_limit_disconnects) {
     server_config cfg;
     cfg.limits.max_queued = 512 * 1024;
     server_fixture fx(cfg, [](shard&) { return std::make_unique<flood_handler>(); });
-    int fd = connect_tcp(fx.srv.port());
+    int fd = connect_tcp(fx.srv.port(), std::chrono::seconds(5), 4096);
     ASSERT_GE(fd, 0);
-    int small = 4096;
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
     ASSERT_TRUE(send_all(fd, frame_le32(bytes(1, std::byte{1}))));
     EXPECT_TRUE(wait_closed(fd, std::chrono::seconds(5)));
     ::close(fd);

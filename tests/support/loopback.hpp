@@ -34,9 +34,13 @@ inline void set_timeouts(int fd, std::chrono::milliseconds t) {
 }
 
 /// Blocking TCP connection to 127.0.0.1:port with 5 s send/receive timeouts; -1 on failure.
-inline int connect_tcp(std::uint16_t port, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+/// rcvbuf > 0 sets SO_RCVBUF before connecting (a slow reader): shrunk after the handshake, the
+/// buffer cannot hold the window already advertised, the kernel drops segments and both ends fall
+/// into retransmission backoff for seconds.
+inline int connect_tcp(std::uint16_t port, std::chrono::milliseconds timeout = std::chrono::seconds(5), int rcvbuf = 0) {
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
+    if (rcvbuf > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port);
