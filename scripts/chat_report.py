@@ -12,6 +12,8 @@ import os
 import platform
 import sys
 
+from report_common import cpu_model
+
 # Seed 004 (theirs): i5-14400F, 32 GB, Windows 11, Win32 IOCP, 500 clients / 10 rooms / 10 rps, 250 s.
 SEED_LATENCY_MS = {"avg": 0.456, "p50": 0.142, "p90": 1.163, "p99": 5.569}
 SEED_DELIVERIES_PER_S = 248153      # headline bc-deliv/s; interval rows 252,961 .. 256,510
@@ -49,17 +51,6 @@ def load_json(path):
         die(f"{path} is missing")
     with open(path) as f:
         return json.load(f)
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def mem_total():

@@ -14,6 +14,8 @@ import statistics
 import subprocess
 import sys
 
+from report_common import cpu_model
+
 FIELDS = ["msgs_in_per_s", "msgs_out_per_s", "mb_in_per_s", "mb_out_per_s",
           "server_cpu_pct", "server_rss_mib", "client_cpu_pct"]
 REFERENCE = "raw-epoll"
@@ -23,16 +25,6 @@ def die(why):
     print(f"echo_report: FAILED: {why}", file=sys.stderr)
     sys.exit(1)
 
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def load_runs(runs, servers, depths, reps):
