@@ -10,9 +10,9 @@ packages=(
   libgtest-dev libbenchmark-dev
   libflatbuffers-dev flatbuffers-compiler
   libsqlite3-dev libpq-dev postgresql
-  libsodium-dev libhiredis-dev redis-server
-  libfmt-dev libcli11-dev libtomlplusplus-dev
-  liburing-dev
+  libsodium-dev
+  libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
+  libzmq3-dev                 # strix::link interop tests and the libzmq baseline only
   gnuplot-nox                 # echo.png and other plots written by make bench
 )
 
