@@ -36,13 +36,6 @@ namespace {
 
 using boost::asio::ip::tcp;
 
-constexpr const char* usage_text =
-    "usage: strix-echo-asio-naive --port P [--threads N]\n"
-    "  --port P      TCP port to listen on, 127.0.0.1 (required)\n"
-    "  --threads N   threads running the one io_context (default 20, as in seed 001)\n"
-    "Wire format: 4-byte little-endian total length (header included), then the body\n"
-    "(at most 512 bytes here, like asio's chat_message). Stops on SIGTERM or SIGINT.\n";
-
 class message {
  public:
   static constexpr std::size_t header_length = echo_header_size;
@@ -153,10 +146,18 @@ class echo_server {
 };
 
 int run(int argc, char** argv) {
-  echo_args args(argc, argv, {"port", "threads"}, usage_text);
-  if (!args.has("port")) args.fail("--port is required (see --help)");
-  const auto port = static_cast<std::uint16_t>(args.integer("port", 0, 1, 65535));
-  const auto nthreads = static_cast<unsigned>(args.integer("threads", 20, 1, 1024));
+  std::uint16_t port = 0;
+  unsigned nthreads = 20;
+  CLI::App app{"strix-echo-asio-naive: seed 001's naive boost::asio echo server", "strix-echo-asio-naive"};
+  app.footer("Wire format: 4-byte little-endian total length (header included), then the body\n"
+             "(at most 512 bytes here, like asio's chat_message). Stops on SIGTERM or SIGINT.");
+  // A repeated option keeps its last value, so a wrapper script can override what it passed.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--port", port, "TCP port to listen on, 127.0.0.1")->required()->check(CLI::Range(1, 65535));
+  app.add_option("--threads", nthreads, "threads running the one io_context (20 as in seed 001)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  echo_parse_args(app, argc, argv);
   try {
     boost::asio::io_context io;
     echo_server server(io, tcp::endpoint(boost::asio::ip::address_v4::loopback(), port));

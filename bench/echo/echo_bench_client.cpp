@@ -19,10 +19,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdarg>
 #include <cstdint>
@@ -46,23 +49,8 @@ namespace {
 
 using steady = std::chrono::steady_clock;
 
-constexpr const char* usage_text =
-    "usage: strix-echo-bench --port P [options]\n"
-    "  --host A            numeric IPv4 address of the echo server (default 127.0.0.1)\n"
-    "  --port P            server port (required)\n"
-    "  --connections N     TCP connections (default 100)\n"
-    "  --size B            body bytes per message; on the wire 4 + B (default 8)\n"
-    "  --depth D           messages kept in flight per connection (default 1)\n"
-    "  --duration S        measured seconds after the warmup (default 5)\n"
-    "  --warmup S          seconds run before measuring (default 1)\n"
-    "  --server-pid PID    report the server's CPU % and RSS from /proc/PID\n"
-    "  --json FILE         write the summary as JSON\n"
-    "  --threads T         client worker threads (default 1)\n"
-    "  --drain-timeout S   how long to wait for outstanding echoes at the end (default 10)\n"
-    "MB/s counts wire bytes (header + body), 1 MB = 10^6 bytes.\n";
-
 struct options {
-  std::string host;
+  std::string host = "127.0.0.1";
   std::uint16_t port = 0;
   std::uint32_t connections = 100;
   std::size_t size = 8;
@@ -434,39 +422,55 @@ std::string format_rates(const rates& r) {
   return buf;
 }
 
-std::string json_number(double v) {
-  if (v < 0) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.3f", v);
-  return buf;
+// A rate or figure for the JSON summary, to the thousandth; null when it was not measured (negative).
+nlohmann::ordered_json json_figure(double v) {
+  if (v < 0) return nullptr;
+  return std::round(v * 1000.0) / 1000.0;
 }
 
 // ---- main --------------------------------------------------------------------------------------
 
 options parse_options(int argc, char** argv) {
-  echo_args args(argc, argv,
-                 {"host", "port", "connections", "size", "depth", "duration", "warmup", "server-pid",
-                  "json", "threads", "drain-timeout"},
-                 usage_text);
   options o;
-  o.host = args.str("host", "127.0.0.1");
-  if (!args.has("port")) args.fail("--port is required (see --help)");
-  o.port = static_cast<std::uint16_t>(args.integer("port", 0, 1, 65535));
-  o.connections = static_cast<std::uint32_t>(args.integer("connections", 100, 1, 100000));
-  o.size = static_cast<std::size_t>(args.integer("size", 8, 0, 16 << 20));
-  o.depth = static_cast<std::uint32_t>(args.integer("depth", 1, 1, 1 << 20));
-  o.duration_s = static_cast<int>(args.integer("duration", 5, 1, 86400));
-  o.warmup_s = static_cast<int>(args.integer("warmup", 1, 0, 3600));
-  o.server_pid = static_cast<long>(args.integer("server-pid", 0, 0, 1LL << 31));
-  o.json = args.str("json", "");
-  o.threads = static_cast<std::uint32_t>(args.integer("threads", 1, 1, 1024));
-  o.drain_timeout_s = static_cast<int>(args.integer("drain-timeout", 10, 1, 3600));
+  CLI::App app{"strix-echo-bench: the load tool of seed 001's echo shoot-out; verifies every echoed byte "
+               "and the order of the echoes",
+               "strix-echo-bench"};
+  app.footer("MB/s counts wire bytes (header + body), 1 MB = 10^6 bytes.");
+  // A repeated option keeps its last value, so a wrapper script can override what it passed.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--host", o.host, "numeric IPv4 address of the echo server")->capture_default_str();
+  app.add_option("--port", o.port, "server port")->required()->check(CLI::Range(1, 65535));
+  app.add_option("--connections", o.connections, "TCP connections")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--size", o.size, "body bytes per message; on the wire 4 + B")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 16 << 20));
+  app.add_option("--depth", o.depth, "messages kept in flight per connection")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--duration", o.duration_s, "measured seconds after the warmup")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
+  app.add_option("--warmup", o.warmup_s, "seconds run before measuring")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3600));
+  app.add_option("--server-pid", o.server_pid, "report the server's CPU % and RSS from /proc/PID")
+      ->check(CLI::Range(0LL, 1LL << 31));
+  app.add_option("--json", o.json, "write the summary as JSON to FILE");
+  app.add_option("--threads", o.threads, "client worker threads")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--drain-timeout", o.drain_timeout_s, "how long to wait for outstanding echoes at the end, seconds")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  echo_parse_args(app, argc, argv);
   o.threads = std::min(o.threads, o.connections);
   if (static_cast<double>(o.depth) * static_cast<double>(echo_header_size + o.size) > double(1 << 30)) {
-    args.fail("--depth x (4 + --size) must stay under 1 GiB in flight per connection");
+    echo_usage_error(app, "--depth x (4 + --size) must stay under 1 GiB in flight per connection");
   }
   if (o.server_pid != 0 && !read_proc(o.server_pid).ok) {
-    args.fail("cannot read /proc/" + std::to_string(o.server_pid) + "/stat: is --server-pid right?");
+    echo_usage_error(app, "cannot read /proc/" + std::to_string(o.server_pid) + "/stat: is --server-pid right?");
   }
   return o;
 }
@@ -597,27 +601,29 @@ int run(int argc, char** argv) {
   std::printf("result: %s\n", ok ? "PASS" : "FAIL");
 
   if (!o.json.empty()) {
+    // Field names and order are what scripts/echo_report.py and echo_bench_test.sh read.
+    const nlohmann::ordered_json summary = {
+        {"ok", ok},
+        {"msgs_in_per_s", json_figure(r.msgs_in)},
+        {"msgs_out_per_s", json_figure(r.msgs_out)},
+        {"mb_in_per_s", json_figure(r.mb_in)},
+        {"mb_out_per_s", json_figure(r.mb_out)},
+        {"server_cpu_pct", json_figure(r.server_cpu_pct)},
+        {"server_rss_mib", json_figure(r.server_rss_mib)},
+        {"client_cpu_pct", json_figure(r.client_cpu_pct)},
+        {"verified", verified},
+        {"outstanding", outstanding},
+        {"errors", errors},
+        {"connections", o.connections},
+        {"size", o.size},
+        {"depth", o.depth},
+        {"threads", o.threads},
+        {"warmup_s", o.warmup_s},
+        {"duration_s", o.duration_s},
+        {"measured_s", json_figure(r.seconds)},
+    };
     std::ofstream js(o.json);
-    js << "{\n"
-       << "  \"ok\": " << (ok ? "true" : "false") << ",\n"
-       << "  \"msgs_in_per_s\": " << json_number(r.msgs_in) << ",\n"
-       << "  \"msgs_out_per_s\": " << json_number(r.msgs_out) << ",\n"
-       << "  \"mb_in_per_s\": " << json_number(r.mb_in) << ",\n"
-       << "  \"mb_out_per_s\": " << json_number(r.mb_out) << ",\n"
-       << "  \"server_cpu_pct\": " << json_number(r.server_cpu_pct) << ",\n"
-       << "  \"server_rss_mib\": " << json_number(r.server_rss_mib) << ",\n"
-       << "  \"client_cpu_pct\": " << json_number(r.client_cpu_pct) << ",\n"
-       << "  \"verified\": " << verified << ",\n"
-       << "  \"outstanding\": " << outstanding << ",\n"
-       << "  \"errors\": " << errors << ",\n"
-       << "  \"connections\": " << o.connections << ",\n"
-       << "  \"size\": " << o.size << ",\n"
-       << "  \"depth\": " << o.depth << ",\n"
-       << "  \"threads\": " << o.threads << ",\n"
-       << "  \"warmup_s\": " << o.warmup_s << ",\n"
-       << "  \"duration_s\": " << o.duration_s << ",\n"
-       << "  \"measured_s\": " << json_number(r.seconds) << "\n"
-       << "}\n";
+    js << summary.dump(2) << '\n';
     if (!js) {
       std::fprintf(stderr, "strix-echo-bench: cannot write %s\n", o.json.c_str());
       return 1;

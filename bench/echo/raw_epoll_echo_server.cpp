@@ -40,14 +40,6 @@
 namespace strix {
 namespace {
 
-constexpr const char* usage_text =
-    "usage: strix-echo-raw-epoll --port P [--threads N]\n"
-    "  --port P      TCP port to listen on, 127.0.0.1 (required)\n"
-    "  --threads N   reactor threads, one per core, each with its own SO_REUSEPORT listener\n"
-    "                (default: the number of CPUs this process may run on)\n"
-    "Wire format: 4-byte little-endian total length (header included), then the body.\n"
-    "Every message is echoed back unchanged. Stops on SIGTERM or SIGINT.\n";
-
 // Messages above this are a protocol error (the load tool sends at most 16 MiB bodies).
 constexpr std::uint32_t max_message = (16u << 20) + 64;
 // Stop reading a connection whose peer does not read its echoes; resume when it has drained.
@@ -294,7 +286,6 @@ class reactor_thread {
 };
 
 int run(int argc, char** argv) {
-  echo_args args(argc, argv, {"port", "threads", "corrupt-every"}, usage_text);
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   ::sched_getaffinity(0, sizeof(allowed), &allowed);
@@ -305,10 +296,22 @@ int run(int argc, char** argv) {
   if (cpus.empty()) cpus.push_back(-1);
 
   options opt;
-  if (!args.has("port")) args.fail("--port is required (see --help)");
-  opt.port = static_cast<std::uint16_t>(args.integer("port", 0, 1, 65535));
-  opt.threads = static_cast<unsigned>(args.integer("threads", static_cast<long long>(cpus.size()), 1, 1024));
-  opt.corrupt_every = static_cast<std::uint64_t>(args.integer("corrupt-every", 0, 0, 1LL << 40));
+  opt.threads = static_cast<unsigned>(cpus.size());
+  CLI::App app{"strix-echo-raw-epoll: the physical-limit reference server of the echo shoot-out",
+               "strix-echo-raw-epoll"};
+  app.footer("Wire format: 4-byte little-endian total length (header included), then the body.\n"
+             "Every message is echoed back unchanged. Stops on SIGTERM or SIGINT.");
+  // A repeated option keeps its last value, so a wrapper script can override what it passed.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--port", opt.port, "TCP port to listen on, 127.0.0.1")->required()->check(CLI::Range(1, 65535));
+  app.add_option("--threads", opt.threads,
+                 "reactor threads, one per core, each with its own SO_REUSEPORT listener "
+                 "(default: the number of CPUs this process may run on)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  // Test only, left out of --help: flips one byte in every Nth echo of a thread.
+  app.add_option("--corrupt-every", opt.corrupt_every)->check(CLI::Range(0LL, 1LL << 40))->group("");
+  echo_parse_args(app, argc, argv);
 
   std::signal(SIGPIPE, SIG_IGN);
   // SIGTERM / SIGINT are taken by sigwait in this thread; the reactors never see them.
