@@ -31,6 +31,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -53,47 +56,35 @@ struct options {
     std::string json;
 };
 
-[[noreturn]] void usage(const char* why) {
-    std::fprintf(stderr,
-                 "strix-platform-probe: %s\nusage: strix-platform-probe [--hiccup-seconds S] [--segment-seconds S] "
-                 "[--connections N] [--size BYTES] [--json FILE]\n",
-                 why);
+[[noreturn]] void usage_error(const std::string& why) {
+    std::fprintf(stderr, "strix-platform-probe: %s (see --help)\n", why.c_str());
     std::exit(2);
 }
 
 options parse(int argc, char** argv) {
     options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (a == "-h" || a == "--help") {
-            std::printf("strix-platform-probe: clock hiccups per CPU and the loopback small-segment ceiling (TCP, Unix)\n"
-                        "usage: strix-platform-probe [--hiccup-seconds S=5] [--segment-seconds S=3] "
-                        "[--connections N=500] [--size BYTES=256] [--json FILE]\n");
-            std::exit(0);
-        }
-        if (i + 1 >= argc) usage(("missing value after " + a).c_str());
-        const char* v = argv[++i];
-        char* end = nullptr;
-        if (a == "--hiccup-seconds") {
-            o.hiccup_s = std::strtod(v, &end);
-        } else if (a == "--segment-seconds") {
-            o.segment_s = std::strtod(v, &end);
-        } else if (a == "--connections") {
-            o.connections = static_cast<int>(std::strtol(v, &end, 10));
-        } else if (a == "--size") {
-            o.size = static_cast<int>(std::strtol(v, &end, 10));
-        } else if (a == "--json") {
-            o.json = v;
-            continue;
-        } else {
-            usage(("unknown option " + a).c_str());
-        }
-        if (end == v || *end != '\0') usage(("not a number: " + a + " " + v).c_str());
+    CLI::App app{"strix-platform-probe: clock hiccups per CPU and the loopback small-segment ceiling (TCP, Unix)",
+                 "strix-platform-probe"};
+    // A repeated option keeps its last value, so a wrapper script can override what it passed.
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    app.add_option("--hiccup-seconds", o.hiccup_s, "seconds one thread per CPU watches the clock, in (0, 600]")
+        ->capture_default_str();
+    app.add_option("--segment-seconds", o.segment_s, "seconds of sending per transport, in (0, 600]")
+        ->capture_default_str();
+    app.add_option("--connections", o.connections, "connections per transport")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 20000));
+    app.add_option("--size", o.size, "bytes per send()")->capture_default_str()->check(CLI::Range(1, 65536));
+    app.add_option("--json", o.json, "also write the figures as JSON to FILE");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) std::exit(app.exit(e));  // --help: prints it, status 0
+        usage_error(e.what());
     }
-    if (!(o.hiccup_s > 0 && o.hiccup_s <= 600)) usage("--hiccup-seconds must be in (0, 600]");
-    if (!(o.segment_s > 0 && o.segment_s <= 600)) usage("--segment-seconds must be in (0, 600]");
-    if (o.connections < 1 || o.connections > 20000) usage("--connections must be in [1, 20000]");
-    if (o.size < 1 || o.size > 65536) usage("--size must be in [1, 65536]");
+    // CLI::Range is inclusive at both ends; zero seconds would measure nothing.
+    if (!(o.hiccup_s > 0 && o.hiccup_s <= 600)) usage_error("--hiccup-seconds must be in (0, 600]");
+    if (!(o.segment_s > 0 && o.segment_s <= 600)) usage_error("--segment-seconds must be in (0, 600]");
     return o;
 }
 
@@ -373,26 +364,41 @@ int main(int argc, char** argv) {
     if (cpus.size() < 2) std::printf("\nOnly one usable CPU: sender and reader shared it.\n");
 
     if (!o.json.empty()) {
+        // Field names are what scripts/chat_report.py and platform_probe_test.sh read.
+        nlohmann::ordered_json hiccup_rows = nlohmann::ordered_json::array();
+        for (const auto& h : hic) {
+            hiccup_rows.push_back({{"cpu", h.cpu},
+                                   {"over_50us", h.over_50us},
+                                   {"over_200us", h.over_200us},
+                                   {"over_1ms", h.over_1ms},
+                                   {"over_5ms", h.over_5ms},
+                                   {"max_ms", static_cast<double>(h.max_ns) / 1e6},
+                                   {"lost_pct", h.lost_pct()}});
+        }
+        nlohmann::ordered_json segment_rows = nlohmann::ordered_json::array();
+        for (const auto& s : segs) {
+            segment_rows.push_back({{"transport", s.transport},
+                                    {"seconds", s.seconds},
+                                    {"sends", s.sends},
+                                    {"reads", s.reads},
+                                    {"bytes_sent", s.bytes_sent},
+                                    {"bytes_read", s.bytes_read},
+                                    {"sends_per_s", s.per_s(s.sends)},
+                                    {"reads_per_s", s.per_s(s.reads)},
+                                    {"sender_cpu_s", s.sender_cpu_s},
+                                    {"reader_cpu_s", s.reader_cpu_s},
+                                    {"ok", s.error.empty()}});
+        }
+        const nlohmann::ordered_json report = {{"cpus", cpus.size()},
+                                               {"hiccup_seconds", o.hiccup_s},
+                                               {"hiccups", std::move(hiccup_rows)},
+                                               {"segment_seconds", o.segment_s},
+                                               {"connections", o.connections},
+                                               {"size", o.size},
+                                               {"segments", std::move(segment_rows)},
+                                               {"ok", ok}};
         std::ofstream j(o.json);
-        j << "{\n  \"cpus\": " << cpus.size() << ",\n  \"hiccup_seconds\": " << o.hiccup_s << ",\n  \"hiccups\": [";
-        for (std::size_t i = 0; i < hic.size(); ++i) {
-            const auto& h = hic[i];
-            j << (i ? ",\n" : "\n") << "    {\"cpu\": " << h.cpu << ", \"over_50us\": " << h.over_50us
-              << ", \"over_200us\": " << h.over_200us << ", \"over_1ms\": " << h.over_1ms << ", \"over_5ms\": "
-              << h.over_5ms << ", \"max_ms\": " << static_cast<double>(h.max_ns) / 1e6 << ", \"lost_pct\": "
-              << h.lost_pct() << "}";
-        }
-        j << "\n  ],\n  \"segment_seconds\": " << o.segment_s << ",\n  \"connections\": " << o.connections
-          << ",\n  \"size\": " << o.size << ",\n  \"segments\": [";
-        for (std::size_t i = 0; i < segs.size(); ++i) {
-            const auto& s = segs[i];
-            j << (i ? ",\n" : "\n") << "    {\"transport\": \"" << s.transport << "\", \"seconds\": " << s.seconds
-              << ", \"sends\": " << s.sends << ", \"reads\": " << s.reads << ", \"bytes_sent\": " << s.bytes_sent
-              << ", \"bytes_read\": " << s.bytes_read << ", \"sends_per_s\": " << s.per_s(s.sends)
-              << ", \"reads_per_s\": " << s.per_s(s.reads) << ", \"sender_cpu_s\": " << s.sender_cpu_s
-              << ", \"reader_cpu_s\": " << s.reader_cpu_s << ", \"ok\": " << (s.error.empty() ? "true" : "false") << "}";
-        }
-        j << "\n  ],\n  \"ok\": " << (ok ? "true" : "false") << "\n}\n";
+        j << report.dump(2) << '\n';
         if (!j) {
             std::fprintf(stderr, "strix-platform-probe: cannot write %s\n", o.json.c_str());
             return 1;
