@@ -123,14 +123,20 @@ field() {  # <file> <sed regex with one group>: the group from the first matchin
   [ -f "$1" ] && sed -n "s/$2/\\1/p" "$1" | head -n 1 || true
 }
 
+have_ss=0
+command -v ss >/dev/null && have_ss=1
+
 # wait_ready <pid> <tcp|ipc> <port|path>: 0 once the endpoint is up, 1 if the process exits first
 # or 10 s pass.
 wait_ready() {
   local pid=$1 kind=$2 where=$3
   for _ in $(seq 200); do
     kill -0 "$pid" 2>/dev/null || return 1
-    if [ "$kind" = tcp ]; then
+    if [ "$kind" = tcp ] && [ "$have_ss" = 1 ]; then
       [ -n "$(ss -Hltn "sport = :$where" 2>/dev/null)" ] && return 0
+    elif [ "$kind" = tcp ]; then
+      # Without ss (iproute2): a connection that closes at once, which ZMTP peers shrug off.
+      (exec 3<>"/dev/tcp/127.0.0.1/$where") 2>/dev/null && return 0
     else
       [ -S "$where" ] && return 0
     fi
