@@ -2,9 +2,12 @@
 
 #include <strix/proto/chat_generated.h>
 
-#include <cinttypes>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
-#include <string_view>
+#include <fstream>
 
 namespace strix::chat {
 namespace {
@@ -30,128 +33,73 @@ const char* error_key(std::size_t code) {
     return code <= static_cast<std::size_t>(proto::error_code::MAX) ? proto::EnumNameerror_code(e) : "other";
 }
 
-// A tiny JSON writer: enough for flat objects, nested objects and arrays of numbers and strings.
-class json_out {
-public:
-    explicit json_out(std::FILE* f) : f_(f) {}
-    void open(const char* key, char bracket) {
-        sep(key);
-        std::fputc(bracket, f_);
-        first_ = true;
-    }
-    void close(char bracket) {
-        std::fputc(bracket, f_);
-        first_ = false;
-    }
-    void num(const char* key, std::uint64_t v) {
-        sep(key);
-        std::fprintf(f_, "%" PRIu64, v);
-    }
-    void num(const char* key, double v) {
-        sep(key);
-        std::fprintf(f_, "%.3f", v);
-    }
-    void boolean(const char* key, bool v) {
-        sep(key);
-        std::fputs(v ? "true" : "false", f_);
-    }
-    void null(const char* key) {
-        sep(key);
-        std::fputs("null", f_);
-    }
-    void str(const char* key, std::string_view v) {
-        sep(key);
-        std::fputc('"', f_);
-        for (char c : v) {
-            if (c == '"' || c == '\\') {
-                std::fputc('\\', f_);
-                std::fputc(c, f_);
-            } else if (static_cast<unsigned char>(c) < 0x20) {
-                std::fprintf(f_, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-            } else {
-                std::fputc(c, f_);
-            }
-        }
-        std::fputc('"', f_);
-    }
+using json = nlohmann::ordered_json;
 
-private:
-    void sep(const char* key) {
-        if (!first_) std::fputc(',', f_);
-        first_ = false;
-        if (key != nullptr) std::fprintf(f_, "\n\"%s\":", key);
-    }
-    std::FILE* f_;
-    bool first_ = true;
-};
+// A measured figure for the JSON file, to the thousandth (a microsecond of a millisecond, a
+// thousandth of a percent): finer digits are noise between runs.
+double figure(double v) { return std::round(v * 1000.0) / 1000.0; }
 
-void split_json(json_out& j, const char* key, const latency_histogram& h) {
-    j.open(key, '{');
-    j.num("p50", us(h.percentile_ns(50)));
-    j.num("p99", us(h.percentile_ns(99)));
-    j.num("p999", us(h.percentile_ns(99.9)));
-    j.num("count", h.count());
-    j.close('}');
+json split_json(const latency_histogram& h) {
+    return {{"p50", figure(us(h.percentile_ns(50)))},
+            {"p99", figure(us(h.percentile_ns(99)))},
+            {"p999", figure(us(h.percentile_ns(99.9)))},
+            {"count", h.count()}};
 }
 
-void latency_json(json_out& j, const latency_histogram& h) {
-    j.open("latency_us", '{');
-    j.num("avg", h.mean_ns() / 1000.0);
-    j.num("p50", us(h.percentile_ns(50)));
-    j.num("p90", us(h.percentile_ns(90)));
-    j.num("p99", us(h.percentile_ns(99)));
-    j.num("p999", us(h.percentile_ns(99.9)));
-    j.num("max", us(h.max_ns()));
-    j.num("count", h.count());
-    j.close('}');
-    j.open("latency_buckets", '{');
-    for (std::size_t b = 0; b < latency_histogram::band_count; ++b) j.num(band_keys[b], h.bands()[b]);
-    j.close('}');
+void add_latency(json& j, const latency_histogram& h) {
+    j["latency_us"] = {{"avg", figure(h.mean_ns() / 1000.0)},
+                       {"p50", figure(us(h.percentile_ns(50)))},
+                       {"p90", figure(us(h.percentile_ns(90)))},
+                       {"p99", figure(us(h.percentile_ns(99)))},
+                       {"p999", figure(us(h.percentile_ns(99.9)))},
+                       {"max", figure(us(h.max_ns()))},
+                       {"count", h.count()}};
+    json buckets = json::object();
+    for (std::size_t b = 0; b < latency_histogram::band_count; ++b) buckets[band_keys[b]] = h.bands()[b];
+    j["latency_buckets"] = std::move(buckets);
 }
 
-void errors_json(json_out& j, const load_stats& s) {
-    j.open("errors", '{');
-    j.num("total", s.error_total());
-    j.open("by_code", '{');
+json errors_json(const load_stats& s) {
+    json by_code = json::object();
     for (std::size_t i = 0; i < error_slots; ++i) {
-        if (s.errors[i] != 0) j.num(error_key(i), s.errors[i]);
+        if (s.errors[i] != 0) by_code[error_key(i)] = s.errors[i];
     }
-    j.close('}');
-    j.close('}');
+    return {{"total", s.error_total()}, {"by_code", std::move(by_code)}};
 }
 
-void verification_json(json_out& j, const step_result& r) {
-    j.num("sent", r.total.sent);
-    j.num("acked", r.total.acked);
-    j.num("delivered", r.total.delivered);
-    j.num("expected_deliveries", r.total.expected);
-    j.num("lost", r.lost);
-    j.num("duplicates", r.total.duplicates + r.warmup.duplicates);
-    j.num("out_of_order", r.total.out_of_order + r.warmup.out_of_order);
-    j.num("gaps", r.total.gaps + r.warmup.gaps);
-    j.num("corrupt", r.total.corrupt + r.warmup.corrupt);
-    j.num("disconnects", r.total.disconnects + r.warmup.disconnects);
-    j.num("unexpected_frames", r.total.unexpected + r.warmup.unexpected);
-    j.num("deliveries_per_s", r.deliveries_per_s());
-    j.num("app_in_per_s", r.measured_s > 0 ? static_cast<double>(r.total.sent) / r.measured_s : 0.0);
-    latency_json(j, r.total.latency);
-    split_json(j, "latency_to_server_us", r.total.to_server);
-    split_json(j, "latency_from_server_us", r.total.from_server);
+void add_verification(json& j, const step_result& r) {
+    j["sent"] = r.total.sent;
+    j["acked"] = r.total.acked;
+    j["delivered"] = r.total.delivered;
+    j["expected_deliveries"] = r.total.expected;
+    j["lost"] = r.lost;
+    j["duplicates"] = r.total.duplicates + r.warmup.duplicates;
+    j["out_of_order"] = r.total.out_of_order + r.warmup.out_of_order;
+    j["gaps"] = r.total.gaps + r.warmup.gaps;
+    j["corrupt"] = r.total.corrupt + r.warmup.corrupt;
+    j["disconnects"] = r.total.disconnects + r.warmup.disconnects;
+    j["unexpected_frames"] = r.total.unexpected + r.warmup.unexpected;
+    j["deliveries_per_s"] = figure(r.deliveries_per_s());
+    j["app_in_per_s"] = figure(r.measured_s > 0 ? static_cast<double>(r.total.sent) / r.measured_s : 0.0);
+    add_latency(j, r.total.latency);
+    j["latency_to_server_us"] = split_json(r.total.to_server);
+    j["latency_from_server_us"] = split_json(r.total.from_server);
     load_stats all = r.total;
     all.merge(r.warmup);
-    errors_json(j, all);
-    j.num("send_lag_max_us", us(std::max(r.total.send_lag_max_ns, r.warmup.send_lag_max_ns)));
-    j.num("loop_busy_pct", r.measured_s > 0 ? 100.0 * static_cast<double>(r.total.busy_ns) / 1e9 / r.measured_s : 0.0);
-    j.num("loop_max_turn_us", us(r.total.max_turn_ns));
-    j.num("drain_s", r.drain_s);
-    j.num("wall_s", r.wall_s);
-    if (r.load_cpu_s >= 0) j.num("load_cpu_pct", 100.0 * r.load_cpu_s / r.wall_s);
-    if (r.server_cpu_s >= 0) j.num("server_cpu_pct", 100.0 * r.server_cpu_s / r.wall_s);
-    j.boolean("drained", r.drained);
-    j.num("refused_deliveries", r.total.refused + r.warmup.refused);
-    j.boolean("verified", r.verified);
-    j.boolean("hard_failure", r.hard_failure);
-    j.str("verdict", r.verdict);
+    j["errors"] = errors_json(all);
+    j["send_lag_max_us"] = figure(us(std::max(r.total.send_lag_max_ns, r.warmup.send_lag_max_ns)));
+    j["loop_busy_pct"] =
+        figure(r.measured_s > 0 ? 100.0 * static_cast<double>(r.total.busy_ns) / 1e9 / r.measured_s : 0.0);
+    j["loop_max_turn_us"] = figure(us(r.total.max_turn_ns));
+    j["drain_s"] = figure(r.drain_s);
+    j["wall_s"] = figure(r.wall_s);
+    if (r.load_cpu_s >= 0) j["load_cpu_pct"] = figure(100.0 * r.load_cpu_s / r.wall_s);
+    if (r.server_cpu_s >= 0) j["server_cpu_pct"] = figure(100.0 * r.server_cpu_s / r.wall_s);
+    j["drained"] = r.drained;
+    j["refused_deliveries"] = r.total.refused + r.warmup.refused;
+    j["verified"] = r.verified;
+    j["hard_failure"] = r.hard_failure;
+    j["verdict"] = r.verdict;
 }
 
 }  // namespace
@@ -291,97 +239,87 @@ void print_sweep_summary(const load_options& o, const std::vector<step_result>& 
 
 bool write_json(const load_options& o, const std::vector<step_result>& steps, double setup_s, bool ok,
                 const std::string& failure) {
-    std::FILE* f = std::fopen(o.json.c_str(), "w");
-    if (f == nullptr) {
-        std::fprintf(stderr, "strix-chat-load: cannot write --json %s\n", o.json.c_str());
-        return false;
-    }
-    json_out j(f);
-    j.open(nullptr, '{');
-    j.str("mode", o.sweep ? "sweep" : "run");
-    j.boolean("ok", ok);
-    j.str("failure", failure);
-    j.str("command", o.command_line);
-    j.num("clients", std::uint64_t{o.clients});
-    j.num("rooms", std::uint64_t{o.rooms});
-    j.num("rps", o.rps);
-    j.num("threads", std::uint64_t{o.threads});
-    j.str("payload_mix", o.mix.to_string());
-    j.num("mean_text_bytes", o.mix.mean_len());
-    j.num("fan_out", static_cast<double>(o.clients) / static_cast<double>(o.rooms));
-    j.num("duration_s", o.duration_s);
-    j.num("warmup_s", o.warmup_s);
-    j.num("report_every_s", o.report_every_s);
-    j.num("setup_s", setup_s);
+    // Field names, nesting and order are what scripts/chat_report.py and chat_load_smoke_test.sh read.
+    json j = {{"mode", o.sweep ? "sweep" : "run"},
+              {"ok", ok},
+              {"failure", failure},
+              {"command", o.command_line},
+              {"clients", o.clients},
+              {"rooms", o.rooms},
+              {"rps", figure(o.rps)},
+              {"threads", o.threads},
+              {"payload_mix", o.mix.to_string()},
+              {"mean_text_bytes", figure(o.mix.mean_len())},
+              {"fan_out", figure(static_cast<double>(o.clients) / static_cast<double>(o.rooms))},
+              {"duration_s", figure(o.duration_s)},
+              {"warmup_s", figure(o.warmup_s)},
+              {"report_every_s", figure(o.report_every_s)},
+              {"setup_s", figure(setup_s)}};
     if (!o.sweep) {
         if (!steps.empty()) {
             const step_result& r = steps.front();
-            verification_json(j, r);
-            j.open("io", '{');
-            j.num("reads", r.total.reads);
-            j.num("writes", r.total.writes);
-            j.num("bytes_in", r.total.bytes_in);
-            j.num("bytes_out", r.total.bytes_out);
-            j.close('}');
-            j.open("warmup", '{');
-            j.num("sent", r.warmup.sent);
-            j.num("delivered", r.warmup.delivered);
-            j.num("expected_deliveries", r.warmup.expected);
-            j.close('}');
-            j.open("intervals", '[');
+            add_verification(j, r);
+            j["io"] = {{"reads", r.total.reads},
+                       {"writes", r.total.writes},
+                       {"bytes_in", r.total.bytes_in},
+                       {"bytes_out", r.total.bytes_out}};
+            j["warmup"] = {{"sent", r.warmup.sent},
+                           {"delivered", r.warmup.delivered},
+                           {"expected_deliveries", r.warmup.expected}};
+            json intervals = json::array();
             for (std::size_t i = 0; i < r.rows.size(); ++i) {
                 const load_stats& row = r.rows[i];
                 const double len = i + 1 < r.rows.size() ? o.report_every_s
                                                          : r.measured_s - o.report_every_s * static_cast<double>(i);
-                j.open(nullptr, '{');
-                j.num("sec", std::min(r.measured_s, o.report_every_s * static_cast<double>(i + 1)));
-                j.num("seconds", len);
-                j.num("io_r_s", per_s(row.reads, len));
-                j.num("io_s_s", per_s(row.writes, len));
-                j.num("app_in_s", per_s(row.sent, len));
-                j.num("app_out_s", per_s(row.acked, len));
-                j.num("bytes_r_s", per_s(row.bytes_in, len));
-                j.num("bytes_s_s", per_s(row.bytes_out, len));
-                j.num("bc_deliv_s", per_s(row.delivered, len));
-                j.num("sent", row.sent);
-                j.num("delivered", row.delivered);
-                j.num("expected_deliveries", row.expected);
-                latency_json(j, row.latency);
-                j.close('}');
+                json row_json = {{"sec", figure(std::min(r.measured_s, o.report_every_s * static_cast<double>(i + 1)))},
+                                 {"seconds", figure(len)},
+                                 {"io_r_s", per_s(row.reads, len)},
+                                 {"io_s_s", per_s(row.writes, len)},
+                                 {"app_in_s", per_s(row.sent, len)},
+                                 {"app_out_s", per_s(row.acked, len)},
+                                 {"bytes_r_s", per_s(row.bytes_in, len)},
+                                 {"bytes_s_s", per_s(row.bytes_out, len)},
+                                 {"bc_deliv_s", per_s(row.delivered, len)},
+                                 {"sent", row.sent},
+                                 {"delivered", row.delivered},
+                                 {"expected_deliveries", row.expected}};
+                add_latency(row_json, row.latency);
+                intervals.push_back(std::move(row_json));
             }
-            j.close(']');
+            j["intervals"] = std::move(intervals);
         }
     } else {
-        j.num("sweep_factor", o.sweep_factor);
-        j.num("sweep_p99_ms", o.sweep_p99_ms);
-        j.open("steps", '[');
+        j["sweep_factor"] = figure(o.sweep_factor);
+        j["sweep_p99_ms"] = figure(o.sweep_p99_ms);
+        json step_rows = json::array();
         const step_result* best = nullptr;
         for (const step_result& r : steps) {
             if (r.sustained && (best == nullptr || r.deliveries_per_s() > best->deliveries_per_s())) best = &r;
-            j.open(nullptr, '{');
-            j.num("step", std::uint64_t{r.plan.index + 1});
-            j.num("rps", r.plan.rps);
-            j.num("duration_s", r.measured_s);
-            verification_json(j, r);
-            j.boolean("sustained", r.sustained);
-            j.close('}');
+            json step = {{"step", r.plan.index + 1}, {"rps", figure(r.plan.rps)}, {"duration_s", figure(r.measured_s)}};
+            add_verification(step, r);
+            step["sustained"] = r.sustained;
+            step_rows.push_back(std::move(step));
         }
-        j.close(']');
+        j["steps"] = std::move(step_rows);
         if (best == nullptr) {
-            j.null("highest_sustained");
+            j["highest_sustained"] = nullptr;
         } else {
-            j.open("highest_sustained", '{');
-            j.num("step", std::uint64_t{best->plan.index + 1});
-            j.num("rps", best->plan.rps);
-            j.num("deliveries_per_s", best->deliveries_per_s());
-            j.num("p99_us", us(best->total.latency.percentile_ns(99)));
-            j.close('}');
+            j["highest_sustained"] = {{"step", best->plan.index + 1},
+                                      {"rps", figure(best->plan.rps)},
+                                      {"deliveries_per_s", figure(best->deliveries_per_s())},
+                                      {"p99_us", figure(us(best->total.latency.percentile_ns(99)))}};
         }
     }
-    j.close('}');
-    std::fputc('\n', f);
-    const bool good = std::ferror(f) == 0;
-    if (std::fclose(f) != 0 || !good) {
+
+    std::ofstream f(o.json);
+    if (!f) {
+        std::fprintf(stderr, "strix-chat-load: cannot write --json %s\n", o.json.c_str());
+        return false;
+    }
+    // The command line and the verdict may hold bytes that are not UTF-8; write them replaced, not throw.
+    f << j.dump(2, ' ', false, json::error_handler_t::replace) << '\n';
+    f.close();
+    if (!f) {
         std::fprintf(stderr, "strix-chat-load: writing --json %s failed\n", o.json.c_str());
         return false;
     }
