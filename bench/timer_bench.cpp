@@ -16,7 +16,6 @@
 
 namespace {
 
-void count_fire(strix::timer_node& n) { ++*static_cast<std::size_t*>(n.ctx); }
 
 void TimingWheel_ScheduleTick(benchmark::State& state) {
     const auto n = static_cast<std::size_t>(state.range(0));
@@ -28,8 +27,7 @@ void TimingWheel_ScheduleTick(benchmark::State& state) {
     std::size_t fired = 0;
     auto nodes = std::make_unique<strix::timer_node[]>(n);
     for (std::size_t i = 0; i < n; ++i) {
-        nodes[i].on_fire = &count_fire;
-        nodes[i].ctx = &fired;
+        nodes[i].set_callback([&fired] { ++fired; });
     }
     for (auto _ : state) {
         fired = 0;
@@ -54,13 +52,11 @@ void TimingWheel_ScheduleOnly(benchmark::State& state) {
     strix::timing_wheel wheel;
     std::size_t fired = 0;
     strix::timer_node node;
-    node.on_fire = &count_fire;
-    node.ctx = &fired;
+    node.set_callback([&fired] { ++fired; });
     // Some company in the wheel, so slots are not all empty.
     auto others = std::make_unique<strix::timer_node[]>(1024);
     for (std::size_t i = 0; i < 1024; ++i) {
-        others[i].on_fire = &count_fire;
-        others[i].ctx = &fired;
+        others[i].set_callback([&fired] { ++fired; });
         wheel.schedule(others[i], delays[i * 4]);
     }
     std::size_t i = 0;

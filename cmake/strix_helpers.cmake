@@ -1,4 +1,5 @@
-# Helpers shared by every CMakeLists.txt in the tree.
+# Helpers shared by every CMakeLists.txt in the tree. Paths are taken from strix_SOURCE_DIR so
+# the tree also builds as a subdirectory of another project.
 
 # Warnings (and -Werror) apply to our own targets only, never to third-party code.
 function(strix_warnings target)
@@ -10,24 +11,29 @@ if(STRIX_SANITIZE)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
-# strix_module(<name> [DEPS <targets>...])
-# Builds src/<name>/*.cpp into strix_<name> (alias strix::<name>), with include/ public.
-# A module with no .cpp yet is an INTERFACE library over its headers.
+# strix_module(<name> [DEPS <targets>...] [PRIVATE_DEPS <targets>...])
+# Builds src/<name>/*.cpp into strix_<name> (alias and exported name strix::<name>), with
+# include/ public.
 function(strix_module name)
-  cmake_parse_arguments(M "" "" "DEPS" ${ARGN})
-  file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/${name}/*.cpp)
-  if(srcs)
-    add_library(strix_${name} STATIC ${srcs})
-    target_include_directories(strix_${name} PUBLIC ${CMAKE_SOURCE_DIR}/include
-                                              PRIVATE ${CMAKE_SOURCE_DIR}/src)
-    target_link_libraries(strix_${name} PUBLIC ${M_DEPS})
-    strix_warnings(strix_${name})
+  cmake_parse_arguments(M "" "" "DEPS;PRIVATE_DEPS" ${ARGN})
+  file(GLOB srcs CONFIGURE_DEPENDS ${strix_SOURCE_DIR}/src/${name}/*.cpp)
+  add_library(strix_${name} STATIC ${srcs})
+  target_include_directories(strix_${name}
+    PUBLIC $<BUILD_INTERFACE:${strix_SOURCE_DIR}/include> $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
+    PRIVATE ${strix_SOURCE_DIR}/src)
+  target_link_libraries(strix_${name} PUBLIC ${M_DEPS} PRIVATE ${M_PRIVATE_DEPS})
+  target_compile_features(strix_${name} PUBLIC cxx_std_20)
+  # Owner checks (a shard-owned object touched from another thread aborts) in debug and
+  # sanitizer builds; see STRIX_ASSERT_OWNER in strix/core/shard.hpp.
+  if(STRIX_SANITIZE)
+    target_compile_definitions(strix_${name} PUBLIC STRIX_THREAD_CHECKS=1)
   else()
-    add_library(strix_${name} INTERFACE)
-    target_include_directories(strix_${name} INTERFACE ${CMAKE_SOURCE_DIR}/include)
-    target_link_libraries(strix_${name} INTERFACE ${M_DEPS})
+    target_compile_definitions(strix_${name} PUBLIC $<$<CONFIG:Debug>:STRIX_THREAD_CHECKS=1>)
   endif()
+  set_target_properties(strix_${name} PROPERTIES EXPORT_NAME ${name} POSITION_INDEPENDENT_CODE ON)
+  strix_warnings(strix_${name})
   add_library(strix::${name} ALIAS strix_${name})
+  set_property(GLOBAL APPEND PROPERTY STRIX_MODULES strix_${name})
 endfunction()
 
 # strix_add_test(<name> SOURCES <files>... LABEL <label> [TIMEOUT <s>] [LIBS <targets>...])
@@ -39,11 +45,11 @@ function(strix_add_test name)
   endif()
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main Threads::Threads)
-  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests)
+  target_include_directories(${name} PRIVATE ${strix_SOURCE_DIR}/tests)
   # Black-box tests start the built programs (servers, load tools) from here.
-  target_compile_definitions(${name} PRIVATE STRIX_BIN_DIR="${CMAKE_BINARY_DIR}/bin")
+  target_compile_definitions(${name} PRIVATE STRIX_BIN_DIR="${PROJECT_BINARY_DIR}/bin")
   strix_warnings(${name})
-  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
   gtest_discover_tests(${name}
     TEST_PREFIX "${T_LABEL}."
     PROPERTIES LABELS ${T_LABEL} TIMEOUT ${T_TIMEOUT}

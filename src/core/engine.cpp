@@ -6,7 +6,11 @@
 #include <signal.h>
 
 #include <cerrno>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <ctime>
+#include <mutex>
 
 namespace strix {
 namespace {
@@ -67,6 +71,9 @@ void engine::start() {
     started_ = true;
     draining_.store(shard_count(), std::memory_order_relaxed);
     running_.store(shard_count(), std::memory_order_relaxed);
+    // Marked running before their threads exist: from here on only a shard's own thread may
+    // touch what it owns (see shard::running).
+    for (auto& s : shards_) s->thread_live_.store(true, std::memory_order_release);
     for (unsigned i = 0; i < shard_count(); ++i) {
         threads_.emplace_back([this, i] {
             if (cfg_.pin_threads) pin_to(i);
@@ -83,6 +90,47 @@ void engine::post(unsigned target, task t) {
         cur->post_to(target, std::move(t));
     else
         shards_[target]->post_external(std::move(t));
+}
+
+void engine::run_on_all_shards(const std::function<void(shard&)>& fn) {
+    if (shard* cur = shard::current(); cur && &cur->owner() == this) {
+        std::fprintf(stderr, "strix: engine::run_on_all_shards called on shard %u; it waits for every shard, "
+                             "itself included, so call it from a thread that is not a shard\n", cur->id());
+        std::abort();
+    }
+    struct progress {
+        std::mutex mu;
+        std::condition_variable cv;
+        std::vector<char> done;
+    };
+    auto p = std::make_shared<progress>();
+    p->done.assign(shard_count(), 0);
+    for (unsigned i = 0; i < shard_count(); ++i) {
+        if (!shards_[i]->running()) continue;  // handled below, on this thread
+        shards_[i]->post_external([p, i, &fn, sh = shards_[i].get()] {
+            fn(*sh);
+            sh->post_after_turn([p, i] {
+                std::lock_guard lk(p->mu);
+                p->done[i] = 1;
+                p->cv.notify_all();
+            });
+        });
+    }
+    // A shard may exit before it runs the task (the engine is stopping): its thread no longer
+    // touches what it owned, so fn runs here. Checked every few milliseconds.
+    for (unsigned i = 0; i < shard_count(); ++i) {
+        std::unique_lock lk(p->mu);
+        while (!p->done[i]) {
+            if (!shards_[i]->running()) {
+                lk.unlock();
+                fn(*shards_[i]);
+                lk.lock();
+                p->done[i] = 1;
+                break;
+            }
+            p->cv.wait_for(lk, std::chrono::milliseconds(5));
+        }
+    }
 }
 
 void engine::stop() noexcept {

@@ -7,7 +7,11 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <sys/syscall.h>
+
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 namespace strix {
@@ -60,19 +64,49 @@ shard::~shard() {
 unsigned shard::shard_count() const noexcept { return engine_.shard_count(); }
 shard* shard::current() noexcept { return t_current; }
 
+namespace detail {
+void wrong_thread(const shard& owner, const char* what) noexcept {
+    char caller[64];
+    if (shard* cur = shard::current())
+        std::snprintf(caller, sizeof caller, "shard %u", cur->id());
+    else
+        std::snprintf(caller, sizeof caller, "thread %ld (not a shard)", static_cast<long>(::syscall(SYS_gettid)));
+    std::fprintf(stderr, "strix: %s called on %s, but the object belongs to shard %u\n", what, caller, owner.id());
+    std::fflush(stderr);
+    std::abort();
+}
+}  // namespace detail
+
 std::error_code shard::add_fd(int fd, std::uint32_t events, reactor_object* target) {
+    STRIX_ASSERT_OWNER(*this, "shard::add_fd");
     return poller_->add(fd, events, target);
 }
 std::error_code shard::modify_fd(int fd, std::uint32_t events, reactor_object* target) {
+    STRIX_ASSERT_OWNER(*this, "shard::modify_fd");
     return poller_->modify(fd, events, target);
 }
-std::error_code shard::remove_fd(int fd) { return poller_->remove(fd); }
+std::error_code shard::remove_fd(int fd) {
+    STRIX_ASSERT_OWNER(*this, "shard::remove_fd");
+    return poller_->remove(fd);
+}
 
-void shard::retire(reactor_object_ptr obj) { graveyard_.push_back(std::move(obj)); }
+void shard::retire(reactor_object_ptr obj) {
+    STRIX_ASSERT_OWNER(*this, "shard::retire");
+    graveyard_.push_back(std::move(obj));
+}
 
-void shard::post_local(task t) { local_.push_back(std::move(t)); }
+void shard::post_local(task t) {
+    STRIX_ASSERT_OWNER(*this, "shard::post_local");
+    local_.push_back(std::move(t));
+}
+
+void shard::post_after_turn(task t) {
+    STRIX_ASSERT_OWNER(*this, "shard::post_after_turn");
+    after_turn_.push_back(std::move(t));
+}
 
 void shard::post_to(unsigned target, task t) {
+    STRIX_ASSERT_OWNER(*this, "shard::post_to");
     if (target == id_) {
         post_local(std::move(t));
         return;
@@ -93,8 +127,34 @@ void shard::post_external(task t) {
     ring();
 }
 
-void shard::on_stop(task t) { stop_hooks_.push_back(std::move(t)); }
-void shard::on_exit(task t) { exit_hooks_.push_back(std::move(t)); }
+shard::hook_id shard::on_stop(task t) {
+    STRIX_ASSERT_OWNER(*this, "shard::on_stop");
+    stop_hooks_.emplace_back(++next_hook_, std::move(t));
+    return next_hook_;
+}
+
+shard::hook_id shard::on_exit(task t) {
+    STRIX_ASSERT_OWNER(*this, "shard::on_exit");
+    exit_hooks_.emplace_back(++next_hook_, std::move(t));
+    return next_hook_;
+}
+
+void shard::remove_hook(hook_id id) noexcept {
+    STRIX_ASSERT_OWNER(*this, "shard::remove_hook");
+    for (auto* hooks : {&stop_hooks_, &exit_hooks_})
+        for (auto& [hid, t] : *hooks)
+            if (hid == id) t.reset();
+}
+
+// Hooks may register more hooks, remove others or post tasks: run them by index, skipping the
+// removed ones.
+void shard::run_hooks(std::vector<std::pair<hook_id, task>>& hooks) {
+    for (std::size_t i = 0; i < hooks.size(); ++i) {
+        task t = std::move(hooks[i].second);
+        if (t) t();
+    }
+    hooks.clear();
+}
 
 std::uint64_t shard::ticks_for(std::chrono::milliseconds d) const noexcept {
     if (d.count() <= 0) return 0;
@@ -168,7 +228,7 @@ void shard::advance_clock() {
 }
 
 int shard::next_timeout() const noexcept {
-    if (!local_.empty() || overflow_count_ || !dirty_.empty()) return 0;
+    if (!local_.empty() || overflow_count_ || !dirty_.empty() || !after_turn_.empty()) return 0;
     int timeout = -1;
     if (!wheel_.empty()) {
         auto next = epoch_ + tick_ * static_cast<std::int64_t>(wheel_.now() + 1);
@@ -216,6 +276,11 @@ void shard::turn(int timeout_ms) {
         flushing_.clear();
     }
     graveyard_.clear();
+    if (!after_turn_.empty()) {
+        std::vector<task> now;
+        now.swap(after_turn_);
+        for (auto& t : now) t();  // tasks they post wait for the next turn
+    }
     bump(stats_.turns);
     if (work != 0) {
         const auto ended = std::chrono::steady_clock::now();
@@ -239,12 +304,7 @@ void shard::run() {
         if (!stopping_ && stop_requested_.load(std::memory_order_acquire)) {
             stopping_ = true;
             drain_deadline_ = std::chrono::steady_clock::now() + engine_.config().drain_timeout;
-            // Hooks may register more hooks or post tasks; run them by index.
-            for (std::size_t i = 0; i < stop_hooks_.size(); ++i) {
-                task t = std::move(stop_hooks_[i]);
-                t();
-            }
-            stop_hooks_.clear();
+            run_hooks(stop_hooks_);
         }
         if (stopping_ && !drained_) {
             bool expired = std::chrono::steady_clock::now() >= drain_deadline_;
@@ -268,10 +328,10 @@ void shard::run() {
         for (auto& q : overflow_) q.clear();
         overflow_count_ = 0;
     }
-    for (auto& t : exit_hooks_) t();
-    exit_hooks_.clear();
+    run_hooks(exit_hooks_);
     // Whatever the exit hooks queued (final closes) runs now, still on this thread.
-    while (!local_.empty() || !dirty_.empty() || !graveyard_.empty()) turn(0);
+    while (!local_.empty() || !dirty_.empty() || !graveyard_.empty() || !after_turn_.empty()) turn(0);
+    thread_live_.store(false, std::memory_order_release);
     t_current = nullptr;
 }
 

@@ -100,7 +100,7 @@ void timing_wheel::file(timer_node& t) noexcept {
 }
 
 void timing_wheel::schedule(timer_node& t, std::uint64_t delay_ticks) noexcept {
-    if (t.on_fire == nullptr) die("schedule() of a timer_node without on_fire");
+    if (!t.on_fire_) die("schedule() of a timer_node without a callback");
     if (t.armed()) {
         unlink(t);
     } else {
@@ -165,7 +165,7 @@ std::size_t timing_wheel::fire_bucket(std::uint16_t bucket) noexcept {
         unlink(t);
         --size_;
         ++fired;
-        t.on_fire(t);  // may destroy t's owner: t is not touched after this
+        t.on_fire_();  // may destroy t's owner: t is not touched after this
     }
     return fired;
 }

@@ -1,12 +1,11 @@
 #include "net/listener.hpp"
 
-#include "net/net_shard.hpp"
 #include "net/socket_util.hpp"
 
 #include <strix/core/log.hpp>
+#include <strix/core/shard.hpp>
 
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,26 +19,31 @@ namespace {
 constexpr std::chrono::milliseconds accept_retry{100};
 }
 
-listener::listener(net_shard& ns, int fd, bool handoff) : ns_(ns), fd_(fd), handoff_(handoff) {
-    retry_.on_fire = &listener::on_retry;
-    retry_.ctx = this;
-}
+listener::listener(session_group& g, unique_fd fd, session_group::accept_fn on_accept, std::string unlink_path)
+    : group_(g), fd_(std::move(fd)), on_accept_(std::move(on_accept)), unlink_path_(std::move(unlink_path)), retry_([this] { on_retry(); }) {}
 
 listener::~listener() {
-    if (fd_ >= 0) ::close(fd_);
+    if (!unlink_path_.empty()) ::unlink(unlink_path_.c_str());
 }
 
 void listener::start() {
-    if (auto ec = ns_.owner.add_fd(fd_, io_events::readable, this))
-        log(log_level::error, "listener: cannot register with shard %u: %s", ns_.owner.id(), ec.message().c_str());
+    if (auto ec = group_.owner().add_fd(fd_.get(), io_events::readable, this)) {
+        log(log_level::error, "listener: cannot register with shard %u: %s", group_.owner().id(), ec.message().c_str());
+        return;
+    }
+    registered_ = true;
 }
 
 void listener::close() {
-    if (fd_ < 0) return;
-    ns_.owner.timers().cancel(retry_);
-    ns_.owner.remove_fd(fd_);
-    ::close(fd_);
-    fd_ = -1;
+    if (!fd_) return;
+    group_.owner().timers().cancel(retry_);
+    if (registered_) group_.owner().remove_fd(fd_.get());
+    registered_ = false;
+    fd_.reset();
+    if (!unlink_path_.empty()) {
+        ::unlink(unlink_path_.c_str());
+        unlink_path_.clear();
+    }
 }
 
 void listener::on_io(std::uint32_t) {
@@ -47,27 +51,14 @@ void listener::on_io(std::uint32_t) {
 }
 
 void listener::accept_all() {
-    while (fd_ >= 0) {
+    auto& counters = group_.counters_;
+    while (fd_) {
         sockaddr_storage addr{};
         socklen_t len = sizeof addr;
-        int fd = ::accept4(fd_, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd >= 0) {
-            if (addr.ss_family == AF_INET || addr.ss_family == AF_INET6) {
-                int one = 1;
-                ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            }
-            std::string peer = describe_peer(addr, len);
-            if (!handoff_) {
-                ns_.adopt(fd, std::move(peer));
-                continue;
-            }
-            unsigned target = ns_.next_handoff++ % ns_.owner.shard_count();
-            net_shard* dest = ns_.peers[target];
-            if (target == ns_.owner.id()) {
-                dest->adopt(fd, std::move(peer));
-            } else {
-                ns_.owner.post_to(target, [dest, fd, p = std::move(peer)]() mutable { dest->adopt(fd, std::move(p)); });
-            }
+        unique_fd fd{::accept4(fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len, SOCK_NONBLOCK | SOCK_CLOEXEC)};
+        if (fd) {
+            if (addr.ss_family == AF_INET || addr.ss_family == AF_INET6) set_nodelay(fd.get());
+            on_accept_(std::move(fd), describe_peer(addr, len));
             continue;
         }
         int e = errno;
@@ -77,21 +68,20 @@ void listener::accept_all() {
             // The pending connection stays in the backlog; with edge-triggered readiness nothing
             // would tell us again, so a timer retries.
             paused_ = true;
-            bump(ns_.counters.accept_pauses);
-            log_limited(log_level::warn, "shard %u: accept: %s; pausing accepts for %lld ms", ns_.owner.id(),
+            bump(counters.accept_pauses);
+            log_limited(log_level::warn, "shard %u: accept: %s; pausing accepts for %lld ms", group_.owner().id(),
                         std::strerror(e), static_cast<long long>(accept_retry.count()));
-            ns_.owner.timers().schedule(retry_, ns_.owner.ticks_for(accept_retry));
+            group_.owner().timers().schedule(retry_, group_.owner().ticks_for(accept_retry));
             return;
         }
-        log_limited(log_level::error, "shard %u: accept: %s", ns_.owner.id(), std::strerror(e));
+        log_limited(log_level::error, "shard %u: accept: %s", group_.owner().id(), std::strerror(e));
         return;
     }
 }
 
-void listener::on_retry(timer_node& t) {
-    auto& self = *static_cast<listener*>(t.ctx);
-    self.paused_ = false;
-    self.accept_all();
+void listener::on_retry() {
+    paused_ = false;
+    accept_all();
 }
 
 }  // namespace strix::detail

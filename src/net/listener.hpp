@@ -1,20 +1,22 @@
 #pragma once
-// listener: a listening socket registered with one shard; accepts until EAGAIN.
+// listener: a listening socket registered with one shard; accepts until EAGAIN and hands each
+// connection to its accept function (adopt it on this shard, or pass it to another).
 // When the process runs out of descriptors (EMFILE/ENFILE) or memory, it pauses accepting for
 // a moment instead of spinning on a readiness it cannot clear, and retries on a timer.
 
 #include <strix/core/reactor_object.hpp>
 #include <strix/core/timing_wheel.hpp>
+#include <strix/core/unique_fd.hpp>
+#include <strix/net/session_group.hpp>
+
+#include <string>
 
 namespace strix::detail {
 
-class net_shard;
-
 class listener final : public reactor_object {
 public:
-    /// `handoff`: give accepted connections to the shards in turn (Unix sockets, which have no
-    /// SO_REUSEPORT spreading) instead of keeping them on this shard.
-    listener(net_shard& ns, int fd, bool handoff);
+    /// unlink_path: a socket file to remove when the listener closes (empty: none).
+    listener(session_group& g, unique_fd fd, session_group::accept_fn on_accept, std::string unlink_path = {});
     ~listener() override;
 
     /// Registers with the shard. On the shard's thread.
@@ -22,15 +24,16 @@ public:
     /// Stops accepting and closes the socket. On the shard's thread; idempotent.
     void close();
 
-    void on_io(std::uint32_t events) override;
-
 private:
+    void on_io(std::uint32_t events) override;
     void accept_all();
-    static void on_retry(timer_node& t);
+    void on_retry();
 
-    net_shard& ns_;
-    int fd_;
-    bool handoff_;
+    session_group& group_;
+    unique_fd fd_;
+    session_group::accept_fn on_accept_;
+    std::string unlink_path_;
+    bool registered_ = false;
     bool paused_ = false;
     timer_node retry_;
 };

@@ -1,16 +1,14 @@
 #include <strix/net/server.hpp>
 
-#include "net/listener.hpp"
-#include "net/net_shard.hpp"
 #include "net/socket_util.hpp"
-
-#include <unistd.h>
 
 namespace strix {
 
 void net_stats::add(const net_counters& c) noexcept {
     auto r = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
     accepted += r(c.accepted);
+    connected += r(c.connected);
+    connect_failures += r(c.connect_failures);
     closed += r(c.closed);
     active += r(c.active);
     reads += r(c.reads);
@@ -30,56 +28,89 @@ void net_stats::add(const net_counters& c) noexcept {
     recv_buffer_returns += r(c.recv_buffer_returns);
 }
 
-server::server(engine& e, server_config cfg, const handler_factory& make_handler)
-    : engine_(e), cfg_(std::move(cfg)) {
-    peers_ = std::make_unique<std::vector<detail::net_shard*>>();
+server::server(engine& e, server_config cfg, const handler_factory& make_handler) : engine_(e), cfg_(std::move(cfg)) {
     for (unsigned i = 0; i < e.shard_count(); ++i) {
-        shards_.push_back(std::make_unique<detail::net_shard>(e.at(i), cfg_.limits, cfg_.format, make_handler(e.at(i)), *peers_));
-        peers_->push_back(shards_.back().get());
+        owned_handlers_.push_back(make_handler(e.at(i)));
+        handlers_.push_back(owned_handlers_.back().get());
+    }
+    make_groups();
+}
+
+server::server(engine& e, server_config cfg, std::vector<session_handler*> handlers, std::nullptr_t)
+    : engine_(e), cfg_(std::move(cfg)), handlers_(std::move(handlers)) {
+    make_groups();
+}
+
+void server::make_groups() {
+    session_group_config gcfg{cfg_.limits, cfg_.framing};
+    for (unsigned i = 0; i < engine_.shard_count(); ++i) {
+        alive_.push_back(std::make_shared<bool>(true));
+        groups_.push_back(std::make_unique<session_group>(engine_.at(i), *handlers_[i], gcfg));
     }
 }
 
 server::~server() {
-    engine_.stop();
-    engine_.join();
+    // Each shard closes its part (the handler hears on_close for each session) and finishes the
+    // loop turn, so nothing it runs refers to the groups any more; then they are freed here.
+    // Tasks still in flight to a shard (listeners not yet installed, connections handed over
+    // from the Unix listener) find the shard's flag down and do nothing.
+    engine_.run_on_all_shards([this](shard& sh) {
+        *alive_[sh.id()] = false;
+        groups_[sh.id()].reset();
+        if (!owned_handlers_.empty()) owned_handlers_[sh.id()].reset();
+    });
+    groups_.clear();
+    owned_handlers_.clear();
 }
 
 void server::start() {
     if (started_) return;
     started_ = true;
-    std::vector<int> fds;
-    try {
-        if (cfg_.tcp) {
-            // Shard 0 binds first so an ephemeral port is known for the others.
-            for (unsigned i = 0; i < shards_.size(); ++i) {
-                int fd = detail::listen_tcp(cfg_.host, i == 0 ? cfg_.port : port_, cfg_.backlog);
-                if (i == 0) port_ = detail::local_port(fd);
-                fds.push_back(fd);
-            }
+    std::vector<unique_fd> tcp;
+    unique_fd unix_fd;
+    if (cfg_.tcp) {
+        // Shard 0 binds first so an ephemeral port is known for the others.
+        for (unsigned i = 0; i < groups_.size(); ++i) {
+            tcp.push_back(detail::listen_on(endpoint::tcp(cfg_.host, i == 0 ? cfg_.port : port_), cfg_.backlog, true));
+            if (i == 0) port_ = detail::local_port(tcp[0].get());
         }
-        if (!cfg_.unix_path.empty()) fds.push_back(detail::listen_unix(cfg_.unix_path, cfg_.backlog));
-    } catch (...) {
-        for (int fd : fds) ::close(fd);
-        throw;
     }
-    for (unsigned i = 0; i < shards_.size(); ++i) {
-        detail::net_shard* ns = shards_[i].get();
-        int tcp_fd = cfg_.tcp ? fds[i] : -1;
-        int unix_fd = (!cfg_.unix_path.empty() && i == 0) ? fds.back() : -1;
-        engine_.post(i, [ns, tcp_fd, unix_fd] {
-            ns->install_hooks();
-            if (tcp_fd >= 0) ns->add_listener(make_intrusive<detail::listener>(*ns, tcp_fd, false));
-            if (unix_fd >= 0) ns->add_listener(make_intrusive<detail::listener>(*ns, unix_fd, true));
+    if (!cfg_.unix_path.empty()) unix_fd = detail::listen_on(endpoint::unix_socket(cfg_.unix_path), cfg_.backlog, false);
+
+    for (unsigned i = 0; i < groups_.size(); ++i) {
+        session_group* g = groups_[i].get();
+        int tcp_fd = cfg_.tcp ? tcp[i].release() : -1;
+        int ufd = (i == 0 && unix_fd) ? unix_fd.release() : -1;
+        // Unix sockets have no SO_REUSEPORT spreading: shard 0 hands connections round-robin.
+        session_group::accept_fn handoff;
+        if (ufd >= 0) {
+            std::vector<std::pair<session_group*, std::shared_ptr<bool>>> all;
+            for (unsigned k = 0; k < groups_.size(); ++k) all.emplace_back(groups_[k].get(), alive_[k]);
+            handoff = [all, next = 0u](unique_fd fd, std::string peer) mutable {
+                auto [dest, alive] = all[next++ % all.size()];
+                if (&dest->owner() == shard::current()) {
+                    dest->adopt(std::move(fd), std::move(peer));
+                    return;
+                }
+                dest->owner().owner().post(dest->owner().id(), [dest, alive, f = std::move(fd), p = std::move(peer)]() mutable {
+                    if (*alive) dest->adopt(std::move(f), std::move(p));
+                });
+            };
+        }
+        engine_.post(i, [g, alive = alive_[i], tcp_fd, ufd, handoff = std::move(handoff)]() mutable {
+            unique_fd t(tcp_fd), u(ufd);
+            if (!*alive) return;
+            if (t) g->add_listener(std::move(t));
+            if (u) g->add_listener(std::move(u), std::move(handoff));
         });
     }
 }
 
 net_stats server::stats() const noexcept {
     net_stats s;
-    for (auto& ns : shards_) s.add(ns->counters);
+    for (auto& g : groups_)
+        if (g) s.add(g->counters());
     return s;
 }
-
-session_handler& server::handler(unsigned shard_index) noexcept { return *shards_[shard_index]->handler; }
 
 }  // namespace strix

@@ -1,10 +1,10 @@
-#include <strix/codec/frame_codec.hpp>
 #include <strix/core/log.hpp>
 #include <strix/core/shard.hpp>
+#include <strix/net/connection.hpp>
+#include <strix/net/framer.hpp>
 #include <strix/net/net_errc.hpp>
 #include <strix/net/session.hpp>
-
-#include "net/net_shard.hpp"
+#include <strix/net/session_group.hpp>
 
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -18,49 +18,47 @@ namespace strix {
 namespace {
 
 constexpr int max_iov = 64;
-constexpr std::size_t length_prefix_size = 4;
-
-std::uint32_t load_le32(const std::byte* p) noexcept {
-    return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
-           static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
-}
 
 // Errors a peer causes all the time: not worth a warning each.
 bool expected_errno(int e) noexcept { return e == ECONNRESET || e == EPIPE || e == ETIMEDOUT; }
 
 }  // namespace
 
-session::session(detail::net_shard& ns, int fd, std::uint64_t id, std::string peer)
-    : ns_(ns), fd_(fd), id_(id), peer_(std::move(peer)), max_frame_(ns.limits.max_frame) {
-    timer_.on_fire = &session::on_timer;
-    timer_.ctx = this;
-}
+session::session(session_group& g, unique_fd fd, std::uint64_t id, std::string peer, intrusive_ptr<connection> origin)
+    : group_(g),
+      fd_(std::move(fd)),
+      id_(id),
+      peer_(std::move(peer)),
+      origin_(std::move(origin)),
+      framer_(&g.framing()),
+      timer_([this] { on_timer(); }),
+      max_frame_(g.limits().max_frame) {}
 
-session::~session() {
-    // finalize() ran unless the shard exited with the session still registered (exit hooks abort
-    // every session, so this is a belt-and-braces path for engines torn down early).
-    if (fd_ >= 0) ::close(fd_);
-    release_rx();
-}
+// finalize() ran unless the group was torn down with the session still registered; then the
+// ring still goes back (its memory belongs to the group's pool) and unique_fd closes the socket.
+// After finalize nothing here touches the group, so a session may outlive it (a handler's
+// session_ptr).
+session::~session() { release_rx(); }
 
-shard& session::owner() const noexcept { return ns_.owner; }
+shard& session::owner() const noexcept { return group_.owner(); }
+connection* session::origin() const noexcept { return origin_.get(); }
 
 void session::start() {
     // Write readiness is asked for only while a write waits for socket buffer space (see
     // want_writable): on a Unix socket every read by the peer wakes the writer's watchers.
-    if (auto ec = ns_.owner.add_fd(fd_, io_events::readable | io_events::read_hangup, this)) {
+    if (auto ec = owner().add_fd(fd_.get(), io_events::readable | io_events::read_hangup, this)) {
         log(log_level::error, "session %s: cannot register with the reactor: %s", peer_.c_str(), ec.message().c_str());
         finalize(ec);
         return;
     }
-    last_rx_tick_ = ns_.owner.now_tick();
+    last_rx_tick_ = owner().now_tick();
     arm_timer();
-    ns_.handler->on_open(*this);
+    group_.handler().on_open(*this);
 }
 
 bool session::trim_if_idle(std::uint64_t quiet_ticks) noexcept {
-    if (state_ != state::open || !tx_.empty()) return false;
-    if (ns_.owner.now_tick() - last_rx_tick_ < quiet_ticks) return false;
+    if (state_kind_ != phase::open || !tx_.empty()) return false;
+    if (owner().now_tick() - last_rx_tick_ < quiet_ticks) return false;
     bool freed = false;
     if (tx_.has_chunks()) {
         tx_.trim();
@@ -74,13 +72,20 @@ bool session::trim_if_idle(std::uint64_t quiet_ticks) noexcept {
 }
 
 void session::set_max_frame(std::uint32_t max_frame) noexcept {
-    // Every ring is recv_buffer bytes (normalized to hold the server's max_frame); a frame must
+    STRIX_ASSERT_OWNER(owner(), "session::set_max_frame");
+    // Every ring is recv_buffer bytes (normalized to hold the group's max_frame); a frame must
     // fit in it whole, so that is the ceiling.
-    max_frame_ = static_cast<std::uint32_t>(std::min<std::size_t>(max_frame, ns_.limits.recv_buffer));
+    max_frame_ = static_cast<std::uint32_t>(std::min<std::size_t>(max_frame, group_.limits().recv_buffer));
+}
+
+void session::set_framer(const framer& f) noexcept {
+    STRIX_ASSERT_OWNER(owner(), "session::set_framer");
+    framer_ = &f;
 }
 
 void session::send(std::span<const std::byte> bytes) {
-    if (state_ != state::open) return;
+    STRIX_ASSERT_OWNER(owner(), "session::send");
+    if (state_kind_ != phase::open) return;
     tx_.append(bytes);
     queued();
 }
@@ -91,7 +96,8 @@ void session::send(shared_buffer_ptr buf) {
 }
 
 void session::send(shared_buffer_ptr buf, std::size_t offset, std::size_t length) {
-    if (state_ != state::open) return;
+    STRIX_ASSERT_OWNER(owner(), "session::send");
+    if (state_kind_ != phase::open) return;
     tx_.append(std::move(buf), offset, length);
     queued();
 }
@@ -100,7 +106,7 @@ void session::send(shared_buffer_ptr buf, std::size_t offset, std::size_t length
 // counter per message costs more than the append itself.
 void session::publish_sends() noexcept {
     if (unpublished_sends_) {
-        bump(ns_.counters.sends, unpublished_sends_);
+        bump(group_.counters_.sends, unpublished_sends_);
         unpublished_sends_ = 0;
     }
 }
@@ -108,47 +114,47 @@ void session::publish_sends() noexcept {
 // After every append: enforce the hard output limit, else schedule this turn's flush.
 void session::queued() {
     ++unpublished_sends_;
-    if (tx_.size() > ns_.limits.max_queued) {
-        bump(ns_.counters.slow_consumers);
+    if (tx_.size() > group_.limits().max_queued) {
+        bump(group_.counters_.slow_consumers);
         log_limited(log_level::warn, "session %s: slow consumer (%zu bytes queued), disconnecting", peer_.c_str(), tx_.size());
         abort(net_errc::slow_consumer);
         return;
     }
-    ns_.owner.mark_dirty(*this);
+    owner().mark_dirty(*this);
 }
 
 void session::on_io(std::uint32_t events) {
-    if (state_ == state::closed) return;
+    if (state_kind_ == phase::closed) return;
     if (events & io_events::error) {
         int err = 0;
         socklen_t len = sizeof err;
-        ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len);
+        ::getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &err, &len);
         finalize(std::error_code(err ? err : ECONNRESET, std::generic_category()));
         return;
     }
     if (events & (io_events::readable | io_events::hangup | io_events::read_hangup)) {
-        if (state_ == state::open) {
+        if (state_kind_ == phase::open) {
             if (read_paused_)
                 read_pending_ = true;
             else
                 do_read();
         }
     }
-    if (state_ != state::closed && (events & io_events::writable) && !tx_.empty()) ns_.owner.mark_dirty(*this);
+    if (state_kind_ != phase::closed && (events & io_events::writable) && !tx_.empty()) owner().mark_dirty(*this);
 }
 
 bool session::acquire_rx() {
     if (rx_.has_storage()) return true;
-    std::byte* p = ns_.take_rx_buffer();
+    std::byte* p = group_.take_rx_buffer();
     if (!p) return false;
-    rx_.attach(p, ns_.limits.recv_buffer);
+    rx_.attach(p, group_.limits().recv_buffer);
     return true;
 }
 
 void session::release_rx(bool cold) {
     if (!rx_.has_storage()) return;
     rx_.clear();
-    if (std::byte* p = rx_.detach()) ns_.give_rx_buffer(p, cold);
+    if (std::byte* p = rx_.detach()) group_.give_rx_buffer(p, cold);
 }
 
 // Reads until the socket is drained (a short read means it is), handing frames to the handler
@@ -159,8 +165,8 @@ void session::do_read() {
         abort(std::make_error_code(std::errc::not_enough_memory));
         return;
     }
-    while (state_ == state::open) {
-        if (tx_.size() >= ns_.limits.high_water) {
+    while (state_kind_ == phase::open) {
+        if (tx_.size() >= group_.limits().high_water) {
             // Output is piling up: stop taking input until the peer drains it (resume_reading).
             pause_reading();
             read_pending_ = true;
@@ -176,12 +182,12 @@ void session::do_read() {
         }
         std::size_t want = iov[0].iov_len + (n > 1 ? iov[1].iov_len : 0);
         // One contiguous free span is the common case; plain read() skips readv's iovec import.
-        ssize_t r = n == 1 ? ::read(fd_, iov[0].iov_base, iov[0].iov_len) : ::readv(fd_, iov, n);
+        ssize_t r = n == 1 ? ::read(fd_.get(), iov[0].iov_base, iov[0].iov_len) : ::readv(fd_.get(), iov, n);
         if (r > 0) {
             rx_.commit(static_cast<std::size_t>(r));
-            bump(ns_.counters.reads);
-            bump(ns_.counters.bytes_in, static_cast<std::uint64_t>(r));
-            last_rx_tick_ = ns_.owner.now_tick();
+            bump(group_.counters_.reads);
+            bump(group_.counters_.bytes_in, static_cast<std::uint64_t>(r));
+            last_rx_tick_ = owner().now_tick();
             if (!process_frames()) break;
             if (static_cast<std::size_t>(r) < want) break;  // drained: skip the read that would say EAGAIN
             continue;
@@ -201,59 +207,43 @@ void session::do_read() {
     // more than the read's own work); the shard's idle sweep returns it (trim_if_idle).
 }
 
-// Sizes the frame at p: ok (len set), need_more, or a framing error. Reads only the header's
-// bytes until the whole frame is present, so limits are enforced before anything is buffered.
-session::frame_check session::check_frame(const std::byte* p, std::size_t avail, std::size_t& len) const noexcept {
-    if (ns_.format == frame_format::length_prefix_le32) {
-        if (avail < length_prefix_size) return frame_check::need_more;
-        std::uint32_t n = load_le32(p);
-        if (n < length_prefix_size) return frame_check::too_small;
-        if (n > max_frame_) return frame_check::too_large;
-        if (avail < n) return frame_check::need_more;
-        len = n;
-        return frame_check::ok;
-    }
-    auto res = decode_frame(std::span<const std::byte>(p, avail), codec_limits{max_frame_});
-    switch (res.error) {
-        case frame_errc::ok: len = res.consumed; return frame_check::ok;
-        case frame_errc::need_more: return frame_check::need_more;
-        case frame_errc::length_too_small: return frame_check::too_small;
-        case frame_errc::length_too_large: return frame_check::too_large;
-        default: return frame_check::bad;
-    }
-}
-
-// Hands every complete frame to the handler, in place: frames are cut straight out of the
-// ring's contiguous readable span and consumed once per batch. Only a frame that straddles the
-// ring's end costs a move (linearize). Returns false when the session stopped reading (framing
-// error, or the handler closed it).
+// Hands every complete frame to the handler, in place: the framer sizes each frame from its
+// header, the session checks the size against max_frame before waiting for the body, and frames
+// are cut straight out of the ring's contiguous readable span and consumed once per batch. Only a
+// frame that straddles the ring's end costs a move (linearize). Returns false when the session
+// stopped reading (framing error, or the handler closed it).
 bool session::process_frames() {
     std::uint64_t frames = 0;
+    std::error_code bad;
     bool go_on = true;
     while (go_on) {
         auto span = rx_.read_span();
         std::size_t off = 0;
-        frame_check st = frame_check::need_more;
-        while (state_ == state::open) {
-            std::size_t len = 0;
-            st = check_frame(span.data() + off, span.size() - off, len);
-            if (st != frame_check::ok) break;
+        while (state_kind_ == phase::open && off < span.size()) {
+            const frame_cut cut = framer_->cut(span.subspan(off), max_frame_);
+            if (cut.error) {
+                bad = cut.error;
+                break;
+            }
+            if (cut.size > max_frame_) {
+                bad = net_errc::frame_too_large;
+                break;
+            }
+            if (cut.size == 0 || cut.size > span.size() - off) break;  // need more bytes
             ++frames;
-            ns_.handler->on_frame(*this, span.subspan(off, len));
-            off += len;
+            group_.handler().on_frame(*this, span.subspan(off, cut.size));
+            off += cut.size;
         }
-        if (state_ == state::closed) {
+        if (state_kind_ == phase::closed) {
             // The handler aborted us: finalize() already released the ring.
-            bump(ns_.counters.frames_in, frames);
+            bump(group_.counters_.frames_in, frames);
             return false;
         }
         rx_.consume(off);
-        if (state_ != state::open) break;  // the handler called close()
-        if (st != frame_check::ok && st != frame_check::need_more) {
-            bump(ns_.counters.frames_in, frames);
-            protocol_error(st == frame_check::too_small   ? net_errc::frame_too_small
-                           : st == frame_check::too_large ? net_errc::frame_too_large
-                                                          : net_errc::bad_frame);
+        if (state_kind_ != phase::open) break;  // the handler called close()
+        if (bad) {
+            bump(group_.counters_.frames_in, frames);
+            protocol_error(bad);
             return false;
         }
         // Incomplete at the end of the span: if more bytes wrapped to the ring's start, make the
@@ -261,23 +251,23 @@ bool session::process_frames() {
         go_on = rx_.size() > rx_.read_span().size();
         if (go_on) rx_.linearize(rx_.size());
     }
-    bump(ns_.counters.frames_in, frames);
-    return state_ == state::open;
+    bump(group_.counters_.frames_in, frames);
+    return state_kind_ == phase::open;
 }
 
 void session::protocol_error(std::error_code ec) {
-    bump(ns_.counters.frame_errors);
+    bump(group_.counters_.frame_errors);
     log_limited(log_level::warn, "session %s: %s; closing", peer_.c_str(), ec.message().c_str());
     rx_.clear();
-    ns_.handler->on_protocol_error(*this, ec);
+    group_.handler().on_protocol_error(*this, ec);
     close(ec);
 }
 
 void session::pause_reading() {
     if (read_paused_) return;
     read_paused_ = true;
-    paused_since_tick_ = ns_.owner.now_tick();
-    bump(ns_.counters.read_pauses);
+    paused_since_tick_ = owner().now_tick();
+    bump(group_.counters_.read_pauses);
     arm_timer();
 }
 
@@ -285,15 +275,15 @@ void session::resume_reading() {
     if (!read_paused_) return;
     read_paused_ = false;
     // Edge-triggered: data that arrived while paused raised no new edge, so read it now.
-    if (read_pending_ && state_ == state::open) do_read();
+    if (read_pending_ && state_kind_ == phase::open) do_read();
 }
 
 void session::on_flush() {
-    if (state_ == state::closed) return;
+    if (state_kind_ == phase::closed) return;
     flush_now();
-    if (state_ == state::closed) return;
-    if (read_paused_ && tx_.size() <= ns_.limits.low_water) resume_reading();
-    if (state_ == state::closing && tx_.empty()) {
+    if (state_kind_ == phase::closed) return;
+    if (read_paused_ && tx_.size() <= group_.limits().low_water) resume_reading();
+    if (state_kind_ == phase::closing && tx_.empty()) {
         finalize(close_reason_);
     }
 }
@@ -303,10 +293,10 @@ void session::on_flush() {
 // wakes the shard, whether or not anything is queued: one spurious wakeup per message read.
 // EPOLL_CTL_MOD re-polls the socket, so space freed before the call still raises the event.
 void session::want_writable(bool on) {
-    if (write_interest_ == on || state_ == state::closed) return;
+    if (write_interest_ == on || state_kind_ == phase::closed) return;
     std::uint32_t ev = io_events::readable | io_events::read_hangup;
     if (on) ev |= io_events::writable;
-    if (auto ec = ns_.owner.modify_fd(fd_, ev, this)) {
+    if (auto ec = owner().modify_fd(fd_.get(), ev, this)) {
         log_limited(log_level::warn, "session %s: cannot change write interest: %s", peer_.c_str(), ec.message().c_str());
         finalize(ec);
         return;
@@ -317,7 +307,7 @@ void session::want_writable(bool on) {
 void session::flush_now() {
     publish_sends();
     flush_writes();
-    if (state_ == state::closed) return;
+    if (state_kind_ == phase::closed) return;
     want_writable(!tx_.empty());
 }
 
@@ -330,17 +320,17 @@ void session::flush_writes() {
         ssize_t w;
         if (n == 1) {
             // A single segment (the usual coalesced chunk): send() avoids sendmsg's msghdr/iovec copy.
-            w = ::send(fd_, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL);
+            w = ::send(fd_.get(), iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL);
         } else {
             msghdr msg{};
             msg.msg_iov = iov;
             msg.msg_iovlen = static_cast<std::size_t>(n);
-            w = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+            w = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL);
         }
         if (w > 0) {
             tx_.consume(static_cast<std::size_t>(w));
-            bump(ns_.counters.writes);
-            bump(ns_.counters.bytes_out, static_cast<std::uint64_t>(w));
+            bump(group_.counters_.writes);
+            bump(group_.counters_.bytes_out, static_cast<std::uint64_t>(w));
             if (static_cast<std::size_t>(w) < want) return;  // socket buffer full; EPOLLOUT resumes us
             continue;
         }
@@ -354,24 +344,26 @@ void session::flush_writes() {
 }
 
 void session::close(std::error_code reason) {
-    if (state_ != state::open) return;
+    STRIX_ASSERT_OWNER(owner(), "session::close");
+    if (state_kind_ != phase::open) return;
     close_reason_ = reason ? reason : make_error_code(net_errc::closed_by_app);
     if (tx_.empty()) {
         finalize(close_reason_);
         return;
     }
-    state_ = state::closing;
-    ::shutdown(fd_, SHUT_RD);
-    ns_.owner.hold();
+    state_kind_ = phase::closing;
+    ::shutdown(fd_.get(), SHUT_RD);
+    owner().hold();
     holds_shard_ = true;
     // Bound the flush: a peer that stops reading must not keep us forever.
-    close_deadline_tick_ = ns_.owner.now_tick() + std::max<std::uint64_t>(1, ns_.owner.ticks_for(ns_.limits.close_linger));
+    close_deadline_tick_ = owner().now_tick() + std::max<std::uint64_t>(1, owner().ticks_for(group_.limits().close_linger));
     arm_timer();
-    ns_.owner.mark_dirty(*this);
+    owner().mark_dirty(*this);
 }
 
 void session::abort(std::error_code reason) {
-    if (state_ == state::closed) return;
+    STRIX_ASSERT_OWNER(owner(), "session::abort");
+    if (state_kind_ == phase::closed) return;
     tx_.clear();
     finalize(reason);
 }
@@ -380,15 +372,16 @@ void session::abort(std::error_code reason) {
 // by backpressure: the peer does not drain its output) and close linger. Reads do not touch the
 // wheel; the timer fires at the earliest deadline and re-arms itself for whatever remains.
 void session::arm_timer() {
-    auto& sh = ns_.owner;
+    auto& sh = owner();
     const std::uint64_t now = sh.now_tick();
+    const session_limits& lim = group_.limits();
     std::uint64_t due = UINT64_MAX;
-    if (state_ == state::closing) {
+    if (state_kind_ == phase::closing) {
         due = close_deadline_tick_;
-    } else if (state_ == state::open) {
-        if (auto idle = sh.ticks_for(ns_.limits.idle_timeout)) due = std::min(due, last_rx_tick_ + idle);
+    } else if (state_kind_ == phase::open) {
+        if (auto idle = sh.ticks_for(lim.idle_timeout)) due = std::min(due, last_rx_tick_ + idle);
         if (read_paused_)
-            if (auto stall = sh.ticks_for(ns_.limits.stall_timeout)) due = std::min(due, paused_since_tick_ + stall);
+            if (auto stall = sh.ticks_for(lim.stall_timeout)) due = std::min(due, paused_since_tick_ + stall);
     }
     if (due == UINT64_MAX) {
         sh.timers().cancel(timer_);
@@ -397,56 +390,58 @@ void session::arm_timer() {
     sh.timers().schedule(timer_, due > now ? due - now : 1);
 }
 
-void session::on_timer(timer_node& t) {
-    auto& s = *static_cast<session*>(t.ctx);
-    auto& sh = s.ns_.owner;
+void session::on_timer() {
+    auto& sh = owner();
     const std::uint64_t now = sh.now_tick();
-    if (s.state_ == state::closing) {
-        if (now >= s.close_deadline_tick_) {
-            log_limited(log_level::info, "session %s: close linger expired with %zu bytes unsent", s.peer_.c_str(), s.tx_.size());
-            s.abort(s.close_reason_);
+    const session_limits& lim = group_.limits();
+    if (state_kind_ == phase::closing) {
+        if (now >= close_deadline_tick_) {
+            log_limited(log_level::info, "session %s: close linger expired with %zu bytes unsent", peer_.c_str(), tx_.size());
+            abort(close_reason_);
             return;
         }
-    } else if (s.state_ == state::open) {
-        auto idle = sh.ticks_for(s.ns_.limits.idle_timeout);
-        if (idle && now - s.last_rx_tick_ >= idle) {
-            bump(s.ns_.counters.idle_timeouts);
-            log_limited(log_level::info, "session %s: idle timeout", s.peer_.c_str());
-            s.abort(net_errc::idle_timeout);
+    } else if (state_kind_ == phase::open) {
+        auto idle = sh.ticks_for(lim.idle_timeout);
+        if (idle && now - last_rx_tick_ >= idle) {
+            bump(group_.counters_.idle_timeouts);
+            log_limited(log_level::info, "session %s: idle timeout", peer_.c_str());
+            abort(net_errc::idle_timeout);
             return;
         }
-        auto stall = sh.ticks_for(s.ns_.limits.stall_timeout);
-        if (stall && s.read_paused_ && now - s.paused_since_tick_ >= stall) {
-            bump(s.ns_.counters.slow_consumers);
+        auto stall = sh.ticks_for(lim.stall_timeout);
+        if (stall && read_paused_ && now - paused_since_tick_ >= stall) {
+            bump(group_.counters_.slow_consumers);
             log_limited(log_level::warn, "session %s: slow consumer (output not drained for %lld ms), disconnecting",
-                        s.peer_.c_str(), static_cast<long long>(s.ns_.limits.stall_timeout.count()));
-            s.abort(net_errc::slow_consumer);
+                        peer_.c_str(), static_cast<long long>(lim.stall_timeout.count()));
+            abort(net_errc::slow_consumer);
             return;
         }
     } else {
         return;
     }
-    s.arm_timer();
+    arm_timer();
 }
 
 void session::finalize(std::error_code reason) {
-    if (state_ == state::closed) return;
-    state_ = state::closed;
-    ns_.owner.timers().cancel(timer_);
+    if (state_kind_ == phase::closed) return;
+    state_kind_ = phase::closed;
+    auto& sh = owner();
+    sh.timers().cancel(timer_);
     publish_sends();
     if (holds_shard_) {
-        ns_.owner.release_hold();
+        sh.release_hold();
         holds_shard_ = false;
     }
-    ns_.owner.remove_fd(fd_);
-    ::close(fd_);
-    fd_ = -1;
+    sh.remove_fd(fd_.get());
+    fd_.reset();
     tx_.clear();
     release_rx();
     // Keep this object alive for the rest of the turn: events already fetched may name it.
-    ns_.owner.retire(session_ptr(this));
-    ns_.handler->on_close(*this, reason);
-    ns_.forget(*this);
+    sh.retire(session_ptr(this));
+    group_.handler().on_close(*this, reason);
+    state_.reset();
+    group_.forget(*this);
+    if (origin_) origin_->session_closed();
 }
 
 }  // namespace strix

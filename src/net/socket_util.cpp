@@ -2,78 +2,125 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <system_error>
 
 namespace strix::detail {
 namespace {
 
 [[noreturn]] void fail(int e, const std::string& what) { throw std::system_error(e, std::generic_category(), what); }
 
-}  // namespace
-
-int listen_tcp(const std::string& host, std::uint16_t port, int backlog) {
-    sockaddr_storage ss{};
-    socklen_t len;
-    int family;
+// Fills ss for ep; returns its length, or 0 with ec set.
+socklen_t to_sockaddr(const endpoint& ep, sockaddr_storage& ss, std::error_code& ec) {
+    ss = {};
+    if (ep.kind == endpoint::transport::unix_socket) {
+        auto* un = reinterpret_cast<sockaddr_un*>(&ss);
+        un->sun_family = AF_UNIX;
+        if (ep.path.empty() || ep.path.size() >= sizeof un->sun_path) {
+            ec = std::make_error_code(std::errc::filename_too_long);
+            return 0;
+        }
+        std::memcpy(un->sun_path, ep.path.data(), ep.path.size());
+        socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + ep.path.size());
+        if (ep.path[0] == '@') {
+            un->sun_path[0] = '\0';  // abstract namespace: the name is the bytes after the NUL
+        } else {
+            ++len;  // count the terminating NUL of a file path
+        }
+        return len;
+    }
     auto* v4 = reinterpret_cast<sockaddr_in*>(&ss);
     auto* v6 = reinterpret_cast<sockaddr_in6*>(&ss);
+    const std::string host = ep.host == "*" ? "0.0.0.0" : ep.host;
     if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
         v4->sin_family = AF_INET;
-        v4->sin_port = htons(port);
-        len = sizeof *v4;
-        family = AF_INET;
-    } else if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+        v4->sin_port = htons(ep.port);
+        return sizeof *v4;
+    }
+    if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
         v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons(port);
-        len = sizeof *v6;
-        family = AF_INET6;
-    } else {
-        fail(EINVAL, "cannot listen on '" + host + "': not a numeric IPv4 or IPv6 address (use e.g. 127.0.0.1)");
+        v6->sin6_port = htons(ep.port);
+        return sizeof *v6;
     }
-    const std::string where = host + ":" + std::to_string(port);
-    int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) fail(errno, "cannot create a socket for " + where);
-    int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0) {
+    ec = std::make_error_code(std::errc::invalid_argument);
+    return 0;
+}
+
+}  // namespace
+
+unique_fd listen_on(const endpoint& ep, int backlog, bool reuse_port) {
+    const std::string where = ep.to_string();
+    sockaddr_storage ss;
+    std::error_code ec;
+    const socklen_t len = to_sockaddr(ep, ss, ec);
+    if (!len) {
+        if (ep.kind == endpoint::transport::unix_socket) fail(ec.value(), "cannot listen on " + where + ": socket path too long or empty");
+        fail(ec.value(), "cannot listen on " + where + ": not a numeric IPv4 or IPv6 address (use e.g. 127.0.0.1)");
+    }
+    const bool is_unix = ep.kind == endpoint::transport::unix_socket;
+    if (is_unix && ep.path[0] != '@') {
+        struct stat st {};
+        if (::stat(ep.path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(ep.path.c_str());
+    }
+    unique_fd fd{::socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
+    if (!fd) fail(errno, "cannot create a socket for " + where);
+    if (!is_unix) {
+        int one = 1;
+        ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (reuse_port && ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0)
+            fail(errno, "cannot set SO_REUSEPORT on " + where);
+    }
+    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) < 0) {
         int e = errno;
-        ::close(fd);
-        fail(e, "cannot set SO_REUSEPORT on " + where);
+        fail(e, "cannot listen on " + where + (e == EADDRINUSE ? " (another process holds the address; pick another port or path)" : ""));
     }
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), len) < 0) {
-        int e = errno;
-        ::close(fd);
-        fail(e, "cannot listen on " + where + (e == EADDRINUSE ? " (another process holds the port; pick another with --port)" : ""));
-    }
-    if (::listen(fd, backlog) < 0) {
-        int e = errno;
-        ::close(fd);
-        fail(e, "cannot listen on " + where);
-    }
+    if (::listen(fd.get(), backlog) < 0) fail(errno, "cannot listen on " + where);
     return fd;
 }
 
-int listen_unix(const std::string& path, int backlog) {
-    sockaddr_un addr{};
-    if (path.size() >= sizeof addr.sun_path) fail(ENAMETOOLONG, "unix socket path too long: " + path);
-    addr.sun_family = AF_UNIX;
-    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-    struct stat st {};
-    if (::stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(path.c_str());
-    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) fail(errno, "cannot create a unix socket for " + path);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0 || ::listen(fd, backlog) < 0) {
-        int e = errno;
-        ::close(fd);
-        fail(e, "cannot listen on unix socket " + path);
+endpoint bound_endpoint(int fd, const endpoint& requested) {
+    endpoint e = requested;
+    if (e.kind == endpoint::transport::tcp) e.port = local_port(fd);
+    return e;
+}
+
+unique_fd start_connect(const endpoint& ep, bool& in_progress, std::error_code& ec) {
+    in_progress = false;
+    sockaddr_storage ss;
+    const socklen_t len = to_sockaddr(ep, ss, ec);
+    if (!len) return {};
+    unique_fd fd{::socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
+    if (!fd) {
+        ec = {errno, std::generic_category()};
+        return {};
     }
-    return fd;
+    set_nodelay(fd.get());
+    int rc;
+    do {
+        rc = ::connect(fd.get(), reinterpret_cast<sockaddr*>(&ss), len);
+    } while (rc < 0 && errno == EINTR);
+    if (rc == 0) return fd;
+    if (errno == EINPROGRESS) {
+        in_progress = true;
+        return fd;
+    }
+    // EAGAIN on a Unix socket: the listener's backlog is full; the caller retries like a refusal.
+    ec = {errno, std::generic_category()};
+    return {};
+}
+
+void set_nodelay(int fd) noexcept {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) < 0) return;
+    if (ss.ss_family != AF_INET && ss.ss_family != AF_INET6) return;
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
 std::uint16_t local_port(int fd) {

@@ -2,19 +2,32 @@
 // Socket set-up helpers. Setup failures throw std::system_error with a message naming the
 // address and the fix; per-connection calls return values.
 
+#include <strix/core/unique_fd.hpp>
+#include <strix/net/endpoint.hpp>
+
 #include <sys/socket.h>
 
 #include <cstdint>
 #include <string>
+#include <system_error>
 
 namespace strix::detail {
 
-/// A non-blocking TCP listening socket on host:port with SO_REUSEADDR and SO_REUSEPORT.
-/// Throws std::system_error ("cannot listen on 127.0.0.1:7000: Address already in use ...").
-int listen_tcp(const std::string& host, std::uint16_t port, int backlog);
+/// A non-blocking listening socket at ep (SO_REUSEADDR; SO_REUSEPORT when reuse_port, so every
+/// shard can bind its own listener on one port). A stale Unix socket file is replaced. Throws
+/// std::system_error ("cannot listen on tcp://127.0.0.1:7000: Address already in use ...").
+unique_fd listen_on(const endpoint& ep, int backlog, bool reuse_port);
 
-/// A non-blocking Unix stream listening socket at path (a stale socket file is replaced).
-int listen_unix(const std::string& path, int backlog);
+/// The endpoint a bound socket listens on: `requested` with the real port (for port 0).
+endpoint bound_endpoint(int fd, const endpoint& requested);
+
+/// Starts a non-blocking connect to ep. On success returns the socket and sets in_progress when
+/// the kernel completes the connection later (EINPROGRESS: wait for writability, then read
+/// SO_ERROR). On failure returns an empty fd and sets ec.
+unique_fd start_connect(const endpoint& ep, bool& in_progress, std::error_code& ec);
+
+/// TCP_NODELAY on a TCP socket (no-op for other families).
+void set_nodelay(int fd) noexcept;
 
 /// The port a bound socket got (for port 0).
 std::uint16_t local_port(int fd);

@@ -6,7 +6,7 @@
 
 #include "chat_test_client.hpp"
 
-#include <strix/storage/chat_store.hpp>
+#include "apps/chat/storage/chat_store.hpp"
 #include <support/loopback.hpp>
 #include <support/pg_server.hpp>
 
@@ -23,6 +23,7 @@
 #include <vector>
 
 namespace strix::test {
+using namespace strix::chat;  // the chat application's storage and protocol types
 
 #if defined(__SANITIZE_ADDRESS__)
 inline constexpr bool sanitized = true;

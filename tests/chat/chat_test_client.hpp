@@ -18,6 +18,7 @@
 #include <vector>
 
 namespace strix::test {
+using namespace strix::chat;  // the chat application's storage and protocol types
 
 namespace proto = strix::chat::proto;
 

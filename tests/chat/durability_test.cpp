@@ -228,7 +228,7 @@ TEST_P(durability, sigterm_under_load_loses_no_acknowledged_message) {
     std::size_t checked = 0;
     for (auto room : rooms) {
         auto h = store->room_history(room, 10'000'000);
-        std::map<std::uint64_t, const strix::chat_log_entry*> by_seq;
+        std::map<std::uint64_t, const strix::chat::chat_log_entry*> by_seq;
         for (std::size_t k = 0; k < h.size(); ++k) {
             EXPECT_EQ(h[k].seq, k + 1) << "the log of room " << room << " has a gap";
             by_seq[h[k].seq] = &h[k];

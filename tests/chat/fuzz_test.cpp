@@ -8,6 +8,7 @@
 #include <random>
 
 using namespace strix;
+using namespace strix::chat;
 using namespace strix::test;
 using proto::msg_type;
 

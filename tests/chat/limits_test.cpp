@@ -7,6 +7,7 @@
 #include <thread>
 
 using namespace strix;
+using namespace strix::chat;
 using namespace strix::test;
 using proto::error_code;
 using proto::msg_type;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 using namespace strix;
+using namespace strix::chat;
 using namespace strix::test;
 using proto::msg_type;
 

@@ -142,12 +142,10 @@ TEST(mesh, timers_fire_on_the_owning_shard) {
         shard* expected = nullptr;
         std::atomic<bool> right_thread{false};
     } c;
-    c.node.ctx = &c;
-    c.node.on_fire = [](timer_node& n) {
-        auto* p = static_cast<ctx*>(n.ctx);
+    c.node.set_callback([p = &c] {
         p->right_thread = shard::current() == p->expected;
         p->fired.fetch_add(1);
-    };
+    });
     c.expected = &eng.at(1);
     eng.start();
     eng.post(1, [&] { eng.at(1).timers().schedule(c.node, eng.at(1).ticks_for(std::chrono::milliseconds(30))); });

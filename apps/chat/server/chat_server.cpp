@@ -52,25 +52,22 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
     ecfg.poll_spin = std::chrono::microseconds(opts_.poll_spin_us);
     engine_ = std::make_unique<engine>(ecfg);
 
-    ctx_ = std::unique_ptr<chat_context>(new chat_context{opts_, *engine_, *pool_, *writer_, (max_room >> 8) + 1, {}});
-    ctx_->services.assign(engine_->shard_count(), nullptr);
+    ctx_ = std::unique_ptr<chat_context>(new chat_context{opts_, *engine_, *pool_, *writer_, (max_room >> 8) + 1, nullptr});
+    auto* ctx = ctx_.get();
+    services_ = std::make_unique<sharded<chat_service>>(*engine_, [ctx](shard& sh) { return std::make_unique<chat_service>(sh, *ctx); });
+    ctx_->services = services_.get();
 
     server_config scfg;
     scfg.host = opts_.host;
     scfg.port = opts_.port;
     scfg.unix_path = opts_.unix_path;
-    scfg.format = frame_format::strix_header;
+    scfg.framing = &strix_header_framer();
     scfg.limits.max_frame = chat_service::max_frame_anonymous;
     scfg.limits.recv_buffer = chat_service::max_frame_logged_in;  // so set_max_frame can raise the limit after login
     scfg.limits.max_queued = opts_.max_queued;
     scfg.limits.stall_timeout = opts_.stall_timeout;
     scfg.limits.idle_timeout = opts_.idle_timeout;
-    auto* ctx = ctx_.get();
-    server_ = std::make_unique<server>(*engine_, scfg, [ctx](shard& sh) {
-        auto svc = std::make_unique<chat_service>(sh, *ctx);
-        ctx->services[sh.id()] = svc.get();
-        return svc;
-    });
+    server_ = std::make_unique<server>(*engine_, scfg, *services_);
     try {
         server_->start();
     } catch (const std::system_error& e) {
@@ -84,10 +81,7 @@ chat_server::~chat_server() { shutdown(); }
 
 std::uint64_t chat_server::run() {
     // Housekeeping timers start on each shard's own thread, once it runs.
-    for (unsigned i = 0; i < engine_->shard_count(); ++i) {
-        auto* svc = ctx_->services[i];
-        engine_->post(i, [svc] { svc->start(); });
-    }
+    services_->invoke_on_all([](chat_service& svc) { svc.start(); });
     if (metrics_) metrics_->start();
     engine_->run_until_signal();
     return shutdown();
@@ -116,9 +110,8 @@ std::string chat_server::render_metrics() const {
     std::uint64_t app_in = 0, app_out = 0, deliveries = 0, broadcasts = 0, chat = 0, cross = 0, errors = 0, bad = 0,
                   limited = 0, busy = 0, logins = 0, login_fail = 0, sessions = 0, players = 0, rooms = 0, qbytes = 0,
                   qinuse = 0, qpeak = 0;
-    for (const auto* svc : ctx_->services) {
-        if (!svc) continue;
-        const auto& c = svc->counters();
+    for (unsigned i = 0; i < services_->size(); ++i) {
+        const auto& c = services_->on(i).counters();
         auto ld = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
         app_in += ld(c.app_in);
         app_out += ld(c.app_out);

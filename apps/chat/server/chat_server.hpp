@@ -17,8 +17,8 @@
 
 #include <strix/core/engine.hpp>
 #include <strix/net/server.hpp>
-#include <strix/storage/chat_log_writer.hpp>
-#include <strix/storage/db_pool.hpp>
+#include "apps/chat/storage/chat_log_writer.hpp"
+#include "apps/chat/storage/db_pool.hpp"
 
 #include <memory>
 #include <string>
@@ -55,6 +55,7 @@ private:
     std::unique_ptr<chat_log_writer> writer_;
     std::unique_ptr<engine> engine_;
     std::unique_ptr<chat_context> ctx_;
+    std::unique_ptr<sharded<chat_service>> services_;
     std::unique_ptr<server> server_;
     std::unique_ptr<metrics_endpoint> metrics_;
     bool shut_down_ = false;

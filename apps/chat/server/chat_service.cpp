@@ -4,7 +4,7 @@
 #include "names.hpp"
 
 #include <strix/core/log.hpp>
-#include <strix/storage/db_pool.hpp>
+#include "apps/chat/storage/db_pool.hpp"
 
 #include <algorithm>
 
@@ -21,10 +21,10 @@ constexpr std::chrono::milliseconds sample_period{1000};
 }  // namespace
 
 chat_service::chat_service(shard& sh, chat_context& ctx)
-    : shard_(sh), ctx_(ctx), self_(sh.id()), host_(ctx, sh.id(), counters_) {
-    sample_timer_.on_fire = &chat_service::on_sample;
-    sample_timer_.ctx = this;
-}
+    : shard_(sh), ctx_(ctx), self_(sh.id()), host_(ctx, sh.id(), counters_), sample_timer_([this] {
+          sample();
+          shard_.timers().schedule(sample_timer_, shard_.ticks_for(sample_period));
+      }) {}
 
 chat_service::~chat_service() {
     // The exit hook cancelled the timer; a service whose engine never started never armed it.
@@ -44,14 +44,13 @@ void chat_service::start() {
 // --- session events --------------------------------------------------------------------------
 
 void chat_service::on_open(session& s) {
-    auto p = std::make_unique<player>(session_ptr(&s), ctx_.options.chat_rate, ctx_.options.chat_burst);
-    s.user_data = p.get();
-    players_.emplace(s.id(), std::move(p));
+    player& p = s.emplace_state<player>(session_ptr(&s), ctx_.options.chat_rate, ctx_.options.chat_burst);
+    players_.emplace(s.id(), &p);
     set_gauge(counters_.sessions, players_.size());
 }
 
 void chat_service::on_frame(session& s, std::span<const std::byte> frame) {
-    auto* p = static_cast<player*>(s.user_data);
+    auto* p = s.state<player>();
     if (!p) return;
     bump(counters_.app_in);
     const msg_type type = type_of(frame);
@@ -94,14 +93,11 @@ void chat_service::on_close(session& s, std::error_code) {
     if (p.room_id != 0) {
         // Leave the room (or the room being joined: the owner handles our join first, FIFO).
         const std::uint64_t room_id = p.room_id, sid = s.id();
-        const unsigned owner = owner_of(room_id), self = self_;
-        auto* svc = ctx_.services[owner];
-        if (owner == self_)
-            host_.leave(room_id, sid, self, false);
-        else
-            ctx_.post(owner, [svc, room_id, sid, self] { svc->host().leave(room_id, sid, self, false); });
+        const unsigned self = self_;
+        ctx_.services->invoke_on(owner_of(room_id), [room_id, sid, self](chat_service& owner) {
+            owner.host().leave(room_id, sid, self, false);
+        });
     }
-    s.user_data = nullptr;
     if (p.login == player::login_state::logged_in)
         counters_.players.store(counters_.players.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
     players_.erase(it);
@@ -234,12 +230,9 @@ void chat_service::handle_join(player& p, std::span<const std::byte> frame) {
     }
     p.room_id = room_id;
     p.in_room = player::room_state::joining;
-    if (owner == self_) {
-        host_.join(room_id, as_member(p));
-        return;
-    }
-    auto* svc = ctx_.services[owner];
-    ctx_.post(owner, [svc, room_id, m = as_member(p)]() mutable { svc->host().join(room_id, std::move(m)); });
+    ctx_.services->invoke_on(owner, [room_id, m = as_member(p)](chat_service& svc) mutable {
+        svc.host().join(room_id, std::move(m));
+    });
 }
 
 void chat_service::handle_leave(player& p) {
@@ -250,13 +243,10 @@ void chat_service::handle_leave(player& p) {
     }
     // Sent even while a join is in flight: the owner sees the join first (FIFO per shard pair).
     const std::uint64_t room_id = p.room_id, sid = s.id();
-    const unsigned owner = owner_of(room_id), self = self_;
-    if (owner == self_) {
-        host_.leave(room_id, sid, self, true);
-        return;
-    }
-    auto* svc = ctx_.services[owner];
-    ctx_.post(owner, [svc, room_id, sid, self] { svc->host().leave(room_id, sid, self, true); });
+    const unsigned self = self_;
+    ctx_.services->invoke_on(owner_of(room_id), [room_id, sid, self](chat_service& owner) {
+        owner.host().leave(room_id, sid, self, true);
+    });
 }
 
 void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
@@ -288,45 +278,22 @@ void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
     cr.text.assign(text);
     cr.client_ts = req->client_ts();
     cr.client_seq = req->client_seq();
-    const unsigned owner = owner_of(cr.room_id);
-    if (owner == self_) {
-        host_.chat(cr);
-        return;
-    }
-    auto* svc = ctx_.services[owner];
-    ctx_.post(owner, [svc, cr = std::move(cr)]() mutable { svc->host().chat(cr); });
+    ctx_.services->invoke_on(owner_of(cr.room_id), [cr = std::move(cr)](chat_service& owner) mutable {
+        owner.host().chat(cr);
+    });
 }
 
 void chat_service::handle_list(player& p) {
-    const std::uint64_t id = next_list_id_++;
-    const unsigned n = ctx_.eng.shard_count();
-    lists_.emplace(id, list_request{p.sess->id(), n, {}});
-    // Ask every other shard, then answer our own part; the reply goes out when all have answered.
-    auto* me = this;
-    chat_context* ctx = &ctx_;
-    const unsigned self = self_;
-    for (unsigned k = 0; k < n; ++k) {
-        if (k == self_) continue;
-        auto* svc = ctx_.services[k];
-        ctx_.post(k, [svc, me, ctx, self, id] {
-            auto part = svc->host().summaries();
-            ctx->post(self, [me, id, part = std::move(part)]() mutable { me->list_part(id, std::move(part)); });
-        });
-    }
-    list_part(id, host_.summaries());
-}
-
-void chat_service::list_part(std::uint64_t request_id, std::vector<room_summary> rooms) {
-    auto it = lists_.find(request_id);
-    if (it == lists_.end()) return;
-    auto& lr = it->second;
-    lr.rooms.insert(lr.rooms.end(), std::make_move_iterator(rooms.begin()), std::make_move_iterator(rooms.end()));
-    if (--lr.remaining > 0) return;
-    auto& all = lr.rooms;
-    std::sort(all.begin(), all.end(), [](const room_summary& a, const room_summary& b) { return a.id < b.id; });
-    if (all.size() > max_listed_rooms) all.resize(max_listed_rooms);
-    if (player* p = find(lr.session_id)) send(*p->sess, frames::list_rooms_res(all));
-    lists_.erase(it);
+    // Every shard's rooms, gathered back here; the reply goes out when all have answered.
+    ctx_.services->gather([](chat_service& svc) { return svc.host().summaries(); },
+                          [this, sid = p.sess->id()](std::vector<std::vector<room_summary>> parts) {
+                              std::vector<room_summary> all;
+                              for (auto& part : parts)
+                                  all.insert(all.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+                              std::sort(all.begin(), all.end(), [](const room_summary& a, const room_summary& b) { return a.id < b.id; });
+                              if (all.size() > max_listed_rooms) all.resize(max_listed_rooms);
+                              if (player* q = find(sid)) send(*q->sess, frames::list_rooms_res(all));
+                          });
 }
 
 void chat_service::handle_ping(player& p, std::span<const std::byte> frame) {
@@ -403,16 +370,10 @@ void chat_service::send_error(session& s, msg_type request, error_code code, std
 
 player* chat_service::find(std::uint64_t session_id) noexcept {
     auto it = players_.find(session_id);
-    return it == players_.end() ? nullptr : it->second.get();
+    return it == players_.end() ? nullptr : it->second;
 }
 
 member chat_service::as_member(const player& p) const { return member{p.sess->id(), self_, p.player_id, p.name}; }
-
-void chat_service::on_sample(timer_node& t) {
-    auto* self = static_cast<chat_service*>(t.ctx);
-    self->sample();
-    self->shard_.timers().schedule(t, self->shard_.ticks_for(sample_period));
-}
 
 // Output queued on this shard's sessions, sampled once a second for the metrics endpoint (the
 // per-send path stays free of bookkeeping).

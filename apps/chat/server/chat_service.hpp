@@ -7,8 +7,9 @@
 //                              --room op--> owner shard's room_host --room_event--> member shards
 //                              --ping/errors--> reply at once
 //
-// Every function runs on this service's shard. Other shards and database workers reach it only by
-// posting tasks (engine::post) that call the "posted" functions below.
+// Every function runs on this service's shard. Other shards reach it through the sharded service
+// (ctx.services->invoke_on), database workers by posting tasks (engine::post) that call the
+// "posted" functions below.
 
 #include "chat_context.hpp"
 #include "chat_counters.hpp"
@@ -17,7 +18,7 @@
 #include "room_host.hpp"
 
 #include <strix/net/session_handler.hpp>
-#include <strix/storage/chat_store.hpp>
+#include "apps/chat/storage/chat_store.hpp"
 
 #include <boost/unordered/unordered_flat_map.hpp>
 
@@ -58,8 +59,6 @@ public:
     /// A request of this session failed on another shard.
     void request_failed(std::uint64_t session_id, std::uint64_t room_id, proto::msg_type request,
                         proto::error_code code, const char* reason);
-    /// Part of a list_rooms request: the rooms one shard owns.
-    void list_part(std::uint64_t request_id, std::vector<room_summary> rooms);
     /// Room operations for rooms this shard owns.
     room_host& host() noexcept { return host_; }
 
@@ -68,12 +67,6 @@ public:
     unsigned shard_id() const noexcept { return self_; }
 
 private:
-    struct list_request {
-        std::uint64_t session_id = 0;
-        unsigned remaining = 0;
-        std::vector<room_summary> rooms;
-    };
-
     void handle_login(player& p, std::span<const std::byte> frame);
     void handle_create(player& p, std::span<const std::byte> frame);
     void handle_join(player& p, std::span<const std::byte> frame);
@@ -86,7 +79,6 @@ private:
     void send_error(session& s, proto::msg_type request, proto::error_code code, std::string_view reason);
     player* find(std::uint64_t session_id) noexcept;
     member as_member(const player& p) const;
-    static void on_sample(timer_node& t);
     void sample();
 
     shard& shard_;
@@ -95,9 +87,7 @@ private:
     chat_counters counters_;
     room_host host_;
     local_rooms local_;
-    boost::unordered_flat_map<std::uint64_t, std::unique_ptr<player>> players_;  // by session id
-    boost::unordered_flat_map<std::uint64_t, list_request> lists_;
-    std::uint64_t next_list_id_ = 1;
+    boost::unordered_flat_map<std::uint64_t, player*> players_;  // by session id; each session owns its player
     timer_node sample_timer_;
     bool started_ = false;
 };

@@ -3,7 +3,7 @@
 #include "chat_options.hpp"
 #include "chat_server.hpp"
 
-#include <strix/storage/chat_store.hpp>
+#include "apps/chat/storage/chat_store.hpp"
 
 #include <pthread.h>
 #include <signal.h>
@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
         strix::chat::chat_server srv(o);
         const std::string also_unix = o.unix_path.empty() ? std::string() : " and unix:" + o.unix_path;
         std::printf("strix-chat-server: listening on %s:%u%s with %u shards; database %s; metrics %s\n", o.host.c_str(),
-                    srv.port(), also_unix.c_str(), srv.shard_count(), strix::redact_url(o.db).c_str(),
+                    srv.port(), also_unix.c_str(), srv.shard_count(), strix::chat::redact_url(o.db).c_str(),
                     srv.metrics_port() ? ("http://127.0.0.1:" + std::to_string(srv.metrics_port()) + "/metrics").c_str()
                                        : "off");
         std::fflush(stdout);

@@ -4,7 +4,7 @@
 #include "chat_service.hpp"
 #include "frames.hpp"
 
-#include <strix/storage/chat_log_writer.hpp>
+#include "apps/chat/storage/chat_log_writer.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -22,13 +22,8 @@ room_host::room_host(chat_context& ctx, unsigned self, chat_counters& counters)
     : ctx_(ctx), self_(self), counters_(counters), next_counter_(ctx.first_room_counter) {}
 
 void room_host::deliver(unsigned to, room_event ev) {
-    auto* svc = ctx_.services[to];
-    if (to == self_) {
-        svc->apply(ev);
-        return;
-    }
-    bump(counters_.cross_shard_posts);
-    ctx_.post(to, [svc, ev = std::move(ev)]() mutable { svc->apply(ev); });
+    if (to != self_) bump(counters_.cross_shard_posts);
+    ctx_.services->invoke_on(to, [ev = std::move(ev)](chat_service& svc) mutable { svc.apply(ev); });
 }
 
 void room_host::fan_out(const room& r, room_event::kind what, std::uint64_t subject, unsigned subject_shard,
@@ -49,13 +44,8 @@ void room_host::fan_out(const room& r, room_event::kind what, std::uint64_t subj
 
 void room_host::fail(unsigned shard, std::uint64_t session_id, std::uint64_t room_id, proto::msg_type request,
                      proto::error_code code, const char* reason) {
-    auto* svc = ctx_.services[shard];
-    if (shard == self_) {
-        svc->request_failed(session_id, room_id, request, code, reason);
-        return;
-    }
-    ctx_.post(shard, [svc, session_id, room_id, request, code, reason] {
-        svc->request_failed(session_id, room_id, request, code, reason);
+    ctx_.services->invoke_on(shard, [session_id, room_id, request, code, reason](chat_service& svc) {
+        svc.request_failed(session_id, room_id, request, code, reason);
     });
 }
 

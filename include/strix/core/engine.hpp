@@ -56,6 +56,16 @@ public:
     /// Runs t on shard `target`. Any thread: shard threads use the mesh, others the MPSC queue.
     void post(unsigned target, task t);
 
+    /// Runs fn(shard) on every shard and returns once each has run it and finished that loop turn
+    /// (so objects fn retired are released). A shard whose thread is not running (not started
+    /// yet, or exited) has fn run on the calling thread instead. For tearing down per-shard state
+    /// while the engine keeps running. Not from a shard thread of this engine (it would wait on
+    /// itself): that aborts with a message.
+    void run_on_all_shards(const std::function<void(shard&)>& fn);
+
+    /// True between start() and the moment every shard thread has exited. Any thread.
+    bool running() const noexcept { return running_.load(std::memory_order_acquire) > 0; }
+
     /// Asks every shard to stop gracefully: stop hooks run, held work drains (bounded by
     /// drain_timeout), then the threads exit. Any thread, idempotent; does not wait.
     void stop() noexcept;
@@ -69,13 +79,13 @@ public:
     /// the blocked mask.
     int run_until_signal();
 
+private:
+    friend class shard;
     /// SPSC channel carrying tasks from shard `from` to shard `to` (from != to).
     spsc_queue<task>& channel(unsigned from, unsigned to) noexcept {
         return *mesh_[static_cast<std::size_t>(to) * shards_.size() + from];
     }
 
-private:
-    friend class shard;
     void shard_finished_draining() noexcept;
     bool all_drained() const noexcept { return draining_.load(std::memory_order_acquire) == 0; }
     bool has_exited(unsigned shard_index) const noexcept { return exited_[shard_index].load(std::memory_order_acquire); }

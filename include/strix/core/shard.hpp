@@ -25,14 +25,31 @@
 #include <deque>
 #include <memory>
 #include <system_error>
+#include <utility>
 #include <vector>
+
+// Owner checks. In debug and sanitizer builds (STRIX_THREAD_CHECKS=1), a shard-owned object
+// touched from another thread while its shard runs aborts with a message naming both threads:
+//
+//     strix: session::send called on shard 1, but the object belongs to shard 0
+//
+// Release builds compile the checks away.
+#if defined(STRIX_THREAD_CHECKS) && STRIX_THREAD_CHECKS
+#define STRIX_ASSERT_OWNER(shard_ref, what) ::strix::detail::check_owner((shard_ref), (what))
+#else
+#define STRIX_ASSERT_OWNER(shard_ref, what) ((void)0)
+#endif
 
 namespace strix {
 
 class engine;
+class shard;
 namespace detail {
 class poller;
 struct poll_event;
+/// Aborts with a message naming the calling thread and the owner shard. Any thread.
+[[noreturn]] void wrong_thread(const shard& owner, const char* what) noexcept;
+inline void check_owner(const shard& owner, const char* what) noexcept;
 }  // namespace detail
 
 /// Counters a shard keeps about itself. Written by the owning shard only (relaxed stores);
@@ -72,6 +89,15 @@ public:
     /// The shard whose thread is calling, or nullptr off shard threads.
     static shard* current() noexcept;
 
+    /// True while this shard's thread runs its loop (from start until its exit hooks are done).
+    /// Objects a shard owns may be built and torn down by the engine's owning thread outside that
+    /// window; inside it, only the shard's own thread may touch them. Any thread.
+    bool running() const noexcept { return thread_live_.load(std::memory_order_acquire); }
+
+    /// A number no other object on this shard got from it (the shard id in the top 16 bits), for
+    /// sessions and connections. Owning shard only.
+    std::uint64_t next_object_id() noexcept { return (static_cast<std::uint64_t>(id_) << 48) | ++object_ids_; }
+
     // --- I/O registration: owning shard only -------------------------------------------------
 
     /// Registers fd (edge-triggered) for io_events bits; target->on_io gets the readiness.
@@ -83,6 +109,7 @@ public:
     /// Queues obj->on_flush() for the end of this loop turn (once, however often it is called).
     /// Owning shard only.
     void mark_dirty(reactor_object& obj) {
+        STRIX_ASSERT_OWNER(*this, "shard::mark_dirty");
         if (obj.dirty_) return;
         obj.dirty_ = true;
         dirty_.emplace_back(&obj);
@@ -101,6 +128,10 @@ public:
     /// this shard -> target (FIFO per pair); target == id() is post_local.
     void post_to(unsigned target, task t);
 
+    /// Runs t at the end of the current loop turn, after objects retired this turn are released.
+    /// Owning shard only.
+    void post_after_turn(task t);
+
     /// Runs t on this shard; for threads that are not shards (database workers, main).
     /// FIFO per calling thread. Blocks (yielding) only while the bounded queue is full.
     void post_external(task t);
@@ -108,7 +139,10 @@ public:
     // --- time --------------------------------------------------------------------------------
 
     /// The shard's timing wheel; owning shard only. One tick = tick_duration().
-    timing_wheel& timers() noexcept { return wheel_; }
+    timing_wheel& timers() noexcept {
+        STRIX_ASSERT_OWNER(*this, "shard::timers");
+        return wheel_;
+    }
     std::uint64_t now_tick() const noexcept { return wheel_.now(); }
     std::chrono::milliseconds tick_duration() const noexcept { return tick_; }
     /// Converts a duration to whole ticks, rounding up (at least 1 for a non-zero duration).
@@ -119,18 +153,31 @@ public:
     /// True once the engine asked this shard to stop. Owning shard only.
     bool stopping() const noexcept { return stopping_; }
 
+    /// Names a registered hook, for remove_hook(). 0 is never a hook.
+    using hook_id = std::uint64_t;
+
     /// Registers a callback run on this shard when the engine stops (listeners close, servers
     /// start draining sessions). Owning shard only.
-    void on_stop(task t);
+    hook_id on_stop(task t);
 
     /// Registers a callback run on this shard just before its thread exits, after the drain
     /// (forced closes of whatever is left). Owning shard only.
-    void on_exit(task t);
+    hook_id on_exit(task t);
+
+    /// Unregisters a stop or exit hook (e.g. its owner is destroyed first); no-op for an id that
+    /// already ran or was removed. Owning shard only.
+    void remove_hook(hook_id id) noexcept;
 
     /// While any hold is taken the shard keeps turning after stop (up to the engine's drain
     /// timeout) so queued output can be flushed. Owning shard only.
-    void hold() noexcept { ++holds_; }
-    void release_hold() noexcept { --holds_; }
+    void hold() noexcept {
+        STRIX_ASSERT_OWNER(*this, "shard::hold");
+        ++holds_;
+    }
+    void release_hold() noexcept {
+        STRIX_ASSERT_OWNER(*this, "shard::release_hold");
+        --holds_;
+    }
 
     const shard_stats& stats() const noexcept { return stats_; }
 
@@ -150,6 +197,7 @@ private:
     void record_turn(std::chrono::steady_clock::duration took) noexcept;
     void ring() noexcept;       // wakes this shard if it may be asleep; any thread
     void request_stop() noexcept;
+    static void run_hooks(std::vector<std::pair<hook_id, task>>& hooks);
 
     engine& engine_;
     const unsigned id_;
@@ -164,8 +212,12 @@ private:
     std::vector<reactor_object_ptr> dirty_;
     std::vector<reactor_object_ptr> flushing_;
     std::vector<reactor_object_ptr> graveyard_;
-    std::vector<task> stop_hooks_;
-    std::vector<task> exit_hooks_;
+    std::vector<task> after_turn_;
+    std::vector<std::pair<hook_id, task>> stop_hooks_;
+    std::vector<std::pair<hook_id, task>> exit_hooks_;
+    hook_id next_hook_ = 0;
+    std::uint64_t object_ids_ = 0;
+    std::atomic<bool> thread_live_{false};
     std::vector<std::deque<task>> overflow_;  // per target shard, when its channel is full
     std::size_t overflow_count_ = 0;
 
@@ -184,5 +236,11 @@ private:
     std::chrono::steady_clock::time_point last_work_;  // end of the last turn that found work
     shard_stats stats_;
 };
+
+namespace detail {
+inline void check_owner(const shard& owner, const char* what) noexcept {
+    if (owner.running() && shard::current() != &owner) wrong_thread(owner, what);
+}
+}  // namespace detail
 
 }  // namespace strix

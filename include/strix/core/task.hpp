@@ -3,6 +3,9 @@
 // Callables up to inline_size bytes (and nothrow-movable) live inside the task; larger ones are
 // boxed on the heap. gcc 12 has no std::move_only_function, and std::function requires copyable
 // callables and allocates for captures above 16 bytes.
+//
+// basic_task<N> is the same with N bytes inline: task (48) for posted work, timer callbacks (16,
+// room for `this` and one more word) where the callable is embedded in many objects.
 
 #include <cstddef>
 #include <new>
@@ -11,15 +14,16 @@
 
 namespace strix {
 
-class task {
+template <std::size_t InlineSize>
+class basic_task {
 public:
-    static constexpr std::size_t inline_size = 48;
+    static constexpr std::size_t inline_size = InlineSize;
 
-    task() noexcept = default;
+    basic_task() noexcept = default;
 
     template <class F>
-        requires(!std::is_same_v<std::decay_t<F>, task> && std::is_invocable_r_v<void, std::decay_t<F>&>)
-    task(F&& f) {  // NOLINT: implicit on purpose, so post([..]{...}) reads naturally
+        requires(!std::is_same_v<std::decay_t<F>, basic_task> && std::is_invocable_r_v<void, std::decay_t<F>&>)
+    basic_task(F&& f) {  // NOLINT: implicit on purpose, so post([..]{...}) reads naturally
         using fn = std::decay_t<F>;
         if constexpr (sizeof(fn) <= inline_size && alignof(fn) <= alignof(std::max_align_t) &&
                       std::is_nothrow_move_constructible_v<fn>) {
@@ -31,13 +35,13 @@ public:
         }
     }
 
-    task(task&& o) noexcept : ops_(o.ops_) {
+    basic_task(basic_task&& o) noexcept : ops_(o.ops_) {
         if (ops_) {
             ops_->move(o.storage_, storage_);
             o.ops_ = nullptr;
         }
     }
-    task& operator=(task&& o) noexcept {
+    basic_task& operator=(basic_task&& o) noexcept {
         if (this != &o) {
             reset();
             ops_ = o.ops_;
@@ -48,11 +52,11 @@ public:
         }
         return *this;
     }
-    task(const task&) = delete;
-    task& operator=(const task&) = delete;
-    ~task() { reset(); }
+    basic_task(const basic_task&) = delete;
+    basic_task& operator=(const basic_task&) = delete;
+    ~basic_task() { reset(); }
 
-    /// Runs the callable. Requires a non-empty task.
+    /// Runs the callable (any number of times). Requires a non-empty task.
     void operator()() { ops_->call(storage_); }
     explicit operator bool() const noexcept { return ops_ != nullptr; }
     void reset() noexcept {
@@ -88,5 +92,7 @@ private:
     alignas(std::max_align_t) std::byte storage_[inline_size];
     const ops* ops_ = nullptr;
 };
+
+using task = basic_task<48>;
 
 }  // namespace strix

@@ -21,26 +21,31 @@
 // Thread contract: a wheel and the timers armed on it belong to one thread (one shard); every
 // member function is called from that thread only.
 
+#include <strix/core/task.hpp>
+
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 namespace strix {
 
 class timing_wheel;
 
-/// A timer embedded in its owner (a session, a connection). It carries no allocation of its own;
-/// the owner must keep it alive, and not move it, while it is armed. Destroying an armed timer is
-/// a bug and aborts: cancel it first.
+/// A timer embedded in its owner (a session, a connection). Its callback is a callable with 16
+/// bytes of inline storage (a `this` pointer and one more word; larger captures are boxed once,
+/// when the callback is set), so arming and firing never allocate. The owner must keep the node
+/// alive, and not move it, while it is armed. Destroying an armed timer is a bug and aborts:
+/// cancel it first.
+///
+///     timer_node t{[this] { on_timeout(); }};
+///     shard.timers().schedule(t, shard.ticks_for(5s));
 struct timer_node {
-    /// Called once when the timer expires, on the wheel's thread, from inside advance_to(). The
-    /// timer is already disarmed, so the callback may re-arm it (a periodic timer), arm or cancel
-    /// any other timer, or destroy the timer's owner. It must not call advance_to().
-    void (*on_fire)(timer_node&) = nullptr;
-    /// Free for the owner, typically a pointer back to it.
-    void* ctx = nullptr;
+    using callback = basic_task<16>;
 
-    /// An unarmed timer with no callback. Any thread (it belongs to no wheel yet).
+    /// An unarmed timer with no callback (set one before scheduling). Any thread.
     timer_node() noexcept = default;
+    /// An unarmed timer that will call `on_fire`. Any thread (it belongs to no wheel yet).
+    explicit timer_node(callback on_fire) noexcept : on_fire_(std::move(on_fire)) {}
     timer_node(const timer_node&) = delete;
     timer_node& operator=(const timer_node&) = delete;
     /// Aborts with a message if still armed (the wheel would keep a dangling link). Wheel's thread.
@@ -52,6 +57,14 @@ struct timer_node {
     /// The tick the timer is due at; meaningful only while armed(). Wheel's thread only.
     std::uint64_t deadline() const noexcept { return deadline_; }
 
+    /// Sets what happens when the timer expires: called once per expiry, on the wheel's thread,
+    /// from inside advance_to(). The timer is already disarmed then, so the callback may re-arm
+    /// it (a periodic timer), arm or cancel any other timer, or destroy the timer's owner (and
+    /// with it this callable: touch nothing captured after doing so). It must not call
+    /// advance_to(). Not while armed.
+    void set_callback(callback on_fire) noexcept { on_fire_ = std::move(on_fire); }
+    bool has_callback() const noexcept { return static_cast<bool>(on_fire_); }
+
 private:
     friend class timing_wheel;
     static constexpr std::uint16_t unarmed = 0xFFFF;
@@ -62,6 +75,7 @@ private:
     timer_node** pprev_ = nullptr;
     std::uint64_t deadline_ = 0;
     std::uint16_t bucket_ = unarmed;
+    callback on_fire_;
 };
 
 class timing_wheel {
@@ -76,7 +90,7 @@ public:
     /// Arms `t` to fire at tick now() + delay_ticks (saturating at 2^64 - 1), re-arming it if it
     /// was armed. delay 0 means "as soon as possible": the timer fires at the start of the next
     /// advance_to() call, before any tick is processed, even from inside a callback (so a timer
-    /// re-arming itself with delay 0 cannot stall the current advance). t.on_fire must be set.
+    /// re-arming itself with delay 0 cannot stall the current advance). t must have a callback.
     /// O(1). Wheel's thread only, including from inside a callback.
     void schedule(timer_node& t, std::uint64_t delay_ticks) noexcept;
 

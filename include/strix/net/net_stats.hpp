@@ -8,7 +8,9 @@
 namespace strix {
 
 struct net_counters {
-    std::atomic<std::uint64_t> accepted{0};
+    std::atomic<std::uint64_t> accepted{0};       // sessions opened: accepted, or connected (below)
+    std::atomic<std::uint64_t> connected{0};      // outbound connections established
+    std::atomic<std::uint64_t> connect_failures{0};  // outbound attempts that failed or timed out
     std::atomic<std::uint64_t> closed{0};
     std::atomic<std::uint64_t> active{0};
     std::atomic<std::uint64_t> reads{0};          // read system calls that returned data
@@ -30,7 +32,7 @@ struct net_counters {
 
 /// A plain copy of the counters, summed over shards.
 struct net_stats {
-    std::uint64_t accepted = 0, closed = 0, active = 0, reads = 0, writes = 0, bytes_in = 0,
+    std::uint64_t accepted = 0, connected = 0, connect_failures = 0, closed = 0, active = 0, reads = 0, writes = 0, bytes_in = 0,
                   bytes_out = 0, frames_in = 0, sends = 0, frame_errors = 0, slow_consumers = 0,
                   idle_timeouts = 0, accept_pauses = 0, read_pauses = 0, recv_buffers_in_use = 0,
                   recv_buffers_peak = 0, recv_buffer_takes = 0, recv_buffer_returns = 0;

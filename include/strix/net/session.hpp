@@ -1,42 +1,41 @@
 #pragma once
 // session: one connection, owned by one shard.
 //
-//   socket --readv--> ring_buffer --frames--> handler.on_frame --send()--> buffer_chain
-//                                                                              |
-//   socket <--------------- one sendmsg (gather) per loop turn, in on_flush <--+
+//   socket --read--> ring_buffer --framer cuts frames--> handler.on_frame --send()--> buffer_chain
+//                                                                                        |
+//   socket <-------------------- one sendmsg (gather) per loop turn, in the flush <------+
 //
 // send() never writes: it appends to the chain and marks the session dirty, so a handler that
 // sends once per message still costs one system call per connection per turn.
+//
+// Sessions come from a session_group: accepted by one of its listeners, or connected by one of
+// its connections (origin()). Every function here is for the owning shard's thread only.
 
 #include <strix/core/buffer_chain.hpp>
 #include <strix/core/reactor_object.hpp>
 #include <strix/core/ring_buffer.hpp>
 #include <strix/core/shared_buffer.hpp>
 #include <strix/core/timing_wheel.hpp>
+#include <strix/core/unique_fd.hpp>
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <system_error>
+#include <utility>
 
 namespace strix {
 
 class shard;
-class session_handler;
-namespace detail {
-class net_shard;
-}
-
-/// How a session cuts its byte stream into frames.
-enum class frame_format : std::uint8_t {
-    length_prefix_le32,  // 4-byte little-endian total length (header included), then the body (seed 001)
-    strix_header,        // strix's 12-byte header with optional CRC32C (docs/wire_format.md)
-};
+class framer;
+class connection;
+class session_group;
 
 /// Per-connection limits. Every one is checked before memory is committed.
 struct session_limits {
-    std::uint32_t max_frame = 64 * 1024;       // larger length fields close the connection
+    std::uint32_t max_frame = 64 * 1024;       // larger frames close the connection (any framer)
     std::size_t recv_buffer = 64 * 1024;       // ring capacity; raised to fit max_frame
     std::size_t high_water = 256 * 1024;       // queued output that pauses reading from the peer
     std::size_t low_water = 64 * 1024;         // ... and resumes it
@@ -46,57 +45,97 @@ struct session_limits {
     std::chrono::milliseconds close_linger{5000};  // how long close() waits to flush
 };
 
+namespace detail {
+// Type-erased holder of a session's application state (see session::emplace_state).
+struct session_state_base {
+    virtual ~session_state_base() = default;
+    const void* tag = nullptr;
+};
+template <class T>
+inline constexpr char state_tag = 0;  // one address per type: what state<T>() compares
+template <class T>
+struct session_state final : session_state_base {
+    template <class... A>
+    explicit session_state(A&&... a) : value(std::forward<A>(a)...) {
+        tag = &state_tag<T>;
+    }
+    T value;
+};
+}  // namespace detail
+
 class session final : public reactor_object {
 public:
     ~session() override;
 
     /// Queues a copy of bytes for the peer (coalesced with other sends this turn).
-    /// Owning shard only. No-op once the session is closing.
+    /// No-op once the session is closing.
     void send(std::span<const std::byte> bytes);
 
-    /// Queues a reference to an immutable shared buffer (no copy). Owning shard only.
+    /// Queues a reference to an immutable shared buffer (no copy).
     void send(shared_buffer_ptr buf);
     void send(shared_buffer_ptr buf, std::size_t offset, std::size_t length);
 
-    /// Stops reading, flushes what is queued (up to close_linger), then closes. Owning shard only.
+    /// Stops reading, flushes what is queued (up to close_linger), then closes.
     void close(std::error_code reason = {});
 
-    /// Closes now, dropping queued output. Owning shard only.
+    /// Closes now, dropping queued output.
     void abort(std::error_code reason);
 
-    /// Changes the frame size limit from now on (e.g. larger once a client logged in).
-    /// Owning shard only.
+    /// Changes the frame size limit from now on (e.g. larger once a client logged in), up to the
+    /// receive ring's size.
     void set_max_frame(std::uint32_t max_frame) noexcept;
+    std::uint32_t max_frame() const noexcept { return max_frame_; }
+
+    /// Cuts the following frames with f instead (a protocol that changes framing after a
+    /// handshake). Takes effect for the next frame, also within the current read. f must outlive
+    /// the session (framers are normally static).
+    void set_framer(const framer& f) noexcept;
+    const framer& current_framer() const noexcept { return *framer_; }
+
+    // --- application state ------------------------------------------------------------------
+    // One object of any type per session, owned by it and destroyed right after on_close (so it
+    // may hold a session_ptr back to the session without a cycle outliving the connection).
+
+    /// Builds the session's state as a T (replacing any previous state) and returns it.
+    template <class T, class... A>
+    T& emplace_state(A&&... args) {
+        auto holder = std::make_unique<detail::session_state<T>>(std::forward<A>(args)...);
+        T& ref = holder->value;
+        state_ = std::move(holder);
+        return ref;
+    }
+    /// The state if there is one and it is a T, else nullptr.
+    template <class T>
+    T* state() noexcept {
+        if (!state_ || state_->tag != &detail::state_tag<T>) return nullptr;
+        return &static_cast<detail::session_state<T>*>(state_.get())->value;
+    }
+    /// Destroys the state now.
+    void reset_state() noexcept { state_.reset(); }
+
+    // --- identity ---------------------------------------------------------------------------
 
     std::uint64_t id() const noexcept { return id_; }
     shard& owner() const noexcept;
-    bool is_open() const noexcept { return state_ == state::open; }
+    session_group& group() const noexcept { return group_; }
+    /// The connection that made this session, or nullptr for an accepted one.
+    connection* origin() const noexcept;
+    bool is_open() const noexcept { return state_kind_ == phase::open; }
     std::size_t queued_bytes() const noexcept { return tx_.size(); }
     const std::string& peer() const noexcept { return peer_; }
 
-    /// Free for the application (e.g. a pointer to its per-connection state). Owning shard only.
-    void* user_data = nullptr;
+private:
+    friend class session_group;
+    enum class phase : std::uint8_t { open, closing, closed };
 
-    /// Frees the send chain's chunks and returns the receive ring to the shard's pool if nothing
-    /// is queued and nothing arrived for quiet_ticks. True if it freed anything.
-    /// Called by the shard's periodic sweep, so a busy session keeps its chunk between turns and
-    /// an idle one costs little memory. Owning shard only.
-    bool trim_if_idle(std::uint64_t quiet_ticks) noexcept;
-
+    session(session_group& g, unique_fd fd, std::uint64_t id, std::string peer, intrusive_ptr<connection> origin);
+    void start();
     void on_io(std::uint32_t events) override;
     void on_flush() override;
-
-private:
-    friend class detail::net_shard;
-    enum class state : std::uint8_t { open, closing, closed };
-
-    session(detail::net_shard& ns, int fd, std::uint64_t id, std::string peer);
-    void start();
+    bool trim_if_idle(std::uint64_t quiet_ticks) noexcept;
     void queued();
     void publish_sends() noexcept;
     void do_read();
-    enum class frame_check : std::uint8_t { ok, need_more, too_small, too_large, bad };
-    frame_check check_frame(const std::byte* p, std::size_t avail, std::size_t& len) const noexcept;
     bool process_frames();
     void protocol_error(std::error_code ec);
     void flush_now();
@@ -107,22 +146,25 @@ private:
     void resume_reading();
     bool acquire_rx();
     void release_rx(bool cold = false);
-    static void on_timer(timer_node& t);
+    void on_timer();
     void arm_timer();
 
-    detail::net_shard& ns_;
-    int fd_;
+    session_group& group_;
+    unique_fd fd_;
     const std::uint64_t id_;
     std::string peer_;
+    intrusive_ptr<connection> origin_;  // keeps the connection alive to hear of the close
+    const framer* framer_;
     ring_buffer rx_;
     buffer_chain tx_;
     timer_node timer_;
+    std::unique_ptr<detail::session_state_base> state_;
     std::uint64_t last_rx_tick_ = 0;
     std::uint64_t close_deadline_tick_ = 0;
     std::uint64_t paused_since_tick_ = 0;
-    std::uint64_t unpublished_sends_ = 0;  // send() calls not yet added to the shard's counter
+    std::uint64_t unpublished_sends_ = 0;  // send() calls not yet added to the group's counter
     std::uint32_t max_frame_;
-    state state_ = state::open;
+    phase state_kind_ = phase::open;
     bool read_paused_ = false;
     bool read_pending_ = false;   // the socket may still hold data we did not read (paused)
     bool holds_shard_ = false;    // a graceful close holds the shard's drain

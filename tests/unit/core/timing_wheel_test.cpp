@@ -25,11 +25,7 @@ struct probe {
 
     probe(timing_wheel& w, std::vector<std::pair<int, std::uint64_t>>& l, int i = 0)
         : wheel(&w), id(i), log(&l) {
-        node.ctx = this;
-        node.on_fire = [](timer_node& n) {
-            auto* p = static_cast<probe*>(n.ctx);
-            p->log->emplace_back(p->id, p->wheel->now());
-        };
+        node.set_callback([this] { log->emplace_back(id, wheel->now()); });
     }
 };
 
@@ -204,14 +200,12 @@ TEST(timing_wheel, callback_cancels_others_due_in_the_same_tick) {
         c.all = &all;
         c.wheel = &w;
         c.fired = &fired;
-        c.node.ctx = &c;
-        c.node.on_fire = [](timer_node& n) {
-            auto* self = static_cast<canceller*>(n.ctx);
+        c.node.set_callback([self = &c] {
             ++*self->fired;
             EXPECT_EQ(self->wheel->now(), 50u);
             for (auto& other : *self->all) self->wheel->cancel(other.node);
             EXPECT_EQ(self->wheel->size(), 0u);
-        };
+        });
         w.schedule(c.node, 50);
     }
     EXPECT_EQ(w.size(), 100u);
@@ -238,12 +232,10 @@ TEST(timing_wheel, callback_reschedules_another_timer_due_in_the_same_tick) {
     for (pusher* p : {&a, &b}) {
         p->wheel = &w;
         p->ticks = &ticks;
-        p->node.ctx = p;
-        p->node.on_fire = [](timer_node& n) {
-            auto* self = static_cast<pusher*>(n.ctx);
+        p->node.set_callback([self = p] {
             self->ticks->push_back(self->wheel->now());
             if (self->other->node.armed()) self->wheel->schedule(self->other->node, 10);
-        };
+        });
         w.schedule(p->node, 300);
     }
     EXPECT_EQ(w.advance_to(10'000), 2u);
@@ -257,13 +249,11 @@ struct periodic {
     std::uint64_t period = 0;
     std::vector<std::uint64_t> ticks;
     explicit periodic(timing_wheel& w, std::uint64_t p) : wheel(&w), period(p) {
-        node.ctx = this;
-        node.on_fire = [](timer_node& n) {
-            auto* self = static_cast<periodic*>(n.ctx);
-            self->ticks.push_back(self->wheel->now());
-            EXPECT_FALSE(n.armed()) << "disarmed before its callback";
-            self->wheel->schedule(n, self->period);
-        };
+        node.set_callback([this] {
+            ticks.push_back(wheel->now());
+            EXPECT_FALSE(node.armed()) << "disarmed before its callback";
+            wheel->schedule(node, period);
+        });
     }
 };
 
@@ -313,11 +303,9 @@ TEST(timing_wheel, callback_may_arm_timers_due_later_in_the_same_advance) {
         timing_wheel* wheel;
         probe* next;
     } s{{}, &w, &later};
-    s.node.ctx = &s;
-    s.node.on_fire = [](timer_node& n) {
-        auto* self = static_cast<starter*>(n.ctx);
+    s.node.set_callback([self = &s] {
         self->wheel->schedule(self->next->node, 70000);  // lands on level 2 mid-advance
-    };
+    });
     w.schedule(s.node, 10);
     EXPECT_EQ(w.advance_to(1'000'000), 2u);
     ASSERT_EQ(log.size(), 1u);
@@ -367,7 +355,7 @@ TEST(timing_wheel_death, destroying_an_armed_timer_aborts) {
         {
             timing_wheel w;
             auto n = std::make_unique<timer_node>();
-            n->on_fire = [](timer_node&) {};
+            n->set_callback([] {});
             w.schedule(*n, 5);
             n.reset();
         },

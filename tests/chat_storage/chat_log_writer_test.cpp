@@ -1,7 +1,7 @@
 // chat_log_writer: group commit against both real back ends, and its queue, retry and shutdown
 // rules against a scripted store.
 
-#include <strix/storage/chat_log_writer.hpp>
+#include "apps/chat/storage/chat_log_writer.hpp"
 
 #include "fake_store.hpp"
 #include "storage_test_support.hpp"
@@ -15,6 +15,7 @@
 namespace {
 
 using namespace strix;
+using namespace strix::chat;
 using strix::test::backend;
 
 std::vector<chat_log_entry> entries(std::uint64_t room, std::uint64_t first, std::uint64_t n) {

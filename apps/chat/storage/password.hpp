@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace strix {
+namespace strix::chat {
 
 /// Cost parameters for new hashes. Verification reads the cost from the stored hash instead.
 struct password_policy {
@@ -38,4 +38,4 @@ bool verify_password(std::string_view hash, std::string_view password) noexcept;
 /// caller that has just verified the password may store a fresh hash. Any thread.
 bool password_needs_rehash(std::string_view hash, const password_policy& policy) noexcept;
 
-}  // namespace strix
+}  // namespace strix::chat

@@ -1,7 +1,7 @@
 // db_pool: jobs run on worker threads, each with its own connection; the queue is bounded and
 // try_submit never waits; stop() drains.
 
-#include <strix/storage/db_pool.hpp>
+#include "apps/chat/storage/db_pool.hpp"
 
 #include "fake_store.hpp"
 #include "storage_test_support.hpp"
@@ -17,6 +17,7 @@
 namespace {
 
 using namespace strix;
+using namespace strix::chat;
 using strix::test::backend;
 
 class db_pool_db_test : public ::testing::TestWithParam<backend> {

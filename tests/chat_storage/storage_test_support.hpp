@@ -3,7 +3,7 @@
 // raw reads that bypass chat_store (to check what is really stored), and one PostgreSQL server
 // per test binary, started on first use and stopped by a gtest Environment.
 
-#include <strix/storage/chat_store.hpp>
+#include "apps/chat/storage/chat_store.hpp"
 
 #include "support/pg_server.hpp"
 
@@ -18,6 +18,7 @@
 #include <string>
 
 namespace strix::test {
+using namespace strix::chat;  // the chat application's storage and protocol types
 
 enum class backend { sqlite, postgres };
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <span>
 
-namespace strix::storage_detail {
+namespace strix::chat::storage_detail {
 
 struct migration {
     std::uint32_t version;
@@ -62,4 +62,4 @@ inline constexpr migration migrations[] = {
 inline std::span<const migration> all_migrations() noexcept { return migrations; }
 
 // Both back ends are opened through these (sqlite_chat_store.cpp, pg_chat_store.cpp).
-}  // namespace strix::storage_detail
+}  // namespace strix::chat::storage_detail

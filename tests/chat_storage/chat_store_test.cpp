@@ -1,8 +1,8 @@
 // chat_store against both back ends: the same suite runs on a fresh SQLite file and on a fresh
 // database of a real PostgreSQL server (one server per test binary, see pg_server.hpp).
 
-#include <strix/storage/chat_store.hpp>
-#include <strix/storage/password.hpp>
+#include "apps/chat/storage/chat_store.hpp"
+#include "apps/chat/storage/password.hpp"
 
 #include "storage_test_support.hpp"
 
@@ -17,6 +17,7 @@
 namespace {
 
 using namespace strix;
+using namespace strix::chat;
 using strix::test::backend;
 
 class chat_store_test : public ::testing::TestWithParam<backend> {

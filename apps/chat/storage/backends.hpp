@@ -1,14 +1,14 @@
 #pragma once
 // Private factories of the two back ends; open_chat_store() picks one from the URL.
 
-#include <strix/storage/chat_store.hpp>
+#include "apps/chat/storage/chat_store.hpp"
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
 
-namespace strix::storage_detail {
+namespace strix::chat::storage_detail {
 
 /// Opens (creating if needed) the SQLite file at `path` and migrates it.
 std::unique_ptr<chat_store> open_sqlite_store(const std::string& path, const password_policy& policy);
@@ -23,4 +23,4 @@ inline std::int64_t wall_clock_us() noexcept {
         .count();
 }
 
-}  // namespace strix::storage_detail
+}  // namespace strix::chat::storage_detail

@@ -1,11 +1,11 @@
-#include <strix/storage/chat_store.hpp>
+#include "apps/chat/storage/chat_store.hpp"
 
-#include "storage/backends.hpp"
-#include "storage/migrations.hpp"
+#include "apps/chat/storage/backends.hpp"
+#include "apps/chat/storage/migrations.hpp"
 
 #include <stdexcept>
 
-namespace strix {
+namespace strix::chat {
 
 chat_store::~chat_store() = default;
 
@@ -60,4 +60,4 @@ std::unique_ptr<chat_store> open_chat_store(const std::string& url, const passwo
                              "'; use sqlite:PATH or postgresql://USER@HOST:PORT/DATABASE");
 }
 
-}  // namespace strix
+}  // namespace strix::chat

@@ -1,4 +1,4 @@
-#include <strix/storage/chat_log_writer.hpp>
+#include "apps/chat/storage/chat_log_writer.hpp"
 
 #include <strix/core/log.hpp>
 
@@ -6,7 +6,7 @@
 #include <exception>
 #include <stdexcept>
 
-namespace strix {
+namespace strix::chat {
 
 chat_log_writer::chat_log_writer(std::unique_ptr<chat_store> store, const chat_log_writer_config& cfg)
     : cfg_(cfg), store_(std::move(store)) {
@@ -189,4 +189,4 @@ chat_log_writer_stats chat_log_writer::stats() const {
     return s;
 }
 
-}  // namespace strix
+}  // namespace strix::chat

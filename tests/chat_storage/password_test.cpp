@@ -1,4 +1,4 @@
-#include <strix/storage/password.hpp>
+#include "apps/chat/storage/password.hpp"
 
 #include <sodium.h>
 
@@ -12,6 +12,7 @@
 namespace {
 
 using namespace strix;
+using namespace strix::chat;
 
 TEST(password, PoliciesAreLibsodiumArgon2idLimits) {
     const auto fast = password_policy::fast_for_tests();

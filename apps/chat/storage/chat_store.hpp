@@ -19,7 +19,7 @@
 // Errors: expected outcomes are values (login_outcome). A failing database (connection lost, disk
 // full, I/O error) throws storage_error; the store stays usable and reconnects on the next call.
 
-#include <strix/storage/password.hpp>
+#include "apps/chat/storage/password.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -31,7 +31,7 @@
 #include <string_view>
 #include <vector>
 
-namespace strix {
+namespace strix::chat {
 
 struct account {
     std::uint64_t id = 0;
@@ -119,4 +119,4 @@ std::unique_ptr<chat_store> open_chat_store(const std::string& url, const passwo
 /// `url` with any password replaced by "***", for log lines and error messages. Any thread.
 std::string redact_url(std::string_view url);
 
-}  // namespace strix
+}  // namespace strix::chat

@@ -3,7 +3,7 @@
 // (to fill queues deterministically) or made to fail (to exercise retries), and records every
 // committed batch. The test keeps the shared state; the writer owns the store.
 
-#include <strix/storage/chat_store.hpp>
+#include "apps/chat/storage/chat_store.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -12,6 +12,7 @@
 #include <vector>
 
 namespace strix::test {
+using namespace strix::chat;  // the chat application's storage and protocol types
 
 struct fake_state {
     std::mutex mu;

@@ -4,8 +4,8 @@
 // lose the last commits but never corrupts the file), a busy timeout so connections queue on the
 // write lock instead of failing, and every statement prepared once at open.
 
-#include "storage/backends.hpp"
-#include "storage/migrations.hpp"
+#include "apps/chat/storage/backends.hpp"
+#include "apps/chat/storage/migrations.hpp"
 
 #include <sqlite3.h>
 
@@ -17,7 +17,7 @@
 #include <thread>
 #include <utility>
 
-namespace strix::storage_detail {
+namespace strix::chat::storage_detail {
 
 namespace {
 
@@ -353,4 +353,4 @@ std::unique_ptr<chat_store> open_sqlite_store(const std::string& path, const pas
     return std::make_unique<sqlite_chat_store>(path, policy);
 }
 
-}  // namespace strix::storage_detail
+}  // namespace strix::chat::storage_detail

@@ -1,4 +1,4 @@
-#include <strix/storage/password.hpp>
+#include "apps/chat/storage/password.hpp"
 
 #include <sodium.h>
 
@@ -8,7 +8,7 @@
 #include <new>
 #include <stdexcept>
 
-namespace strix {
+namespace strix::chat {
 
 namespace {
 
@@ -80,4 +80,4 @@ bool password_needs_rehash(std::string_view hash, const password_policy& policy)
     return ::crypto_pwhash_argon2id_str_needs_rehash(h, policy.opslimit, policy.memlimit) != 0;
 }
 
-}  // namespace strix
+}  // namespace strix::chat

@@ -4,8 +4,8 @@
 // inserted as multi-row INSERTs inside one transaction. A lost connection is re-established
 // (and the statements re-prepared) at the start of the next call.
 
-#include "storage/backends.hpp"
-#include "storage/migrations.hpp"
+#include "apps/chat/storage/backends.hpp"
+#include "apps/chat/storage/migrations.hpp"
 
 #include <libpq-fe.h>
 
@@ -17,7 +17,7 @@
 #include <stdexcept>
 #include <type_traits>
 
-namespace strix::storage_detail {
+namespace strix::chat::storage_detail {
 
 namespace {
 
@@ -418,4 +418,4 @@ std::unique_ptr<chat_store> open_postgres_store(const std::string& url, const pa
     return std::make_unique<pg_chat_store>(url, policy);
 }
 
-}  // namespace strix::storage_detail
+}  // namespace strix::chat::storage_detail

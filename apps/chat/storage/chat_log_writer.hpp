@@ -11,7 +11,7 @@
 // retry_max) until it commits. Only stop() gives up, after stop_attempts failed attempts on one
 // batch, and then it logs loudly and returns how many entries were not written.
 
-#include <strix/storage/chat_store.hpp>
+#include "apps/chat/storage/chat_store.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-namespace strix {
+namespace strix::chat {
 
 struct chat_log_writer_config {
     std::size_t capacity = 65536;     // queued entries (not counting the batch being written)
@@ -116,4 +116,4 @@ private:
     std::thread thread_;
 };
 
-}  // namespace strix
+}  // namespace strix::chat

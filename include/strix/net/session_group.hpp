@@ -1,0 +1,121 @@
+#pragma once
+// session_group: the sessions of one shard that share a handler, a framer and limits, with the
+// listeners and outbound connections that create them. The building block of servers (one group
+// per shard, see server.hpp), clients, and messaging sockets (one group per socket).
+//
+//     struct echo : strix::session_handler {
+//         void on_frame(strix::session& s, std::span<const std::byte> f) override { s.send(f); }
+//     };
+//     // on shard `sh` (or before the engine starts):
+//     echo handler;
+//     strix::session_group group(sh, handler);
+//     group.listen(strix::endpoint::parse("tcp://127.0.0.1:7000"));
+//     auto conn = group.connect(strix::endpoint::parse("tcp://127.0.0.1:7001"), {.reconnect = true});
+//
+// Thread contract: a group belongs to its shard. It may be built, listened on and connected
+// from the engine's owning thread before the shard runs; from then on, only on the shard. It is
+// destroyed on the shard, or anywhere once the shard no longer runs (engine::run_on_all_shards
+// does that for a server torn down while the engine keeps running).
+//
+// Shutdown: when the engine stops, a group closes its listeners and connections and closes
+// every session gracefully (flushing queued output, bounded by close_linger and the engine's
+// drain timeout); at the shard's exit, whatever is left is aborted.
+
+#include <strix/core/unique_fd.hpp>
+#include <strix/net/connection.hpp>
+#include <strix/net/endpoint.hpp>
+#include <strix/net/framer.hpp>
+#include <strix/net/net_stats.hpp>
+#include <strix/net/session.hpp>
+#include <strix/net/session_handler.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <system_error>
+
+namespace strix {
+
+class shard;
+namespace detail {
+class listener;
+}
+
+struct session_group_config {
+    session_limits limits;
+    const framer* framing = nullptr;  // nullptr = length_prefix_framer()
+};
+
+class session_group {
+public:
+    /// Sessions on `sh` reporting to `handler`, which must outlive the group. Any thread before
+    /// the shard runs, else the shard.
+    session_group(shard& sh, session_handler& handler, session_group_config cfg = {});
+    /// Aborts what is still open (handler.on_close for each) and closes listeners and
+    /// connections.
+    ~session_group();
+    session_group(const session_group&) = delete;
+    session_group& operator=(const session_group&) = delete;
+
+    /// Listens at ep on this shard; accepted connections become sessions of this group. Returns
+    /// the bound endpoint (with the real port when ep asked for port 0). Throws
+    /// std::system_error naming the address and the cause (address in use, bad path, ...).
+    endpoint listen(const endpoint& ep, int backlog = 4096);
+
+    /// Starts connecting to ep and returns the connection at once; the handler hears on_open
+    /// (with session::origin() == the connection) or on_connect_failed. Throws
+    /// std::invalid_argument for an endpoint that cannot be connected to (a tcp host that is not
+    /// a numeric address); every other failure goes to the handler.
+    connection_ptr connect(const endpoint& ep, const connect_options& opts = {});
+
+    /// Wraps an already connected, non-blocking socket in a session of this group.
+    void adopt(unique_fd fd, std::string peer);
+
+    /// Stops listening and connecting, and closes every session gracefully (flushing output).
+    void close_all(std::error_code reason);
+    /// The same, dropping queued output: every session is closed when this returns.
+    void abort_all(std::error_code reason);
+
+    shard& owner() const noexcept { return owner_; }
+    session_handler& handler() const noexcept { return handler_; }
+    const session_limits& limits() const noexcept { return limits_; }
+    const framer& framing() const noexcept { return *framer_; }
+    /// This group's counters (single writer: the shard; readable as a snapshot anywhere).
+    const net_counters& counters() const noexcept { return counters_; }
+    /// Open sessions.
+    std::size_t size() const noexcept;
+
+    /// Calls f(session&) for every open session. f must not open or close sessions.
+    void for_each(const std::function<void(session&)>& f) const;
+
+    // --- for servers ------------------------------------------------------------------------
+
+    /// What a listener does with an accepted socket (adopt it here, or hand it to another
+    /// shard's group).
+    using accept_fn = std::function<void(unique_fd fd, std::string peer)>;
+    /// Adds an already listening socket; accepted connections go to on_accept (default: adopt
+    /// here). Returns nothing; errors registering with the shard are logged.
+    void add_listener(unique_fd fd, accept_fn on_accept = {});
+
+private:
+    friend class session;
+    friend class connection;
+    friend class detail::listener;
+    struct impl;
+
+    void install_hooks();
+    void forget(session& s) noexcept;
+    void forget(connection& c) noexcept;
+    std::byte* take_rx_buffer();
+    void give_rx_buffer(std::byte* p, bool cold) noexcept;
+    session& make_session(unique_fd fd, std::string peer, connection* origin);
+
+    shard& owner_;
+    session_handler& handler_;
+    const session_limits limits_;
+    const framer* framer_;
+    net_counters counters_;
+    std::unique_ptr<impl> impl_;
+};
+
+}  // namespace strix

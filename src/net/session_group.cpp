@@ -1,0 +1,221 @@
+#include <strix/net/session_group.hpp>
+
+#include "net/listener.hpp"
+#include "net/socket_util.hpp"
+
+#include <strix/core/log.hpp>
+#include <strix/core/shard.hpp>
+#include <strix/mem/slab_pool.hpp>
+#include <strix/net/net_errc.hpp>
+
+#include <boost/unordered/unordered_flat_map.hpp>
+
+#include <malloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <bit>
+#include <stdexcept>
+#include <vector>
+
+namespace strix {
+namespace {
+
+constexpr std::chrono::milliseconds sweep_period{1000};
+
+session_limits normalized(session_limits l) {
+    // The ring must hold a whole frame, and its capacity is a power of two.
+    l.recv_buffer = std::bit_ceil(std::max<std::size_t>({l.recv_buffer, l.max_frame, 4096}));
+    if (l.low_water > l.high_water) l.low_water = l.high_water;
+    return l;
+}
+
+}  // namespace
+
+struct session_group::impl {
+    explicit impl(std::size_t ring_size)
+        : rx_pool(ring_size, static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)), 16) {}  // page-aligned: see give_rx_buffer
+
+    slab_pool rx_pool;                 // carves new receive rings; never given one back
+    std::vector<std::byte*> free_rx;   // rings not in use (idle ones with their pages returned)
+    boost::unordered_flat_map<std::uint64_t, session_ptr> sessions;
+    boost::unordered_flat_map<std::uint64_t, connection_ptr> connections;
+    std::vector<intrusive_ptr<detail::listener>> listeners;
+    timer_node sweep;                  // trims idle sessions' buffers once a second
+    shard::hook_id stop_hook = 0, exit_hook = 0;
+    bool hooks_installed = false;
+};
+
+session_group::session_group(shard& sh, session_handler& handler, session_group_config cfg)
+    : owner_(sh),
+      handler_(handler),
+      limits_(normalized(cfg.limits)),
+      framer_(cfg.framing ? cfg.framing : &length_prefix_framer()),
+      impl_(std::make_unique<impl>(limits_.recv_buffer)) {
+    impl_->sweep.set_callback([this] {
+        const auto period = owner_.ticks_for(sweep_period);
+        std::size_t trimmed = 0;
+        for (auto& [id, s] : impl_->sessions) trimmed += s->trim_if_idle(period) ? 1 : 0;
+        if (trimmed)
+            log(log_level::debug, "shard %u: idle sweep trimmed %zu of %zu sessions", owner_.id(), trimmed,
+                impl_->sessions.size());
+        // Trimmed send chains went back to malloc, which keeps their pages; after a large sweep,
+        // ask it to return free pages to the kernel. Cold path: at most once a second, only when
+        // many sessions just went idle.
+        if (trimmed >= 256) ::malloc_trim(0);
+        owner_.timers().schedule(impl_->sweep, period);
+    });
+}
+
+session_group::~session_group() {
+    STRIX_ASSERT_OWNER(owner_, "session_group::~session_group");
+    abort_all(net_errc::shutdown);
+    owner_.timers().cancel(impl_->sweep);
+    if (impl_->hooks_installed) {
+        owner_.remove_hook(impl_->stop_hook);
+        owner_.remove_hook(impl_->exit_hook);
+    }
+}
+
+// Stop and exit hooks, and the idle sweep, start with the group's first listener, connection or
+// session (on the shard, or on the owning thread before the shard runs).
+void session_group::install_hooks() {
+    if (impl_->hooks_installed) return;
+    impl_->hooks_installed = true;
+    owner_.timers().schedule(impl_->sweep, owner_.ticks_for(sweep_period));
+    impl_->stop_hook = owner_.on_stop([this] { close_all(net_errc::shutdown); });
+    impl_->exit_hook = owner_.on_exit([this] { abort_all(net_errc::shutdown); });
+}
+
+endpoint session_group::listen(const endpoint& ep, int backlog) {
+    STRIX_ASSERT_OWNER(owner_, "session_group::listen");
+    unique_fd fd = detail::listen_on(ep, backlog, false);
+    endpoint bound = detail::bound_endpoint(fd.get(), ep);
+    std::string unlink_path;
+    if (ep.kind == endpoint::transport::unix_socket && !ep.path.empty() && ep.path[0] != '@') unlink_path = ep.path;
+    install_hooks();
+    auto l = make_intrusive<detail::listener>(*this, std::move(fd), [this](unique_fd s, std::string peer) {
+        adopt(std::move(s), std::move(peer));
+    }, std::move(unlink_path));
+    l->start();
+    impl_->listeners.push_back(std::move(l));
+    return bound;
+}
+
+void session_group::add_listener(unique_fd fd, accept_fn on_accept) {
+    STRIX_ASSERT_OWNER(owner_, "session_group::add_listener");
+    install_hooks();
+    if (!on_accept) on_accept = [this](unique_fd s, std::string peer) { adopt(std::move(s), std::move(peer)); };
+    auto l = make_intrusive<detail::listener>(*this, std::move(fd), std::move(on_accept));
+    l->start();
+    impl_->listeners.push_back(std::move(l));
+}
+
+connection_ptr session_group::connect(const endpoint& ep, const connect_options& opts) {
+    STRIX_ASSERT_OWNER(owner_, "session_group::connect");
+    if (ep.kind == endpoint::transport::tcp && (ep.host == "*" || ep.port == 0))
+        throw std::invalid_argument("cannot connect to " + ep.to_string() + ": name a host and a port");
+    install_hooks();
+    connection_ptr c(new connection(*this, ep, opts));
+    impl_->connections.emplace(c->id_, c);
+    // The first attempt runs from the shard's task queue, so the handler never hears of a
+    // failure from inside connect().
+    owner_.post_local([c] { c->attempt(); });
+    return c;
+}
+
+void session_group::adopt(unique_fd fd, std::string peer) {
+    STRIX_ASSERT_OWNER(owner_, "session_group::adopt");
+    if (owner_.stopping()) return;  // fd closes here
+    make_session(std::move(fd), std::move(peer), nullptr);
+}
+
+session& session_group::make_session(unique_fd fd, std::string peer, connection* origin) {
+    install_hooks();
+    const std::uint64_t id = owner_.next_object_id();
+    session_ptr s(new session(*this, std::move(fd), id, std::move(peer), intrusive_ptr<connection>(origin)));
+    impl_->sessions.emplace(id, s);
+    bump(counters_.accepted);
+    bump(counters_.active);
+    s->start();
+    return *s;
+}
+
+void session_group::forget(session& s) noexcept {
+    if (impl_->sessions.erase(s.id())) {
+        bump(counters_.closed);
+        counters_.active.store(counters_.active.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    }
+}
+
+void session_group::forget(connection& c) noexcept { impl_->connections.erase(c.id_); }
+
+void session_group::close_all(std::error_code reason) {
+    STRIX_ASSERT_OWNER(owner_, "session_group::close_all");
+    for (auto& l : impl_->listeners) l->close();
+    impl_->listeners.clear();
+    // Copies: closing erases from the maps.
+    std::vector<connection_ptr> conns;
+    for (auto& [id, c] : impl_->connections) conns.push_back(c);
+    for (auto& c : conns) c->close();
+    std::vector<session_ptr> open;
+    open.reserve(impl_->sessions.size());
+    for (auto& [id, s] : impl_->sessions) open.push_back(s);
+    for (auto& s : open) s->close(reason);
+}
+
+void session_group::abort_all(std::error_code reason) {
+    STRIX_ASSERT_OWNER(owner_, "session_group::abort_all");
+    for (auto& l : impl_->listeners) l->close();
+    impl_->listeners.clear();
+    std::vector<connection_ptr> conns;
+    for (auto& [id, c] : impl_->connections) conns.push_back(c);
+    for (auto& c : conns) c->close();
+    std::vector<session_ptr> left;
+    for (auto& [id, s] : impl_->sessions) left.push_back(s);
+    for (auto& s : left) s->abort(reason);
+    impl_->connections.clear();
+}
+
+std::size_t session_group::size() const noexcept { return impl_->sessions.size(); }
+
+void session_group::for_each(const std::function<void(session&)>& f) const {
+    for (auto& [id, s] : impl_->sessions) f(*s);
+}
+
+std::byte* session_group::take_rx_buffer() {
+    std::byte* p;
+    if (!impl_->free_rx.empty()) {
+        p = impl_->free_rx.back();
+        impl_->free_rx.pop_back();
+    } else {
+        p = static_cast<std::byte*>(impl_->rx_pool.allocate());
+    }
+    if (p) {
+        auto in_use = counters_.recv_buffers_in_use.load(std::memory_order_relaxed) + 1;
+        counters_.recv_buffers_in_use.store(in_use, std::memory_order_relaxed);
+        if (in_use > counters_.recv_buffers_peak.load(std::memory_order_relaxed))
+            counters_.recv_buffers_peak.store(in_use, std::memory_order_relaxed);
+        bump(counters_.recv_buffer_takes);
+    }
+    return p;
+}
+
+void session_group::give_rx_buffer(std::byte* p, bool cold) noexcept {
+    if (cold) {
+        // An idle session's ring: hand its pages back to the kernel (the pool keeps the address
+        // range and the memory reads as zeros when reused), so idle connections cost no RSS.
+        const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+        auto begin = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
+        auto end = (reinterpret_cast<std::uintptr_t>(p) + limits_.recv_buffer) & ~(page - 1);
+        if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+    }
+    // Kept beside the pool, not in its intrusive free list: linking a slot writes into it and
+    // would fault back in the page just returned.
+    impl_->free_rx.push_back(p);
+    counters_.recv_buffers_in_use.store(counters_.recv_buffers_in_use.load(std::memory_order_relaxed) - 1,
+                                        std::memory_order_relaxed);
+    bump(counters_.recv_buffer_returns);
+}
+
+}  // namespace strix
