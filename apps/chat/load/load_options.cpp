@@ -39,7 +39,6 @@ load_options parse_load_options(int argc, char** argv) {
         "server answered no request with an error (--sweep: 0 unless a step duplicated, reordered,\n"
         "skipped or corrupted messages, or got errors other than rate_limited / server_busy).",
         "strix-chat-load"};
-    std::string connect_rate = "0";
     app.add_option("--host", o.host, "server IPv4 address")->capture_default_str();
     app.add_option("--port", o.port, "server port")->capture_default_str();
     app.add_option("--unix", o.unix_path, "connect over this Unix socket path instead of --host/--port");
@@ -63,8 +62,9 @@ load_options parse_load_options(int argc, char** argv) {
     app.add_option("--password", o.password, "password of every load account")->capture_default_str();
     app.add_option("--name-prefix", o.name_prefix, "account names are PREFIX0, PREFIX1, ...")
         ->capture_default_str();
-    app.add_option("--connect-rate", connect_rate, "new connections per second, N or N/s (0: unlimited)")
-        ->capture_default_str();
+    app.add_option("--connect-rate", o.connect_rate, "new connections per second, N or N/s (0: unlimited)")
+        ->capture_default_str()
+        ->transform([](std::string v) { return v.ends_with("/s") ? v.substr(0, v.size() - 2) : v; });
     app.add_option("--threads", o.threads, "event-loop threads, clients split among them")->capture_default_str();
     app.add_option("--drain-timeout", o.drain_timeout_s, "seconds to wait for outstanding deliveries")
         ->capture_default_str();
@@ -78,7 +78,8 @@ load_options parse_load_options(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        std::exit(app.exit(e));
+        if (e.get_exit_code() == 0) std::exit(app.exit(e));  // --help: prints it, status 0
+        bad(e.what());
     }
     if (o.sweep) {
         if (dur->count() == 0) o.duration_s = 10;
@@ -89,14 +90,7 @@ load_options parse_load_options(int argc, char** argv) {
     auto mix = payload_mix::parse(o.mix_spec, &why);
     if (!mix) bad("--payload-mix: " + why);
     o.mix = std::move(*mix);
-    if (connect_rate.size() > 2 && connect_rate.substr(connect_rate.size() - 2) == "/s") {
-        connect_rate.resize(connect_rate.size() - 2);
-    }
-    char* end = nullptr;
-    o.connect_rate = std::strtod(connect_rate.c_str(), &end);
-    if (end == connect_rate.c_str() || *end != '\0' || !(o.connect_rate >= 0)) {
-        bad("--connect-rate must be a number of connections per second, like 500 or 500/s");
-    }
+    if (!(o.connect_rate >= 0)) bad("--connect-rate must be a number of connections per second, like 500 or 500/s");
     if (o.clients == 0) bad("--clients must be at least 1");
     if (o.rooms == 0 || o.rooms > o.clients) bad("--rooms must be between 1 and --clients");
     if (!(o.rps > 0) || o.rps > 1e6) bad("--rps must be a positive number of messages per second");
