@@ -8,6 +8,7 @@
 #include <algorithm>
 
 using namespace strix;
+using namespace strix::chat;
 using namespace strix::test;
 using proto::msg_type;
 
@@ -69,8 +70,9 @@ TEST(server_cli, an_unreachable_database_is_one_clear_error) {
 TEST(server_cli, bad_options_and_config_files_are_rejected_with_a_reason) {
     temp_dir dir;
     auto bad_cost = run_to_exit({"--password-cost", "medium"});
-    EXPECT_NE(bad_cost.status, 0);
+    EXPECT_EQ(bad_cost.status, 2);
     EXPECT_NE(bad_cost.output.find("password-cost"), std::string::npos) << bad_cost.output;
+    EXPECT_EQ(lines(bad_cost.output), 1u) << bad_cost.output;
 
     auto bad_rate = run_to_exit({"--chat-rate", "0", "--db", "sqlite:" + dir.path() + "/x.db"});
     EXPECT_EQ(bad_rate.status, 2);
@@ -90,12 +92,36 @@ TEST(server_cli, bad_options_and_config_files_are_rejected_with_a_reason) {
     auto typo = run_to_exit({"--config", cfg});
     EXPECT_EQ(typo.status, 2);
     EXPECT_NE(typo.output.find("unknown key 'prot'"), std::string::npos) << typo.output;
+    EXPECT_EQ(lines(typo.output), 1u) << typo.output;
 
+    // CLI11's reader keeps no line numbers: the error names the key instead.
     auto broken = dir.path() + "/broken.toml";
     std::ofstream(broken) << "port = \n";
     auto parse = run_to_exit({"--config", broken});
     EXPECT_EQ(parse.status, 2);
-    EXPECT_NE(parse.output.find("line 1"), std::string::npos) << parse.output;
+    EXPECT_NE(parse.output.find("key 'port' has no value"), std::string::npos) << parse.output;
+    EXPECT_EQ(lines(parse.output), 1u) << parse.output;
+
+    // Booleans only for flags.
+    auto boolean = dir.path() + "/boolean.toml";
+    std::ofstream(boolean) << "port = true\n";
+    auto not_flag = run_to_exit({"--config", boolean});
+    EXPECT_EQ(not_flag.status, 2);
+    EXPECT_NE(not_flag.output.find("--port"), std::string::npos) << not_flag.output;
+    EXPECT_NE(not_flag.output.find("true"), std::string::npos) << not_flag.output;
+
+    // A config file cannot name another config file.
+    auto nested = dir.path() + "/nested.toml";
+    std::ofstream(nested) << "config = \"" << cfg << "\"\n";
+    auto again = run_to_exit({"--config", nested});
+    EXPECT_EQ(again.status, 2);
+    EXPECT_NE(again.output.find("config: This option is not allowed in a configuration file"), std::string::npos)
+        << again.output;
+
+    auto missing = run_to_exit({"--config", dir.path() + "/none.toml"});
+    EXPECT_EQ(missing.status, 2);
+    EXPECT_NE(missing.output.find("--config"), std::string::npos) << missing.output;
+    EXPECT_NE(missing.output.find("none.toml"), std::string::npos) << missing.output;
 }
 
 TEST(server_cli, a_config_file_sets_options_and_the_command_line_wins) {

@@ -2,73 +2,48 @@
 
 #include <CLI/CLI.hpp>
 
-#if defined(STRIX_CHAT_HAVE_TOML)
-#include <toml++/toml.h>
-#endif
-
 #include <cmath>
 #include <cstdio>
-#include <map>
+#include <memory>
+#include <vector>
 
 namespace strix::chat {
 namespace {
 
-#if defined(STRIX_CHAT_HAVE_TOML)
-// Applies the file's keys to options the command line left unset. The keys are the long option
-// names without the dashes (port, db, metrics-port, ...); an unknown key is an error, so a typo
-// cannot silently fall back to a default.
-std::string apply_toml(const std::string& path, CLI::App& app) {
-    toml::table tbl;
-    try {
-        tbl = toml::parse_file(path);
-    } catch (const toml::parse_error& e) {
-        const auto& where = e.source().begin;
-        return "config file " + path + " line " + std::to_string(where.line) + ": " + std::string(e.description());
-    }
-    for (auto&& [key, node] : tbl) {
-        std::string name(key.str());
-        CLI::Option* opt = nullptr;
-        try {
-            opt = app.get_option("--" + name);
-        } catch (const CLI::OptionNotFound&) {
-            return "config file " + path + ": unknown key '" + name + "' (see --help for the option names)";
-        }
-        if (name == "config") return "config file " + path + ": a config file cannot name another config file";
-        if (opt->count() > 0) continue;  // the command line wins
-        std::string value;
-        if (node.is_string())
-            value = *node.value<std::string>();
-        else if (node.is_boolean())
-            value = *node.value<bool>() ? "true" : "false";
-        else if (node.is_integer())
-            value = std::to_string(*node.value<std::int64_t>());
-        else if (node.is_floating_point())
-            value = std::to_string(*node.value<double>());
-        else
-            return "config file " + path + ": key '" + name + "' must be a string, number or boolean";
-        try {
-            if (node.is_boolean()) {
-                // Only flags take booleans: true sets the flag, false sets its --no- twin if it
-                // has one (auto-register) and otherwise leaves the default.
-                if (value == "true") {
-                    opt->add_result("true");
-                    opt->run_callback();
-                } else if (name == "auto-register") {
-                    auto* neg = app.get_option("--no-auto-register");
-                    neg->add_result("true");
-                    neg->run_callback();
-                }
-            } else {
-                opt->add_result(value);
-                opt->run_callback();
+// CLI11's own TOML reader for --config, with two checks it does not make by itself: every key must
+// be a long option name (its own error for a typo says only "INI was not able to parse KEY"), and
+// every key needs a value (it would give `port =` the type's default, 0, without a word).
+class config_reader : public CLI::ConfigTOML {
+public:
+    explicit config_reader(const CLI::App& app) : app_(app) {}
+
+    std::vector<CLI::ConfigItem> from_config(std::istream& input) const override {
+        std::vector<CLI::ConfigItem> read = CLI::ConfigTOML::from_config(input);
+        for (const CLI::ConfigItem& item : read) {
+            if (!item.parents.empty())
+                throw CLI::ConfigError("table [" + item.parents.front() + "] is not allowed: write every key at the top");
+            if (app_.get_option_no_throw("--" + item.name) == nullptr)
+                throw CLI::ConfigError("unknown key '" + item.name + "' (the keys are the long option names, see --help)");
+            for (const std::string& value : item.inputs) {
+                if (value.empty())
+                    throw CLI::ConfigError("key '" + item.name + "' has no value (leave the key out to keep the default)");
             }
-        } catch (const CLI::Error& e) {
-            return "config file " + path + ": key '" + name + "': " + e.what();
         }
+        return read;
     }
-    return {};
+
+private:
+    const CLI::App& app_;
+};
+
+// One sentence for a command line or config file CLI11 rejected.
+std::string parse_error_sentence(const CLI::App& app, const CLI::ParseError& e) {
+    const CLI::Option* config = app.get_config_ptr();
+    const std::string path = config != nullptr && config->count() > 0 ? config->as<std::string>() : "";
+    if (dynamic_cast<const CLI::ConfigError*>(&e) != nullptr) return "config file " + path + ": " + e.what();
+    if (dynamic_cast<const CLI::FileError*>(&e) != nullptr) return std::string("--config: ") + e.what();
+    return std::string(e.what()) + " (see --help)";
 }
-#endif
 
 }  // namespace
 
@@ -89,15 +64,18 @@ std::string validate(const chat_options& o) {
 
 parse_result parse_options(int argc, char** argv) {
     chat_options o;
-    CLI::App app{"strix-chat-server: rooms and chat over strix frames (docs/protocol.md)"};
+    CLI::App app{"strix-chat-server: rooms and chat over strix frames (docs/protocol.md)", "strix-chat-server"};
     std::string password_cost = "interactive";
-    std::string config_file;
     std::int64_t stall_ms = o.stall_timeout.count(), idle_ms = o.idle_timeout.count();
     bool no_pin = false;
     // A repeated option takes its last value, so a wrapper script can override what it passed.
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
-    app.add_option("--config", config_file, "TOML file with the same keys as the long options (command line wins)");
+    // Keys in the file are the long option names; CLI11 applies them to the options the command
+    // line left unset, gives booleans only to flags, and refuses a `config` key inside the file.
+    app.set_config("--config", "", "TOML file with the same keys as the long options (command line wins)")
+        ->type_name("FILE");
+    app.config_formatter(std::make_shared<config_reader>(app));
     app.add_option("--host", o.host, "address to listen on")->capture_default_str();
     app.add_option("--port", o.port, "TCP port for clients (0 = any free port)")->capture_default_str();
     app.add_option("--unix", o.unix_path, "also accept clients on this Unix socket path (same protocol)");
@@ -105,10 +83,10 @@ parse_result parse_options(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--metrics-port", o.metrics_port, "Prometheus /metrics on 127.0.0.1 (0 = off)")->capture_default_str();
     app.add_option("--shards", o.shards, "shards (threads); 0 = one per online CPU")->capture_default_str();
-    bool reg_flag = false, noreg_flag = false;
-    auto* reg = app.add_flag("--auto-register", reg_flag, "the first login of an unknown name creates the account (default)");
-    auto* noreg = app.add_flag("--no-auto-register", noreg_flag, "reject logins of unknown names");
-    reg->excludes(noreg);
+    // One option with a negated name, so `auto-register = false` in the file means what it says.
+    app.add_flag("--auto-register,!--no-auto-register", o.auto_register,
+                 "the first login of an unknown name creates the account (default); --no-auto-register rejects "
+                 "logins of unknown names");
     app.add_option("--chat-rate", o.chat_rate, "chat messages per second per session")->capture_default_str();
     app.add_option("--chat-burst", o.chat_burst, "chat messages a session may send at once")->capture_default_str();
     app.add_option("--password-cost", password_cost, "argon2id cost: interactive (default) or fast (tests, load runs)")
@@ -129,21 +107,11 @@ parse_result parse_options(int argc, char** argv) {
 
     try {
         app.parse(argc, argv);
-        if (!config_file.empty()) {
-#if defined(STRIX_CHAT_HAVE_TOML)
-            if (auto err = apply_toml(config_file, app); !err.empty()) {
-                std::fprintf(stderr, "strix-chat-server: %s\n", err.c_str());
-                return {std::nullopt, 2};
-            }
-#else
-            std::fprintf(stderr, "strix-chat-server: --config needs TOML support; rebuild with libtomlplusplus-dev installed\n");
-            return {std::nullopt, 2};
-#endif
-        }
     } catch (const CLI::ParseError& e) {
-        return {std::nullopt, app.exit(e)};
+        if (e.get_exit_code() == 0) return {std::nullopt, app.exit(e)};  // --help: printed, status 0
+        std::fprintf(stderr, "strix-chat-server: %s\n", parse_error_sentence(app, e).c_str());
+        return {std::nullopt, 2};
     }
-    if (noreg_flag) o.auto_register = false;
     o.fast_passwords = password_cost == "fast";
     if (stall_ms < 0 || idle_ms < 0) {
         std::fprintf(stderr, "strix-chat-server: timeouts must not be negative\n");

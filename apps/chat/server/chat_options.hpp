@@ -1,6 +1,7 @@
 #pragma once
 // chat_options: everything strix-chat-server can be told, from the command line and optionally a
-// TOML file with the same keys (command-line values win).
+// TOML file (--config, read by CLI11: `key = value` lines whose keys are the long option names;
+// command-line values win).
 
 #include <chrono>
 #include <cstdint>
