@@ -6,16 +6,21 @@
 // the server's CPU and RSS when --server-pid is given. Exits 0 only when every message sent came
 // back intact and in order; any mismatch, short count, or closed connection exits 1.
 //
-// Each worker thread owns an epoll instance and a slice of the connections; every connection
-// appends to its own send buffer and is flushed with one write() per loop turn, so the client does
-// no more syscalls per message than the servers it measures (both share the same cores).
+// Two modes, the same loop and the same checks:
+//   --mode multi (default)  --threads worker threads, each with its own epoll instance and a slice
+//                           of the connections; the main thread takes the once-a-second samples.
+//   --mode single           one thread: one epoll loop drives every connection and takes the
+//                           samples between loop turns (an independent single-threaded pipelined
+//                           client, the kind a user writes to try a server).
+// Every connection appends to its own send buffer and is flushed with one write() per loop turn,
+// so the client does no more syscalls per message than the servers it measures (both share the
+// same cores).
 
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -32,22 +37,21 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "echo_args.hpp"
 #include "echo_buffer.hpp"
+#include "echo_stats.hpp"
 #include "echo_wire.hpp"
 
 namespace strix {
 namespace {
-
-using steady = std::chrono::steady_clock;
 
 struct options {
   std::string host = "127.0.0.1";
@@ -59,6 +63,7 @@ struct options {
   int warmup_s = 1;
   long server_pid = 0;
   std::string json;
+  std::string mode = "multi";
   std::uint32_t threads = 1;
   int drain_timeout_s = 10;
 };
@@ -120,9 +125,10 @@ class worker {
         read_chunk_(std::max<std::size_t>(16384, wire_)),
         expected_(std::max<std::size_t>(opt.size, 1)) {}
 
-  /// Runs the connections until the run stops and every echo is back, or the run aborts.
-  /// Worker thread only.
-  void run() {
+  /// Runs the connections until the run stops and every echo is back, or the run aborts. Before
+  /// each epoll_wait it calls between_turns (when set), which returns how long that wait may
+  /// block in ms: single mode samples there. Worker thread only.
+  void run(const std::function<int()>& between_turns = {}) {
     ep_ = ::epoll_create1(EPOLL_CLOEXEC);
     if (ep_ < 0) {
       report_error(shared_, "epoll_create1: %s", std::strerror(errno));
@@ -155,7 +161,8 @@ class worker {
           break;
         }
       }
-      const int n = ::epoll_wait(ep_, events.data(), static_cast<int>(events.size()), 100);
+      const int timeout_ms = between_turns ? between_turns() : 100;
+      const int n = ::epoll_wait(ep_, events.data(), static_cast<int>(events.size()), timeout_ms);
       if (n < 0) {
         if (errno == EINTR) continue;
         report_error(shared_, "epoll_wait: %s", std::strerror(errno));
@@ -335,92 +342,82 @@ class worker {
   std::uint64_t outstanding_ = 0;
 };
 
-// ---- server and process statistics -------------------------------------------------------------
+// ---- the once-a-second samples -----------------------------------------------------------------
 
-struct proc_sample {
-  bool ok = false;
-  double cpu_s = 0;     // utime + stime
-  double rss_mib = 0;   // VmRSS
-};
+// Takes a sample at each whole second after begin(), prints its rates, and keeps the measured
+// window (from the end of the warmup to the last sample). Owned by the sampling thread: the main
+// thread in multi mode, the only thread in single mode.
+class sampler {
+ public:
+  sampler(const options& o, shared_state& shared, const std::vector<worker_counters>& counters)
+      : opt_(o), shared_(shared), counters_(counters), wire_(echo_header_size + o.size),
+        total_(o.warmup_s + o.duration_s) {}
 
-proc_sample read_proc(long pid) {
-  proc_sample s;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return s;
-  // The command name may contain spaces and parentheses; the fields follow the last ')'.
-  const auto close = line.rfind(')');
-  if (close == std::string::npos) return s;
-  std::istringstream rest(line.substr(close + 2));
-  std::string field;
-  unsigned long long utime = 0, stime = 0;
-  // After ')' come fields 3 (state) ... ; utime is field 14, stime field 15.
-  for (int f = 3; f <= 15 && rest >> field; ++f) {
-    if (f == 14) utime = std::stoull(field);
-    if (f == 15) stime = std::stoull(field);
-  }
-  s.cpu_s = static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      s.rss_mib = std::stod(line.substr(6)) / 1024.0;
-      break;
+  /// Takes the starting sample; the first tick is due one second later.
+  void begin() { start_ = prev_ = window_start_ = window_end_ = take(); }
+
+  /// When the next tick is due.
+  steady::time_point next_due() const { return start_.at + std::chrono::seconds(k_ + 1); }
+
+  /// True once the last tick was taken, or the run aborted, or the server went away.
+  bool done() const { return done_; }
+
+  /// True when every tick was taken.
+  bool completed() const { return completed_; }
+
+  /// Takes the next tick's sample and prints its line; sets done() after the last one, or at once
+  /// when the run has aborted or the server is gone.
+  void tick() {
+    if (done_) return;
+    if (shared_.abort.load()) {
+      done_ = true;
+      return;
     }
+    const sample s = take();
+    if (opt_.server_pid != 0 && !s.server.ok) {
+      report_error(shared_, "server pid %ld is gone", opt_.server_pid);
+      done_ = true;
+      return;
+    }
+    ++k_;
+    std::printf("[%3d s%s] %s\n", k_, k_ <= opt_.warmup_s ? " warmup" : "",
+                format_rates(between(prev_, s, wire_)).c_str());
+    std::fflush(stdout);
+    if (k_ == opt_.warmup_s) window_start_ = s;
+    prev_ = s;
+    window_end_ = s;
+    completed_ = k_ == total_;
+    done_ = completed_;
   }
-  s.ok = true;
-  return s;
-}
 
-double self_cpu_s() {
-  rusage ru{};
-  ::getrusage(RUSAGE_SELF, &ru);
-  auto tv = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
-  return tv(ru.ru_utime) + tv(ru.ru_stime);
-}
+  /// The counters now, summed over the workers, with the client's and the server's CPU time.
+  sample take() const {
+    sample s;
+    s.at = steady::now();
+    for (auto& c : counters_) {
+      s.msgs_in += c.msgs_in.load(std::memory_order_relaxed);
+      s.bytes_in += c.bytes_in.load(std::memory_order_relaxed);
+      s.bytes_out += c.bytes_out.load(std::memory_order_relaxed);
+    }
+    s.client_cpu_s = self_cpu_s();
+    if (opt_.server_pid != 0) s.server = read_proc(opt_.server_pid);
+    return s;
+  }
 
-struct sample {
-  steady::time_point at;
-  std::uint64_t msgs_in = 0;
-  std::uint64_t bytes_in = 0;
-  std::uint64_t bytes_out = 0;
-  double client_cpu_s = 0;
-  proc_sample server;
+  /// The rates over the measured window.
+  rates window() const { return between(window_start_, window_end_, wire_); }
+
+ private:
+  const options& opt_;
+  shared_state& shared_;
+  const std::vector<worker_counters>& counters_;
+  const std::size_t wire_;
+  const int total_;
+  int k_ = 0;  // ticks taken
+  bool done_ = false;
+  bool completed_ = false;
+  sample start_, prev_, window_start_, window_end_;
 };
-
-struct rates {
-  double seconds = 0;
-  double msgs_in = 0, msgs_out = 0, mb_in = 0, mb_out = 0;
-  double server_cpu_pct = -1, server_rss_mib = -1, client_cpu_pct = 0;
-};
-
-rates between(const sample& a, const sample& b, std::size_t wire) {
-  rates r;
-  r.seconds = std::chrono::duration<double>(b.at - a.at).count();
-  if (r.seconds <= 0) return r;
-  r.msgs_in = static_cast<double>(b.msgs_in - a.msgs_in) / r.seconds;
-  // A message counts as sent once its last byte was written.
-  r.msgs_out = static_cast<double>(b.bytes_out / wire - a.bytes_out / wire) / r.seconds;
-  r.mb_in = static_cast<double>(b.bytes_in - a.bytes_in) / 1e6 / r.seconds;
-  r.mb_out = static_cast<double>(b.bytes_out - a.bytes_out) / 1e6 / r.seconds;
-  r.client_cpu_pct = (b.client_cpu_s - a.client_cpu_s) / r.seconds * 100.0;
-  if (a.server.ok && b.server.ok) {
-    r.server_cpu_pct = (b.server.cpu_s - a.server.cpu_s) / r.seconds * 100.0;
-    r.server_rss_mib = b.server.rss_mib;
-  }
-  return r;
-}
-
-std::string format_rates(const rates& r) {
-  char buf[256];
-  int n = std::snprintf(buf, sizeof(buf),
-                        "msgs/s in %10.0f out %10.0f | MB/s in %8.2f out %8.2f | client cpu %5.1f%%",
-                        r.msgs_in, r.msgs_out, r.mb_in, r.mb_out, r.client_cpu_pct);
-  if (r.server_cpu_pct >= 0 && n > 0 && static_cast<std::size_t>(n) < sizeof(buf)) {
-    std::snprintf(buf + n, sizeof(buf) - static_cast<std::size_t>(n),
-                  " | server cpu %5.1f%% rss %6.1f MiB", r.server_cpu_pct, r.server_rss_mib);
-  }
-  return buf;
-}
 
 // A rate or figure for the JSON summary, to the thousandth; null when it was not measured (negative).
 nlohmann::ordered_json json_figure(double v) {
@@ -458,13 +455,23 @@ options parse_options(int argc, char** argv) {
   app.add_option("--server-pid", o.server_pid, "report the server's CPU % and RSS from /proc/PID")
       ->check(CLI::Range(0LL, 1LL << 31));
   app.add_option("--json", o.json, "write the summary as JSON to FILE");
-  app.add_option("--threads", o.threads, "client worker threads")
+  app.add_option("--mode", o.mode,
+                 "single: one thread, one epoll loop for every connection, sampling between loop turns; "
+                 "multi: --threads worker threads with a slice of the connections each, sampled by the "
+                 "main thread")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"single", "multi"}));
+  app.add_option("--threads", o.threads, "client worker threads in --mode multi")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
   app.add_option("--drain-timeout", o.drain_timeout_s, "how long to wait for outstanding echoes at the end, seconds")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
   echo_parse_args(app, argc, argv);
+  if (o.mode == "single") {
+    if (app.count("--threads") > 0 && o.threads != 1) echo_usage_error(app, "--mode single runs one thread; drop --threads");
+    o.threads = 1;
+  }
   o.threads = std::min(o.threads, o.connections);
   if (static_cast<double>(o.depth) * static_cast<double>(echo_header_size + o.size) > double(1 << 30)) {
     echo_usage_error(app, "--depth x (4 + --size) must stay under 1 GiB in flight per connection");
@@ -524,10 +531,13 @@ int run(int argc, char** argv) {
     slices[i % o.threads].push_back(std::make_unique<connection>(fd, i, in_cap, out_cap));
   }
 
+  const bool single = o.mode == "single";
+  const std::string client_cpus = cpus_allowed();
   std::printf("strix-echo-bench: %s:%u, %u connections, body %zu B (wire %zu B), depth %u, "
-              "warmup %d s, duration %d s, %u client thread(s)\n",
+              "warmup %d s, duration %d s, mode %s (%u worker thread(s)%s), client CPUs %s\n",
               o.host.c_str(), o.port, o.connections, o.size, wire, o.depth, o.warmup_s,
-              o.duration_s, o.threads);
+              o.duration_s, o.mode.c_str(), o.threads, single ? ", sampling in the same thread" : " + a sampler",
+              client_cpus.c_str());
   std::fflush(stdout);
 
   shared_state shared;
@@ -537,71 +547,57 @@ int run(int argc, char** argv) {
     workers.push_back(std::make_unique<worker>(o, shared, counters[t], std::move(slices[t])));
   }
 
-  auto take = [&] {
-    sample s;
-    s.at = steady::now();
-    for (auto& c : counters) {
-      s.msgs_in += c.msgs_in.load(std::memory_order_relaxed);
-      s.bytes_in += c.bytes_in.load(std::memory_order_relaxed);
-      s.bytes_out += c.bytes_out.load(std::memory_order_relaxed);
+  sampler smp(o, shared, counters);
+  smp.begin();
+  if (single) {
+    // The one loop samples between its turns and never blocks past the next tick.
+    workers[0]->run([&]() -> int {
+      if (smp.done()) return 100;
+      if (steady::now() >= smp.next_due()) {
+        smp.tick();
+        if (smp.done()) {
+          shared.stop_sending.store(true);
+          return 100;
+        }
+      }
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(smp.next_due() - steady::now());
+      return static_cast<int>(std::clamp<std::chrono::milliseconds::rep>(left.count(), 0, 100));
+    });
+  } else {
+    std::vector<std::thread> threads;
+    for (auto& w : workers) threads.emplace_back([&w] { w->run(); });
+    while (!smp.done()) {
+      const auto target = smp.next_due();
+      while (!shared.abort.load() && steady::now() < target) {
+        std::this_thread::sleep_for(std::min<steady::duration>(std::chrono::milliseconds(50),
+                                                                target - steady::now()));
+      }
+      smp.tick();
     }
-    s.client_cpu_s = self_cpu_s();
-    if (o.server_pid != 0) s.server = read_proc(o.server_pid);
-    return s;
-  };
-
-  const sample start = take();
-  std::vector<std::thread> threads;
-  for (auto& w : workers) threads.emplace_back([&w] { w->run(); });
-
-  // The measured window runs from the end of the warmup to the last tick.
-  sample prev = start;
-  sample window_start = start;
-  sample window_end = start;
-  bool completed = false;
-  const int total = o.warmup_s + o.duration_s;
-  for (int k = 1; k <= total; ++k) {
-    const auto target = start.at + std::chrono::seconds(k);
-    while (!shared.abort.load() && steady::now() < target) {
-      std::this_thread::sleep_for(std::min<steady::duration>(std::chrono::milliseconds(50),
-                                                              target - steady::now()));
-    }
-    if (shared.abort.load()) break;
-    const sample s = take();
-    if (o.server_pid != 0 && !s.server.ok) {
-      report_error(shared, "server pid %ld is gone", o.server_pid);
-      break;
-    }
-    std::printf("[%3d s%s] %s\n", k, k <= o.warmup_s ? " warmup" : "",
-                format_rates(between(prev, s, wire)).c_str());
-    std::fflush(stdout);
-    if (k == o.warmup_s) window_start = s;
-    prev = s;
-    window_end = s;
-    completed = k == total;
+    shared.stop_sending.store(true);
+    for (auto& t : threads) t.join();
   }
+  const bool completed = smp.completed();
 
-  shared.stop_sending.store(true);
-  for (auto& t : threads) t.join();
-
-  const sample final_counts = take();
+  const sample final_counts = smp.take();
   std::uint64_t outstanding = 0;
   for (auto& c : counters) outstanding += c.outstanding.load();
   const std::uint64_t errors = shared.errors.load();
   const std::uint64_t verified = final_counts.msgs_in;
   const bool ok = completed && errors == 0 && outstanding == 0 && verified > 0;
-  const rates r = between(window_start, window_end, wire);
+  const rates r = smp.window();
 
   std::printf("summary over %.2f s after %d s warmup: %s\n", r.seconds, o.warmup_s,
               format_rates(r).c_str());
   std::printf("verified %llu echoes byte for byte and in order, outstanding %llu, errors=%llu\n",
               static_cast<unsigned long long>(verified), static_cast<unsigned long long>(outstanding),
               static_cast<unsigned long long>(errors));
-  if (!completed && errors == 0) std::printf("run did not complete its %d s\n", total);
+  if (!completed && errors == 0) std::printf("run did not complete its %d s\n", o.warmup_s + o.duration_s);
   std::printf("result: %s\n", ok ? "PASS" : "FAIL");
 
   if (!o.json.empty()) {
-    // Field names and order are what scripts/echo_report.py and echo_bench_test.sh read.
+    // Field names and order are what scripts/echo_report.py and echo_bench_test.sh read; new
+    // fields go at the end. client_threads counts every thread of the client (workers + sampler).
     const nlohmann::ordered_json summary = {
         {"ok", ok},
         {"msgs_in_per_s", json_figure(r.msgs_in)},
@@ -621,6 +617,9 @@ int run(int argc, char** argv) {
         {"warmup_s", o.warmup_s},
         {"duration_s", o.duration_s},
         {"measured_s", json_figure(r.seconds)},
+        {"mode", o.mode},
+        {"client_threads", single ? 1U : o.threads + 1U},
+        {"client_cpus", client_cpus},
     };
     std::ofstream js(o.json);
     js << summary.dump(2) << '\n';

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # ctest driver: strix-echo-bench against a baseline echo server over loopback.
-#   echo_bench_test.sh raw|asio <strix-echo-bench> <server binary> <work dir>
+#   echo_bench_test.sh raw|asio|raw-single <strix-echo-bench> <server binary> <work dir>
+# raw and asio run the client in its default mode (multi, one worker thread); raw-single runs it
+# with --mode single (one thread for every connection and the sampling) against the raw server.
 # Positive check: 10 connections, depth 16, 2 s: exit 0, errors=0, every echo verified.
-# Negative check (raw only): the server's hidden --corrupt-every flips a byte in every 500th echo,
-# and the client must catch it, say so and exit nonzero.
+# Negative check (raw and raw-single): the server's hidden --corrupt-every flips a byte in every
+# 500th echo, and the client must catch it, say so and exit nonzero.
 set -euo pipefail
 
 kind=$1 client=$2 server=$3 work=$4
+mode=multi
+if [ "$kind" = raw-single ]; then kind=raw mode=single; fi
 mkdir -p "$work"
 pids=()
 cleanup() {
@@ -55,6 +59,7 @@ json_field() {
   python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
 }
 
+client_mode=(--mode "$mode")
 threads=()
 [ "$kind" = asio ] && threads=(--threads 20)
 
@@ -62,7 +67,7 @@ threads=()
 start_server "$work/server.log" "${threads[@]}"
 rc=0
 "$client" --port "$port" --connections 10 --size 8 --depth 16 --duration 2 --warmup 0 \
-  --server-pid "$server_pid" --json "$work/ok.json" >"$work/ok.log" 2>&1 || rc=$?
+  "${client_mode[@]}" --server-pid "$server_pid" --json "$work/ok.json" >"$work/ok.log" 2>&1 || rc=$?
 cat "$work/ok.log"
 [ "$rc" -eq 0 ] || fail "client exited $rc against a correct server"
 [ "$(json_field "$work/ok.json" errors)" = 0 ] || fail "errors != 0 in ok.json"
@@ -71,6 +76,10 @@ cat "$work/ok.log"
 verified=$(json_field "$work/ok.json" verified)
 [ "$verified" -ge 1600 ] || fail "only $verified echoes verified"
 grep -q 'errors=0' "$work/ok.log" || fail "summary does not say errors=0"
+[ "$(json_field "$work/ok.json" mode)" = "$mode" ] || fail "mode != $mode in ok.json"
+if [ "$mode" = single ]; then
+  [ "$(json_field "$work/ok.json" client_threads)" = 1 ] || fail "client_threads != 1 in --mode single"
+fi
 stop_server
 
 # --- negative: corrupted echoes -----------------------------------------------------------------
@@ -78,7 +87,7 @@ if [ "$kind" = raw ]; then
   start_server "$work/corrupt-server.log" --corrupt-every 500
   rc=0
   "$client" --port "$port" --connections 10 --size 8 --depth 16 --duration 2 --warmup 0 \
-    --json "$work/bad.json" >"$work/bad.log" 2>&1 || rc=$?
+    "${client_mode[@]}" --json "$work/bad.json" >"$work/bad.log" 2>&1 || rc=$?
   cat "$work/bad.log"
   [ "$rc" -ne 0 ] || fail "client exited 0 although the server corrupted every 500th echo"
   grep -q 'content mismatch' "$work/bad.log" || fail "client did not report the content mismatch"
@@ -86,4 +95,4 @@ if [ "$kind" = raw ]; then
   [ "$(json_field "$work/bad.json" ok)" = False ] || fail "ok != false in bad.json"
   stop_server
 fi
-echo "PASS: strix-echo-bench against $kind"
+echo "PASS: strix-echo-bench --mode $mode against $kind"
