@@ -1,6 +1,6 @@
 // strix-echo-raw-epoll: the physical-limit reference of the echo shoot-out (seed 003's lesson).
 //
-// No framework: N threads, each pinned to a core with its own epoll and its own SO_REUSEPORT
+// No framework: N threads, each pinned to a core (unless --no-pin) with its own epoll and its own SO_REUSEPORT
 // listener, so connections never move between threads and no lock or atomic is touched per
 // message. It does the same per-message work a framework does, and nothing more:
 //
@@ -49,6 +49,7 @@ constexpr std::size_t read_chunk = 16384;
 struct options {
   std::uint16_t port = 0;
   unsigned threads = 1;
+  bool pin = true;
   std::uint64_t corrupt_every = 0;
 };
 
@@ -309,6 +310,9 @@ int run(int argc, char** argv) {
                  "(default: the number of CPUs this process may run on)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
+  app.add_flag("--pin,!--no-pin", opt.pin,
+               "pin thread i to the i-th CPU this process may run on (default), or leave the threads "
+               "to the scheduler");
   // Test only, left out of --help: flips one byte in every Nth echo of a thread.
   app.add_option("--corrupt-every", opt.corrupt_every)->check(CLI::Range(0LL, 1LL << 40))->group("");
   echo_parse_args(app, argc, argv);
@@ -328,7 +332,7 @@ int run(int argc, char** argv) {
   }
   std::vector<std::unique_ptr<reactor_thread>> reactors;
   for (unsigned i = 0; i < opt.threads; ++i) {
-    reactors.push_back(std::make_unique<reactor_thread>(opt, stop_fd, cpus[i % cpus.size()]));
+    reactors.push_back(std::make_unique<reactor_thread>(opt, stop_fd, opt.pin ? cpus[i % cpus.size()] : -1));
     const std::string err = reactors.back()->open();
     if (!err.empty()) {
       std::fprintf(stderr, "strix-echo-raw-epoll: %s\n", err.c_str());
@@ -337,8 +341,8 @@ int run(int argc, char** argv) {
   }
   std::vector<std::thread> threads;
   for (auto& r : reactors) threads.emplace_back([&r] { r->run(); });
-  std::printf("strix-echo-raw-epoll: listening on 127.0.0.1:%u with %u pinned threads%s\n", opt.port,
-              opt.threads, opt.corrupt_every ? " (CORRUPTING echoes: test mode)" : "");
+  std::printf("strix-echo-raw-epoll: listening on 127.0.0.1:%u with %u %s threads%s\n", opt.port,
+              opt.threads, opt.pin ? "pinned" : "unpinned", opt.corrupt_every ? " (CORRUPTING echoes: test mode)" : "");
   std::fflush(stdout);
 
   int sig = 0;
