@@ -1,31 +1,65 @@
 #!/usr/bin/env bash
-# Seed 001's echo shoot-out: strix-echo-server (when built), the raw epoll reference and the naive
-# boost::asio server, each measured by strix-echo-bench over loopback.
+# Seed 001's echo shoot-out: strix-echo-server against the raw epoll reference, the naive
+# boost::asio server and two peers users compare with, tokio (Rust) and gnet (Go), all measured
+# by the same load tool, strix-echo-bench, over loopback.
 #
 #   scripts/bench-echo.sh <build_dir>
 #
-# For every repetition, every depth and every server in turn (interleaved, so drift on a shared
-# machine hits all servers alike): start the server on a free port, wait until it accepts, run
-#   strix-echo-bench --connections 100 --size 8 --depth D --duration S --warmup 1 --server-pid PID
-# and stop the server with SIGTERM (SIGKILL after 5 s). Any failed client run fails the script.
-# Then scripts/echo_report.py writes <build_dir>/bench/echo.md and echo.png from the JSON files.
+# The peers are built first by bench/peers/build.sh (cargo and go, crates.io and the Go module
+# proxy; binaries in <build_dir>/peers/bin/). A peer that cannot be built is left out and the
+# report says "not built"; nothing else needs the network.
 #
-# Environment: ECHO_DURATION (default 5), ECHO_WARMUP (1), ECHO_REPS (3), ECHO_DEPTHS ("1 16 128"),
-#              ECHO_CONNECTIONS (100), ECHO_SIZE (8).
+# The matrix, every cell measured 5 times:
+#   layout   pinned  server limited to CPU $ECHO_SERVER_CPUS (taskset), client to $ECHO_CLIENT_CPUS
+#            free    no taskset anywhere: every server runs as it does by default (strix and raw
+#                    epoll pin their own threads, one per allowed CPU) and the client goes where
+#                    the scheduler puts it
+#   client   multi   strix-echo-bench --mode multi --threads $ECHO_CLIENT_THREADS (one epoll loop
+#                    per thread, plus a sampling thread)
+#            single  strix-echo-bench --mode single (one thread, one epoll loop, every connection)
+#   depth    1, 16, 128 messages in flight per connection
+# Runs are interleaved: for each repetition, layout, client mode and depth, every server runs once
+# in turn, so drift on a shared machine hits all servers alike. Each run starts the server on a
+# free port, waits until it accepts, runs
+#   [taskset -c C] strix-echo-bench --connections 100 --size 8 --depth D --mode M [--threads T]
+#                  --duration S --warmup W --server-pid PID --json FILE
+# records the CPUs each server thread may run on, and stops the server (SIGTERM, SIGKILL after
+# 5 s). A run that fails verification is recorded, left out of the medians and flagged in the
+# report, and makes this script exit 1 after the report is written.
+# Then scripts/echo_report.py writes <build_dir>/bench/echo.md and echo.png.
+#
+# Environment (defaults in brackets; a full run on 2 CPUs takes about 22 minutes):
+#   ECHO_DURATION [3]  measured seconds per run     ECHO_WARMUP [1]  warmup seconds per run
+#   ECHO_REPS [5]      runs per cell                ECHO_DEPTHS ["1 16 128"]
+#   ECHO_LAYOUTS ["pinned free"]                    ECHO_MODES ["multi single"]
+#   ECHO_SERVERS ["strix raw-epoll asio-naive tokio gnet"]  (a subset to shorten a trial run)
+#   ECHO_CONNECTIONS [100]   ECHO_SIZE [8]
+#   ECHO_THREADS [CPUs]      threads of strix (--shards), raw epoll, tokio and gnet
+#   ECHO_CLIENT_THREADS [CPUs]  client worker threads in multi mode
+#   ECHO_SERVER_CPUS, ECHO_CLIENT_CPUS [first and second CPU this script may use]: the pinned layout
+#   ECHO_STRIX_ARGS [none]   extra strix-echo-server options (e.g. "--io uring"), in both layouts
+#   ECHO_BUILD_PEERS [1]     0 reuses the peers already in <build_dir>/peers/ without building
 set -euo pipefail
 
 build=${1:?usage: scripts/bench-echo.sh <build_dir>}
 here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
 bin=$build/bin
 out=$build/bench
 runs=$out/echo-runs
-duration=${ECHO_DURATION:-5}
+duration=${ECHO_DURATION:-3}
 warmup=${ECHO_WARMUP:-1}
-reps=${ECHO_REPS:-3}
+reps=${ECHO_REPS:-5}
 read -r -a depths <<<"${ECHO_DEPTHS:-1 16 128}"
+read -r -a layouts <<<"${ECHO_LAYOUTS:-pinned free}"
+read -r -a modes <<<"${ECHO_MODES:-multi single}"
+read -r -a wanted <<<"${ECHO_SERVERS:-strix raw-epoll asio-naive tokio gnet}"
 connections=${ECHO_CONNECTIONS:-100}
 size=${ECHO_SIZE:-8}
 cores=$(nproc)
+threads=${ECHO_THREADS:-$cores}
+client_threads=${ECHO_CLIENT_THREADS:-$cores}
+strix_extra=${ECHO_STRIX_ARGS:-}
 client=$bin/strix-echo-bench
 
 die() { echo "bench-echo: FAILED: $*" >&2; exit 1; }
@@ -33,20 +67,75 @@ die() { echo "bench-echo: FAILED: $*" >&2; exit 1; }
 for b in strix-echo-bench strix-echo-raw-epoll strix-echo-asio-naive; do
   [ -x "$bin/$b" ] || die "$bin/$b is missing; build first (make build)"
 done
+for l in "${layouts[@]}"; do
+  case $l in pinned | free) ;; *) die "ECHO_LAYOUTS: unknown layout '$l' (pinned, free)" ;; esac
+done
+for m in "${modes[@]}"; do
+  case $m in multi | single) ;; *) die "ECHO_MODES: unknown client mode '$m' (multi, single)" ;; esac
+done
 
-# name|binary|thread argument. strix-echo-server comes with the engine and may not exist yet.
-servers=()
-if [ -x "$bin/strix-echo-server" ]; then
-  servers+=("strix|$bin/strix-echo-server|--shards $cores")
-else
-  echo "bench-echo: note: $bin/strix-echo-server not built; measuring the baselines only"
+# The pinned layout's CPUs: by default the first two this script may run on.
+allowed=()
+while read -r c; do allowed+=("$c"); done < <(python3 -c 'import os; print("\n".join(map(str, sorted(os.sched_getaffinity(0)))))')
+server_cpus=${ECHO_SERVER_CPUS:-${allowed[0]}}
+client_cpus=${ECHO_CLIENT_CPUS:-${allowed[1]:-}}
+if [[ " ${layouts[*]} " == *" pinned "* ]]; then
+  if [ -z "$client_cpus" ] || ! command -v taskset >/dev/null; then
+    echo "bench-echo: note: the pinned layout needs taskset and two CPUs; measuring the free layout only"
+    layouts=(free)
+  fi
 fi
-servers+=("raw-epoll|$bin/strix-echo-raw-epoll|--threads $cores")
-servers+=("asio-naive|$bin/strix-echo-asio-naive|--threads 20")
 
 rm -rf "$runs"
 mkdir -p "$runs"
-printf '%s\n' "${servers[@]}" >"$runs/servers.txt"
+
+# --- the peers ------------------------------------------------------------------------------------
+if [ "${ECHO_BUILD_PEERS:-1}" != 0 ]; then
+  "$root/bench/peers/build.sh" "$build"
+fi
+peer_status() {  # <name>: prints "built|<binary>" or "not built|<reason>"
+  local line
+  line=$(grep "^$1|" "$build/peers/status.txt" 2>/dev/null | tail -1 || true)
+  if [ -z "$line" ]; then
+    echo "not built|bench/peers/build.sh did not run (ECHO_BUILD_PEERS=0 and no earlier build)"
+  else
+    echo "${line#*|}"
+  fi
+}
+
+# --- the servers ----------------------------------------------------------------------------------
+# servers.txt: name|binary|arguments|role|status. The role sorts them in the report: strix, the
+# reference (raw epoll), peers (tokio, gnet) and the naive baseline (asio).
+servers=()
+: >"$runs/servers.txt"
+add_server() {  # <name> <binary> <args> <role> <status>
+  echo "$1|$2|$3|$4|$5" >>"$runs/servers.txt"
+  [ "$5" = built ] && servers+=("$1|$2|$3")
+  return 0
+}
+for name in "${wanted[@]}"; do
+  case $name in
+    strix)
+      if [ -x "$bin/strix-echo-server" ]; then
+        add_server strix "$bin/strix-echo-server" "--shards $threads${strix_extra:+ $strix_extra}" strix built
+      else
+        add_server strix - - strix "not built|$bin/strix-echo-server is missing"
+      fi ;;
+    raw-epoll) add_server raw-epoll "$bin/strix-echo-raw-epoll" "--threads $threads" reference built ;;
+    asio-naive) add_server asio-naive "$bin/strix-echo-asio-naive" "--threads 20" baseline built ;;
+    tokio | gnet)
+      st=$(peer_status "$name")
+      targ="--threads $threads"
+      [ "$name" = gnet ] && targ="--loops $threads"
+      if [ "${st%%|*}" = built ]; then
+        add_server "$name" "${st#*|}" "$targ" peer built
+      else
+        add_server "$name" - "$targ" peer "$st"
+      fi ;;
+    *) die "ECHO_SERVERS: unknown server '$name' (strix raw-epoll asio-naive tokio gnet)" ;;
+  esac
+done
+[ "${#servers[@]}" -gt 0 ] || die "no server to measure"
 
 server_pid=
 cleanup() {
@@ -61,9 +150,9 @@ free_port() {
 
 stop_server() {
   kill -TERM "$server_pid" 2>/dev/null || true
-  for _ in $(seq 50); do
+  for _ in $(seq 100); do
     kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.1
+    sleep 0.05
   done
   if kill -0 "$server_pid" 2>/dev/null; then
     echo "bench-echo: warning: $1 ignored SIGTERM for 5 s; killing it" >&2
@@ -73,47 +162,96 @@ stop_server() {
   server_pid=
 }
 
-run_one() {  # <name> <binary> <thread arg> <depth> <rep>
-  local name=$1 binary=$2 targ=$3 depth=$4 rep=$5
-  local tag="${name}_d${depth}_r${rep}"
-  local port
-  port=$(free_port)
-  # shellcheck disable=SC2086  # targ is "--threads N" / "--shards N"
-  "$binary" --port "$port" $targ >"$runs/$tag.server.log" 2>&1 &
-  server_pid=$!
-  local up=0
-  for _ in $(seq 100); do
-    kill -0 "$server_pid" 2>/dev/null || { cat "$runs/$tag.server.log" >&2; die "$name exited at start"; }
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then up=1; break; fi
-    sleep 0.1
-  done
-  [ "$up" = 1 ] || die "$name did not accept on 127.0.0.1:$port within 10 s"
-  local rc=0
-  timeout $((duration + warmup + 60)) "$client" --host 127.0.0.1 --port "$port" \
-    --connections "$connections" --size "$size" --depth "$depth" --duration "$duration" \
-    --warmup "$warmup" --server-pid "$server_pid" --json "$runs/$tag.json" \
-    >"$runs/$tag.log" 2>&1 || rc=$?
-  stop_server "$name"
-  if [ "$rc" -ne 0 ]; then
-    cat "$runs/$tag.log" >&2
-    die "strix-echo-bench exited $rc against $name at depth $depth (rep $rep); log: $runs/$tag.log"
-  fi
-  printf '  %-11s depth %-4s rep %s: %s\n' "$name" "$depth" "$rep" \
-    "$(grep '^summary' "$runs/$tag.log" | sed 's/^summary over [^:]*: //')"
+# where_threads <pid>: "N thread(s) on CPUS; ..." from every thread's Cpus_allowed_list.
+where_threads() {
+  local t
+  for t in /proc/"$1"/task/*/status; do
+    awk '/^Cpus_allowed_list:/ {print $2}' "$t" 2>/dev/null || true
+  done | sort | uniq -c | awk '{printf "%s%d thread%s on %s", (NR > 1 ? "; " : ""), $1, ($1 > 1 ? "s" : ""), $2}'
 }
 
-echo "bench-echo: $connections connections, body $size B, depths ${depths[*]}, ${duration} s + ${warmup} s warmup, $reps reps, $cores CPUs"
-echo "bench-echo: load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+failures=0
+run_one() {  # <layout> <mode> <name> <binary> <args> <depth> <rep>
+  local layout=$1 mode=$2 name=$3 binary=$4 targ=$5 depth=$6 rep=$7
+  local tag="${layout}_${mode}_${name}_d${depth}_r${rep}"
+  local port spin=() cpin=() cargs=()
+  port=$(free_port)
+  if [ "$layout" = pinned ]; then
+    spin=(taskset -c "$server_cpus")
+    cpin=(taskset -c "$client_cpus")
+  fi
+  if [ "$mode" = multi ]; then cargs=(--mode multi --threads "$client_threads"); else cargs=(--mode single); fi
+  # shellcheck disable=SC2086  # targ is "--threads N" / "--shards N ..."
+  "${spin[@]}" "$binary" --port "$port" $targ >"$runs/$tag.server.log" 2>&1 &
+  server_pid=$!
+  local up=0
+  for _ in $(seq 200); do
+    if ! kill -0 "$server_pid" 2>/dev/null; then
+      echo "$name exited at start: $(tail -3 "$runs/$tag.server.log" | tr '\n' ' ')" >"$runs/$tag.failed"
+      server_pid=
+      break
+    fi
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then up=1; break; fi
+    sleep 0.05
+  done
+  if [ "$up" != 1 ]; then
+    [ -f "$runs/$tag.failed" ] || echo "$name did not accept on 127.0.0.1:$port within 10 s" >"$runs/$tag.failed"
+    [ -n "$server_pid" ] && stop_server "$name"
+  else
+    local rc=0
+    "${cpin[@]}" timeout $((duration + warmup + 60)) "$client" --host 127.0.0.1 --port "$port" \
+      --connections "$connections" --size "$size" --depth "$depth" "${cargs[@]}" \
+      --duration "$duration" --warmup "$warmup" --server-pid "$server_pid" --json "$runs/$tag.json" \
+      >"$runs/$tag.log" 2>&1 || rc=$?
+    where_threads "$server_pid" >"$runs/$tag.where"
+    stop_server "$name"
+    if [ "$rc" -ne 0 ]; then
+      echo "strix-echo-bench exited $rc: $(grep -m1 -E 'ERROR|FAIL|failed' "$runs/$tag.log" || tail -1 "$runs/$tag.log")" \
+        >"$runs/$tag.failed"
+    fi
+  fi
+  done_runs=$((done_runs + 1))
+  if [ -f "$runs/$tag.failed" ]; then
+    failures=$((failures + 1))
+    printf '  [%d/%d] %-6s %-6s %-10s depth %-3s rep %s: FAILED: %s\n' "$done_runs" "$total_runs" \
+      "$layout" "$mode" "$name" "$depth" "$rep" "$(cat "$runs/$tag.failed")" >&2
+  else
+    printf '  [%d/%d] %-6s %-6s %-10s depth %-3s rep %s: %s\n' "$done_runs" "$total_runs" \
+      "$layout" "$mode" "$name" "$depth" "$rep" \
+      "$(grep '^summary' "$runs/$tag.log" | sed -e 's/^summary over [^:]*: //' -e 's/ | MB.s in.*client/ | client/')"
+  fi
+}
+
+total_runs=$((reps * ${#layouts[@]} * ${#modes[@]} * ${#depths[@]} * ${#servers[@]}))
+done_runs=0
 loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)
+started=$(date +%s)
+echo "bench-echo: $connections connections, body $size B, depths ${depths[*]}, layouts ${layouts[*]}, client modes ${modes[*]}, ${duration} s + ${warmup} s warmup, $reps reps, $cores CPUs: $total_runs runs, about $(((total_runs * (duration + warmup + 1) + 59) / 60)) min"
+echo "bench-echo: servers: $(cut -d'|' -f1,5 "$runs/servers.txt" | tr '|\n' ': ' | sed 's/: $//')"
+if [[ " ${layouts[*]} " == *" pinned "* ]]; then
+  echo "bench-echo: pinned layout: server on CPU $server_cpus, client on CPU $client_cpus"
+fi
+echo "bench-echo: load average at start: $loadavg_start"
 for rep in $(seq "$reps"); do
-  for depth in "${depths[@]}"; do
-    for s in "${servers[@]}"; do
-      IFS='|' read -r name binary targ <<<"$s"
-      run_one "$name" "$binary" "$targ" "$depth" "$rep"
+  for layout in "${layouts[@]}"; do
+    for mode in "${modes[@]}"; do
+      for depth in "${depths[@]}"; do
+        for s in "${servers[@]}"; do
+          IFS='|' read -r name binary targ <<<"$s"
+          run_one "$layout" "$mode" "$name" "$binary" "$targ" "$depth" "$rep"
+        done
+      done
     done
   done
 done
+loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "bench-echo: load average at the end: $loadavg_end ($(( ($(date +%s) - started + 30) / 60 )) min)"
 
 python3 "$here/echo_report.py" --runs "$runs" --out "$out" --reps "$reps" --depths "${depths[*]}" \
+  --layouts "${layouts[*]}" --modes "${modes[*]}" \
   --command "strix-echo-bench --host 127.0.0.1 --port P --connections $connections --size $size --depth D --duration $duration --warmup $warmup --server-pid PID --json FILE" \
-  --loadavg "$loadavg_start"
+  --client-threads "$client_threads" --server-cpus "$server_cpus" --client-cpus "$client_cpus" \
+  --loadavg "$loadavg_start" --loadavg-end "$loadavg_end"
+if [ "$failures" -gt 0 ]; then
+  die "$failures of $total_runs runs failed (see FAILED above and $runs/*.failed); the report flags them"
+fi

@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
-"""Writes <out>/echo.md and <out>/echo.png from the JSON files of one scripts/bench-echo.sh run.
+"""Writes <out>/echo.md and <out>/echo.png from the files of one scripts/bench-echo.sh run.
 
-Every figure comes from the strix-echo-bench JSON summaries in --runs (named
-<server>_d<depth>_r<rep>.json); a missing file or a run that did not pass fails the report.
+Every figure comes from the strix-echo-bench JSON summaries in --runs, named
+<layout>_<mode>_<server>_d<depth>_r<rep>.json; <same>.failed holds why a run failed and
+<same>.where the CPUs each server thread was allowed. servers.txt lists the servers
+(name|binary|arguments|role|status). Failed runs are left out of the medians and flagged; a cell
+with no passing run shows "failed".
+
+Sections scripts/readme_tables.py copies: "## Depth 1", "## Depth 16", "## Depth 128".
 """
 import argparse
 import datetime
@@ -16,9 +21,12 @@ import sys
 
 from report_common import cpu_model
 
+REFERENCE = "raw-epoll"
 FIELDS = ["msgs_in_per_s", "msgs_out_per_s", "mb_in_per_s", "mb_out_per_s",
           "server_cpu_pct", "server_rss_mib", "client_cpu_pct"]
-REFERENCE = "raw-epoll"
+ROLE_ORDER = {"strix": 0, "reference": 1, "peer": 2, "baseline": 3}
+TARGET_PEER = 1.1      # issue 11: strix >= 1.1x the best peer in every cell
+TARGET_RAW_D1 = 1.3    # and >= 1.3x raw epoll at depth 1
 
 
 def die(why):
@@ -26,123 +34,337 @@ def die(why):
     sys.exit(1)
 
 
-
-def load_runs(runs, servers, depths, reps):
-    data = {}
-    for name, _, _ in servers:
-        for d in depths:
-            rows = []
-            for r in range(1, reps + 1):
-                path = os.path.join(runs, f"{name}_d{d}_r{r}.json")
-                if not os.path.exists(path):
-                    die(f"{path} is missing")
-                with open(path) as f:
-                    js = json.load(f)
-                if not js.get("ok") or js.get("errors") != 0:
-                    die(f"{path}: the run did not pass (ok={js.get('ok')}, errors={js.get('errors')})")
-                rows.append(js)
-            data[(name, d)] = rows
-    return data
+class Server:
+    def __init__(self, line):
+        name, binary, targ, role, status = line.rstrip("\n").split("|", 4)
+        self.name, self.binary, self.args, self.role = name, binary, targ, role
+        self.built = status == "built"
+        self.why = status.split("|", 1)[1] if "|" in status else status
 
 
-def median(rows, field):
-    vals = [r[field] for r in rows if r.get(field) is not None]
-    return statistics.median(vals) if vals else None
+class Cell:
+    """The runs of one server in one layout, client mode and depth."""
+
+    def __init__(self):
+        self.rows = []      # passing JSON summaries
+        self.failed = []    # reasons
+        self.where = None   # server threads' CPUs, from the first run that recorded them
+
+    def med(self, field="msgs_in_per_s"):
+        vals = [r[field] for r in self.rows if r.get(field) is not None]
+        return statistics.median(vals) if vals else None
+
+    def lo(self):
+        return min(r["msgs_in_per_s"] for r in self.rows) if self.rows else None
+
+    def hi(self):
+        return max(r["msgs_in_per_s"] for r in self.rows) if self.rows else None
+
+
+def load(args, servers, layouts, modes, depths):
+    cells = {}
+    for lay in layouts:
+        for mode in modes:
+            for s in servers:
+                if not s.built:
+                    continue
+                for d in depths:
+                    c = Cell()
+                    for r in range(1, args.reps + 1):
+                        base = os.path.join(args.runs, f"{lay}_{mode}_{s.name}_d{d}_r{r}")
+                        if c.where is None and os.path.exists(base + ".where"):
+                            c.where = open(base + ".where").read().strip() or None
+                        if os.path.exists(base + ".failed"):
+                            c.failed.append(open(base + ".failed").read().strip())
+                            continue
+                        if not os.path.exists(base + ".json"):
+                            c.failed.append(f"{os.path.basename(base)}.json is missing")
+                            continue
+                        with open(base + ".json") as f:
+                            js = json.load(f)
+                        if not js.get("ok") or js.get("errors") != 0:
+                            c.failed.append(f"ok={js.get('ok')}, errors={js.get('errors')}")
+                            continue
+                        c.rows.append(js)
+                    cells[(lay, mode, s.name, d)] = c
+    return cells
+
+
+def millions(v):
+    return "n/a" if v is None else f"{v / 1e6:.3f}"
 
 
 def fmt(v, digits=1, sep=False):
     if v is None:
         return "n/a"
-    if sep:
-        return f"{v:,.0f}"
-    return f"{v:.{digits}f}"
+    return f"{v:,.0f}" if sep else f"{v:.{digits}f}"
 
 
-def write_markdown(args, servers, depths, data, out_md):
+def ratio(a, b):
+    return f"{a / b:.2f}x" if a and b else "n/a"
+
+
+def layout_title(lay, args):
+    if lay == "pinned":
+        return f"client pinned apart (server on CPU {args.server_cpus}, client on CPU {args.client_cpus})"
+    return "client free (no taskset; servers as they run by default)"
+
+
+def layout_short(lay):
+    return "pinned apart" if lay == "pinned" else "client free"
+
+
+def mode_title(mode, args):
+    if mode == "multi":
+        return f"multi-threaded client ({args.client_threads} threads)"
+    return "single-threaded client"
+
+
+def mode_short(mode):
+    return "multi client" if mode == "multi" else "single client"
+
+
+def best_peer(cells, servers, lay, mode, d):
+    """(name, median) of the fastest peer or reference (tokio, gnet, raw epoll) in a cell."""
+    best = (None, None)
+    for s in servers:
+        if s.built and s.role in ("peer", "reference"):
+            m = cells[(lay, mode, s.name, d)].med()
+            if m is not None and (best[1] is None or m > best[1]):
+                best = (s.name, m)
+    return best
+
+
+def range_cell(c):
+    if c.med() is None:
+        return "failed"
+    txt = f"{millions(c.med())} ({millions(c.lo())}–{millions(c.hi())})"
+    if c.failed:
+        txt += f", {len(c.failed)} failed"
+    return txt
+
+
+def write_markdown(args, servers, layouts, modes, depths, cells, out_md):
     now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
-    lines = []
-    lines.append("# Echo shoot-out (seed 001)")
-    lines.append("")
-    lines.append(f"Written by `scripts/bench-echo.sh` on {now}. Every figure below is the median of "
-                 f"{args.reps} runs read from this run's JSON files in `echo-runs/`.")
-    lines.append("")
-    lines.append("## Machine")
-    lines.append("")
-    lines.append(f"- CPUs (nproc): {os.cpu_count() if not hasattr(os, 'sched_getaffinity') else len(os.sched_getaffinity(0))}")
-    lines.append(f"- CPU model: {cpu_model()}")
-    lines.append(f"- Kernel: {platform.release()}")
-    lines.append(f"- Load average when the run started: {args.loadavg} "
-                 "(the client and the server share these cores with anything else running)")
-    lines.append("")
-    lines.append("## Method")
-    lines.append("")
-    lines.append("Client command, per server, depth and repetition:")
-    lines.append("")
-    lines.append("```")
-    lines.append(args.command)
-    lines.append("```")
-    lines.append("")
-    lines.append("Servers (each restarted for every run, interleaved within each repetition):")
-    lines.append("")
-    for name, binary, targ in servers:
-        lines.append(f"- **{name}**: `{os.path.basename(binary)} --port P {targ}`")
-    lines.append("")
-    lines.append("Each connection keeps `depth` messages in flight and sends one more per echo; every "
-                 "echoed byte and the order of the echoes are verified (all runs: errors=0). "
-                 "msgs/s out counts messages whose last byte the client wrote. MB/s counts wire "
-                 "bytes (4-byte header + body), 1 MB = 10^6 bytes. Server CPU % is utime+stime over "
-                 "the measured window (100 % = one core); RSS is VmRSS at the end of the window. "
-                 f"The ratio column is msgs/s in over {REFERENCE}'s at the same depth.")
-    lines.append("")
+    has_strix = any(s.name == "strix" and s.built for s in servers)
+    combos = [(lay, mode) for lay in layouts for mode in modes]
+    L = []
+    L.append("# Echo shoot-out (seed 001)")
+    L.append("")
+    L.append(f"Written by `scripts/bench-echo.sh` on {now}. Every figure is the median of {args.reps} "
+             "interleaved runs, with the slowest and fastest run in brackets, read from this run's JSON "
+             "files in `echo-runs/`. msgs/s means messages echoed back and verified per second.")
+    L.append("")
+    L.append("## Machine")
+    L.append("")
+    L.append(f"- CPUs (nproc): {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()}")
+    L.append(f"- CPU model: {cpu_model()}")
+    L.append(f"- Kernel: {platform.release()}")
+    L.append(f"- Load average when the run started: {args.loadavg}; when it ended: {args.loadavg_end} "
+             "(the client and the servers share these CPUs with anything else running)")
+    L.append("")
+    L.append("## Method")
+    L.append("")
+    L.append("Seed 001's test: 100 connections, 8-byte bodies behind a 4-byte little-endian length, "
+             "each message echoed with its own send() (the servers coalesce). Client command, per "
+             "server, layout, client mode, depth and repetition:")
+    L.append("")
+    L.append("```")
+    L.append(args.command + " --mode multi --threads " + str(args.client_threads) + "   # multi-threaded client")
+    L.append(args.command + " --mode single   # single-threaded client")
+    L.append("```")
+    L.append("")
+    L.append("Layouts:")
+    L.append("")
+    if "pinned" in layouts:
+        L.append(f"- **pinned apart**: `taskset -c {args.server_cpus} <server> ...` and "
+                 f"`taskset -c {args.client_cpus} strix-echo-bench ...`, the same CPU set for every server.")
+    if "free" in layouts:
+        L.append("- **client free**: no taskset; every server runs as it does by default (strix and raw "
+                 "epoll pin thread i to the i-th CPU they may use, tokio, gnet and asio leave their "
+                 "threads to the scheduler) and the client runs wherever the scheduler puts it.")
+    L.append("")
+    L.append("Client modes: **multi**: `--mode multi`, worker threads each with their own epoll loop and "
+             "a slice of the connections, plus a thread that samples once a second; **single**: "
+             "`--mode single`, one thread and one epoll loop driving every connection and sampling "
+             "between loop turns (an independent single-threaded pipelined client). In both, every "
+             "connection keeps `depth` messages in flight, sends one more per echo, and checks every "
+             "echoed byte, the count and the order.")
+    L.append("")
+    L.append("Servers (each restarted for every run; within a repetition, layout, client mode and "
+             "depth they run one after the other):")
+    L.append("")
+    for s in sorted(servers, key=lambda s: ROLE_ORDER.get(s.role, 9)):
+        what = {"strix": "the engine under test", "reference": "reference: a raw epoll loop with the same batching",
+                "peer": "peer", "baseline": "naive baseline: seed 001's asio server"}.get(s.role, s.role)
+        if s.built:
+            L.append(f"- **{s.name}** ({what}): `{os.path.basename(s.binary)} --port P {s.args}`")
+        else:
+            L.append(f"- **{s.name}** ({what}): **not built**: {s.why}")
+    L.append("")
+    L.append("tokio-echo (bench/peers/tokio-echo): tokio's multi-thread runtime, one task per connection, "
+             "every complete frame of a read appended to one buffer and written with one `write_all`. "
+             "gnet-echo (bench/peers/gnet-echo): gnet/v2 multicore engine, OnTraffic peeks the complete "
+             "frames and writes them back with one `Write`. The **best peer** in a cell is the fastest "
+             "of raw epoll, tokio and gnet by median; the naive asio server is shown but is not a peer. "
+             f"Targets (issue 11): strix at least {TARGET_PEER}x the best peer in every cell and at "
+             f"least {TARGET_RAW_D1}x raw epoll at depth 1.")
+    L.append("")
+
+    # --- where each process ran ---------------------------------------------------------------------
+    L.append("## Where each process ran")
+    L.append("")
+    L.append("The CPUs each server thread was allowed to run on (its `Cpus_allowed_list`, read at the end "
+             "of the first run of the cell), and the client's.")
+    L.append("")
+    L.append("| layout | server | server threads | client (multi) | client (single) |")
+    L.append("|---|---|---|---|---|")
+    for lay in layouts:
+        for s in servers:
+            if not s.built:
+                continue
+            where = next((cells[(lay, m, s.name, d)].where for m in modes for d in depths
+                          if cells[(lay, m, s.name, d)].where), "unknown")
+            client = {}
+            for m in modes:
+                rows = [r for d in depths for r in cells[(lay, m, s.name, d)].rows]
+                cpus = sorted({r.get("client_cpus", "?") for r in rows})
+                thr = sorted({r.get("client_threads", "?") for r in rows})
+                client[m] = (f"{thr[0]} thread{'s' if thr[0] != 1 else ''} on {', '.join(cpus)}"
+                             if rows else "n/a")
+            L.append(f"| {layout_short(lay)} | {s.name} | {where} | {client.get('multi', '-')} "
+                     f"| {client.get('single', '-')} |")
+    L.append("")
+
+    # --- summary ------------------------------------------------------------------------------------
+    if has_strix:
+        L.append("## Summary: strix against the best peer and raw epoll")
+        L.append("")
+        L.append("| layout | client | depth | strix msgs/s | best peer msgs/s | strix / best peer | "
+                 "raw epoll msgs/s | strix / raw epoll | targets |")
+        L.append("|---|---|---:|---:|---:|---:|---:|---:|---|")
+        for lay, mode in combos:
+            for d in depths:
+                sc = cells[(lay, mode, "strix", d)]
+                st = sc.med()
+                bn, bm = best_peer(cells, servers, lay, mode, d)
+                rc = cells.get((lay, mode, REFERENCE, d))
+                rm = rc.med() if rc else None
+                verdict = []
+                if st and bm:
+                    verdict.append(f"≥ {TARGET_PEER}x peer: {'met' if st / bm >= TARGET_PEER else 'NOT met'}")
+                if d == 1 and st and rm:
+                    verdict.append(f"≥ {TARGET_RAW_D1}x raw: {'met' if st / rm >= TARGET_RAW_D1 else 'NOT met'}")
+                L.append(f"| {layout_short(lay)} | {mode} | {d} | {fmt(st, sep=True)} "
+                         f"| {fmt(bm, sep=True)} ({bn or 'n/a'}) | {ratio(st, bm)} | {fmt(rm, sep=True)} "
+                         f"| {ratio(st, rm)} | {'; '.join(verdict)} |")
+        L.append("")
+
+    # --- per depth (the README's view) --------------------------------------------------------------
     for d in depths:
-        lines.append(f"## Depth {d}")
-        lines.append("")
-        lines.append("| server | msgs/s in | msgs/s out | MB/s in | MB/s out | server CPU % | RSS MiB "
-                     "| client CPU % | vs raw epoll | msgs/s in, each run |")
-        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-        ref = median(data[(REFERENCE, d)], "msgs_in_per_s") if (REFERENCE, d) in data else None
-        for name, _, _ in servers:
-            rows = data[(name, d)]
-            m = {f: median(rows, f) for f in FIELDS}
-            ratio = f"{m['msgs_in_per_s'] / ref:.2f}x" if ref else "n/a"
-            each = ", ".join(f"{r['msgs_in_per_s']:,.0f}" for r in rows)
-            lines.append(f"| {name} | {fmt(m['msgs_in_per_s'], sep=True)} | {fmt(m['msgs_out_per_s'], sep=True)} "
-                         f"| {fmt(m['mb_in_per_s'], 2)} | {fmt(m['mb_out_per_s'], 2)} "
-                         f"| {fmt(m['server_cpu_pct'])} | {fmt(m['server_rss_mib'])} "
-                         f"| {fmt(m['client_cpu_pct'])} | {ratio} | {each} |")
-        lines.append("")
-    lines.append("![msgs/s received by depth, one line per server](echo.png)")
-    lines.append("")
+        L.append(f"## Depth {d}")
+        L.append("")
+        L.append(f"Million msgs/s echoed at depth {d}, median of {args.reps} runs (min–max); server "
+                 f"threads: {args.threads_note}; pinned apart = server on CPU {args.server_cpus}, client "
+                 f"on CPU {args.client_cpus}; multi client = {args.client_threads} client threads.")
+        L.append("")
+        L.append("| server | " + " | ".join(f"{layout_short(l)}, {mode_short(m)}" for l, m in combos) + " |")
+        L.append("|---|" + "---:|" * len(combos))
+        for s in sorted(servers, key=lambda s: ROLE_ORDER.get(s.role, 9)):
+            if not s.built:
+                L.append(f"| {s.name} | " + " | ".join("not built" for _ in combos) + " |")
+                continue
+            L.append(f"| {s.name} | " + " | ".join(range_cell(cells[(l, m, s.name, d)]) for l, m in combos) + " |")
+        if has_strix:
+            peer_cells, raw_cells = [], []
+            for l, m in combos:
+                st = cells[(l, m, "strix", d)].med()
+                bn, bm = best_peer(cells, servers, l, m, d)
+                peer_cells.append(f"{ratio(st, bm)} ({bn})" if bn else "n/a")
+                rc = cells.get((l, m, REFERENCE, d))
+                raw_cells.append(ratio(st, rc.med() if rc else None))
+            L.append("| **strix / best peer** | " + " | ".join(peer_cells) + " |")
+            L.append("| **strix / raw epoll** | " + " | ".join(raw_cells) + " |")
+        L.append("")
+
+    # --- per layout and client mode -----------------------------------------------------------------
+    for lay, mode in combos:
+        L.append(f"## {layout_title(lay, args)[0].upper() + layout_title(lay, args)[1:]}, {mode_title(mode, args)}")
+        L.append("")
+        L.append("| server | depth | msgs/s median (min–max) | msgs/s out | MB/s in | server CPU % | RSS MiB "
+                 "| client CPU % | vs best peer | vs raw epoll | msgs/s, each run |")
+        L.append("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
+        for s in sorted(servers, key=lambda s: ROLE_ORDER.get(s.role, 9)):
+            if not s.built:
+                L.append(f"| {s.name} | all | not built | | | | | | | | |")
+                continue
+            for d in depths:
+                c = cells[(lay, mode, s.name, d)]
+                m = {f: c.med(f) for f in FIELDS}
+                bn, bm = best_peer(cells, servers, lay, mode, d)
+                rc = cells.get((lay, mode, REFERENCE, d))
+                each = ", ".join(f"{r['msgs_in_per_s']:,.0f}" for r in c.rows)
+                if c.failed:
+                    reasons = "; ".join(dict.fromkeys(c.failed))  # each distinct reason once
+                    each += ("; " if each else "") + f"{len(c.failed)} failed: {reasons}"
+                med = ("failed" if m["msgs_in_per_s"] is None else
+                       f"{fmt(m['msgs_in_per_s'], sep=True)} ({fmt(c.lo(), sep=True)}–{fmt(c.hi(), sep=True)})")
+                L.append(f"| {s.name} | {d} | {med} | {fmt(m['msgs_out_per_s'], sep=True)} "
+                         f"| {fmt(m['mb_in_per_s'], 2)} | {fmt(m['server_cpu_pct'])} | {fmt(m['server_rss_mib'])} "
+                         f"| {fmt(m['client_cpu_pct'])} | {ratio(m['msgs_in_per_s'], bm)} "
+                         f"| {ratio(m['msgs_in_per_s'], rc.med() if rc else None)} | {each} |")
+        L.append("")
+    L.append("MB/s counts wire bytes (4-byte header + body), 1 MB = 10^6 bytes. msgs/s out counts messages "
+             "whose last byte the client wrote. Server CPU % is utime+stime over the measured window "
+             "(100 % = one CPU); RSS is VmRSS at the end of the window; client CPU % is the load tool's own.")
+    L.append("")
+    L.append("## Plot")
+    L.append("")
+    L.append("![msgs/s echoed by depth, one panel per layout and client mode, one line per server](echo.png)")
+    L.append("")
     with open(out_md, "w") as f:
-        f.write("\n".join(lines))
+        f.write("\n".join(L))
 
 
-def write_plot(servers, depths, data, out_dir):
+def write_plot(servers, layouts, modes, depths, cells, args, out_dir):
     gnuplot = shutil.which("gnuplot")
     if not gnuplot:
         die("gnuplot is not installed (scripts/install-deps.sh installs gnuplot-nox)")
-    dat = os.path.join(out_dir, "echo-plot.dat")
-    with open(dat, "w") as f:
-        f.write("depth " + " ".join(name for name, _, _ in servers) + "\n")
-        for d in depths:
-            f.write(f"{d} " + " ".join(f"{median(data[(name, d)], 'msgs_in_per_s'):.0f}"
-                                       for name, _, _ in servers) + "\n")
+    built = [s for s in sorted(servers, key=lambda s: ROLE_ORDER.get(s.role, 9)) if s.built]
+    combos = [(lay, mode) for lay in layouts for mode in modes]
+    plots = []
+    for i, (lay, mode) in enumerate(combos):
+        dat = os.path.join(out_dir, f"echo-plot-{lay}-{mode}.dat")
+        with open(dat, "w") as f:
+            f.write("depth " + " ".join(s.name for s in built) + "\n")
+            for d in depths:
+                vals = [cells[(lay, mode, s.name, d)].med() for s in built]
+                f.write(f"{d} " + " ".join("NaN" if v is None else f"{v:.0f}" for v in vals) + "\n")
+        plots.append(f"""
+set title '{layout_short(lay)}, {mode_title(mode, args)}'
+plot for [i=2:{len(built) + 1}] '{dat}' using 1:i with linespoints lw 2 pt 7 title columnheader(i)
+""")
+    cols = 2 if len(combos) > 1 else 1
+    rows = (len(combos) + cols - 1) // cols
+    width, height = 560 * cols, 420 * rows
     terms = subprocess.run([gnuplot, "-e", "set terminal"], capture_output=True, text=True)
-    term = "pngcairo size 900,560" if "pngcairo" in (terms.stdout + terms.stderr) else "png size 900,560"
+    term = (f"pngcairo size {width},{height}" if "pngcairo" in (terms.stdout + terms.stderr)
+            else f"png size {width},{height}")
     png = os.path.join(out_dir, "echo.png")
     script = f"""
 set terminal {term}
 set output '{png}'
-set title 'Echo shoot-out: 100 connections, 8-byte bodies (median msgs/s received)'
+set multiplot layout {rows},{cols} title 'Echo shoot-out: 100 connections, 8-byte bodies (median msgs/s echoed)'
 set xlabel 'messages in flight per connection (depth)'
-set ylabel 'messages/s received'
+set ylabel 'messages/s'
 set logscale xy
 set xrange [0.7:{max(depths) * 1.4}]
 set xtics ({", ".join(f'"{d}" {d}' for d in depths)})
 set format y '%.0s%c'
 set grid
 set key left top
-plot for [i=2:{len(servers) + 1}] '{dat}' using 1:i with linespoints lw 2 pt 7 title columnheader(i)
+{''.join(plots)}
+unset multiplot
 """
     res = subprocess.run([gnuplot], input=script, capture_output=True, text=True)
     if res.returncode != 0 or not os.path.exists(png):
@@ -155,26 +377,39 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--reps", type=int, required=True)
     ap.add_argument("--depths", required=True)
+    ap.add_argument("--layouts", default="pinned free")
+    ap.add_argument("--modes", default="multi single")
     ap.add_argument("--command", required=True)
+    ap.add_argument("--client-threads", default="?")
+    ap.add_argument("--server-cpus", default="?")
+    ap.add_argument("--client-cpus", default="?")
     ap.add_argument("--loadavg", default="unknown")
+    ap.add_argument("--loadavg-end", default="unknown")
     args = ap.parse_args()
 
-    servers = []
     with open(os.path.join(args.runs, "servers.txt")) as f:
-        for line in f:
-            if line.strip():
-                name, binary, targ = line.rstrip("\n").split("|")
-                servers.append((name, binary, targ))
+        servers = [Server(line) for line in f if line.strip()]
+    targs = sorted({s.args.split()[1] for s in servers if s.built and s.role in ("strix", "reference", "peer")
+                    and len(s.args.split()) > 1})
+    args.threads_note = (f"{targs[0]} for strix, raw epoll, tokio and gnet, 20 for asio" if len(targs) == 1
+                         else "see Method")
     depths = [int(d) for d in args.depths.split()]
-    data = load_runs(args.runs, servers, depths, args.reps)
+    layouts = args.layouts.split()
+    modes = args.modes.split()
+    cells = load(args, servers, layouts, modes, depths)
     os.makedirs(args.out, exist_ok=True)
     out_md = os.path.join(args.out, "echo.md")
-    write_markdown(args, servers, depths, data, out_md)
-    write_plot(servers, depths, data, args.out)
+    write_markdown(args, servers, layouts, modes, depths, cells, out_md)
+    write_plot(servers, layouts, modes, depths, cells, args, args.out)
     print(f"echo_report: wrote {out_md} and {os.path.join(args.out, 'echo.png')}")
     with open(out_md) as f:
+        on = False
         for line in f:
-            if line.startswith("|") or line.startswith("## Depth"):
+            if line.startswith("## Summary") or line.startswith("## Depth"):
+                on = True
+            elif line.startswith("## "):
+                on = False
+            if on and (line.startswith("|") or line.startswith("## ")):
                 print(line, end="")
 
 
