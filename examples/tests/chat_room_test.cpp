@@ -98,7 +98,8 @@ TEST(chat_room_example, every_client_gets_every_message_once_in_one_order_and_ne
         it->second = m;
     }
     // One order for all.
-    for (std::size_t c = 1; c < clients.size(); ++c) EXPECT_EQ(seen[c], seen[0]) << "client " << c << "'s order differs";
+    for (std::size_t c = 1; c < clients.size(); ++c)
+        EXPECT_EQ(seen[c], seen[0]) << "client " << c << "'s order differs";
 
     // Newcomers join while someone talks without pause: each must get the last 100 messages
     // first, then the live ones, nothing twice. Wherever its history was cut in the stream, what
@@ -131,7 +132,8 @@ TEST(chat_room_example, every_client_gets_every_message_once_in_one_order_and_ne
             ASSERT_NE(got.back(), "<bad frame>") << "newcomer " << n << " got only " << got.size() - 1 << " messages";
             ASSERT_LE(got.size(), 100u + burst) << "newcomer " << n;
         }
-        EXPECT_TRUE(nothing_more(newcomers[n], std::chrono::milliseconds(100))) << "newcomer " << n << " got extra bytes";
+        EXPECT_TRUE(nothing_more(newcomers[n], std::chrono::milliseconds(100)))
+            << "newcomer " << n << " got extra bytes";
         EXPECT_GE(got.size(), 100u) << "newcomer " << n;
         EXPECT_EQ(got, std::vector<std::string>(order.end() - static_cast<std::ptrdiff_t>(got.size()), order.end()))
             << "newcomer " << n << " saw something else than the tail of the room's sequence";

@@ -39,8 +39,8 @@ TEST(echo_example, echoes_every_frame_byte_exact_and_stops_on_sigterm) {
     auto next = frame_le32(random_bytes(rng, 10));
     bytes tail(split.begin() + 700, split.end());
     append(tail, next);
-    for (auto piece : {bytes(split.begin(), split.begin() + 1), bytes(split.begin() + 1, split.begin() + 3),
-                       bytes(split.begin() + 3, split.begin() + 5), bytes(split.begin() + 5, split.begin() + 700), tail}) {
+    auto part = [&](std::ptrdiff_t from, std::ptrdiff_t to) { return bytes(split.begin() + from, split.begin() + to); };
+    for (const auto& piece : {part(0, 1), part(1, 3), part(3, 5), part(5, 700), tail}) {
         ASSERT_TRUE(send_all(fd, piece));
         std::this_thread::sleep_for(std::chrono::milliseconds(30));
     }
