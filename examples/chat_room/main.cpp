@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -104,17 +105,25 @@ private:
     std::deque<strix::shared_buffer_ptr> history_;                    // owner shard only, oldest first
 };
 
+/// argv[i] as a number up to `max`, or `fallback` when absent. Throws on anything else.
+unsigned long number_arg(int argc, char** argv, int i, unsigned long fallback, unsigned long max) {
+    if (argc <= i) return fallback;
+    const unsigned long v = std::stoul(argv[i]);
+    if (v > max) throw std::out_of_range(std::string(argv[i]) + " is above " + std::to_string(max));
+    return v;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
-    strix::engine_config ecfg;  // 0 shards = one per CPU
-    if (argc > 2) ecfg.shards = static_cast<unsigned>(std::stoul(argv[2]));
+    strix::engine_config ecfg;
+    ecfg.shards = static_cast<unsigned>(number_arg(argc, argv, 2, 0, 1024));  // 0 = one per CPU
     strix::engine eng(ecfg);
     // Each room needs the service it is part of, so the factory refers to `rooms` itself.
     strix::sharded<room> rooms(eng, [&rooms](strix::shard&) { return std::make_unique<room>(rooms); });
 
     strix::server_config cfg;
-    cfg.port = static_cast<std::uint16_t>(argc > 1 ? std::stoul(argv[1]) : 0);
+    cfg.port = static_cast<std::uint16_t>(number_arg(argc, argv, 1, 0, 65535));
     cfg.limits.max_frame = 4 + max_message;
     strix::server srv(eng, cfg, rooms);
     srv.start();
@@ -122,6 +131,6 @@ int main(int argc, char** argv) try {
     std::fflush(stdout);  // a pipe would otherwise hold the line until exit
     eng.run_until_signal();
 } catch (const std::exception& e) {
-    std::fprintf(stderr, "strix-example-chat-room: %s\n", e.what());
+    std::fprintf(stderr, "strix-example-chat-room: %s (usage: strix-example-chat-room [port] [shards])\n", e.what());
     return 1;
 }
