@@ -3,7 +3,9 @@
 
 # Warnings (and -Werror) apply to our own targets only, never to third-party code.
 function(strix_warnings target)
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Wshadow -Wconversion -Werror)
+  # -Wno-missing-field-initializers: designated initializers that leave defaulted members out
+  # ({.port = 7000}) are the documented way to fill our config structs.
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wshadow -Wconversion -Werror -Wno-missing-field-initializers)
 endfunction()
 
 if(STRIX_SANITIZE)
@@ -27,6 +29,8 @@ function(strix_module name)
   # sanitizer builds; see STRIX_ASSERT_OWNER in strix/core/shard.hpp.
   if(STRIX_SANITIZE)
     target_compile_definitions(strix_${name} PUBLIC STRIX_THREAD_CHECKS=1)
+    # Instrumented libraries need the sanitizer runtimes in whatever links them.
+    target_link_options(strix_${name} INTERFACE -fsanitize=address,undefined)
   else()
     target_compile_definitions(strix_${name} PUBLIC $<$<CONFIG:Debug>:STRIX_THREAD_CHECKS=1>)
   endif()

@@ -25,8 +25,10 @@ install(FILES ${PROJECT_BINARY_DIR}/strixConfig.cmake ${PROJECT_BINARY_DIR}/stri
 
 # pkg-config: static libraries, so --libs lists them in link order plus what they use.
 set(strix_pc_cflags "-std=c++20")
+set(strix_pc_libs "")
 if(STRIX_SANITIZE)
-  string(APPEND strix_pc_cflags " -DSTRIX_THREAD_CHECKS=1")
+  string(APPEND strix_pc_cflags " -DSTRIX_THREAD_CHECKS=1 -fsanitize=address,undefined")
+  set(strix_pc_libs " -fsanitize=address,undefined")
 endif()
 # Relocatable: the prefix is found from the .pc file's own place, so --prefix at install time works.
 file(RELATIVE_PATH strix_pc_to_prefix "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")

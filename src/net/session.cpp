@@ -111,14 +111,17 @@ void session::publish_sends() noexcept {
     }
 }
 
-// After every append: enforce the hard output limit, else schedule this turn's flush.
+// After every append: enforce the hard output limit, else schedule this turn's flush. A slow
+// consumer's output is dropped and the session closes in this turn's flush, not here: send()
+// never calls back into the handler (a broadcast loop over its sessions stays valid).
 void session::queued() {
     ++unpublished_sends_;
     if (tx_.size() > group_.limits().max_queued) {
         bump(group_.counters_.slow_consumers);
         log_limited(log_level::warn, "session %s: slow consumer (%zu bytes queued), disconnecting", peer_.c_str(), tx_.size());
-        abort(net_errc::slow_consumer);
-        return;
+        tx_.clear();
+        state_kind_ = phase::closing;  // send() is a no-op from here; on_flush finalizes
+        close_reason_ = net_errc::slow_consumer;
     }
     owner().mark_dirty(*this);
 }
@@ -285,6 +288,11 @@ void session::on_flush() {
     if (read_paused_ && tx_.size() <= group_.limits().low_water) resume_reading();
     if (state_kind_ == phase::closing && tx_.empty()) {
         finalize(close_reason_);
+        return;
+    }
+    if (drain_watch_ && tx_.empty() && state_kind_ == phase::open) {
+        drain_watch_ = false;
+        group_.handler().on_drained(*this);
     }
 }
 

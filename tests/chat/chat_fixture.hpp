@@ -50,25 +50,6 @@ inline bool eventually(const std::function<bool()>& pred, std::chrono::milliseco
     return pred();
 }
 
-/// A temporary directory removed at scope end.
-class temp_dir {
-public:
-    temp_dir() {
-        char tmpl[] = "/tmp/strix-chat-XXXXXX";
-        if (::mkdtemp(tmpl)) path_ = tmpl;
-    }
-    ~temp_dir() {
-        std::error_code ec;
-        if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-    }
-    temp_dir(const temp_dir&) = delete;
-    temp_dir& operator=(const temp_dir&) = delete;
-    const std::string& path() const { return path_; }
-
-private:
-    std::string path_;
-};
-
 /// strix-chat-server running as a child process on an ephemeral port.
 class server_process {
 public:

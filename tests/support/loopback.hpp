@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -239,6 +240,33 @@ inline bool wait_listening(std::uint16_t port, std::chrono::milliseconds within 
     }
     return false;
 }
+
+/// The port a bound socket got.
+inline std::uint16_t local_port_of(int fd) {
+    sockaddr_in a{};
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    return ntohs(a.sin_port);
+}
+
+/// A temporary directory removed at scope end.
+class temp_dir {
+public:
+    temp_dir() {
+        char tmpl[] = "/tmp/strix-test-XXXXXX";
+        if (::mkdtemp(tmpl)) path_ = tmpl;
+    }
+    ~temp_dir() {
+        std::error_code ec;
+        if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+    }
+    temp_dir(const temp_dir&) = delete;
+    temp_dir& operator=(const temp_dir&) = delete;
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+};
 
 /// A TCP port that was free a moment ago (bound to 0 and released).
 inline std::uint16_t free_port() {

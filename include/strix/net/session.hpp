@@ -68,7 +68,8 @@ public:
     ~session() override;
 
     /// Queues a copy of bytes for the peer (coalesced with other sends this turn).
-    /// No-op once the session is closing.
+    /// No-op once the session is closing. Never calls back into the handler: output beyond
+    /// max_queued (a slow consumer) is dropped and the session closes at the end of the turn.
     void send(std::span<const std::byte> bytes);
 
     /// Queues a reference to an immutable shared buffer (no copy).
@@ -80,6 +81,9 @@ public:
 
     /// Closes now, dropping queued output.
     void abort(std::error_code reason);
+
+    /// Asks for handler.on_drained(*this) once, the next time a flush leaves nothing queued.
+    void notify_when_drained() noexcept { drain_watch_ = true; }
 
     /// Changes the frame size limit from now on (e.g. larger once a client logged in), up to the
     /// receive ring's size.
@@ -169,6 +173,7 @@ private:
     bool read_pending_ = false;   // the socket may still hold data we did not read (paused)
     bool holds_shard_ = false;    // a graceful close holds the shard's drain
     bool write_interest_ = false; // EPOLLOUT registered: a write hit a full socket buffer
+    bool drain_watch_ = false;    // notify_when_drained() asked for on_drained
     std::error_code close_reason_;
 };
 

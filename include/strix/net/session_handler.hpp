@@ -32,6 +32,10 @@ public:
     /// its state (session::emplace_state) is destroyed right after.
     virtual void on_close(session&, std::error_code) {}
 
+    /// After session::notify_when_drained(): a flush wrote out everything queued (flow control:
+    /// the peer is taking data again).
+    virtual void on_drained(session&) {}
+
     /// An outbound connection attempt failed (refused, unreachable, timed out). With reconnect
     /// on, another attempt follows after a backoff; otherwise the connection is closed.
     virtual void on_connect_failed(connection&, std::error_code) {}

@@ -1,0 +1,178 @@
+#pragma once
+// strix::link::socket: a ZeroMQ-style messaging socket that lives on one shard.
+//
+// The socket, its connections and the application code that uses it run on the same shard
+// thread: a message goes from the application's send() into the connection's send queue and out
+// in the loop turn's one gather write, and a received message goes from the receive buffer to
+// the application's callback without crossing a thread (libzmq moves every message between an
+// application thread and an I/O thread through a pipe).
+//
+//     // on shard sh:
+//     strix::link::socket pull(sh, strix::link::socket_type::pull);
+//     pull.bind("tcp://127.0.0.1:5555");
+//     pull.on_message([](strix::link::message_view m) { use(m[0]); });
+//
+//     strix::link::socket push(sh, strix::link::socket_type::push);
+//     push.connect("tcp://127.0.0.1:5555");
+//     push.on_writable([&] { while (!push.send(payload)) {} });  // sends until would_block
+//
+// Patterns follow RFC 28-31 (rfc.zeromq.org) and libzmq 4.3: PAIR, PUB/SUB, XPUB/XSUB, PUSH/PULL,
+// REQ/REP, DEALER/ROUTER. Transports: tcp://, ipc:// (Unix socket), inproc:// (same process).
+// Wire: ZMTP 3.1 with the NULL mechanism, so libzmq peers interoperate (strix/link/zmtp.hpp).
+//
+// Sending never blocks the shard. send() returns an error_code: empty (queued), would_block
+// (every eligible peer is at its high-water mark, or none is connected yet: messages are never
+// queued for a peer that is not connected, as libzmq does with ZMQ_IMMEDIATE), or a pattern's
+// own error. After would_block the on_writable callback runs once sending can succeed again.
+// PUB and XPUB never report would_block: a subscriber at its high-water mark misses the message.
+//
+// Thread contract: everything here on the socket's shard only (the blocking API in
+// blocking.hpp wraps a socket for other threads). Build it on the shard, or before the engine
+// starts; destroy it on the shard.
+
+#include <strix/link/message.hpp>
+#include <strix/link/zmtp.hpp>
+#include <strix/net/endpoint.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+namespace strix {
+class shard;
+}
+
+namespace strix::link {
+
+enum class socket_type : std::uint8_t { pair, pub, sub, req, rep, dealer, router, pull, push, xpub, xsub };
+
+/// "PUB", "ROUTER", ... (ZMTP's Socket-Type names).
+const char* to_string(socket_type t) noexcept;
+/// Whether a socket of type a may talk to a peer of type b (RFC 28-31, libzmq's table).
+bool compatible(socket_type a, socket_type b) noexcept;
+
+struct socket_options {
+    /// Messages queued per peer before the high-water mark: PUB drops, the others report
+    /// would_block. 0 = no limit. Inproc peers add both sides' marks, as libzmq does.
+    std::uint32_t sndhwm = 1000;
+    std::uint32_t rcvhwm = 1000;
+    /// Largest message part accepted from a peer, checked from the frame header before anything
+    /// is buffered; a peer that announces more is closed (and counted).
+    std::size_t max_msg_size = 1024 * 1024;
+    /// Routing id announced to ROUTER peers (REQ, DEALER, ROUTER; empty = let the ROUTER choose).
+    std::string routing_id;
+    /// ROUTER: a message to an unknown routing id fails with no_peer (and a full peer with
+    /// would_block) instead of being dropped.
+    bool router_mandatory = false;
+    /// XPUB: pass every subscription message to the application, not only the first per topic.
+    bool xpub_verbose = false;
+    /// ZMTP heartbeats: send a PING every interval; close when nothing arrives within timeout
+    /// (0 = the interval); ask the peer to close when it hears nothing from us for ttl (0 = none).
+    std::chrono::milliseconds heartbeat_ivl{0};
+    std::chrono::milliseconds heartbeat_timeout{0};
+    std::chrono::milliseconds heartbeat_ttl{0};
+    /// A connection must finish its ZMTP handshake within this (0 = no limit).
+    std::chrono::milliseconds handshake_ivl{30000};
+    /// Reconnect delay of connecting sides: starts here, doubles up to reconnect_ivl_max.
+    std::chrono::milliseconds reconnect_ivl{100};
+    std::chrono::milliseconds reconnect_ivl_max{5000};
+};
+
+/// What a monitor hears (socket::on_event). endpoint is the bound or connected address.
+struct socket_event {
+    enum class kind : std::uint8_t {
+        listening,           // bind succeeded
+        accepted,            // a peer connected to a bound endpoint
+        connected,           // an outbound connection's TCP/IPC connect succeeded
+        connect_retried,     // an outbound attempt failed; another follows after a delay
+        handshake_succeeded, // ZMTP handshake done: the peer can exchange messages
+        handshake_failed,    // bad greeting, wrong mechanism, wrong socket type, timeout (error says)
+        disconnected,        // a connected peer went away (error says why)
+        hwm_reached,         // a send found a peer at its high-water mark (PUB: message dropped)
+        subscribed,          // PUB/XPUB: a peer subscribed (topic in detail) -- see subscribers()
+        unsubscribed,        // PUB/XPUB: a peer cancelled a subscription
+        closed,              // a listener or connection closed
+    };
+    kind what;
+    std::string endpoint;
+    std::error_code error;
+    std::string detail;
+};
+const char* to_string(socket_event::kind k) noexcept;
+
+/// Per-socket counters.
+struct socket_stats {
+    std::uint64_t messages_out = 0, messages_in = 0;
+    std::uint64_t dropped_hwm = 0;         // PUB/XPUB/ROUTER: messages a full peer missed
+    std::uint64_t dropped_unroutable = 0;  // ROUTER: unknown routing id; REQ/REP: out of turn
+    std::uint64_t handshake_failures = 0;  // peers refused during the handshake
+    std::uint64_t protocol_errors = 0;     // peers closed for bad frames or oversized messages
+    std::uint64_t peers = 0;               // peers that completed the handshake and are attached
+};
+
+namespace detail {
+class socket_core;
+}
+
+class socket {
+public:
+    socket(shard& sh, socket_type type, socket_options opts = {});
+    /// Closes every connection and listener (queued output is flushed within the session
+    /// linger) and unbinds inproc names. On the socket's shard.
+    ~socket();
+    socket(const socket&) = delete;
+    socket& operator=(const socket&) = delete;
+
+    /// Listens at tcp://host:port (port 0 or * = any free port), ipc://path or inproc://name.
+    /// Returns the bound address (with the real port). Throws std::system_error (address in
+    /// use, bad path) or std::invalid_argument (malformed address).
+    std::string bind(std::string_view address);
+
+    /// Connects to tcp://, ipc:// or inproc:// and keeps reconnecting (reconnect_ivl) until the
+    /// socket closes. Returns at once; on_event tells what happens. inproc: the name may be
+    /// bound later (the connection completes then).
+    void connect(std::string_view address);
+
+    /// Sends one part; more = further parts follow (the message goes out with the last one).
+    std::error_code send(bytes_view part, bool more = false);
+    std::error_code send(std::string_view text, bool more = false) { return send(as_bytes(text), more); }
+    /// Sends a whole message.
+    std::error_code send(const message& m);
+    std::error_code send(std::initializer_list<bytes_view> parts);
+
+    /// Called for every received message (after the pattern's rules: SUB filtering, REQ/REP
+    /// envelopes stripped, ROUTER's routing id added as the first part).
+    void on_message(std::function<void(message_view)> f);
+    /// Called once sending may succeed again after a would_block.
+    void on_writable(std::function<void()> f);
+    /// Monitor: connection, handshake, high-water and subscription events.
+    void on_event(std::function<void(const socket_event&)> f);
+
+    /// SUB/XSUB: receive messages whose first part starts with topic (empty = everything).
+    /// Counted: two subscribes of one topic need two unsubscribes.
+    void subscribe(bytes_view topic);
+    void subscribe(std::string_view topic) { subscribe(as_bytes(topic)); }
+    void unsubscribe(bytes_view topic);
+    void unsubscribe(std::string_view topic) { unsubscribe(as_bytes(topic)); }
+
+    /// PUB/XPUB: peers that currently hold at least one subscription. With on_event's
+    /// `subscribed` this answers ZeroMQ's "slow joiner": wait for your subscribers before
+    /// publishing.
+    std::size_t subscribers() const noexcept;
+    /// Peers that completed the handshake.
+    std::size_t peers() const noexcept;
+
+    socket_type type() const noexcept;
+    shard& owner() const noexcept;
+    const socket_options& options() const noexcept;
+    socket_stats stats() const noexcept;
+
+private:
+    std::unique_ptr<detail::socket_core> core_;
+};
+
+}  // namespace strix::link

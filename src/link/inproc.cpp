@@ -1,0 +1,342 @@
+// inproc://: sockets of one process connected without a socket or a copy of the payload.
+//
+//   socket A (shard a)                                   socket B (shard b)
+//   inproc_pipe side 0 ──batch of messages (one task per loop turn)──> inproc_pipe side 1
+//                      <──acks (credit for the high-water mark)───────
+//
+// A message's parts are copied once into a shared buffer when sent; the peer's handler reads the
+// same bytes. On one shard the batch is handed over in the end-of-turn flush (a direct call, no
+// queue); across shards it travels the mesh. The two sides of a pipe share an inproc_link (atomic
+// count) whose side pointers are each read and written only on their own shard.
+//
+// Names are process-wide. A connect may come before the bind: it waits in the registry and
+// completes when the name is bound, as with libzmq 4.
+#include "link/internal.hpp"
+
+#include <strix/core/engine.hpp>
+#include <strix/core/intrusive_ptr.hpp>
+#include <strix/core/shard.hpp>
+
+#include <map>
+#include <mutex>
+#include <system_error>
+
+namespace strix::link::detail {
+
+class inproc_pipe;
+
+/// What one side of an inproc pipe knows of the other.
+struct inproc_peer_info {
+    std::string name;
+    socket_type type = socket_type::pair;
+    std::string identity;
+    std::uint32_t sndhwm = 0, rcvhwm = 0;
+};
+
+/// One socket's end of an inproc name: the binder's, or a connect waiting for a bind.
+struct inproc_binding : atomic_ref_counted<inproc_binding> {
+    socket_core* owner = nullptr;  // set to null on the owner's shard when it goes (read only there)
+    shard* home = nullptr;
+    inproc_peer_info info;
+};
+
+namespace {
+
+struct inproc_link : atomic_ref_counted<inproc_link> {
+    inproc_pipe* side[2] = {nullptr, nullptr};  // side[i] is touched only on home[i]
+    shard* home[2] = {nullptr, nullptr};
+};
+
+struct registry {
+    std::mutex mu;
+    std::map<std::string, intrusive_ptr<inproc_binding>, std::less<>> bound;
+    std::multimap<std::string, intrusive_ptr<inproc_binding>, std::less<>> waiting;
+};
+
+registry& names() {
+    static registry r;
+    return r;
+}
+
+intrusive_ptr<inproc_binding> make_binding(socket_core& c, std::string_view name) {
+    intrusive_ptr<inproc_binding> b(new inproc_binding);
+    b->owner = &c;
+    b->home = &c.owner;
+    b->info = inproc_peer_info{std::string(name), c.type, c.opts.routing_id, c.opts.sndhwm, c.opts.rcvhwm};
+    return b;
+}
+
+// Runs t on shard `to` (directly when it is the calling shard).
+void run_on(shard* to, task t) {
+    if (shard::current() == to) {
+        t();
+        return;
+    }
+    to->owner().post(to->id(), std::move(t));
+}
+
+std::uint32_t pair_hwm(std::uint32_t a, std::uint32_t b) { return a == 0 || b == 0 ? 0 : a + b; }
+
+}  // namespace
+
+struct inproc_state {
+    std::vector<intrusive_ptr<inproc_pipe>> pipes;
+    std::vector<intrusive_ptr<inproc_binding>> bound;    // names this socket bound
+    std::vector<intrusive_ptr<inproc_binding>> waiting;  // connects waiting for a bind
+};
+
+class inproc_pipe final : public pipe, public reactor_object {
+public:
+    struct item {
+        enum class kind : std::uint8_t { msg, subscribe, cancel, ack, close } what = kind::msg;
+        std::vector<part> parts;
+        std::uint64_t count = 0;  // ack
+    };
+
+    inproc_pipe(socket_core& c, intrusive_ptr<inproc_link> l, int side, const inproc_peer_info& peer, std::string addr)
+        : core_(c), link_(std::move(l)), side_(side), addr_(std::move(addr)), hwm_(pair_hwm(c.opts.sndhwm, peer.rcvhwm)) {
+        id = c.next_pipe_id();
+        peer_type = peer.type;
+        peer_identity = peer.identity;
+        link_->side[side_] = this;
+    }
+
+    // --- pipe --------------------------------------------------------------------------------
+    bool full() noexcept override { return hwm_ && in_flight_ >= hwm_; }
+    void write(outgoing& m) override {
+        ++in_flight_;
+        item it;
+        it.parts = m.owned();  // references to one shared copy of the parts
+        queue(std::move(it));
+    }
+    void send_subscription(bool on, bytes_view topic) override {
+        item it;
+        it.what = on ? item::kind::subscribe : item::kind::cancel;
+        it.parts.push_back(part::copy(topic));
+        queue(std::move(it));
+    }
+    void terminate(std::error_code) override { close(true); }
+    const std::string& address() const noexcept override { return addr_; }
+    void watch_writable() noexcept override { watching_ = true; }
+
+    /// Detaches, tells the peer (after what is queued), and leaves the socket's list.
+    void close(bool tell_peer) {
+        if (closed_) return;
+        closed_ = true;
+        core_.detach(*this);
+        if (tell_peer) {
+            item it;
+            it.what = item::kind::close;
+            out_.push_back(std::move(it));
+            flush_out();
+        }
+        link_->side[side_] = nullptr;
+        out_.clear();
+        auto& v = core_.inproc->pipes;
+        for (std::size_t i = 0; i < v.size(); ++i)
+            if (v[i].get() == this) {
+                core_.owner.retire(v[i]);  // alive until the end of the turn
+                v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
+                break;
+            }
+    }
+
+    void receive(std::vector<item>& batch) {
+        for (auto& it : batch) {
+            if (closed_) return;
+            switch (it.what) {
+                case item::kind::msg: {
+                    views_.clear();
+                    for (auto& p : it.parts) views_.push_back(p.bytes());
+                    ++core_.stats.messages_in;
+                    ++consumed_;
+                    core_.pat->receive(*this, views_);
+                    break;
+                }
+                case item::kind::subscribe:
+                case item::kind::cancel:
+                    core_.pat->subscription(*this, it.what == item::kind::subscribe, it.parts[0].bytes());
+                    break;
+                case item::kind::ack:
+                    in_flight_ -= std::min(in_flight_, it.count);
+                    if (watching_ && !full()) {
+                        watching_ = false;
+                        core_.pipe_writable(*this);
+                    }
+                    break;
+                case item::kind::close:
+                    core_.event(socket_event::kind::disconnected, addr_, link_errc::closed);
+                    close(false);
+                    return;
+            }
+        }
+        if (consumed_) core_.owner.mark_dirty(*this);  // the ack goes out with the next flush
+    }
+
+private:
+    void queue(item&& it) {
+        out_.push_back(std::move(it));
+        if (out_.size() == 1) core_.owner.mark_dirty(*this);
+    }
+
+    void on_io(std::uint32_t) override {}
+    void on_flush() override { flush_out(); }
+
+    void flush_out() {
+        if (consumed_) {
+            item a;
+            a.what = item::kind::ack;
+            a.count = consumed_;
+            consumed_ = 0;
+            out_.push_back(std::move(a));
+        }
+        if (out_.empty()) return;
+        const int other = 1 - side_;
+        shard* to = link_->home[other];
+        std::vector<item> batch;
+        batch.swap(out_);
+        if (to == &core_.owner) {
+            // Same shard: hand over now, from the flush (never from inside the sender's send()).
+            if (inproc_pipe* peer = link_->side[other]) peer->receive(batch);
+            return;
+        }
+        to->owner().post(to->id(), [l = link_, other, b = std::move(batch)]() mutable {
+            if (inproc_pipe* peer = l->side[other]) peer->receive(b);
+        });
+    }
+
+    socket_core& core_;
+    intrusive_ptr<inproc_link> link_;
+    const int side_;
+    std::string addr_;
+    const std::uint64_t hwm_;
+    std::uint64_t in_flight_ = 0;  // sent and not yet acknowledged by the peer
+    std::uint64_t consumed_ = 0;   // delivered here, not yet acknowledged to the peer
+    std::vector<item> out_;
+    std::vector<bytes_view> views_;
+    bool watching_ = false;
+    bool closed_ = false;
+};
+
+void inproc_state_deleter::operator()(inproc_state* p) const noexcept { delete p; }
+
+namespace {
+
+// Builds the pipe between `near` (the calling shard's socket, alive) and `far` (maybe on
+// another shard, maybe gone by the time its half is built).
+void make_pair(const intrusive_ptr<inproc_binding>& near, const intrusive_ptr<inproc_binding>& far) {
+    socket_core& c = *near->owner;
+    const std::string addr = "inproc://" + far->info.name;
+    if (!compatible(near->info.type, far->info.type)) {
+        c.event(socket_event::kind::handshake_failed, addr, link_errc::socket_type_mismatch, to_string(far->info.type));
+        ++c.stats.handshake_failures;
+        return;
+    }
+    intrusive_ptr<inproc_link> link(new inproc_link);
+    link->home[0] = near->home;
+    link->home[1] = far->home;
+    intrusive_ptr<inproc_pipe> p(new inproc_pipe(c, link, 0, far->info, addr));
+    c.inproc->pipes.push_back(p);
+    // The far half first (posted before any batch of ours, so it exists when they arrive).
+    run_on(far->home, [link, far, near_info = near->info, addr] {
+        socket_core* fc = far->owner;
+        if (!fc || fc->closing) {
+            // Nobody there any more: the near half hears that its peer closed.
+            run_on(link->home[0], [link] {
+                std::vector<inproc_pipe::item> bye(1);
+                bye[0].what = inproc_pipe::item::kind::close;
+                if (inproc_pipe* np = link->side[0]) np->receive(bye);
+            });
+            return;
+        }
+        intrusive_ptr<inproc_pipe> fp(new inproc_pipe(*fc, link, 1, near_info, addr));
+        fc->inproc->pipes.push_back(fp);
+        fc->event(socket_event::kind::accepted, addr);
+        fc->event(socket_event::kind::handshake_succeeded, addr, {}, to_string(near_info.type));
+        fc->attach(*fp);
+    });
+    c.event(socket_event::kind::connected, addr);
+    c.event(socket_event::kind::handshake_succeeded, addr, {}, to_string(far->info.type));
+    c.attach(*p);
+}
+
+}  // namespace
+
+void ensure_state(socket_core& c) {
+    if (!c.inproc) c.inproc.reset(new inproc_state);
+}
+
+std::string inproc_bind(socket_core& c, std::string_view name) {
+    if (name.empty()) throw std::invalid_argument("inproc:// needs a name");
+    ensure_state(c);
+    auto me = make_binding(c, name);
+    std::vector<intrusive_ptr<inproc_binding>> waiters;
+    {
+        auto& r = names();
+        std::lock_guard lk(r.mu);
+        if (r.bound.count(name))
+            throw std::system_error(make_error_code(link_errc::address_in_use), "cannot bind inproc://" + std::string(name));
+        r.bound.emplace(std::string(name), me);
+        auto [lo, hi] = r.waiting.equal_range(name);
+        for (auto it = lo; it != hi; ++it) waiters.push_back(it->second);
+        r.waiting.erase(lo, hi);
+    }
+    c.inproc->bound.push_back(me);
+    c.event(socket_event::kind::listening, "inproc://" + std::string(name));
+    // Connects that came first complete now, each on its own socket's shard.
+    for (auto& w : waiters) {
+        run_on(w->home, [w, me] {
+            if (!w->owner || w->owner->closing) return;
+            auto& list = w->owner->inproc->waiting;
+            std::erase(list, w);
+            make_pair(w, me);
+        });
+    }
+    return "inproc://" + std::string(name);
+}
+
+void inproc_connect(socket_core& c, std::string_view name) {
+    if (name.empty()) throw std::invalid_argument("inproc:// needs a name");
+    ensure_state(c);
+    auto me = make_binding(c, name);
+    intrusive_ptr<inproc_binding> target;
+    {
+        auto& r = names();
+        std::lock_guard lk(r.mu);
+        auto it = r.bound.find(name);
+        if (it == r.bound.end()) {
+            r.waiting.emplace(std::string(name), me);
+        } else {
+            target = it->second;
+        }
+    }
+    if (!target) {
+        c.inproc->waiting.push_back(me);
+        return;
+    }
+    make_pair(me, target);
+}
+
+void inproc_close_all(socket_core& c) {
+    if (!c.inproc) return;
+    {
+        auto& r = names();
+        std::lock_guard lk(r.mu);
+        for (auto& b : c.inproc->bound) {
+            auto it = r.bound.find(b->info.name);
+            if (it != r.bound.end() && it->second == b) r.bound.erase(it);
+        }
+        for (auto& w : c.inproc->waiting) {
+            auto [lo, hi] = r.waiting.equal_range(w->info.name);
+            for (auto it = lo; it != hi;) it = it->second == w ? r.waiting.erase(it) : std::next(it);
+        }
+    }
+    // Only this shard reads owner: tasks arriving later see the socket is gone.
+    for (auto& b : c.inproc->bound) b->owner = nullptr;
+    for (auto& w : c.inproc->waiting) w->owner = nullptr;
+    c.inproc->bound.clear();
+    c.inproc->waiting.clear();
+    while (!c.inproc->pipes.empty()) c.inproc->pipes.back()->close(true);
+}
+
+}  // namespace strix::link::detail

@@ -1,0 +1,570 @@
+// socket (the public facade), socket_core and zmtp_pipe: the ZMTP side of a socket, one
+// session per tcp:// or ipc:// peer.
+#include "link/internal.hpp"
+
+#include <strix/core/log.hpp>
+#include <strix/core/shard.hpp>
+#include <strix/net/framer.hpp>
+#include <strix/net/net_errc.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+namespace strix::link {
+namespace detail {
+namespace {
+
+constexpr std::size_t max_parts = 1024;  // parts of one incoming message
+
+// One tcp:// or ipc:// peer: the session's state (session::emplace_state), from the greeting to
+// the end of the connection.
+class zmtp_pipe final : public pipe {
+public:
+    enum class phase : std::uint8_t { greeting, handshake, ready };
+
+    zmtp_pipe(socket_core& c, session& s, std::string addr)
+        : core_(c),
+          sess_(&s),
+          addr_(std::move(addr)),
+          hs_timer_([this] { on_handshake_timer(); }),
+          ping_timer_([this] { on_ping_timer(); }),
+          ttl_timer_([this] { on_ttl_timer(); }) {
+        id = c.next_pipe_id();
+    }
+    ~zmtp_pipe() override {
+        auto& w = core_.owner.timers();
+        w.cancel(hs_timer_);
+        w.cancel(ping_timer_);
+        w.cancel(ttl_timer_);
+    }
+
+    void start() {
+        std::byte g[zmtp::greeting_size];
+        zmtp::write_greeting(std::span<std::byte, zmtp::greeting_size>(g));
+        sess_->send(bytes_view(g, sizeof g));
+        // READY goes right behind the greeting: it reads the same in 3.0 and 3.1, and a NULL
+        // handshake has nothing to wait for.
+        const bool has_id = core_.type == socket_type::req || core_.type == socket_type::dealer || core_.type == socket_type::router;
+        const bytes_view idv = as_bytes(core_.opts.routing_id);
+        sess_->send(bytes_view(zmtp::ready_frame(to_string(core_.type), has_id ? &idv : nullptr)));
+        if (core_.opts.handshake_ivl.count() > 0)
+            core_.owner.timers().schedule(hs_timer_, core_.owner.ticks_for(core_.opts.handshake_ivl));
+    }
+
+    // --- pipe --------------------------------------------------------------------------------
+    bool full() noexcept override {
+        if (!core_.opts.sndhwm) return false;
+        // The count covers messages still queued: once the session wrote everything, none are.
+        if (out_msgs_ && sess_->queued_bytes() == 0) out_msgs_ = 0;
+        return out_msgs_ >= core_.opts.sndhwm;
+    }
+
+    void write(outgoing& m) override {
+        ++out_msgs_;
+        if (m.shared) {
+            sess_->send(m.wire());  // one encoding referenced by every peer
+            return;
+        }
+        const auto parts = m.parts();
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+            const std::uint8_t flags = i + 1 < parts.size() ? zmtp::flag_more : 0;
+            const bytes_view b = parts[i];
+            if (b.size() <= small_copy) {
+                // Header and body in one append: the common small message costs one copy.
+                std::byte buf[zmtp::max_header + small_copy];
+                const std::size_t h = zmtp::write_header(buf, flags, b.size());
+                if (!b.empty()) std::memcpy(buf + h, b.data(), b.size());
+                sess_->send(bytes_view(buf, h + b.size()));
+            } else {
+                std::byte hdr[zmtp::max_header];
+                const std::size_t h = zmtp::write_header(hdr, flags, b.size());
+                sess_->send(bytes_view(hdr, h));
+                sess_->send(b);
+            }
+        }
+    }
+
+    void send_subscription(bool on, bytes_view topic) override {
+        if (v31_) {
+            sess_->send(bytes_view(zmtp::command_frame(on ? "SUBSCRIBE" : "CANCEL", topic)));
+            return;
+        }
+        std::vector<std::byte> body;
+        body.reserve(topic.size() + 1);
+        body.push_back(on ? std::byte{1} : std::byte{0});
+        body.insert(body.end(), topic.begin(), topic.end());
+        std::byte hdr[zmtp::max_header];
+        sess_->send(bytes_view(hdr, zmtp::write_header(hdr, 0, body.size())));
+        sess_->send(bytes_view(body));
+    }
+
+    void terminate(std::error_code why) override { sess_->close(why); }
+    const std::string& address() const noexcept override { return addr_; }
+    void watch_writable() noexcept override {
+        watching_ = true;
+        sess_->notify_when_drained();
+    }
+    bool take_watch() noexcept {
+        const bool w = watching_;
+        watching_ = false;
+        return w;
+    }
+
+    // --- frames from the session ------------------------------------------------------------
+    void on_frame(std::span<const std::byte> whole) {
+        last_rx_tick_ = core_.owner.now_tick();
+        if (phase_ == phase::ready) {
+            const zmtp::frame f = zmtp::split(whole);
+            if (f.command()) {
+                on_command(f.body);
+                return;
+            }
+            on_message_frame(f);
+            return;
+        }
+        if (phase_ == phase::greeting) {
+            zmtp::greeting g;
+            if (auto ec = zmtp::parse_greeting(whole.first<zmtp::greeting_size>(), g)) {
+                fail(ec);
+                return;
+            }
+            if (g.mechanism != "NULL") {
+                sess_->send(bytes_view(zmtp::error_frame("unsupported security mechanism " + g.mechanism)));
+                fail(link_errc::unsupported_mechanism);
+                return;
+            }
+            v31_ = g.major > 3 || g.minor >= 1;
+            phase_ = phase::handshake;
+            sess_->set_framer(zmtp::frame_framer());
+            return;
+        }
+        // Handshake: READY (or ERROR) and nothing else.
+        const zmtp::frame f = zmtp::split(whole);
+        zmtp::command cmd;
+        if (!f.command() || !zmtp::parse_command(f.body, cmd)) {
+            fail(link_errc::bad_handshake);
+            return;
+        }
+        if (cmd.name == "ERROR") {
+            fail(link_errc::peer_error, error_reason(cmd.data));
+            return;
+        }
+        if (cmd.name != "READY") {
+            fail(link_errc::bad_handshake);
+            return;
+        }
+        bool have_type = false, type_ok = false;
+        const bool props_ok = zmtp::for_each_property(cmd.data, [&](std::string_view name, bytes_view value) {
+            if (zmtp::iequals(name, "Socket-Type")) {
+                have_type = true;
+                const std::string_view t = as_text(value);
+                for (int k = 0; k <= static_cast<int>(socket_type::xsub); ++k) {
+                    const auto st = static_cast<socket_type>(k);
+                    if (t == to_string(st)) {
+                        peer_type = st;
+                        type_ok = compatible(core_.type, st);
+                    }
+                }
+                peer_type_name_ = std::string(t);
+            } else if (zmtp::iequals(name, "Identity")) {
+                peer_identity = std::string(as_text(value));
+            }
+        });
+        if (!props_ok || !have_type) {
+            fail(link_errc::bad_handshake);
+            return;
+        }
+        if (!type_ok) {
+            sess_->send(bytes_view(zmtp::error_frame("Invalid socket type")));
+            fail(link_errc::socket_type_mismatch, peer_type_name_);
+            return;
+        }
+        phase_ = phase::ready;
+        core_.owner.timers().cancel(hs_timer_);
+        if (core_.opts.heartbeat_ivl.count() > 0)
+            core_.owner.timers().schedule(ping_timer_, core_.owner.ticks_for(core_.opts.heartbeat_ivl));
+        core_.event(socket_event::kind::handshake_succeeded, addr_, {}, peer_type_name_);
+        core_.attach(*this);
+    }
+
+    phase current_phase() const noexcept { return phase_; }
+
+private:
+    static constexpr std::size_t small_copy = 512;
+
+    static std::string error_reason(bytes_view data) {
+        if (data.empty()) return {};
+        const std::size_t n = std::min<std::size_t>(static_cast<std::size_t>(data[0]), data.size() - 1);
+        return std::string(as_text(data.subspan(1, n)));
+    }
+
+    void fail(std::error_code ec, std::string detail = {}) {
+        ++core_.stats.handshake_failures;
+        core_.event(socket_event::kind::handshake_failed, addr_, ec, std::move(detail));
+        sess_->close(ec);  // flushes an ERROR queued just before
+    }
+
+    void on_command(bytes_view body) {
+        zmtp::command cmd;
+        if (!zmtp::parse_command(body, cmd)) {
+            ++core_.stats.protocol_errors;
+            core_.event(socket_event::kind::disconnected, addr_, link_errc::bad_frame);
+            sess_->close(link_errc::bad_frame);
+            return;
+        }
+        if (cmd.name == "PING") {
+            if (cmd.data.size() < 2) return;
+            const unsigned ttl = (static_cast<unsigned>(cmd.data[0]) << 8) | static_cast<unsigned>(cmd.data[1]);
+            sess_->send(bytes_view(zmtp::pong_frame(cmd.data.subspan(2))));
+            if (ttl > 0 && !ttl_timer_.armed()) {
+                peer_ttl_ = std::chrono::milliseconds(ttl * 100u);
+                core_.owner.timers().schedule(ttl_timer_, core_.owner.ticks_for(peer_ttl_));
+            }
+        } else if (cmd.name == "SUBSCRIBE") {
+            core_.pat->subscription(*this, true, cmd.data);
+        } else if (cmd.name == "CANCEL") {
+            core_.pat->subscription(*this, false, cmd.data);
+        } else if (cmd.name == "ERROR") {
+            core_.event(socket_event::kind::disconnected, addr_, link_errc::peer_error, error_reason(cmd.data));
+            sess_->close(link_errc::peer_error);
+        }
+        // PONG needs nothing (any frame counts as traffic); unknown commands are ignored.
+    }
+
+    void on_message_frame(const zmtp::frame& f) {
+        if (asm_parts_.empty() && !f.more()) {
+            // The common case: a one-part message, handed over straight from the receive ring.
+            ++core_.stats.messages_in;
+            core_.pat->receive(*this, std::span(&f.body, 1));
+            return;
+        }
+        if (asm_parts_.size() + 1 >= max_parts || asm_.size() + f.body.size() > 4 * core_.opts.max_msg_size) {
+            ++core_.stats.protocol_errors;
+            core_.event(socket_event::kind::disconnected, addr_, link_errc::message_too_large, "too many parts");
+            sess_->close(link_errc::message_too_large);
+            return;
+        }
+        if (f.more()) {
+            asm_parts_.emplace_back(asm_.size(), f.body.size());
+            asm_.insert(asm_.end(), f.body.begin(), f.body.end());
+            return;
+        }
+        // The last part stays in the ring; the earlier ones were copied as they came.
+        views_.clear();
+        for (auto [off, len] : asm_parts_) views_.emplace_back(asm_.data() + off, len);
+        views_.push_back(f.body);
+        asm_parts_.clear();
+        ++core_.stats.messages_in;
+        core_.pat->receive(*this, views_);
+        asm_.clear();
+        if (asm_.capacity() > 64 * 1024) asm_.shrink_to_fit();
+    }
+
+    void on_handshake_timer() {
+        if (phase_ != phase::ready) fail(link_errc::handshake_timeout);
+    }
+
+    void on_ping_timer() {
+        auto& sh = core_.owner;
+        const auto timeout = core_.opts.heartbeat_timeout.count() > 0 ? core_.opts.heartbeat_timeout : core_.opts.heartbeat_ivl;
+        if (ping_outstanding_ && sh.now_tick() - ping_sent_tick_ >= sh.ticks_for(timeout) && last_rx_tick_ < ping_sent_tick_) {
+            core_.event(socket_event::kind::disconnected, addr_, link_errc::heartbeat_timeout);
+            sess_->close(link_errc::heartbeat_timeout);
+            return;
+        }
+        if (!ping_outstanding_ || last_rx_tick_ >= ping_sent_tick_) {
+            const auto ttl = static_cast<std::uint16_t>(std::min<long long>(core_.opts.heartbeat_ttl.count() / 100, 65535));
+            sess_->send(bytes_view(zmtp::ping_frame(ttl, {})));
+            ping_outstanding_ = true;
+            ping_sent_tick_ = sh.now_tick();
+        }
+        // Tick at the shorter of interval and timeout so a lost peer is noticed in time.
+        sh.timers().schedule(ping_timer_, sh.ticks_for(std::min(core_.opts.heartbeat_ivl, timeout)));
+    }
+
+    void on_ttl_timer() {
+        auto& sh = core_.owner;
+        const auto ttl = sh.ticks_for(peer_ttl_);
+        const auto quiet = sh.now_tick() - last_rx_tick_;
+        if (quiet >= ttl) {
+            core_.event(socket_event::kind::disconnected, addr_, link_errc::heartbeat_timeout, "peer's TTL");
+            sess_->close(link_errc::heartbeat_timeout);
+            return;
+        }
+        sh.timers().schedule(ttl_timer_, ttl - quiet);
+    }
+
+    socket_core& core_;
+    session* sess_;
+    std::string addr_;
+    std::string peer_type_name_;
+    timer_node hs_timer_, ping_timer_, ttl_timer_;
+    std::chrono::milliseconds peer_ttl_{0};
+    std::uint64_t last_rx_tick_ = 0;
+    std::uint64_t ping_sent_tick_ = 0;
+    std::uint32_t out_msgs_ = 0;
+    phase phase_ = phase::greeting;
+    bool v31_ = true;
+    bool watching_ = false;
+    bool ping_outstanding_ = false;
+    std::vector<std::byte> asm_;
+    std::vector<std::pair<std::size_t, std::size_t>> asm_parts_;
+    std::vector<bytes_view> views_;
+};
+
+session_group_config group_config(const socket_options& o) {
+    session_group_config g;
+    g.framing = &zmtp::greeting_framer();
+    // The session refuses a frame above max_frame from its header, before buffering it.
+    const std::size_t frame = std::min<std::size_t>(o.max_msg_size, UINT32_MAX - zmtp::max_header) + zmtp::max_header;
+    g.limits.max_frame = static_cast<std::uint32_t>(frame);
+    g.limits.max_queued = SIZE_MAX;        // the high-water mark (messages) bounds output instead
+    g.limits.stall_timeout = std::chrono::milliseconds(0);
+    g.limits.high_water = 4 * 1024 * 1024;
+    g.limits.low_water = 1024 * 1024;
+    return g;
+}
+
+}  // namespace
+
+socket_core::socket_core(shard& sh, socket_type t, socket_options o)
+    : owner(sh), type(t), opts(std::move(o)), pat(make_pattern(*this, t)) {
+    group_ = std::make_unique<session_group>(sh, *this, group_config(opts));
+}
+
+socket_core::~socket_core() {
+    closing = true;
+    inproc_close_all(*this);
+    for (auto& c : connections_) c->close();
+    connections_.clear();
+    group_.reset();  // aborts sessions: on_close detaches their pipes while the pattern lives
+}
+
+std::string socket_core::bind(std::string_view address) {
+    if (address.starts_with("inproc://")) return inproc_bind(*this, address.substr(9));
+    const endpoint ep = group_->listen(endpoint::parse(address));
+    const std::string bound = ep.to_string();
+    event(socket_event::kind::listening, bound);
+    return bound;
+}
+
+void socket_core::connect(std::string_view address) {
+    if (address.starts_with("inproc://")) {
+        inproc_connect(*this, address.substr(9));
+        return;
+    }
+    connect_options co;
+    co.reconnect = true;
+    co.reconnect_initial = opts.reconnect_ivl;
+    co.reconnect_max = std::max(opts.reconnect_ivl_max, opts.reconnect_ivl);
+    connections_.push_back(group_->connect(endpoint::parse(address), co));
+}
+
+std::error_code socket_core::send_part(bytes_view part, bool more) {
+    if (closing) return link_errc::closed;
+    if (more) {
+        pending_store_.emplace_back(part.begin(), part.end());
+        return {};
+    }
+    if (pending_store_.empty()) return send_parts(std::span(&part, 1));
+    pending_.clear();
+    for (auto& p : pending_store_) pending_.emplace_back(p);
+    pending_.push_back(part);
+    const auto ec = send_parts(pending_);
+    // A message refused for the mark stays whole for the next try of its last part.
+    if (ec != link_errc::would_block) pending_store_.clear();
+    return ec;
+}
+
+std::error_code socket_core::send_parts(std::span<const bytes_view> parts) {
+    if (closing) return link_errc::closed;
+    const auto ec = pat->send(parts);
+    if (!ec) ++stats.messages_out;
+    return ec;
+}
+
+void socket_core::attach(pipe& p) {
+    p.attached = true;
+    ++stats.peers;
+    pat->attach(p);
+    // A new peer is room to send: a sender that was told would_block may go on.
+    pipe_writable(p);
+}
+
+void socket_core::detach(pipe& p) {
+    if (!p.attached) return;
+    p.attached = false;
+    --stats.peers;
+    pat->detach(p);
+}
+
+void socket_core::deliver(std::span<const bytes_view> parts) {
+    if (on_message) on_message(message_view(parts));
+}
+
+void socket_core::event(socket_event::kind k, const std::string& ep, std::error_code ec, std::string detail) {
+    if (on_event) on_event(socket_event{k, ep, ec, std::move(detail)});
+}
+
+void socket_core::pipe_writable(pipe& p) {
+    pat->writable(p);
+    if (!want_writable_ || notifying_ || closing) return;
+    want_writable_ = false;
+    if (!on_writable) return;
+    notifying_ = true;  // a callback that sends until would_block must not re-enter itself
+    on_writable();
+    notifying_ = false;
+}
+
+void socket_core::on_open(session& s) {
+    auto& p = s.emplace_state<zmtp_pipe>(*this, s, s.origin() ? s.origin()->target().to_string() : s.peer());
+    event(s.origin() ? socket_event::kind::connected : socket_event::kind::accepted, p.address());
+    p.start();
+}
+
+void socket_core::on_frame(session& s, std::span<const std::byte> frame) {
+    if (auto* p = s.state<zmtp_pipe>()) p->on_frame(frame);
+}
+
+void socket_core::on_protocol_error(session& s, std::error_code ec) {
+    auto* p = s.state<zmtp_pipe>();
+    if (!p) return;
+    if (p->current_phase() != zmtp_pipe::phase::ready) {
+        ++stats.handshake_failures;
+        event(socket_event::kind::handshake_failed, p->address(), ec);
+    } else {
+        ++stats.protocol_errors;
+        event(socket_event::kind::disconnected, p->address(), ec == net_errc::frame_too_large ? make_error_code(link_errc::message_too_large) : ec);
+    }
+}
+
+void socket_core::on_close(session& s, std::error_code ec) {
+    auto* p = s.state<zmtp_pipe>();
+    if (!p) return;
+    const bool was_attached = p->attached;
+    detach(*p);
+    if (was_attached) event(socket_event::kind::disconnected, p->address(), ec);
+}
+
+void socket_core::on_connect_failed(connection& c, std::error_code ec) {
+    event(socket_event::kind::connect_retried, c.target().to_string(), ec);
+}
+
+void socket_core::on_drained(session& s) {
+    auto* p = s.state<zmtp_pipe>();
+    if (p && p->take_watch() && p->attached) pipe_writable(*p);
+}
+
+}  // namespace detail
+
+// --- the public facade ---------------------------------------------------------------------
+
+const char* to_string(socket_type t) noexcept {
+    switch (t) {
+        case socket_type::pair: return "PAIR";
+        case socket_type::pub: return "PUB";
+        case socket_type::sub: return "SUB";
+        case socket_type::req: return "REQ";
+        case socket_type::rep: return "REP";
+        case socket_type::dealer: return "DEALER";
+        case socket_type::router: return "ROUTER";
+        case socket_type::pull: return "PULL";
+        case socket_type::push: return "PUSH";
+        case socket_type::xpub: return "XPUB";
+        case socket_type::xsub: return "XSUB";
+    }
+    return "?";
+}
+
+bool compatible(socket_type a, socket_type b) noexcept {
+    using t = socket_type;
+    switch (a) {
+        case t::pair: return b == t::pair;
+        case t::pub:
+        case t::xpub: return b == t::sub || b == t::xsub;
+        case t::sub:
+        case t::xsub: return b == t::pub || b == t::xpub;
+        case t::req: return b == t::rep || b == t::router;
+        case t::rep: return b == t::req || b == t::dealer;
+        case t::dealer: return b == t::rep || b == t::dealer || b == t::router;
+        case t::router: return b == t::req || b == t::dealer || b == t::router;
+        case t::push: return b == t::pull;
+        case t::pull: return b == t::push;
+    }
+    return false;
+}
+
+const char* to_string(socket_event::kind k) noexcept {
+    using e = socket_event::kind;
+    switch (k) {
+        case e::listening: return "listening";
+        case e::accepted: return "accepted";
+        case e::connected: return "connected";
+        case e::connect_retried: return "connect_retried";
+        case e::handshake_succeeded: return "handshake_succeeded";
+        case e::handshake_failed: return "handshake_failed";
+        case e::disconnected: return "disconnected";
+        case e::hwm_reached: return "hwm_reached";
+        case e::subscribed: return "subscribed";
+        case e::unsubscribed: return "unsubscribed";
+        case e::closed: return "closed";
+    }
+    return "?";
+}
+
+socket::socket(shard& sh, socket_type type, socket_options opts)
+    : core_(std::make_unique<detail::socket_core>(sh, type, std::move(opts))) {}
+
+socket::~socket() = default;
+
+std::string socket::bind(std::string_view address) {
+    STRIX_ASSERT_OWNER(core_->owner, "link::socket::bind");
+    return core_->bind(address);
+}
+
+void socket::connect(std::string_view address) {
+    STRIX_ASSERT_OWNER(core_->owner, "link::socket::connect");
+    core_->connect(address);
+}
+
+std::error_code socket::send(bytes_view part, bool more) {
+    STRIX_ASSERT_OWNER(core_->owner, "link::socket::send");
+    return core_->send_part(part, more);
+}
+
+std::error_code socket::send(const message& m) {
+    std::vector<bytes_view> v;
+    v.reserve(m.size());
+    for (auto& p : m) v.push_back(p.bytes());
+    return core_->send_parts(v);
+}
+
+std::error_code socket::send(std::initializer_list<bytes_view> parts) {
+    return core_->send_parts(std::span(parts.begin(), parts.size()));
+}
+
+void socket::on_message(std::function<void(message_view)> f) { core_->on_message = std::move(f); }
+void socket::on_writable(std::function<void()> f) { core_->on_writable = std::move(f); }
+void socket::on_event(std::function<void(const socket_event&)> f) { core_->on_event = std::move(f); }
+
+void socket::subscribe(bytes_view topic) {
+    if (core_->type != socket_type::sub && core_->type != socket_type::xsub)
+        throw std::invalid_argument("subscribe() is for SUB and XSUB sockets");
+    core_->pat->subscribe(true, topic);
+}
+
+void socket::unsubscribe(bytes_view topic) {
+    if (core_->type != socket_type::sub && core_->type != socket_type::xsub)
+        throw std::invalid_argument("unsubscribe() is for SUB and XSUB sockets");
+    core_->pat->subscribe(false, topic);
+}
+
+std::size_t socket::subscribers() const noexcept { return core_->pat->subscribers(); }
+std::size_t socket::peers() const noexcept { return core_->stats.peers; }
+socket_type socket::type() const noexcept { return core_->type; }
+shard& socket::owner() const noexcept { return core_->owner; }
+const socket_options& socket::options() const noexcept { return core_->opts; }
+socket_stats socket::stats() const noexcept { return core_->stats; }
+
+}  // namespace strix::link
