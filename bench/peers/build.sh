@@ -42,9 +42,22 @@ skip() {  # <name> <reason>
   echo "$1|not built|$2" >>"$status"
 }
 
+# The oldest toolchains the pinned versions build with: tokio 1.54's rust-version (Cargo.lock
+# version 4 needs cargo 1.78 anyway) and gnet v2.9.7's go directive. Debian bookworm's own rustc
+# (1.63) and golang-go (1.19) are older; rustup.rs and go.dev/dl (or bookworm-backports' golang)
+# are newer.
+min_rust=1.85
+min_go=1.20
+older() {  # <version> <minimum>: true when version < minimum
+  [ "$1" != "$2" ] && [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -1)" = "$1" ]
+}
+
 # --- tokio ----------------------------------------------------------------------------------------
+rust_version=$(rustc --version 2>/dev/null | awk '{print $2}')
 if ! command -v cargo >/dev/null; then
   skip tokio "cargo is not installed (Rust from rustup.rs)"
+elif [ -z "$rust_version" ] || older "$rust_version" "$min_rust"; then
+  skip tokio "rustc ${rust_version:-(missing)} is older than $min_rust, which tokio 1.54 needs (rustup.rs)"
 else
   echo "peers: building tokio-echo with $(cargo --version) (log: $out/tokio-echo.build.log)"
   if timeout "$limit" cargo build --release --locked \
@@ -59,8 +72,11 @@ else
 fi
 
 # --- gnet -----------------------------------------------------------------------------------------
+go_version=$(go env GOVERSION 2>/dev/null | sed 's/^go//')
 if ! command -v go >/dev/null; then
   skip gnet "go is not installed (go.dev/dl)"
+elif [ -z "$go_version" ] || older "$go_version" "$min_go"; then
+  skip gnet "go ${go_version:-(unknown)} is older than $min_go, which gnet v2.9.7 needs (go.dev/dl)"
 else
   echo "peers: building gnet-echo with $(go version) (log: $out/gnet-echo.build.log)"
   # GOTOOLCHAIN=local: never download another Go; -mod=readonly: go.sum is the pin.
