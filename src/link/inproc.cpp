@@ -17,6 +17,7 @@
 #include <strix/core/intrusive_ptr.hpp>
 #include <strix/core/shard.hpp>
 
+#include <deque>
 #include <map>
 #include <mutex>
 #include <system_error>
@@ -144,15 +145,15 @@ public:
     void receive(std::vector<item>& batch) {
         for (auto& it : batch) {
             if (closed_) return;
+            if (it.what == item::kind::msg && (core_.paused || !held_.empty())) {
+                // Paused: held here, unacknowledged, so the sender stops at its mark.
+                held_.push_back(std::move(it));
+                continue;
+            }
             switch (it.what) {
-                case item::kind::msg: {
-                    views_.clear();
-                    for (auto& p : it.parts) views_.push_back(p.bytes());
-                    ++core_.stats.messages_in;
-                    ++consumed_;
-                    core_.pat->receive(*this, views_);
+                case item::kind::msg:
+                    deliver_one(it);
                     break;
-                }
                 case item::kind::subscribe:
                 case item::kind::cancel:
                     core_.pat->subscription(*this, it.what == item::kind::subscribe, it.parts[0].bytes());
@@ -173,7 +174,25 @@ public:
         if (consumed_) core_.owner.mark_dirty(*this);  // the ack goes out with the next flush
     }
 
+    /// Delivers messages held while the socket was paused (until it pauses again).
+    void resume() {
+        while (!held_.empty() && !core_.paused && !closed_) {
+            item it = std::move(held_.front());
+            held_.pop_front();
+            deliver_one(it);
+        }
+        if (consumed_) core_.owner.mark_dirty(*this);
+    }
+
 private:
+    void deliver_one(item& it) {
+        views_.clear();
+        for (auto& p : it.parts) views_.push_back(p.bytes());
+        ++core_.stats.messages_in;
+        ++consumed_;
+        core_.pat->receive(*this, views_);
+    }
+
     void queue(item&& it) {
         out_.push_back(std::move(it));
         if (out_.size() == 1) core_.owner.mark_dirty(*this);
@@ -213,6 +232,7 @@ private:
     std::uint64_t in_flight_ = 0;  // sent and not yet acknowledged by the peer
     std::uint64_t consumed_ = 0;   // delivered here, not yet acknowledged to the peer
     std::vector<item> out_;
+    std::deque<item> held_;  // messages that arrived while the socket was paused
     std::vector<bytes_view> views_;
     bool watching_ = false;
     bool closed_ = false;
@@ -315,6 +335,12 @@ void inproc_connect(socket_core& c, std::string_view name) {
         return;
     }
     make_pair(me, target);
+}
+
+void inproc_resume(socket_core& c) {
+    if (!c.inproc) return;
+    auto pipes = c.inproc->pipes;  // resume() may close pipes (a close item is never held, though)
+    for (auto& p : pipes) p->resume();
 }
 
 void inproc_close_all(socket_core& c) {

@@ -184,6 +184,8 @@ public:
     std::function<void(const socket_event&)> on_event;
     std::unique_ptr<inproc_state, inproc_state_deleter> inproc;
     bool closing = false;
+    bool paused = false;  // pause_receiving(true)
+    void pause(bool on);
 
 private:
     std::unique_ptr<session_group> group_;  // declared last: destroyed first, while the pattern lives
@@ -199,5 +201,7 @@ private:
 std::string inproc_bind(socket_core& c, std::string_view name);
 void inproc_connect(socket_core& c, std::string_view name);
 void inproc_close_all(socket_core& c);
+/// Delivers what inproc peers sent while the socket was paused.
+void inproc_resume(socket_core& c);
 
 }  // namespace strix::link::detail

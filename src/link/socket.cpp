@@ -417,7 +417,15 @@ void socket_core::pipe_writable(pipe& p) {
     notifying_ = false;
 }
 
+void socket_core::pause(bool on) {
+    if (paused == on) return;
+    paused = on;
+    group_->for_each([on](session& s) { s.suspend_reading(on); });
+    if (!on) inproc_resume(*this);
+}
+
 void socket_core::on_open(session& s) {
+    if (paused) s.suspend_reading(true);
     auto& p = s.emplace_state<zmtp_pipe>(*this, s, s.origin() ? s.origin()->target().to_string() : s.peer());
     event(s.origin() ? socket_event::kind::connected : socket_event::kind::accepted, p.address());
     p.start();
@@ -558,6 +566,11 @@ void socket::unsubscribe(bytes_view topic) {
     if (core_->type != socket_type::sub && core_->type != socket_type::xsub)
         throw std::invalid_argument("unsubscribe() is for SUB and XSUB sockets");
     core_->pat->subscribe(false, topic);
+}
+
+void socket::pause_receiving(bool on) {
+    STRIX_ASSERT_OWNER(core_->owner, "link::socket::pause_receiving");
+    core_->pause(on);
 }
 
 std::size_t socket::subscribers() const noexcept { return core_->pat->subscribers(); }

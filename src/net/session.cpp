@@ -137,7 +137,7 @@ void session::on_io(std::uint32_t events) {
     }
     if (events & (io_events::readable | io_events::hangup | io_events::read_hangup)) {
         if (state_kind_ == phase::open) {
-            if (read_paused_)
+            if (read_paused_ || suspended_)
                 read_pending_ = true;
             else
                 do_read();
@@ -169,6 +169,10 @@ void session::do_read() {
         return;
     }
     while (state_kind_ == phase::open) {
+        if (suspended_) {
+            read_pending_ = true;  // the application paused input (suspend_reading)
+            break;
+        }
         if (tx_.size() >= group_.limits().high_water) {
             // Output is piling up: stop taking input until the peer drains it (resume_reading).
             pause_reading();
@@ -274,9 +278,17 @@ void session::pause_reading() {
     arm_timer();
 }
 
+void session::suspend_reading(bool on) {
+    STRIX_ASSERT_OWNER(owner(), "session::suspend_reading");
+    if (suspended_ == on) return;
+    suspended_ = on;
+    if (!on && !read_paused_ && read_pending_ && state_kind_ == phase::open) do_read();
+}
+
 void session::resume_reading() {
     if (!read_paused_) return;
     read_paused_ = false;
+    if (suspended_) return;
     // Edge-triggered: data that arrived while paused raised no new edge, so read it now.
     if (read_pending_ && state_kind_ == phase::open) do_read();
 }

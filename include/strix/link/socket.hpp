@@ -159,6 +159,12 @@ public:
     void unsubscribe(bytes_view topic);
     void unsubscribe(std::string_view topic) { unsubscribe(as_bytes(topic)); }
 
+    /// Stops (true) or resumes (false) taking messages from peers, for an application that
+    /// consumes them elsewhere and must not fall behind without bound: connections stop reading
+    /// (the kernel and then the peer's high-water mark hold the rest) and inproc peers wait for
+    /// credit. Messages already read when it is called are still delivered.
+    void pause_receiving(bool on);
+
     /// PUB/XPUB: peers that currently hold at least one subscription. With on_event's
     /// `subscribed` this answers ZeroMQ's "slow joiner": wait for your subscribers before
     /// publishing.

@@ -82,6 +82,11 @@ public:
     /// Closes now, dropping queued output.
     void abort(std::error_code reason);
 
+    /// Stops (true) or resumes (false) reading from the peer on the application's behalf, e.g.
+    /// while a consumer on another thread catches up. Unlike backpressure this never counts as
+    /// a stall. Data that arrived meanwhile is read on resume.
+    void suspend_reading(bool on);
+
     /// Asks for handler.on_drained(*this) once, the next time a flush leaves nothing queued.
     void notify_when_drained() noexcept { drain_watch_ = true; }
 
@@ -174,6 +179,7 @@ private:
     bool holds_shard_ = false;    // a graceful close holds the shard's drain
     bool write_interest_ = false; // EPOLLOUT registered: a write hit a full socket buffer
     bool drain_watch_ = false;    // notify_when_drained() asked for on_drained
+    bool suspended_ = false;      // suspend_reading(true): the application paused input
     std::error_code close_reason_;
 };
 
