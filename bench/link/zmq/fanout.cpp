@@ -58,16 +58,6 @@ int main(int argc, char** argv) {
     for (auto& th : threads) th.join();
   }
   const auto last = *std::max_element(done.begin(), done.end());
-  double seconds = lp::seconds_between(start, last);
-  if (seconds <= 0) seconds = 1e-6;
-  const std::uint64_t deliveries = count * static_cast<std::uint64_t>(subscribers);
-  std::printf("subscribers: %d\n", subscribers);
-  std::printf("message size: %zu [B]\n", size);
-  std::printf("message count: %llu\n", static_cast<unsigned long long>(count));
-  std::printf("deliveries: %llu\n", static_cast<unsigned long long>(deliveries));
-  std::printf("mean throughput: %llu [msg/s]\n",
-              static_cast<unsigned long long>(static_cast<double>(count) / seconds));
-  std::printf("aggregate throughput: %llu [deliveries/s]\n",
-              static_cast<unsigned long long>(static_cast<double>(deliveries) / seconds));
+  lp::print_fanout(subscribers, size, count, lp::seconds_between(start, last));
   return 0;
 }
