@@ -43,11 +43,9 @@ public:
         std::byte g[zmtp::greeting_size];
         zmtp::write_greeting(std::span<std::byte, zmtp::greeting_size>(g));
         sess_->send(bytes_view(g, sizeof g));
-        // READY goes right behind the greeting: it reads the same in 3.0 and 3.1, and a NULL
-        // handshake has nothing to wait for.
-        const bool has_id = core_.type == socket_type::req || core_.type == socket_type::dealer || core_.type == socket_type::router;
-        const bytes_view idv = as_bytes(core_.opts.routing_id);
-        sess_->send(bytes_view(zmtp::ready_frame(to_string(core_.type), has_id ? &idv : nullptr)));
+        // READY waits for the peer's greeting (on_frame), as libzmq's does: sent right behind
+        // ours, it reached libzmq before libzmq's own READY left, and libzmq, finding our type
+        // incompatible, closed without a READY, so strix could neither see nor count the mismatch.
         if (core_.opts.handshake_ivl.count() > 0)
             core_.owner.timers().schedule(hs_timer_, core_.owner.ticks_for(core_.opts.handshake_ivl));
     }
@@ -137,6 +135,9 @@ public:
             v31_ = g.major > 3 || g.minor >= 1;
             phase_ = phase::handshake;
             sess_->set_framer(zmtp::frame_framer());
+            const bool has_id = core_.type == socket_type::req || core_.type == socket_type::dealer || core_.type == socket_type::router;
+            const bytes_view idv = as_bytes(core_.opts.routing_id);
+            sess_->send(bytes_view(zmtp::ready_frame(to_string(core_.type), has_id ? &idv : nullptr)));
             return;
         }
         // Handshake: READY (or ERROR) and nothing else.

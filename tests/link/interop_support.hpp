@@ -252,6 +252,42 @@ inline std::string describe(const std::vector<std::string>& m) {
     return d + "]";
 }
 
+/// A test with an engine (2 shards) for strix sockets and a libzmq context for their peers.
+class interop_test_base : public ::testing::Test {
+protected:
+    // Destroyed in reverse: monitors, libzmq sockets, the engine with its sockets, the context.
+    zmq::context ctx;
+    link_env env;
+    address_maker where;
+    std::vector<std::unique_ptr<zmq::socket>> zsockets_;
+    std::vector<std::unique_ptr<zmq::monitor>> monitors_;
+
+    /// A libzmq socket closed at the end of the test (or earlier with close()).
+    zmq::socket& zsock(int type) { return *zsockets_.emplace_back(std::make_unique<zmq::socket>(ctx, type)); }
+    zmq::monitor& watch(zmq::socket& s) { return *monitors_.emplace_back(std::make_unique<zmq::monitor>(ctx, s)); }
+
+    /// Runs f on s's shard.
+    template <class F>
+    auto on(link::socket& s, F&& f) {
+        return env.on(env.shard_of(s), std::forward<F>(f));
+    }
+    std::size_t peers(link::socket& s) {
+        return on(s, [&] { return s.peers(); });
+    }
+    link::socket_stats stats(link::socket& s) {
+        return on(s, [&] { return s.stats(); });
+    }
+    /// Waits until s has n peers, letting a libzmq socket process its commands meanwhile.
+    bool wait_peers(link::socket& s, std::size_t n, zmq::socket* z = nullptr, std::chrono::milliseconds within = std::chrono::seconds(5)) {
+        return eventually(
+            [&] {
+                if (z) z->events();
+                return peers(s) == n;
+            },
+            within);
+    }
+};
+
 /// got == want, reported by size and first bytes with the first difference (not 1 MiB dumps).
 inline ::testing::AssertionResult same(const std::vector<std::string>& got, const std::vector<std::string>& want) {
     if (got == want) return ::testing::AssertionSuccess();
@@ -268,6 +304,23 @@ inline ::testing::AssertionResult same(const std::vector<std::string>& got, cons
 inline ::testing::AssertionResult same(const std::optional<std::vector<std::string>>& got, const std::vector<std::string>& want) {
     if (!got) return ::testing::AssertionFailure() << "nothing arrived, want " << describe(want);
     return same(*got, want);
+}
+
+}  // namespace strix::test
+
+namespace strix::test {
+
+/// A socket's events, one per line, for failure messages.
+inline std::string describe(event_log& log) {
+    std::string d;
+    for (auto& e : log.all()) {
+        d += link::to_string(e.what);
+        d += " " + e.endpoint;
+        if (e.error) d += " (" + e.error.message() + ")";
+        if (!e.detail.empty()) d += " [" + e.detail + "]";
+        d += "\n";
+    }
+    return d;
 }
 
 }  // namespace strix::test
