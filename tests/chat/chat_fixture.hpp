@@ -40,15 +40,6 @@ inline std::string read_file(const std::string& path) {
     return ss.str();
 }
 
-/// Polls pred until it holds or `within` passes; returns its last value.
-inline bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds within = std::chrono::seconds(10)) {
-    auto deadline = std::chrono::steady_clock::now() + within;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return pred();
-}
 
 /// strix-chat-server running as a child process on an ephemeral port.
 class server_process {

@@ -4,6 +4,8 @@
 #include <strix/core/engine.hpp>
 #include <strix/net/server.hpp>
 
+#include "support/loopback.hpp"
+
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -37,14 +39,5 @@ struct server_fixture {
     server srv;
 };
 
-/// Polls pred until it holds or `within` passes; returns its last value.
-inline bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds within = std::chrono::seconds(5)) {
-    auto deadline = std::chrono::steady_clock::now() + within;
-    while (std::chrono::steady_clock::now() < deadline) {
-        if (pred()) return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return pred();
-}
 
 }  // namespace strix::test

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -239,6 +240,16 @@ inline bool wait_listening(std::uint16_t port, std::chrono::milliseconds within 
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return false;
+}
+
+/// Polls pred until it holds or `within` passes; returns its last value.
+inline bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds within = std::chrono::seconds(10)) {
+    auto deadline = std::chrono::steady_clock::now() + within;
+    while (std::chrono::steady_clock::now() < deadline) {
+        if (pred()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return pred();
 }
 
 /// The port a bound socket got.

@@ -79,10 +79,19 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
 
 chat_server::~chat_server() { shutdown(); }
 
-std::uint64_t chat_server::run() {
+void chat_server::begin() {
     // Housekeeping timers start on each shard's own thread, once it runs.
     services_->invoke_on_all([](chat_service& svc) { svc.start(); });
     if (metrics_) metrics_->start();
+}
+
+void chat_server::start() {
+    begin();
+    engine_->start();
+}
+
+std::uint64_t chat_server::run() {
+    begin();
     engine_->run_until_signal();
     return shutdown();
 }

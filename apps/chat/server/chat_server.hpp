@@ -40,6 +40,15 @@ public:
     /// log entries that could not be written (0 normally). The main thread.
     std::uint64_t run();
 
+    /// In-process use (tests, embedding): starts serving and returns; stop() shuts down as
+    /// run() does after a signal and returns the same count.
+    void start();
+    std::uint64_t stop() { return shutdown(); }
+
+    /// The sharded chat service (one per shard). Call an instance's functions on its shard.
+    sharded<chat_service>& services() noexcept { return *services_; }
+    engine& eng() noexcept { return *engine_; }
+
     std::uint16_t port() const noexcept { return server_->port(); }
     std::uint16_t metrics_port() const noexcept { return metrics_ ? metrics_->port() : 0; }
     unsigned shard_count() const noexcept { return engine_->shard_count(); }
@@ -48,6 +57,7 @@ public:
     std::string render_metrics() const;
 
 private:
+    void begin();
     std::uint64_t shutdown();
 
     chat_options opts_;

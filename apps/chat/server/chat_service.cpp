@@ -107,13 +107,9 @@ void chat_service::on_close(session& s, std::error_code) {
 // --- requests --------------------------------------------------------------------------------
 
 void chat_service::handle_login(player& p, std::span<const std::byte> frame) {
-    auto* req = body_as<proto::login_req>(frame);
+    auto* req = decode<proto::login_req>(p, frame, msg_type::login_req, "malformed login_req");
+    if (!req) return;
     session& s = *p.sess;
-    if (!req) {
-        bump(counters_.bad_requests);
-        send_error(s, msg_type::login_req, error_code::bad_request, "malformed login_req");
-        return;
-    }
     if (p.login != player::login_state::anonymous) {
         send_error(s, msg_type::login_req, error_code::already_logged_in, "this session is already logged in");
         return;
@@ -187,13 +183,9 @@ void chat_service::login_done(std::uint64_t session_id, std::optional<login_resu
 }
 
 void chat_service::handle_create(player& p, std::span<const std::byte> frame) {
-    auto* req = body_as<proto::create_room_req>(frame);
+    auto* req = decode<proto::create_room_req>(p, frame, msg_type::create_room_req, "malformed create_room_req");
+    if (!req) return;
     session& s = *p.sess;
-    if (!req) {
-        bump(counters_.bad_requests);
-        send_error(s, msg_type::create_room_req, error_code::bad_request, "malformed create_room_req");
-        return;
-    }
     std::string_view name = req->name() ? req->name()->string_view() : std::string_view{};
     if (!valid_room_name(name)) {
         send_error(s, msg_type::create_room_req, error_code::invalid_name,
@@ -211,13 +203,9 @@ void chat_service::handle_create(player& p, std::span<const std::byte> frame) {
 }
 
 void chat_service::handle_join(player& p, std::span<const std::byte> frame) {
-    auto* req = body_as<proto::join_room_req>(frame);
+    auto* req = decode<proto::join_room_req>(p, frame, msg_type::join_room_req, "malformed join_room_req");
+    if (!req) return;
     session& s = *p.sess;
-    if (!req) {
-        bump(counters_.bad_requests);
-        send_error(s, msg_type::join_room_req, error_code::bad_request, "malformed join_room_req");
-        return;
-    }
     if (p.room_id != 0) {
         send_error(s, msg_type::join_room_req, error_code::already_in_room, "leave your room first");
         return;
@@ -250,13 +238,9 @@ void chat_service::handle_leave(player& p) {
 }
 
 void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
-    auto* req = body_as<proto::chat_req>(frame);
+    auto* req = decode<proto::chat_req>(p, frame, msg_type::chat_req, "malformed chat_req");
+    if (!req) return;
     session& s = *p.sess;
-    if (!req) {
-        bump(counters_.bad_requests);
-        send_error(s, msg_type::chat_req, error_code::bad_request, "malformed chat_req");
-        return;
-    }
     std::string_view text = req->text() ? req->text()->string_view() : std::string_view{};
     if (text.empty() || text.size() > max_text) {
         bump(counters_.bad_requests);
@@ -297,12 +281,8 @@ void chat_service::handle_list(player& p) {
 }
 
 void chat_service::handle_ping(player& p, std::span<const std::byte> frame) {
-    auto* req = body_as<proto::ping_req>(frame);
-    if (!req) {
-        bump(counters_.bad_requests);
-        send_error(*p.sess, msg_type::ping_req, error_code::bad_request, "malformed ping_req");
-        return;
-    }
+    auto* req = decode<proto::ping_req>(p, frame, msg_type::ping_req, "malformed ping_req");
+    if (!req) return;
     send(*p.sess, frames::pong(req->ts()));
 }
 
@@ -357,6 +337,16 @@ void chat_service::request_failed(std::uint64_t session_id, std::uint64_t room_i
 }
 
 // --- helpers ---------------------------------------------------------------------------------
+
+template <class T>
+const T* chat_service::decode(player& p, std::span<const std::byte> frame, msg_type request, const char* what) {
+    auto* req = body_as<T>(frame);
+    if (!req) {
+        bump(counters_.bad_requests);
+        send_error(*p.sess, request, error_code::bad_request, what);
+    }
+    return req;
+}
 
 void chat_service::send(session& s, shared_buffer_ptr frame) {
     bump(counters_.app_out);

@@ -75,6 +75,9 @@ private:
     void handle_list(player& p);
     void handle_ping(player& p, std::span<const std::byte> frame);
 
+    /// The request body as T, or nullptr after a bad_request reply (counted).
+    template <class T>
+    const T* decode(player& p, std::span<const std::byte> frame, proto::msg_type request, const char* what);
     void send(session& s, shared_buffer_ptr frame);
     void send_error(session& s, proto::msg_type request, proto::error_code code, std::string_view reason);
     player* find(std::uint64_t session_id) noexcept;

@@ -1,0 +1,156 @@
+// The chat server's logic in-process (it is a library now): rooms, rate limits and names as plain
+// objects, and the whole server started in this process so a test can look at its state (which
+// shard owns a room, how many members each shard holds) while clients talk to it.
+#include "chat_test_client.hpp"
+
+#include "chat_server.hpp"
+#include "names.hpp"
+#include "room.hpp"
+#include "token_bucket.hpp"
+
+#include <support/loopback.hpp>
+
+#include <gtest/gtest.h>
+
+#include <future>
+
+namespace {
+
+using namespace strix;
+using namespace strix::chat;
+using namespace strix::test;
+using namespace std::chrono_literals;
+using proto::msg_type;
+
+member who(std::uint64_t session, unsigned shard, std::uint64_t player = 1) {
+    return member{session, shard, player, "p" + std::to_string(player)};
+}
+
+TEST(room_logic, membership_is_per_session_and_counted_per_shard) {
+    room r(42, "lobby", 3);
+    EXPECT_TRUE(r.add(who(1, 0)));
+    EXPECT_TRUE(r.add(who(2, 2)));
+    EXPECT_TRUE(r.add(who(3, 2)));
+    EXPECT_FALSE(r.add(who(2, 2))) << "one session joins once";
+    EXPECT_EQ(r.size(), 3u);
+    EXPECT_EQ(r.members_on(0), 1u);
+    EXPECT_EQ(r.members_on(1), 0u);
+    EXPECT_EQ(r.members_on(2), 2u);
+    auto gone = r.remove(2);
+    ASSERT_TRUE(gone);
+    EXPECT_EQ(gone->shard, 2u);
+    EXPECT_EQ(r.members_on(2), 1u);
+    EXPECT_FALSE(r.remove(2)) << "already gone";
+    EXPECT_FALSE(r.contains(2));
+    EXPECT_TRUE(r.contains(3));
+    // Join order is kept for join_room_res.
+    ASSERT_EQ(r.members().size(), 2u);
+    EXPECT_EQ(r.members()[0].session_id, 1u);
+    EXPECT_EQ(r.members()[1].session_id, 3u);
+    EXPECT_EQ(r.summary().members, 2u);
+}
+
+TEST(room_logic, a_sequence_number_is_only_consumed_by_an_accepted_message) {
+    room r(1, "x", 1);
+    EXPECT_EQ(r.next_seq(), 1u);
+    EXPECT_EQ(r.next_seq(), 1u) << "peeking does not consume";
+    EXPECT_EQ(r.take_seq(), 1u);
+    EXPECT_EQ(r.take_seq(), 2u);
+    EXPECT_EQ(r.next_seq(), 3u);
+}
+
+TEST(room_logic, the_token_bucket_allows_a_burst_then_the_rate) {
+    const auto t0 = token_bucket::clock::now();
+    token_bucket b(10.0, 3.0, t0);  // 10 per second, burst of 3
+    EXPECT_TRUE(b.try_take(t0));
+    EXPECT_TRUE(b.try_take(t0));
+    EXPECT_TRUE(b.try_take(t0));
+    EXPECT_FALSE(b.try_take(t0)) << "the burst is spent";
+    EXPECT_FALSE(b.try_take(t0 + 50ms)) << "half a token after 50 ms";
+    EXPECT_TRUE(b.try_take(t0 + 110ms)) << "one token after 100 ms";
+    EXPECT_TRUE(b.try_take(t0 + 10s));
+    EXPECT_TRUE(b.try_take(t0 + 10s));
+    EXPECT_TRUE(b.try_take(t0 + 10s));
+    EXPECT_FALSE(b.try_take(t0 + 10s)) << "refill stops at the burst";
+}
+
+TEST(room_logic, names_are_checked_as_the_protocol_documents) {
+    EXPECT_TRUE(valid_player_name("alice_1.x-y"));
+    EXPECT_FALSE(valid_player_name(""));
+    EXPECT_FALSE(valid_player_name("has space"));
+    EXPECT_FALSE(valid_player_name(std::string(33, 'a')));
+    EXPECT_TRUE(valid_room_name("Café ☕"));
+    EXPECT_FALSE(valid_room_name(""));
+    EXPECT_FALSE(valid_room_name("tab\there"));
+    EXPECT_FALSE(valid_room_name(std::string(65, 'r')));
+}
+
+// The server library started in this process on a fresh SQLite file.
+class in_process : public ::testing::Test {
+protected:
+    void SetUp() override {
+        chat_options o;
+        o.port = 0;
+        o.db = "sqlite:" + dir_.path() + "/chat.db";
+        o.metrics_port = 0;
+        o.shards = 2;
+        o.pin_threads = false;
+        o.fast_passwords = true;
+        srv_ = std::make_unique<chat_server>(o);
+        srv_->start();
+    }
+    void TearDown() override { EXPECT_EQ(srv_->stop(), 0u) << "chat log entries lost at shutdown"; }
+
+    // Rooms owned by each shard, asked on each shard.
+    std::vector<std::size_t> rooms_per_shard() {
+        std::vector<std::size_t> out;
+        for (unsigned i = 0; i < srv_->shard_count(); ++i) {
+            std::promise<std::size_t> p;
+            auto f = p.get_future();
+            srv_->eng().post(i, [&, i] { p.set_value(srv_->services().on(i).host().size()); });
+            out.push_back(f.get());
+        }
+        return out;
+    }
+
+    temp_dir dir_;
+    std::unique_ptr<chat_server> srv_;
+};
+
+TEST_F(in_process, a_room_lives_on_its_creators_shard_and_dies_with_its_last_member) {
+    chat_client a(srv_->port());
+    ASSERT_TRUE(a.send_login("alice", "pw"));
+    a.expect(msg_type::login_res);
+    ASSERT_TRUE(a.send_create("lobby"));
+    auto created = a.expect(msg_type::create_room_res);
+    auto* res = created.as<proto::create_room_res>();
+    ASSERT_NE(res, nullptr);
+    const std::uint64_t room_id = res->room()->id();
+    const unsigned owner = static_cast<unsigned>(room_id & 0xff);
+    auto per_shard = rooms_per_shard();
+    ASSERT_EQ(per_shard.size(), 2u);
+    EXPECT_EQ(per_shard[owner], 1u) << "the room is hosted by the shard its id names";
+    EXPECT_EQ(per_shard[1 - owner], 0u);
+
+    // A second member, wherever its session landed, joins the owner's room.
+    chat_client b(srv_->port());
+    ASSERT_TRUE(b.send_login("bob", "pw"));
+    b.expect(msg_type::login_res);
+    ASSERT_TRUE(b.send_join(room_id));
+    b.expect(msg_type::join_room_res);
+    a.expect(msg_type::member_joined);
+    ASSERT_TRUE(a.send_chat("hi bob"));
+    auto m1 = a.expect(msg_type::chat_msg);
+    auto m2 = b.expect(msg_type::chat_msg);
+    EXPECT_EQ(m1.bytes, m2.bytes) << "one encoding for every member";
+
+    a.close();
+    b.expect(msg_type::member_left);
+    b.close();
+    EXPECT_TRUE(eventually([&] {
+        auto n = rooms_per_shard();
+        return n[0] + n[1] == 0;
+    })) << "the empty room is deleted";
+}
+
+}  // namespace
