@@ -40,17 +40,17 @@ TEST_F(connection, libzmq_heartbeats_keep_a_quiet_connection_to_strix_up) {
     auto& dealer = env.make(0, socket_type::dealer, {}, &got, &log);
     const std::string a = env.on(0, [&] { return dealer.bind(where(transport::tcp)); });
     auto& z = zsock(ZMQ_DEALER);
-    // libzmq pings every 50 ms and drops the connection when nothing (a PONG) comes back within
-    // 150 ms; it asks strix to drop it after 1 s of silence.
-    z.set(ZMQ_HEARTBEAT_IVL, 50);
-    z.set(ZMQ_HEARTBEAT_TIMEOUT, 150);
-    z.set(ZMQ_HEARTBEAT_TTL, 1000);
+    // libzmq pings every 100 ms and drops the connection when nothing (a PONG) comes back within
+    // 500 ms; it asks strix to drop it after 2 s of silence. (Margins for a loaded machine.)
+    z.set(ZMQ_HEARTBEAT_IVL, 100);
+    z.set(ZMQ_HEARTBEAT_TIMEOUT, 500);
+    z.set(ZMQ_HEARTBEAT_TTL, 2000);
     auto& mon = watch(z);
     z.connect(a);
     ASSERT_EQ(z.send({"hello"}), 0);
     EXPECT_EQ(got.pop(), strs{"hello"});
-    // Quiet for 16 intervals: only PINGs and PONGs cross.
-    std::this_thread::sleep_for(800ms);
+    // Quiet for 15 intervals, 3 timeouts: only PINGs and PONGs cross.
+    std::this_thread::sleep_for(1500ms);
     EXPECT_EQ(mon.count(ZMQ_EVENT_DISCONNECTED), 0) << "libzmq timed out waiting for strix's PONG";
     EXPECT_EQ(log.count(kind::disconnected), 0u) << describe(log);
     EXPECT_EQ(mon.count(ZMQ_EVENT_HANDSHAKE_SUCCEEDED), 1);
@@ -68,15 +68,15 @@ TEST_F(connection, strix_heartbeats_keep_a_quiet_connection_to_libzmq_up) {
     inbox& got = env.new_inbox();
     event_log& log = env.new_log();
     link::socket_options o;
-    o.heartbeat_ivl = 50ms;
-    o.heartbeat_timeout = 150ms;
+    o.heartbeat_ivl = 100ms;
+    o.heartbeat_timeout = 500ms;
     o.heartbeat_ttl = 1000ms;  // libzmq drops the connection after 1 s without a word from strix
     auto& pair = env.make(1, socket_type::pair, o, &got, &log);
     env.on(1, [&] { pair.connect(a); });
     ASSERT_TRUE(wait_peers(pair, 1, &z));
     ASSERT_EQ(z.send({"hello"}), 0);
     EXPECT_EQ(got.pop(), strs{"hello"});
-    // 1.5 s: beyond libzmq's TTL and many times strix's timeout; only PINGs and PONGs cross.
+    // 1.5 s: beyond libzmq's TTL and 3 times strix's timeout; only PINGs and PONGs cross.
     for (int i = 0; i < 30; ++i) {
         z.events();
         std::this_thread::sleep_for(50ms);
