@@ -190,6 +190,9 @@ public:
     }
 
     phase current_phase() const noexcept { return phase_; }
+    /// A handshake that ended without success and was not yet counted as failed.
+    bool handshake_unfinished() const noexcept { return phase_ != phase::ready && !failed_; }
+    void mark_failed() noexcept { failed_ = true; }
 
 private:
     static constexpr std::size_t small_copy = 512;
@@ -201,6 +204,7 @@ private:
     }
 
     void fail(std::error_code ec, std::string detail = {}) {
+        failed_ = true;
         ++core_.stats.handshake_failures;
         core_.event(socket_event::kind::handshake_failed, addr_, ec, std::move(detail));
         sess_->close(ec);  // flushes an ERROR queued just before
@@ -309,6 +313,7 @@ private:
     bool v31_ = true;
     bool watching_ = false;
     bool ping_outstanding_ = false;
+    bool failed_ = false;  // the handshake failure was counted (fail, on_protocol_error)
     std::vector<std::byte> asm_;
     std::vector<std::pair<std::size_t, std::size_t>> asm_parts_;
     std::vector<bytes_view> views_;
@@ -440,6 +445,7 @@ void socket_core::on_protocol_error(session& s, std::error_code ec) {
     auto* p = s.state<zmtp_pipe>();
     if (!p) return;
     if (p->current_phase() != zmtp_pipe::phase::ready) {
+        p->mark_failed();
         ++stats.handshake_failures;
         event(socket_event::kind::handshake_failed, p->address(), ec);
     } else {
@@ -453,7 +459,14 @@ void socket_core::on_close(session& s, std::error_code ec) {
     if (!p) return;
     const bool was_attached = p->attached;
     detach(*p);
-    if (was_attached) event(socket_event::kind::disconnected, p->address(), ec);
+    if (was_attached) {
+        event(socket_event::kind::disconnected, p->address(), ec);
+    } else if (p->handshake_unfinished() && !closing) {
+        // The peer went away mid-handshake (a truncated greeting, or a libzmq peer refusing us):
+        // a failed handshake too, as libzmq reports it (HANDSHAKE_FAILED_NO_DETAIL).
+        ++stats.handshake_failures;
+        event(socket_event::kind::handshake_failed, p->address(), ec);
+    }
 }
 
 void socket_core::on_connect_failed(connection& c, std::error_code ec) {
