@@ -203,6 +203,14 @@ private:
         return std::string(as_text(data.subspan(1, n)));
     }
 
+    // Closes a connected peer for a reason found here. Detached first, so the socket hears one
+    // disconnected event, this one (on_close would report a second, with the session's reason).
+    void drop(std::error_code ec, std::string detail = {}) {
+        core_.detach(*this);
+        core_.event(socket_event::kind::disconnected, addr_, ec, std::move(detail));
+        sess_->close(ec);
+    }
+
     void fail(std::error_code ec, std::string detail = {}) {
         failed_ = true;
         ++core_.stats.handshake_failures;
@@ -214,8 +222,7 @@ private:
         zmtp::command cmd;
         if (!zmtp::parse_command(body, cmd)) {
             ++core_.stats.protocol_errors;
-            core_.event(socket_event::kind::disconnected, addr_, link_errc::bad_frame);
-            sess_->close(link_errc::bad_frame);
+            drop(link_errc::bad_frame);
             return;
         }
         if (cmd.name == "PING") {
@@ -231,8 +238,7 @@ private:
         } else if (cmd.name == "CANCEL") {
             core_.pat->subscription(*this, false, cmd.data);
         } else if (cmd.name == "ERROR") {
-            core_.event(socket_event::kind::disconnected, addr_, link_errc::peer_error, error_reason(cmd.data));
-            sess_->close(link_errc::peer_error);
+            drop(link_errc::peer_error, error_reason(cmd.data));
         }
         // PONG needs nothing (any frame counts as traffic); unknown commands are ignored.
     }
@@ -246,8 +252,7 @@ private:
         }
         if (asm_parts_.size() + 1 >= max_parts || asm_.size() + f.body.size() > 4 * core_.opts.max_msg_size) {
             ++core_.stats.protocol_errors;
-            core_.event(socket_event::kind::disconnected, addr_, link_errc::message_too_large, "too many parts");
-            sess_->close(link_errc::message_too_large);
+            drop(link_errc::message_too_large, "too many parts");
             return;
         }
         if (f.more()) {
@@ -274,8 +279,7 @@ private:
         auto& sh = core_.owner;
         const auto timeout = core_.opts.heartbeat_timeout.count() > 0 ? core_.opts.heartbeat_timeout : core_.opts.heartbeat_ivl;
         if (ping_outstanding_ && sh.now_tick() - ping_sent_tick_ >= sh.ticks_for(timeout) && last_rx_tick_ < ping_sent_tick_) {
-            core_.event(socket_event::kind::disconnected, addr_, link_errc::heartbeat_timeout);
-            sess_->close(link_errc::heartbeat_timeout);
+            drop(link_errc::heartbeat_timeout);
             return;
         }
         if (!ping_outstanding_ || last_rx_tick_ >= ping_sent_tick_) {
@@ -293,8 +297,7 @@ private:
         const auto ttl = sh.ticks_for(peer_ttl_);
         const auto quiet = sh.now_tick() - last_rx_tick_;
         if (quiet >= ttl) {
-            core_.event(socket_event::kind::disconnected, addr_, link_errc::heartbeat_timeout, "peer's TTL");
-            sess_->close(link_errc::heartbeat_timeout);
+            drop(link_errc::heartbeat_timeout, "peer's TTL");
             return;
         }
         sh.timers().schedule(ttl_timer_, ttl - quiet);
@@ -450,6 +453,7 @@ void socket_core::on_protocol_error(session& s, std::error_code ec) {
         event(socket_event::kind::handshake_failed, p->address(), ec);
     } else {
         ++stats.protocol_errors;
+        detach(*p);  // the one disconnected event is this one, not on_close's
         event(socket_event::kind::disconnected, p->address(), ec == net_errc::frame_too_large ? make_error_code(link_errc::message_too_large) : ec);
     }
 }

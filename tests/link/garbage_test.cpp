@@ -208,8 +208,10 @@ TEST_F(garbage, an_oversized_size_field_closes_the_connection_before_anything_is
         EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
         const std::size_t rss = resident_bytes();
         EXPECT_LT(rss, rss0 + 32 * 1024 * 1024) << n << " bytes announced: resident memory grew from " << rss0 << " to " << rss;
+        EXPECT_EQ(last(kind::disconnected), link_errc::message_too_large) << describe(*log);
     }
     expect_counts(0, std::size(sizes));
+    EXPECT_EQ(log->count(kind::disconnected), std::size(sizes)) << "one event per connection\n" << describe(*log);
     EXPECT_EQ(st().messages_in, 1u) << "only the first alive message";
     alive();
 }
@@ -250,6 +252,7 @@ TEST_F(garbage, endless_multipart_is_bounded) {
     }
     expect_counts(0, 2);
     EXPECT_EQ(last(kind::disconnected), link_errc::message_too_large);
+    EXPECT_EQ(log->count(kind::disconnected), 2u) << describe(*log);
     EXPECT_TRUE(got->stays_empty(100ms)) << "no partial message is delivered";
     alive();
 }
@@ -268,6 +271,7 @@ TEST_F(garbage, malformed_frames_after_the_handshake_are_protocol_errors) {
         EXPECT_TRUE(wait_closed(c.fd(), 2s));
     }
     expect_counts(0, std::size(cases));
+    EXPECT_EQ(log->count(kind::disconnected), std::size(cases)) << describe(*log);
     for (std::size_t i = 0; i < std::size(cases); ++i) EXPECT_EQ(got->pop(), strs{"fine"}) << "what came before the bad frame";
     alive();
 }
