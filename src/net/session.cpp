@@ -240,6 +240,7 @@ bool session::process_frames() {
             ++frames;
             group_.handler().on_frame(*this, span.subspan(off, cut.size));
             off += cut.size;
+            if (suspended_) break;  // the handler paused input: the rest waits in the ring
         }
         if (state_kind_ == phase::closed) {
             // The handler aborted us: finalize() already released the ring.
@@ -253,6 +254,7 @@ bool session::process_frames() {
             protocol_error(bad);
             return false;
         }
+        if (suspended_) break;
         // Incomplete at the end of the span: if more bytes wrapped to the ring's start, make the
         // rest contiguous and go on; otherwise wait for the next read.
         go_on = rx_.size() > rx_.read_span().size();
@@ -282,7 +284,11 @@ void session::suspend_reading(bool on) {
     STRIX_ASSERT_OWNER(owner(), "session::suspend_reading");
     if (suspended_ == on) return;
     suspended_ = on;
-    if (!on && !read_paused_ && read_pending_ && state_kind_ == phase::open) do_read();
+    if (on || state_kind_ != phase::open) return;
+    // Frames left in the ring when input was paused go first (a full ring must not be mistaken
+    // for an oversized frame by the next read).
+    if (!rx_.empty() && !process_frames()) return;
+    if (!suspended_ && !read_paused_ && read_pending_ && state_kind_ == phase::open) do_read();
 }
 
 void session::resume_reading() {

@@ -53,6 +53,53 @@ void chat_service::on_frame(session& s, std::span<const std::byte> frame) {
     auto* p = s.state<player>();
     if (!p) return;
     bump(counters_.app_in);
+    if (p->pending != player::pending_op::none || !p->queued.empty()) {
+        hold(*p, frame);
+        return;
+    }
+    dispatch(*p, frame);
+}
+
+// Keeps a copy of a request that must wait for an earlier one (see player::pending). Past the
+// per-session bound the session stops reading until the queue drains.
+void chat_service::hold(player& p, std::span<const std::byte> frame) {
+    if (p.queued.size() >= 4 * max_waiting_requests || p.queued_bytes + frame.size() > 4 * max_waiting_bytes) {
+        bump(counters_.server_busy);
+        send_error(*p.sess, type_of(frame), error_code::server_busy, "too many requests waiting for an earlier one");
+        return;
+    }
+    p.queued.emplace_back(frame.begin(), frame.end());
+    p.queued_bytes += frame.size();
+    if (!p.reading_held && (p.queued.size() >= max_waiting_requests || p.queued_bytes >= max_waiting_bytes)) {
+        p.reading_held = true;
+        p.sess->suspend_reading(true);
+    }
+}
+
+// The pending operation finished: run what waited for it, in order, until one of those waits too.
+void chat_service::complete(player& p, player::pending_op op) {
+    if (p.pending != op) return;
+    p.pending = player::pending_op::none;
+    if (p.draining) return;  // an outer loop (below) goes on
+    p.draining = true;
+    while (p.pending == player::pending_op::none && !p.queued.empty() && p.sess->is_open()) {
+        std::vector<std::byte> f = std::move(p.queued.front());
+        p.queued.pop_front();
+        p.queued_bytes -= f.size();
+        dispatch(p, f);
+    }
+    p.draining = false;
+    if (p.reading_held && p.queued.size() < max_waiting_requests / 2 && p.queued_bytes < max_waiting_bytes / 2) {
+        // Resumed from the task queue, not from here: this may run inside another session's
+        // frame handler (a completion on this shard), and the resumed reads call back into us.
+        p.reading_held = false;
+        shard_.post_local([s = p.sess] { s->suspend_reading(false); });
+    }
+}
+
+void chat_service::dispatch(player& pl, std::span<const std::byte> frame) {
+    player* p = &pl;
+    session& s = *p->sess;
     const msg_type type = type_of(frame);
     // Everything but login and ping needs a logged-in session.
     bool needs_login = type != msg_type::login_req && type != msg_type::ping_req;
@@ -126,6 +173,7 @@ void chat_service::handle_login(player& p, std::span<const std::byte> frame) {
         return;
     }
     p.login = player::login_state::pending;
+    p.pending = player::pending_op::login;
     auto* self = this;
     const unsigned shard_index = self_;
     const std::uint64_t sid = s.id();
@@ -143,6 +191,7 @@ void chat_service::handle_login(player& p, std::span<const std::byte> frame) {
     });
     if (!queued) {
         p.login = player::login_state::anonymous;
+        p.pending = player::pending_op::none;
         bump(counters_.server_busy);
         send_error(s, msg_type::login_req, error_code::server_busy, "the database queue is full; retry later");
     }
@@ -151,6 +200,12 @@ void chat_service::handle_login(player& p, std::span<const std::byte> frame) {
 void chat_service::login_done(std::uint64_t session_id, std::optional<login_result> result) {
     player* p = find(session_id);
     if (!p) return;  // the session closed while the database worked
+    finish_login(*p, std::move(result));
+    complete(*p, player::pending_op::login);
+}
+
+void chat_service::finish_login(player& pl, std::optional<login_result> result) {
+    player* p = &pl;
     session& s = *p->sess;
     if (!result) {
         p->login = player::login_state::anonymous;
@@ -218,6 +273,7 @@ void chat_service::handle_join(player& p, std::span<const std::byte> frame) {
     }
     p.room_id = room_id;
     p.in_room = player::room_state::joining;
+    p.pending = player::pending_op::join;
     ctx_.services->invoke_on(owner, [room_id, m = as_member(p)](chat_service& svc) mutable {
         svc.host().join(room_id, std::move(m));
     });
@@ -232,6 +288,7 @@ void chat_service::handle_leave(player& p) {
     // Sent even while a join is in flight: the owner sees the join first (FIFO per shard pair).
     const std::uint64_t room_id = p.room_id, sid = s.id();
     const unsigned self = self_;
+    p.pending = player::pending_op::leave;
     ctx_.services->invoke_on(owner_of(room_id), [room_id, sid, self](chat_service& owner) {
         owner.host().leave(room_id, sid, self, true);
     });
@@ -268,15 +325,21 @@ void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
 }
 
 void chat_service::handle_list(player& p) {
-    // Every shard's rooms, gathered back here; the reply goes out when all have answered.
+    // Every shard's rooms, gathered back here; the reply goes out when all have answered. Each
+    // list copies every room until then, so a session has one in progress at a time (the next
+    // waits behind it like any request).
+    p.pending = player::pending_op::list;
     ctx_.services->gather([](chat_service& svc) { return svc.host().summaries(); },
                           [this, sid = p.sess->id()](std::vector<std::vector<room_summary>> parts) {
+                              player* q = find(sid);
+                              if (!q) return;
                               std::vector<room_summary> all;
                               for (auto& part : parts)
                                   all.insert(all.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
                               std::sort(all.begin(), all.end(), [](const room_summary& a, const room_summary& b) { return a.id < b.id; });
                               if (all.size() > max_listed_rooms) all.resize(max_listed_rooms);
-                              if (player* q = find(sid)) send(*q->sess, frames::list_rooms_res(all));
+                              send(*q->sess, frames::list_rooms_res(all));
+                              complete(*q, player::pending_op::list);
                           });
 }
 
@@ -299,6 +362,7 @@ void chat_service::apply(room_event& ev) {
                     p->sess->send(ev.to_subject);
                     ++sent;
                 }
+                complete(*p, player::pending_op::join);
             }
         }
         // A subject that closed meanwhile already asked the owner to remove it (on_close).
@@ -311,6 +375,7 @@ void chat_service::apply(room_event& ev) {
                 p->sess->send(ev.to_subject);
                 ++sent;
             }
+            complete(*p, player::pending_op::leave);
         }
     }
     if (ev.to_members) {
@@ -334,6 +399,8 @@ void chat_service::request_failed(std::uint64_t session_id, std::uint64_t room_i
         p->in_room = player::room_state::none;
     }
     send_error(*p->sess, request, code, reason);
+    if (request == msg_type::join_room_req) complete(*p, player::pending_op::join);
+    if (request == msg_type::leave_room_req) complete(*p, player::pending_op::leave);
 }
 
 // --- helpers ---------------------------------------------------------------------------------

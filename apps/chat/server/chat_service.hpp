@@ -37,6 +37,11 @@ public:
     static constexpr std::uint32_t max_frame_logged_in = 64 * 1024;
     /// list_rooms_res carries at most this many rooms (smallest ids first), so it fits a frame.
     static constexpr std::size_t max_listed_rooms = 500;
+    /// Requests one session may have waiting behind a login, join or leave in progress before
+    /// the server stops reading from it (backpressure: the client's socket fills up); the frames
+    /// of the read in progress still queue, up to 4x this, beyond which they are refused.
+    static constexpr std::size_t max_waiting_requests = 64;
+    static constexpr std::size_t max_waiting_bytes = 256 * 1024;
 
     /// Built by the server factory on the main thread; used on shard `sh` from then on.
     chat_service(shard& sh, chat_context& ctx);
@@ -67,6 +72,10 @@ public:
     unsigned shard_id() const noexcept { return self_; }
 
 private:
+    void dispatch(player& p, std::span<const std::byte> frame);
+    void hold(player& p, std::span<const std::byte> frame);
+    void complete(player& p, player::pending_op op);
+    void finish_login(player& p, std::optional<login_result> result);
     void handle_login(player& p, std::span<const std::byte> frame);
     void handle_create(player& p, std::span<const std::byte> frame);
     void handle_join(player& p, std::span<const std::byte> frame);

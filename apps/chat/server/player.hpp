@@ -6,8 +6,11 @@
 
 #include <strix/net/session.hpp>
 
+#include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <string>
+#include <vector>
 
 namespace strix::chat {
 
@@ -26,6 +29,17 @@ struct player {
     std::uint64_t room_id = 0;
     room_state in_room = room_state::none;
     token_bucket chat_bucket;
+
+    // Requests that arrived while an earlier one is decided elsewhere (a login on the database
+    // pool, a join or leave at the room's owner shard, a room list gathered from every shard)
+    // wait here and run in order once it completes: a session's requests take effect, and are
+    // answered, in the order sent, whatever shard owns what.
+    enum class pending_op : std::uint8_t { none, login, join, leave, list };
+    pending_op pending = pending_op::none;
+    std::deque<std::vector<std::byte>> queued;
+    std::size_t queued_bytes = 0;
+    bool draining = false;
+    bool reading_held = false;  // the session stopped reading while too much waits here
 };
 
 }  // namespace strix::chat

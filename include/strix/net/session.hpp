@@ -84,7 +84,8 @@ public:
 
     /// Stops (true) or resumes (false) reading from the peer on the application's behalf, e.g.
     /// while a consumer on another thread catches up. Unlike backpressure this never counts as
-    /// a stall. Data that arrived meanwhile is read on resume.
+    /// a stall. Called from on_frame it takes effect at once: the frames after this one wait in
+    /// the receive ring. On resume they are handed over first, then the socket is read again.
     void suspend_reading(bool on);
 
     /// Asks for handler.on_drained(*this) once, the next time a flush leaves nothing queued.
