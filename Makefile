@@ -2,6 +2,7 @@
 #   make run    build and start strix-chat-server on 127.0.0.1 with an embedded SQLite database
 #   make test   build and run every test through ctest
 #   make bench  component benchmarks and shoot-outs, tables and plots under build/bench/
+#   make bench-link  strix::link against libzmq (seed 002's tables) into build/bench/link.md
 # SANITIZE=1 builds into build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer.
 
 SANITIZE ?= 0
@@ -15,7 +16,7 @@ CMAKE_FLAGS += -DCMAKE_BUILD_TYPE=Release
 endif
 CTEST_ARGS ?=
 
-.PHONY: all deps configure build test bench bench-components bench-scaling bench-echo bench-chat run clean
+.PHONY: all deps configure build test bench bench-components bench-scaling bench-echo bench-chat bench-link run clean
 
 all: build
 
@@ -31,7 +32,7 @@ build: configure
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
-bench: bench-components bench-scaling bench-echo bench-chat
+bench: bench-components bench-scaling bench-echo bench-chat bench-link
 
 bench-components: build
 	@scripts/bench-components.sh $(BUILD_DIR)
@@ -44,6 +45,9 @@ bench-chat: build
 
 bench-echo: build
 	@scripts/bench-echo.sh $(BUILD_DIR)
+
+bench-link: build
+	@scripts/bench-link.sh $(BUILD_DIR)
 
 run: build
 	@if [ -x $(BUILD_DIR)/bin/strix-chat-server ]; then \

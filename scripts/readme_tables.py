@@ -43,10 +43,24 @@ if comp:
 echo = read("echo.md")
 if echo:
     parts.append("\n### Echo shoot-out (seed 001: 100 connections, 8-byte messages, one send() per message)\n")
-    parts.append("`make bench-echo`, medians of 3 runs per server and depth, same client, same run:\n")
+    parts.append("`make bench-echo` (strix vs raw epoll, tokio, gnet, naive asio; two layouts x two client modes), "
+                 "million msgs/s, medians of 5 interleaved runs (min-max), same client, same run; placement and "
+                 "details in build/bench/echo.md:\n")
+    parts.append(section(echo, r"^## Summary: strix against the best peer and raw epoll$") + "\n")
     for depth in ("1", "16", "128"):
         parts.append(f"Depth {depth}:\n")
         parts.append(section(echo, rf"^## Depth {depth}$") + "\n")
+link = read("link.md")
+if link:
+    parts.append("\n### strix::link vs libzmq (seed 002's tables)\n")
+    parts.append("`make bench-link`: the same perf tools written against strix::link and against libzmq's C API, "
+                 "interleaved in one run; full tables (bandwidth, PUB/SUB, fan-out, p99, cross-runs) in build/bench/link.md.\n")
+    parts.append("Throughput, PUSH/PULL (msg/s):\n")
+    parts.append(section(link, r"^## Throughput, PUSH/PULL") + "\n")
+    parts.append("Latency, p50 round trip (µs):\n")
+    parts.append(section(link, r"^## Latency: p50 round trip") + "\n")
+    parts.append("Targets:\n")
+    parts.append(section(link, r"^## Targets$") + "\n")
 scal = read("scaling.md")
 if scal:
     cmd = re.search(r"Command: `([^`]*)`", scal)
