@@ -21,6 +21,12 @@ using kind = link::socket_event::kind;
 using strs = std::vector<std::string>;
 using namespace std::chrono_literals;
 
+std::string tag(std::size_t i, int round) {
+    std::string s("req");
+    s.append(std::to_string(i)).append("-").append(std::to_string(round));
+    return s;
+}
+
 std::string sub_msg(char flag, const std::string& topic) {
     std::string m(1, flag);
     return m.append(topic);
@@ -268,6 +274,143 @@ TEST_F(semantics, strix_dealers_with_routing_ids_to_libzmq_router) {
     EXPECT_TRUE(at_alpha.stays_empty(100ms));
     EXPECT_TRUE(at_beta.stays_empty(0ms));
     EXPECT_EQ(router.send({"gamma", "x"}), EHOSTUNREACH) << "libzmq knows exactly the ids strix announced";
+}
+
+// --- several libzmq peers on one strix socket ---------------------------------------------------
+
+TEST_F(semantics, strix_pub_fans_one_encoding_out_to_several_libzmq_subscribers) {
+    auto& pub = env.make(0, socket_type::pub);
+    const std::string at_tcp = env.on(0, [&] { return pub.bind(where(transport::tcp)); });
+    const std::string at_ipc = env.on(0, [&] { return pub.bind(where(transport::ipc)); });
+    std::vector<zmq::socket*> subs;
+    for (int i = 0; i < 4; ++i) {
+        auto& z = zsock(ZMQ_SUB);
+        z.subscribe(i == 3 ? "only-this" : "");
+        z.connect(i % 2 ? at_ipc : at_tcp);
+        subs.push_back(&z);
+    }
+    ASSERT_TRUE(eventually([&] { return on(pub, [&] { return pub.subscribers(); }) == 4; }));
+    // Three subscribers take every message (one shared wire encoding); the fourth none of them.
+    const std::vector<strs> ms = {{""}, {payload(255, 1)}, {payload(256, 2)}, {payload(1024 * 1024, 3)}, {"m", "", payload(300, 4)}};
+    for (auto& m : ms) ASSERT_FALSE(env.send(pub, m));
+    for (int i = 0; i < 3; ++i)
+        for (auto& m : ms) EXPECT_TRUE(same(subs[static_cast<std::size_t>(i)]->recv(), m)) << "subscriber " << i;
+    ASSERT_FALSE(env.send(pub, {"only-this", "one"}));
+    EXPECT_TRUE(same(subs[3]->recv(), {"only-this", "one"}));
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(same(subs[static_cast<std::size_t>(i)]->recv(), {"only-this", "one"}));
+    EXPECT_EQ(stats(pub).dropped_hwm, 0u);
+}
+
+TEST_F(semantics, strix_push_round_robins_over_libzmq_pulls_and_strix_pull_fair_queues_libzmq_pushes) {
+    auto& push = env.make(0, socket_type::push);
+    const std::string a = env.on(0, [&] { return push.bind(where(transport::tcp)); });
+    std::vector<zmq::socket*> pulls;
+    for (int i = 0; i < 3; ++i) {
+        pulls.push_back(&zsock(ZMQ_PULL));
+        pulls.back()->connect(a);
+    }
+    ASSERT_TRUE(wait_peers(push, 3));
+    constexpr int n = 30;
+    for (int i = 0; i < n; ++i) ASSERT_FALSE(env.send(push, {std::to_string(i)}));
+    // Round robin with room everywhere: each PULL gets every third message, in order.
+    std::vector<int> all;
+    for (auto* z : pulls) {
+        int prev = -1;
+        for (int k = 0; k < n / 3; ++k) {
+            auto m = z->recv();
+            ASSERT_TRUE(m);
+            const int v = std::stoi(m->front());
+            EXPECT_GT(v, prev);
+            if (prev >= 0) {
+                EXPECT_EQ(v - prev, 3) << "not round robin";
+            }
+            prev = v;
+            all.push_back(v);
+        }
+        EXPECT_FALSE(z->recv(50ms));
+    }
+    std::sort(all.begin(), all.end());
+    for (int i = 0; i < n; ++i) EXPECT_EQ(all[static_cast<std::size_t>(i)], i);
+
+    // The other way: three libzmq PUSHes, each stream arrives whole and in order.
+    inbox& got = env.new_inbox();
+    auto& pull = env.make(1, socket_type::pull, {}, &got);
+    const std::string b = env.on(1, [&] { return pull.bind(where(transport::ipc)); });
+    std::vector<zmq::socket*> pushes;
+    for (int i = 0; i < 3; ++i) {
+        pushes.push_back(&zsock(ZMQ_PUSH));
+        pushes.back()->connect(b);
+    }
+    for (int k = 0; k < 100; ++k)
+        for (int i = 0; i < 3; ++i) ASSERT_EQ(pushes[static_cast<std::size_t>(i)]->send({std::to_string(i), std::to_string(k)}), 0);
+    int next[3] = {0, 0, 0};
+    for (int k = 0; k < 300; ++k) {
+        auto m = got.pop();
+        ASSERT_EQ(m.size(), 2u);
+        const int src = std::stoi(m[0]);
+        ASSERT_EQ(std::stoi(m[1]), next[src]++) << "from push " << src;
+    }
+    EXPECT_EQ(next[0] + next[1] + next[2], 300);
+}
+
+TEST_F(semantics, strix_rep_serves_several_libzmq_reqs_each_its_own_reply) {
+    inbox& got = env.new_inbox();
+    auto& rep = env.make(0, socket_type::rep, {}, &got);
+    const std::string a = env.on(0, [&] { return rep.bind(where(transport::tcp)); });
+    // The REP answers every request with "re:" + request, from its handler.
+    env.on(0, [&] {
+        rep.on_message([&](link::message_view m) {
+            got.push(m);
+            std::string r = "re:" + std::string(m.text(0));
+            rep.send(r);
+        });
+    });
+    std::vector<zmq::socket*> reqs;
+    for (int i = 0; i < 5; ++i) {
+        reqs.push_back(&zsock(ZMQ_REQ));
+        reqs.back()->connect(a);
+    }
+    for (int round = 0; round < 3; ++round) {
+        // All five ask at once; strix REP takes them one at a time, replying to each asker.
+        for (std::size_t i = 0; i < reqs.size(); ++i) ASSERT_EQ(reqs[i]->send({tag(i, round)}), 0);
+        for (std::size_t i = 0; i < reqs.size(); ++i) EXPECT_TRUE(same(reqs[i]->recv(), {"re:" + tag(i, round)}));
+    }
+    std::size_t requests = 0;
+    while (!got.stays_empty(50ms)) got.pop(), ++requests;
+    EXPECT_EQ(requests, 15u);
+}
+
+TEST_F(semantics, strix_xpub_verbose_hears_every_libzmq_subscribe) {
+    inbox& verbose_box = env.new_inbox();
+    inbox& plain_box = env.new_inbox();
+    link::socket_options v;
+    v.xpub_verbose = true;
+    auto& verbose = env.make(0, socket_type::xpub, v, &verbose_box);
+    auto& plain = env.make(1, socket_type::xpub, {}, &plain_box);
+    const std::string va = env.on(0, [&] { return verbose.bind(where(transport::tcp)); });
+    const std::string pa = env.on(1, [&] { return plain.bind(where(transport::tcp)); });
+    auto& s1 = zsock(ZMQ_SUB);
+    auto& s2 = zsock(ZMQ_SUB);
+    for (auto* z : {&s1, &s2}) {
+        z->connect(va);
+        z->connect(pa);
+    }
+    ASSERT_TRUE(wait_peers(verbose, 2));
+    ASSERT_TRUE(wait_peers(plain, 2));
+    s1.subscribe("t");
+    s2.subscribe("t");
+    s1.subscribe("t");  // libzmq's SUB repeats a subscribe upstream
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(verbose_box.pop(), strs{sub_msg(1, "t")});
+    EXPECT_TRUE(verbose_box.stays_empty(100ms));
+    EXPECT_EQ(plain_box.pop(), strs{sub_msg(1, "t")}) << "a plain XPUB hears the first subscription of a topic";
+    EXPECT_TRUE(plain_box.stays_empty(0ms));
+    // The topic goes when its last subscriber cancels.
+    s1.unsubscribe("t");
+    s1.unsubscribe("t");
+    EXPECT_TRUE(plain_box.stays_empty(100ms)) << "s2 still subscribes";
+    s2.unsubscribe("t");
+    EXPECT_EQ(plain_box.pop(), strs{sub_msg(0, "t")});
+    EXPECT_EQ(verbose_box.pop(), strs{sub_msg(0, "t")});
 }
 
 // --- socket-type mismatch ---------------------------------------------------------------------
