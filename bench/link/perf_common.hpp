@@ -183,9 +183,9 @@ inline std::uint64_t expected_stamp(std::uint64_t seq, std::size_t size) {
 }
 
 /// Why message `seq` failed check_message (kept out of line: the check runs per message).
-[[noreturn, gnu::noinline, gnu::cold]] inline void fail_message(const tool& t, const void* data, std::size_t got,
-                                                                std::size_t size, std::uint64_t seq,
-                                                                std::string_view what) {
+[[noreturn, gnu::noinline, gnu::cold]] inline void fail_message(
+    const tool& t, const void* data, std::size_t got, std::size_t size, std::uint64_t seq,
+    std::string_view what) {
   const std::string prefix(what);
   if (got != size) {
     t.fail(prefix + "message " + std::to_string(seq) + " has " + std::to_string(got) +

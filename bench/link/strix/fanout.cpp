@@ -62,8 +62,7 @@ class subscriber {
  private:
   void on_message(sl::message_view m) {
     if (got_ == count_) return;
-    if (m.size() != 1) t_.fail(who_ + "message " + std::to_string(got_) + " has " + std::to_string(m.size()) + " parts");
-    lp::check_message(t_, m[0].data(), m[0].size(), size_, got_, who_);
+    lp::check_received(t_, m, size_, got_, who_);
     if (++got_ < count_) return;
     done_ = lp::perf_clock::now();
     dog_.stop();
@@ -88,15 +87,16 @@ class subscriber {
 // per loop turn (a PUB with an unlimited HWM never says would_block).
 class publisher {
  public:
-  publisher(const lp::tool& t, strix::shard& sh, const std::string& endpoint, int total, std::size_t size,
-            std::uint64_t count)
+  publisher(const lp::tool& t, strix::shard& sh, const std::string& endpoint, int total,
+            std::size_t size, std::uint64_t count)
       : sh_(sh),
         s_(sh, sl::socket_type::pub, unlimited(size)),
         total_(static_cast<std::size_t>(total)),
         buf_(size),
         count_(count),
         batch_(std::max<std::size_t>(1, batch_bytes / (size + 9))),
-        dog_(t, sh, subscribed_, [this] { return lp::subscription_timeout(s_.subscribers(), total_); }) {
+        dog_(t, sh, subscribed_,
+             [this] { return lp::subscription_timeout(s_.subscribers(), total_); }) {
     s_.on_event([this](const sl::socket_event& e) {
       if (e.what != sl::socket_event::kind::subscribed) return;
       ++subscribed_;
@@ -153,11 +153,13 @@ int main(int argc, char** argv) {
     std::atomic<int> finished{0};
     std::vector<std::unique_ptr<subscriber>> subs;
     for (int i = 0; i < n; ++i)
-      subs.push_back(std::make_unique<subscriber>(t, eng.at(static_cast<unsigned>(i) % shards), i, size, count, finished, n));
+      subs.push_back(std::make_unique<subscriber>(t, eng.at(static_cast<unsigned>(i) % shards), i,
+                                                  size, count, finished, n));
     eng.start();
     for (int i = 0; i < n; ++i) {
       subscriber* s = subs[static_cast<std::size_t>(i)].get();
-      lp::post_checked(t, eng, static_cast<unsigned>(i) % shards, [s, &pub] { s->start(pub.endpoint()); });
+      lp::post_checked(t, eng, static_cast<unsigned>(i) % shards,
+                       [s, &pub] { s->start(pub.endpoint()); });
     }
     eng.join();  // the last subscriber to finish stops the engine
     lp::perf_clock::time_point last = pub.started();

@@ -82,6 +82,23 @@ void post_checked(const tool& t, engine& e, unsigned i, F fn) {
   });
 }
 
+/// Checks a received message: one part, of `size` bytes, carrying message seq's stamp
+/// (check_message); fails the run otherwise. `what` prefixes the failure ("reply: ").
+inline void check_received(const tool& t, link::message_view m, std::size_t size, std::uint64_t seq,
+                           std::string_view what = {}) {
+  if (m.size() != 1) [[unlikely]] {
+    t.fail(std::string(what) + "message " + std::to_string(seq) + " has " +
+           std::to_string(m.size()) + " parts, expected 1");
+  }
+  check_message(t, m[0].data(), m[0].size(), size, seq, what);
+}
+
+/// "the engine stopped after 5 of 10 messages": a run that ended without finishing.
+inline std::string stopped_early(std::uint64_t done, std::uint64_t count, std::string_view what) {
+  return "the engine stopped after " + std::to_string(done) + " of " + std::to_string(count) +
+         " " + std::string(what);
+}
+
 /// Fails the run ("<why()>") when `counter` has not moved for 30 s: the contract's receive and
 /// send timeouts. A timer on the shard reads the counter once a second, so the path that bumps
 /// it pays nothing. Owner: the counter's shard (or the main thread before the engine starts).
@@ -134,7 +151,9 @@ class thr_sender {
         buf_(size),
         count_(count),
         batch_(std::max<std::size_t>(1, batch_bytes / (size + 9))),
-        dog_(t, sh, sent_, [this] { return started_ || !pubsub_ ? send_timeout(sent_, count_) : subscription_timeout(0, 1); }) {
+        dog_(t, sh, sent_, [this] {
+          return pubsub_ && !started_ ? subscription_timeout(0, 1) : send_timeout(sent_, count_);
+        }) {
     s_.on_writable([this] { pump(); });
     if (pubsub_) {
       // A PUB drops what it sends before the subscription arrives: wait for it (libzmq's tool
@@ -198,7 +217,8 @@ class thr_receiver {
                std::size_t size, std::uint64_t count)
       : t_(t),
         sh_(sh),
-        s_(sh, a.pat == pattern::pubsub ? link::socket_type::sub : link::socket_type::pull, options_for(a, size)),
+        s_(sh, a.pat == pattern::pubsub ? link::socket_type::sub : link::socket_type::pull,
+           options_for(a, size)),
         size_(size),
         count_(count),
         dog_(t, sh, got_, [this] { return receive_timeout(got_, count_); }) {
@@ -211,14 +231,13 @@ class thr_receiver {
   double seconds() const { return seconds_between(first_, last_); }
   /// Fails the run unless every message came (the engine stopped for another reason).
   void check_complete() const {
-    if (got_ != count_) t_.fail("the engine stopped after " + std::to_string(got_) + " of " + std::to_string(count_) + " messages");
+    if (got_ != count_) t_.fail(stopped_early(got_, count_, "messages"));
   }
 
  private:
   void on_message(link::message_view m) {
     if (got_ == count_) return;
-    if (m.size() != 1) t_.fail("message " + std::to_string(got_) + " has " + std::to_string(m.size()) + " parts, expected 1");
-    check_message(t_, m[0].data(), m[0].size(), size_, got_);
+    check_received(t_, m, size_, got_);
     if (got_ == 0) first_ = perf_clock::now();
     if (++got_ == count_) {
       last_ = perf_clock::now();
@@ -256,8 +275,7 @@ class lat_echoer {
 
  private:
   void on_request(link::message_view m) {
-    if (m.size() != 1) t_.fail("request " + std::to_string(got_) + " has " + std::to_string(m.size()) + " parts, expected 1");
-    check_message(t_, m[0].data(), m[0].size(), size_, got_);
+    check_received(t_, m, size_, got_);
     // A reply is never refused for the high-water mark (it is one message owed).
     if (const std::error_code ec = s_.send(m[0])) t_.fail("send reply: " + ec.message());
     if (++got_ < count_) return;
@@ -298,7 +316,7 @@ class lat_requester {
   void start() { send_next(); }
   /// The round trips; after the engine stopped. Fails the run unless every one was made.
   roundtrips result() const {
-    if (done_ != count_) t_.fail("the engine stopped after " + std::to_string(done_) + " of " + std::to_string(count_) + " round trips");
+    if (done_ != count_) t_.fail(stopped_early(done_, count_, "round trips"));
     return r_;
   }
 
@@ -314,8 +332,7 @@ class lat_requester {
   }
 
   void on_reply(link::message_view m) {
-    if (m.size() != 1) t_.fail("reply " + std::to_string(done_) + " has " + std::to_string(m.size()) + " parts, expected 1");
-    check_message(t_, m[0].data(), m[0].size(), size_, done_, "reply: ");
+    check_received(t_, m, size_, done_, "reply: ");
     const auto now = perf_clock::now();
     r_.us.push_back(seconds_between(t0_, now) * 1e6);
     if (++done_ == count_) {
