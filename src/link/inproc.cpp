@@ -17,6 +17,7 @@
 #include <strix/core/intrusive_ptr.hpp>
 #include <strix/core/shard.hpp>
 
+#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -86,13 +87,27 @@ struct inproc_state {
     std::vector<intrusive_ptr<inproc_binding>> waiting;  // connects waiting for a bind
 };
 
+/// What a pipe hands its peer in one go (once per loop turn, or sooner across shards when it
+/// grows): message parts flattened into `parts`, control entries, and references to the buffers
+/// that hold the bytes. Small parts are copied into the sender's current 64 KiB chunk, so a
+/// stream of small messages costs no allocation per message and no reference count per message.
+struct inproc_batch {
+    enum class kind : std::uint8_t { msg, subscribe, cancel, ack, close, done };
+    struct entry {
+        kind what = kind::msg;
+        std::uint32_t first = 0;  // index into parts
+        std::uint32_t count = 0;  // parts of a message; 1 for a topic
+        std::uint64_t acked = 0;  // ack: messages the peer consumed
+    };
+    std::vector<entry> entries;
+    std::vector<bytes_view> parts;
+    std::vector<shared_buffer_ptr> buffers;
+    bool empty() const noexcept { return entries.empty(); }
+};
+
 class inproc_pipe final : public pipe, public reactor_object {
 public:
-    struct item {
-        enum class kind : std::uint8_t { msg, subscribe, cancel, ack, close } what = kind::msg;
-        std::vector<part> parts;
-        std::uint64_t count = 0;  // ack
-    };
+    using kind = inproc_batch::kind;
 
     inproc_pipe(socket_core& c, intrusive_ptr<inproc_link> l, int side, const inproc_peer_info& peer, std::string addr)
         : core_(c), link_(std::move(l)), side_(side), addr_(std::move(addr)), hwm_(pair_hwm(c.opts.sndhwm, peer.rcvhwm)) {
@@ -106,15 +121,28 @@ public:
     bool full() noexcept override { return hwm_ && in_flight_ >= hwm_; }
     void write(outgoing& m) override {
         ++in_flight_;
-        item it;
-        it.parts = m.owned();  // references to one shared copy of the parts
-        queue(std::move(it));
+        inproc_batch::entry e;
+        e.first = static_cast<std::uint32_t>(out_.parts.size());
+        e.count = static_cast<std::uint32_t>(m.parts().size());
+        if (m.shared) {
+            // Fan-out: every peer references one copy of the parts.
+            const auto& owned = m.owned();
+            for (auto& p : owned) out_.parts.push_back(p.bytes());
+            if (!owned.empty() && owned[0].buffer()) out_.buffers.push_back(owned[0].buffer());
+        } else {
+            for (auto b : m.parts()) out_.parts.push_back(copy_in(b));
+        }
+        out_.entries.push_back(e);
+        queued();
     }
     void send_subscription(bool on, bytes_view topic) override {
-        item it;
-        it.what = on ? item::kind::subscribe : item::kind::cancel;
-        it.parts.push_back(part::copy(topic));
-        queue(std::move(it));
+        inproc_batch::entry e;
+        e.what = on ? kind::subscribe : kind::cancel;
+        e.first = static_cast<std::uint32_t>(out_.parts.size());
+        e.count = 1;
+        out_.parts.push_back(copy_in(topic));
+        out_.entries.push_back(e);
+        queued();
     }
     void terminate(std::error_code) override { close(true); }
     const std::string& address() const noexcept override { return addr_; }
@@ -126,13 +154,13 @@ public:
         closed_ = true;
         core_.detach(*this);
         if (tell_peer) {
-            item it;
-            it.what = item::kind::close;
-            out_.push_back(std::move(it));
+            inproc_batch::entry e;
+            e.what = kind::close;
+            out_.entries.push_back(e);
             flush_out();
         }
         link_->side[side_] = nullptr;
-        out_.clear();
+        out_ = {};
         auto& v = core_.inproc->pipes;
         for (std::size_t i = 0; i < v.size(); ++i)
             if (v[i].get() == this) {
@@ -142,60 +170,114 @@ public:
             }
     }
 
-    void receive(std::vector<item>& batch) {
-        for (auto& it : batch) {
-            if (closed_) return;
-            if (it.what == item::kind::msg && (core_.paused || !held_.empty())) {
-                // Paused: held here, unacknowledged, so the sender stops at its mark.
-                held_.push_back(std::move(it));
-                continue;
-            }
-            switch (it.what) {
-                case item::kind::msg:
-                    deliver_one(it);
-                    break;
-                case item::kind::subscribe:
-                case item::kind::cancel:
-                    core_.pat->subscription(*this, it.what == item::kind::subscribe, it.parts[0].bytes());
-                    break;
-                case item::kind::ack:
-                    in_flight_ -= std::min(in_flight_, it.count);
-                    if (watching_ && !full()) {
-                        watching_ = false;
-                        core_.pipe_writable(*this);
-                    }
-                    break;
-                case item::kind::close:
-                    core_.event(socket_event::kind::disconnected, addr_, link_errc::closed);
-                    close(false);
-                    return;
-            }
+    /// A batch from the peer. While the socket is paused, acknowledgements (for what this side
+    /// sent) are taken at once and the rest waits, unacknowledged, so the sender stops at its mark.
+    void receive(inproc_batch& b) {
+        if (closed_) return;
+        if (core_.paused || !held_.empty()) {
+            for (auto& e : b.entries)
+                if (e.what == kind::ack) {
+                    take_ack(e.acked);
+                    e.what = kind::done;
+                }
+            held_.push_back(std::move(b));
+            return;
         }
+        process(b);
         if (consumed_) core_.owner.mark_dirty(*this);  // the ack goes out with the next flush
     }
 
-    /// Delivers messages held while the socket was paused (until it pauses again).
+    /// Delivers what was held while the socket was paused (until it pauses again).
     void resume() {
         while (!held_.empty() && !core_.paused && !closed_) {
-            item it = std::move(held_.front());
+            if (!process(held_.front())) break;
             held_.pop_front();
-            deliver_one(it);
         }
         if (consumed_) core_.owner.mark_dirty(*this);
     }
 
-private:
-    void deliver_one(item& it) {
-        views_.clear();
-        for (auto& p : it.parts) views_.push_back(p.bytes());
-        ++core_.stats.messages_in;
-        ++consumed_;
-        core_.pat->receive(*this, views_);
+    /// The peer's half never came (its socket was gone): as if it closed.
+    void peer_gone() {
+        core_.event(socket_event::kind::disconnected, addr_, link_errc::closed);
+        close(false);
     }
 
-    void queue(item&& it) {
-        out_.push_back(std::move(it));
-        if (out_.size() == 1) core_.owner.mark_dirty(*this);
+private:
+    static constexpr std::size_t chunk_size = 64 * 1024;
+
+    // Handles b's entries from the first not yet done; false if the socket paused midway (the
+    // batch keeps its place, the entries done so far marked).
+    bool process(inproc_batch& b) {
+        for (auto& e : b.entries) {
+            if (closed_) return true;
+            switch (e.what) {
+                case kind::msg:
+                    if (core_.paused) return false;
+                    ++core_.stats.messages_in;
+                    ++consumed_;
+                    e.what = kind::done;
+                    core_.pat->receive(*this, std::span(b.parts.data() + e.first, e.count));
+                    break;
+                case kind::subscribe:
+                case kind::cancel: {
+                    const bool on = e.what == kind::subscribe;
+                    e.what = kind::done;
+                    core_.pat->subscription(*this, on, b.parts[e.first]);
+                    break;
+                }
+                case kind::ack:
+                    e.what = kind::done;
+                    take_ack(e.acked);
+                    break;
+                case kind::close:
+                    e.what = kind::done;
+                    peer_gone();
+                    return true;
+                case kind::done: break;
+            }
+        }
+        return true;
+    }
+
+    void take_ack(std::uint64_t n) {
+        in_flight_ -= std::min(in_flight_, n);
+        if (watching_ && !full()) {
+            watching_ = false;
+            core_.pipe_writable(*this);
+        }
+    }
+
+    // Copies b into the current chunk (or a buffer of its own when large) and returns the copy.
+    bytes_view copy_in(bytes_view b) {
+        if (b.empty()) return {};
+        if (b.size() > chunk_size / 4) {
+            auto own = shared_buffer::create(b.size());
+            std::memcpy(own->data(), b.data(), b.size());
+            out_.buffers.push_back(own);
+            return bytes_view(own->data(), b.size());
+        }
+        if (!chunk_ || chunk_used_ + b.size() > chunk_size) {
+            chunk_ = shared_buffer::create(chunk_size);
+            chunk_used_ = 0;
+            chunk_in_batch_ = false;
+        }
+        if (!chunk_in_batch_) {
+            out_.buffers.push_back(chunk_);  // the batch keeps the chunk alive
+            chunk_in_batch_ = true;
+        }
+        // Bytes past chunk_used_ were never handed out: the peer reads only earlier ones.
+        std::byte* at = chunk_->data() + chunk_used_;
+        std::memcpy(at, b.data(), b.size());
+        chunk_used_ += b.size();
+        return bytes_view(at, b.size());
+    }
+
+    void queued() {
+        if (out_.entries.size() == 1) core_.owner.mark_dirty(*this);
+        // Across shards a long batch goes before the turn ends, so the peer works while this
+        // side is still sending (on one shard it waits for the flush: never re-enter from send).
+        else if (out_.entries.size() >= 512 && link_->home[1 - side_] != &core_.owner)
+            flush_out();
     }
 
     void on_io(std::uint32_t) override {}
@@ -203,17 +285,18 @@ private:
 
     void flush_out() {
         if (consumed_) {
-            item a;
-            a.what = item::kind::ack;
-            a.count = consumed_;
+            inproc_batch::entry a;
+            a.what = kind::ack;
+            a.acked = consumed_;
             consumed_ = 0;
-            out_.push_back(std::move(a));
+            out_.entries.push_back(a);
         }
         if (out_.empty()) return;
+        inproc_batch batch = std::move(out_);
+        out_ = {};
+        chunk_in_batch_ = false;
         const int other = 1 - side_;
         shard* to = link_->home[other];
-        std::vector<item> batch;
-        batch.swap(out_);
         if (to == &core_.owner) {
             // Same shard: hand over now, from the flush (never from inside the sender's send()).
             if (inproc_pipe* peer = link_->side[other]) peer->receive(batch);
@@ -231,9 +314,11 @@ private:
     const std::uint64_t hwm_;
     std::uint64_t in_flight_ = 0;  // sent and not yet acknowledged by the peer
     std::uint64_t consumed_ = 0;   // delivered here, not yet acknowledged to the peer
-    std::vector<item> out_;
-    std::deque<item> held_;  // messages that arrived while the socket was paused
-    std::vector<bytes_view> views_;
+    inproc_batch out_;
+    shared_buffer_ptr chunk_;      // where small parts are copied
+    std::size_t chunk_used_ = 0;
+    bool chunk_in_batch_ = false;  // out_ holds a reference to chunk_
+    std::deque<inproc_batch> held_;  // what arrived while the socket was paused
     bool watching_ = false;
     bool closed_ = false;
 };
@@ -263,9 +348,7 @@ void make_pair(const intrusive_ptr<inproc_binding>& near, const intrusive_ptr<in
         if (!fc || fc->closing) {
             // Nobody there any more: the near half hears that its peer closed.
             run_on(link->home[0], [link] {
-                std::vector<inproc_pipe::item> bye(1);
-                bye[0].what = inproc_pipe::item::kind::close;
-                if (inproc_pipe* np = link->side[0]) np->receive(bye);
+                if (inproc_pipe* np = link->side[0]) np->peer_gone();
             });
             return;
         }
