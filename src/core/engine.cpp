@@ -92,12 +92,16 @@ void engine::post(unsigned target, task t) {
         shards_[target]->post_external(std::move(t));
 }
 
-void engine::run_on_all_shards(const std::function<void(shard&)>& fn) {
+void engine::check_not_own_shard(const char* what) const noexcept {
     if (shard* cur = shard::current(); cur && &cur->owner() == this) {
-        std::fprintf(stderr, "strix: engine::run_on_all_shards called on shard %u; it waits for every shard, "
-                             "itself included, so call it from a thread that is not a shard\n", cur->id());
+        std::fprintf(stderr, "strix: %s called on shard %u; it waits for a shard of its own engine, so call it "
+                             "from a thread that is not one\n", what, cur->id());
         std::abort();
     }
+}
+
+void engine::run_on_all_shards(const std::function<void(shard&)>& fn) {
+    check_not_own_shard("engine::run_on_all_shards");
     struct progress {
         std::mutex mu;
         std::condition_variable cv;

@@ -4,10 +4,7 @@
 #include <strix/core/shard.hpp>
 
 #include <condition_variable>
-#include <cstdio>
-#include <cstdlib>
 #include <deque>
-#include <future>
 #include <mutex>
 
 namespace strix::link {
@@ -45,26 +42,7 @@ struct blocking_socket::shared {
 
 template <class F>
 auto blocking_socket::on_shard(F&& f) -> decltype(f()) {
-    if (shard* cur = shard::current(); cur && &cur->owner() == &ctx_.eng()) {
-        std::fprintf(stderr, "strix: blocking_socket used on shard %u of its own engine (it would wait on itself)\n", cur->id());
-        std::abort();
-    }
-    using R = decltype(f());
-    std::promise<R> p;
-    auto fut = p.get_future();
-    ctx_.eng().post(shard_, [&] {
-        try {
-            if constexpr (std::is_void_v<R>) {
-                f();
-                p.set_value();
-            } else {
-                p.set_value(f());
-            }
-        } catch (...) {
-            p.set_exception(std::current_exception());
-        }
-    });
-    return fut.get();
+    return ctx_.eng().run_on(shard_, std::forward<F>(f));
 }
 
 blocking_socket::blocking_socket(context& ctx, socket_type type, socket_options opts)

@@ -104,22 +104,7 @@ public:
     /// Runs f on shard i and returns its result (f's exceptions come back here).
     template <class F>
     auto on(unsigned i, F&& f) -> decltype(f()) {
-        using R = decltype(f());
-        std::promise<R> p;
-        auto fut = p.get_future();
-        eng_.post(i, [&] {
-            try {
-                if constexpr (std::is_void_v<R>) {
-                    f();
-                    p.set_value();
-                } else {
-                    p.set_value(f());
-                }
-            } catch (...) {
-                p.set_exception(std::current_exception());
-            }
-        });
-        return fut.get();
+        return eng_.run_on(i, std::forward<F>(f));
     }
 
     /// A socket on shard i whose messages go to `box` and events to `log` (either may be null).

@@ -16,6 +16,8 @@
 
 #include <chrono>
 #include <functional>
+#include <future>
+#include <type_traits>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -63,6 +65,30 @@ public:
     /// itself): that aborts with a message.
     void run_on_all_shards(const std::function<void(shard&)>& fn);
 
+    /// Runs f() on shard `target`, waits for it and returns its result (an exception f throws is
+    /// rethrown here). For threads that are not shards of this engine (it would wait on itself);
+    /// the engine must be running.
+    template <class F>
+    auto run_on(unsigned target, F&& f) -> decltype(f()) {
+        check_not_own_shard("engine::run_on");
+        using R = decltype(f());
+        std::promise<R> p;
+        auto done = p.get_future();
+        post(target, [&] {
+            try {
+                if constexpr (std::is_void_v<R>) {
+                    f();
+                    p.set_value();
+                } else {
+                    p.set_value(f());
+                }
+            } catch (...) {
+                p.set_exception(std::current_exception());
+            }
+        });
+        return done.get();
+    }
+
     /// True between start() and the moment every shard thread has exited. Any thread.
     bool running() const noexcept { return running_.load(std::memory_order_acquire) > 0; }
 
@@ -81,6 +107,7 @@ public:
 
 private:
     friend class shard;
+    void check_not_own_shard(const char* what) const noexcept;
     /// SPSC channel carrying tasks from shard `from` to shard `to` (from != to).
     spsc_queue<task>& channel(unsigned from, unsigned to) noexcept {
         return *mesh_[static_cast<std::size_t>(to) * shards_.size() + from];
