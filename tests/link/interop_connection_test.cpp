@@ -146,6 +146,64 @@ TEST_P(reconnect, libzmq_connector_comes_back_after_the_strix_binder_restarts) {
     EXPECT_EQ(mon.count(ZMQ_EVENT_HANDSHAKE_SUCCEEDED), 2);
 }
 
+TEST_P(reconnect, strix_sub_subscribes_again_after_the_libzmq_publisher_restarts) {
+    inbox& got = env.new_inbox();
+    link::socket_options o;
+    o.reconnect_ivl = 20ms;
+    auto& sub = env.make(0, socket_type::sub, o, &got);
+    auto* xpub = &zsock(ZMQ_XPUB);  // an XPUB, to see the subscription arrive
+    const std::string a = xpub->bind(where(GetParam()));
+    env.on(0, [&] {
+        sub.subscribe("k.");
+        sub.connect(a);
+    });
+    EXPECT_TRUE(same(xpub->recv(), {"\x01k."}));
+    ASSERT_EQ(xpub->send({"k.before"}), 0);
+    EXPECT_EQ(got.pop(), strs{"k.before"});
+
+    xpub->close();
+    ASSERT_TRUE(eventually([&] { return peers(sub) == 0; }));
+    xpub = &zsock(ZMQ_XPUB);
+    ASSERT_TRUE(eventually([&] {
+        try {
+            return xpub->bind(a) == a;
+        } catch (const std::runtime_error&) {
+            return false;
+        }
+    }));
+    EXPECT_TRUE(same(xpub->recv(), {"\x01k."})) << "the subscription is sent again on the new connection";
+    ASSERT_EQ(xpub->send({"k.after"}), 0);
+    ASSERT_EQ(xpub->send({"other"}), 0);
+    EXPECT_EQ(got.pop(), strs{"k.after"});
+    EXPECT_TRUE(got.stays_empty(100ms));
+}
+
+TEST_P(reconnect, a_restarted_strix_publisher_hears_libzmq_subscribe_again) {
+    event_log& log = env.new_log();
+    auto* pub = &env.make(1, socket_type::pub, {}, nullptr, &log);
+    const std::string a = env.on(1, [&] { return pub->bind(where(GetParam())); });
+    auto& sub = zsock(ZMQ_SUB);
+    sub.set(ZMQ_RECONNECT_IVL, 20);
+    sub.subscribe("k.");
+    sub.connect(a);
+    ASSERT_TRUE(eventually([&] { return on(*pub, [&] { return pub->subscribers(); }) == 1; }));
+    ASSERT_FALSE(env.send(*pub, {"k.before"}));
+    EXPECT_TRUE(same(sub.recv(), {"k.before"}));
+
+    env.destroy(*pub);
+    event_log& log2 = env.new_log();
+    pub = &env.make(1, socket_type::pub, {}, nullptr, &log2);
+    EXPECT_EQ(env.on(1, [&] { return pub->bind(a); }), a);
+    ASSERT_TRUE(eventually([&] {
+        sub.events();
+        return on(*pub, [&] { return pub->subscribers(); }) == 1;
+    })) << describe(log2);
+    ASSERT_FALSE(env.send(*pub, {"other"}));
+    ASSERT_FALSE(env.send(*pub, {"k.after"}));
+    EXPECT_TRUE(same(sub.recv(), {"k.after"}));
+    EXPECT_EQ(log2.count(kind::subscribed), 1u);
+}
+
 INSTANTIATE_TEST_SUITE_P(libzmq, reconnect, ::testing::Values(transport::tcp, transport::ipc), [](const auto& p) { return std::string(name(p.param)); });
 
 // --- high-water marks -------------------------------------------------------------------------

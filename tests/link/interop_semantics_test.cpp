@@ -413,6 +413,27 @@ TEST_F(semantics, strix_xpub_verbose_hears_every_libzmq_subscribe) {
     EXPECT_EQ(verbose_box.pop(), strs{sub_msg(0, "t")});
 }
 
+TEST_F(semantics, strix_pair_keeps_its_first_libzmq_peer_and_turns_a_second_away) {
+    inbox& got = env.new_inbox();
+    auto& pair = env.make(0, socket_type::pair, {}, &got);
+    const std::string a = env.on(0, [&] { return pair.bind(where(transport::tcp)); });
+    auto& first = zsock(ZMQ_PAIR);
+    first.connect(a);
+    ASSERT_EQ(first.send({"first"}), 0);
+    EXPECT_EQ(got.pop(), strs{"first"});
+    auto& second = zsock(ZMQ_PAIR);
+    second.set(ZMQ_RECONNECT_IVL, 50);
+    second.connect(a);
+    second.try_send({"second"});
+    EXPECT_TRUE(got.stays_empty(300ms)) << "the second PAIR's message was delivered";
+    ASSERT_FALSE(env.send(pair, {"to first"}));
+    EXPECT_TRUE(same(first.recv(), {"to first"}));
+    EXPECT_FALSE(second.recv(100ms));
+    ASSERT_EQ(first.send({"first again"}), 0);
+    EXPECT_EQ(got.pop(), strs{"first again"});
+    EXPECT_EQ(peers(pair), 1u);
+}
+
 // --- socket-type mismatch ---------------------------------------------------------------------
 
 bool saw_mismatch(event_log& log, const std::string& peer_type) {
