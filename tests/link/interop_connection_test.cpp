@@ -319,6 +319,69 @@ TEST_F(connection, strix_push_would_block_then_on_writable_resumes_as_libzmq_pul
     EXPECT_EQ(stats(push).messages_out, n);
 }
 
+TEST_F(connection, strix_router_drops_for_a_full_libzmq_dealer_or_with_mandatory_would_blocks) {
+    for (const bool mandatory : {false, true}) {
+        SCOPED_TRACE(mandatory ? "router_mandatory" : "plain");
+        link::socket_options o;
+        o.sndhwm = 10;
+        o.router_mandatory = mandatory;
+        auto& router = env.make(0, socket_type::router, o);
+        const std::string a = env.on(0, [&] { return router.bind(where(transport::tcp)); });
+        auto& dealer = zsock(ZMQ_DEALER);
+        dealer.set(ZMQ_ROUTING_ID, std::string("d"));
+        dealer.set(ZMQ_RCVHWM, 10);
+        dealer.set(ZMQ_RCVBUF, 64 * 1024);
+        dealer.connect(a);
+        ASSERT_TRUE(wait_peers(router, 1));
+        // 400 x 64 KiB to a DEALER that does not read.
+        constexpr std::uint32_t n = 400;
+        auto writable = std::make_shared<std::atomic<int>>(0);
+        env.on(0, [&] { router.on_writable([writable] { ++*writable; }); });
+        std::uint32_t accepted = 0;
+        bool would_block = false;
+        env.on(0, [&] {
+            for (; accepted < n; ++accepted) {
+                auto ec = router.send({link::as_bytes("d"), link::as_bytes(numbered(accepted, 64 * 1024))});
+                if (ec == link::link_errc::would_block) {
+                    would_block = true;
+                    return;
+                }
+                if (ec) ADD_FAILURE() << ec.message();
+            }
+        });
+        const auto st = stats(router);
+        if (!mandatory) {
+            EXPECT_FALSE(would_block) << "a plain ROUTER drops instead";
+            EXPECT_EQ(accepted, n);
+            EXPECT_GT(st.dropped_hwm, 0u);
+        } else {
+            EXPECT_TRUE(would_block) << "ROUTER_MANDATORY reports the full peer";
+            EXPECT_EQ(st.dropped_hwm, 0u);
+        }
+        // Read what came: in order, never duplicated, and with mandatory every accepted message.
+        std::uint32_t received = 0;
+        std::int64_t last = -1;
+        while (auto m = dealer.recv(300ms)) {
+            ASSERT_EQ(m->size(), 1u);
+            const std::uint32_t k = number_of(m->front());
+            ASSERT_GT(static_cast<std::int64_t>(k), last);
+            ASSERT_EQ(m->front(), numbered(k, 64 * 1024));
+            last = k;
+            ++received;
+        }
+        if (mandatory) {
+            EXPECT_EQ(received, accepted);
+            EXPECT_EQ(writable->load(), 1) << "on_writable once the DEALER drained it";
+            EXPECT_FALSE(env.on(0, [&] { return router.send({link::as_bytes("d"), link::as_bytes("more")}); }));
+            EXPECT_TRUE(same(dealer.recv(), {"more"}));
+        } else {
+            EXPECT_EQ(received + stats(router).dropped_hwm, n);
+        }
+        dealer.close();
+        env.destroy(router);
+    }
+}
+
 // --- message size -----------------------------------------------------------------------------
 
 TEST_F(connection, a_libzmq_message_part_over_max_msg_size_closes_the_connection) {
