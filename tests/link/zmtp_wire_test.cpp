@@ -53,6 +53,32 @@ TEST_F(wire, greeting_then_ready_only_after_the_peers_greeting) {
     EXPECT_EQ(f->data(), property("Socket-Type", "PULL")) << "a PULL announces no Identity";
 }
 
+TEST_F(wire, any_3_x_or_later_greeting_is_accepted_and_padding_and_filler_are_ignored) {
+    inbox& got = env.new_inbox();
+    auto& pull = env.make(0, socket_type::pull, {}, &got);
+    const std::string a = bound(pull);
+    struct variant {
+        std::uint8_t major, minor;
+        bool noise;
+    };
+    for (const variant v : {variant{3, 0, false}, variant{3, 7, true}, variant{4, 2, true}}) {
+        client c(a);
+        bytes g = greeting(v.major, v.minor);
+        if (v.noise) {
+            for (std::size_t i = 1; i < 9; ++i) g[i] = std::byte{0xa5};      // signature padding
+            g[32] = std::byte{1};                                             // as-server
+            for (std::size_t i = 33; i < 64; ++i) g[i] = std::byte{0x5a};    // filler
+        }
+        ASSERT_TRUE(c.send(g + ready("PUSH")));
+        ASSERT_TRUE(read_greeting(c.fd()));
+        auto r = read_frame(c.fd());
+        ASSERT_TRUE(r && r->name() == "READY") << int(v.major) << "." << int(v.minor);
+        ASSERT_TRUE(c.send(frame(0, "v" + std::to_string(v.major) + "." + std::to_string(v.minor))));
+        EXPECT_EQ(got.pop(), strs{"v" + std::to_string(v.major) + "." + std::to_string(v.minor)});
+    }
+    EXPECT_EQ(env.on(0, [&] { return pull.stats().handshake_failures; }), 0u);
+}
+
 TEST_F(wire, dealer_announces_its_routing_id) {
     link::socket_options o;
     o.routing_id = std::string("id\0x", 4);
