@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 #include <utility>
 
 namespace strix {
@@ -125,13 +126,30 @@ std::span<const std::byte> ring_buffer::linearize(std::size_t n) {
         // Room to slide B right by |A| without reaching A: two plain copies, |A| + |B| bytes.
         std::memmove(data_ + a, data_, b);
         std::memcpy(data_, data_ + r, a);
+    } else if (a <= b) {
+        // Nearly full: park A, slide B right by |A|, put A in front (a rotate by swaps touched
+        // every byte of storage one at a time: 2 MiB for one straddling frame).
+        std::vector<std::byte> tmp(data_ + r, data_ + capacity_);
+        std::memmove(data_ + a, data_, b);
+        std::memcpy(data_, tmp.data(), a);
     } else {
-        // Nearly full: rotate the whole storage in place (swaps, no scratch memory).
-        std::rotate(data_, data_ + r, data_ + capacity_);
+        std::vector<std::byte> tmp(data_, data_ + b);
+        std::memmove(data_, data_ + r, a);
+        std::memcpy(data_ + a, tmp.data(), b);
     }
     read_ = 0;
     write_ = used;
     return {data_, n};
+}
+
+bool ring_buffer::compact(std::size_t limit) noexcept {
+    const std::size_t used = size();
+    const std::size_t r = offset(read_);
+    if (used == 0 || used > limit || r == 0 || r + used > capacity_) return false;
+    std::memmove(data_, data_ + r, used);
+    read_ = 0;
+    write_ = used;
+    return true;
 }
 
 std::size_t ring_buffer::write(std::span<const std::byte> bytes) noexcept {

@@ -68,9 +68,12 @@ intrusive_ptr<inproc_binding> make_binding(socket_core& c, std::string_view name
     return b;
 }
 
-// Runs t on shard `to` (directly when it is the calling shard).
+// Runs t on shard `to`: directly when it is the calling shard, or when its thread is not running
+// (sockets connected before engine::start: both halves are built now, so no batch can reach a
+// half that does not exist yet; a posted task would travel the outside queue, which the shard
+// drains after the mesh the first batch takes).
 void run_on(shard* to, task t) {
-    if (shard::current() == to) {
+    if (shard::current() == to || !to->running()) {
         t();
         return;
     }
@@ -130,7 +133,17 @@ public:
             for (auto& p : owned) out_.parts.push_back(p.bytes());
             if (!owned.empty() && owned[0].buffer()) out_.buffers.push_back(owned[0].buffer());
         } else {
-            for (auto b : m.parts()) out_.parts.push_back(copy_in(b));
+            const auto parts = m.parts();
+            for (std::size_t i = 0; i < parts.size(); ++i) {
+                const part* src = m.source(i);
+                if (src && src->size() > chunk_size / 4) {
+                    // The application's buffer, by reference: no copy of a large part.
+                    out_.buffers.push_back(src->buffer());
+                    out_.parts.push_back(src->bytes());
+                } else {
+                    out_.parts.push_back(copy_in(parts[i]));
+                }
+            }
         }
         out_.entries.push_back(e);
         queued();

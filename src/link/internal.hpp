@@ -31,8 +31,20 @@ class socket_core;
 /// A message on its way out, with the encodings built once when several peers need them.
 class outgoing {
 public:
-    explicit outgoing(std::span<const bytes_view> parts) noexcept : parts_(parts) {}
+    /// `source`, when given, holds the same parts as shared buffers (socket::send(message)):
+    /// large parts are then referenced, not copied.
+    explicit outgoing(std::span<const bytes_view> parts, const part* source = nullptr) noexcept
+        : parts_(parts), source_(source) {}
     std::span<const bytes_view> parts() const noexcept { return parts_; }
+    /// Part i as a shared buffer, or nullptr when the application gave plain bytes.
+    const part* source(std::size_t i) const noexcept { return source_ && source_[i].buffer() ? source_ + i : nullptr; }
+    bool by_reference() const noexcept { return source_ != nullptr; }
+    /// Bytes over all parts.
+    std::size_t bytes() const noexcept {
+        std::size_t n = 0;
+        for (auto p : parts_) n += p.size();
+        return n;
+    }
     /// All parts as ZMTP frames in one shared buffer (fan-out to several ZMTP peers).
     const shared_buffer_ptr& wire();
     /// The parts copied into one shared buffer (inproc peers take references).
@@ -42,6 +54,7 @@ public:
 
 private:
     std::span<const bytes_view> parts_;
+    const part* source_;
     shared_buffer_ptr wire_;
     std::vector<part> owned_;
 };
@@ -124,7 +137,7 @@ public:
     virtual ~pattern() = default;
     virtual void attach(pipe& p) = 0;
     virtual void detach(pipe& p) = 0;
-    virtual std::error_code send(std::span<const bytes_view> parts) = 0;
+    virtual std::error_code send(std::span<const bytes_view> parts, const part* source) = 0;
     virtual void receive(pipe& p, std::span<const bytes_view> parts) = 0;
     /// A peer subscribed or cancelled (PUB/XPUB); others ignore it.
     virtual void subscription(pipe&, bool, bytes_view) {}
@@ -155,7 +168,7 @@ public:
     std::string bind(std::string_view address);
     void connect(std::string_view address);
     std::error_code send_part(bytes_view part, bool more);
-    std::error_code send_parts(std::span<const bytes_view> parts);
+    std::error_code send_parts(std::span<const bytes_view> parts, const part* source = nullptr);
 
     // --- called by pipes and patterns ----------------------------------------------------------
     void attach(pipe& p);

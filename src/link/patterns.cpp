@@ -63,11 +63,11 @@ public:
     balanced(socket_core& c, bool can_send, bool can_receive) : pattern(c), send_(can_send), recv_(can_receive) {}
     void attach(pipe& p) override { lb_.add(&p); }
     void detach(pipe& p) override { lb_.remove(&p); }
-    std::error_code send(std::span<const bytes_view> parts) override {
+    std::error_code send(std::span<const bytes_view> parts, const part* source) override {
         if (!send_) return link_errc::not_supported;
         pipe* p = lb_.pick(core_);
         if (!p) return link_errc::would_block;
-        outgoing o(parts);
+        outgoing o(parts, source);
         p->write(o);
         return {};
     }
@@ -94,7 +94,7 @@ public:
     void detach(pipe& p) override {
         if (peer_ == &p) peer_ = nullptr;
     }
-    std::error_code send(std::span<const bytes_view> parts) override {
+    std::error_code send(std::span<const bytes_view> parts, const part* source) override {
         if (!peer_ || peer_->full()) {
             if (peer_) {
                 peer_->watch_writable();
@@ -103,7 +103,7 @@ public:
             core_.note_would_block();
             return link_errc::would_block;
         }
-        outgoing o(parts);
+        outgoing o(parts, source);
         peer_->write(o);
         return {};
     }
@@ -126,7 +126,7 @@ public:
         // ZMQ_REQ_RELAXED does) and says so in a disconnected event.
         if (waiting_ == &p) waiting_ = nullptr;
     }
-    std::error_code send(std::span<const bytes_view> parts) override {
+    std::error_code send(std::span<const bytes_view> parts, const part* source) override {
         if (waiting_) return link_errc::bad_state;
         pipe* p = lb_.pick(core_);
         if (!p) return link_errc::would_block;
@@ -134,7 +134,13 @@ public:
         framed.reserve(parts.size() + 1);
         framed.emplace_back();  // the empty delimiter
         framed.insert(framed.end(), parts.begin(), parts.end());
-        outgoing o(framed);
+        std::vector<part> src;
+        if (source) {
+            src.reserve(parts.size() + 1);
+            src.emplace_back();
+            src.insert(src.end(), source, source + parts.size());
+        }
+        outgoing o(framed, source ? src.data() : nullptr);
         p->write(o);
         waiting_ = p;
         return {};
@@ -162,7 +168,7 @@ public:
         if (current_ == p.id) current_ = 0;  // its reply will be dropped
         std::erase_if(queue_, [&](const request& r) { return r.pipe_id == p.id; });
     }
-    std::error_code send(std::span<const bytes_view> parts) override {
+    std::error_code send(std::span<const bytes_view> parts, const part* source) override {
         if (!busy_) return link_errc::bad_state;
         busy_ = false;
         pipe* p = find(current_);
@@ -171,7 +177,12 @@ public:
             framed.reserve(envelope_.size() + parts.size());
             for (auto& e : envelope_) framed.push_back(e.bytes());
             framed.insert(framed.end(), parts.begin(), parts.end());
-            outgoing o(framed);
+            std::vector<part> src;
+            if (source) {
+                src = envelope_;
+                src.insert(src.end(), source, source + parts.size());
+            }
+            outgoing o(framed, source ? src.data() : nullptr);
             p->write(o);  // a reply is never refused for the mark: it is one message owed
         } else {
             ++core_.stats.dropped_unroutable;
@@ -260,7 +271,7 @@ public:
         auto it = by_id_.find(p.routing_id);
         if (it != by_id_.end() && it->second == &p) by_id_.erase(it);
     }
-    std::error_code send(std::span<const bytes_view> parts) override {
+    std::error_code send(std::span<const bytes_view> parts, const part* source) override {
         if (parts.empty()) return {};
         auto it = by_id_.find(std::string(as_text(parts[0])));
         if (it == by_id_.end()) {
@@ -280,7 +291,7 @@ public:
             return {};
         }
         if (parts.size() == 1) return {};  // an id with no body: nothing to send
-        outgoing o(parts.subspan(1));
+        outgoing o(parts.subspan(1), source ? source + 1 : nullptr);
         p->write(o);
         return {};
     }
@@ -309,7 +320,7 @@ public:
         if (p.topics) --subscribers_;
         p.topics = 0;
     }
-    std::error_code send(std::span<const bytes_view> parts) override {
+    std::error_code send(std::span<const bytes_view> parts, const part* source) override {
         if (parts.empty()) return {};
         const std::uint64_t gen = ++gen_;
         targets_.clear();
@@ -319,8 +330,11 @@ public:
             targets_.push_back(p);
         });
         if (targets_.empty()) return {};
-        outgoing o(parts);
-        o.shared = targets_.size() > 1;
+        outgoing o(parts, source);
+        // One encoding referenced by every peer, unless the message is small: then each peer's
+        // queue takes a copy, which coalesces with its neighbours into one iovec per chunk
+        // instead of one per message (sendmsg takes 64).
+        o.shared = targets_.size() > 1 && o.bytes() >= shared_min_bytes;
         for (pipe* p : targets_) {
             if (p->full()) {
                 ++core_.stats.dropped_hwm;
@@ -352,6 +366,8 @@ public:
     std::size_t subscribers() const noexcept override { return subscribers_; }
 
 private:
+    static constexpr std::size_t shared_min_bytes = 256;
+
     void notify(bool on, bytes_view topic) {
         std::vector<std::byte> m;
         m.reserve(topic.size() + 1);
@@ -377,12 +393,12 @@ public:
         trie_.for_each_topic([&](bytes_view topic, std::uint32_t) { p.send_subscription(true, topic); });
     }
     void detach(pipe& p) override { std::erase(pipes_, &p); }
-    std::error_code send(std::span<const bytes_view> parts) override {
+    std::error_code send(std::span<const bytes_view> parts, const part* source) override {
         if (!xsub_) return link_errc::not_supported;
         if (parts.size() == 1 && !parts[0].empty() && (parts[0][0] == std::byte{1} || parts[0][0] == std::byte{0}))
             return subscribe(parts[0][0] == std::byte{1}, parts[0].subspan(1));
         // Other messages go upstream to every publisher (XPUB hands them to its application).
-        outgoing o(parts);
+        outgoing o(parts, source);
         o.shared = pipes_.size() > 1;
         for (pipe* p : pipes_)
             if (!p->full()) p->write(o);

@@ -60,7 +60,7 @@ public:
 
     void write(outgoing& m) override {
         ++out_msgs_;
-        if (m.shared) {
+        if (m.shared && !m.by_reference()) {
             sess_->send(m.wire());  // one encoding referenced by every peer
             return;
         }
@@ -74,12 +74,15 @@ public:
                 const std::size_t h = zmtp::write_header(buf, flags, b.size());
                 if (!b.empty()) std::memcpy(buf + h, b.data(), b.size());
                 sess_->send(bytes_view(buf, h + b.size()));
-            } else {
-                std::byte hdr[zmtp::max_header];
-                const std::size_t h = zmtp::write_header(hdr, flags, b.size());
-                sess_->send(bytes_view(hdr, h));
-                sess_->send(b);
+                continue;
             }
+            std::byte hdr[zmtp::max_header];
+            const std::size_t h = zmtp::write_header(hdr, flags, b.size());
+            sess_->send(bytes_view(hdr, h));
+            if (const part* src = m.source(i))
+                sess_->send(src->buffer(), src->offset(), src->size());  // the application's buffer, by reference
+            else
+                sess_->send(b);
         }
     }
 
@@ -386,9 +389,9 @@ std::error_code socket_core::send_part(bytes_view part, bool more) {
     return ec;
 }
 
-std::error_code socket_core::send_parts(std::span<const bytes_view> parts) {
+std::error_code socket_core::send_parts(std::span<const bytes_view> parts, const part* source) {
     if (closing) return link_errc::closed;
-    const auto ec = pat->send(parts);
+    const auto ec = pat->send(parts, source);
     if (!ec) ++stats.messages_out;
     return ec;
 }
@@ -560,10 +563,12 @@ std::error_code socket::send(bytes_view part, bool more) {
 }
 
 std::error_code socket::send(const message& m) {
+    STRIX_ASSERT_OWNER(core_->owner, "link::socket::send");
     std::vector<bytes_view> v;
     v.reserve(m.size());
     for (auto& p : m) v.push_back(p.bytes());
-    return core_->send_parts(v);
+    // The message's parts are shared buffers: large ones go out by reference, never copied.
+    return core_->send_parts(v, m.size() ? &m[0] : nullptr);
 }
 
 std::error_code socket::send(std::initializer_list<bytes_view> parts) {

@@ -179,6 +179,9 @@ void session::do_read() {
             read_pending_ = true;
             break;
         }
+        // A partial frame near the end of the ring moves to its start before the read, so the
+        // read does not wrap the frame around (which would cost a linearize of all it read).
+        if (rx_.write_span().size() < rx_.capacity() / 2) rx_.compact(rx_.capacity() / 8);
         iovec iov[2];
         int n = rx_.write_iov(iov);
         if (n == 0) {

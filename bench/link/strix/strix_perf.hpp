@@ -179,10 +179,30 @@ class thr_sender {
   // the loop must turn now and then to write what was queued.
   static constexpr std::size_t batch_bytes = 256 * 1024;
 
+  // Messages of at least this size are built in a buffer of their own and handed over by
+  // reference (what libzmq's tool does with zmq_msg_init_size + zmq_msg_send); smaller ones are
+  // copied into the connection's queue, which is cheaper than an allocation.
+  static constexpr std::size_t by_reference_min = 4096;
+
+  std::error_code send_one() {
+    if (buf_.size() < by_reference_min) {
+      stamp(buf_.data(), buf_.size(), sent_);
+      return s_.send(link::bytes_view(buf_));
+    }
+    if (!next_) {
+      next_ = shared_buffer::create(buf_.size());
+      stamp(next_->data(), buf_.size(), sent_);
+    }
+    link::message m;
+    m.add(link::part(next_, 0, buf_.size()));
+    const std::error_code ec = s_.send(m);
+    if (ec != link::link_errc::would_block) next_.reset();  // kept for the retry otherwise
+    return ec;
+  }
+
   void pump() {
     for (std::size_t k = 0; k < batch_ && sent_ < count_; ++k) {
-      stamp(buf_.data(), buf_.size(), sent_);
-      const std::error_code ec = s_.send(link::bytes_view(buf_));
+      const std::error_code ec = send_one();
       if (ec == link::link_errc::would_block) return;  // on_writable calls pump() again
       if (ec) t_.fail("send: " + ec.message());
       ++sent_;
@@ -201,6 +221,7 @@ class thr_sender {
   const bool pubsub_;
   link::socket s_;
   std::vector<std::byte> buf_;
+  shared_buffer_ptr next_;  // a large message built and not yet accepted
   const std::uint64_t count_;
   const std::size_t batch_;
   std::uint64_t sent_ = 0;

@@ -92,9 +92,17 @@ public:
     void consume(std::size_t n) noexcept;
 
     /// The first n readable bytes as one contiguous span; aborts if n > size(). Data moves only
-    /// when those bytes straddle the end of storage: then the whole readable region is rotated to
-    /// offset 0 in place (no allocation), which invalidates earlier spans. Owning shard only.
+    /// when those bytes straddle the end of storage: then the whole readable region is moved to
+    /// offset 0 (the smaller of its two pieces through a scratch copy), which invalidates
+    /// earlier spans. Owning shard only.
     std::span<const std::byte> linearize(std::size_t n);
+
+    /// When at most `limit` bytes are readable, in one piece away from offset 0, moves them to
+    /// offset 0 so the free space is one piece again and the next read cannot wrap a frame
+    /// around the end (a partial frame left by the last read costs one small move instead of
+    /// a linearize of everything read after it). Returns whether it moved anything. Invalidates
+    /// earlier spans. Owning shard only.
+    bool compact(std::size_t limit) noexcept;
 
     /// Copies as much of `bytes` as fits and commits it; returns the count. Owning shard only.
     std::size_t write(std::span<const std::byte> bytes) noexcept;
