@@ -32,6 +32,27 @@ std::string numbered(std::uint32_t i, std::size_t size) {
 }
 std::uint32_t number_of(const std::string& m) { return static_cast<std::uint32_t>(std::stoul(m.substr(0, 8))); }
 
+// --- addresses --------------------------------------------------------------------------------
+
+TEST_F(connection, abstract_ipc_names_reach_libzmq_both_ways) {
+    // Linux's abstract namespace ("ipc://@name"): both sides must size the address alike.
+    const std::string base = "ipc://@strix-interop-" + std::to_string(::getpid()) + "-";
+    inbox& got = env.new_inbox();
+    auto& pull = env.make(0, socket_type::pull, {}, &got);
+    EXPECT_EQ(env.on(0, [&] { return pull.bind(base + "a"); }), base + "a");
+    auto& push = zsock(ZMQ_PUSH);
+    push.connect(base + "a");
+    ASSERT_EQ(push.send({"to strix"}), 0);
+    EXPECT_EQ(got.pop(), strs{"to strix"});
+
+    auto& zpull = zsock(ZMQ_PULL);
+    EXPECT_EQ(zpull.bind(base + "b"), base + "b");
+    auto& spush = env.make(1, socket_type::push);
+    env.on(1, [&] { spush.connect(base + "b"); });
+    ASSERT_FALSE(env.send(spush, {"to libzmq"}));
+    EXPECT_TRUE(same(zpull.recv(), {"to libzmq"}));
+}
+
 // --- heartbeats -------------------------------------------------------------------------------
 
 TEST_F(connection, libzmq_heartbeats_keep_a_quiet_connection_to_strix_up) {
