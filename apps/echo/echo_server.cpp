@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
     strix::engine_config ecfg;
     strix::server_config scfg;
     scfg.port = 7001;
-    std::int64_t idle_ms = 0;
+    std::int64_t idle_ms = 0, frame_ms = 0;
     app.add_option("--host", scfg.host, "address to listen on")->capture_default_str();
     app.add_option("--port", scfg.port, "TCP port (0 = any free port)")->capture_default_str();
     app.add_option("--shards", ecfg.shards, "shards (threads); 0 = one per online CPU")->capture_default_str();
@@ -31,8 +31,11 @@ int main(int argc, char** argv) {
     app.add_option("--max-queued", scfg.limits.max_queued, "queued output that disconnects a slow consumer, bytes")
         ->capture_default_str();
     app.add_option("--idle-timeout-ms", idle_ms, "close connections idle this long (0 = never)")->capture_default_str();
+    app.add_option("--frame-timeout-ms", frame_ms, "close connections whose frame is not complete this long after its "
+                   "first byte (0 = never)")->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     scfg.limits.idle_timeout = std::chrono::milliseconds(idle_ms);
+    scfg.limits.frame_timeout = std::chrono::milliseconds(frame_ms);
 
     try {
         strix::engine eng(ecfg);

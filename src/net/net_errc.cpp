@@ -18,6 +18,8 @@ public:
             case net_errc::idle_timeout: return "idle timeout: nothing received in time";
             case net_errc::shutdown: return "the server is shutting down";
             case net_errc::closed_by_app: return "closed by the application";
+            case net_errc::frame_timeout: return "frame timeout: a frame was not completed in time";
+            case net_errc::handshake_timeout: return "handshake timeout: no login or greeting in time";
         }
         return "unknown strix.net error";
     }

@@ -20,6 +20,10 @@ void net_stats::add(const net_counters& c) noexcept {
     frame_errors += r(c.frame_errors);
     slow_consumers += r(c.slow_consumers);
     idle_timeouts += r(c.idle_timeouts);
+    frame_timeouts += r(c.frame_timeouts);
+    handshake_timeouts += r(c.handshake_timeouts);
+    refused_max_sessions += r(c.refused_max_sessions);
+    refused_per_address += r(c.refused_per_address);
     accept_pauses += r(c.accept_pauses);
     read_pauses += r(c.read_pauses);
     recv_buffers_in_use += r(c.recv_buffers_in_use);
@@ -42,7 +46,9 @@ server::server(engine& e, server_config cfg, std::vector<session_handler*> handl
 }
 
 void server::make_groups() {
-    session_group_config gcfg{cfg_.limits, cfg_.framing};
+    if (cfg_.max_sessions || cfg_.max_sessions_per_address)
+        admission_ = std::make_unique<admission>(admission_limits{cfg_.max_sessions, cfg_.max_sessions_per_address});
+    session_group_config gcfg{cfg_.limits, cfg_.framing, admission_.get()};
     for (unsigned i = 0; i < engine_.shard_count(); ++i) {
         alive_.push_back(std::make_shared<bool>(true));
         groups_.push_back(std::make_unique<session_group>(engine_.at(i), *handlers_[i], gcfg));

@@ -51,7 +51,7 @@ void session::start() {
         finalize(ec);
         return;
     }
-    last_rx_tick_ = owner().now_tick();
+    last_rx_tick_ = opened_tick_ = owner().now_tick();
     arm_timer();
     group_.handler().on_open(*this);
 }
@@ -264,7 +264,31 @@ bool session::process_frames() {
         if (go_on) rx_.linearize(rx_.size());
     }
     bump(group_.counters_.frames_in, frames);
+    if (group_.frame_ticks_ && state_kind_ == phase::open) track_partial(frames);
     return state_kind_ == phase::open;
+}
+
+// frame_timeout bookkeeping, once per batch of frames (not per frame, not per byte). The deadline
+// belongs to the frame whose first byte is the first unconsumed byte of the ring: a batch that
+// completed a frame and left bytes behind started a new frame in this read; a batch that completed
+// nothing left the same frame incomplete, whose deadline stands. The timer is re-armed only when
+// it would fire later than the new deadline: once armed it re-arms itself for what is left.
+void session::track_partial(std::uint64_t frames) noexcept {
+    if (rx_.empty()) {
+        partial_deadline_tick_ = no_deadline;
+        return;
+    }
+    if (frames == 0 && partial_deadline_tick_ != no_deadline) return;
+    partial_deadline_tick_ = owner().now_tick() + group_.frame_ticks_;
+    if (!timer_.armed() || timer_.deadline() > partial_deadline_tick_) arm_timer();
+}
+
+// Reading resumes after a pause or a suspension: the incomplete frame gets a full frame_timeout
+// from now (the peer could not send while we did not read).
+void session::restart_partial() noexcept {
+    if (partial_deadline_tick_ == no_deadline || state_kind_ != phase::open) return;
+    partial_deadline_tick_ = owner().now_tick() + group_.frame_ticks_;
+    if (!timer_.armed() || timer_.deadline() > partial_deadline_tick_) arm_timer();
 }
 
 void session::protocol_error(std::error_code ec) {
@@ -288,6 +312,7 @@ void session::suspend_reading(bool on) {
     if (suspended_ == on) return;
     suspended_ = on;
     if (on || state_kind_ != phase::open) return;
+    restart_partial();
     // Frames left in the ring when input was paused go first (a full ring must not be mistaken
     // for an oversized frame by the next read).
     if (!rx_.empty() && !process_frames()) return;
@@ -298,6 +323,7 @@ void session::resume_reading() {
     if (!read_paused_) return;
     read_paused_ = false;
     if (suspended_) return;
+    restart_partial();
     // Edge-triggered: data that arrived while paused raised no new edge, so read it now.
     if (read_pending_ && state_kind_ == phase::open) do_read();
 }
@@ -397,9 +423,12 @@ void session::abort(std::error_code reason) {
     finalize(reason);
 }
 
-// One timer per session serves three deadlines: idle (nothing received), stall (reading paused
-// by backpressure: the peer does not drain its output) and close linger. Reads do not touch the
-// wheel; the timer fires at the earliest deadline and re-arms itself for whatever remains.
+// One timer per session serves every deadline: handshake (handshake_done() not called), frame
+// (an incomplete frame since its first byte, only while one exists and reading is not paused),
+// idle (nothing received), stall (reading paused by backpressure: the peer does not drain its
+// output) and close linger. Reads do not touch the wheel (track_partial re-arms only when a new
+// frame deadline comes before the armed one); the timer fires at the earliest deadline and
+// re-arms itself for whatever remains.
 void session::arm_timer() {
     auto& sh = owner();
     const std::uint64_t now = sh.now_tick();
@@ -409,6 +438,9 @@ void session::arm_timer() {
         due = close_deadline_tick_;
     } else if (state_kind_ == phase::open) {
         if (auto idle = sh.ticks_for(lim.idle_timeout)) due = std::min(due, last_rx_tick_ + idle);
+        if (!handshake_done_)
+            if (auto hs = sh.ticks_for(lim.handshake_timeout)) due = std::min(due, opened_tick_ + hs);
+        if (!read_paused_ && !suspended_) due = std::min(due, partial_deadline_tick_);
         if (read_paused_)
             if (auto stall = sh.ticks_for(lim.stall_timeout)) due = std::min(due, paused_since_tick_ + stall);
     }
@@ -430,6 +462,15 @@ void session::on_timer() {
             return;
         }
     } else if (state_kind_ == phase::open) {
+        auto hs = sh.ticks_for(lim.handshake_timeout);
+        if (hs && !handshake_done_ && now - opened_tick_ >= hs) {
+            expire(net_errc::handshake_timeout, group_.counters_.handshake_timeouts);
+            return;
+        }
+        if (!read_paused_ && !suspended_ && now >= partial_deadline_tick_) {
+            expire(net_errc::frame_timeout, group_.counters_.frame_timeouts);
+            return;
+        }
         auto idle = sh.ticks_for(lim.idle_timeout);
         if (idle && now - last_rx_tick_ >= idle) {
             bump(group_.counters_.idle_timeouts);
@@ -449,6 +490,17 @@ void session::on_timer() {
         return;
     }
     arm_timer();
+}
+
+// A protocol deadline passed: like a framing error, the handler may say why (on_protocol_error)
+// and what it sends is flushed, within close_linger, before the connection closes.
+void session::expire(std::error_code reason, std::atomic<std::uint64_t>& counter) {
+    bump(counter);
+    log_limited(log_level::info, "session %s: %s; closing", peer_.c_str(), reason.message().c_str());
+    partial_deadline_tick_ = no_deadline;
+    rx_.clear();
+    group_.handler().on_protocol_error(*this, reason);
+    close(reason);
 }
 
 void session::finalize(std::error_code reason) {

@@ -12,6 +12,7 @@
 
 #include <malloc.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <bit>
@@ -51,6 +52,8 @@ session_group::session_group(shard& sh, session_handler& handler, session_group_
       handler_(handler),
       limits_(normalized(cfg.limits)),
       framer_(cfg.framing ? cfg.framing : &length_prefix_framer()),
+      admit_(cfg.admit),
+      frame_ticks_(sh.ticks_for(limits_.frame_timeout)),
       impl_(std::make_unique<impl>(limits_.recv_buffer)) {
     impl_->sweep.set_callback([this] {
         const auto period = owner_.ticks_for(sweep_period);
@@ -127,13 +130,27 @@ connection_ptr session_group::connect(const endpoint& ep, const connect_options&
 void session_group::adopt(unique_fd fd, std::string peer) {
     STRIX_ASSERT_OWNER(owner_, "session_group::adopt");
     if (owner_.stopping()) return;  // fd closes here
-    make_session(std::move(fd), std::move(peer), nullptr);
+    if (admit_) {
+        const auto verdict = admit_->try_admit(peer);
+        if (verdict != admission::verdict::admitted) {
+            const bool total = verdict == admission::verdict::over_total;
+            bump(total ? counters_.refused_max_sessions : counters_.refused_per_address);
+            log_limited(log_level::warn, "shard %u: refusing %s: %s", owner_.id(), peer.c_str(),
+                        total ? "max_sessions reached" : "max_sessions_per_address reached");
+            // A reset, not a FIN: the refused connection leaves no TIME_WAIT state here.
+            ::linger lg{1, 0};
+            ::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+            return;  // fd closes here
+        }
+    }
+    make_session(std::move(fd), std::move(peer), nullptr, admit_ != nullptr);
 }
 
-session& session_group::make_session(unique_fd fd, std::string peer, connection* origin) {
+session& session_group::make_session(unique_fd fd, std::string peer, connection* origin, bool admitted) {
     install_hooks();
     const std::uint64_t id = owner_.next_object_id();
     session_ptr s(new session(*this, std::move(fd), id, std::move(peer), intrusive_ptr<connection>(origin)));
+    s->admitted_ = admitted;  // before start(): on_open may close it, and the close releases it
     impl_->sessions.emplace(id, s);
     bump(counters_.accepted);
     bump(counters_.active);
@@ -143,6 +160,7 @@ session& session_group::make_session(unique_fd fd, std::string peer, connection*
 
 void session_group::forget(session& s) noexcept {
     if (impl_->sessions.erase(s.id())) {
+        if (s.admitted_) admit_->release(s.peer());
         bump(counters_.closed);
         counters_.active.store(counters_.active.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
     }

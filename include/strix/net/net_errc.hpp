@@ -14,6 +14,8 @@ enum class net_errc {
     idle_timeout,        // nothing received for idle_timeout
     shutdown,            // the engine is stopping
     closed_by_app,       // the application called close()
+    frame_timeout,       // a frame was not complete within frame_timeout of its first byte
+    handshake_timeout,   // the application's handshake (e.g. a login) did not complete in time
 };
 
 const std::error_category& net_category() noexcept;

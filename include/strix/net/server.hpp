@@ -35,6 +35,11 @@ struct server_config {
     int backlog = 4096;
     const framer* framing = nullptr;  // nullptr = length_prefix_framer()
     session_limits limits;
+    // Caps on accepted connections over all shards (see admission.hpp); 0 = no cap. Connections
+    // beyond them are accepted and reset at once, counted in refused_max_sessions /
+    // refused_per_address.
+    std::size_t max_sessions = 0;
+    std::size_t max_sessions_per_address = 0;  // TCP peers; Unix-socket peers count only in the total
 };
 
 class server {
@@ -70,6 +75,9 @@ public:
     /// Counters summed over shards; a snapshot. Any thread.
     net_stats stats() const noexcept;
 
+    /// The caps shared by the shards (nullptr when the config set none). Any thread.
+    const admission* caps() const noexcept { return admission_.get(); }
+
     /// The handler of shard i (as built by the factory). Call its functions on shard i only.
     session_handler& handler(unsigned shard_index) noexcept { return *handlers_[shard_index]; }
     /// The session group of shard i. Call its functions on shard i only.
@@ -92,6 +100,7 @@ private:
     server_config cfg_;
     std::vector<std::unique_ptr<session_handler>> owned_handlers_;
     std::vector<session_handler*> handlers_;
+    std::unique_ptr<admission> admission_;  // shared by every shard's group; outlives them
     std::vector<std::unique_ptr<session_group>> groups_;
     std::vector<std::shared_ptr<bool>> alive_;  // per shard: its group still exists (read on that shard)
     std::uint16_t port_ = 0;

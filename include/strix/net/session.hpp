@@ -18,6 +18,7 @@
 #include <strix/core/timing_wheel.hpp>
 #include <strix/core/unique_fd.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -43,6 +44,13 @@ struct session_limits {
     std::chrono::milliseconds idle_timeout{0};  // 0 = never
     std::chrono::milliseconds stall_timeout{10000};  // reading paused this long = slow consumer; 0 = never
     std::chrono::milliseconds close_linger{5000};  // how long close() waits to flush
+    // A frame still incomplete this long after its first byte arrived closes the connection
+    // (frame_timeout), however slowly the rest trickles in: every read resets idle_timeout, this
+    // one only a completed frame. Time spent with reading paused or suspended does not count. 0 = never.
+    std::chrono::milliseconds frame_timeout{0};
+    // handshake_done() not called this long after the session opened closes it
+    // (handshake_timeout): a login, a protocol greeting. 0 = never.
+    std::chrono::milliseconds handshake_timeout{0};
 };
 
 namespace detail {
@@ -87,6 +95,11 @@ public:
     /// a stall. Called from on_frame it takes effect at once: the frames after this one wait in
     /// the receive ring. On resume they are handed over first, then the socket is read again.
     void suspend_reading(bool on);
+
+    /// The application's handshake (login, greeting) is complete: handshake_timeout no longer
+    /// applies to this session.
+    void handshake_done() noexcept { handshake_done_ = true; }
+    bool handshake_pending() const noexcept { return !handshake_done_; }
 
     /// Asks for handler.on_drained(*this) once, the next time a flush leaves nothing queued.
     void notify_when_drained() noexcept { drain_watch_ = true; }
@@ -158,6 +171,11 @@ private:
     void release_rx(bool cold = false);
     void on_timer();
     void arm_timer();
+    void track_partial(std::uint64_t frames) noexcept;
+    void restart_partial() noexcept;
+    void expire(std::error_code reason, std::atomic<std::uint64_t>& counter);
+
+    static constexpr std::uint64_t no_deadline = UINT64_MAX;
 
     session_group& group_;
     unique_fd fd_;
@@ -172,6 +190,8 @@ private:
     std::uint64_t last_rx_tick_ = 0;
     std::uint64_t close_deadline_tick_ = 0;
     std::uint64_t paused_since_tick_ = 0;
+    std::uint64_t opened_tick_ = 0;
+    std::uint64_t partial_deadline_tick_ = no_deadline;  // frame_timeout of the incomplete frame in rx_
     std::uint64_t unpublished_sends_ = 0;  // send() calls not yet added to the group's counter
     std::uint32_t max_frame_;
     phase state_kind_ = phase::open;
@@ -181,6 +201,8 @@ private:
     bool write_interest_ = false; // EPOLLOUT registered: a write hit a full socket buffer
     bool drain_watch_ = false;    // notify_when_drained() asked for on_drained
     bool suspended_ = false;      // suspend_reading(true): the application paused input
+    bool handshake_done_ = false; // handshake_done(): handshake_timeout no longer applies
+    bool admitted_ = false;       // counted by the group's admission (released on close)
     std::error_code close_reason_;
 };
 

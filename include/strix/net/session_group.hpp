@@ -22,6 +22,7 @@
 // drain timeout); at the shard's exit, whatever is left is aborted.
 
 #include <strix/core/unique_fd.hpp>
+#include <strix/net/admission.hpp>
 #include <strix/net/connection.hpp>
 #include <strix/net/endpoint.hpp>
 #include <strix/net/framer.hpp>
@@ -44,6 +45,9 @@ class listener;
 struct session_group_config {
     session_limits limits;
     const framer* framing = nullptr;  // nullptr = length_prefix_framer()
+    // Caps on accepted (and adopted) sessions, possibly shared with other groups (a server's
+    // shards share one); nullptr = none. Must outlive the group.
+    admission* admit = nullptr;
 };
 
 class session_group {
@@ -68,7 +72,10 @@ public:
     /// a numeric address); every other failure goes to the handler.
     connection_ptr connect(const endpoint& ep, const connect_options& opts = {});
 
-    /// Wraps an already connected, non-blocking socket in a session of this group.
+    /// Wraps an already connected, non-blocking socket in a session of this group (listeners
+    /// call this for every accepted connection). With an admission (session_group_config::admit)
+    /// over its caps, the socket is closed at once instead (reset, counted, the handler hears
+    /// nothing).
     void adopt(unique_fd fd, std::string peer);
 
     /// Stops listening and connecting, and closes every session gracefully (flushing output).
@@ -108,13 +115,15 @@ private:
     void forget(connection& c) noexcept;
     std::byte* take_rx_buffer();
     void give_rx_buffer(std::byte* p, bool cold) noexcept;
-    session& make_session(unique_fd fd, std::string peer, connection* origin);
+    session& make_session(unique_fd fd, std::string peer, connection* origin, bool admitted = false);
 
     shard& owner_;
     session_handler& handler_;
     const session_limits limits_;
     const framer* framer_;
     net_counters counters_;
+    admission* admit_;
+    std::uint64_t frame_ticks_;  // limits_.frame_timeout in ticks (read per batch of frames)
     std::unique_ptr<impl> impl_;
 };
 

@@ -24,8 +24,10 @@ public:
     /// buffer).
     virtual void on_frame(session& s, std::span<const std::byte> frame) = 0;
 
-    /// The peer sent something the framing rejects. The session has stopped reading; whatever
-    /// this callback send()s is flushed before the connection closes (e.g. an error reply).
+    /// The peer sent something the framing rejects, or missed a protocol deadline (ec is
+    /// net_errc::frame_timeout or net_errc::handshake_timeout, see session_limits). The session
+    /// has stopped reading; whatever this callback send()s is flushed before the connection
+    /// closes (e.g. an error reply), within close_linger.
     virtual void on_protocol_error(session&, std::error_code) {}
 
     /// The connection is gone (reason: a net_errc or a system error). Last call for this session;
