@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <stdexcept>
 
 namespace strix::link {
@@ -42,7 +43,7 @@ public:
     void start() {
         std::byte g[zmtp::greeting_size];
         zmtp::write_greeting(std::span<std::byte, zmtp::greeting_size>(g));
-        sess_->send(bytes_view(g, sizeof g));
+        put(bytes_view(g, sizeof g));
         // READY waits for the peer's greeting (on_frame), as libzmq's does: sent right behind
         // ours, it reached libzmq before libzmq's own READY left, and libzmq, finding our type
         // incompatible, closed without a READY, so strix could neither see nor count the mismatch.
@@ -53,15 +54,21 @@ public:
     // --- pipe --------------------------------------------------------------------------------
     bool full() noexcept override {
         if (!core_.opts.sndhwm) return false;
-        // The count covers messages still queued: once the session wrote everything, none are.
-        if (out_msgs_ && sess_->queued_bytes() == 0) out_msgs_ = 0;
-        return out_msgs_ >= core_.opts.sndhwm;
+        // Messages whose last byte the session has written are out of the queue.
+        const std::uint64_t written = appended_ - sess_->queued_bytes();
+        while (!ends_.empty() && ends_.front() <= written) ends_.pop_front();
+        return ends_.size() >= core_.opts.sndhwm;
     }
 
     void write(outgoing& m) override {
-        ++out_msgs_;
+        write_frames(m);
+        // The byte count at the message's end marks when it leaves the queue (see full()).
+        if (core_.opts.sndhwm) ends_.push_back(appended_);
+    }
+
+    void write_frames(outgoing& m) {
         if (m.shared && !m.by_reference()) {
-            sess_->send(m.wire());  // one encoding referenced by every peer
+            put(m.wire());  // one encoding referenced by every peer
             return;
         }
         const auto parts = m.parts();
@@ -73,22 +80,22 @@ public:
                 std::byte buf[zmtp::max_header + small_copy];
                 const std::size_t h = zmtp::write_header(buf, flags, b.size());
                 if (!b.empty()) std::memcpy(buf + h, b.data(), b.size());
-                sess_->send(bytes_view(buf, h + b.size()));
+                put(bytes_view(buf, h + b.size()));
                 continue;
             }
             std::byte hdr[zmtp::max_header];
             const std::size_t h = zmtp::write_header(hdr, flags, b.size());
-            sess_->send(bytes_view(hdr, h));
+            put(bytes_view(hdr, h));
             if (const part* src = m.source(i))
-                sess_->send(src->buffer(), src->offset(), src->size());  // the application's buffer, by reference
+                put(src->buffer(), src->offset(), src->size());  // the application's buffer, by reference
             else
-                sess_->send(b);
+                put(b);
         }
     }
 
     void send_subscription(bool on, bytes_view topic) override {
         if (v31_) {
-            sess_->send(bytes_view(zmtp::command_frame(on ? "SUBSCRIBE" : "CANCEL", topic)));
+            put(bytes_view(zmtp::command_frame(on ? "SUBSCRIBE" : "CANCEL", topic)));
             return;
         }
         std::vector<std::byte> body;
@@ -96,8 +103,8 @@ public:
         body.push_back(on ? std::byte{1} : std::byte{0});
         body.insert(body.end(), topic.begin(), topic.end());
         std::byte hdr[zmtp::max_header];
-        sess_->send(bytes_view(hdr, zmtp::write_header(hdr, 0, body.size())));
-        sess_->send(bytes_view(body));
+        put(bytes_view(hdr, zmtp::write_header(hdr, 0, body.size())));
+        put(bytes_view(body));
     }
 
     void terminate(std::error_code why) override { sess_->close(why); }
@@ -131,7 +138,7 @@ public:
                 return;
             }
             if (g.mechanism != "NULL") {
-                sess_->send(bytes_view(zmtp::error_frame("unsupported security mechanism " + g.mechanism)));
+                put(bytes_view(zmtp::error_frame("unsupported security mechanism " + g.mechanism)));
                 fail(link_errc::unsupported_mechanism);
                 return;
             }
@@ -140,7 +147,7 @@ public:
             sess_->set_framer(zmtp::frame_framer());
             const bool has_id = core_.type == socket_type::req || core_.type == socket_type::dealer || core_.type == socket_type::router;
             const bytes_view idv = as_bytes(core_.opts.routing_id);
-            sess_->send(bytes_view(zmtp::ready_frame(to_string(core_.type), has_id ? &idv : nullptr)));
+            put(bytes_view(zmtp::ready_frame(to_string(core_.type), has_id ? &idv : nullptr)));
             return;
         }
         // Handshake: READY (or ERROR) and nothing else.
@@ -180,7 +187,7 @@ public:
             return;
         }
         if (!type_ok) {
-            sess_->send(bytes_view(zmtp::error_frame("Invalid socket type")));
+            put(bytes_view(zmtp::error_frame("Invalid socket type")));
             fail(link_errc::socket_type_mismatch, peer_type_name_);
             return;
         }
@@ -199,6 +206,21 @@ public:
 
 private:
     static constexpr std::size_t small_copy = 512;
+
+    // Every byte this pipe queues on its session goes through put(), so appended_ minus what is
+    // still queued is what the session has written.
+    void put(bytes_view b) {
+        appended_ += b.size();
+        sess_->send(b);
+    }
+    void put(const shared_buffer_ptr& buf) {
+        appended_ += buf->size();
+        sess_->send(buf);
+    }
+    void put(const shared_buffer_ptr& buf, std::size_t off, std::size_t len) {
+        appended_ += len;
+        sess_->send(buf, off, len);
+    }
 
     static std::string error_reason(bytes_view data) {
         if (data.empty()) return {};
@@ -231,7 +253,7 @@ private:
         if (cmd.name == "PING") {
             if (cmd.data.size() < 2) return;
             const unsigned ttl = (static_cast<unsigned>(cmd.data[0]) << 8) | static_cast<unsigned>(cmd.data[1]);
-            sess_->send(bytes_view(zmtp::pong_frame(cmd.data.subspan(2))));
+            put(bytes_view(zmtp::pong_frame(cmd.data.subspan(2))));
             if (ttl > 0 && !ttl_timer_.armed()) {
                 peer_ttl_ = std::chrono::milliseconds(ttl * 100u);
                 core_.owner.timers().schedule(ttl_timer_, core_.owner.ticks_for(peer_ttl_));
@@ -287,7 +309,7 @@ private:
         }
         if (!ping_outstanding_ || last_rx_tick_ >= ping_sent_tick_) {
             const auto ttl = static_cast<std::uint16_t>(std::min<long long>(core_.opts.heartbeat_ttl.count() / 100, 65535));
-            sess_->send(bytes_view(zmtp::ping_frame(ttl, {})));
+            put(bytes_view(zmtp::ping_frame(ttl, {})));
             ping_outstanding_ = true;
             ping_sent_tick_ = sh.now_tick();
         }
@@ -314,7 +336,8 @@ private:
     std::chrono::milliseconds peer_ttl_{0};
     std::uint64_t last_rx_tick_ = 0;
     std::uint64_t ping_sent_tick_ = 0;
-    std::uint32_t out_msgs_ = 0;
+    std::uint64_t appended_ = 0;     // bytes ever queued on the session
+    std::deque<std::uint64_t> ends_;  // appended_ at the end of each message still queued
     phase phase_ = phase::greeting;
     bool v31_ = true;
     bool watching_ = false;
