@@ -86,6 +86,26 @@ public:
         fd_ = connect_tcp(port, std::chrono::seconds(10));
         return fd_ >= 0;
     }
+    /// Connects to 127.0.0.1:port from the loopback address `source` (127.0.0.x: all of 127/8 is
+    /// local on Linux), so a test can play several client addresses.
+    bool connect_from(std::uint16_t port, const char* source) {
+        close();
+        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in local{};
+        local.sin_family = AF_INET;
+        ::inet_pton(AF_INET, source, &local.sin_addr);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(port);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) < 0 ||
+            ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) {
+            close();
+            return false;
+        }
+        set_timeouts(fd_, std::chrono::seconds(10));
+        return true;
+    }
     void close() {
         if (fd_ >= 0) ::close(fd_);
         fd_ = -1;

@@ -18,6 +18,8 @@
 namespace strix::chat {
 namespace {
 
+constexpr int keepalive_ms = 60000;  // ping after this long with nothing to do (server idle timeout: 300 s)
+
 std::string_view str(const flatbuffers::String* s) {
     return s == nullptr ? std::string_view{} : std::string_view(s->data(), s->size());
 }
@@ -118,8 +120,12 @@ bool chat_console::connect_server() {
 }
 
 int chat_console::run() {
-    if (!connect_server()) return 1;
-    out("connected to %s:%u", opt_.host.c_str(), opt_.port);
+    // With credentials still to type, connect once they are given: the server closes a connection
+    // that has not logged in within its login timeout (10 s by default).
+    if (!opt_.name.empty() && !opt_.password.empty()) {
+        if (!connect_server()) return 1;
+        out("connected to %s:%u", opt_.host.c_str(), opt_.port);
+    }
     if (opt_.name.empty()) prompt("name: ");
     else if (opt_.password.empty()) prompt("password: ");
     if (tty_ && !opt_.name.empty() && opt_.password.empty()) echo(false);
@@ -127,9 +133,16 @@ int chat_console::run() {
     while (!quit_) {
         pollfd fds[2] = {{fd_, POLLIN, 0}, {STDIN_FILENO, POLLIN, 0}};
         const nfds_t n = stdin_eof_ ? 1 : 2;
-        // While a reply is awaited, wake up now and then to enforce the reply timeout.
-        const int timeout_ms = waiting_ != waiting::nothing ? 100 : -1;
+        // While a reply is awaited, wake up now and then to enforce the reply timeout; while
+        // logged in and quiet, once a minute to ping (the server closes silent sessions after its
+        // idle timeout, 5 minutes by default). poll() skips fds[0] before connecting (fd -1).
+        const int timeout_ms = waiting_ != waiting::nothing ? 100 : logged_in_ ? keepalive_ms : -1;
         const int r = ::poll(fds, n, timeout_ms);
+        if (r == 0 && logged_in_ && waiting_ == waiting::nothing) {
+            fbb_.Clear();
+            fbb_.Finish(proto::Createping_req(fbb_, 0));  // ts 0: a keepalive, its pong is not shown
+            send(proto::msg_type::ping_req);
+        }
         if (r < 0) {
             if (errno == EINTR) continue;
             out("poll: %s", std::strerror(errno));
@@ -230,6 +243,14 @@ void chat_console::next_lines() {
 }
 
 void chat_console::login() {
+    if (fd_ < 0) {
+        if (!connect_server()) {
+            status_ = 1;
+            quit_ = true;
+            return;
+        }
+        out("connected to %s:%u", opt_.host.c_str(), opt_.port);
+    }
     fbb_.Clear();
     fbb_.Finish(proto::Createlogin_req(fbb_, fbb_.CreateString(opt_.name), fbb_.CreateString(opt_.password)));
     send(proto::msg_type::login_req);
@@ -435,6 +456,7 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
     case proto::msg_type::pong_res: {
         const auto* m = body_as<proto::pong_res>(frame);
         if (m == nullptr) break;
+        if (m->ts() == 0) return;  // our keepalive
         out("pong: %llu us round trip", static_cast<unsigned long long>(steady_us() - m->ts()));
         if (waiting_ == waiting::pong) done_waiting();
         return;

@@ -47,6 +47,7 @@ struct load_client {
     bool want_out = true; ///< EPOLLOUT registered (while connecting, and while a write waits for space)
     std::uint64_t player_id = 0;
     std::uint64_t client_seq = 0;  ///< last chat_req sequence number sent
+    bool heard_chat = false;       ///< a chat_msg of its room arrived (every earlier join notice came before it)
     frame_decoder decoder;
     std::vector<std::byte> out;
     std::size_t out_head = 0;

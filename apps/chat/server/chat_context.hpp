@@ -1,14 +1,18 @@
 #pragma once
 // chat_context: what every shard's chat service shares. Built before the engine starts and
 // read-only afterwards (services is set once the sharded service exists, before the engine
-// starts), so shards read it without synchronization.
+// starts), so shards read it without synchronization; the exceptions are made for sharing:
+// logins_in_flight is atomic and the login throttle locks itself.
 
 #include "chat_options.hpp"
 
 #include <strix/core/engine.hpp>
 #include <strix/core/sharded.hpp>
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace strix::chat {
@@ -16,6 +20,7 @@ namespace strix::chat {
 class db_pool;
 class chat_log_writer;
 class chat_service;
+class login_throttle;
 
 struct chat_context {
     const chat_options& options;
@@ -24,6 +29,9 @@ struct chat_context {
     chat_log_writer& writer;
     std::uint64_t first_room_counter = 1;   // room ids start above any id found in the chat log
     sharded<chat_service>* services = nullptr;  // every shard's chat service
+    login_throttle* throttle = nullptr;         // failed logins per account and address (any thread)
+    std::string dummy_hash;                     // verified when the account does not exist (same reply time)
+    std::atomic<std::size_t> logins_in_flight{0};  // password hashes queued or running (bound: options.login_queue)
 };
 
 }  // namespace strix::chat

@@ -17,7 +17,11 @@ struct chat_counters {
     std::atomic<std::uint64_t> login_failures{0};  // wrong password, unknown account, database error
     std::atomic<std::uint64_t> errors{0};          // error_res sent
     std::atomic<std::uint64_t> bad_requests{0};    // malformed bodies and unknown types
-    std::atomic<std::uint64_t> rate_limited{0};
+    std::atomic<std::uint64_t> rate_limited{0};     // chat_req refused by the chat rate limit
+    std::atomic<std::uint64_t> room_rate_limited{0};  // create/join refused by the room-change rate limit
+    std::atomic<std::uint64_t> login_throttled{0};  // logins refused by the failed-login throttle (no hash)
+    std::atomic<std::uint64_t> login_queue_full{0}; // logins refused: login_queue hashes already pending
+    std::atomic<std::uint64_t> notices_coalesced{0};  // join+leave pairs whose notices cancelled out
     std::atomic<std::uint64_t> server_busy{0};     // requests refused because a database queue was full
     std::atomic<std::uint64_t> chat_messages{0};   // messages accepted (seq assigned, queued for the database)
     std::atomic<std::uint64_t> broadcasts{0};      // room events fanned out (messages, joins, leaves)

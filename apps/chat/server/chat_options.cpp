@@ -56,6 +56,15 @@ std::string validate(const chat_options& o) {
     if (!(o.chat_burst >= 1) || !std::isfinite(o.chat_burst)) return "--chat-burst must be at least 1";
     if (o.db_workers == 0 || o.db_workers > 64) return "--db-workers must be between 1 and 64";
     if (o.db_queue == 0) return "--db-queue must be at least 1";
+    if (o.login_queue == 0) return "--login-queue must be at least 1";
+    if (!(o.room_rate > 0) || !std::isfinite(o.room_rate)) return "--room-rate must be a positive number of room changes per second";
+    if (!(o.room_burst >= 1) || !std::isfinite(o.room_burst)) return "--room-burst must be at least 1";
+    if (o.login_free_failures == 0 || o.login_lockout_failures < o.login_free_failures)
+        return "--login-free-failures must be at least 1 and at most --login-lockout-failures";
+    if (o.address_free_failures == 0 || o.address_lockout_failures < o.address_free_failures)
+        return "--address-free-failures must be at least 1 and at most --address-lockout-failures";
+    if (o.login_backoff.count() <= 0 || o.login_lockout < o.login_backoff)
+        return "--login-backoff-ms must be positive and at most --login-lockout-ms";
     if (o.poll_spin_us > 1'000'000) return "--poll-spin-us must be at most 1000000 (one second)";
     if (o.port != 0 && o.metrics_port == o.port) return "--metrics-port must differ from --port";
     if (o.unix_path.size() >= 108) return "--unix path must be shorter than 108 bytes (sockaddr_un's limit)";
@@ -66,7 +75,9 @@ parse_result parse_options(int argc, char** argv) {
     chat_options o;
     CLI::App app{"strix-chat-server: rooms and chat over strix frames (docs/protocol.md)", "strix-chat-server"};
     std::string password_cost = "interactive";
-    std::int64_t stall_ms = o.stall_timeout.count(), idle_ms = o.idle_timeout.count();
+    std::int64_t stall_ms = o.stall_timeout.count(), idle_ms = o.idle_timeout.count(), login_ms = o.login_timeout.count(),
+                 frame_ms = o.frame_timeout.count(), backoff_ms = o.login_backoff.count(),
+                 lockout_ms = o.login_lockout.count(), notice_ms = o.notice_delay.count();
     bool no_pin = false;
     // A repeated option takes its last value, so a wrapper script can override what it passed.
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -100,6 +111,36 @@ parse_result parse_options(int argc, char** argv) {
     app.add_option("--stall-timeout-ms", stall_ms, "output not drained this long disconnects a slow consumer (0 = never)")
         ->capture_default_str();
     app.add_option("--idle-timeout-ms", idle_ms, "close connections silent this long (0 = never)")->capture_default_str();
+    app.add_option("--login-timeout-ms", login_ms, "close connections not logged in this long after connecting (0 = never)")
+        ->capture_default_str();
+    app.add_option("--frame-timeout-ms", frame_ms,
+                   "close connections whose frame is not complete this long after its first byte (0 = never)")
+        ->capture_default_str();
+    app.add_option("--max-connections", o.max_connections, "connections open at once; more are refused (0 = no cap)")
+        ->capture_default_str();
+    app.add_option("--max-connections-per-address", o.max_connections_per_address,
+                   "connections open at once from one IP address; more are refused (0 = no cap)")
+        ->capture_default_str();
+    app.add_option("--login-queue", o.login_queue, "logins (password hashes) queued or running at once; more get server_busy")
+        ->capture_default_str();
+    app.add_option("--login-free-failures", o.login_free_failures, "failed logins of one account before backoff")
+        ->capture_default_str();
+    app.add_option("--login-lockout-failures", o.login_lockout_failures, "failed logins of one account before lockout")
+        ->capture_default_str();
+    app.add_option("--address-free-failures", o.address_free_failures, "failed logins from one address before backoff")
+        ->capture_default_str();
+    app.add_option("--address-lockout-failures", o.address_lockout_failures,
+                   "failed logins from one address before lockout")
+        ->capture_default_str();
+    app.add_option("--login-backoff-ms", backoff_ms, "first wait after the free failures; doubles per failure")
+        ->capture_default_str();
+    app.add_option("--login-lockout-ms", lockout_ms, "lockout after the lockout failures (also how long failures are remembered)")
+        ->capture_default_str();
+    app.add_option("--room-rate", o.room_rate, "room changes (create, join) per second per session")->capture_default_str();
+    app.add_option("--room-burst", o.room_burst, "room changes a session may make at once")->capture_default_str();
+    app.add_option("--notice-delay-ms", notice_ms,
+                   "member_joined/member_left wait this long so a quick join+leave sends neither (0 = at once)")
+        ->capture_default_str();
     app.add_flag("--no-pin", no_pin, "do not pin shard threads to CPUs");
     app.add_option("--poll-spin-us", o.poll_spin_us,
                    "after a loop turn with work, shards keep polling this many microseconds before sleeping (0 = off)")
@@ -113,12 +154,17 @@ parse_result parse_options(int argc, char** argv) {
         return {std::nullopt, 2};
     }
     o.fast_passwords = password_cost == "fast";
-    if (stall_ms < 0 || idle_ms < 0) {
+    if (stall_ms < 0 || idle_ms < 0 || login_ms < 0 || frame_ms < 0 || backoff_ms < 0 || lockout_ms < 0 || notice_ms < 0) {
         std::fprintf(stderr, "strix-chat-server: timeouts must not be negative\n");
         return {std::nullopt, 2};
     }
     o.stall_timeout = std::chrono::milliseconds(stall_ms);
     o.idle_timeout = std::chrono::milliseconds(idle_ms);
+    o.login_timeout = std::chrono::milliseconds(login_ms);
+    o.frame_timeout = std::chrono::milliseconds(frame_ms);
+    o.login_backoff = std::chrono::milliseconds(backoff_ms);
+    o.login_lockout = std::chrono::milliseconds(lockout_ms);
+    o.notice_delay = std::chrono::milliseconds(notice_ms);
     o.pin_threads = !no_pin;
     if (auto err = validate(o); !err.empty()) {
         std::fprintf(stderr, "strix-chat-server: %s\n", err.c_str());

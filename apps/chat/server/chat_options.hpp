@@ -25,7 +25,29 @@ struct chat_options {
     std::size_t db_queue = 65536;            // chat log records the writer may hold before refusing
     std::size_t max_queued = 4 * 1024 * 1024;          // queued output that disconnects a slow consumer
     std::chrono::milliseconds stall_timeout{5000};     // output not drained this long = slow consumer
-    std::chrono::milliseconds idle_timeout{0};         // 0 = never
+    // Timeouts (0 = never). Before login the login timeout is the shorter one; idle is for
+    // logged-in sessions that send nothing (ping_req counts).
+    std::chrono::milliseconds login_timeout{10000};    // no successful login this long after connecting: closed
+    std::chrono::milliseconds frame_timeout{10000};    // a frame not complete this long after its first byte: closed
+    std::chrono::milliseconds idle_timeout{300000};    // nothing received this long: closed
+    // Connection caps (0 = none): beyond them a connection is accepted and reset at once.
+    std::size_t max_connections = 10000;
+    std::size_t max_connections_per_address = 256;     // TCP source addresses; Unix-socket clients count in the total
+    // Logins: password hashes queued or running at once (beyond: server_busy), and the failed
+    // login throttle (see login_throttle.hpp).
+    std::size_t login_queue = 64;
+    unsigned login_free_failures = 3;                  // per account name, before backoff
+    unsigned login_lockout_failures = 10;              // per account name, before lockout
+    unsigned address_free_failures = 20;               // per source address, before backoff
+    unsigned address_lockout_failures = 100;           // per source address, before lockout
+    std::chrono::milliseconds login_backoff{1000};     // first wait, doubled per failure
+    std::chrono::milliseconds login_lockout{300000};   // the lockout
+    // Room changes (create_room_req, join_room_req) per session: token bucket like chat.
+    double room_rate = 5.0;
+    double room_burst = 10.0;
+    // member_joined / member_left wait this long at the room's owner, so that a join and a leave
+    // of one session inside the window cancel out (0 = sent at once, nothing coalesced).
+    std::chrono::milliseconds notice_delay{100};
     bool pin_threads = true;
     std::uint32_t poll_spin_us = 0;                    // shards busy-poll this long after work (0 = sleep at once)
 };

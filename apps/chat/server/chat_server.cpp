@@ -1,6 +1,7 @@
 #include "chat_server.hpp"
 
 #include <strix/core/log.hpp>
+#include "apps/chat/storage/password.hpp"
 
 #include <algorithm>
 #include <array>
@@ -52,7 +53,20 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
     ecfg.poll_spin = std::chrono::microseconds(opts_.poll_spin_us);
     engine_ = std::make_unique<engine>(ecfg);
 
+    login_throttle_config tcfg;
+    tcfg.account_free = opts_.login_free_failures;
+    tcfg.account_lockout = opts_.login_lockout_failures;
+    tcfg.address_free = opts_.address_free_failures;
+    tcfg.address_lockout = opts_.address_lockout_failures;
+    tcfg.backoff = opts_.login_backoff;
+    tcfg.lockout = opts_.login_lockout;
+    throttle_ = std::make_unique<login_throttle>(tcfg);
+
     ctx_ = std::unique_ptr<chat_context>(new chat_context{opts_, *engine_, *pool_, *writer_, (max_room >> 8) + 1, nullptr});
+    ctx_->throttle = throttle_.get();
+    // What an unknown account's password is verified against: a hash of the current policy, so
+    // that "no such account" takes as long to answer as "wrong password".
+    ctx_->dummy_hash = hash_password("strix: no such account", policy);
     auto* ctx = ctx_.get();
     services_ = std::make_unique<sharded<chat_service>>(*engine_, [ctx](shard& sh) { return std::make_unique<chat_service>(sh, *ctx); });
     ctx_->services = services_.get();
@@ -67,6 +81,10 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
     scfg.limits.max_queued = opts_.max_queued;
     scfg.limits.stall_timeout = opts_.stall_timeout;
     scfg.limits.idle_timeout = opts_.idle_timeout;
+    scfg.limits.handshake_timeout = opts_.login_timeout;  // chat_service calls handshake_done() at login
+    scfg.limits.frame_timeout = opts_.frame_timeout;
+    scfg.max_sessions = opts_.max_connections;
+    scfg.max_sessions_per_address = opts_.max_connections_per_address;
     server_ = std::make_unique<server>(*engine_, scfg, *services_);
     try {
         server_->start();
@@ -74,7 +92,9 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
         throw std::runtime_error(std::string(e.what()) + " (is another server running? choose another --port)");
     }
 
-    if (opts_.metrics_port != 0) metrics_ = std::make_unique<metrics_endpoint>(opts_.metrics_port, [this] { return render_metrics(); });
+    // Served by shard 0's reactor: slow or half-open scrapers cost a session each, never a wait.
+    if (opts_.metrics_port != 0)
+        metrics_ = std::make_unique<metrics_endpoint>(engine_->at(0), opts_.metrics_port, [this] { return render_metrics(); });
 }
 
 chat_server::~chat_server() { shutdown(); }
@@ -82,7 +102,6 @@ chat_server::~chat_server() { shutdown(); }
 void chat_server::begin() {
     // Housekeeping timers start on each shard's own thread, once it runs.
     services_->invoke_on_all([](chat_service& svc) { svc.start(); });
-    if (metrics_) metrics_->start();
 }
 
 void chat_server::start() {
@@ -103,7 +122,6 @@ std::uint64_t chat_server::shutdown() {
         engine_->stop();
         engine_->join();
     }
-    if (metrics_) metrics_->stop();
     std::uint64_t lost = 0;
     if (writer_) lost = writer_->stop();
     if (pool_) pool_->stop();
@@ -118,7 +136,7 @@ std::string chat_server::render_metrics() const {
     const net_stats n = server_->stats();
     std::uint64_t app_in = 0, app_out = 0, deliveries = 0, broadcasts = 0, chat = 0, cross = 0, errors = 0, bad = 0,
                   limited = 0, busy = 0, logins = 0, login_fail = 0, sessions = 0, players = 0, rooms = 0, qbytes = 0,
-                  qinuse = 0, qpeak = 0;
+                  qinuse = 0, qpeak = 0, room_limited = 0, throttled = 0, login_full = 0, coalesced = 0;
     for (unsigned i = 0; i < services_->size(); ++i) {
         const auto& c = services_->on(i).counters();
         auto ld = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
@@ -140,6 +158,10 @@ std::string chat_server::render_metrics() const {
         qbytes += ld(c.send_queued_bytes);
         qinuse += ld(c.send_queues_in_use);
         qpeak += ld(c.send_queues_peak);
+        room_limited += ld(c.room_rate_limited);
+        throttled += ld(c.login_throttled);
+        login_full += ld(c.login_queue_full);
+        coalesced += ld(c.notices_coalesced);
     }
     const db_pool_stats p = pool_->stats();
     const chat_log_writer_stats w = writer_->stats();
@@ -185,6 +207,35 @@ std::string chat_server::render_metrics() const {
     metric("strix_slow_consumer_disconnects_total", "counter", "sessions closed because they did not read", n.slow_consumers);
     metric("strix_frame_errors_total", "counter", "connections closed for bad framing", n.frame_errors);
     metric("strix_connections_accepted_total", "counter", "connections accepted", n.accepted);
+    metric("strix_connections_refused_max_total", "counter", "connections refused at accept: --max-connections open",
+           n.refused_max_sessions);
+    metric("strix_connections_refused_per_address_total", "counter",
+           "connections refused at accept: --max-connections-per-address open from that address", n.refused_per_address);
+    metric("strix_login_timeouts_total", "counter", "connections closed for not logging in within --login-timeout-ms",
+           n.handshake_timeouts);
+    metric("strix_frame_timeouts_total", "counter",
+           "connections closed for a frame not completed within --frame-timeout-ms of its first byte", n.frame_timeouts);
+    metric("strix_idle_timeouts_total", "counter", "connections closed after --idle-timeout-ms without receiving anything",
+           n.idle_timeouts);
+    metric("strix_login_throttled_total", "counter", "logins refused by the failed-login backoff or lockout (nothing hashed)",
+           throttled);
+    metric("strix_login_queue_full_total", "counter", "logins refused with server_busy: --login-queue hashes pending",
+           login_full);
+    metric("strix_login_hashes_pending", "gauge", "logins (password hashes) queued or running",
+           ctx_->logins_in_flight.load(std::memory_order_relaxed));
+    metric("strix_login_throttle_keys", "gauge", "account names and addresses with failed logins remembered",
+           throttle_->tracked());
+    metric("strix_room_rate_limited_total", "counter", "create/join refused by the room-change rate limit", room_limited);
+    metric("strix_member_notices_coalesced_total", "counter",
+           "join+leave pairs that cancelled out within --notice-delay-ms (two notices not sent)", coalesced);
+    if (metrics_) {
+        const auto& mc = metrics_->counters();
+        auto ld = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+        metric("strix_metrics_requests_total", "counter", "requests to the metrics endpoint before this one",
+               ld(mc.frames_in));
+        metric("strix_metrics_timeouts_total", "counter", "metrics connections closed for an incomplete request",
+               ld(mc.frame_timeouts) + ld(mc.handshake_timeouts));
+    }
     // Event-loop turns that found work, by duration (a Prometheus histogram over all shards).
     {
         constexpr auto& bounds = shard_stats::turn_time_bounds_us;

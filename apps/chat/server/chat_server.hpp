@@ -13,6 +13,7 @@
 #include "chat_context.hpp"
 #include "chat_options.hpp"
 #include "chat_service.hpp"
+#include "login_throttle.hpp"
 #include "metrics_endpoint.hpp"
 
 #include <strix/core/engine.hpp>
@@ -64,6 +65,7 @@ private:
     std::unique_ptr<db_pool> pool_;
     std::unique_ptr<chat_log_writer> writer_;
     std::unique_ptr<engine> engine_;
+    std::unique_ptr<login_throttle> throttle_;
     std::unique_ptr<chat_context> ctx_;
     std::unique_ptr<sharded<chat_service>> services_;
     std::unique_ptr<server> server_;

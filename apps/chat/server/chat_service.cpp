@@ -1,12 +1,17 @@
 #include "chat_service.hpp"
 
 #include "frames.hpp"
+#include "login_throttle.hpp"
 #include "names.hpp"
 
 #include <strix/core/log.hpp>
+#include <strix/net/admission.hpp>
+#include <strix/net/net_errc.hpp>
 #include "apps/chat/storage/db_pool.hpp"
+#include "apps/chat/storage/password.hpp"
 
 #include <algorithm>
+#include <string>
 
 namespace strix::chat {
 namespace {
@@ -36,6 +41,7 @@ void chat_service::start() {
     shard_.timers().schedule(sample_timer_, shard_.ticks_for(sample_period));
     shard_.on_exit([this] {
         shard_.timers().cancel(sample_timer_);
+        host_.stop();
         // Sessions are gone by now (the server's exit hook aborted them); drop the references.
         local_.clear();
     });
@@ -44,7 +50,8 @@ void chat_service::start() {
 // --- session events --------------------------------------------------------------------------
 
 void chat_service::on_open(session& s) {
-    player& p = s.emplace_state<player>(session_ptr(&s), ctx_.options.chat_rate, ctx_.options.chat_burst);
+    player& p = s.emplace_state<player>(session_ptr(&s), ctx_.options.chat_rate, ctx_.options.chat_burst,
+                                        ctx_.options.room_rate, ctx_.options.room_burst);
     players_.emplace(s.id(), &p);
     set_gauge(counters_.sessions, players_.size());
 }
@@ -129,6 +136,16 @@ void chat_service::dispatch(player& pl, std::span<const std::byte> frame) {
 
 void chat_service::on_protocol_error(session& s, std::error_code ec) {
     // The session closes after flushing this; the client learns why.
+    if (ec == net_errc::handshake_timeout) {
+        send_error(s, msg_type::none, error_code::not_logged_in,
+                   "no login within " + std::to_string(ctx_.options.login_timeout.count()) + " ms; closing");
+        return;
+    }
+    if (ec == net_errc::frame_timeout) {
+        send_error(s, msg_type::none, error_code::bad_request,
+                   "frame not completed within " + std::to_string(ctx_.options.frame_timeout.count()) + " ms; closing");
+        return;
+    }
     bump(counters_.bad_requests);
     send_error(s, msg_type::none, error_code::bad_request, ec.message());
 }
@@ -172,24 +189,55 @@ void chat_service::handle_login(player& p, std::span<const std::byte> frame) {
         send_error(s, msg_type::login_req, error_code::bad_request, "passwords are 1-1024 bytes");
         return;
     }
+    // Bounded hashing: at most login_queue logins queued or running over all shards. Checked
+    // before the throttle, whose admission holds keys until the attempt's verdict.
+    if (ctx_.logins_in_flight.fetch_add(1, std::memory_order_relaxed) >= ctx_.options.login_queue) {
+        ctx_.logins_in_flight.fetch_sub(1, std::memory_order_relaxed);
+        bump(counters_.server_busy);
+        bump(counters_.login_queue_full);
+        send_error(s, msg_type::login_req, error_code::server_busy, "too many logins in progress; retry later");
+        return;
+    }
+    // Failed-login throttle, answered here without hashing anything.
+    const std::string address(admission::address_of(s.peer()));
+    if (auto v = ctx_.throttle->check(name, address); !v.allowed) {
+        ctx_.logins_in_flight.fetch_sub(1, std::memory_order_relaxed);
+        bump(counters_.login_throttled);
+        const auto secs = (v.retry_after.count() + 999) / 1000;
+        send_error(s, msg_type::login_req, error_code::rate_limited,
+                   std::string("too many failed logins ") + (v.by_account ? "for this account" : "from this address") +
+                       "; retry in " + std::to_string(secs) + " s");
+        return;
+    }
     p.login = player::login_state::pending;
     p.pending = player::pending_op::login;
     auto* self = this;
+    chat_context* ctx = &ctx_;
     const unsigned shard_index = self_;
     const std::uint64_t sid = s.id();
-    const bool auto_register = ctx_.options.auto_register;
-    engine* eng = &ctx_.eng;
-    bool queued = ctx_.pool.try_submit([self, shard_index, sid, eng, auto_register, n = std::string(name),
-                                        pw = std::string(password)](chat_store& store) {
+    bool queued = ctx_.pool.try_submit([self, ctx, shard_index, sid, n = std::string(name), pw = std::string(password),
+                                        address](chat_store& store) {
         std::optional<login_result> r;
         try {
-            r = store.login(n, pw, auto_register);
+            r = store.login(n, pw, ctx->options.auto_register);
+            // An unknown name costs what a wrong password costs: one verify against a hash of
+            // the current policy, so the reply time does not tell which it was.
+            if (r->outcome == login_outcome::unknown_account) (void)verify_password(ctx->dummy_hash, pw);
         } catch (const std::exception& e) {
             log_limited(log_level::warn, "login of %s failed: %s", n.c_str(), e.what());
         }
-        eng->post(shard_index, [self, sid, r = std::move(r)]() mutable { self->login_done(sid, std::move(r)); });
+        if (!r)
+            ctx->throttle->abandoned(n, address);
+        else if (r->outcome == login_outcome::ok || r->outcome == login_outcome::created)
+            ctx->throttle->succeeded(n, address);
+        else
+            ctx->throttle->failed(n, address);
+        ctx->logins_in_flight.fetch_sub(1, std::memory_order_relaxed);
+        ctx->eng.post(shard_index, [self, sid, r = std::move(r)]() mutable { self->login_done(sid, std::move(r)); });
     });
     if (!queued) {
+        ctx_.logins_in_flight.fetch_sub(1, std::memory_order_relaxed);
+        ctx_.throttle->abandoned(name, address);
         p.login = player::login_state::anonymous;
         p.pending = player::pending_op::none;
         bump(counters_.server_busy);
@@ -220,6 +268,7 @@ void chat_service::finish_login(player& pl, std::optional<login_result> result) 
             p->player_id = result->acct.id;
             p->name = result->acct.name;
             s.set_max_frame(max_frame_logged_in);
+            s.handshake_done();  // the login timeout no longer applies
             bump(counters_.logins);
             bump(counters_.players);
             send(s, frames::login_res(p->player_id, p->name, result->outcome == login_outcome::created));
@@ -251,6 +300,11 @@ void chat_service::handle_create(player& p, std::span<const std::byte> frame) {
         send_error(s, msg_type::create_room_req, error_code::already_in_room, "leave your room first");
         return;
     }
+    if (!p.room_bucket.try_take()) {
+        bump(counters_.room_rate_limited);
+        send_error(s, msg_type::create_room_req, error_code::rate_limited, "too many room changes; slow down");
+        return;
+    }
     // Rooms live on their creator's shard, so creating one never crosses shards.
     p.room_id = host_.allocate_id();
     p.in_room = player::room_state::joining;
@@ -269,6 +323,11 @@ void chat_service::handle_join(player& p, std::span<const std::byte> frame) {
     const unsigned owner = owner_of(room_id);
     if (room_id == 0 || owner >= ctx_.eng.shard_count()) {
         send_error(s, msg_type::join_room_req, error_code::unknown_room, "no such room");
+        return;
+    }
+    if (!p.room_bucket.try_take()) {
+        bump(counters_.room_rate_limited);
+        send_error(s, msg_type::join_room_req, error_code::rate_limited, "too many room changes; slow down");
         return;
     }
     p.room_id = room_id;

@@ -1,122 +1,105 @@
 #include "metrics_endpoint.hpp"
 
 #include <strix/core/log.hpp>
+#include <strix/core/shard.hpp>
+#include <strix/net/endpoint.hpp>
+#include <strix/net/net_errc.hpp>
+#include <strix/net/session.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <string_view>
 
 namespace strix::chat {
 namespace {
 
-bool write_all(int fd, const char* p, std::size_t n) {
-    while (n) {
-        ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return false;
-        p += w;
-        n -= static_cast<std::size_t>(w);
+// The request head ends at its first empty line. Nothing else of HTTP is parsed here: the
+// response depends on the request line alone, and every response closes the connection.
+class http_head final : public framer {
+public:
+    frame_cut cut(std::span<const std::byte> bytes, std::size_t max_frame) const noexcept override {
+        const std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+        const std::size_t crlf = text.find("\r\n\r\n");
+        const std::size_t lf = text.find("\n\n");
+        std::size_t end = std::string_view::npos;
+        if (crlf != std::string_view::npos) end = crlf + 4;
+        if (lf != std::string_view::npos && (end == std::string_view::npos || lf + 2 < end)) end = lf + 2;
+        if (end != std::string_view::npos) return {end, {}};
+        // No end yet: a head already as long as the limit can only be longer.
+        if (bytes.size() >= max_frame) return {max_frame + 1, {}};
+        return {0, {}};
     }
-    return true;
+    const char* name() const noexcept override { return "http-head"; }
+};
+
+const http_head http_head_instance;
+
+std::string response(std::string_view status, std::string_view type, const std::string& body) {
+    std::string out;
+    out.reserve(body.size() + 160);
+    out.append("HTTP/1.0 ").append(status).append("\r\nContent-Type: ").append(type);
+    out.append("\r\nContent-Length: ").append(std::to_string(body.size())).append("\r\nConnection: close\r\n\r\n");
+    out.append(body);
+    return out;
+}
+
+void send_text(session& s, const std::string& text) {
+    s.send(std::span(reinterpret_cast<const std::byte*>(text.data()), text.size()));
 }
 
 }  // namespace
 
-metrics_endpoint::metrics_endpoint(std::uint16_t port, renderer render) : render_(std::move(render)) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (listen_fd_ < 0) throw std::runtime_error(std::string("cannot create the metrics socket: ") + std::strerror(errno));
-    int one = 1;
-    ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0 || ::listen(listen_fd_, 16) < 0) {
-        int e = errno;
-        ::close(listen_fd_);
-        listen_fd_ = -1;
-        throw std::runtime_error("cannot listen for metrics on 127.0.0.1:" + std::to_string(port) + ": " + std::strerror(e) +
+const framer& http_head_framer() noexcept { return http_head_instance; }
+
+std::string http_response_for(std::string_view head, const std::function<std::string()>& render) {
+    if (head.starts_with("GET /metrics ") || head.starts_with("GET /metrics?") || head.starts_with("GET /metrics\r"))
+        return response("200 OK", "text/plain; version=0.0.4; charset=utf-8", render());
+    if (head.starts_with("GET ")) return response("404 Not Found", "text/plain; charset=utf-8", "metrics are at /metrics\n");
+    return response("400 Bad Request", "text/plain; charset=utf-8", "GET /metrics\n");
+}
+
+class metrics_endpoint::handler final : public session_handler {
+public:
+    explicit handler(renderer r) : render_(std::move(r)) {}
+
+    void on_frame(session& s, std::span<const std::byte> head) override {
+        send_text(s, http_response_for(std::string_view(reinterpret_cast<const char*>(head.data()), head.size()), render_));
+        s.close();  // flushes the response (within close_linger), reads nothing more
+    }
+
+    void on_protocol_error(session& s, std::error_code ec) override {
+        if (ec == net_errc::frame_timeout || ec == net_errc::handshake_timeout)
+            send_text(s, response("408 Request Timeout", "text/plain; charset=utf-8", "request not complete in time\n"));
+        else if (ec == net_errc::frame_too_large)
+            send_text(s, response("431 Request Header Fields Too Large", "text/plain; charset=utf-8", "request head over 8 KiB\n"));
+    }
+
+private:
+    renderer render_;
+};
+
+metrics_endpoint::metrics_endpoint(shard& sh, std::uint16_t port, renderer render, limits lim)
+    : handler_(std::make_unique<handler>(std::move(render))),
+      caps_(std::make_unique<admission>(admission_limits{lim.max_connections, 0})) {
+    session_group_config cfg;
+    cfg.framing = &http_head_framer();
+    cfg.admit = caps_.get();
+    cfg.limits.max_frame = lim.max_head;
+    cfg.limits.recv_buffer = lim.max_head;
+    cfg.limits.max_queued = 16 * 1024 * 1024;  // one response per connection; the text is what it is
+    cfg.limits.handshake_timeout = lim.request_timeout;  // the head never completes: nothing ever calls handshake_done
+    cfg.limits.frame_timeout = lim.request_timeout;
+    cfg.limits.close_linger = lim.request_timeout;
+    cfg.limits.stall_timeout = lim.request_timeout;
+    group_ = std::make_unique<session_group>(sh, *handler_, cfg);
+    try {
+        port_ = group_->listen(endpoint::tcp("127.0.0.1", port), 64).port;
+    } catch (const std::system_error& e) {
+        throw std::runtime_error(std::string("cannot listen for metrics: ") + e.what() +
                                  " (choose another --metrics-port, or 0 to turn metrics off)");
     }
-    socklen_t len = sizeof a;
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (wake_fd_ < 0) {
-        ::close(listen_fd_);
-        throw std::runtime_error(std::string("cannot create an eventfd for the metrics thread: ") + std::strerror(errno));
-    }
 }
 
-metrics_endpoint::~metrics_endpoint() {
-    stop();
-    if (listen_fd_ >= 0) ::close(listen_fd_);
-    if (wake_fd_ >= 0) ::close(wake_fd_);
-}
-
-void metrics_endpoint::start() {
-    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
-}
-
-void metrics_endpoint::stop() {
-    if (!thread_.joinable()) return;
-    std::uint64_t one = 1;
-    [[maybe_unused]] auto w = ::write(wake_fd_, &one, sizeof one);
-    thread_.join();
-}
-
-void metrics_endpoint::run() {
-    for (;;) {
-        pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-        if (::poll(fds, 2, -1) < 0) {
-            if (errno == EINTR) continue;
-            log(log_level::error, "metrics: poll: %s", std::strerror(errno));
-            return;
-        }
-        if (fds[1].revents) return;
-        if (!(fds[0].revents & POLLIN)) continue;
-        int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (fd < 0) continue;
-        timeval tv{1, 0};
-        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        serve(fd);
-        ::close(fd);
-    }
-}
-
-void metrics_endpoint::serve(int fd) {
-    // Read the request head (bounded); only the request line matters.
-    std::string req;
-    char buf[1024];
-    while (req.find("\r\n\r\n") == std::string::npos && req.find("\n\n") == std::string::npos && req.size() < 8192) {
-        ssize_t r = ::recv(fd, buf, sizeof buf, 0);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        req.append(buf, static_cast<std::size_t>(r));
-    }
-    std::string status, body, type = "text/plain; charset=utf-8";
-    if (req.rfind("GET /metrics ", 0) == 0 || req.rfind("GET /metrics?", 0) == 0) {
-        status = "200 OK";
-        body = render_();
-        type = "text/plain; version=0.0.4; charset=utf-8";
-    } else if (req.rfind("GET ", 0) == 0) {
-        status = "404 Not Found";
-        body = "metrics are at /metrics\n";
-    } else {
-        status = "400 Bad Request";
-        body = "GET /metrics\n";
-    }
-    std::string head = "HTTP/1.0 " + status + "\r\nContent-Type: " + type + "\r\nContent-Length: " + std::to_string(body.size()) +
-                       "\r\nConnection: close\r\n\r\n";
-    if (write_all(fd, head.data(), head.size())) write_all(fd, body.data(), body.size());
-}
+metrics_endpoint::~metrics_endpoint() = default;
 
 }  // namespace strix::chat

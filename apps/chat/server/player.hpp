@@ -18,7 +18,8 @@ struct player {
     enum class login_state : std::uint8_t { anonymous, pending, logged_in };
     enum class room_state : std::uint8_t { none, joining, member };
 
-    player(session_ptr s, double chat_rate, double chat_burst) : sess(std::move(s)), chat_bucket(chat_rate, chat_burst) {}
+    player(session_ptr s, double chat_rate, double chat_burst, double room_rate, double room_burst)
+        : sess(std::move(s)), chat_bucket(chat_rate, chat_burst), room_bucket(room_rate, room_burst) {}
 
     session_ptr sess;
     login_state login = login_state::anonymous;
@@ -29,6 +30,7 @@ struct player {
     std::uint64_t room_id = 0;
     room_state in_room = room_state::none;
     token_bucket chat_bucket;
+    token_bucket room_bucket;  // create_room_req and join_room_req (a leave always follows one)
 
     // Requests that arrived while an earlier one is decided elsewhere (a login on the database
     // pool, a join or leave at the room's owner shard, a room list gathered from every shard)

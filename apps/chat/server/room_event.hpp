@@ -19,6 +19,7 @@ struct room_event {
         message,  // to_members to everyone (the sender included)
         joined,   // subject joins: add it to the local list, to_subject to it, to_members to the rest
         left,     // subject leaves: remove it from the local list, to_subject to it, to_members to the rest
+        notice,   // membership unchanged: to_members (a delayed member_joined/left) to all but the subject
     };
 
     std::uint64_t room_id = 0;

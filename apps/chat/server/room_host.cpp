@@ -19,7 +19,8 @@ std::int64_t wall_clock_us() {
 }  // namespace
 
 room_host::room_host(chat_context& ctx, unsigned self, chat_counters& counters)
-    : ctx_(ctx), self_(self), counters_(counters), next_counter_(ctx.first_room_counter) {}
+    : ctx_(ctx), self_(self), counters_(counters), next_counter_(ctx.first_room_counter),
+      notice_timer_([this] { flush_notices(); }) {}
 
 void room_host::deliver(unsigned to, room_event ev) {
     if (to != self_) bump(counters_.cross_shard_posts);
@@ -32,6 +33,7 @@ void room_host::fan_out(const room& r, room_event::kind what, std::uint64_t subj
     for (unsigned s = 0; s < r.shard_count(); ++s) {
         bool subject_here = subject != 0 && s == subject_shard;
         if (r.members_on(s) == 0 && !subject_here) continue;
+        if (!to_members && !subject_here) continue;  // a join or leave whose notice waits: only the subject's shard
         room_event ev;
         ev.room_id = r.id();
         ev.what = what;
@@ -75,8 +77,10 @@ void room_host::join(std::uint64_t room_id, member m) {
              "already a member of this room");
         return;
     }
+    flush_notices(r);  // earlier changes: the newcomer sees their outcome in its member list
     auto res = frames::join_room_res(r.summary(), r.members());
-    fan_out(r, room_event::kind::joined, subject, subject_shard, res, joined);
+    fan_out(r, room_event::kind::joined, subject, subject_shard, res, nullptr);
+    notify(r, subject, subject_shard, true, std::move(joined));
 }
 
 void room_host::leave(std::uint64_t room_id, std::uint64_t session_id, unsigned session_shard, bool reply) {
@@ -90,9 +94,13 @@ void room_host::leave(std::uint64_t room_id, std::uint64_t session_id, unsigned 
         return;
     }
     room& r = it->second;
-    shared_buffer_ptr left = r.empty() ? nullptr : frames::member_left(room_id, gone->player_id, gone->name);
-    fan_out(r, room_event::kind::left, session_id, session_shard, reply ? frames::leave_room_res(room_id) : nullptr, left);
+    fan_out(r, room_event::kind::left, session_id, session_shard, reply ? frames::leave_room_res(room_id) : nullptr, nullptr);
+    if (notices_.cancel_join(room_id, session_id))
+        bump(counters_.notices_coalesced);  // joined and left unnoticed: neither notice is sent
+    else if (!r.empty())
+        notify(r, session_id, session_shard, false, frames::member_left(room_id, gone->player_id, gone->name));
     if (r.empty()) {
+        notices_.drop(room_id);
         rooms_.erase(it);
         set_gauge(counters_.rooms, rooms_.size());
     }
@@ -136,8 +144,38 @@ void room_host::chat(chat_request& req) {
     }
     r.take_seq();
     bump(counters_.chat_messages);
+    flush_notices(r);  // members hear of a newcomer before its first words
     fan_out(r, room_event::kind::message, 0, 0, nullptr, frame);
 }
+
+void room_host::notify(const room& r, std::uint64_t subject, unsigned subject_shard, bool joined, shared_buffer_ptr frame) {
+    if (ctx_.options.notice_delay.count() <= 0) {
+        fan_out(r, room_event::kind::notice, subject, subject_shard, nullptr, frame);
+        return;
+    }
+    notices_.add(r.id(), {subject, subject_shard, joined, std::move(frame)});
+    shard& sh = ctx_.eng.at(self_);
+    if (!notice_timer_.armed()) sh.timers().schedule(notice_timer_, sh.ticks_for(ctx_.options.notice_delay));
+}
+
+void room_host::flush_notices(const room& r) {
+    if (!notices_.has(r.id())) return;  // the common case, for every chat message: one branch
+    for (auto& n : notices_.take(r.id()))
+        fan_out(r, room_event::kind::notice, n.subject, n.subject_shard, nullptr, n.frame);
+}
+
+void room_host::flush_notices() {
+    for (std::uint64_t id : notices_.rooms()) {
+        auto it = rooms_.find(id);
+        if (it == rooms_.end()) {
+            notices_.drop(id);
+            continue;
+        }
+        flush_notices(it->second);
+    }
+}
+
+void room_host::stop() { ctx_.eng.at(self_).timers().cancel(notice_timer_); }
 
 std::vector<room_summary> room_host::summaries() const {
     std::vector<room_summary> out;

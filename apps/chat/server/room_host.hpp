@@ -8,6 +8,7 @@
 
 #include "chat_counters.hpp"
 #include "member.hpp"
+#include "member_notices.hpp"
 #include "room.hpp"
 #include "room_event.hpp"
 
@@ -63,6 +64,11 @@ public:
 
     /// Every room this shard owns. Owner shard only.
     std::vector<room_summary> summaries() const;
+
+    /// Sends every pending member notice now. Owner shard only.
+    void flush_notices();
+    /// Cancels the notice timer (the shard is exiting). Owner shard only.
+    void stop();
     std::size_t size() const noexcept { return rooms_.size(); }
 
 private:
@@ -74,12 +80,17 @@ private:
                  const shared_buffer_ptr& to_subject, const shared_buffer_ptr& to_members);
     void fail(unsigned shard, std::uint64_t session_id, std::uint64_t room_id, proto::msg_type request,
               proto::error_code code, const char* reason);
+    // Member notices (see member_notices.hpp): queue one, or send a room's pending ones now.
+    void notify(const room& r, std::uint64_t subject, unsigned subject_shard, bool joined, shared_buffer_ptr frame);
+    void flush_notices(const room& r);
 
     chat_context& ctx_;
     const unsigned self_;
     chat_counters& counters_;
     std::uint64_t next_counter_;
     boost::unordered_flat_map<std::uint64_t, room> rooms_;
+    member_notices notices_;
+    timer_node notice_timer_;  // sends what waits in notices_ after the notice delay
 };
 
 }  // namespace strix::chat

@@ -1,0 +1,91 @@
+#pragma once
+// login_throttle: failed logins per account name and per source address, shared by every shard
+// and the database workers. After `free` failures each further failure makes the key wait before
+// its next attempt: backoff, 2 x backoff, 4 x backoff, ... and from `lockout_after` failures on,
+// `lockout`. An attempt during the wait is refused on the shard, before any password is hashed
+// (the client gets rate_limited with the time left).
+//
+//   failures:   1 .. free-1   free     free+1    ...   lockout_after-1          lockout_after ..
+//   next wait:  none          backoff  2 backoff ...   2^(lockout_after-1-free)  lockout
+//                                                       x backoff
+//
+// A key in backoff lets one attempt through at a time: admitting it already sets the wait the
+// attempt would earn by failing, so a burst of concurrent attempts hashes once, not once each.
+// A success clears the account (and releases the address's hold without forgetting its
+// failures); a key is forgotten once its wait has been over for `lockout` (so a failure soon
+// after a lockout ends locks out again, instead of starting with free failures). Each table holds
+// at most `max_tracked` keys: when full, forgotten keys and keys below `free` go first; if that
+// frees nothing the new key is not tracked (counted in untracked()), so memory stays bounded.
+//
+// Thread safety: every function may be called from any thread (one mutex; logins are rare next
+// to chat, and the critical section is a hash-map update).
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace strix::chat {
+
+struct login_throttle_config {
+    unsigned account_free = 3;        // failures of one account name before backoff
+    unsigned account_lockout = 10;    // ... before lockout
+    unsigned address_free = 20;       // failures from one source address before backoff
+    unsigned address_lockout = 100;   // ... before lockout
+    std::chrono::milliseconds backoff{1000};   // first wait; doubles per failure
+    std::chrono::milliseconds lockout{300000}; // the lockout, and how long a quiet key is remembered
+    std::size_t max_tracked = 65536;  // keys per table
+};
+
+class login_throttle {
+public:
+    using clock = std::chrono::steady_clock;
+
+    struct verdict {
+        bool allowed = true;
+        bool by_account = false;                  // refused: the account's wait (else the address's)
+        std::chrono::milliseconds retry_after{0};  // refused: time left
+    };
+
+    explicit login_throttle(login_throttle_config cfg) : cfg_(cfg) {}
+
+    /// May `account` log in from `address` (empty: no address, e.g. a Unix socket) now? An
+    /// allowed attempt in backoff holds its keys until failed/succeeded/abandoned. Any thread.
+    verdict check(std::string_view account, std::string_view address, clock::time_point now = clock::now());
+    /// The attempt's password did not verify (or the account does not exist). Any thread.
+    void failed(std::string_view account, std::string_view address, clock::time_point now = clock::now());
+    /// The attempt logged in. Any thread.
+    void succeeded(std::string_view account, std::string_view address, clock::time_point now = clock::now());
+    /// The attempt never reached a verdict (queue full, database error): release its hold. Any thread.
+    void abandoned(std::string_view account, std::string_view address, clock::time_point now = clock::now());
+
+    /// Keys tracked now (accounts + addresses); keys refused tracking because a table was full.
+    std::size_t tracked() const;
+    std::uint64_t untracked() const;
+
+    const login_throttle_config& config() const noexcept { return cfg_; }
+
+private:
+    struct entry {
+        unsigned failures = 0;
+        clock::time_point blocked_until{};
+        clock::time_point last_failure{};
+    };
+    using table = std::unordered_map<std::string, entry>;
+
+    clock::duration wait_after(unsigned failures, unsigned free, unsigned lockout_after) const noexcept;
+    bool admit(table& t, std::string_view key, clock::time_point now, clock::duration& left);
+    void fail(table& t, std::string_view key, unsigned free, unsigned lockout_after, clock::time_point now);
+    void release(table& t, std::string_view key, clock::time_point now);
+    entry* make_room_for(table& t, std::string_view key, unsigned free, clock::time_point now);
+
+    const login_throttle_config cfg_;
+    mutable std::mutex mu_;
+    table accounts_, addresses_;
+    std::uint64_t untracked_ = 0;
+};
+
+}  // namespace strix::chat

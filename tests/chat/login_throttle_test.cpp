@@ -1,0 +1,105 @@
+// login_throttle on its own, with explicit clocks: the backoff sequence, the lockout, one attempt
+// at a time while in backoff, what a success clears, forgetting quiet keys, and the table bound.
+#include "login_throttle.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace strix::chat;
+using namespace std::chrono_literals;
+using clk = login_throttle::clock;
+
+namespace {
+
+login_throttle_config small() {
+    login_throttle_config c;
+    c.account_free = 2;
+    c.account_lockout = 5;
+    c.address_free = 4;
+    c.address_lockout = 8;
+    c.backoff = 100ms;
+    c.lockout = 10s;
+    return c;
+}
+
+TEST(login_throttle, free_failures_then_doubling_waits_then_the_lockout) {
+    login_throttle t(small());
+    auto now = clk::time_point{} + 1h;
+    std::vector<std::chrono::milliseconds> waits;
+    ASSERT_TRUE(t.check("ann", "", now).allowed);
+    for (int i = 0; i < 6; ++i) {
+        t.failed("ann", "", now);
+        // The next attempt: at once if allowed, else when the wait is over.
+        auto v = t.check("ann", "", now);
+        waits.push_back(v.allowed ? 0ms : v.retry_after);
+        if (!v.allowed) {
+            EXPECT_TRUE(v.by_account);
+            now += v.retry_after;
+            ASSERT_TRUE(t.check("ann", "", now).allowed) << "failure " << i;
+        }
+    }
+    // After failures 1..6: free, 100 ms, 200 ms, 400 ms, then the lockout (5th failure on; a key
+    // whose lockout just ended is not forgotten, so the 6th locks out again).
+    EXPECT_EQ(waits, (std::vector<std::chrono::milliseconds>{0ms, 100ms, 200ms, 400ms, 10000ms, 10000ms}));
+}
+
+TEST(login_throttle, a_key_in_backoff_lets_one_attempt_through_at_a_time) {
+    login_throttle t(small());
+    auto now = clk::time_point{} + 1h;
+    t.failed("ann", "", now);  // one more failure would earn a wait
+    EXPECT_TRUE(t.check("ann", "", now).allowed);
+    auto second = t.check("ann", "", now);  // concurrent with the first, before its verdict
+    EXPECT_FALSE(second.allowed);
+    EXPECT_EQ(second.retry_after, 100ms);
+    t.abandoned("ann", "", now);  // the first never reached a verdict: its hold goes
+    EXPECT_TRUE(t.check("ann", "", now).allowed);
+}
+
+TEST(login_throttle, a_success_clears_the_account_but_not_the_address) {
+    login_throttle t(small());
+    auto now = clk::time_point{} + 1h;
+    for (int i = 0; i < 4; ++i) {
+        t.failed("a" + std::to_string(i), "10.0.0.1", now);
+    }
+    auto v = t.check("zed", "10.0.0.1", now);
+    EXPECT_FALSE(v.allowed) << "four failures from one address across accounts";
+    EXPECT_FALSE(v.by_account);
+    now += v.retry_after;
+    ASSERT_TRUE(t.check("ann", "10.0.0.1", now).allowed);
+    t.succeeded("ann", "10.0.0.1", now);
+    t.failed("bob", "10.0.0.1", now);  // the 5th failure of the address: 200 ms, not a fresh start
+    EXPECT_EQ(t.check("carl", "10.0.0.1", now).retry_after, 200ms);
+    // Accounts: a success forgets the failures.
+    t.failed("dora", "", now);
+    t.failed("dora", "", now);
+    now += 200ms;
+    t.succeeded("dora", "", now);
+    t.failed("dora", "", now);
+    EXPECT_TRUE(t.check("dora", "", now).allowed);
+}
+
+TEST(login_throttle, quiet_keys_are_forgotten_and_the_table_is_bounded) {
+    auto cfg = small();
+    cfg.max_tracked = 3;
+    login_throttle t(cfg);
+    auto now = clk::time_point{} + 1h;
+    for (int i = 0; i < 5; ++i) t.failed("k" + std::to_string(i), "", now);
+    EXPECT_LE(t.tracked(), 3u) << "the table never grows past its bound";
+    EXPECT_EQ(t.untracked(), 0u) << "keys below the backoff made room";
+    // Keys in backoff are kept over new ones.
+    login_throttle u(cfg);
+    for (int i = 0; i < 3; ++i) {
+        u.failed("k" + std::to_string(i), "", now);
+        u.failed("k" + std::to_string(i), "", now);
+    }
+    u.failed("new", "", now);
+    EXPECT_EQ(u.tracked(), 3u);
+    EXPECT_EQ(u.untracked(), 1u);
+    EXPECT_FALSE(u.check("k0", "", now).allowed);
+    // A lockout's length later they are forgotten.
+    now += 11s;
+    EXPECT_TRUE(u.check("k0", "", now).allowed);
+    u.failed("new", "", now);
+    EXPECT_EQ(u.untracked(), 1u) << "forgotten keys made room";
+}
+
+}  // namespace
