@@ -1,0 +1,28 @@
+#pragma once
+// The poller backends the engine-level benchmarks (CrossCore_*, Session_*) run on: one row per
+// backend the engine offers. Each benchmark is registered once per row, named seed 000's way for
+// the first row and with the row's suffix for the others (Session_EchoRoundTrip_uring/64), and
+// labelled with the backend's name, so components_report.py can put them side by side.
+//
+// The engine has one poller today, epoll (src/core/epoll_poller.cpp). A second backend is one
+// more row whose configure() selects it in engine_config.
+#include <strix/core/engine.hpp>
+
+#include <string>
+
+namespace strix_bench {
+
+struct bench_backend {
+    const char* name;    // shown as the benchmark's label
+    const char* suffix;  // appended to the benchmark family's name ("" keeps seed 000's names)
+    void (*configure)(strix::engine_config&);
+
+    /// family + suffix, e.g. "Session_EchoRoundTrip" or "Session_EchoRoundTrip_uring".
+    std::string family(const char* base) const { return std::string(base) + suffix; }
+};
+
+inline const bench_backend bench_backends[] = {
+    {"epoll", "", [](strix::engine_config&) {}},  // the default and only poller
+};
+
+}  // namespace strix_bench
