@@ -8,15 +8,11 @@
 namespace strix {
 namespace {
 
-constexpr std::size_t length_prefix_size = 4;
-
 class length_prefix final : public framer {
 public:
     frame_cut cut(std::span<const std::byte> b, std::size_t) const noexcept override {
-        if (b.size() < length_prefix_size) return {};
-        const std::uint32_t n = static_cast<std::uint32_t>(b[0]) | static_cast<std::uint32_t>(b[1]) << 8 |
-                                static_cast<std::uint32_t>(b[2]) << 16 | static_cast<std::uint32_t>(b[3]) << 24;
-        if (n < length_prefix_size) return {0, net_errc::frame_too_small};
+        const std::size_t n = length_prefix_size(b);
+        if (n == 1) return {0, net_errc::frame_too_small};
         return {n, {}};
     }
     const char* name() const noexcept override { return "length-prefix"; }

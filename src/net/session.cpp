@@ -26,11 +26,13 @@ bool expected_errno(int e) noexcept { return e == ECONNRESET || e == EPIPE || e 
 
 session::session(session_group& g, unique_fd fd, std::uint64_t id, std::string peer, intrusive_ptr<connection> origin)
     : group_(g),
+      owner_(g.owner()),
       fd_(std::move(fd)),
       id_(id),
       peer_(std::move(peer)),
       origin_(std::move(origin)),
       framer_(&g.framing()),
+      length_prefix_(framer_ == &length_prefix_framer()),
       timer_([this] { on_timer(); }),
       max_frame_(g.limits().max_frame) {}
 
@@ -40,7 +42,6 @@ session::session(session_group& g, unique_fd fd, std::uint64_t id, std::string p
 // session_ptr).
 session::~session() { release_rx(); }
 
-shard& session::owner() const noexcept { return group_.owner(); }
 connection* session::origin() const noexcept { return origin_.get(); }
 
 void session::start() {
@@ -81,6 +82,7 @@ void session::set_max_frame(std::uint32_t max_frame) noexcept {
 void session::set_framer(const framer& f) noexcept {
     STRIX_ASSERT_OWNER(owner(), "session::set_framer");
     framer_ = &f;
+    length_prefix_ = framer_ == &length_prefix_framer();
 }
 
 void session::send(std::span<const std::byte> bytes) {
@@ -114,16 +116,19 @@ void session::publish_sends() noexcept {
 // After every append: enforce the hard output limit, else schedule this turn's flush. A slow
 // consumer's output is dropped and the session closes in this turn's flush, not here: send()
 // never calls back into the handler (a broadcast loop over its sessions stays valid).
-void session::queued() {
+inline void session::queued() {
     ++unpublished_sends_;
-    if (tx_.size() > group_.limits().max_queued) {
-        bump(group_.counters_.slow_consumers);
-        log_limited(log_level::warn, "session %s: slow consumer (%zu bytes queued), disconnecting", peer_.c_str(), tx_.size());
-        tx_.clear();
-        state_kind_ = phase::closing;  // send() is a no-op from here; on_flush finalizes
-        close_reason_ = net_errc::slow_consumer;
-    }
-    owner().mark_dirty(*this);
+    if (tx_.size() > group_.limits().max_queued) [[unlikely]]
+        drop_slow_consumer();
+    owner_.mark_dirty(*this);
+}
+
+void session::drop_slow_consumer() noexcept {
+    bump(group_.counters_.slow_consumers);
+    log_limited(log_level::warn, "session %s: slow consumer (%zu bytes queued), disconnecting", peer_.c_str(), tx_.size());
+    tx_.clear();
+    state_kind_ = phase::closing;  // send() is a no-op from here; on_flush finalizes
+    close_reason_ = net_errc::slow_consumer;
 }
 
 void session::on_io(std::uint32_t events) {
@@ -181,7 +186,7 @@ void session::do_read() {
         }
         // A partial frame near the end of the ring moves to its start before the read, so the
         // read does not wrap the frame around (which would cost a linearize of all it read).
-        if (rx_.write_span().size() < rx_.capacity() / 2) rx_.compact(rx_.capacity() / 8);
+        if (!rx_.empty() && rx_.write_span().size() < rx_.capacity() / 2) rx_.compact(rx_.capacity() / 8);
         iovec iov[2];
         int n = rx_.write_iov(iov);
         if (n == 0) {
@@ -224,16 +229,25 @@ void session::do_read() {
 // stopped reading (framing error, or the handler closed it).
 bool session::process_frames() {
     std::uint64_t frames = 0;
-    std::error_code bad;
+    frame_error bad;
     bool go_on = true;
     while (go_on) {
         auto span = rx_.read_span();
         std::size_t off = 0;
         while (state_kind_ == phase::open && off < span.size()) {
-            const frame_cut cut = framer_->cut(span.subspan(off), max_frame_);
-            if (cut.error) {
-                bad = cut.error;
-                break;
+            frame_cut cut;
+            if (length_prefix_) {
+                cut.size = length_prefix_size(span.subspan(off));
+                if (cut.size == 1) {
+                    bad = net_errc::frame_too_small;
+                    break;
+                }
+            } else {
+                cut = framer_->cut(span.subspan(off), max_frame_);
+                if (cut.error) {
+                    bad = cut.error;
+                    break;
+                }
             }
             if (cut.size > max_frame_) {
                 bad = net_errc::frame_too_large;

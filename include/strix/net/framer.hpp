@@ -23,8 +23,34 @@
 #include <cstdint>
 #include <span>
 #include <system_error>
+#include <type_traits>
 
 namespace strix {
+
+/// A framer's error: a std::error_code that costs nothing when there is none (a default
+/// std::error_code calls system_category() on construction, once per frame on the hot path).
+class frame_error {
+public:
+    constexpr frame_error() noexcept = default;
+    frame_error(std::error_code ec) noexcept : value_(ec.value()), category_(ec ? &ec.category() : nullptr) {}  // NOLINT
+    template <class E>
+        requires std::is_error_code_enum_v<E>
+    frame_error(E e) noexcept : frame_error(make_error_code(e)) {}  // NOLINT
+    explicit operator bool() const noexcept { return category_ != nullptr; }
+    operator std::error_code() const noexcept {  // NOLINT
+        return category_ ? std::error_code(value_, *category_) : std::error_code();
+    }
+    friend bool operator==(const frame_error& a, const std::error_code& b) noexcept { return std::error_code(a) == b; }
+    template <class E>
+        requires std::is_error_code_enum_v<E>
+    friend bool operator==(const frame_error& a, E b) noexcept {
+        return std::error_code(a) == make_error_code(b);
+    }
+
+private:
+    int value_ = 0;
+    const std::error_category* category_ = nullptr;
+};
 
 /// What a framer found at the front of the received bytes.
 struct frame_cut {
@@ -33,7 +59,7 @@ struct frame_cut {
     /// the session's max_frame (the session refuses the frame).
     std::size_t size = 0;
     /// Set when the header is malformed; the stream cannot be resynchronised.
-    std::error_code error;
+    frame_error error;
 };
 
 class framer {
@@ -53,6 +79,16 @@ public:
 /// Seed 001's framing: a 4-byte little-endian total length (the 4 bytes included), then the body.
 /// A length below 4 is net_errc::frame_too_small.
 const framer& length_prefix_framer() noexcept;
+
+/// length_prefix_framer's header, inline (the session reads it directly for that framer,
+/// skipping the virtual call on the echo path): the frame size announced, 0 while fewer than 4
+/// bytes are there, or 1 for a length below 4 (malformed: no frame is that short).
+inline std::size_t length_prefix_size(std::span<const std::byte> b) noexcept {
+    if (b.size() < 4) return 0;
+    const std::uint32_t n = static_cast<std::uint32_t>(b[0]) | static_cast<std::uint32_t>(b[1]) << 8 |
+                            static_cast<std::uint32_t>(b[2]) << 16 | static_cast<std::uint32_t>(b[3]) << 24;
+    return n < 4 ? 1 : n;
+}
 
 /// strix's 12-byte header with optional CRC32C (docs/wire_format.md, strix/codec). Header and
 /// CRC failures are net_errc::frame_too_small or net_errc::bad_frame.

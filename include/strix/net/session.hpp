@@ -139,7 +139,7 @@ public:
     // --- identity ---------------------------------------------------------------------------
 
     std::uint64_t id() const noexcept { return id_; }
-    shard& owner() const noexcept;
+    shard& owner() const noexcept { return owner_; }
     session_group& group() const noexcept { return group_; }
     /// The connection that made this session, or nullptr for an accepted one.
     connection* origin() const noexcept;
@@ -157,6 +157,7 @@ private:
     void on_flush() override;
     bool trim_if_idle(std::uint64_t quiet_ticks) noexcept;
     void queued();
+    void drop_slow_consumer() noexcept;
     void publish_sends() noexcept;
     void do_read();
     bool process_frames();
@@ -178,11 +179,13 @@ private:
     static constexpr std::uint64_t no_deadline = UINT64_MAX;
 
     session_group& group_;
+    shard& owner_;
     unique_fd fd_;
     const std::uint64_t id_;
     std::string peer_;
     intrusive_ptr<connection> origin_;  // keeps the connection alive to hear of the close
     const framer* framer_;
+    bool length_prefix_ = false;  // framer_ is length_prefix_framer(): cut inline
     ring_buffer rx_;
     buffer_chain tx_;
     timer_node timer_;
