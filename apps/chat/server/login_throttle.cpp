@@ -1,7 +1,6 @@
 #include "login_throttle.hpp"
 
 #include <algorithm>
-#include <iterator>
 
 namespace strix::chat {
 
@@ -17,21 +16,21 @@ login_throttle::clock::duration login_throttle::wait_after(unsigned failures, un
     return std::min(wait, lock);
 }
 
-// Allowed when the key is unknown or its wait is over; an allowed attempt that could earn a wait
-// by failing takes that wait now (one attempt at a time while in backoff).
-bool login_throttle::admit(table& t, std::string_view key, clock::time_point now, clock::duration& left) {
+// Refused while the key's wait runs; a key quiet for a lockout's length after its wait is forgotten.
+bool login_throttle::blocked(table& t, std::string_view key, clock::time_point now, clock::duration& left) {
     auto it = t.find(std::string(key));
-    if (it == t.end()) return true;
+    if (it == t.end()) return false;
     entry& e = it->second;
     if (e.blocked_until > now) {
         left = e.blocked_until - now;
-        return false;
+        return true;
     }
-    if (now >= e.blocked_until + cfg_.lockout) t.erase(it);  // quiet for a lockout's length after its wait: forgotten
-    return true;
+    if (e.pending == 0 && now >= e.blocked_until + cfg_.lockout) t.erase(it);
+    return false;
 }
 
-void login_throttle::fail(table& t, std::string_view key, unsigned free, unsigned lockout_after, clock::time_point now) {
+// The attempt counts as a failure until its verdict: the next one waits as if it had failed.
+void login_throttle::admit(table& t, std::string_view key, unsigned free, unsigned lockout_after, clock::time_point now) {
     entry* e = nullptr;
     if (auto it = t.find(std::string(key)); it != t.end())
         e = &it->second;
@@ -39,25 +38,47 @@ void login_throttle::fail(table& t, std::string_view key, unsigned free, unsigne
         e = make_room_for(t, key, free, now);
     if (!e) return;
     ++e->failures;
+    ++e->pending;
+    e->blocked_until = std::max(e->blocked_until, now + wait_after(e->failures, free, lockout_after));
+}
+
+// The provisional failure stands; its wait runs from now.
+void login_throttle::fail(table& t, std::string_view key, unsigned free, unsigned lockout_after, clock::time_point now) {
+    entry* e = nullptr;
+    if (auto it = t.find(std::string(key)); it != t.end()) {
+        e = &it->second;
+        if (e->pending) --e->pending;
+        else ++e->failures;  // admitted untracked, or cleared by a success meanwhile
+    } else {
+        e = make_room_for(t, key, free, now);
+        if (!e) return;
+        e->failures = 1;
+    }
     e->last_failure = now;
     e->blocked_until = now + wait_after(e->failures, free, lockout_after);
 }
 
-// Back to the wait the key's own failures earned (dropping an admitted attempt's hold).
-void login_throttle::release(table& t, std::string_view key, clock::time_point) {
+// Undoes admit(): back to the wait the real failures earned.
+void login_throttle::take_back(table& t, std::string_view key, unsigned free, unsigned lockout_after) {
     auto it = t.find(std::string(key));
     if (it == t.end()) return;
     entry& e = it->second;
-    const bool is_account = &t == &accounts_;
-    e.blocked_until = e.last_failure + wait_after(e.failures, is_account ? cfg_.account_free : cfg_.address_free,
-                                                  is_account ? cfg_.account_lockout : cfg_.address_lockout);
+    if (e.pending == 0) return;
+    --e.pending;
+    --e.failures;
+    if (e.failures == 0 && e.pending == 0) {
+        t.erase(it);
+        return;
+    }
+    e.blocked_until = e.last_failure + wait_after(e.failures, free, lockout_after);
 }
 
 login_throttle::entry* login_throttle::make_room_for(table& t, std::string_view key, unsigned free, clock::time_point now) {
     if (t.size() >= cfg_.max_tracked) {
         // Forgotten keys first, then keys that are not waiting yet; the throttled ones stay.
-        std::erase_if(t, [&](const auto& kv) { return now >= kv.second.blocked_until + cfg_.lockout; });
-        if (t.size() >= cfg_.max_tracked) std::erase_if(t, [&](const auto& kv) { return kv.second.failures < free; });
+        std::erase_if(t, [&](const auto& kv) { return kv.second.pending == 0 && now >= kv.second.blocked_until + cfg_.lockout; });
+        if (t.size() >= cfg_.max_tracked)
+            std::erase_if(t, [&](const auto& kv) { return kv.second.pending == 0 && kv.second.failures < free; });
         if (t.size() >= cfg_.max_tracked) {
             ++untracked_;
             return nullptr;
@@ -70,25 +91,18 @@ login_throttle::verdict login_throttle::check(std::string_view account, std::str
     std::lock_guard lock(mu_);
     clock::duration left{};
     verdict v;
-    if (!admit(accounts_, account, now, left)) {
+    if (blocked(accounts_, account, now, left)) {
         v.allowed = false;
         v.by_account = true;
-    } else if (!address.empty() && !admit(addresses_, address, now, left)) {
+    } else if (!address.empty() && blocked(addresses_, address, now, left)) {
         v.allowed = false;
     }
     if (!v.allowed) {
         v.retry_after = std::max(std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(left));
         return v;
     }
-    // Both allow: hold each key that this attempt could push into a wait, until its verdict.
-    auto hold = [&](table& t, std::string_view key, unsigned free, unsigned lockout_after) {
-        auto it = t.find(std::string(key));
-        if (it == t.end()) return;
-        if (auto w = wait_after(it->second.failures + 1, free, lockout_after); w > clock::duration::zero())
-            it->second.blocked_until = now + w;
-    };
-    hold(accounts_, account, cfg_.account_free, cfg_.account_lockout);
-    if (!address.empty()) hold(addresses_, address, cfg_.address_free, cfg_.address_lockout);
+    admit(accounts_, account, cfg_.account_free, cfg_.account_lockout, now);
+    if (!address.empty()) admit(addresses_, address, cfg_.address_free, cfg_.address_lockout, now);
     return v;
 }
 
@@ -98,17 +112,17 @@ void login_throttle::failed(std::string_view account, std::string_view address, 
     if (!address.empty()) fail(addresses_, address, cfg_.address_free, cfg_.address_lockout, now);
 }
 
-void login_throttle::succeeded(std::string_view account, std::string_view address, clock::time_point now) {
+void login_throttle::succeeded(std::string_view account, std::string_view address, clock::time_point) {
     std::lock_guard lock(mu_);
     accounts_.erase(std::string(account));
-    // An address's failures stay: one good account must not launder an address's guesses.
-    if (!address.empty()) release(addresses_, address, now);
+    // An address keeps its real failures: one good account must not launder an address's guesses.
+    if (!address.empty()) take_back(addresses_, address, cfg_.address_free, cfg_.address_lockout);
 }
 
-void login_throttle::abandoned(std::string_view account, std::string_view address, clock::time_point now) {
+void login_throttle::abandoned(std::string_view account, std::string_view address, clock::time_point) {
     std::lock_guard lock(mu_);
-    release(accounts_, account, now);
-    if (!address.empty()) release(addresses_, address, now);
+    take_back(accounts_, account, cfg_.account_free, cfg_.account_lockout);
+    if (!address.empty()) take_back(addresses_, address, cfg_.address_free, cfg_.address_lockout);
 }
 
 std::size_t login_throttle::tracked() const {

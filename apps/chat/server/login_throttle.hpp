@@ -9,13 +9,14 @@
 //   next wait:  none          backoff  2 backoff ...   2^(lockout_after-1-free)  lockout
 //                                                       x backoff
 //
-// A key in backoff lets one attempt through at a time: admitting it already sets the wait the
-// attempt would earn by failing, so a burst of concurrent attempts hashes once, not once each.
-// A success clears the account (and releases the address's hold without forgetting its
-// failures); a key is forgotten once its wait has been over for `lockout` (so a failure soon
-// after a lockout ends locks out again, instead of starting with free failures). Each table holds
-// at most `max_tracked` keys: when full, forgotten keys and keys below `free` go first; if that
-// frees nothing the new key is not tracked (counted in untracked()), so memory stays bounded.
+// An admitted attempt counts as a failure from the moment it is admitted until it is proven
+// right: a burst of concurrent guesses at one name hashes `free` times at most, then one at a
+// time (each admission already sets the wait its failure would earn). A success clears the
+// account (and takes back the address's provisional failure, not its real ones); a key is
+// forgotten once its wait has been over for `lockout` (so a failure soon after a lockout ends
+// locks out again, instead of starting with free failures). Each table holds at most
+// `max_tracked` keys: when full, forgotten keys and keys below `free` go first; if that frees
+// nothing the new key is not tracked (counted in untracked()), so memory stays bounded.
 //
 // Thread safety: every function may be called from any thread (one mutex; logins are rare next
 // to chat, and the critical section is a hash-map update).
@@ -53,13 +54,15 @@ public:
     explicit login_throttle(login_throttle_config cfg) : cfg_(cfg) {}
 
     /// May `account` log in from `address` (empty: no address, e.g. a Unix socket) now? An
-    /// allowed attempt in backoff holds its keys until failed/succeeded/abandoned. Any thread.
+    /// allowed attempt counts as a failure of both keys until failed/succeeded/abandoned reports
+    /// its verdict; exactly one of them must follow. Any thread.
     verdict check(std::string_view account, std::string_view address, clock::time_point now = clock::now());
     /// The attempt's password did not verify (or the account does not exist). Any thread.
     void failed(std::string_view account, std::string_view address, clock::time_point now = clock::now());
     /// The attempt logged in. Any thread.
     void succeeded(std::string_view account, std::string_view address, clock::time_point now = clock::now());
-    /// The attempt never reached a verdict (queue full, database error): release its hold. Any thread.
+    /// The attempt never reached a verdict (queue full, database error): takes its provisional
+    /// failure back. Any thread.
     void abandoned(std::string_view account, std::string_view address, clock::time_point now = clock::now());
 
     /// Keys tracked now (accounts + addresses); keys refused tracking because a table was full.
@@ -70,16 +73,18 @@ public:
 
 private:
     struct entry {
-        unsigned failures = 0;
+        unsigned failures = 0;     // real failures plus admitted attempts without a verdict
+        unsigned pending = 0;      // admitted attempts without a verdict
         clock::time_point blocked_until{};
-        clock::time_point last_failure{};
+        clock::time_point last_failure{};  // of the last real failure
     };
     using table = std::unordered_map<std::string, entry>;
 
     clock::duration wait_after(unsigned failures, unsigned free, unsigned lockout_after) const noexcept;
-    bool admit(table& t, std::string_view key, clock::time_point now, clock::duration& left);
+    bool blocked(table& t, std::string_view key, clock::time_point now, clock::duration& left);
+    void admit(table& t, std::string_view key, unsigned free, unsigned lockout_after, clock::time_point now);
     void fail(table& t, std::string_view key, unsigned free, unsigned lockout_after, clock::time_point now);
-    void release(table& t, std::string_view key, clock::time_point now);
+    void take_back(table& t, std::string_view key, unsigned free, unsigned lockout_after);
     entry* make_room_for(table& t, std::string_view key, unsigned free, clock::time_point now);
 
     const login_throttle_config cfg_;

@@ -149,7 +149,8 @@ void room_host::chat(chat_request& req) {
 }
 
 void room_host::notify(const room& r, std::uint64_t subject, unsigned subject_shard, bool joined, shared_buffer_ptr frame) {
-    if (ctx_.options.notice_delay.count() <= 0) {
+    // After stop() (the shard is exiting) nothing may arm the timer: late leaves go out at once.
+    if (ctx_.options.notice_delay.count() <= 0 || stopped_) {
         fan_out(r, room_event::kind::notice, subject, subject_shard, nullptr, frame);
         return;
     }
@@ -175,7 +176,10 @@ void room_host::flush_notices() {
     }
 }
 
-void room_host::stop() { ctx_.eng.at(self_).timers().cancel(notice_timer_); }
+void room_host::stop() {
+    stopped_ = true;
+    ctx_.eng.at(self_).timers().cancel(notice_timer_);  // what waits has nobody left to tell
+}
 
 std::vector<room_summary> room_host::summaries() const {
     std::vector<room_summary> out;

@@ -67,7 +67,8 @@ public:
 
     /// Sends every pending member notice now. Owner shard only.
     void flush_notices();
-    /// Cancels the notice timer (the shard is exiting). Owner shard only.
+    /// Cancels the notice timer; later notices go out at once (the shard is exiting). Owner
+    /// shard only.
     void stop();
     std::size_t size() const noexcept { return rooms_.size(); }
 
@@ -91,6 +92,7 @@ private:
     boost::unordered_flat_map<std::uint64_t, room> rooms_;
     member_notices notices_;
     timer_node notice_timer_;  // sends what waits in notices_ after the notice delay
+    bool stopped_ = false;
 };
 
 }  // namespace strix::chat
