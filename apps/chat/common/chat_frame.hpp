@@ -14,8 +14,6 @@
 
 namespace strix::chat {
 
-namespace proto = strix::chat::proto;
-
 /// Wraps the finished builder's bytes in a frame: one allocation, immutable once returned, so it
 /// can be handed to many sessions (and shards) without copying. Any thread.
 inline shared_buffer_ptr finish_frame(flatbuffers::FlatBufferBuilder& fbb, proto::msg_type type) {
