@@ -102,6 +102,16 @@ TEST(server_cli, bad_options_and_config_files_are_rejected_with_a_reason) {
     EXPECT_NE(parse.output.find("key 'port' has no value"), std::string::npos) << parse.output;
     EXPECT_EQ(lines(parse.output), 1u) << parse.output;
 
+    // An empty or unclosed array is no value either (CLI11 alone crashed on both: SIGSEGV).
+    for (const char* text : {"host = []\n", "chat-rate =[s"}) {
+        auto empty = dir.path() + "/empty.toml";
+        std::ofstream(empty) << text;
+        auto none = run_to_exit({"--config", empty});
+        EXPECT_EQ(none.status, 2) << text << ": " << none.output;
+        EXPECT_NE(none.output.find("has no value"), std::string::npos) << text << ": " << none.output;
+        EXPECT_EQ(lines(none.output), 1u) << none.output;
+    }
+
     // Booleans only for flags.
     auto boolean = dir.path() + "/boolean.toml";
     std::ofstream(boolean) << "port = true\n";

@@ -24,6 +24,10 @@ public:
                 throw CLI::ConfigError("table [" + item.parents.front() + "] is not allowed: write every key at the top");
             if (app_.get_option_no_throw("--" + item.name) == nullptr)
                 throw CLI::ConfigError("unknown key '" + item.name + "' (the keys are the long option names, see --help)");
+            // `key = []` or an unclosed `[`: no value at all, and CLI11 2.1 would read the first of
+            // none (SIGSEGV; found by fuzz/chat_config_fuzz.cpp).
+            if (item.inputs.empty())
+                throw CLI::ConfigError("key '" + item.name + "' has no value (leave the key out to keep the default)");
             for (const std::string& value : item.inputs) {
                 if (value.empty())
                     throw CLI::ConfigError("key '" + item.name + "' has no value (leave the key out to keep the default)");
