@@ -19,6 +19,7 @@
 // Session backpressure (high_water pausing reads from a peer whose output is not drained) is a
 // network behaviour measured in connections, not nanoseconds; the net tests cover it.
 #include "bench_opaque.hpp"
+#include "done_flag.hpp"
 
 #include <strix/core/engine.hpp>
 #include <strix/core/mpsc_queue.hpp>
@@ -64,9 +65,9 @@ BENCHMARK(MpscQueue_Backpressure);
 constexpr std::uint64_t overflow_posts = 4096;
 
 struct mesh_round {
-    std::atomic<bool> parked{false};    // shard 1 is inside the parking task
+    strix_bench::done_flag parked;      // shard 1 is inside the parking task
     std::atomic<bool> release{false};   // shard 0 lets shard 1 go
-    std::atomic<bool> finished{false};  // shard 1 ran the last task
+    strix_bench::done_flag finished;    // shard 1 ran the last task
     std::uint64_t received = 0;         // shard 1
     bool out_of_order = false;          // shard 1
     std::chrono::steady_clock::time_point t0, t1;  // shard 0
@@ -84,26 +85,26 @@ void Mesh_Backpressure(benchmark::State& state) {
     mesh_round r;
     std::uint64_t posts = 0;
     for (auto _ : state) {
-        r.parked.store(false);
+        r.parked.reset();
         r.release.store(false);
-        r.finished.store(false);
+        r.finished.reset();
         r.received = 0;
         r.total = queue_capacity + overflow_posts;
         eng.post(1, [&r] {
-            r.parked.store(true, std::memory_order_release);
-            r.parked.notify_one();
+            r.parked.raise();
             while (!r.release.load(std::memory_order_acquire)) std::this_thread::yield();
         });
-        r.parked.wait(false, std::memory_order_acquire);
+        if (!r.parked.wait_for(strix_bench::round_limit)) {
+            state.SkipWithError("shard 1 never ran the parking task");
+            r.release.store(true);
+            break;
+        }
         eng.post(0, [&r] {
             strix::shard& sh = *strix::shard::current();
             auto post = [&](std::uint64_t seq) {
                 sh.post_to(1, [&r, seq] {
                     if (seq != r.received) r.out_of_order = true;
-                    if (++r.received == r.total) {
-                        r.finished.store(true, std::memory_order_release);
-                        r.finished.notify_one();
-                    }
+                    if (++r.received == r.total) r.finished.raise();
                 });
             };
             for (std::uint64_t i = 0; i < queue_capacity; ++i) post(i);  // fills the channel
@@ -112,7 +113,10 @@ void Mesh_Backpressure(benchmark::State& state) {
             r.t1 = std::chrono::steady_clock::now();
             r.release.store(true, std::memory_order_release);
         });
-        r.finished.wait(false, std::memory_order_acquire);
+        if (!r.finished.wait_for(strix_bench::round_limit)) {
+            state.SkipWithError("stuck: shard 1 did not receive every task");
+            break;
+        }
         if (r.out_of_order) {
             state.SkipWithError("tasks arrived out of order");
             break;

@@ -20,6 +20,7 @@
 //
 // Both run once per poller backend (bench_backends.hpp).
 #include "bench_backends.hpp"
+#include "done_flag.hpp"
 
 #include <strix/core/engine.hpp>
 #include <strix/core/shard.hpp>
@@ -29,6 +30,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 namespace {
 
@@ -46,16 +48,8 @@ strix::engine_config two_shards(const bench_backend& be, std::chrono::microsecon
 
 double seconds(clock_type::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// One signal from a shard to the benchmark thread (a futex wait, no spinning on its core).
-struct done_flag {
-    std::atomic<bool> set{false};
-    void reset() noexcept { set.store(false, std::memory_order_relaxed); }
-    void raise() noexcept {
-        set.store(true, std::memory_order_release);
-        set.notify_one();
-    }
-    void wait() const noexcept { set.wait(false, std::memory_order_acquire); }
-};
+using strix_bench::done_flag;
+using strix_bench::round_limit;
 
 // --- CrossCore_Latency ------------------------------------------------------------------------
 
@@ -95,7 +89,10 @@ void crosscore_latency(benchmark::State& state, const bench_backend& be) {
             c.t0 = clock_type::now();
             ping(&c);
         });
-        c.finished.wait();
+        if (!c.finished.wait_for(round_limit)) {
+            state.SkipWithError("a round trip was lost: the chain stopped");
+            break;
+        }
         if (c.out_of_order || c.done != chain_length) {
             state.SkipWithError("a pong did not answer the ping in flight");
             break;
@@ -118,7 +115,7 @@ constexpr std::uint64_t stream_tasks = 65536;
 struct post_stream {
     std::uint64_t batch = 0;
     std::uint64_t sent = 0;       // shard 0
-    std::uint64_t received = 0;   // shard 1
+    std::atomic<std::uint64_t> received{0};  // written by shard 1 only (atomic for a stuck run's message)
     bool out_of_order = false;    // shard 1
     clock_type::time_point t0;    // shard 0
     clock_type::time_point t1;    // shard 1
@@ -127,17 +124,23 @@ struct post_stream {
 
 void produce(post_stream* s) {  // on shard 0: one loop turn's batch
     strix::shard& sh = *strix::shard::current();
-    const std::uint64_t end = std::min(s->sent + s->batch, stream_tasks);
-    for (; s->sent < end; ++s->sent) {
-        sh.post_to(1, [s, seq = s->sent] {  // on shard 1
-            if (seq != s->received) s->out_of_order = true;
-            if (++s->received == stream_tasks) {
+    // Nothing in *s may be touched after the last post: shard 1 may run it at once, raise the
+    // flag, and the benchmark thread reset *s for the next round while this task still runs.
+    const std::uint64_t first = s->sent;
+    const std::uint64_t end = std::min(first + s->batch, stream_tasks);
+    s->sent = end;
+    for (std::uint64_t seq = first; seq < end; ++seq) {
+        sh.post_to(1, [s, seq] {  // on shard 1
+            const std::uint64_t got = s->received.load(std::memory_order_relaxed);
+            if (seq != got) s->out_of_order = true;
+            s->received.store(got + 1, std::memory_order_relaxed);
+            if (got + 1 == stream_tasks) {
                 s->t1 = clock_type::now();
                 s->finished.raise();
             }
         });
     }
-    if (s->sent < stream_tasks) sh.post_local([s] { produce(s); });
+    if (end < stream_tasks) sh.post_local([s] { produce(s); });
 }
 
 void crosscore_post_throughput(benchmark::State& state, const bench_backend& be) {
@@ -149,13 +152,18 @@ void crosscore_post_throughput(benchmark::State& state, const bench_backend& be)
     std::uint64_t tasks = 0;
     for (auto _ : state) {
         s.sent = 0;
-        s.received = 0;
+        s.received.store(0, std::memory_order_relaxed);
         s.finished.reset();
         eng.post(0, [&s] {
             s.t0 = clock_type::now();
             produce(&s);
         });
-        s.finished.wait();
+        if (!s.finished.wait_for(round_limit)) {
+            const std::string msg = "stuck: shard 1 ran " + std::to_string(s.received.load()) + " of " +
+                                    std::to_string(stream_tasks) + " tasks";
+            state.SkipWithError(msg.c_str());
+            break;
+        }
         if (s.out_of_order) {
             state.SkipWithError("tasks arrived out of order");
             break;

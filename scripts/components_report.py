@@ -19,9 +19,15 @@ for b in data["benchmarks"]:
         median.setdefault(b["run_name"], b)  # single-repetition runs
 
 
+def wall_clock(b):
+    """Runs timed by the wall clock (UseRealTime, UseManualTime) are judged by it; others by CPU."""
+    run = b.get("run_name", "")
+    return "real_time" in run or "manual_time" in run
+
+
 def ns(name):
     b = median[name]
-    t = b["cpu_time"] if "real_time" not in b.get("run_name", "") else b["real_time"]
+    t = b["real_time"] if wall_clock(b) else b["cpu_time"]
     unit = b.get("time_unit", "ns")
     scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[unit]
     return t * scale
@@ -59,6 +65,13 @@ rows = [
     ("flat_map vs std::unordered_map iterate (10k sessions)", "flat_map", "FlatMap_SessionIterate/10000", "std", "StdMap_SessionIterate/10000", "time", 1.5),
     ("flat_map vs std::unordered_map lookup (100k sessions)", "flat_map", "FlatMap_SessionLookup/100000", "std", "StdMap_SessionLookup/100000", "time", None),
     ("CRC32C hardware vs software (4 KiB)", "SSE4.2", "Crc32c_Hardware/4096", "table", "Crc32c_Software/4096", "time", None),
+    ("FlatBuffers vs heap build (512 B)", "FB", "FlatBuffers_Build/512", "Heap", "HeapAlloc_Build/512", "time", None),
+    ("FlatBuffers vs heap read (512 B)", "FB", "FlatBuffers_Read/512", "Heap", "HeapAlloc_Read/512", "time", None),
+    ("FlatBuffers verify + read vs heap read (512 B)", "FB verified", "FlatBuffers_VerifyRead/512", "Heap", "HeapAlloc_Read/512", "time", None),
+    ("SPSC vs MPSC push refused when full", "SPSC", "SpscQueue_Backpressure", "MPSC", "MpscQueue_Backpressure", "time", None),
+    ("Dispatcher: type table vs unordered_flat_map (100 types)", "table", "Dispatcher_Lookup/100", "flat_map", "Dispatcher_LookupFlatMap/100", "time", None),
+    ("Dispatcher: type table vs std::unordered_map (100 types)", "table", "Dispatcher_Lookup/100", "std", "Dispatcher_LookupStdMap/100", "time", None),
+    ("Frame pipeline: strix vs naive (512 B)", "strix", "FramePipeline/512", "naive", "FramePipeline_Naive/512", "time", None),
 ]
 
 out = []
@@ -68,6 +81,10 @@ out.append(f"Command: `{command}`  ")
 out.append(f"Host: {ctx.get('host_name', platform.node())}, {ctx.get('num_cpus', '?')} CPUs at "
            f"{ctx.get('mhz_per_cpu', '?')} MHz, {platform.system()} {platform.release()}, "
            f"build type {ctx.get('library_build_type', '?')} benchmark library; date {ctx.get('date', '?')}  ")
+load = ctx.get("load_avg")
+if load:
+    out.append(f"Load average when the run started (1, 5, 15 min): {', '.join(f'{x:.2f}' for x in load)} "
+               f"on {ctx.get('num_cpus', '?')} CPUs.  ")
 out.append("Figures are medians of the repetitions. Each row's two sides ran in the same process, "
            "same run. The machine is shared and has 2 cores; absolute numbers drift, ratios less so.\n")
 out.append("## Methodology comparison (seed 000 §9)\n")
@@ -105,6 +122,154 @@ if "RingBuffer_WriteRead/512" in median and "NaiveBuffer_CopyWrite/512" in media
                    "measured 120 ns for malloc/free under MSVC on Windows, so the same design gave 3.9x there. "
                    "On glibc the allocator is cheap (thread cache), and the ring's advantage at this size is "
                    "the allocation it avoids, not the copies.")
+
+# FlatBuffers against the heap (seed 000 §5): building costs more, reading in place wins.
+if all(n in median for n in ("FlatBuffers_Build/512", "HeapAlloc_Build/512", "FlatBuffers_Read/512",
+                             "HeapAlloc_Read/512", "FlatBuffers_VerifyRead/512")):
+    out.append("")
+    out.append(f"**FlatBuffers vs heap:** seed 000 measured, at 512 B, build FB 105.0 ns vs heap 68.4 ns (heap "
+               f"1.5x faster) and read FB 3.5 ns vs heap 68.4 ns (19.4x), MSVC on Windows (theirs). Here: build "
+               f"{fmt_ns(ns('FlatBuffers_Build/512'))} vs {fmt_ns(ns('HeapAlloc_Build/512'))}, read "
+               f"{fmt_ns(ns('FlatBuffers_Read/512'))} vs {fmt_ns(ns('HeapAlloc_Read/512'))}. The heap build makes "
+               "the object only, not wire bytes, as seed 000's did; bytes from a peer also need FlatBuffers' "
+               f"verifier ({fmt_ns(ns('FlatBuffers_VerifyRead/512'))} with it).")
+
+# --- Seed 000 §10: the assembled engine ------------------------------------------------------
+# Engine-level rows are registered once per poller backend (bench/bench_backends.hpp): the first
+# backend keeps seed 000's names, others add _<backend> to the family; the label names the
+# backend. canonical() folds both into (seed 000's name, backend).
+
+
+def canonical(b):
+    label = b.get("label") or None
+    parts = b["run_name"].split("/")
+    fam = parts[0]
+    if label and fam.endswith("_" + label):
+        fam = fam[: -len(label) - 1]
+    rest = [p for p in parts[1:] if p not in ("real_time", "manual_time")]
+    return "/".join([fam] + rest), label
+
+
+by_canon = {}
+backends = []
+for b in median.values():
+    name, label = canonical(b)
+    by_canon[(name, label)] = b
+    if label and label not in backends and name.startswith(("CrossCore_", "Session_")):
+        backends.append(label)
+
+
+def per_item_ns(b):
+    """Time per item (round trip, task, frame, lookup): items_per_second is counted on the clock
+    the benchmark is judged by, and a chain of round trips or a stream of tasks is many items."""
+    if b.get("items_per_second"):
+        return 1e9 / b["items_per_second"]
+    scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[b.get("time_unit", "ns")]
+    return (b["real_time"] if wall_clock(b) else b["cpu_time"]) * scale
+
+
+def fmt_rate(b, unit):
+    if "bytes_per_second" in b:
+        return f"{b['bytes_per_second'] / 1e6:,.1f} MB/s"
+    if "items_per_second" in b:
+        return f"{b['items_per_second']:,.0f} {unit}/s"
+    return "-"
+
+
+# Seed 000's own figures (v0.5.10.0 on an Intel i5-9300H, 4C/8T, Windows, MSVC 19.44): theirs.
+seed_e2e = {
+    "CrossCore_Latency/spin_us:0": "24.3 µs real (9.4 µs CPU) per round trip",
+    "CrossCore_PostThroughput/batch:256": "1.0 µs per task, 976,114 tasks/s",
+    "FramePipeline/64": "7.0 µs real (6.1 µs CPU), 12.4 MB/s",
+    "FramePipeline/512": "7.1 µs real (6.8 µs CPU), 76.7 MB/s",
+    "FramePipeline/4096": "7.3 µs real (6.8 µs CPU), 604.0 MB/s",
+    "Session_EchoRoundTrip/64": "8.9 µs real (8.2 µs CPU), 9.3 MB/s",
+    "Session_EchoRoundTrip/512": "8.4 µs real (8.2 µs CPU), 63.9 MB/s",
+    "Session_EchoRoundTrip/4096": "8.7 µs real (8.5 µs CPU), 480.8 MB/s",
+}
+# (seed 000's name or ours, what strix runs, unit of an item, one row per backend?)
+e2e_rows = [
+    ("CrossCore_Latency/spin_us:0", "task shard 0 -> 1, one back 1 -> 0; idle shards sleep (default)", "round trip", True),
+    ("CrossCore_Latency/spin_us:50", "the same, shards poll 50 µs before sleeping (`poll_spin`)", "round trip", True),
+    ("CrossCore_PostThroughput/batch:256", "tasks shard 0 -> 1, 256 posts per loop turn, order checked", "task", True),
+    ("CrossCore_PostThroughput/batch:1", "the same, one post per loop turn", "task", True),
+    ("FramePipeline/64", "ring -> header cut -> FlatBuffers verify -> type table -> handler", "frame", False),
+    ("FramePipeline/512", "", "frame", False),
+    ("FramePipeline/4096", "", "frame", False),
+    ("FramePipeline_Naive/64", "per-frame copy, heap message, std::unordered_map + std::function", "frame", False),
+    ("FramePipeline_Naive/512", "", "frame", False),
+    ("FramePipeline_Naive/4096", "", "frame", False),
+    ("Session_EchoRoundTrip/64", "strix server (1 shard) echoes; blocking client, bytes checked", "round trip", True),
+    ("Session_EchoRoundTrip/512", "", "round trip", True),
+    ("Session_EchoRoundTrip/4096", "", "round trip", True),
+]
+e2e_lines = []
+for name, what, unit, per_backend in e2e_rows:
+    for be in (backends if per_backend else [None]):
+        b = by_canon.get((name, be))
+        if b is None:
+            continue
+        extra = ""
+        if "overflows" in b:
+            extra = f" ({b['overflows']:.2f} overflows per task)"
+        if "misaligned_bodies" in b:
+            extra = f" ({b['misaligned_bodies'] * 100:.0f}% of bodies copied to align)"
+        clock = "wall" if wall_clock(b) else "CPU"
+        e2e_lines.append(f"| {name} | {be or '-'} | {what} | {fmt_ns(per_item_ns(b))} per {unit} ({clock}) | "
+                         f"{fmt_rate(b, unit + 's')}{extra} | {seed_e2e.get(name, '-')} |")
+if e2e_lines:
+    out.append("\n## End-to-end (seed 000 §10)\n")
+    out.append("strix's figures are medians of this run's repetitions; seed 000's are theirs (v0.5.10.0, "
+               "Intel i5-9300H 4C/8T, Windows, MSVC 19.44): another machine, OS and compiler, quoted for "
+               "scale, not as a ratio. Engine rows run once per poller backend; the engine has one, epoll. "
+               "Shards are not pinned; the shards, the benchmark thread and everything else on the "
+               "machine share its CPUs.\n")
+    out.append("| Benchmark | Backend | What strix runs | strix time | strix throughput | seed 000 (theirs) |")
+    out.append("|---|---|---|---|---|---|")
+    out.extend(e2e_lines)
+
+seed_components = {
+    "FlatBuffers_Build/64": "100.4 ns", "FlatBuffers_Build/512": "105.0 ns", "FlatBuffers_Build/4096": "160.4 ns",
+    "HeapAlloc_Build/64": "62.5 ns", "HeapAlloc_Build/512": "68.4 ns", "HeapAlloc_Build/4096": "128.3 ns",
+    "FlatBuffers_Read/64": "3.4 ns", "FlatBuffers_Read/512": "3.5 ns", "FlatBuffers_Read/4096": "3.6 ns",
+    "HeapAlloc_Read/64": "64.2 ns", "HeapAlloc_Read/512": "68.4 ns", "HeapAlloc_Read/4096": "114.4 ns",
+    "SpscQueue_Backpressure": "3.2 ns", "MpscQueue_Backpressure": "5.9 ns",
+    "Dispatcher_Lookup/10": "5.5 ns (flat_map)", "Dispatcher_Lookup/100": "5.8 ns (flat_map)",
+    "Dispatcher_Lookup/1000": "5.2 ns (flat_map)",
+}
+component_rows = [
+    ("FlatBuffers_Build/64", "reused builder: payload vector, table, Finish"), ("FlatBuffers_Build/512", ""),
+    ("FlatBuffers_Build/4096", ""),
+    ("HeapAlloc_Build/64", "new struct + new payload (memcpy) + delete"), ("HeapAlloc_Build/512", ""),
+    ("HeapAlloc_Build/4096", ""),
+    ("FlatBuffers_Read/64", "GetRoot + fields, in place"), ("FlatBuffers_Read/512", ""), ("FlatBuffers_Read/4096", ""),
+    ("FlatBuffers_VerifyRead/64", "Verifier, then the same read"), ("FlatBuffers_VerifyRead/512", ""),
+    ("FlatBuffers_VerifyRead/4096", ""),
+    ("HeapAlloc_Read/64", "unpack wire bytes into a new struct (new + memcpy) + fields"), ("HeapAlloc_Read/512", ""),
+    ("HeapAlloc_Read/4096", ""),
+    ("SpscQueue_Backpressure", "try_push refused by a full SPSC queue (1024)"),
+    ("MpscQueue_Backpressure", "try_push refused by a full MPSC queue (1024)"),
+    ("Mesh_Backpressure", "post_to into a full mesh channel: queued in the overflow list, FIFO kept"),
+    ("Dispatcher_Lookup/10", "type table (array indexed by the 16-bit type)"), ("Dispatcher_Lookup/100", ""),
+    ("Dispatcher_Lookup/1000", ""),
+    ("Dispatcher_LookupFlatMap/10", "boost::unordered_flat_map (seed 000's choice)"),
+    ("Dispatcher_LookupFlatMap/100", ""), ("Dispatcher_LookupFlatMap/1000", ""),
+    ("Dispatcher_LookupStdMap/10", "std::unordered_map"), ("Dispatcher_LookupStdMap/100", ""),
+    ("Dispatcher_LookupStdMap/1000", ""),
+]
+comp_lines = []
+for name, what in component_rows:
+    b = by_canon.get((name, None))
+    if b is None:
+        continue
+    comp_lines.append(f"| {name} | {what} | {fmt_ns(per_item_ns(b))} | {seed_components.get(name, '-')} |")
+if comp_lines:
+    out.append("\n## Serialisation, backpressure and dispatch rows (seed 000 §2, §5, §6)\n")
+    out.append("Per message, per refused push, per overflowing post or per lookup; medians of this run. Seed "
+               "000's figures are theirs (CPU time; same machine as above).\n")
+    out.append("| Benchmark | What strix runs | strix | seed 000 (theirs) |")
+    out.append("|---|---|---|---|")
+    out.extend(comp_lines)
 
 out.append("\n## All benchmarks (medians)\n")
 out.append("| Benchmark | CPU time | Real time | Throughput |")
