@@ -8,8 +8,9 @@
 //       pong, so this thread's wake-up is not in it); round_trip = time / round trips.
 //       S is engine_config::poll_spin: 0 (the default) lets an idle shard sleep in epoll_wait,
 //       so every hop pays the eventfd doorbell and a thread wake-up, as seed 000's ~17-24 µs
-//       did; S = 50 keeps both shards polling for 50 µs after work, so a hop is the SPSC queue
-//       and a cache line moving between cores.
+//       did; S = 50 keeps both shards polling for 50 µs after work, so on idle cores a hop is
+//       the SPSC queue and a cache line moving between cores. On a loaded machine two polling
+//       shards compete for CPU time with everything else and a hop can wait for a time slice.
 //   CrossCore_PostThroughput/batch:B   65,536 tasks streamed shard 0 -> shard 1. Shard 0 posts
 //       B tasks per loop turn (a turn's worth of work, as a handler fanning out does), then
 //       yields to its loop (post_local of the next batch); shard 1 drains them 1,024 at a time

@@ -11,7 +11,7 @@
 // With STRIX_BENCH_FAULT=echo the server corrupts an echo now and then: the smoke test's proof
 // that the check works (fault_injection.hpp).
 //
-// Server and client share this machine's two cores, like seed 000's (same process there too).
+// Server and client share the machine's cores (here two), as seed 000's did on its one machine.
 // Runs once per poller backend (bench_backends.hpp).
 #include "bench_backends.hpp"
 #include "fault_injection.hpp"
