@@ -3,6 +3,7 @@
 #   make test   build and run every test through ctest
 #   make bench  component benchmarks and shoot-outs, tables and plots under build/bench/
 #   make bench-link  strix::link against libzmq (seed 002's tables) into build/bench/link.md
+#   make fuzz   libFuzzer targets (clang, ASan + UBSan) in build-fuzz/, FUZZ_SECONDS each (default 60)
 # SANITIZE=1 builds into build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer.
 
 SANITIZE ?= 0
@@ -16,7 +17,7 @@ CMAKE_FLAGS += -DCMAKE_BUILD_TYPE=Release
 endif
 CTEST_ARGS ?=
 
-.PHONY: all deps configure build test bench bench-components bench-scaling bench-echo bench-chat bench-link run clean
+.PHONY: all deps configure build test bench bench-components bench-scaling bench-echo bench-chat bench-link fuzz run clean
 
 all: build
 
@@ -48,6 +49,11 @@ bench-echo: build
 
 bench-link: build
 	@scripts/bench-link.sh $(BUILD_DIR)
+
+# Its own clang build (fuzz/ is a separate CMake project); report in build-fuzz/fuzz-report.md.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) scripts/fuzz.sh
 
 run: build
 	@if [ -x $(BUILD_DIR)/bin/strix-chat-server ]; then \
