@@ -14,6 +14,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev
   libzmq3-dev                 # strix::link interop tests and the libzmq baseline only
   gnuplot-nox                 # echo.png and other plots written by make bench
+  clang-16 libclang-rt-16-dev llvm-16   # make fuzz only: libFuzzer + sanitizers, llvm-symbolizer (fuzz/)
 )
 
 missing=()
