@@ -1,6 +1,9 @@
-// What the database keeps: accounts and chat logs survive a restart, room ids do not collide
-// with logged ones after it, and a SIGTERM under load loses no acknowledged message (every
-// chat_msg any client received is in the chat log after the server exits).
+// What the database keeps: accounts, chat logs, rooms and who belongs to them survive a restart
+// (a login puts a member back in its room, rooms of a shard that is gone move to another), room
+// ids do not collide with old ones after it, a message is acknowledged only once it is stored
+// (--ack stored; --ack early acknowledges at once), and a SIGTERM under load loses no
+// acknowledged message (every chat_msg any client received is in the chat log after the server
+// exits). The kill -9 loop is crash_loop_test.cpp.
 #include "chat_fixture.hpp"
 
 #include <libpq-fe.h>
@@ -54,7 +57,7 @@ private:
     bool ok_ = false;
 };
 
-TEST_P(durability, a_full_chat_log_queue_refuses_messages_and_acknowledges_only_what_it_stores) {
+TEST_P(durability, nothing_is_acknowledged_before_it_is_stored_and_a_full_queue_refuses) {
     // Room for 2 waiting log records; the writer holds one more in the batch it is committing.
     auto srv = start(2, {"--db-queue", "2"});
     chat_client a(srv->port()), b(srv->port());
@@ -66,37 +69,38 @@ TEST_P(durability, a_full_chat_log_queue_refuses_messages_and_acknowledges_only_
 
     chat_log_lock lock(GetParam(), db_url_);
     ASSERT_TRUE(lock.ok());
-    // The first message is taken by the writer, which then waits for the lock.
+    // The first message is taken by the writer, which then waits for the lock; the next two
+    // wait in the queue, the rest find it full.
     a.send_chat("m1", 1);
-    EXPECT_EQ(a.expect_chat().seq, 1u);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    std::vector<std::uint64_t> acked{1};
+    for (std::uint64_t k = 2; k <= 6; ++k) a.send_chat("m" + std::to_string(k), k);
+    // While the database is locked nobody gets a chat_msg: only the refusals come.
     int busy = 0;
-    for (std::uint64_t k = 2; k <= 6; ++k) {
-        a.send_chat("m" + std::to_string(k), k);
-        auto f = a.recv();
-        ASSERT_TRUE(f);
-        if (f->type == msg_type::chat_msg) {
-            auto l = to_line(*f->as<proto::chat_msg>());
-            EXPECT_EQ(l.seq, acked.size() + 1) << "a refused message takes no seq";
-            acked.push_back(l.client_seq);
-        } else {
-            ASSERT_EQ(f->type, msg_type::error_res);
-            EXPECT_EQ(f->as<proto::error_res>()->code(), error_code::server_busy);
-            EXPECT_EQ(f->as<proto::error_res>()->request(), msg_type::chat_req);
-            ++busy;
-        }
-    }
-    EXPECT_GE(busy, 1) << "the queue never filled";
-    EXPECT_LE(acked.size(), 4u) << "more acknowledged than the queue and the batch can hold";
-    // The other member got exactly the acknowledged messages.
-    for (std::size_t i = 0; i < acked.size(); ++i) {
-        auto l = b.expect_chat();
-        EXPECT_EQ(l.seq, i + 1);
-        EXPECT_EQ(l.client_seq, acked[i]);
+    while (auto f = a.recv(std::chrono::milliseconds(500))) {
+        ASSERT_EQ(f->type, msg_type::error_res) << "a message was acknowledged before it was stored";
+        EXPECT_EQ(f->as<proto::error_res>()->code(), error_code::server_busy);
+        EXPECT_EQ(f->as<proto::error_res>()->request(), msg_type::chat_req);
+        ++busy;
     }
     b.expect_nothing();
+    EXPECT_GE(busy, 1) << "the queue never filled";
+    EXPECT_LE(busy, 4);
+    const std::size_t accepted = 6 - static_cast<std::size_t>(busy);
+    EXPECT_LE(accepted, 3u) << "more accepted than the queue and the batch can hold";
+    // Once the database is free, the accepted messages are acknowledged, in seq order, and the
+    // other member gets exactly them.
     lock.release();
+    std::vector<std::uint64_t> acked;
+    for (std::size_t i = 0; i < accepted; ++i) {
+        auto l = a.expect_chat();
+        EXPECT_EQ(l.seq, i + 1) << "a refused message takes no seq";
+        acked.push_back(l.client_seq);
+        auto lb = b.expect_chat();
+        EXPECT_EQ(lb, l);
+    }
+    EXPECT_EQ(acked.front(), 1u);
+    a.expect_nothing();
+    b.expect_nothing();
     stop_cleanly(*srv);
 
     // And the database holds exactly them.
@@ -132,7 +136,13 @@ TEST_P(durability, accounts_and_chat_logs_survive_a_restart) {
     bool created = true;
     EXPECT_EQ(a.login("alice", "s3cret", &created), alice);
     EXPECT_FALSE(created) << "the account was kept";
-    // Room ids continue above the logged ones, so new messages never collide with old keys.
+    // alice never left her room: the login put her back in it.
+    auto back = a.expect(msg_type::join_room_res);
+    ASSERT_TRUE(back.as<proto::join_room_res>() && back.as<proto::join_room_res>()->room());
+    EXPECT_EQ(back.as<proto::join_room_res>()->room()->id(), room);
+    a.send_leave();
+    a.expect(msg_type::leave_room_res);
+    // Room ids continue above the old ones, so new messages never collide with old keys.
     auto room2 = a.create("after restart");
     EXPECT_NE(room2, room);
     EXPECT_GT(room2 >> 8, room >> 8);
@@ -245,6 +255,139 @@ TEST_P(durability, sigterm_under_load_loses_no_acknowledged_message) {
     }
     EXPECT_EQ(checked, received.size());
     EXPECT_GT(checked, 0u);
+}
+
+TEST_P(durability, with_ack_early_a_message_is_acknowledged_before_it_is_stored) {
+    auto srv = start(2, {"--ack", "early"});
+    chat_client a(srv->port());
+    a.login("ann");
+    auto room = a.create("r");
+    chat_log_lock lock(GetParam(), db_url_);
+    ASSERT_TRUE(lock.ok());
+    a.send_chat("not stored yet", 1);
+    auto l = a.expect_chat();  // while the database cannot take it
+    EXPECT_EQ(l.seq, 1u);
+    EXPECT_EQ(l.room_id, room);
+    lock.release();
+    stop_cleanly(*srv);  // a clean exit still writes everything queued
+    auto h = open_store()->room_history(room, 10);
+    ASSERT_EQ(h.size(), 1u);
+    EXPECT_EQ(h[0].text, "not stored yet");
+}
+
+/// The join_room_res a login sends when the account belongs to a room: (room id, member names).
+std::pair<std::uint64_t, std::vector<std::string>> expect_rejoin(chat_client& c) {
+    auto f = c.expect(msg_type::join_room_res);
+    std::pair<std::uint64_t, std::vector<std::string>> out;
+    auto* r = f.as<proto::join_room_res>();
+    if (!r || !r->room() || !r->members()) return out;
+    out.first = r->room()->id();
+    for (auto* m : *r->members()) out.second.push_back(m->name()->str());
+    return out;
+}
+
+TEST_P(durability, rooms_and_memberships_survive_a_restart) {
+    std::uint64_t lobby = 0, attic = 0, gone = 0;
+    {
+        auto srv = start();
+        chat_client a(srv->port()), b(srv->port()), c(srv->port()), d(srv->port());
+        a.login("ann");
+        b.login("ben");
+        c.login("cat");
+        d.login("dan");
+        lobby = a.create("lobby");
+        b.join(lobby);
+        a.expect_member_event(msg_type::member_joined, lobby, "ben");
+        attic = c.create("attic");
+        gone = d.create("gone");
+        d.send_leave();  // dan left on purpose: nobody belongs to "gone", it is deleted
+        d.expect(msg_type::leave_room_res);
+        for (std::uint64_t k = 1; k <= 3; ++k) {
+            a.send_chat("before " + std::to_string(k), k);
+            EXPECT_EQ(a.expect_chat().seq, k);
+            EXPECT_EQ(b.expect_chat().seq, k);
+        }
+        stop_cleanly(*srv);  // ann, ben and cat disconnect without leaving
+    }
+    auto srv = start();
+    chat_client x(srv->port());
+    x.login("xena");
+    auto rooms = x.list();
+    ASSERT_EQ(rooms.size(), 2u) << "the deleted room stays deleted";
+    EXPECT_EQ(rooms[0], std::make_tuple(std::min(lobby, attic), std::string(lobby < attic ? "lobby" : "attic"), 0u));
+    EXPECT_EQ(rooms[1], std::make_tuple(std::max(lobby, attic), std::string(lobby < attic ? "attic" : "lobby"), 0u));
+    x.send_join(gone);
+    x.expect_error(msg_type::join_room_req, error_code::unknown_room);
+
+    // A login puts each member back, with the others who are back so far.
+    chat_client a(srv->port()), b(srv->port()), d(srv->port());
+    a.login("ann");
+    EXPECT_EQ(expect_rejoin(a), std::make_pair(lobby, std::vector<std::string>{"ann"}));
+    b.login("ben");
+    EXPECT_EQ(expect_rejoin(b), std::make_pair(lobby, std::vector<std::string>{"ann", "ben"}));
+    a.expect_member_event(msg_type::member_joined, lobby, "ben");
+    // The room's seq goes on after the stored messages.
+    b.send_chat("after", 9);
+    auto l = a.expect_chat();
+    EXPECT_EQ(l.seq, 4u);
+    EXPECT_EQ(b.expect_chat(), l);
+    // dan left before the restart: no room for him.
+    d.login("dan");
+    d.expect_nothing();
+    // cat is not back yet; a newcomer sees only who is present.
+    EXPECT_EQ(x.join(attic), std::vector<std::string>{"xena"});
+    // New rooms get ids above every old one, the deleted room's included.
+    auto fresh = d.create("fresh");
+    EXPECT_GT(fresh >> 8, std::max({lobby, attic, gone}) >> 8);
+    stop_cleanly(*srv);
+
+    auto stored = open_store()->load_rooms();
+    ASSERT_EQ(stored.size(), 3u);
+    std::map<std::uint64_t, std::size_t> members;
+    for (auto& r : stored) members[r.id] = r.members.size();
+    EXPECT_EQ(members[lobby], 2u);
+    EXPECT_EQ(members[attic], 2u) << "cat (absent) and xena";
+    EXPECT_EQ(members[fresh], 1u);
+}
+
+TEST_P(durability, rooms_of_a_shard_that_is_gone_move_to_another) {
+    std::uint64_t room = 0;
+    int creator = -1;
+    {
+        auto srv = start(3);
+        // The kernel spreads connections over the shards: create rooms until shard 2 owns one.
+        std::vector<std::unique_ptr<chat_client>> cs;
+        for (int i = 0; i < 60 && room == 0; ++i) {
+            cs.push_back(std::make_unique<chat_client>(srv->port()));
+            auto& c = *cs.back();
+            c.login("u" + std::to_string(i));
+            auto id = c.create("r" + std::to_string(i));
+            if ((id & 0xff) != 2) continue;
+            room = id;
+            creator = i;
+            c.send_chat("on shard 2", 1);
+            EXPECT_EQ(c.expect_chat().seq, 1u);
+        }
+        ASSERT_NE(room, 0u) << "no room landed on shard 2";
+        stop_cleanly(*srv);
+    }
+    // Two shards now: room ids keep their creator's shard, the owner is that modulo 2.
+    auto srv = start(2);
+    chat_client owner(srv->port()), guest(srv->port());
+    owner.login("u" + std::to_string(creator));
+    EXPECT_EQ(expect_rejoin(owner).first, room);
+    guest.login("guest");
+    EXPECT_EQ(guest.join(room).size(), 2u);
+    owner.expect_member_event(msg_type::member_joined, room, "guest");
+    guest.send_chat("moved", 2);
+    auto l = owner.expect_chat();
+    EXPECT_EQ(l.seq, 2u);
+    EXPECT_EQ(l.room_id, room);
+    EXPECT_EQ(guest.expect_chat(), l);
+    stop_cleanly(*srv);
+    auto h = open_store()->room_history(room, 10);
+    ASSERT_EQ(h.size(), 2u);
+    EXPECT_EQ(h[1].text, "moved");
 }
 
 STRIX_CHAT_BACKENDS(durability);

@@ -238,10 +238,41 @@ TEST_P(flows, a_closed_session_leaves_its_room) {
     ASSERT_EQ(rooms.size(), 1u);
     EXPECT_EQ(std::get<2>(rooms[0]), 1u);
     a.close();
-    // The last member gone, the room is gone.
+    // Nobody is present, but ann and ben still belong to the room (they did not leave): it stays,
+    // listed with no members, and a login puts each back in it (docs/protocol.md, "Rejoin").
     chat_client c(srv->port());
     c.login("cat");
-    EXPECT_TRUE(eventually([&] { return c.list().empty(); }));
+    EXPECT_TRUE(eventually([&] {
+        auto l = c.list();
+        return l.size() == 1 && std::get<0>(l[0]) == room && std::get<2>(l[0]) == 0u;
+    }));
+    chat_client a2(srv->port());
+    a2.login("ann");
+    auto f = a2.expect(msg_type::join_room_res);
+    auto* res = f.as<proto::join_room_res>();
+    ASSERT_TRUE(res && res->room() && res->members());
+    EXPECT_EQ(res->room()->id(), room);
+    ASSERT_EQ(res->members()->size(), 1u);
+    EXPECT_EQ(res->members()->Get(0)->name()->str(), "ann");
+    chat_client b2(srv->port());
+    b2.login("ben");
+    b2.expect(msg_type::join_room_res);
+    a2.expect_member_event(msg_type::member_joined, room, "ben");
+    b2.send_chat("back", 1);
+    EXPECT_EQ(a2.expect_chat().text, "back");
+    EXPECT_EQ(b2.expect_chat().text, "back");
+    // Leaving on purpose ends the membership: the next login stays out, and the room is deleted
+    // once nobody belongs to it any more.
+    b2.send_leave();
+    b2.expect(msg_type::leave_room_res);
+    a2.expect_member_event(msg_type::member_left, room, "ben");
+    b2.close();
+    chat_client b3(srv->port());
+    b3.login("ben");
+    b3.expect_nothing();
+    a2.send_leave();
+    a2.expect(msg_type::leave_room_res);
+    EXPECT_TRUE(b3.list().empty()) << "nobody belongs to the room: deleted";
     stop_cleanly(*srv);
 }
 

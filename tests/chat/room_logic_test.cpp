@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <thread>
 
 namespace {
 
@@ -57,6 +58,27 @@ TEST(room_logic, a_sequence_number_is_only_consumed_by_an_accepted_message) {
     EXPECT_EQ(r.take_seq(), 1u);
     EXPECT_EQ(r.take_seq(), 2u);
     EXPECT_EQ(r.next_seq(), 3u);
+}
+
+TEST(room_logic, belonging_is_per_account_and_outlives_a_disconnect) {
+    room r(1, "x", 2);
+    r.restore_seq(41);
+    EXPECT_EQ(r.next_seq(), 42u) << "a restored room goes on after its last stored message";
+    r.mark_absent(7);  // account 7 belongs (loaded from the database) but has no session here
+    EXPECT_FALSE(r.abandoned());
+    EXPECT_TRUE(r.add(who(1, 0, 7)));
+    EXPECT_EQ(r.absent_count(), 0u) << "present again";
+    EXPECT_TRUE(r.add(who(2, 1, 7)));  // a second session of the same account
+    EXPECT_TRUE(r.has_player(7));
+    r.remove(1);
+    EXPECT_TRUE(r.has_player(7)) << "the other session is still here";
+    r.remove(2);
+    EXPECT_FALSE(r.has_player(7));
+    EXPECT_TRUE(r.abandoned());
+    r.mark_absent(7);
+    EXPECT_FALSE(r.abandoned()) << "empty, but someone can come back";
+    r.forget(7);
+    EXPECT_TRUE(r.abandoned());
 }
 
 TEST(room_logic, the_token_bucket_allows_a_burst_then_the_rate) {
@@ -117,7 +139,7 @@ protected:
     std::unique_ptr<chat_server> srv_;
 };
 
-TEST_F(in_process, a_room_lives_on_its_creators_shard_and_dies_with_its_last_member) {
+TEST_F(in_process, a_room_lives_on_its_creators_shard_and_dies_when_nobody_belongs_to_it) {
     chat_client a(srv_->port());
     ASSERT_TRUE(a.send_login("alice", "pw"));
     a.expect(msg_type::login_res);
@@ -147,10 +169,24 @@ TEST_F(in_process, a_room_lives_on_its_creators_shard_and_dies_with_its_last_mem
     a.close();
     b.expect(msg_type::member_left);
     b.close();
+    // Disconnected members still belong to the room (a login puts them back): it stays.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto n = rooms_per_shard();
+    EXPECT_EQ(n[0] + n[1], 1u) << "a room whose members disconnected stays";
+
+    // Back in by logging in, then out on purpose: the room nobody belongs to is deleted.
+    for (const char* who : {"alice", "bob"}) {
+        chat_client c(srv_->port());
+        ASSERT_TRUE(c.send_login(who, "pw"));
+        c.expect(msg_type::login_res);
+        c.expect(msg_type::join_room_res);
+        ASSERT_TRUE(c.send_leave());
+        c.expect(msg_type::leave_room_res);
+    }
     EXPECT_TRUE(eventually([&] {
-        auto n = rooms_per_shard();
-        return n[0] + n[1] == 0;
-    })) << "the empty room is deleted";
+        auto m = rooms_per_shard();
+        return m[0] + m[1] == 0;
+    })) << "the room nobody belongs to is deleted";
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <latch>
+#include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -156,6 +158,51 @@ TEST(chat_log_writer, TryEnqueueRefusesWhenFullAndKeepsOrder) {
     EXPECT_EQ(st.queue_depth, 0u);
     EXPECT_FALSE(writer.try_enqueue(all[5]));  // stopped
     EXPECT_EQ(writer.stats().rejected, 2u);
+}
+
+TEST(chat_log_writer, EachCommittedBatchReportsItsTagsOnceInOrderAfterTheCommit) {
+    scripted s;
+    s.state->gate_open = false;
+    std::mutex mu;
+    std::vector<std::vector<std::uint64_t>> reports;
+    std::vector<std::size_t> rows_at_report;  // rows committed when each report came
+    chat_log_writer writer(s.store(), {.capacity = 3,
+                                       .batch_limit = 100,
+                                       .commit_delay = std::chrono::microseconds(0),
+                                       .committed = [&](std::span<const std::uint64_t> tags) {
+                                           std::size_t rows = 0;
+                                           {
+                                               std::lock_guard lk(s.state->mu);
+                                               rows = s.state->rows.size() + s.state->changes.size();
+                                           }
+                                           std::lock_guard lk(mu);
+                                           reports.emplace_back(tags.begin(), tags.end());
+                                           rows_at_report.push_back(rows);
+                                       }});
+    using k = room_change::kind;
+    ASSERT_TRUE(writer.try_enqueue(room_change{k::created, 7, 0, "r", 1}, 11));
+    ASSERT_TRUE(s.state->wait_entered(1));  // batch 1: the room alone, held at the gate
+    ASSERT_TRUE(writer.try_enqueue(test::make_entry(7, 1), 12));
+    ASSERT_TRUE(writer.try_enqueue(test::make_entry(7, 2)));  // no tag: committed, not reported
+    ASSERT_TRUE(writer.try_enqueue(test::make_entry(7, 3), 13));
+    EXPECT_FALSE(writer.try_enqueue(test::make_entry(7, 4), 14)) << "full";
+    EXPECT_FALSE(writer.try_enqueue(room_change{k::joined, 7, 5, {}, 2}, 15)) << "full";
+    // A change that must not fail goes in beyond the capacity.
+    EXPECT_TRUE(writer.try_enqueue(room_change{k::left, 7, 5, {}, 3}, 16, true));
+    {
+        std::lock_guard lk(mu);
+        EXPECT_TRUE(reports.empty()) << "nothing is reported before its commit";
+    }
+    s.state->open_gate();
+    writer.flush();
+    ASSERT_TRUE(writer.try_enqueue(test::make_entry(8, 1)));  // a batch without tags: no report
+    EXPECT_EQ(writer.stop(), 0u);
+    EXPECT_EQ(reports, (std::vector<std::vector<std::uint64_t>>{{11}, {12, 13, 16}}));
+    EXPECT_EQ(rows_at_report, (std::vector<std::size_t>{1, 5}));
+    EXPECT_EQ(s.state->batch_sizes, (std::vector<std::size_t>{1, 4, 1}));
+    EXPECT_EQ(s.state->changes.size(), 2u);
+    EXPECT_EQ(writer.stats().room_changes, 2u);
+    EXPECT_EQ(writer.stats().written, 4u);
 }
 
 TEST(chat_log_writer, FailedCommitsAreRetriedWithoutLossOrReordering) {

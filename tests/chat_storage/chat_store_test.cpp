@@ -42,12 +42,12 @@ protected:
 };
 
 TEST_P(chat_store_test, MigrationsApplyOnceAndReopenIsIdempotent) {
-    ASSERT_EQ(latest_schema_version(), 2u);
+    ASSERT_EQ(latest_schema_version(), 3u);
     std::uint64_t alice_id = 0;
     {
         auto store = open();
         EXPECT_EQ(store->schema_version(), latest_schema_version());
-        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "2");
+        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "3");
         auto r = store->login("alice", "pw", true);
         ASSERT_EQ(r.outcome, login_outcome::created);
         alice_id = r.acct.id;
@@ -56,7 +56,7 @@ TEST_P(chat_store_test, MigrationsApplyOnceAndReopenIsIdempotent) {
         auto store = open();
         EXPECT_EQ(store->schema_version(), latest_schema_version());
         // Re-opening applies nothing again: still one row per step, and the data is untouched.
-        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "2");
+        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "3");
         EXPECT_EQ(raw("SELECT version FROM schema_version ORDER BY version LIMIT 1"), "1");
         auto found = store->find_account("alice");
         ASSERT_TRUE(found.has_value());
@@ -85,7 +85,7 @@ TEST_P(chat_store_test, ConcurrentOpenersOfAFreshDatabaseMigrateOnce) {
         EXPECT_EQ(errors[static_cast<std::size_t>(i)], "") << "opener " << i;
         EXPECT_EQ(versions[static_cast<std::size_t>(i)], latest_schema_version()) << "opener " << i;
     }
-    EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "2");
+    EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "3");
 }
 
 TEST_P(chat_store_test, LoginCreatesVerifiesAndRejects) {
@@ -260,6 +260,54 @@ TEST_P(chat_store_test, AccountsAndLogsSurviveRestart) {
     EXPECT_EQ(store->count_chat_logs(), 20u);
     EXPECT_EQ(store->room_history(3, 100), logs);
     EXPECT_EQ(store->max_room_id(), 3u);
+}
+
+TEST_P(chat_store_test, RoomsAndMembershipsAreStoredLoadedAndDeleted) {
+    auto store = open();
+    EXPECT_TRUE(store->load_rooms().empty());
+    const auto ann = store->login("ann", "pw", true).acct.id;
+    const auto ben = store->login("ben", "pw", true).acct.id;
+    const auto cat = store->login("cat", "pw", true).acct.id;
+    using k = room_change::kind;
+    const std::uint64_t lobby = (7u << 8) | 1, attic = (9u << 8) | 0, gone = (8u << 8) | 3;
+    std::vector<room_change> changes{
+        {k::created, lobby, 0, "lobby", 10}, {k::joined, lobby, ann, {}, 11},
+        {k::created, attic, 0, "caf\xc3\xa9", 12}, {k::joined, attic, ben, {}, 13},
+        {k::joined, lobby, ben, {}, 14},     // ben moves: one room per account
+        {k::created, gone, 0, "gone", 15}, {k::joined, gone, cat, {}, 16},
+        {k::left, attic, cat, {}, 17},       // not cat's room: nothing happens
+    };
+    std::vector<chat_log_entry> logs{test::make_entry(lobby, 1), test::make_entry(lobby, 2)};
+    EXPECT_EQ(store->write_batch(changes, logs), 2u);
+    // The same batch again (a retry after an unknown outcome) changes nothing.
+    EXPECT_EQ(store->write_batch(changes, logs), 0u);
+    EXPECT_EQ(store->write_batch(std::vector<room_change>{{k::deleted, gone, 0, {}, 20}}, {}), 0u);
+    EXPECT_EQ(store->write_batch(std::vector<room_change>{{k::created, gone, 0, "again", 21}}, {}), 0u)
+        << "a deleted room's id stays taken";
+
+    auto rooms = open()->load_rooms();  // another connection sees the commit
+    ASSERT_EQ(rooms.size(), 2u);  // ascending by id
+    std::vector<std::uint64_t> lobby_members{ann, ben};
+    std::sort(lobby_members.begin(), lobby_members.end());
+    EXPECT_EQ(rooms[0], (stored_room{lobby, "lobby", 2, lobby_members}));
+    EXPECT_EQ(rooms[1], (stored_room{attic, "caf\xc3\xa9", 0, {}}));
+    // The largest id of any room (and of any chat log): new ids start above it.
+    EXPECT_EQ(store->max_room_id(), attic);
+    store->write_batch(std::vector<room_change>{{k::created, (20u << 8) | 5, 0, "x", 22}, {k::deleted, (20u << 8) | 5, 0, {}, 23}}, {});
+    EXPECT_EQ(store->max_room_id(), (20u << 8) | 5) << "deleted rooms count too";
+
+    // A login tells the account's room; a leave clears it, a deleted room clears its members.
+    EXPECT_EQ(store->login("ann", "pw", false).room_id, lobby);
+    EXPECT_EQ(store->login("ben", "pw", false).room_id, lobby);
+    EXPECT_EQ(store->login("cat", "pw", false).room_id, 0u) << "its room was deleted";
+    EXPECT_EQ(store->login("ann", "wrong", false).room_id, 0u);
+    store->write_batch(std::vector<room_change>{{k::left, lobby, ann, {}, 30}}, {});
+    EXPECT_EQ(store->login("ann", "pw", false).room_id, 0u);
+    rooms = store->load_rooms();
+    ASSERT_EQ(rooms.size(), 2u);
+    EXPECT_EQ(rooms[0].members, std::vector<std::uint64_t>{ben});
+    EXPECT_EQ(raw("SELECT COUNT(*) FROM rooms"), "4");
+    EXPECT_EQ(raw("SELECT COUNT(*) FROM rooms WHERE deleted_at_us IS NOT NULL"), "2");
 }
 
 INSTANTIATE_TEST_SUITE_P(backends, chat_store_test, ::testing::Values(backend::sqlite, backend::postgres),

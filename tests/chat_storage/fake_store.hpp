@@ -1,5 +1,5 @@
 #pragma once
-// A chat_store double for the writer and pool tests: append_chat_logs can be held at a gate
+// A chat_store double for the writer and pool tests: write_batch can be held at a gate
 // (to fill queues deterministically) or made to fail (to exercise retries), and records every
 // committed batch. The test keeps the shared state; the writer owns the store.
 
@@ -17,12 +17,13 @@ using namespace strix::chat;  // the chat application's storage and protocol typ
 struct fake_state {
     std::mutex mu;
     std::condition_variable cv;
-    bool gate_open = true;       // append_chat_logs waits while false
-    int entered = 0;             // append_chat_logs calls that reached the gate
+    bool gate_open = true;       // write_batch waits while false
+    int entered = 0;             // write_batch calls that reached the gate
     int fail_next = 0;           // the next N calls throw storage_error
     bool always_fail = false;    // every call throws storage_error
     std::vector<chat_log_entry> rows;        // committed, in commit order
-    std::vector<std::size_t> batch_sizes;    // one per committed call
+    std::vector<room_change> changes;        // committed, in commit order
+    std::vector<std::size_t> batch_sizes;    // one per committed call (room changes + rows)
 
     void open_gate() {
         {
@@ -45,7 +46,7 @@ public:
 
     login_result login(std::string_view, std::string_view, bool) override { return {}; }
 
-    std::size_t append_chat_logs(std::span<const chat_log_entry> entries) override {
+    std::size_t write_batch(std::span<const room_change> changes, std::span<const chat_log_entry> entries) override {
         std::unique_lock lk(s_->mu);
         ++s_->entered;
         s_->cv.notify_all();
@@ -56,9 +57,12 @@ public:
             throw storage_error("injected failure");
         }
         s_->rows.insert(s_->rows.end(), entries.begin(), entries.end());
-        s_->batch_sizes.push_back(entries.size());
+        s_->changes.insert(s_->changes.end(), changes.begin(), changes.end());
+        s_->batch_sizes.push_back(changes.size() + entries.size());
         return entries.size();
     }
+
+    std::vector<stored_room> load_rooms() override { return {}; }
 
     std::vector<chat_log_entry> room_history(std::uint64_t, std::size_t) override { return {}; }
     std::uint64_t count_chat_logs() override {

@@ -70,6 +70,7 @@ std::string validate(const chat_options& o) {
     if (o.login_backoff.count() <= 0 || o.login_lockout < o.login_backoff)
         return "--login-backoff-ms must be positive and at most --login-lockout-ms";
     if (o.poll_spin_us > 1'000'000) return "--poll-spin-us must be at most 1000000 (one second)";
+    if (o.commit_delay_us > 1'000'000) return "--commit-delay-us must be at most 1000000 (one second)";
     if (o.port != 0 && o.metrics_port == o.port) return "--metrics-port must differ from --port";
     if (o.unix_path.size() >= 108) return "--unix path must be shorter than 108 bytes (sockaddr_un's limit)";
     return {};
@@ -83,6 +84,7 @@ parse_result parse_options(int argc, char** argv) {
                  frame_ms = o.frame_timeout.count(), backoff_ms = o.login_backoff.count(),
                  lockout_ms = o.login_lockout.count(), notice_ms = o.notice_delay.count();
     bool no_pin = false;
+    std::string ack = "stored";
     // A repeated option takes its last value, so a wrapper script can override what it passed.
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
@@ -109,6 +111,14 @@ parse_result parse_options(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--db-workers", o.db_workers, "database threads")->capture_default_str();
     app.add_option("--db-queue", o.db_queue, "chat log records queued for the database before chat is refused")
+        ->capture_default_str();
+    app.add_option("--ack", ack,
+                   "when a chat message is acknowledged: stored (after the database commit) or early (when "
+                   "queued for the database: faster, but a crash loses the messages not yet committed)")
+        ->check(CLI::IsMember({"stored", "early"}))
+        ->capture_default_str();
+    app.add_option("--commit-delay-us", o.commit_delay_us,
+                   "group commit: the chat log writer gathers this long after a batch's first entry (0 = at once)")
         ->capture_default_str();
     app.add_option("--max-queued", o.max_queued, "queued output (bytes) that disconnects a slow consumer")
         ->capture_default_str();
@@ -170,6 +180,7 @@ parse_result parse_options(int argc, char** argv) {
     o.login_lockout = std::chrono::milliseconds(lockout_ms);
     o.notice_delay = std::chrono::milliseconds(notice_ms);
     o.pin_threads = !no_pin;
+    o.ack = ack == "early" ? ack_mode::early : ack_mode::stored;
     if (auto err = validate(o); !err.empty()) {
         std::fprintf(stderr, "strix-chat-server: %s\n", err.c_str());
         return {std::nullopt, 2};

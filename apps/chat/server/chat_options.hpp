@@ -10,6 +10,12 @@
 
 namespace strix::chat {
 
+/// When a chat message is acknowledged (its chat_msg goes out, the sender's copy included).
+enum class ack_mode : std::uint8_t {
+    stored,  // after the database committed it: no acknowledged message is lost in a crash
+    early,   // as soon as it is queued for the database: faster, a crash loses what was not committed
+};
+
 struct chat_options {
     std::string host = "127.0.0.1";
     std::uint16_t port = 7000;
@@ -23,6 +29,8 @@ struct chat_options {
     bool fast_passwords = false;             // --password-cost fast: cheap hashes, for tests and load runs
     unsigned db_workers = 2;                 // database threads (logins, chat log writes)
     std::size_t db_queue = 65536;            // chat log records the writer may hold before refusing
+    ack_mode ack = ack_mode::stored;         // --ack stored|early (docs/protocol.md, "Durability")
+    std::uint32_t commit_delay_us = 2000;    // group commit gathers this long after a batch's first entry
     std::size_t max_queued = 4 * 1024 * 1024;          // queued output that disconnects a slow consumer
     std::chrono::milliseconds stall_timeout{5000};     // output not drained this long = slow consumer
     // Timeouts (0 = never). Before login the login timeout is the shorter one; idle is for

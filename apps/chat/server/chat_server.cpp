@@ -32,10 +32,11 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
     const password_policy policy = opts_.fast_passwords ? password_policy::fast_for_tests() : password_policy::interactive();
     prepare_sqlite_dir(opts_.db);
 
-    // The writer's own connection also tells where room ids must resume: (room_id, seq) is the
-    // chat log's key, so new rooms must not reuse ids that already have messages.
+    // The writer's own connection also tells where room ids must resume (above every id the
+    // chat log or the rooms table knows, so no id is reused) and which rooms to bring back.
     auto writer_store = open_chat_store(opts_.db, policy);
     const std::uint64_t max_room = writer_store->max_room_id();
+    std::vector<stored_room> rooms = writer_store->load_rooms();
 
     db_pool_config pcfg;
     pcfg.url = opts_.db;
@@ -45,6 +46,8 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
 
     chat_log_writer_config wcfg;
     wcfg.capacity = opts_.db_queue;
+    wcfg.commit_delay = std::chrono::microseconds(opts_.commit_delay_us);
+    if (opts_.ack == ack_mode::stored) wcfg.committed = [this](std::span<const std::uint64_t> tags) { committed(tags); };
     writer_ = std::make_unique<chat_log_writer>(std::move(writer_store), wcfg);
 
     engine_config ecfg;
@@ -70,6 +73,15 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
     auto* ctx = ctx_.get();
     services_ = std::make_unique<sharded<chat_service>>(*engine_, [ctx](shard& sh) { return std::make_unique<chat_service>(sh, *ctx); });
     ctx_->services = services_.get();
+    // Rooms come back on their owner shards, with no one present; their accounts rejoin at login.
+    std::size_t memberships = 0;
+    const std::size_t restored = rooms.size();
+    for (auto& r : rooms) {
+        memberships += r.members.size();
+        services_->on(owner_of(r.id, engine_->shard_count())).host().restore(std::move(r));
+    }
+    if (restored != 0)
+        log(log_level::info, "restored %zu rooms with %zu memberships from the database", restored, memberships);
 
     server_config scfg;
     scfg.host = opts_.host;
@@ -122,10 +134,34 @@ std::uint64_t chat_server::shutdown() {
         engine_->stop();
         engine_->join();
     }
+    {
+        // The shards are gone: what the writer commits from now on (everything still queued)
+        // is stored but acknowledged to nobody.
+        std::lock_guard lk(ack_mu_);
+        acks_open_ = false;
+    }
     std::uint64_t lost = 0;
     if (writer_) lost = writer_->stop();
     if (pool_) pool_->stop();
     return lost;
+}
+
+// The writer thread, after each commit (--ack stored): the highest ticket per owner shard in the
+// batch, one post per shard, whatever the batch held.
+void chat_server::committed(std::span<const std::uint64_t> tags) {
+    const unsigned n = engine_->shard_count();
+    std::array<std::uint64_t, 256> upto{};
+    for (std::uint64_t tag : tags) {
+        const unsigned s = static_cast<unsigned>(tag & 0xff);
+        upto[s] = std::max(upto[s], tag >> 8);
+    }
+    std::lock_guard lk(ack_mu_);
+    if (!acks_open_) return;
+    for (unsigned s = 0; s < n; ++s) {
+        if (upto[s] == 0) continue;
+        chat_service* svc = &services_->on(s);
+        engine_->post(s, [svc, t = upto[s]] { svc->host().committed(t); });
+    }
 }
 
 std::string chat_server::render_metrics() const {
@@ -201,6 +237,7 @@ std::string chat_server::render_metrics() const {
     metric("strix_db_queue_depth", "gauge", "chat log entries waiting for the database", w.queue_depth);
     metric("strix_db_queue_peak", "gauge", "most chat log entries ever waiting", w.queue_peak);
     metric("strix_db_written_total", "counter", "chat log rows committed", w.written);
+    metric("strix_db_room_changes_total", "counter", "room changes committed (created, deleted, joined, left)", w.room_changes);
     metric("strix_db_batches_total", "counter", "chat log transactions committed", w.batches);
     metric("strix_db_failures_total", "counter", "failed chat log commits (retried)", w.failures);
     metric("strix_db_rejected_total", "counter", "chat log entries refused (queue full)", w.rejected);

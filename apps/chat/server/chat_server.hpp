@@ -7,8 +7,10 @@
 //          -> chat_log_writer::stop() writes everything queued
 //          -> db_pool::stop() finishes queued jobs
 //
-// A message is acknowledged (the sender gets its chat_msg) only after the writer accepted it, so
-// after a clean exit every acknowledged message is in the database.
+// A message is acknowledged (the sender gets its chat_msg) only after the writer committed it
+// (--ack stored, the default: the writer reports each committed batch through committed()), or
+// with --ack early once the writer accepted it; either way, after a clean exit every acknowledged
+// message is in the database, and with --ack stored after a crash too.
 
 #include "chat_context.hpp"
 #include "chat_options.hpp"
@@ -22,6 +24,8 @@
 #include "apps/chat/storage/db_pool.hpp"
 
 #include <memory>
+#include <mutex>
+#include <span>
 #include <string>
 
 namespace strix::chat {
@@ -60,6 +64,7 @@ public:
 private:
     void begin();
     std::uint64_t shutdown();
+    void committed(std::span<const std::uint64_t> tags);
 
     chat_options opts_;
     std::unique_ptr<db_pool> pool_;
@@ -71,6 +76,8 @@ private:
     std::unique_ptr<server> server_;
     std::unique_ptr<metrics_endpoint> metrics_;
     bool shut_down_ = false;
+    std::mutex ack_mu_;       // committed() against shutdown()
+    bool acks_open_ = true;   // guarded by ack_mu_: the shards still run
 };
 
 }  // namespace strix::chat

@@ -158,7 +158,7 @@ void chat_service::on_close(session& s, std::error_code) {
         // Leave the room (or the room being joined: the owner handles our join first, FIFO).
         const std::uint64_t room_id = p.room_id, sid = s.id();
         const unsigned self = self_;
-        ctx_.services->invoke_on(owner_of(room_id), [room_id, sid, self](chat_service& owner) {
+        ctx_.services->invoke_on(owner_of(room_id, ctx_.eng.shard_count()), [room_id, sid, self](chat_service& owner) {
             owner.host().leave(room_id, sid, self, false);
         });
     }
@@ -272,6 +272,7 @@ void chat_service::finish_login(player& pl, std::optional<login_result> result) 
             bump(counters_.logins);
             bump(counters_.players);
             send(s, frames::login_res(p->player_id, p->name, result->outcome == login_outcome::created));
+            if (result->room_id != 0) rejoin(*p, result->room_id);
             return;
         case login_outcome::wrong_password:
             p->login = player::login_state::anonymous;
@@ -284,6 +285,18 @@ void chat_service::finish_login(player& pl, std::optional<login_result> result) 
             send_error(s, msg_type::login_req, error_code::unknown_account, "no such account (registration is off)");
             return;
     }
+}
+
+// The account belongs to a room (it disconnected without leaving, or the server restarted): the
+// session goes back in as if it had sent join_room_req, without spending a room-change token;
+// later requests wait for the join_room_res. A room that is gone meanwhile is skipped silently.
+void chat_service::rejoin(player& p, std::uint64_t room_id) {
+    p.room_id = room_id;
+    p.in_room = player::room_state::joining;
+    p.pending = player::pending_op::join;
+    ctx_.services->invoke_on(owner_of(room_id, ctx_.eng.shard_count()), [room_id, m = as_member(p)](chat_service& svc) mutable {
+        svc.host().join(room_id, std::move(m), true);
+    });
 }
 
 void chat_service::handle_create(player& p, std::span<const std::byte> frame) {
@@ -320,7 +333,7 @@ void chat_service::handle_join(player& p, std::span<const std::byte> frame) {
         return;
     }
     const std::uint64_t room_id = req->room_id();
-    const unsigned owner = owner_of(room_id);
+    const unsigned owner = owner_of(room_id, ctx_.eng.shard_count());
     if (room_id == 0 || owner >= ctx_.eng.shard_count()) {
         send_error(s, msg_type::join_room_req, error_code::unknown_room, "no such room");
         return;
@@ -348,7 +361,7 @@ void chat_service::handle_leave(player& p) {
     const std::uint64_t room_id = p.room_id, sid = s.id();
     const unsigned self = self_;
     p.pending = player::pending_op::leave;
-    ctx_.services->invoke_on(owner_of(room_id), [room_id, sid, self](chat_service& owner) {
+    ctx_.services->invoke_on(owner_of(room_id, ctx_.eng.shard_count()), [room_id, sid, self](chat_service& owner) {
         owner.host().leave(room_id, sid, self, true);
     });
 }
@@ -378,7 +391,7 @@ void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
     cr.text.assign(text);
     cr.client_ts = req->client_ts();
     cr.client_seq = req->client_seq();
-    ctx_.services->invoke_on(owner_of(cr.room_id), [cr = std::move(cr)](chat_service& owner) mutable {
+    ctx_.services->invoke_on(owner_of(cr.room_id, ctx_.eng.shard_count()), [cr = std::move(cr)](chat_service& owner) mutable {
         owner.host().chat(cr);
     });
 }
@@ -453,11 +466,12 @@ void chat_service::request_failed(std::uint64_t session_id, std::uint64_t room_i
                                   const char* reason) {
     player* p = find(session_id);
     if (!p) return;
-    if (request == msg_type::join_room_req && p->room_id == room_id && p->in_room == player::room_state::joining) {
+    if ((request == msg_type::join_room_req || request == msg_type::create_room_req) && p->room_id == room_id &&
+        p->in_room == player::room_state::joining) {
         p->room_id = 0;
         p->in_room = player::room_state::none;
     }
-    send_error(*p->sess, request, code, reason);
+    if (reason) send_error(*p->sess, request, code, reason);  // none: a rejoin that failed says nothing
     if (request == msg_type::join_room_req) complete(*p, player::pending_op::join);
     if (request == msg_type::leave_room_req) complete(*p, player::pending_op::leave);
 }

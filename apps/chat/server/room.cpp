@@ -9,6 +9,7 @@ room::room(std::uint64_t id, std::string name, unsigned shard_count)
 
 bool room::add(member m) {
     if (!session_ids_.insert(m.session_id).second) return false;
+    absent_.erase(m.player_id);
     ++per_shard_[m.shard];
     members_.push_back(std::move(m));
     return true;
@@ -23,6 +24,10 @@ std::optional<member> room::remove(std::uint64_t session_id) {
     members_.erase(it);
     --per_shard_[m.shard];
     return m;
+}
+
+bool room::has_player(std::uint64_t player_id) const noexcept {
+    return std::any_of(members_.begin(), members_.end(), [&](const member& m) { return m.player_id == player_id; });
 }
 
 const member* room::find(std::uint64_t session_id) const noexcept {

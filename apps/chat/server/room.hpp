@@ -1,7 +1,11 @@
 #pragma once
 // room: the authoritative state of one room, kept by its owner shard only. It knows every member
 // (on any shard), how many members each shard has (so a broadcast crosses to each shard once),
-// and the message sequence.
+// the message sequence, and the accounts that belong to the room but have no session in it now
+// (absent: they disconnected without leaving, or the server restarted; a login brings them back).
+//
+// Members are sessions; belonging is per account. A room is abandoned, and deleted, only when
+// nobody is present and nobody absent belongs to it.
 
 #include "member.hpp"
 
@@ -35,6 +39,16 @@ public:
     /// True if that session is a member; O(1). Owner shard only.
     bool contains(std::uint64_t session_id) const noexcept { return session_ids_.contains(session_id); }
 
+    /// Whether a session of this account is a member. O(members). Owner shard only.
+    bool has_player(std::uint64_t player_id) const noexcept;
+    /// The account belongs here without a session in the room (it disconnected). Owner shard only.
+    void mark_absent(std::uint64_t player_id) { absent_.insert(player_id); }
+    /// The account no longer belongs here (it left). Owner shard only.
+    void forget(std::uint64_t player_id) noexcept { absent_.erase(player_id); }
+    std::size_t absent_count() const noexcept { return absent_.size(); }
+    /// No member present and no absent account: nobody can come back. Owner shard only.
+    bool abandoned() const noexcept { return members_.empty() && absent_.empty(); }
+
     /// Members living on shard s. Owner shard only.
     unsigned members_on(unsigned s) const noexcept { return per_shard_[s]; }
     unsigned shard_count() const noexcept { return static_cast<unsigned>(per_shard_.size()); }
@@ -43,6 +57,8 @@ public:
     std::uint64_t next_seq() const noexcept { return last_seq_ + 1; }
     /// Consumes next_seq(). Call only once the message is accepted. Owner shard only.
     std::uint64_t take_seq() noexcept { return ++last_seq_; }
+    /// A room loaded from the database continues after its last stored message. Before use.
+    void restore_seq(std::uint64_t last_seq) noexcept { last_seq_ = last_seq; }
 
     room_summary summary() const { return {id_, name_, static_cast<std::uint32_t>(members_.size())}; }
 
@@ -52,6 +68,7 @@ private:
     std::vector<member> members_;                         // join order
     boost::unordered_flat_set<std::uint64_t> session_ids_;  // O(1) membership for every message
     std::vector<unsigned> per_shard_;
+    boost::unordered_flat_set<std::uint64_t> absent_;  // account ids
     std::uint64_t last_seq_ = 0;
 };
 

@@ -6,8 +6,12 @@
 
 #include "apps/chat/storage/chat_log_writer.hpp"
 
+#include <strix/core/log.hpp>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <type_traits>
 
 namespace strix::chat {
 namespace {
@@ -20,15 +24,63 @@ std::int64_t wall_clock_us() {
 
 room_host::room_host(chat_context& ctx, unsigned self, chat_counters& counters)
     : ctx_(ctx), self_(self), counters_(counters), next_counter_(ctx.first_room_counter),
-      notice_timer_([this] { flush_notices(); }) {}
+      notice_timer_([this] { flush_notices(); }), ack_stored_(ctx.options.ack == ack_mode::stored) {}
 
-void room_host::deliver(unsigned to, room_event ev) {
+void room_host::restore(stored_room stored) {
+    auto [it, inserted] = rooms_.try_emplace(stored.id, stored.id, std::move(stored.name), ctx_.eng.shard_count());
+    room& r = it->second;
+    r.restore_seq(stored.last_seq);
+    for (std::uint64_t account : stored.members) r.mark_absent(account);
+    set_gauge(counters_.rooms, rooms_.size());
+}
+
+template <class Write>
+std::optional<std::uint64_t> room_host::write(Write w, bool beyond_capacity) {
+    const std::uint64_t ticket = ack_stored_ ? next_ticket_ : 0;
+    const std::uint64_t tag = ticket == 0 ? 0 : (ticket << 8) | self_;
+    bool queued;
+    if constexpr (std::is_same_v<Write, chat_log_entry>)
+        queued = ctx_.writer.try_enqueue(std::move(w), tag);
+    else
+        queued = ctx_.writer.try_enqueue(std::move(w), tag, beyond_capacity);
+    if (!queued) return std::nullopt;
+    if (ticket != 0) ++next_ticket_;
+    return ticket;
+}
+
+void room_host::deliver(unsigned to, room_event ev, std::uint64_t ticket) {
+    // Once one event waits, every later one waits behind it: the owner's order is the order
+    // every shard applies (with --ack early nothing ever waits: one branch).
+    if (ticket > committed_ || !held_.empty()) {
+        held_.push_back({ticket, to, std::move(ev)});
+        return;
+    }
+    send_event(to, std::move(ev));
+}
+
+void room_host::send_event(unsigned to, room_event ev) {
     if (to != self_) bump(counters_.cross_shard_posts);
     ctx_.services->invoke_on(to, [ev = std::move(ev)](chat_service& svc) mutable { svc.apply(ev); });
 }
 
+void room_host::committed(std::uint64_t upto) {
+    // The writer commits in acceptance order and reports the highest ticket per batch, so the
+    // reports only grow; a ticket never handed out would be a broken invariant.
+    if (upto >= next_ticket_) {
+        log(log_level::error, "room_host %u: the writer reported ticket %llu committed, but only %llu were issued",
+            self_, static_cast<unsigned long long>(upto), static_cast<unsigned long long>(next_ticket_ - 1));
+        std::abort();
+    }
+    if (upto > committed_) committed_ = upto;
+    while (!held_.empty() && held_.front().ticket <= committed_) {
+        held_event h = std::move(held_.front());
+        held_.pop_front();
+        send_event(h.to, std::move(h.ev));
+    }
+}
+
 void room_host::fan_out(const room& r, room_event::kind what, std::uint64_t subject, unsigned subject_shard,
-                        const shared_buffer_ptr& to_subject, const shared_buffer_ptr& to_members) {
+                        const shared_buffer_ptr& to_subject, const shared_buffer_ptr& to_members, std::uint64_t ticket) {
     bump(counters_.broadcasts);
     for (unsigned s = 0; s < r.shard_count(); ++s) {
         bool subject_here = subject != 0 && s == subject_shard;
@@ -40,7 +92,7 @@ void room_host::fan_out(const room& r, room_event::kind what, std::uint64_t subj
         ev.subject = subject;
         if (subject_here) ev.to_subject = to_subject;
         ev.to_members = to_members;
-        deliver(s, std::move(ev));
+        deliver(s, std::move(ev), ticket);
     }
 }
 
@@ -52,34 +104,58 @@ void room_host::fail(unsigned shard, std::uint64_t session_id, std::uint64_t roo
 }
 
 void room_host::create(std::uint64_t id, std::string name, member creator) {
-    auto [it, inserted] = rooms_.try_emplace(id, id, std::move(name), ctx_.eng.shard_count());
-    room& r = it->second;
     const std::uint64_t subject = creator.session_id;
     const unsigned subject_shard = creator.shard;
+    const std::int64_t now = wall_clock_us();
+    // The room, then its first member, in the database before create_room_res (--ack stored).
+    // The second write may exceed the queue's capacity: it completes one that was admitted.
+    if (!write(room_change{room_change::kind::created, id, 0, name, now})) {
+        bump(counters_.server_busy);
+        fail(subject_shard, subject, id, proto::msg_type::create_room_req, proto::error_code::server_busy,
+             "the database queue is full; retry later");
+        return;
+    }
+    const std::uint64_t ticket = *write(room_change{room_change::kind::joined, id, creator.player_id, {}, now}, true);
+    auto [it, inserted] = rooms_.try_emplace(id, id, std::move(name), ctx_.eng.shard_count());
+    room& r = it->second;
     r.add(std::move(creator));
     set_gauge(counters_.rooms, rooms_.size());
-    fan_out(r, room_event::kind::joined, subject, subject_shard, frames::create_room_res(r.summary()), nullptr);
+    fan_out(r, room_event::kind::joined, subject, subject_shard, frames::create_room_res(r.summary()), nullptr, ticket);
 }
 
-void room_host::join(std::uint64_t room_id, member m) {
+void room_host::join(std::uint64_t room_id, member m, bool rejoin) {
     auto it = rooms_.find(room_id);
     if (it == rooms_.end()) {
+        // A rejoin finds its room gone when the last member left meanwhile: nothing to say.
         fail(m.shard, m.session_id, room_id, proto::msg_type::join_room_req, proto::error_code::unknown_room,
-             "no such room");
+             rejoin ? nullptr : "no such room");
         return;
     }
     room& r = it->second;
     const std::uint64_t subject = m.session_id;
     const unsigned subject_shard = m.shard;
-    auto joined = frames::member_joined(room_id, m.player_id, m.name);
-    if (!r.add(std::move(m))) {
+    if (r.contains(subject)) {
         fail(subject_shard, subject, room_id, proto::msg_type::join_room_req, proto::error_code::already_in_room,
-             "already a member of this room");
+             rejoin ? nullptr : "already a member of this room");
         return;
     }
+    // The account belongs here from now on; a rejoin's account already does.
+    std::uint64_t ticket = 0;
+    if (!rejoin) {
+        auto t = write(room_change{room_change::kind::joined, room_id, m.player_id, {}, wall_clock_us()});
+        if (!t) {
+            bump(counters_.server_busy);
+            fail(subject_shard, subject, room_id, proto::msg_type::join_room_req, proto::error_code::server_busy,
+                 "the database queue is full; retry later");
+            return;
+        }
+        ticket = *t;
+    }
+    auto joined = frames::member_joined(room_id, m.player_id, m.name);
+    r.add(std::move(m));
     flush_notices(r);  // earlier changes: the newcomer sees their outcome in its member list
     auto res = frames::join_room_res(r.summary(), r.members());
-    fan_out(r, room_event::kind::joined, subject, subject_shard, res, nullptr);
+    fan_out(r, room_event::kind::joined, subject, subject_shard, res, nullptr, ticket);
     notify(r, subject, subject_shard, true, std::move(joined));
 }
 
@@ -94,12 +170,32 @@ void room_host::leave(std::uint64_t room_id, std::uint64_t session_id, unsigned 
         return;
     }
     room& r = it->second;
-    fan_out(r, room_event::kind::left, session_id, session_shard, reply ? frames::leave_room_res(room_id) : nullptr, nullptr);
+    // Belonging is per account: another session of it in the room keeps the account here.
+    std::uint64_t ticket = 0;
+    bool abandoned = false;
+    if (!r.has_player(gone->player_id)) {
+        const std::int64_t now = wall_clock_us();
+        if (reply) {
+            // Left on purpose: the account no longer belongs here, and a room nobody belongs to
+            // is deleted. Neither write may fail (a leave is never refused); each follows a join
+            // or create that was admitted within the queue's capacity.
+            r.forget(gone->player_id);
+            ticket = *write(room_change{room_change::kind::left, room_id, gone->player_id, {}, now}, true);
+            if (r.abandoned()) {
+                abandoned = true;
+                ticket = *write(room_change{room_change::kind::deleted, room_id, 0, {}, now}, true);
+            }
+        } else {
+            r.mark_absent(gone->player_id);  // disconnected: still belongs, back at its next login
+        }
+    }
+    fan_out(r, room_event::kind::left, session_id, session_shard, reply ? frames::leave_room_res(room_id) : nullptr,
+            nullptr, ticket);
     if (notices_.cancel_join(room_id, session_id))
         bump(counters_.notices_coalesced);  // joined and left unnoticed: neither notice is sent
     else if (!r.empty())
         notify(r, session_id, session_shard, false, frames::member_left(room_id, gone->player_id, gone->name));
-    if (r.empty()) {
+    if (abandoned) {
         notices_.drop(room_id);
         rooms_.erase(it);
         set_gauge(counters_.rooms, rooms_.size());
@@ -134,9 +230,10 @@ void room_host::chat(chat_request& req) {
     entry.sender_name = std::move(req.sender.name);
     entry.server_ts_us = ts;
     entry.text = std::move(req.text);
-    // Nothing is acknowledged (sent) that is not queued for the database: the sender's own copy
-    // of the chat_msg is its acknowledgement.
-    if (!ctx_.writer.try_enqueue(std::move(entry))) {
+    // Nothing is acknowledged (sent) that is not queued for the database, and with --ack stored
+    // not before it is committed: the sender's own copy of the chat_msg is its acknowledgement.
+    auto ticket = write(std::move(entry));
+    if (!ticket) {
         bump(counters_.server_busy);
         fail(req.sender.shard, req.sender.session_id, req.room_id, proto::msg_type::chat_req,
              proto::error_code::server_busy, "the chat log queue is full; retry later");
@@ -145,7 +242,7 @@ void room_host::chat(chat_request& req) {
     r.take_seq();
     bump(counters_.chat_messages);
     flush_notices(r);  // members hear of a newcomer before its first words
-    fan_out(r, room_event::kind::message, 0, 0, nullptr, frame);
+    fan_out(r, room_event::kind::message, 0, 0, nullptr, frame, *ticket);
 }
 
 void room_host::notify(const room& r, std::uint64_t subject, unsigned subject_shard, bool joined, shared_buffer_ptr frame) {

@@ -4,7 +4,19 @@
 // The outcome goes to the shards that have members as room_events (one per shard), and failures
 // go back to the requesting session's shard as error replies.
 //
-// Room ids: (counter << 8) | owner shard, so any shard finds a room's owner as id & 0xff.
+// Room ids: (counter << 8) | creating shard. The owner is that shard modulo the shard count
+// (owner_of), so a room loaded from the database after a restart with fewer shards still has one.
+//
+// Acknowledged means stored (--ack stored, the default). Every database write a decision needs
+// (a chat log entry, a room created, deleted, joined or left) goes to the chat log writer with a
+// ticket, numbered per owner shard: tag = ticket << 8 | shard. The events that announce the
+// decision wait in held_, in decision order, until the writer reports that ticket committed
+// (committed(), one post per committed batch and shard); events that need no write but come
+// after a waiting one wait behind it, so every shard still sees a room's events in the owner's
+// order and a chat_msg of seq N never overtakes N-1. With --ack early nothing waits.
+//
+//   decide ─> writer.try_enqueue(tag) ─> held_ [ev t=7][ev t=7][ev t=0][ev t=8]   (FIFO)
+//   writer thread: commit batch ─> post committed(8) to this shard ─> deliver the front up to t=8
 
 #include "chat_counters.hpp"
 #include "member.hpp"
@@ -13,10 +25,13 @@
 #include "room_event.hpp"
 
 #include <strix/proto/chat_generated.h>
+#include "apps/chat/storage/chat_store.hpp"
 
 #include <boost/unordered/unordered_flat_map.hpp>
 
 #include <cstdint>
+#include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,8 +48,11 @@ struct chat_request {
     std::uint64_t client_seq = 0;
 };
 
-/// The shard that owns room_id.
-inline unsigned owner_of(std::uint64_t room_id) noexcept { return static_cast<unsigned>(room_id & 0xff); }
+/// The shard that owns room_id on a server with `shards` shards: the shard that created it, or,
+/// when a restart left fewer shards than that, the creator modulo the shard count.
+inline unsigned owner_of(std::uint64_t room_id, unsigned shards) noexcept {
+    return static_cast<unsigned>(room_id & 0xff) % shards;
+}
 
 class room_host {
 public:
@@ -44,23 +62,40 @@ public:
     /// A fresh room id owned by this shard. Owner shard only.
     std::uint64_t allocate_id() noexcept { return (next_counter_++ << 8) | self_; }
 
-    /// Creates room `id` (from allocate_id) with `creator` as its only member; the creator's
-    /// shard (this one) gets a joined event carrying create_room_res. Owner shard only.
+    /// Takes a room loaded from the database (its owner_of is this shard): no member present,
+    /// its accounts absent, its seq continuing after the last stored message. Before the engine
+    /// starts, on the thread that builds the server.
+    void restore(stored_room r);
+
+    /// Creates room `id` (from allocate_id) with `creator` as its only member and stores it; the
+    /// creator's shard (this one) gets a joined event carrying create_room_res once stored, or
+    /// server_busy when the database queue is full. Owner shard only.
     void create(std::uint64_t id, std::string name, member creator);
 
-    /// Adds m to the room: join_room_res to m, member_joined to the others; unknown_room (or
-    /// already_in_room) back to m's shard otherwise. Owner shard only.
-    void join(std::uint64_t room_id, member m);
+    /// Adds m to the room and stores that m's account belongs to it: join_room_res to m,
+    /// member_joined to the others; unknown_room, already_in_room or server_busy back to m's
+    /// shard otherwise. `rejoin`: the login of an account that belongs to the room (nothing to
+    /// store; a room that is gone fails silently). Owner shard only.
+    void join(std::uint64_t room_id, member m, bool rejoin = false);
 
-    /// Removes the session from the room: leave_room_res to it when `reply`, member_left to the
-    /// rest; an empty room is deleted. Without `reply` (the session closed) failures are silent.
-    /// Owner shard only.
+    /// Removes the session from the room. `reply`: it asked to leave: leave_room_res to it, the
+    /// account no longer belongs to the room (stored), and a room nobody belongs to any more is
+    /// deleted. Without `reply` (the session closed) failures are silent and the account stays
+    /// absent, to be put back by its next login. member_left to the others either way. Owner
+    /// shard only.
     void leave(std::uint64_t room_id, std::uint64_t session_id, unsigned session_shard, bool reply);
 
     /// Checks membership, assigns the seq, queues the log record for the database and broadcasts
-    /// the chat_msg, in that order: a message the database queue refused is neither sequenced nor
-    /// sent (server_busy to the sender). Owner shard only.
+    /// the chat_msg (after the commit with --ack stored), in that order: a message the database
+    /// queue refused is neither sequenced nor sent (server_busy to the sender). Owner shard only.
     void chat(chat_request& req);
+
+    /// The writer committed every write of this shard up to ticket `upto`: deliver what waited
+    /// for them. Posted by the writer thread, runs on the owner shard.
+    void committed(std::uint64_t upto);
+
+    /// Events waiting for a commit (or behind one). Owner shard only.
+    std::size_t held() const noexcept { return held_.size(); }
 
     /// Every room this shard owns. Owner shard only.
     std::vector<room_summary> summaries() const;
@@ -73,12 +108,24 @@ public:
     std::size_t size() const noexcept { return rooms_.size(); }
 
 private:
-    // Sends ev to shard `to`: applied at once when `to` is this shard, else posted (FIFO per pair).
-    void deliver(unsigned to, room_event ev);
+    struct held_event {
+        std::uint64_t ticket;  // the write it waits for; 0: none (it only keeps its place)
+        unsigned to;
+        room_event ev;
+    };
+
+    // Sends ev to shard `to` once write `ticket` is committed and everything decided before it
+    // went out: applied at once when `to` is this shard, else posted (FIFO per pair).
+    void deliver(unsigned to, room_event ev, std::uint64_t ticket);
+    void send_event(unsigned to, room_event ev);
     // Sends one event per shard with members of r; `subject_shard` always gets one (it may have
-    // just lost its last member) with `to_subject` attached.
+    // just lost its last member) with `to_subject` attached. `ticket` as for deliver.
     void fan_out(const room& r, room_event::kind what, std::uint64_t subject, unsigned subject_shard,
-                 const shared_buffer_ptr& to_subject, const shared_buffer_ptr& to_members);
+                 const shared_buffer_ptr& to_subject, const shared_buffer_ptr& to_members, std::uint64_t ticket = 0);
+    // Queues a write for the database: the ticket to wait for (0 with --ack early), or nothing
+    // when the queue is full. `beyond_capacity` for changes that must not fail (see the writer).
+    template <class Write>
+    std::optional<std::uint64_t> write(Write w, bool beyond_capacity = false);
     void fail(unsigned shard, std::uint64_t session_id, std::uint64_t room_id, proto::msg_type request,
               proto::error_code code, const char* reason);
     // Member notices (see member_notices.hpp): queue one, or send a room's pending ones now.
@@ -93,6 +140,10 @@ private:
     member_notices notices_;
     timer_node notice_timer_;  // sends what waits in notices_ after the notice delay
     bool stopped_ = false;
+    const bool ack_stored_;               // --ack stored: events of a write wait for its commit
+    std::uint64_t next_ticket_ = 1;       // the next write's ticket (per shard)
+    std::uint64_t committed_ = 0;         // the writer committed every ticket up to this one
+    std::deque<held_event> held_;         // decided, waiting for a commit or behind one
 };
 
 }  // namespace strix::chat

@@ -17,17 +17,24 @@ chat_log_writer::chat_log_writer(std::unique_ptr<chat_store> store, const chat_l
 
 chat_log_writer::~chat_log_writer() { stop(); }
 
-bool chat_log_writer::try_enqueue(chat_log_entry e) {
-    const auto now = clock::now();
+bool chat_log_writer::try_enqueue(chat_log_entry e, std::uint64_t tag) {
+    return push({std::move(e), tag, clock::now()}, false);
+}
+
+bool chat_log_writer::try_enqueue(room_change c, std::uint64_t tag, bool beyond_capacity) {
+    return push({std::move(c), tag, clock::now()}, beyond_capacity);
+}
+
+bool chat_log_writer::push(queued q, bool beyond_capacity) {
     bool was_empty = false;
     {
         std::lock_guard lk(mu_);
-        if (stopping_ || queue_.size() >= cfg_.capacity) {
+        if (stopping_ || (queue_.size() >= cfg_.capacity && !beyond_capacity)) {
             ++rejected_;
             return false;
         }
         was_empty = queue_.empty();
-        queue_.push_back({std::move(e), now});
+        queue_.push_back(std::move(q));
         ++accepted_;
         peak_ = std::max(peak_, queue_.size());
     }
@@ -38,8 +45,8 @@ bool chat_log_writer::try_enqueue(chat_log_entry e) {
 }
 
 void chat_log_writer::run() {
-    std::vector<chat_log_entry> batch;
-    batch.reserve(cfg_.batch_limit);
+    batch_buffer batch;
+    batch.logs.reserve(cfg_.batch_limit);
     for (;;) {
         clock::time_point oldest;
         {
@@ -57,11 +64,18 @@ void chat_log_writer::run() {
             const std::size_t n = std::min(queue_.size(), cfg_.batch_limit);
             oldest = queue_.front().at;  // FIFO: the front is the oldest
             for (std::size_t i = 0; i < n; ++i) {
-                batch.push_back(std::move(queue_.front().entry));
+                queued& q = queue_.front();
+                if (auto* log = std::get_if<chat_log_entry>(&q.what))
+                    batch.logs.push_back(std::move(*log));
+                else
+                    batch.changes.push_back(std::move(std::get<room_change>(q.what)));
+                if (q.tag != 0) batch.tags.push_back(q.tag);
                 queue_.pop_front();
             }
         }
         if (commit_with_retry(batch, oldest)) {
+            // Before complete(): whoever flush()es sees the acknowledgements already on their way.
+            if (cfg_.committed && !batch.tags.empty()) cfg_.committed(batch.tags);
             complete(batch.size());
             batch.clear();
             continue;
@@ -81,13 +95,13 @@ void chat_log_writer::run() {
     }
 }
 
-bool chat_log_writer::commit_with_retry(const std::vector<chat_log_entry>& batch, clock::time_point oldest) {
+bool chat_log_writer::commit_with_retry(const batch_buffer& batch, clock::time_point oldest) {
     auto backoff = cfg_.retry_initial;
     unsigned failed_while_stopping = 0;
     for (unsigned attempt = 1;; ++attempt) {
         std::string why;
         try {
-            const std::size_t inserted = store_->append_chat_logs(batch);
+            const std::size_t inserted = store_->write_batch(batch.changes, batch.logs);
             const auto lag = std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - oldest);
             const auto lag_us = static_cast<std::uint64_t>(std::max<std::int64_t>(lag.count(), 0));
             // Only this thread writes the lag and the counters; others merely read them.
@@ -95,15 +109,16 @@ bool chat_log_writer::commit_with_retry(const std::vector<chat_log_entry>& batch
             if (lag_us > max_lag_us_.load(std::memory_order_relaxed)) {
                 max_lag_us_.store(lag_us, std::memory_order_relaxed);
             }
-            written_.fetch_add(batch.size(), std::memory_order_relaxed);
+            written_.fetch_add(batch.logs.size(), std::memory_order_relaxed);
+            room_changes_.fetch_add(batch.changes.size(), std::memory_order_relaxed);
             batches_.fetch_add(1, std::memory_order_relaxed);
-            if (inserted < batch.size()) {
+            if (inserted < batch.logs.size()) {
                 // Nothing is lost (the stored row wins), but it means a (room_id, seq) key was
                 // reused, or an earlier attempt of this batch committed after all.
-                duplicates_.fetch_add(batch.size() - inserted, std::memory_order_relaxed);
+                duplicates_.fetch_add(batch.logs.size() - inserted, std::memory_order_relaxed);
                 log(log_level::warn,
                     "chat_log_writer: %zu of %zu entries were already stored under the same (room_id, seq)%s",
-                    batch.size() - inserted, batch.size(),
+                    batch.logs.size() - inserted, batch.logs.size(),
                     attempt > 1 ? " (an earlier attempt may have committed)" : "; is a room id reused?");
             }
             return true;
@@ -180,6 +195,7 @@ chat_log_writer_stats chat_log_writer::stats() const {
         s.queue_peak = peak_;
     }
     s.written = written_.load(std::memory_order_relaxed);
+    s.room_changes = room_changes_.load(std::memory_order_relaxed);
     s.duplicates = duplicates_.load(std::memory_order_relaxed);
     s.batches = batches_.load(std::memory_order_relaxed);
     s.failures = failures_.load(std::memory_order_relaxed);

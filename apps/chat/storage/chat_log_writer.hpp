@@ -1,11 +1,18 @@
 #pragma once
-// chat_log_writer: group commit of chat logs. Shards enqueue each chat message without waiting
-// on the database; one writer thread takes everything queued (up to batch_limit) and commits it
-// in ONE transaction, so a burst of N messages costs a few commits, not N.
+// chat_log_writer: group commit of chat logs and room changes. Shards enqueue each chat message
+// (and each room created, deleted, joined or left) without waiting on the database; one writer
+// thread takes everything queued (up to batch_limit) and commits it in ONE transaction, so a
+// burst of N messages costs a few commits, not N.
 //
-//   shard 0 ─┐                         ┌─ take ≤ batch_limit ─> append_chat_logs (1 transaction)
+//   shard 0 ─┐                         ┌─ take ≤ batch_limit ─> write_batch (1 transaction)
 //   shard 1 ─┼─ try_enqueue ─> [FIFO] ─┤     failure: keep the batch, retry with backoff
-//   shard 2 ─┘   (false: full)         └─ lag = age of the batch's oldest entry at commit
+//   shard 2 ─┘   (false: full)         ├─ lag = age of the batch's oldest entry at commit
+//                                      └─ committed(tags of the batch) ─> whoever waits for it
+//
+// Acknowledgements: an entry may carry a tag (any non-zero number the caller chooses). After a
+// batch commits, the writer calls `committed` with the tags of its entries in the order they
+// were accepted, once per batch: the chat server uses that to acknowledge messages only once
+// they are stored (one post per batch and owner shard, see chat_server.cpp).
 //
 // Nothing acknowledged is dropped silently: a failed batch is retried (backoff doubling up to
 // retry_max) until it commits. Only stop() gives up, after stop_attempts failed attempts on one
@@ -19,9 +26,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
+#include <variant>
 #include <vector>
 
 namespace strix::chat {
@@ -34,15 +44,21 @@ struct chat_log_writer_config {
     unsigned stop_attempts = 3;       // while stopping: failed attempts per batch before giving up
     // Group commit gathers for up to this long after the first entry of a batch arrives, so a
     // steady trickle becomes a few large transactions instead of thousands of tiny ones (each
-    // commit costs the writer thread CPU the shards need). Entries are acknowledged when queued,
-    // so this delays only the commit, never a reply. 0 = commit as soon as the writer is free.
+    // commit costs the writer thread CPU the shards need). When the caller acknowledges only
+    // after the commit (tags), this is added to that wait; 0 = commit as soon as the writer is
+    // free (entries that arrive during a commit still share the next one).
     std::chrono::microseconds commit_delay{2000};
+    // Called on the writer thread after each committed batch with the non-zero tags of its
+    // entries, in acceptance order (not called for a batch without tags, nor for entries given
+    // up by stop()). It must not block for long: the next batch waits for it. Empty: no calls.
+    std::function<void(std::span<const std::uint64_t> tags)> committed;
 };
 
 struct chat_log_writer_stats {
-    std::uint64_t enqueued = 0;      // accepted by try_enqueue
+    std::uint64_t enqueued = 0;      // accepted by try_enqueue (chat logs and room changes)
     std::uint64_t rejected = 0;      // refused by try_enqueue (full or stopped)
-    std::uint64_t written = 0;       // committed rows (duplicates included; see below)
+    std::uint64_t written = 0;       // committed chat log rows (duplicates included; see below)
+    std::uint64_t room_changes = 0;  // committed room changes
     std::uint64_t duplicates = 0;    // committed entries whose (room_id, seq) was already stored
     std::uint64_t batches = 0;       // committed transactions
     std::uint64_t failures = 0;      // failed commit attempts (each one retried)
@@ -69,7 +85,12 @@ public:
     /// when `capacity` entries are waiting or the writer is stopping: the caller must then not
     /// acknowledge the message. Entries are written in the order they were accepted. Never
     /// waits for space. Any thread, shard threads included.
-    bool try_enqueue(chat_log_entry e);
+    bool try_enqueue(chat_log_entry e, std::uint64_t tag = 0);
+
+    /// The same for a room change. With `beyond_capacity` it is queued even when `capacity`
+    /// entries wait (not while stopping): for changes that must not fail, like a member leaving,
+    /// which the caller bounds itself (each follows a change that was queued within capacity).
+    bool try_enqueue(room_change c, std::uint64_t tag = 0, bool beyond_capacity = false);
 
     /// Blocks until every entry accepted before this call is committed (or, during stop(),
     /// given up). Not from a shard thread. Any other thread.
@@ -87,12 +108,25 @@ public:
 private:
     using clock = std::chrono::steady_clock;
     struct queued {
-        chat_log_entry entry;
+        std::variant<chat_log_entry, room_change> what;
+        std::uint64_t tag;
         clock::time_point at;
     };
+    struct batch_buffer {
+        std::vector<room_change> changes;
+        std::vector<chat_log_entry> logs;
+        std::vector<std::uint64_t> tags;
+        std::size_t size() const noexcept { return changes.size() + logs.size(); }
+        void clear() noexcept {
+            changes.clear();
+            logs.clear();
+            tags.clear();
+        }
+    };
 
+    bool push(queued q, bool beyond_capacity);
     void run();
-    bool commit_with_retry(const std::vector<chat_log_entry>& batch, clock::time_point oldest);
+    bool commit_with_retry(const batch_buffer& batch, clock::time_point oldest);
     void complete(std::size_t n);
 
     const chat_log_writer_config cfg_;
@@ -108,7 +142,7 @@ private:
     std::size_t peak_ = 0;              // guarded by mu_
     std::uint64_t rejected_ = 0;        // guarded by mu_
 
-    std::atomic<std::uint64_t> written_{0}, duplicates_{0}, batches_{0}, failures_{0}, lost_{0};
+    std::atomic<std::uint64_t> written_{0}, room_changes_{0}, duplicates_{0}, batches_{0}, failures_{0}, lost_{0};
     std::atomic<std::uint64_t> last_lag_us_{0}, max_lag_us_{0};
 
     std::mutex stop_mu_;

@@ -3,7 +3,7 @@
 // back ends (SQLite, the default, and PostgreSQL for production).
 //
 //   shard thread ──try_submit──> db_pool worker ──> chat_store (one connection per worker)
-//   shard thread ──try_enqueue─> chat_log_writer thread ──> chat_store::append_chat_logs
+//   shard thread ──try_enqueue─> chat_log_writer thread ──> chat_store::write_batch
 //
 // Every call may wait on disk, the network or a lock held by another connection, so a chat_store
 // is used ONLY from database worker threads (db_pool, chat_log_writer), never from a shard thread.
@@ -13,6 +13,9 @@
 //   schema_version(version PK, applied_at_us)
 //   accounts(id PK auto, name UNIQUE, password_hash, created_at_us)
 //   chat_logs(room_id, seq, sender_id, sender_name, server_ts_us, text, PRIMARY KEY(room_id, seq))
+//   rooms(id PK, name, created_at_us, deleted_at_us NULL)      a deleted room keeps its row, so
+//                                                              its id is never handed out again
+//   account_rooms(account_id PK, room_id, joined_at_us)         the room each account belongs to
 // 64-bit unsigned ids are stored bit-for-bit in signed 64-bit columns; chat text is stored as
 // bytes (BLOB / BYTEA), so text that is not valid UTF-8 can never wedge the log writer.
 //
@@ -47,7 +50,8 @@ enum class login_outcome : std::uint8_t {
 
 struct login_result {
     login_outcome outcome = login_outcome::unknown_account;
-    account acct;  // valid for ok and created; id 0 otherwise
+    account acct;              // valid for ok and created; id 0 otherwise
+    std::uint64_t room_id = 0; // ok: the room the account belongs to (account_rooms), 0 for none
 };
 
 struct chat_log_entry {
@@ -59,6 +63,35 @@ struct chat_log_entry {
     std::string text;               // raw bytes, stored as-is
 
     friend bool operator==(const chat_log_entry&, const chat_log_entry&) = default;
+};
+
+/// A change to the rooms or to who belongs where. The chat log writer commits these in the same
+/// transactions as the chat logs, in the order they were queued, so the database sees a room
+/// before its messages and an account's joins and leaves in the order the room decided them.
+struct room_change {
+    enum class kind : std::uint8_t {
+        created,  // room `room_id` called `name` exists
+        deleted,  // room `room_id` is gone (its row and chat logs stay; nobody belongs to it)
+        joined,   // account `account_id` belongs to room `room_id` (instead of any other room)
+        left,     // account `account_id` no longer belongs to room `room_id` (no-op if it moved on)
+    };
+    kind what = kind::created;
+    std::uint64_t room_id = 0;
+    std::uint64_t account_id = 0;  // joined, left
+    std::string name;              // created
+    std::int64_t at_us = 0;        // wall clock, microseconds since the Unix epoch
+
+    friend bool operator==(const room_change&, const room_change&) = default;
+};
+
+/// A room as the database keeps it, for the server to load at start-up.
+struct stored_room {
+    std::uint64_t id = 0;
+    std::string name;
+    std::uint64_t last_seq = 0;                // the highest seq in its chat log, 0 when none
+    std::vector<std::uint64_t> members;        // accounts that belong to it, ascending
+
+    friend bool operator==(const stored_room&, const stored_room&) = default;
 };
 
 /// A database operation failed (not a wrong password or an unknown name: those are outcomes).
@@ -81,11 +114,21 @@ public:
     /// throws storage_error.
     virtual login_result login(std::string_view name, std::string_view password, bool auto_register) = 0;
 
-    /// Inserts the whole batch in ONE transaction (all rows or none). A (room_id, seq) that is
-    /// already stored is skipped, so retrying a batch whose commit outcome was unknown is safe;
-    /// returns the number of rows actually inserted (less than entries.size() means duplicates:
-    /// the caller should report them). Worker thread; throws storage_error (nothing inserted).
-    virtual std::size_t append_chat_logs(std::span<const chat_log_entry> entries) = 0;
+    /// Applies `changes` in order, then inserts `logs`, all in ONE transaction (everything or
+    /// nothing). Every step is idempotent: a (room_id, seq) that is already stored is skipped, a
+    /// room created twice keeps its first row, so retrying a batch whose commit outcome was
+    /// unknown is safe. Returns the number of chat log rows actually inserted (less than
+    /// logs.size() means duplicates: the caller should report them). Worker thread; throws
+    /// storage_error (nothing changed).
+    virtual std::size_t write_batch(std::span<const room_change> changes, std::span<const chat_log_entry> logs) = 0;
+
+    /// write_batch without room changes.
+    std::size_t append_chat_logs(std::span<const chat_log_entry> entries) { return write_batch({}, entries); }
+
+    /// Every room that is not deleted, ascending by id, with the last seq of its chat log and the
+    /// accounts that belong to it. Worker thread (the server calls it once, before it starts
+    /// serving); throws storage_error.
+    virtual std::vector<stored_room> load_rooms() = 0;
 
     /// The newest `limit` entries of `room_id`, in ascending seq order (newest last).
     /// Worker thread; throws storage_error.
@@ -95,10 +138,11 @@ public:
     /// request). Worker thread; throws storage_error.
     virtual std::uint64_t count_chat_logs() = 0;
 
-    /// The largest room_id that has a stored chat log, 0 when none (ids are compared as signed
-    /// 64-bit, so room ids must stay below 2^63). Room ids restart with the
-    /// server, so it must start its room counters above this one or new messages would collide
-    /// with old (room_id, seq) keys. Worker thread; throws storage_error.
+    /// The largest room id the database knows, in a chat log or in the rooms table (deleted
+    /// rooms included), 0 when none (ids are compared as signed 64-bit, so room ids must stay
+    /// below 2^63). The server starts its room counters above it, so a new room never reuses an
+    /// id: neither its (room_id, seq) keys nor a client holding an old id could mix two rooms.
+    /// Worker thread; throws storage_error.
     virtual std::uint64_t max_room_id() = 0;
 
     /// The account called `name`, if any. Worker thread; throws storage_error.

@@ -57,6 +57,30 @@ inline constexpr migration migrations[] = {
      " server_ts_us BIGINT NOT NULL,"
      " text BYTEA NOT NULL,"
      " PRIMARY KEY (room_id, seq))"},
+    // Rooms outlive the server: a room's owner shard is implied by its id (see room_host.hpp),
+    // a deleted room keeps its row so its id is never reused, and each account belongs to at
+    // most one room (where a login puts the session back).
+    {3, "rooms and memberships",
+     "CREATE TABLE rooms ("
+     " id INTEGER PRIMARY KEY,"
+     " name TEXT NOT NULL,"
+     " created_at_us INTEGER NOT NULL,"
+     " deleted_at_us INTEGER);"
+     "CREATE TABLE account_rooms ("
+     " account_id INTEGER PRIMARY KEY,"
+     " room_id INTEGER NOT NULL,"
+     " joined_at_us INTEGER NOT NULL);"
+     "CREATE INDEX account_rooms_by_room ON account_rooms (room_id)",
+     "CREATE TABLE rooms ("
+     " id BIGINT PRIMARY KEY,"
+     " name TEXT NOT NULL,"
+     " created_at_us BIGINT NOT NULL,"
+     " deleted_at_us BIGINT);"
+     "CREATE TABLE account_rooms ("
+     " account_id BIGINT PRIMARY KEY,"
+     " room_id BIGINT NOT NULL,"
+     " joined_at_us BIGINT NOT NULL);"
+     "CREATE INDEX account_rooms_by_room ON account_rooms (room_id)"},
 };
 
 inline std::span<const migration> all_migrations() noexcept { return migrations; }

@@ -102,7 +102,10 @@ struct prepared {
 };
 
 const prepared statements[] = {
-    {"strix_select_account", "SELECT id, password_hash FROM accounts WHERE name = $1", {text_oid}},
+    {"strix_select_account",
+     "SELECT a.id, a.password_hash, COALESCE(m.room_id, 0)::BIGINT FROM accounts a "
+     "LEFT JOIN account_rooms m ON m.account_id = a.id WHERE a.name = $1",
+     {text_oid}},
     {"strix_insert_account",
      "INSERT INTO accounts (name, password_hash, created_at_us) VALUES ($1, $2, $3) "
      "ON CONFLICT (name) DO NOTHING RETURNING id",
@@ -112,7 +115,29 @@ const prepared statements[] = {
      "WHERE room_id = $1 ORDER BY seq DESC LIMIT $2",
      {int8_oid, int8_oid}},
     {"strix_count_logs", "SELECT COUNT(*)::BIGINT FROM chat_logs", {}},
-    {"strix_max_room", "SELECT COALESCE(MAX(room_id), 0)::BIGINT FROM chat_logs", {}},
+    {"strix_max_room",
+     "SELECT GREATEST(COALESCE((SELECT MAX(room_id) FROM chat_logs), 0), "
+     "COALESCE((SELECT MAX(id) FROM rooms), 0))::BIGINT",
+     {}},
+    {"strix_insert_room",
+     "INSERT INTO rooms (id, name, created_at_us) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
+     {int8_oid, text_oid, int8_oid}},
+    {"strix_delete_room", "UPDATE rooms SET deleted_at_us = $2 WHERE id = $1 AND deleted_at_us IS NULL",
+     {int8_oid, int8_oid}},
+    {"strix_clear_members", "DELETE FROM account_rooms WHERE room_id = $1", {int8_oid}},
+    {"strix_set_member",
+     "INSERT INTO account_rooms (account_id, room_id, joined_at_us) VALUES ($1, $2, $3) "
+     "ON CONFLICT (account_id) DO UPDATE SET room_id = EXCLUDED.room_id, joined_at_us = EXCLUDED.joined_at_us",
+     {int8_oid, int8_oid, int8_oid}},
+    {"strix_unset_member", "DELETE FROM account_rooms WHERE account_id = $1 AND room_id = $2", {int8_oid, int8_oid}},
+    {"strix_load_rooms",
+     "SELECT r.id, r.name, COALESCE((SELECT MAX(c.seq) FROM chat_logs c WHERE c.room_id = r.id), 0)::BIGINT "
+     "FROM rooms r WHERE r.deleted_at_us IS NULL ORDER BY r.id",
+     {}},
+    {"strix_load_members",
+     "SELECT m.room_id, m.account_id FROM account_rooms m JOIN rooms r ON r.id = m.room_id "
+     "WHERE r.deleted_at_us IS NULL ORDER BY m.room_id, m.account_id",
+     {}},
     {"strix_schema_version", "SELECT COALESCE(MAX(version), 0)::BIGINT FROM schema_version", {}},
 };
 
@@ -171,9 +196,34 @@ public:
         return retrying([&] { return do_login(name, password, auto_register); });
     }
 
-    std::size_t append_chat_logs(std::span<const chat_log_entry> entries) override {
-        if (entries.empty()) return 0;
-        return retrying([&] { return do_append(entries); });
+    std::size_t write_batch(std::span<const room_change> changes, std::span<const chat_log_entry> entries) override {
+        if (entries.empty() && changes.empty()) return 0;
+        return retrying([&] { return do_append(changes, entries); });
+    }
+
+    std::vector<stored_room> load_rooms() override {
+        return retrying([&] {
+            std::vector<stored_room> out;
+            params none(0);
+            auto r = exec_prepared("strix_load_rooms", none, PGRES_TUPLES_OK);
+            for (int i = 0, n = ::PQntuples(r.get()); i < n; ++i) {
+                stored_room room;
+                room.id = static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 0)));
+                room.name = value(r, i, 1);
+                room.last_seq = static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 2)));
+                out.push_back(std::move(room));
+            }
+            auto m = exec_prepared("strix_load_members", none, PGRES_TUPLES_OK);
+            auto it = out.begin();
+            for (int i = 0, n = ::PQntuples(m.get()); i < n; ++i) {
+                // Both queries are ordered by room id and the members' rooms are all in `out`.
+                const auto room = static_cast<std::uint64_t>(from_be64(::PQgetvalue(m.get(), i, 0)));
+                while (it != out.end() && it->id < room) ++it;
+                if (it == out.end()) break;
+                if (it->id == room) it->members.push_back(static_cast<std::uint64_t>(from_be64(::PQgetvalue(m.get(), i, 1))));
+            }
+            return out;
+        });
     }
 
     std::vector<chat_log_entry> room_history(std::uint64_t room_id, std::size_t limit) override {
@@ -187,7 +237,7 @@ public:
 
     std::optional<account> find_account(std::string_view name) override {
         return retrying([&]() -> std::optional<account> {
-            if (auto found = select_account(name)) return account{found->first, std::string(name)};
+            if (auto found = select_account(name)) return account{found->id, std::string(name)};
             return std::nullopt;
         });
     }
@@ -213,9 +263,8 @@ private:
     login_result do_login(std::string_view name, std::string_view password, bool auto_register) {
         for (int round = 0; round < 2; ++round) {
             if (auto found = select_account(name)) {
-                auto& [id, hash] = *found;
-                if (!verify_password(hash, password)) return {login_outcome::wrong_password, {}};
-                return {login_outcome::ok, {id, std::string(name)}};
+                if (!verify_password(found->hash, password)) return {login_outcome::wrong_password, {}};
+                return {login_outcome::ok, {found->id, std::string(name)}, found->room_id};
             }
             if (!auto_register) return {login_outcome::unknown_account, {}};
             const std::string hash = hash_password(password, policy_);
@@ -234,10 +283,11 @@ private:
         throw storage_error("postgresql: account '" + std::string(name) + "' vanished during login");
     }
 
-    std::size_t do_append(std::span<const chat_log_entry> entries) {
+    std::size_t do_append(std::span<const room_change> changes, std::span<const chat_log_entry> entries) {
         exec("BEGIN");
         std::size_t inserted = 0;
         try {
+            for (const auto& c : changes) apply(c);
             for (std::size_t off = 0; off < entries.size(); off += rows_per_insert) {
                 const auto chunk = entries.subspan(off, std::min(rows_per_insert, entries.size() - off));
                 params p(chunk.size() * 6);
@@ -360,12 +410,58 @@ private:
         if (::PQtransactionStatus(conn_) != PQTRANS_IDLE) rollback_quietly();
     }
 
-    std::optional<std::pair<std::uint64_t, std::string>> select_account(std::string_view name) {
+    struct account_row {
+        std::uint64_t id;
+        std::string hash;
+        std::uint64_t room_id;
+    };
+
+    std::optional<account_row> select_account(std::string_view name) {
         params p(1);
         p.add_text(name);
         auto r = exec_prepared("strix_select_account", p, PGRES_TUPLES_OK);
         if (::PQntuples(r.get()) == 0) return std::nullopt;
-        return std::pair{static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 0))), value(r, 0, 1)};
+        return account_row{static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 0))), value(r, 0, 1),
+                           static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 2)))};
+    }
+
+    // One room change, inside do_append's transaction.
+    void apply(const room_change& c) {
+        switch (c.what) {
+            case room_change::kind::created: {
+                params p(3);
+                p.add(c.room_id);
+                p.add_text(c.name);
+                p.add(c.at_us);
+                exec_prepared("strix_insert_room", p, PGRES_COMMAND_OK);
+                break;
+            }
+            case room_change::kind::deleted: {
+                params p(2);
+                p.add(c.room_id);
+                p.add(c.at_us);
+                exec_prepared("strix_delete_room", p, PGRES_COMMAND_OK);
+                params q(1);
+                q.add(c.room_id);
+                exec_prepared("strix_clear_members", q, PGRES_COMMAND_OK);
+                break;
+            }
+            case room_change::kind::joined: {
+                params p(3);
+                p.add(c.account_id);
+                p.add(c.room_id);
+                p.add(c.at_us);
+                exec_prepared("strix_set_member", p, PGRES_COMMAND_OK);
+                break;
+            }
+            case room_change::kind::left: {
+                params p(2);
+                p.add(c.account_id);
+                p.add(c.room_id);
+                exec_prepared("strix_unset_member", p, PGRES_COMMAND_OK);
+                break;
+            }
+        }
     }
 
     std::int64_t scalar(const char* stmt) {

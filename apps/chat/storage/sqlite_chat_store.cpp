@@ -123,9 +123,8 @@ public:
         // Two rounds at most: a lost insert race is followed by one verify of the winner's row.
         for (int round = 0; round < 2; ++round) {
             if (auto found = select_account(name)) {
-                auto& [id, hash] = *found;
-                if (!verify_password(hash, password)) return {login_outcome::wrong_password, {}};
-                return {login_outcome::ok, {id, std::string(name)}};
+                if (!verify_password(found->hash, password)) return {login_outcome::wrong_password, {}};
+                return {login_outcome::ok, {found->id, std::string(name)}, found->room_id};
             }
             if (!auto_register) return {login_outcome::unknown_account, {}};
             // Hash before touching the write lock: argon2id is the slow part.
@@ -145,13 +144,14 @@ public:
         throw storage_error("sqlite: account '" + std::string(name) + "' vanished during login");
     }
 
-    std::size_t append_chat_logs(std::span<const chat_log_entry> entries) override {
-        if (entries.empty()) return 0;
+    std::size_t write_batch(std::span<const room_change> changes, std::span<const chat_log_entry> entries) override {
+        if (entries.empty() && changes.empty()) return 0;
         // IMMEDIATE takes the write lock up front (waiting up to the busy timeout), so the batch
         // cannot fail halfway on a lock held by another connection.
         exec("BEGIN IMMEDIATE");
         std::size_t inserted = 0;
         try {
+            for (const auto& c : changes) apply(c);
             for (const auto& e : entries) {
                 reset_guard g{insert_log_};
                 insert_log_.bind(1, e.room_id);
@@ -194,12 +194,36 @@ public:
         return out;
     }
 
+    std::vector<stored_room> load_rooms() override {
+        std::vector<stored_room> out;
+        {
+            reset_guard g{load_rooms_};
+            while (load_rooms_.step()) {
+                stored_room r;
+                r.id = static_cast<std::uint64_t>(load_rooms_.column_i64(0));
+                r.name = load_rooms_.column_string(1);
+                r.last_seq = static_cast<std::uint64_t>(load_rooms_.column_i64(2));
+                out.push_back(std::move(r));
+            }
+        }
+        reset_guard g{load_members_};
+        auto it = out.begin();
+        while (load_members_.step()) {
+            // Both queries are ordered by room id and the members' rooms are all in `out`.
+            const auto room = static_cast<std::uint64_t>(load_members_.column_i64(0));
+            while (it != out.end() && it->id < room) ++it;
+            if (it == out.end()) break;
+            if (it->id == room) it->members.push_back(static_cast<std::uint64_t>(load_members_.column_i64(1)));
+        }
+        return out;
+    }
+
     std::uint64_t count_chat_logs() override { return static_cast<std::uint64_t>(scalar(count_logs_)); }
 
     std::uint64_t max_room_id() override { return static_cast<std::uint64_t>(scalar(max_room_)); }
 
     std::optional<account> find_account(std::string_view name) override {
-        if (auto found = select_account(name)) return account{found->first, std::string(name)};
+        if (auto found = select_account(name)) return account{found->id, std::string(name)};
         return std::nullopt;
     }
 
@@ -221,7 +245,9 @@ private:
                                      "; check that it is a SQLite database file and writable");
         }
         migrate(path);
-        select_account_ = statement(db_, "SELECT id, password_hash FROM accounts WHERE name = ?1");
+        select_account_ = statement(db_,
+                                    "SELECT a.id, a.password_hash, COALESCE(m.room_id, 0) FROM accounts a "
+                                    "LEFT JOIN account_rooms m ON m.account_id = a.id WHERE a.name = ?1");
         insert_account_ = statement(db_,
                                     "INSERT INTO accounts (name, password_hash, created_at_us) "
                                     "VALUES (?1, ?2, ?3) ON CONFLICT (name) DO NOTHING");
@@ -233,7 +259,27 @@ private:
                              "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text "
                              "FROM chat_logs WHERE room_id = ?1 ORDER BY seq DESC LIMIT ?2");
         count_logs_ = statement(db_, "SELECT COUNT(*) FROM chat_logs");
-        max_room_ = statement(db_, "SELECT COALESCE(MAX(room_id), 0) FROM chat_logs");
+        max_room_ = statement(db_,
+                              "SELECT MAX(COALESCE((SELECT MAX(room_id) FROM chat_logs), 0), "
+                              "COALESCE((SELECT MAX(id) FROM rooms), 0))");
+        insert_room_ = statement(db_,
+                                 "INSERT INTO rooms (id, name, created_at_us) VALUES (?1, ?2, ?3) "
+                                 "ON CONFLICT (id) DO NOTHING");
+        delete_room_ = statement(db_, "UPDATE rooms SET deleted_at_us = ?2 WHERE id = ?1 AND deleted_at_us IS NULL");
+        clear_members_ = statement(db_, "DELETE FROM account_rooms WHERE room_id = ?1");
+        set_member_ = statement(db_,
+                                "INSERT INTO account_rooms (account_id, room_id, joined_at_us) VALUES (?1, ?2, ?3) "
+                                "ON CONFLICT (account_id) DO UPDATE SET room_id = excluded.room_id, "
+                                "joined_at_us = excluded.joined_at_us");
+        unset_member_ = statement(db_, "DELETE FROM account_rooms WHERE account_id = ?1 AND room_id = ?2");
+        load_rooms_ = statement(db_,
+                                "SELECT r.id, r.name, COALESCE((SELECT MAX(c.seq) FROM chat_logs c "
+                                "WHERE c.room_id = r.id), 0) FROM rooms r WHERE r.deleted_at_us IS NULL "
+                                "ORDER BY r.id");
+        load_members_ = statement(db_,
+                                  "SELECT m.room_id, m.account_id FROM account_rooms m JOIN rooms r "
+                                  "ON r.id = m.room_id WHERE r.deleted_at_us IS NULL "
+                                  "ORDER BY m.room_id, m.account_id");
         version_ = statement(db_, "SELECT COALESCE(MAX(version), 0) FROM schema_version");
     }
 
@@ -306,13 +352,42 @@ private:
         }
     }
 
-    std::optional<std::pair<std::uint64_t, std::string>> select_account(std::string_view name) {
+    struct account_row {
+        std::uint64_t id;
+        std::string hash;
+        std::uint64_t room_id;
+    };
+
+    std::optional<account_row> select_account(std::string_view name) {
         reset_guard g{select_account_};
         select_account_.bind_text(1, name);
         if (!select_account_.step()) return std::nullopt;
-        return std::pair{static_cast<std::uint64_t>(select_account_.column_i64(0)),
-                         select_account_.column_string(1)};
+        return account_row{static_cast<std::uint64_t>(select_account_.column_i64(0)), select_account_.column_string(1),
+                           static_cast<std::uint64_t>(select_account_.column_i64(2))};
     }
+
+    // One room change, inside write_batch's transaction.
+    void apply(const room_change& c) {
+        auto run = [](statement& st, auto&&... binds) {
+            reset_guard g{st};
+            int i = 0;
+            (bind_one(st, ++i, binds), ...);
+            st.step();
+        };
+        switch (c.what) {
+            case room_change::kind::created: run(insert_room_, c.room_id, std::string_view(c.name), c.at_us); break;
+            case room_change::kind::deleted:
+                run(delete_room_, c.room_id, c.at_us);
+                run(clear_members_, c.room_id);
+                break;
+            case room_change::kind::joined: run(set_member_, c.account_id, c.room_id, c.at_us); break;
+            case room_change::kind::left: run(unset_member_, c.account_id, c.room_id); break;
+        }
+    }
+
+    static void bind_one(statement& st, int i, std::uint64_t v) { st.bind(i, v); }
+    static void bind_one(statement& st, int i, std::int64_t v) { st.bind(i, v); }
+    static void bind_one(statement& st, int i, std::string_view v) { st.bind_text(i, v); }
 
     static std::int64_t scalar(statement& s) {
         reset_guard g{s};
@@ -338,6 +413,13 @@ private:
         count_logs_ = {};
         max_room_ = {};
         version_ = {};
+        insert_room_ = {};
+        delete_room_ = {};
+        clear_members_ = {};
+        set_member_ = {};
+        unset_member_ = {};
+        load_rooms_ = {};
+        load_members_ = {};
         if (db_ != nullptr) ::sqlite3_close_v2(db_);
         db_ = nullptr;
     }
@@ -345,6 +427,7 @@ private:
     sqlite3* db_ = nullptr;
     password_policy policy_;
     statement select_account_, insert_account_, insert_log_, history_, count_logs_, max_room_, version_;
+    statement insert_room_, delete_room_, clear_members_, set_member_, unset_member_, load_rooms_, load_members_;
 };
 
 }  // namespace
