@@ -146,7 +146,7 @@ def canonical(b):
     fam = parts[0]
     if label and fam.endswith("_" + label):
         fam = fam[: -len(label) - 1]
-    rest = [p for p in parts[1:] if p not in ("real_time", "manual_time")]
+    rest = [p for p in parts[1:] if p not in ("real_time", "manual_time") and not p.startswith("iterations:")]
     return "/".join([fam] + rest), label
 
 
