@@ -77,6 +77,25 @@ TEST(login_throttle, a_success_clears_the_account_but_not_the_address) {
     EXPECT_TRUE(t.check("dora", "", now).allowed);
 }
 
+TEST(login_throttle, concurrent_logins_from_one_address_do_not_trip_its_backoff) {
+    // 40 users behind one address log in at once (chat.load_smoke's profile; address_free = 4).
+    login_throttle t(small());
+    auto now = clk::time_point{} + 1h;
+    for (int i = 0; i < 40; ++i)
+        ASSERT_TRUE(t.check("user" + std::to_string(i), "10.0.0.1", now).allowed) << "login " << i;
+    for (int i = 0; i < 40; ++i) t.succeeded("user" + std::to_string(i), "10.0.0.1", now);
+    EXPECT_TRUE(t.check("late", "10.0.0.1", now).allowed);
+    t.abandoned("late", "10.0.0.1", now);
+    EXPECT_EQ(t.tracked(), 0u) << "nothing left to remember";
+    // Pending attempts that then fail count when they fail: four failures, the fifth waits.
+    for (int i = 0; i < 4; ++i) ASSERT_TRUE(t.check("g" + std::to_string(i), "10.0.0.1", now).allowed);
+    for (int i = 0; i < 4; ++i) t.failed("g" + std::to_string(i), "10.0.0.1", now);
+    auto v = t.check("g9", "10.0.0.1", now);
+    EXPECT_FALSE(v.allowed);
+    EXPECT_FALSE(v.by_account);
+    EXPECT_EQ(v.retry_after, 100ms);
+}
+
 TEST(login_throttle, quiet_keys_are_forgotten_and_the_table_is_bounded) {
     auto cfg = small();
     cfg.max_tracked = 3;

@@ -29,16 +29,20 @@ bool login_throttle::blocked(table& t, std::string_view key, clock::time_point n
     return false;
 }
 
-// The attempt counts as a failure until its verdict: the next one waits as if it had failed.
-void login_throttle::admit(table& t, std::string_view key, unsigned free, unsigned lockout_after, clock::time_point now) {
+// provisional: the attempt counts as a failure until its verdict, so the next one waits as if it
+// had failed (accounts). Otherwise it is only remembered as pending (addresses).
+void login_throttle::admit(table& t, std::string_view key, unsigned free, unsigned lockout_after, bool provisional,
+                           clock::time_point now) {
     entry* e = nullptr;
     if (auto it = t.find(std::string(key)); it != t.end())
         e = &it->second;
     else
         e = make_room_for(t, key, free, now);
     if (!e) return;
-    ++e->failures;
     ++e->pending;
+    if (!provisional) return;
+    ++e->failures;
+    ++e->provisional;
     e->blocked_until = std::max(e->blocked_until, now + wait_after(e->failures, free, lockout_after));
 }
 
@@ -48,7 +52,8 @@ void login_throttle::fail(table& t, std::string_view key, unsigned free, unsigne
     if (auto it = t.find(std::string(key)); it != t.end()) {
         e = &it->second;
         if (e->pending) --e->pending;
-        else ++e->failures;  // admitted untracked, or cleared by a success meanwhile
+        if (e->provisional) --e->provisional;  // its provisional failure stands
+        else ++e->failures;  // not provisional, admitted untracked, or cleared by a success meanwhile
     } else {
         e = make_room_for(t, key, free, now);
         if (!e) return;
@@ -65,7 +70,10 @@ void login_throttle::take_back(table& t, std::string_view key, unsigned free, un
     entry& e = it->second;
     if (e.pending == 0) return;
     --e.pending;
-    --e.failures;
+    if (e.provisional) {
+        --e.provisional;
+        --e.failures;
+    }
     if (e.failures == 0 && e.pending == 0) {
         t.erase(it);
         return;
@@ -101,8 +109,10 @@ login_throttle::verdict login_throttle::check(std::string_view account, std::str
         v.retry_after = std::max(std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(left));
         return v;
     }
-    admit(accounts_, account, cfg_.account_free, cfg_.account_lockout, now);
-    if (!address.empty()) admit(addresses_, address, cfg_.address_free, cfg_.address_lockout, now);
+    admit(accounts_, account, cfg_.account_free, cfg_.account_lockout, true, now);
+    // An address's attempts wait for their verdicts: many users behind one address (a NAT, a load
+    // tool) log in at once without tripping its backoff; the hash queue bounds the burst.
+    if (!address.empty()) admit(addresses_, address, cfg_.address_free, cfg_.address_lockout, false, now);
     return v;
 }
 
@@ -116,6 +126,7 @@ void login_throttle::succeeded(std::string_view account, std::string_view addres
     std::lock_guard lock(mu_);
     accounts_.erase(std::string(account));
     // An address keeps its real failures: one good account must not launder an address's guesses.
+    // (Its attempt was pending, never a failure: take_back only drops the pending mark.)
     if (!address.empty()) take_back(addresses_, address, cfg_.address_free, cfg_.address_lockout);
 }
 

@@ -9,10 +9,13 @@
 //   next wait:  none          backoff  2 backoff ...   2^(lockout_after-1-free)  lockout
 //                                                       x backoff
 //
-// An admitted attempt counts as a failure from the moment it is admitted until it is proven
-// right: a burst of concurrent guesses at one name hashes `free` times at most, then one at a
-// time (each admission already sets the wait its failure would earn). A success clears the
-// account (and takes back the address's provisional failure, not its real ones); a key is
+// An admitted attempt counts as a failure of its account from the moment it is admitted until it
+// is proven right: a burst of concurrent guesses at one name hashes `free` times at most, then one
+// at a time (each admission already sets the wait its failure would earn). An address counts only
+// real failures: many users behind one address (a NAT, the load tool's 500 clients) logging in at
+// once must not trip its backoff, so a burst of guesses at many names from one address hashes at
+// most the login queue's bound (--login-queue) before its failures start to count. A success
+// clears the account (not the address's real failures); a key is
 // forgotten once its wait has been over for `lockout` (so a failure soon after a lockout ends
 // locks out again, instead of starting with free failures). Each table holds at most
 // `max_tracked` keys: when full, forgotten keys and keys below `free` go first; if that frees
@@ -73,8 +76,9 @@ public:
 
 private:
     struct entry {
-        unsigned failures = 0;     // real failures plus admitted attempts without a verdict
+        unsigned failures = 0;     // real failures plus provisional ones
         unsigned pending = 0;      // admitted attempts without a verdict
+        unsigned provisional = 0;  // ... of which counted in failures (account keys)
         clock::time_point blocked_until{};
         clock::time_point last_failure{};  // of the last real failure
     };
@@ -82,7 +86,8 @@ private:
 
     clock::duration wait_after(unsigned failures, unsigned free, unsigned lockout_after) const noexcept;
     bool blocked(table& t, std::string_view key, clock::time_point now, clock::duration& left);
-    void admit(table& t, std::string_view key, unsigned free, unsigned lockout_after, clock::time_point now);
+    void admit(table& t, std::string_view key, unsigned free, unsigned lockout_after, bool provisional,
+               clock::time_point now);
     void fail(table& t, std::string_view key, unsigned free, unsigned lockout_after, clock::time_point now);
     void take_back(table& t, std::string_view key, unsigned free, unsigned lockout_after);
     entry* make_room_for(table& t, std::string_view key, unsigned free, clock::time_point now);
