@@ -54,10 +54,13 @@ void chat_log_writer::run() {
             work_cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
             if (queue_.empty()) return;  // stopping, and everything is written
             if (cfg_.commit_delay.count() > 0 && !stopping_ && queue_.size() < cfg_.batch_limit) {
-                // Gather: wait (lock released) until the batch fills, the delay passes or we stop.
-                // try_enqueue only notifies on empty -> non-empty, so this sleeps the full delay
-                // unless the batch fills (checked when the wait ends) or stop() wakes us.
-                work_cv_.wait_for(lk, cfg_.commit_delay, [&] { return stopping_; });
+                // Gather: wait (lock released) until the oldest entry is commit_delay old, or we
+                // stop. Entries that queued up while the last transaction ran are that old
+                // already and go at once: the delay only groups a trickle, it never adds to a
+                // commit that was slow. try_enqueue only notifies on empty -> non-empty, so this
+                // sleeps until the deadline unless stop() wakes us.
+                const auto deadline = queue_.front().at + cfg_.commit_delay;
+                work_cv_.wait_until(lk, deadline, [&] { return stopping_; });
             }
             // Group commit: everything that piled up while the last transaction ran goes into
             // this one, up to the batch limit.

@@ -42,11 +42,12 @@ struct chat_log_writer_config {
     std::chrono::milliseconds retry_initial{50};  // first backoff after a failed commit
     std::chrono::milliseconds retry_max{2000};    // backoff ceiling
     unsigned stop_attempts = 3;       // while stopping: failed attempts per batch before giving up
-    // Group commit gathers for up to this long after the first entry of a batch arrives, so a
-    // steady trickle becomes a few large transactions instead of thousands of tiny ones (each
-    // commit costs the writer thread CPU the shards need). When the caller acknowledges only
-    // after the commit (tags), this is added to that wait; 0 = commit as soon as the writer is
-    // free (entries that arrive during a commit still share the next one).
+    // Group commit gathers until the oldest entry of a batch is this old, so a steady trickle
+    // becomes a few large transactions instead of thousands of tiny ones (each commit costs the
+    // writer thread CPU the shards need). Entries that waited for the previous commit are old
+    // enough already: the delay never adds to a slow commit. When the caller acknowledges only
+    // after the commit (tags), it is part of that wait; 0 = commit as soon as the writer is free
+    // (entries that arrive during a commit still share the next one).
     std::chrono::microseconds commit_delay{2000};
     // Called on the writer thread after each committed batch with the non-zero tags of its
     // entries, in acceptance order (not called for a batch without tags, nor for entries given
