@@ -3,6 +3,7 @@
 #   make test   build and run every test through ctest
 #   make bench  component benchmarks and shoot-outs, tables and plots under build/bench/
 #   make bench-link  strix::link against libzmq (seed 002's tables) into build/bench/link.md
+#   make soak   an hour of seed 004's chat load (SOAK_DURATION=600: ten minutes): latency and RSS drift per 10 min
 #   make fuzz   libFuzzer targets (clang, ASan + UBSan) in build-fuzz/, FUZZ_SECONDS each (default 60)
 # SANITIZE=1 builds into build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer.
 
@@ -17,7 +18,7 @@ CMAKE_FLAGS += -DCMAKE_BUILD_TYPE=Release
 endif
 CTEST_ARGS ?=
 
-.PHONY: all deps configure build test bench bench-components bench-scaling bench-echo bench-chat bench-link fuzz run clean
+.PHONY: all deps configure build test bench bench-components bench-scaling bench-echo bench-chat bench-link fuzz run clean soak
 
 all: build
 
@@ -43,6 +44,11 @@ bench-scaling: build
 
 bench-chat: build
 	@if [ -x scripts/bench-chat.sh ]; then scripts/bench-chat.sh $(BUILD_DIR); else echo "strix: chat benchmark not available yet"; fi
+
+# An hour of seed 004's chat load (SOAK_DURATION=600 for ten minutes), reporting latency and
+# the server's RSS drift per 10 minutes into build/bench/soak.md. Not part of make test.
+soak: build
+	@scripts/soak.sh $(BUILD_DIR) $(SOAK_DURATION)
 
 bench-echo: build
 	@scripts/bench-echo.sh $(BUILD_DIR)

@@ -14,7 +14,11 @@
 #    (the seed's transport) and then over the Unix socket (same server, same code above the socket);
 # 4. the sweep over each transport: the same clients and rooms, the rate starting at 2 messages/s
 #    per client and raised x1.5 per 10 s step until p99 passes 10 ms or deliveries fall behind;
-# stops the server with SIGTERM, and has scripts/chat_report.py write <build_dir>/bench/chat.md.
+# 5. a second server with --ack early (acknowledged when queued for the database, the behaviour
+#    before acknowledge-after-write became the default) on a fresh database, and step 3's runs
+#    against it (tags run-early, run-unix-early; no sweep), so chat.md shows what waiting for the
+#    commit costs next to what it cost not to;
+# stops each server with SIGTERM, and has scripts/chat_report.py write <build_dir>/bench/chat.md.
 # Fails loudly when a binary is missing, the server does not start or stop cleanly, or the load
 # tool fails (lost, duplicated, reordered or corrupted messages, errors).
 #
@@ -23,7 +27,8 @@
 #              CHAT_SWEEP_DURATION (10), CHAT_SWEEP_STEPS (12), CHAT_SHARDS (nproc - 1, at least 1:
 #              the load tool shares the machine and gets a core of its own), CHAT_LOAD_THREADS (1),
 #              CHAT_SWEEP=0 skips the sweeps, CHAT_UNIX=0 skips the Unix socket runs,
-#              CHAT_PROBE=0 skips the platform probe.
+#              CHAT_PROBE=0 skips the platform probe, CHAT_EARLY=0 skips the --ack early runs,
+#              CHAT_SERVER_ARGS adds arguments to both servers (e.g. --commit-delay-us 500).
 set -euo pipefail
 
 build=${1:?usage: scripts/bench-chat.sh <build_dir>}
@@ -44,6 +49,8 @@ load_threads=${CHAT_LOAD_THREADS:-1}
 do_sweep=${CHAT_SWEEP:-1}
 do_unix=${CHAT_UNIX:-1}
 do_probe=${CHAT_PROBE:-1}
+do_early=${CHAT_EARLY:-1}
+read -r -a extra_args <<<"${CHAT_SERVER_ARGS:-}"
 
 die() { echo "bench-chat: FAILED: $*" >&2; exit 1; }
 
@@ -73,19 +80,9 @@ if [ "$do_probe" = 1 ]; then
     die "strix-platform-probe failed"
 fi
 
-port=$(free_port)
-metrics_port=$(free_port)
-sock=$tmp/chat.sock
-server_cmd=("$bin/strix-chat-server" --db "sqlite:$tmp/chat.db" --password-cost fast --port "$port"
-            --unix "$sock" --metrics-port "$metrics_port" --chat-rate 1000000 --chat-burst 1000000
-            --max-connections-per-address 0 --login-queue 1024)
-# Every client comes from 127.0.0.1 and logs in at once: the per-address connection cap (256) and
-# the pending-login bound (64) are for hostile clients, not for a load test of 500 known ones.
 # The load tool runs on the same machine: leave it one core so the two do not take turns on one.
 # On the project's 2-core machine that is one shard (2 shards measured p99 13.5 ms vs 6.6 ms).
 shards=${CHAT_SHARDS:-$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))}
-server_cmd+=(--shards "$shards")
-echo "${server_cmd[*]}" >"$runs/server.cmd"
 # Shards pin themselves to the first CPUs; the load tool gets the ones they leave (if any).
 ncpu=$(nproc)
 pin=()
@@ -93,16 +90,47 @@ if [ "$ncpu" -gt "$shards" ] && command -v taskset >/dev/null; then
   pin=(taskset -c "$shards-$((ncpu - 1))")
 fi
 echo "bench-chat: $(nproc) CPUs, load average at start $(cat "$runs/loadavg.start")"
-echo "bench-chat: ${server_cmd[*]}"
-"${server_cmd[@]}" >"$runs/server.log" 2>&1 &
-server_pid=$!
-up=0
-for _ in $(seq 100); do
-  kill -0 "$server_pid" 2>/dev/null || { cat "$runs/server.log" >&2; die "strix-chat-server exited at start"; }
-  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then up=1; break; fi
-  sleep 0.1
-done
-[ "$up" = 1 ] || die "strix-chat-server did not accept on 127.0.0.1:$port within 10 s"
+
+# start_server <ack mode> <suffix>: a server on a fresh database; its command line goes to
+# server<suffix>.cmd, its output to server<suffix>.log.
+start_server() {
+  local ack=$1 suffix=$2
+  port=$(free_port)
+  metrics_port=$(free_port)
+  sock=$tmp/chat$suffix.sock
+  # Every client comes from 127.0.0.1 and logs in at once: the per-address connection cap (256)
+  # and the pending-login bound (64) are for hostile clients, not for a load test of 500 known ones.
+  server_cmd=("$bin/strix-chat-server" --db "sqlite:$tmp/chat$suffix.db" --password-cost fast --port "$port"
+              --unix "$sock" --metrics-port "$metrics_port" --chat-rate 1000000 --chat-burst 1000000
+              --max-connections-per-address 0 --login-queue 1024 --shards "$shards" --ack "$ack"
+              "${extra_args[@]}")
+  echo "${server_cmd[*]}" >"$runs/server$suffix.cmd"
+  echo "bench-chat: ${server_cmd[*]}"
+  "${server_cmd[@]}" >"$runs/server$suffix.log" 2>&1 &
+  server_pid=$!
+  local up=0
+  for _ in $(seq 100); do
+    kill -0 "$server_pid" 2>/dev/null || { cat "$runs/server$suffix.log" >&2; die "strix-chat-server exited at start"; }
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then up=1; break; fi
+    sleep 0.1
+  done
+  [ "$up" = 1 ] || die "strix-chat-server did not accept on 127.0.0.1:$port within 10 s"
+}
+
+# stop_server: SIGTERM, which must end it cleanly within 10 s.
+stop_server() {
+  kill -TERM "$server_pid"
+  local stopped=0
+  for _ in $(seq 100); do
+    if ! kill -0 "$server_pid" 2>/dev/null; then stopped=1; break; fi
+    sleep 0.1
+  done
+  [ "$stopped" = 1 ] || die "strix-chat-server ignored SIGTERM for 10 s"
+  local rc=0
+  wait "$server_pid" || rc=$?
+  server_pid=
+  [ "$rc" -eq 0 ] || die "strix-chat-server exited $rc on SIGTERM; see $runs/server*.log"
+}
 
 # snap <file>: the server's /metrics now (its event-loop turn histogram is read from the difference
 # of the snapshots around each run).
@@ -120,7 +148,7 @@ run_load() {
   local tag=$1 limit=$2
   shift 2
   local target=(--host 127.0.0.1 --port "$port")
-  case $tag in *-unix) target=(--unix "$sock") ;; esac
+  case $tag in *-unix|*-unix-early) target=(--unix "$sock") ;; esac
   local cmd=("${pin[@]}" "$bin/strix-chat-load" "${target[@]}" --clients "$clients" --rooms "$rooms"
              --payload-mix "$mix" --threads "$load_threads" --server-pid "$server_pid"
              --json "$runs/$tag.json" "$@")
@@ -133,15 +161,17 @@ run_load() {
   set -e
   local rc=${statuses[0]}
   if [ "$rc" -ne 0 ]; then
-    die "strix-chat-load ($tag) exited $rc; log: $runs/$tag.log, server log: $runs/server.log"
+    die "strix-chat-load ($tag) exited $rc; log: $runs/$tag.log, server logs: $runs/server*.log"
   fi
   [ -s "$runs/$tag.json" ] || die "strix-chat-load ($tag) wrote no JSON"
   snap "$runs/$tag.metrics.after"
 }
 
-# Tags: run / sweep over TCP, run-unix / sweep-unix over the Unix socket (run_load picks the target).
+# Tags: run / sweep over TCP, run-unix / sweep-unix over the Unix socket (run_load picks the target),
+# with -early appended for the --ack early server.
 transports=("")
 if [ "$do_unix" = 1 ]; then transports+=(-unix); fi
+start_server stored ""
 for t in "${transports[@]}"; do
   run_load "run$t" $((duration + warmup + 300)) --rps "$rps" --duration "$duration" --warmup "$warmup" \
     --report-every 10
@@ -153,17 +183,15 @@ if [ "$do_sweep" = 1 ]; then
   done
 fi
 
-kill -TERM "$server_pid"
-stopped=0
-for _ in $(seq 100); do
-  if ! kill -0 "$server_pid" 2>/dev/null; then stopped=1; break; fi
-  sleep 0.1
-done
-[ "$stopped" = 1 ] || die "strix-chat-server ignored SIGTERM for 10 s"
-rc=0
-wait "$server_pid" || rc=$?
-server_pid=
-[ "$rc" -eq 0 ] || die "strix-chat-server exited $rc on SIGTERM; log: $runs/server.log"
+stop_server
+if [ "$do_early" = 1 ]; then
+  start_server early -early
+  for t in "${transports[@]}"; do
+    run_load "run$t-early" $((duration + warmup + 300)) --rps "$rps" --duration "$duration" --warmup "$warmup" \
+      --report-every 10
+  done
+  stop_server
+fi
 cut -d' ' -f1-3 /proc/loadavg >"$runs/loadavg.end"
 
 python3 "$here/chat_report.py" --runs "$runs" --out "$out/chat.md"

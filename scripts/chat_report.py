@@ -2,7 +2,8 @@
 """Writes <out> (build/bench/chat.md) from one scripts/bench-chat.sh run.
 
 Every figure of ours comes from the strix-chat-load JSON files in --runs (run.json, and sweep.json
-when the sweep ran); a missing file or a run that did not verify fails the report. Seed 004's
+when the sweep ran; run-early.json and run-unix-early.json from the --ack early server when those
+ran); a missing file or a run that did not verify fails the report. Seed 004's
 figures are quoted from its portfolio (IOCP chat server, Windows) and always labelled as theirs.
 """
 import argparse
@@ -125,6 +126,16 @@ def median(values):
         return float("nan")
     mid = len(v) // 2
     return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+
+
+def cost_line(name, stored, early):
+    """One transport's latency difference between the two acknowledgement modes."""
+    a, b = stored["latency_us"], early["latency_us"]
+    parts = [f"{k} {ms(a[k])} vs {ms(b[k])} ms ({(a[k] - b[k]) / 1000:+.3f})" for k in ("p50", "p99", "p999")]
+    cpu = ""
+    if "server_cpu_pct" in stored and "server_cpu_pct" in early:
+        cpu = f", server CPU {stored['server_cpu_pct']:.0f} % vs {early['server_cpu_pct']:.0f} %"
+    return f"{name}: " + ", ".join(parts).replace("p999", "p99.9") + cpu
 
 
 def platform_section(probe, run, cpus):
@@ -288,6 +299,10 @@ def main():
     run = check_run(os.path.join(args.runs, "run.json"), "run.json")
     unix_path = os.path.join(args.runs, "run-unix.json")
     urun = check_run(unix_path, "run-unix.json") if os.path.exists(unix_path) else None
+    early_path = os.path.join(args.runs, "run-early.json")
+    erun = check_run(early_path, "run-early.json") if os.path.exists(early_path) else None
+    uearly_path = os.path.join(args.runs, "run-unix-early.json")
+    uerun = check_run(uearly_path, "run-unix-early.json") if os.path.exists(uearly_path) else None
     sweep = optional_json(os.path.join(args.runs, "sweep.json"), "sweep.json", sweep=True)
     usweep = optional_json(os.path.join(args.runs, "sweep-unix.json"), "sweep-unix.json", sweep=True)
     probe = optional_json(os.path.join(args.runs, "platform.json"), "platform.json")
@@ -327,11 +342,28 @@ def main():
     L.append("## Summary")
     L.append("")
     ulat = urun["latency_us"] if urun else None
-    L.append("| | TCP (ours) | Unix socket (ours) | seed 004 (theirs) |")
-    L.append("|---|---:|---:|---:|")
+    early = erun is not None or uerun is not None
+    if early:
+        # Acknowledge-after-write (--ack stored, the default) next to acknowledge-when-queued
+        # (--ack early, the behaviour before it), each transport measured against both servers.
+        L.append("Two servers, one after the other on fresh databases: `--ack stored` (the default: a message "
+                 "goes out, the sender's acknowledgement included, once the database committed it) and "
+                 "`--ack early` (once it is queued for the database, as before; a crash can lose what was "
+                 "acknowledged but not yet committed).")
+        L.append("")
+        L.append("| | TCP, ack stored (ours) | TCP, ack early (ours) | Unix, ack stored (ours) | "
+                 "Unix, ack early (ours) | seed 004 (theirs) |")
+        L.append("|---|---:|---:|---:|---:|---:|")
+    else:
+        L.append("| | TCP (ours) | Unix socket (ours) | seed 004 (theirs) |")
+        L.append("|---|---:|---:|---:|")
 
     def row(label, f, theirs):
-        L.append(f"| {label} | {f(run)} | {f(urun) if urun else 'not run'} | {theirs} |")
+        if early:
+            cells = [f(r) if r else "not run" for r in (run, erun, urun, uerun)]
+            L.append(f"| {label} | " + " | ".join(cells) + f" | {theirs} |")
+        else:
+            L.append(f"| {label} | {f(run)} | {f(urun) if urun else 'not run'} | {theirs} |")
 
     lat = run["latency_us"]
     row("chat requests sent", lambda r: f"{n(r['sent'])} ({n(r['app_in_per_s'])}/s)", f"{n(SEED_APP_IN_PER_S)}/s")
@@ -353,8 +385,15 @@ def main():
     verdict = "met" if lat["p99"] <= 1000 else "not met"
     uverdict = ("met" if ulat["p99"] <= 1000 else "not met") if ulat else "not run"
     L.append(f"Target p99 <= 1 ms: TCP **{verdict}** ({ms(lat['p99'])} ms); Unix socket **{uverdict}**"
-             + (f" ({ms(ulat['p99'])} ms)." if ulat else "."))
+             + (f" ({ms(ulat['p99'])} ms)." if ulat else ".") + (" (With the default `--ack stored`.)" if early else ""))
     L.append("")
+    if early:
+        L.append("**What acknowledge-after-write costs** (ack stored minus ack early, same workload, this run): "
+                 + "; ".join(cost_line(name, a, b) for name, a, b in (("TCP", run, erun), ("Unix", urun, uerun))
+                             if a and b) + ". The wait is the group commit: the writer gathers up to "
+                 "`--commit-delay-us` after a batch's first message, commits it in one transaction, then "
+                 "hands the batch back to the owner shard, which broadcasts it.")
+        L.append("")
     L.append("Verification: every receiver checked its room's seq (+1 each time), each sender's client_seq order "
              "and the exact text of every message; every delivery owed arrived exactly once, warmup included.")
     L.append("")
@@ -366,9 +405,13 @@ def main():
              "`bc-deliv/s` verified deliveries to room members. Latency: from the sender's send (client_ts) "
              "to each member's receipt, same clock. The last row also holds the drain after sending stopped.")
     L.append("")
-    L.extend(run_sections(run, "TCP (127.0.0.1)", args.runs, "run"))
+    L.extend(run_sections(run, "TCP (127.0.0.1)" + (", --ack stored" if early else ""), args.runs, "run"))
     if urun:
-        L.extend(run_sections(urun, "Unix socket", args.runs, "run-unix"))
+        L.extend(run_sections(urun, "Unix socket" + (", --ack stored" if early else ""), args.runs, "run-unix"))
+    if erun:
+        L.extend(run_sections(erun, "TCP (127.0.0.1), --ack early", args.runs, "run-early"))
+    if uerun:
+        L.extend(run_sections(uerun, "Unix socket, --ack early", args.runs, "run-unix-early"))
     L.append("### Seed 004 (theirs), server-side counters, every 60 s of 250 s")
     L.append("")
     L.append("| sec | io r/s | io s/s | app in/s | app out/s | bytes r/s | bytes s/s | bc-deliv/s | avg (us) | p50 (us) | p90 (us) | p99 (us) |")
@@ -401,6 +444,12 @@ def main():
     L.append("```")
     L.append(read(os.path.join(args.runs, "server.cmd")))
     for tag in ("run", "run-unix", "sweep", "sweep-unix"):
+        path = os.path.join(args.runs, tag + ".cmd")
+        if os.path.exists(path):
+            L.append(read(path))
+    if early:
+        L.append(read(os.path.join(args.runs, "server-early.cmd")))
+    for tag in ("run-early", "run-unix-early"):
         path = os.path.join(args.runs, tag + ".cmd")
         if os.path.exists(path):
             L.append(read(path))
