@@ -68,8 +68,17 @@ function(strix_add_test name)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
   gtest_discover_tests(${name}
     TEST_PREFIX "${T_LABEL}."
-    PROPERTIES LABELS ${T_LABEL} TIMEOUT ${T_TIMEOUT}
+    PROPERTIES LABELS ${T_LABEL} TIMEOUT ${T_TIMEOUT} ENVIRONMENT "STRIX_IO=epoll"
     DISCOVERY_TIMEOUT 60)
+  # Network and chat tests run once more on the io_uring backend (STRIX_IO reaches the engines
+  # the tests build and the servers they start). Where io_uring is refused, the engine falls back
+  # to epoll and says so in the log; the tests then run on epoll twice.
+  if(T_LABEL STREQUAL "net" OR T_LABEL STREQUAL "chat" OR T_LABEL STREQUAL "link")
+    gtest_discover_tests(${name}
+      TEST_PREFIX "${T_LABEL}.uring."
+      PROPERTIES LABELS "${T_LABEL};uring" TIMEOUT ${T_TIMEOUT} ENVIRONMENT "STRIX_IO=uring"
+      DISCOVERY_TIMEOUT 60)
+  endif()
 endfunction()
 
 # strix_test_dir(<dir> LABEL <label> [TIMEOUT <s>] LIBS <targets>...)

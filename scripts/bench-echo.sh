@@ -28,11 +28,12 @@
 # report, and makes this script exit 1 after the report is written.
 # Then scripts/echo_report.py writes <build_dir>/bench/echo.md and echo.png.
 #
-# Environment (defaults in brackets; a full run on 2 CPUs takes about 22 minutes):
+# Environment (defaults in brackets; a full run on 2 CPUs takes about 26 minutes):
 #   ECHO_DURATION [3]  measured seconds per run     ECHO_WARMUP [1]  warmup seconds per run
 #   ECHO_REPS [5]      runs per cell                ECHO_DEPTHS ["1 16 128"]
 #   ECHO_LAYOUTS ["pinned free"]                    ECHO_MODES ["multi single"]
-#   ECHO_SERVERS ["strix raw-epoll asio-naive tokio gnet"]  (a subset to shorten a trial run)
+#   ECHO_SERVERS ["strix strix-uring raw-epoll asio-naive tokio gnet"]  (a subset to shorten a trial run;
+#                            strix is strix-echo-server on epoll, strix-uring the same with --io uring)
 #   ECHO_CONNECTIONS [100]   ECHO_SIZE [8]
 #   ECHO_THREADS [CPUs]      threads of strix (--shards), raw epoll, tokio and gnet
 #   ECHO_CLIENT_THREADS [CPUs]  client worker threads in multi mode
@@ -53,7 +54,7 @@ reps=${ECHO_REPS:-5}
 read -r -a depths <<<"${ECHO_DEPTHS:-1 16 128}"
 read -r -a layouts <<<"${ECHO_LAYOUTS:-pinned free}"
 read -r -a modes <<<"${ECHO_MODES:-multi single}"
-read -r -a wanted <<<"${ECHO_SERVERS:-strix raw-epoll asio-naive tokio gnet}"
+read -r -a wanted <<<"${ECHO_SERVERS:-strix strix-uring raw-epoll asio-naive tokio gnet}"
 connections=${ECHO_CONNECTIONS:-100}
 size=${ECHO_SIZE:-8}
 cores=$(nproc)
@@ -121,6 +122,12 @@ for name in "${wanted[@]}"; do
       else
         add_server strix - - strix "not built|$bin/strix-echo-server is missing"
       fi ;;
+    strix-uring)
+      if [ -x "$bin/strix-echo-server" ]; then
+        add_server strix-uring "$bin/strix-echo-server" "--shards $threads --io uring${strix_extra:+ $strix_extra}" strix built
+      else
+        add_server strix-uring - - strix "not built|$bin/strix-echo-server is missing"
+      fi ;;
     raw-epoll) add_server raw-epoll "$bin/strix-echo-raw-epoll" "--threads $threads" reference built ;;
     asio-naive) add_server asio-naive "$bin/strix-echo-asio-naive" "--threads 20" baseline built ;;
     tokio | gnet)
@@ -132,7 +139,7 @@ for name in "${wanted[@]}"; do
       else
         add_server "$name" - "$targ" peer "$st"
       fi ;;
-    *) die "ECHO_SERVERS: unknown server '$name' (strix raw-epoll asio-naive tokio gnet)" ;;
+    *) die "ECHO_SERVERS: unknown server '$name' (strix strix-uring raw-epoll asio-naive tokio gnet)" ;;
   esac
 done
 [ "${#servers[@]}" -gt 0 ] || die "no server to measure"

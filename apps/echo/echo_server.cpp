@@ -33,7 +33,15 @@ int main(int argc, char** argv) {
     app.add_option("--idle-timeout-ms", idle_ms, "close connections idle this long (0 = never)")->capture_default_str();
     app.add_option("--frame-timeout-ms", frame_ms, "close connections whose frame is not complete this long after its "
                    "first byte (0 = never)")->capture_default_str();
+    std::string io = "auto";
+    app.add_option("--io", io, "I/O backend: epoll, uring (io_uring; falls back to epoll where refused) or auto")
+        ->check(CLI::IsMember({"auto", "epoll", "uring"}))
+        ->capture_default_str();
+    bool no_pin = false;
+    app.add_flag("--no-pin", no_pin, "do not pin shard i to the i-th allowed CPU");
     CLI11_PARSE(app, argc, argv);
+    ecfg.io = io == "uring" ? strix::io_backend::uring : io == "epoll" ? strix::io_backend::epoll : strix::io_backend::automatic;
+    ecfg.pin_threads = !no_pin;
     scfg.limits.idle_timeout = std::chrono::milliseconds(idle_ms);
     scfg.limits.frame_timeout = std::chrono::milliseconds(frame_ms);
 
@@ -41,8 +49,8 @@ int main(int argc, char** argv) {
         strix::engine eng(ecfg);
         strix::server srv(eng, scfg, [](strix::shard&) { return std::make_unique<echo_handler>(); });
         srv.start();
-        std::printf("strix-echo-server: listening on %s:%u with %u shards\n", scfg.host.c_str(), srv.port(),
-                    eng.shard_count());
+        std::printf("strix-echo-server: listening on %s:%u with %u shards (%s)\n", scfg.host.c_str(), srv.port(),
+                    eng.shard_count(), eng.io_name());
         std::fflush(stdout);
         eng.run_until_signal();
         auto st = srv.stats();

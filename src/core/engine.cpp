@@ -84,6 +84,8 @@ void engine::start() {
     }
 }
 
+const char* engine::io_name() const noexcept { return shards_.empty() ? "none" : shards_[0]->io_name(); }
+
 void engine::post(unsigned target, task t) {
     shard* cur = shard::current();
     if (cur && &cur->owner() == this)

@@ -25,6 +25,8 @@ public:
     }
     std::error_code remove(int fd) override { return ctl(EPOLL_CTL_DEL, fd, 0, nullptr); }
 
+    const char* name() const noexcept override { return "epoll"; }
+
     int wait(poll_event* out, int max_events, int timeout_ms) override {
         if (static_cast<int>(buf_.size()) < max_events) buf_.resize(static_cast<std::size_t>(max_events));
         int n = ::epoll_wait(fd_, buf_.data(), max_events, timeout_ms);

@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 #include <thread>
 
 namespace strix {
@@ -45,17 +47,58 @@ shard::shard(engine& e, unsigned id, std::chrono::milliseconds tick)
     : engine_(e),
       id_(id),
       tick_(tick),
-      poller_(detail::make_epoll_poller()),
+      poller_(make_poller(e.config().io)),
       events_(max_events_per_wait),
       epoch_(std::chrono::steady_clock::now()),
       overflow_(e.shard_count()),
       external_(e.config().external_capacity),
       spin_(e.config().poll_spin) {
+    completion_io_ = poller_->completions();
     bell_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (bell_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
     bell_ = make_intrusive<doorbell>(*this, bell_fd_);
     if (auto ec = poller_->add(bell_fd_, io_events::readable, bell_.get()))
         throw std::system_error(ec, "registering the shard doorbell");
+}
+
+// The backend for this shard: io_uring when asked (by the config or STRIX_IO) and the kernel
+// allows it, else epoll. A refusal is logged once per process.
+std::unique_ptr<detail::poller> shard::make_poller(io_backend want) {
+    if (want == io_backend::automatic) {
+        const char* env = std::getenv("STRIX_IO");
+        if (env && std::strcmp(env, "uring") == 0) want = io_backend::uring;
+        else if (env && std::strcmp(env, "epoll") == 0) want = io_backend::epoll;
+        else want = default_backend;
+    }
+    if (want == io_backend::uring) {
+        std::string why;
+        if (auto p = detail::make_uring_poller(why)) return p;
+        static std::atomic<bool> told{false};
+        if (!told.exchange(true)) log(log_level::warn, "io_uring unavailable (%s); using epoll", why.c_str());
+    }
+    return detail::make_epoll_poller();
+}
+
+const char* shard::io_name() const noexcept { return poller_->name(); }
+void shard::io_recv(int fd, reactor_object& target) {
+    STRIX_ASSERT_OWNER(*this, "shard::io_recv");
+    poller_->recv_multishot(fd, &target);
+}
+void shard::io_send(int fd, const msghdr& msg, reactor_object& target) {
+    STRIX_ASSERT_OWNER(*this, "shard::io_send");
+    poller_->send(fd, &msg, &target);
+}
+void shard::io_accept(int fd, reactor_object& target) {
+    STRIX_ASSERT_OWNER(*this, "shard::io_accept");
+    poller_->accept_multishot(fd, &target);
+}
+void shard::io_cancel_recv(reactor_object& target) {
+    STRIX_ASSERT_OWNER(*this, "shard::io_cancel_recv");
+    poller_->cancel_recv(&target);
+}
+void shard::io_cancel(int fd) {
+    STRIX_ASSERT_OWNER(*this, "shard::io_cancel");
+    poller_->cancel_fd(fd);
 }
 
 shard::~shard() {
@@ -250,7 +293,14 @@ void shard::turn(int timeout_ms) {
     sleeping_.store(false, std::memory_order_relaxed);
     const auto started = std::chrono::steady_clock::now();
 
-    for (int i = 0; i < n; ++i) events_[static_cast<std::size_t>(i)].target->on_io(events_[static_cast<std::size_t>(i)].events);
+    for (int i = 0; i < n; ++i) {
+        const detail::poll_event& ev = events_[static_cast<std::size_t>(i)];
+        if (ev.completion)
+            ev.target->on_complete(ev.done);
+        else
+            ev.target->on_io(ev.events);
+    }
+    poller_->dispatched();
     bump(stats_.io_events, static_cast<std::uint64_t>(n));
 
     std::size_t work = static_cast<std::size_t>(n);
@@ -301,6 +351,7 @@ void shard::record_turn(std::chrono::steady_clock::duration took) noexcept {
 
 void shard::run() {
     t_current = this;
+    poller_->thread_start();
     for (;;) {
         if (!stopping_ && stop_requested_.load(std::memory_order_acquire)) {
             stopping_ = true;

@@ -27,6 +27,12 @@ listener::~listener() {
 }
 
 void listener::start() {
+    completion_io_ = group_.owner().completion_io();
+    if (completion_io_) {
+        group_.owner().io_accept(fd_.get(), *this);
+        registered_ = true;
+        return;
+    }
     if (auto ec = group_.owner().add_fd(fd_.get(), io_events::readable, this)) {
         log(log_level::error, "listener: cannot register with shard %u: %s", group_.owner().id(), ec.message().c_str());
         return;
@@ -37,7 +43,12 @@ void listener::start() {
 void listener::close() {
     if (!fd_) return;
     group_.owner().timers().cancel(retry_);
-    if (registered_) group_.owner().remove_fd(fd_.get());
+    if (registered_) {
+        if (completion_io_)
+            group_.owner().io_cancel(fd_.get());
+        else
+            group_.owner().remove_fd(fd_.get());
+    }
     registered_ = false;
     fd_.reset();
     if (!unlink_path_.empty()) {
@@ -50,6 +61,42 @@ void listener::on_io(std::uint32_t) {
     if (!paused_) accept_all();
 }
 
+void listener::accepted(unique_fd fd, const sockaddr_storage* addr, socklen_t len) {
+    sockaddr_storage peer{};
+    if (!addr) {
+        // A multishot accept does not return the address: ask the socket.
+        len = sizeof peer;
+        if (::getpeername(fd.get(), reinterpret_cast<sockaddr*>(&peer), &len) < 0) len = 0;
+        addr = &peer;
+    }
+    if (addr->ss_family == AF_INET || addr->ss_family == AF_INET6) set_nodelay(fd.get());
+    on_accept_(std::move(fd), describe_peer(*addr, len));
+}
+
+void listener::on_complete(const io_completion& c) {
+    if (!fd_) {
+        if (c.result >= 0) ::close(c.result);  // accepted while closing
+        return;
+    }
+    if (c.result >= 0) {
+        accepted(unique_fd(c.result), nullptr, 0);
+    } else if (c.result != -ECANCELED) {
+        const int e = -c.result;
+        if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+            paused_ = true;
+            bump(group_.counters_.accept_pauses);
+            log_limited(log_level::warn, "shard %u: accept: %s; pausing accepts for %lld ms", group_.owner().id(),
+                        std::strerror(e), static_cast<long long>(accept_retry.count()));
+            if (c.more) group_.owner().io_cancel(fd_.get());
+            group_.owner().timers().schedule(retry_, group_.owner().ticks_for(accept_retry));
+            return;
+        }
+        if (e != EINTR && e != ECONNABORTED && e != EPROTO)
+            log_limited(log_level::error, "shard %u: accept: %s", group_.owner().id(), std::strerror(e));
+    }
+    if (!c.more && !paused_ && fd_) group_.owner().io_accept(fd_.get(), *this);  // re-arm
+}
+
 void listener::accept_all() {
     auto& counters = group_.counters_;
     while (fd_) {
@@ -57,8 +104,7 @@ void listener::accept_all() {
         socklen_t len = sizeof addr;
         unique_fd fd{::accept4(fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len, SOCK_NONBLOCK | SOCK_CLOEXEC)};
         if (fd) {
-            if (addr.ss_family == AF_INET || addr.ss_family == AF_INET6) set_nodelay(fd.get());
-            on_accept_(std::move(fd), describe_peer(addr, len));
+            accepted(std::move(fd), &addr, len);
             continue;
         }
         int e = errno;
@@ -81,6 +127,10 @@ void listener::accept_all() {
 
 void listener::on_retry() {
     paused_ = false;
+    if (completion_io_) {
+        if (fd_) group_.owner().io_accept(fd_.get(), *this);
+        return;
+    }
     accept_all();
 }
 

@@ -26,7 +26,9 @@ public:
 
 private:
     void on_io(std::uint32_t events) override;
+    void on_complete(const io_completion& c) override;
     void accept_all();
+    void accepted(unique_fd fd, const sockaddr_storage* addr, socklen_t len);
     void on_retry();
 
     session_group& group_;
@@ -35,6 +37,7 @@ private:
     std::string unlink_path_;
     bool registered_ = false;
     bool paused_ = false;
+    bool completion_io_ = false;  // io_uring: a multishot accept instead of readiness
     timer_node retry_;
 };
 

@@ -45,6 +45,14 @@ session::~session() { release_rx(); }
 connection* session::origin() const noexcept { return origin_.get(); }
 
 void session::start() {
+    completion_io_ = owner_.completion_io();
+    if (completion_io_) {
+        last_rx_tick_ = opened_tick_ = owner().now_tick();
+        arm_recv();
+        arm_timer();
+        group_.handler().on_open(*this);
+        return;
+    }
     // Write readiness is asked for only while a write waits for socket buffer space (see
     // want_writable): on a Unix socket every read by the peer wakes the writer's watchers.
     if (auto ec = owner().add_fd(fd_.get(), io_events::readable | io_events::read_hangup, this)) {
@@ -316,6 +324,7 @@ void session::protocol_error(std::error_code ec) {
 void session::pause_reading() {
     if (read_paused_) return;
     read_paused_ = true;
+    if (completion_io_ && recv_armed_) owner_.io_cancel_recv(*this);
     paused_since_tick_ = owner().now_tick();
     bump(group_.counters_.read_pauses);
     arm_timer();
@@ -325,8 +334,14 @@ void session::suspend_reading(bool on) {
     STRIX_ASSERT_OWNER(owner(), "session::suspend_reading");
     if (suspended_ == on) return;
     suspended_ = on;
+    if (on && completion_io_ && recv_armed_) owner_.io_cancel_recv(*this);
     if (on || state_kind_ != phase::open) return;
     restart_partial();
+    if (completion_io_) {
+        if (!rx_.empty() && !process_frames()) return;
+        if (!suspended_ && !read_paused_) feed_parked();
+        return;
+    }
     // Frames left in the ring when input was paused go first (a full ring must not be mistaken
     // for an oversized frame by the next read).
     if (!rx_.empty() && !process_frames()) return;
@@ -338,6 +353,10 @@ void session::resume_reading() {
     read_paused_ = false;
     if (suspended_) return;
     restart_partial();
+    if (completion_io_) {
+        feed_parked();
+        return;
+    }
     // Edge-triggered: data that arrived while paused raised no new edge, so read it now.
     if (read_pending_ && state_kind_ == phase::open) do_read();
 }
@@ -375,9 +394,118 @@ void session::want_writable(bool on) {
 
 void session::flush_now() {
     publish_sends();
+    if (completion_io_) {
+        submit_send();
+        return;
+    }
     flush_writes();
     if (state_kind_ == phase::closed) return;
     want_writable(!tx_.empty());
+}
+
+// --- completion I/O (io_uring) -----------------------------------------------------------------
+
+void session::arm_recv() {
+    if (recv_armed_ || state_kind_ != phase::open) return;
+    recv_armed_ = true;
+    owner_.io_recv(fd_.get(), *this);
+}
+
+void session::on_complete(const io_completion& c) {
+    if (c.what == io_completion::op::send) {
+        send_in_flight_ = false;
+        if (state_kind_ == phase::closed) {
+            tx_.clear();  // held for the kernel until now
+            return;
+        }
+        if (c.result < 0) {
+            const int e = -c.result;
+            if (!expected_errno(e)) log_limited(log_level::warn, "session %s: send: %s", peer_.c_str(), std::strerror(e));
+            finalize(std::error_code(e, std::generic_category()));
+            return;
+        }
+        tx_.consume(static_cast<std::size_t>(c.result));
+        bump(group_.counters_.writes);
+        bump(group_.counters_.bytes_out, static_cast<std::uint64_t>(c.result));
+        owner_.mark_dirty(*this);  // the rest, appends made meanwhile, a close or a drain watch
+        return;
+    }
+    // recv
+    if (!c.more) recv_armed_ = false;
+    if (state_kind_ != phase::open) return;
+    if (c.result > 0) {
+        take(std::span<const std::byte>(c.data, static_cast<std::size_t>(c.result)));
+    } else if (c.result == 0) {
+        close(net_errc::peer_closed);
+        return;
+    } else if (c.result != -ENOBUFS && c.result != -ECANCELED) {
+        const int e = -c.result;
+        if (!expected_errno(e)) log_limited(log_level::warn, "session %s: read: %s", peer_.c_str(), std::strerror(e));
+        finalize(std::error_code(e, std::generic_category()));
+        return;
+    }
+    // Re-armed unless paused: ENOBUFS means the shard's buffers were all lent out this turn (they
+    // go back before the next submit), ECANCELED that input was paused.
+    if (state_kind_ == phase::open && !read_paused_ && !suspended_) arm_recv();
+}
+
+// Bytes a receive completion brought: handed to the framer now, or kept while input is paused.
+void session::take(std::span<const std::byte> data) {
+    bump(group_.counters_.reads);
+    bump(group_.counters_.bytes_in, data.size());
+    last_rx_tick_ = owner_.now_tick();
+    if (read_paused_ || suspended_ || !parked_.empty()) {
+        // The cancel of the receive is on its way; what still arrived waits here (at most a few
+        // buffers' worth), in order.
+        parked_.insert(parked_.end(), data.begin(), data.end());
+        return;
+    }
+    feed(data);
+}
+
+// Copies data into the ring as room allows, cutting frames after each copy.
+void session::feed(std::span<const std::byte> data) {
+    while (!data.empty() && state_kind_ == phase::open) {
+        if (read_paused_ || suspended_) {
+            parked_.insert(parked_.end(), data.begin(), data.end());
+            return;
+        }
+        if (!acquire_rx()) {
+            abort(std::make_error_code(std::errc::not_enough_memory));
+            return;
+        }
+        if (!rx_.empty() && rx_.write_span().size() < data.size()) rx_.compact(rx_.capacity() / 8);
+        const std::size_t n = rx_.write(data);
+        if (n == 0) {
+            // A full ring with no whole frame in it: only a frame as large as the ring, which
+            // max_frame forbids.
+            protocol_error(net_errc::frame_too_large);
+            return;
+        }
+        data = data.subspan(n);
+        if (!process_frames()) return;
+        if (tx_.size() >= group_.limits().high_water) pause_reading();
+    }
+}
+
+void session::feed_parked() {
+    if (!parked_.empty()) {
+        std::vector<std::byte> backlog;
+        backlog.swap(parked_);
+        feed(backlog);
+    }
+    if (state_kind_ == phase::open && !read_paused_ && !suspended_) arm_recv();
+}
+
+void session::submit_send() {
+    if (send_in_flight_ || tx_.empty() || state_kind_ == phase::closed) return;
+    if (!iov_) iov_ = std::make_unique<iovec[]>(max_iov);
+    const int n = tx_.fill_iov(iov_.get(), max_iov);
+    msg_ = msghdr{};
+    msg_.msg_iov = iov_.get();
+    msg_.msg_iovlen = static_cast<std::size_t>(n);
+    send_in_flight_ = true;
+    owner_.io_send(fd_.get(), msg_, *this);
 }
 
 void session::flush_writes() {
@@ -527,9 +655,13 @@ void session::finalize(std::error_code reason) {
         sh.release_hold();
         holds_shard_ = false;
     }
-    sh.remove_fd(fd_.get());
+    if (completion_io_)
+        sh.io_cancel(fd_.get());  // before the close: the number may be reused at once
+    else
+        sh.remove_fd(fd_.get());
     fd_.reset();
-    tx_.clear();
+    if (!send_in_flight_) tx_.clear();  // else the kernel may still read it: cleared on completion
+    parked_.clear();
     release_rx();
     // Keep this object alive for the rest of the turn: events already fetched may name it.
     sh.retire(session_ptr(this));

@@ -156,6 +156,10 @@ parse_result parse_options(int argc, char** argv) {
                    "member_joined/member_left wait this long so a quick join+leave sends neither (0 = at once)")
         ->capture_default_str();
     app.add_flag("--no-pin", no_pin, "do not pin shard threads to CPUs");
+    std::string io = "auto";
+    app.add_option("--io", io, "I/O backend: epoll, uring (io_uring; falls back to epoll where refused) or auto")
+        ->check(CLI::IsMember({"auto", "epoll", "uring"}))
+        ->capture_default_str();
     app.add_option("--poll-spin-us", o.poll_spin_us,
                    "after a loop turn with work, shards keep polling this many microseconds before sleeping (0 = off)")
         ->capture_default_str();
@@ -180,6 +184,7 @@ parse_result parse_options(int argc, char** argv) {
     o.login_lockout = std::chrono::milliseconds(lockout_ms);
     o.notice_delay = std::chrono::milliseconds(notice_ms);
     o.pin_threads = !no_pin;
+    o.io = io == "uring" ? io_backend::uring : io == "epoll" ? io_backend::epoll : io_backend::automatic;
     o.ack = ack == "early" ? ack_mode::early : ack_mode::stored;
     if (auto err = validate(o); !err.empty()) {
         std::fprintf(stderr, "strix-chat-server: %s\n", err.c_str());

@@ -3,6 +3,8 @@
 // TOML file (--config, read by CLI11: `key = value` lines whose keys are the long option names;
 // command-line values win).
 
+#include <strix/core/io_backend.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -57,6 +59,7 @@ struct chat_options {
     // of one session inside the window cancel out (0 = sent at once, nothing coalesced).
     std::chrono::milliseconds notice_delay{100};
     bool pin_threads = true;
+    io_backend io = io_backend::automatic;             // --io: epoll, uring, or auto (STRIX_IO, else epoll)
     std::uint32_t poll_spin_us = 0;                    // shards busy-poll this long after work (0 = sleep at once)
 };
 

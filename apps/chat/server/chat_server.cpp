@@ -53,6 +53,7 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
     engine_config ecfg;
     ecfg.shards = opts_.shards;
     ecfg.pin_threads = opts_.pin_threads;
+    ecfg.io = opts_.io;
     ecfg.poll_spin = std::chrono::microseconds(opts_.poll_spin_us);
     engine_ = std::make_unique<engine>(ecfg);
 

@@ -57,6 +57,8 @@ public:
     std::uint16_t port() const noexcept { return server_->port(); }
     std::uint16_t metrics_port() const noexcept { return metrics_ ? metrics_->port() : 0; }
     unsigned shard_count() const noexcept { return engine_->shard_count(); }
+    /// The shards' I/O backend after any fallback: "epoll" or "io_uring".
+    const char* io_name() const noexcept { return engine_->io_name(); }
 
     /// The Prometheus text the metrics endpoint serves. Any thread.
     std::string render_metrics() const;

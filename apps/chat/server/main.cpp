@@ -48,8 +48,8 @@ int main(int argc, char** argv) {
     try {
         strix::chat::chat_server srv(o);
         const std::string also_unix = o.unix_path.empty() ? std::string() : " and unix:" + o.unix_path;
-        std::printf("strix-chat-server: listening on %s:%u%s with %u shards; database %s; metrics %s\n", o.host.c_str(),
-                    srv.port(), also_unix.c_str(), srv.shard_count(), strix::chat::redact_url(o.db).c_str(),
+        std::printf("strix-chat-server: listening on %s:%u%s with %u shards (%s); database %s; metrics %s\n",
+                    o.host.c_str(), srv.port(), also_unix.c_str(), srv.shard_count(), srv.io_name(), strix::chat::redact_url(o.db).c_str(),
                     srv.metrics_port() ? ("http://127.0.0.1:" + std::to_string(srv.metrics_port()) + "/metrics").c_str()
                                        : "off");
         std::fflush(stdout);

@@ -15,6 +15,7 @@
 #include <strix/core/shard.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <future>
 #include <type_traits>
@@ -35,6 +36,7 @@ struct engine_config {
     // this long before sleeping. 0 = always sleep when idle. Trades a core's idle time for the
     // wakeup a sleeping thread needs (an IPI and, in a VM, a halted vCPU's resume).
     std::chrono::microseconds poll_spin{0};
+    io_backend io = io_backend::automatic;
 };
 
 class engine {
@@ -51,6 +53,8 @@ public:
     /// Shard i. The reference is stable; calling its owner-only functions is still owner-only.
     shard& at(unsigned i) noexcept { return *shards_[i]; }
     const engine_config& config() const noexcept { return cfg_; }
+    /// The backend the shards use ("epoll" or "io_uring"), after any fallback. Any thread.
+    const char* io_name() const noexcept;
 
     /// Starts the shard threads. Call once, from the thread that owns the engine.
     void start();

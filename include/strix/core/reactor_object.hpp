@@ -3,6 +3,7 @@
 
 #include <strix/core/intrusive_ptr.hpp>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace strix {
@@ -17,6 +18,20 @@ inline constexpr std::uint32_t hangup = 0x010;
 inline constexpr std::uint32_t read_hangup = 0x2000;
 }  // namespace io_events
 
+/// A finished asynchronous operation, from a completion-based backend (io_uring): what a
+/// readiness event would have prompted the object to do itself is already done.
+struct io_completion {
+    enum class op : std::uint8_t { recv, send, accept };
+    op what;
+    /// recv: bytes received (0 = the peer closed) or -errno; send: bytes sent or -errno;
+    /// accept: the new socket or -errno.
+    int result;
+    /// recv: the received bytes, valid only during on_complete.
+    const std::byte* data;
+    /// The operation stays armed (a multishot recv or accept will complete again).
+    bool more;
+};
+
 /// An object owned by one shard and driven by its reactor. Reference-counted with a non-atomic
 /// count: every reference must be taken and dropped on the owning shard's thread.
 class reactor_object : public ref_counted<reactor_object> {
@@ -29,6 +44,10 @@ public:
     /// End-of-turn hook, called once per loop turn after shard::mark_dirty(this). Sessions flush
     /// their coalesced sends here: one gather write per connection per turn.
     virtual void on_flush() {}
+
+    /// An operation started through the shard's completion I/O finished (io_uring backend only).
+    /// Called on the owning shard.
+    virtual void on_complete(const io_completion&) {}
 
 private:
     friend class shard;

@@ -12,6 +12,7 @@
 //   6. on_flush() every object marked dirty this turn: one gather write per connection
 //   7. drop objects retired this turn
 
+#include <strix/core/io_backend.hpp>
 #include <strix/core/mpsc_queue.hpp>
 #include <strix/core/reactor_object.hpp>
 #include <strix/core/spsc_queue.hpp>
@@ -24,6 +25,8 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <sys/socket.h>
+
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -164,6 +167,24 @@ public:
     /// (forced closes of whatever is left). Owning shard only.
     hook_id on_exit(task t);
 
+    // --- completion I/O: io_uring backend only (see io_backend) -------------------------------
+
+    /// True when this shard's backend performs I/O itself and reports completions
+    /// (reactor_object::on_complete) instead of readiness. Any thread.
+    bool completion_io() const noexcept { return completion_io_; }
+    /// "epoll" or "io_uring". Any thread.
+    const char* io_name() const noexcept;
+    /// Receives on fd until cancelled; each chunk completes as io_completion::op::recv.
+    void io_recv(int fd, reactor_object& target);
+    /// Sends msg on fd; msg and the memory it points at stay valid until the completion.
+    void io_send(int fd, const msghdr& msg, reactor_object& target);
+    /// Accepts on a listening fd until cancelled.
+    void io_accept(int fd, reactor_object& target);
+    /// Stops target's receive; its last completion still comes.
+    void io_cancel_recv(reactor_object& target);
+    /// Cancels every operation on fd now; call before closing fd.
+    void io_cancel(int fd);
+
     /// Unregisters a stop or exit hook (e.g. its owner is destroyed first); no-op for an id that
     /// already ran or was removed. Owning shard only.
     void remove_hook(hook_id id) noexcept;
@@ -186,6 +207,8 @@ private:
     class doorbell;
 
     shard(engine& e, unsigned id, std::chrono::milliseconds tick);
+    static std::unique_ptr<detail::poller> make_poller(io_backend want);
+    static constexpr io_backend default_backend = io_backend::epoll;
     void run();                 // the loop; on the shard's own thread
     void turn(int timeout_ms);  // one loop turn
     int next_timeout() const noexcept;
@@ -218,6 +241,7 @@ private:
     hook_id next_hook_ = 0;
     std::uint64_t object_ids_ = 0;
     std::atomic<bool> thread_live_{false};
+    bool completion_io_ = false;
     std::vector<std::deque<task>> overflow_;  // per target shard, when its channel is full
     std::size_t overflow_count_ = 0;
 

@@ -18,6 +18,9 @@
 #include <strix/core/timing_wheel.hpp>
 #include <strix/core/unique_fd.hpp>
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -26,6 +29,7 @@
 #include <string>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 namespace strix {
 
@@ -155,6 +159,14 @@ private:
     void start();
     void on_io(std::uint32_t events) override;
     void on_flush() override;
+    void on_complete(const io_completion& c) override;
+    // Completion I/O (io_uring): receive into the ring from a completion, send with one
+    // in-flight sendmsg, keep what arrives while input is paused.
+    void arm_recv();
+    void take(std::span<const std::byte> data);
+    void feed(std::span<const std::byte> data);
+    void feed_parked();
+    void submit_send();
     bool trim_if_idle(std::uint64_t quiet_ticks) noexcept;
     void queued();
     void drop_slow_consumer() noexcept;
@@ -204,6 +216,12 @@ private:
     bool write_interest_ = false; // EPOLLOUT registered: a write hit a full socket buffer
     bool drain_watch_ = false;    // notify_when_drained() asked for on_drained
     bool suspended_ = false;      // suspend_reading(true): the application paused input
+    bool completion_io_ = false;  // the shard's backend is io_uring: the completion path below
+    bool recv_armed_ = false;     // a multishot receive is in flight
+    bool send_in_flight_ = false; // a sendmsg is in flight: msg_, iov_ and tx_'s bytes are the kernel's
+    msghdr msg_{};
+    std::unique_ptr<iovec[]> iov_;        // the in-flight send's gather list (allocated on first send)
+    std::vector<std::byte> parked_;       // received while input was paused (completion I/O)
     bool handshake_done_ = false; // handshake_done(): handshake_timeout no longer applies
     bool admitted_ = false;       // counted by the group's admission (released on close)
     std::error_code close_reason_;

@@ -1,0 +1,303 @@
+// io_uring backend of the poller interface: completion I/O for sessions and listeners, readiness
+// (multishot POLL_ADD) for everything else (the doorbell eventfd, sockets still connecting).
+//
+//   session:  recv_multishot ──> CQE per chunk, bytes in a provided buffer (ring of 512 x 16 KiB,
+//                                shared by the shard's sessions, given back after dispatch)
+//             send(msghdr)   ──> one gather send per flush; the next flush waits for its CQE
+//   listener: accept_multishot ──> CQE per connection
+//   one io_uring_enter per loop turn submits the turn's sends and re-arms, and reaps completions.
+//
+// Setup: SINGLE_ISSUER + DEFER_TASKRUN (completions run when the shard asks, not as interrupts of
+// its work) where the kernel has them, created disabled and enabled by the shard's own thread
+// (thread_start), which makes that thread the ring's one submitter. Operations prepared before
+// then (the doorbell registers in the shard's constructor) go in with the first submit.
+//
+// Lifetimes: every submitted operation holds a reference on its target until its last CQE has
+// been dispatched, so a session closed mid-flight is freed only when the kernel is done with it.
+#include "core/poller.hpp"
+
+#include <strix/core/intrusive_ptr.hpp>
+#include <strix/core/log.hpp>
+
+#include <liburing.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <boost/unordered/unordered_flat_map.hpp>
+
+#include <pthread.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace strix::detail {
+namespace {
+
+constexpr unsigned ring_entries = 4096;
+constexpr unsigned buffer_count = 512;      // power of two (the buffer ring's mask)
+constexpr unsigned buffer_size = 16 * 1024;
+constexpr unsigned buffer_group = 1;
+
+// user_data: the target's address with the operation in its low bits (objects are 8-aligned).
+enum tag : std::uintptr_t { t_poll = 0, t_recv = 1, t_send = 2, t_accept = 3, t_ignore = 4 };
+constexpr std::uintptr_t tag_mask = 7;
+
+std::uint64_t user_data(reactor_object* obj, tag t) noexcept {
+    return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(obj) | t);
+}
+
+class uring_poller final : public poller {
+public:
+    uring_poller(io_uring& ring, bool defer) : ring_(ring), defer_(defer) {
+        // The provided-buffer ring: the kernel picks a free buffer for each received chunk.
+        const std::size_t ring_bytes = sizeof(io_uring_buf) * buffer_count;
+        void* br = ::mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (br == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "io_uring buffer ring");
+        bufring_ = static_cast<io_uring_buf_ring*>(br);
+        buffers_.resize(static_cast<std::size_t>(buffer_count) * buffer_size);
+        io_uring_buf_reg reg{};
+        reg.ring_addr = reinterpret_cast<std::uintptr_t>(bufring_);
+        reg.ring_entries = buffer_count;
+        reg.bgid = buffer_group;
+        if (int rc = io_uring_register_buf_ring(&ring_, &reg, 0); rc < 0) {
+            ::munmap(bufring_, ring_bytes);
+            throw std::system_error(-rc, std::generic_category(), "io_uring_register_buf_ring");
+        }
+        io_uring_buf_ring_init(bufring_);
+        for (unsigned i = 0; i < buffer_count; ++i)
+            io_uring_buf_ring_add(bufring_, buffer(i), buffer_size, static_cast<unsigned short>(i),
+                                  io_uring_buf_ring_mask(buffer_count), static_cast<int>(i));
+        io_uring_buf_ring_advance(bufring_, static_cast<int>(buffer_count));
+    }
+
+    ~uring_poller() override {
+        io_uring_queue_exit(&ring_);
+        ::munmap(bufring_, sizeof(io_uring_buf) * buffer_count);
+        // Operations still in flight die with the ring; drop the references they held.
+        for (auto& [t, n] : held_)
+            for (std::uint32_t i = 0; i < n; ++i) intrusive_release(t);
+        delete &ring_;
+    }
+
+    const char* name() const noexcept override { return "io_uring"; }
+    bool completions() const noexcept override { return true; }
+
+    void thread_start() override {
+        // The shard's thread enables the ring and so becomes its single issuer.
+        if (::syscall(__NR_io_uring_register, ring_.ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0) < 0)
+            log(log_level::warn, "io_uring: cannot enable the ring: %s", std::strerror(errno));
+        issuer_ = ::pthread_self();
+        started_ = true;
+    }
+
+    // --- readiness ------------------------------------------------------------------------------
+    std::error_code add(int fd, std::uint32_t events, reactor_object* target) override {
+        io_uring_sqe* sqe = sqe_for(target);
+        io_uring_prep_poll_multishot(sqe, fd, poll_mask(events));
+        io_uring_sqe_set_data64(sqe, user_data(target, t_poll));
+        return {};
+    }
+    std::error_code modify(int fd, std::uint32_t events, reactor_object* target) override {
+        // Cancel the old poll (its last CQE is ignored: the target is told nothing) and arm anew.
+        cancel_data(user_data(target, t_poll));
+        return add(fd, events, target);
+    }
+    std::error_code remove(int fd) override {
+        cancel_fd(fd);
+        return {};
+    }
+
+    // --- completions ----------------------------------------------------------------------------
+    void recv_multishot(int fd, reactor_object* target) override {
+        io_uring_sqe* sqe = sqe_for(target);
+        io_uring_prep_recv_multishot(sqe, fd, nullptr, 0, 0);
+        sqe->flags |= IOSQE_BUFFER_SELECT;
+        sqe->buf_group = buffer_group;
+        io_uring_sqe_set_data64(sqe, user_data(target, t_recv));
+    }
+    void send(int fd, const msghdr* msg, reactor_object* target) override {
+        io_uring_sqe* sqe = sqe_for(target);
+        io_uring_prep_sendmsg(sqe, fd, msg, MSG_NOSIGNAL);
+        io_uring_sqe_set_data64(sqe, user_data(target, t_send));
+    }
+    void accept_multishot(int fd, reactor_object* target) override {
+        io_uring_sqe* sqe = sqe_for(target);
+        io_uring_prep_multishot_accept(sqe, fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        io_uring_sqe_set_data64(sqe, user_data(target, t_accept));
+    }
+    void cancel_recv(reactor_object* target) override { cancel_data(user_data(target, t_recv)); }
+    void cancel_fd(int fd) override {
+        io_uring_sqe* sqe = raw_sqe();
+        io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
+        io_uring_sqe_set_data64(sqe, t_ignore);
+        // Now, not with the next turn: the caller closes fd next, and the number may be reused
+        // by a new socket before a later submit would look it up.
+        if (started_ && on_issuer()) io_uring_submit(&ring_);
+    }
+
+    int wait(poll_event* out, int max_events, int timeout_ms) override {
+        if (!started_) return 0;
+        if (timeout_ms == 0) {
+            io_uring_submit_and_get_events(&ring_);
+        } else {
+            io_uring_cqe* cqe = nullptr;
+            __kernel_timespec ts{timeout_ms / 1000, static_cast<long long>(timeout_ms % 1000) * 1000000};
+            io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, timeout_ms < 0 ? nullptr : &ts, nullptr);
+        }
+        int n = 0;
+        unsigned seen = 0, head = 0;
+        io_uring_cqe* cqe = nullptr;
+        io_uring_for_each_cqe(&ring_, head, cqe) {
+            if (n == max_events) break;
+            ++seen;
+            if (translate(*cqe, out[n])) ++n;
+        }
+        io_uring_cq_advance(&ring_, seen);
+        return n;
+    }
+
+    void dispatched() noexcept override {
+        if (!returned_.empty()) {
+            const int mask = io_uring_buf_ring_mask(buffer_count);
+            int i = 0;
+            for (unsigned short bid : returned_) io_uring_buf_ring_add(bufring_, buffer(bid), buffer_size, bid, mask, i++);
+            io_uring_buf_ring_advance(bufring_, i);
+            returned_.clear();
+        }
+        for (auto* t : releases_) drop(t);
+        releases_.clear();
+    }
+
+private:
+    void* buffer(unsigned i) noexcept { return buffers_.data() + static_cast<std::size_t>(i) * buffer_size; }
+
+    static unsigned poll_mask(std::uint32_t events) noexcept {
+        unsigned m = 0;
+        if (events & io_events::readable) m |= POLLIN;
+        if (events & io_events::writable) m |= POLLOUT;
+        if (events & io_events::read_hangup) m |= POLLRDHUP;
+        return m;
+    }
+
+    // Only the issuer may submit (SINGLE_ISSUER); teardown after the shard exited must not.
+    bool on_issuer() const noexcept { return ::pthread_equal(issuer_, ::pthread_self()) != 0; }
+
+    io_uring_sqe* raw_sqe() {
+        io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+        while (!sqe) {
+            // Submission queue full: hand what is there to the kernel (only the issuer may).
+            if (started_ && on_issuer()) io_uring_submit(&ring_);
+            sqe = io_uring_get_sqe(&ring_);
+            if (!sqe && !started_) throw std::system_error(EBUSY, std::generic_category(), "io_uring submission queue full before start");
+        }
+        return sqe;
+    }
+
+    // An SQE for an operation on target, which stays alive until the operation's last CQE.
+    io_uring_sqe* sqe_for(reactor_object* target) {
+        io_uring_sqe* sqe = raw_sqe();
+        intrusive_add_ref(target);
+        ++held_[target];
+        return sqe;
+    }
+
+    void cancel_data(std::uint64_t data) {
+        io_uring_sqe* sqe = raw_sqe();
+        io_uring_prep_cancel64(sqe, data, 0);
+        io_uring_sqe_set_data64(sqe, t_ignore);
+    }
+
+    void drop(reactor_object* t) noexcept {
+        auto it = held_.find(t);
+        if (it == held_.end()) return;
+        if (--it->second == 0) held_.erase(it);
+        intrusive_release(t);
+    }
+
+    // Turns a CQE into a poll_event; false when there is nothing to tell (cancels, stale polls).
+    bool translate(const io_uring_cqe& cqe, poll_event& ev) {
+        const auto data = static_cast<std::uintptr_t>(cqe.user_data);
+        const auto t = static_cast<tag>(data & tag_mask);
+        if (t == t_ignore) return false;
+        auto* target = reinterpret_cast<reactor_object*>(data & ~tag_mask);
+        const bool more = cqe.flags & IORING_CQE_F_MORE;
+        if (!more) releases_.push_back(target);  // after dispatch: the last CQE of this operation
+        ev.target = target;
+        if (t == t_poll) {
+            if (cqe.res == -ECANCELED) return false;  // modify() replaced it, or remove()
+            if (cqe.res < 0) {
+                ev.events = io_events::error;
+            } else {
+                const auto r = static_cast<unsigned>(cqe.res);
+                ev.events = (r & POLLIN ? io_events::readable : 0u) | (r & POLLOUT ? io_events::writable : 0u) |
+                            (r & POLLERR ? io_events::error : 0u) | (r & POLLHUP ? io_events::hangup : 0u) |
+                            (r & POLLRDHUP ? io_events::read_hangup : 0u);
+            }
+            ev.completion = false;
+            return true;
+        }
+        ev.completion = true;
+        ev.events = 0;
+        ev.done.result = cqe.res;
+        ev.done.more = more;
+        ev.done.data = nullptr;
+        if (t == t_recv) {
+            ev.done.what = io_completion::op::recv;
+            if (cqe.flags & IORING_CQE_F_BUFFER) {
+                const auto bid = static_cast<unsigned short>(cqe.flags >> IORING_CQE_BUFFER_SHIFT);
+                ev.done.data = static_cast<const std::byte*>(buffer(bid));
+                returned_.push_back(bid);
+            }
+        } else if (t == t_send) {
+            ev.done.what = io_completion::op::send;
+        } else {
+            ev.done.what = io_completion::op::accept;
+        }
+        return true;
+    }
+
+    io_uring& ring_;
+    bool defer_;
+    bool started_ = false;
+    io_uring_buf_ring* bufring_ = nullptr;
+    std::vector<std::byte> buffers_;
+    std::vector<unsigned short> returned_;    // buffers lent to this batch's recv completions
+    std::vector<reactor_object*> releases_;   // targets whose operation ended in this batch
+    boost::unordered_flat_map<reactor_object*, std::uint32_t> held_;  // references operations hold
+    pthread_t issuer_{};
+};
+
+}  // namespace
+
+std::unique_ptr<poller> make_uring_poller(std::string& why) {
+    auto* ring = new io_uring;
+    io_uring_params p{};
+    p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_R_DISABLED;
+    int rc = io_uring_queue_init_params(ring_entries, ring, &p);
+    bool defer = true;
+    if (rc == -EINVAL) {
+        // Older kernels: no single issuer / deferred task work; cooperative task work instead.
+        p = io_uring_params{};
+        p.flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_R_DISABLED;
+        rc = io_uring_queue_init_params(ring_entries, ring, &p);
+        defer = false;
+    }
+    if (rc < 0) {
+        why = std::string("io_uring_setup: ") + std::strerror(-rc);
+        delete ring;
+        return nullptr;
+    }
+    try {
+        return std::make_unique<uring_poller>(*ring, defer);
+    } catch (const std::system_error& e) {
+        why = e.what();
+        io_uring_queue_exit(ring);
+        delete ring;
+        return nullptr;
+    }
+}
+
+}  // namespace strix::detail

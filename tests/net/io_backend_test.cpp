@@ -1,0 +1,71 @@
+// Which I/O backend the shards run: engine_config::io picks it, STRIX_IO chooses for `automatic`
+// (ctest runs the net, link and chat suites once with STRIX_IO=epoll and once with STRIX_IO=uring),
+// and io_uring falls back to epoll only where the kernel refuses it. Each backend echoes.
+#include "support/echo_fixture.hpp"
+#include "support/loopback.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <liburing.h>
+
+namespace {
+
+using namespace strix;
+
+// Whether this kernel lets a process set up a ring at all (a sandbox may forbid io_uring_setup).
+bool kernel_allows_uring() {
+    io_uring ring;
+    if (io_uring_queue_init(4, &ring, 0) != 0) return false;
+    io_uring_queue_exit(&ring);
+    return true;
+}
+
+bool echoes(std::uint16_t port) {
+    int fd = test::connect_tcp(port);
+    if (fd < 0) return false;
+    test::bytes body(300, std::byte{7});
+    test::bytes f = test::frame_le32(body), back(f.size());
+    bool ok = test::send_all(fd, f) && test::recv_exact(fd, back.data(), back.size()) && back == f;
+    ::close(fd);
+    return ok;
+}
+
+std::string backend_of(io_backend want) {
+    engine_config c;
+    c.shards = 1;
+    c.pin_threads = false;
+    c.io = want;
+    engine e(c);
+    return e.io_name();
+}
+
+TEST(io_backend, an_explicit_choice_is_honoured) {
+    EXPECT_EQ(backend_of(io_backend::epoll), "epoll");
+    if (!kernel_allows_uring()) GTEST_SKIP() << "io_uring_setup refused here: the engine falls back to epoll";
+    EXPECT_EQ(backend_of(io_backend::uring), "io_uring");
+}
+
+TEST(io_backend, automatic_follows_STRIX_IO) {
+    const char* env = std::getenv("STRIX_IO");
+    const std::string got = backend_of(io_backend::automatic);
+    if (env && std::strcmp(env, "uring") == 0 && kernel_allows_uring())
+        EXPECT_EQ(got, "io_uring") << "ctest's .uring. suites must really run on io_uring";
+    else
+        EXPECT_EQ(got, "epoll");
+}
+
+TEST(io_backend, both_backends_echo) {
+    for (io_backend b : {io_backend::epoll, io_backend::uring}) {
+        engine_config c;
+        c.io = b;
+        test::server_fixture fx({}, {}, 2, c);
+        EXPECT_TRUE(echoes(fx.srv.port())) << fx.eng.io_name();
+        EXPECT_TRUE(echoes(fx.srv.port())) << fx.eng.io_name();
+    }
+}
+
+}  // namespace
