@@ -4,6 +4,8 @@
 usage: scripts/readme_tables.py [build_dir]
 Copies the tables the benchmark scripts wrote (with the commands that made them) between the
 <!-- bench:begin --> and <!-- bench:end --> markers, so the README never carries a hand-typed figure.
+A report that is not in this build directory (that benchmark did not run here) keeps the README's
+current subsection for it, which an earlier run of this script copied from its report.
 """
 import os
 import re
@@ -33,6 +35,22 @@ def read(name):
     return open(p).read() if os.path.exists(p) else None
 
 
+readme = open("README.md").read()
+old_block = re.search(r"<!-- bench:begin -->\n(.*)\n<!-- bench:end -->", readme, flags=re.S)
+old_sections = {}
+if old_block:
+    for chunk in re.split(r"(?m)^(?=### )", old_block.group(1)):
+        if chunk.startswith("### "):
+            old_sections[chunk.splitlines()[0]] = chunk.strip()
+
+
+def keep(heading):
+    """The README's current subsection under `heading`, when its report is missing."""
+    old = old_sections.get(heading)
+    if old:
+        parts.append("\n" + old)
+
+
 parts = []
 comp = read("components.md")
 if comp:
@@ -40,6 +58,8 @@ if comp:
     parts.append("### Components (seed 000's methodology table)\n")
     parts.append(f"`make bench-components` (`{cmd.group(1) if cmd else ''}`), medians, same run:\n")
     parts.append(section(comp, r"^## Methodology comparison"))
+else:
+    keep("### Components (seed 000's methodology table)")
 echo = read("echo.md")
 if echo:
     parts.append("\n### Echo shoot-out (seed 001: 100 connections, 8-byte messages, one send() per message)\n")
@@ -50,6 +70,8 @@ if echo:
     for depth in ("1", "16", "128"):
         parts.append(f"Depth {depth}:\n")
         parts.append(section(echo, rf"^## Depth {depth}$") + "\n")
+else:
+    keep("### Echo shoot-out (seed 001: 100 connections, 8-byte messages, one send() per message)")
 link = read("link.md")
 if link:
     parts.append("\n### strix::link vs libzmq (seed 002's tables)\n")
@@ -61,12 +83,16 @@ if link:
     parts.append(section(link, r"^## Latency: p50 round trip") + "\n")
     parts.append("Targets:\n")
     parts.append(section(link, r"^## Targets$") + "\n")
+else:
+    keep("### strix::link vs libzmq (seed 002's tables)")
 scal = read("scaling.md")
 if scal:
     cmd = re.search(r"Command: `([^`]*)`", scal)
     parts.append("\n### Per-core vs shared io_context (seed 000 §10)\n")
     parts.append(f"`make bench-scaling` (`{cmd.group(1) if cmd else ''}`), medians; this machine has 2 cores:\n")
     parts.append("\n".join(l for l in scal.splitlines() if l.startswith("|")))
+else:
+    keep("### Per-core vs shared io_context (seed 000 §10)")
 chat = read("chat.md")
 if chat:
     parts.append("\n### Chat (seed 004's workload)\n")
@@ -83,8 +109,9 @@ if chat:
         parts.append(floor)
     for best in re.findall(r"^\*\*Highest sustained.*$", chat, re.M):
         parts.append("\nSweep (rate raised until p99 > 10 ms): " + best)
+else:
+    keep("### Chat (seed 004's workload)")
 block = "\n".join(parts).strip()
-readme = open("README.md").read()
 new = re.sub(r"<!-- bench:begin -->.*<!-- bench:end -->",
              "<!-- bench:begin -->\n" + block + "\n<!-- bench:end -->", readme, flags=re.S)
 open("README.md", "w").write(new)
