@@ -8,6 +8,7 @@
 #include <strix/net/net_errc.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <deque>
 #include <stdexcept>
@@ -587,11 +588,18 @@ std::error_code socket::send(bytes_view part, bool more) {
 
 std::error_code socket::send(const message& m) {
     STRIX_ASSERT_OWNER(core_->owner, "link::socket::send");
+    // The message's parts are shared buffers: large ones go out by reference, never copied.
+    // Views of up to 8 parts live on the stack (no allocation per send).
+    constexpr std::size_t inline_parts = 8;
+    if (m.size() <= inline_parts) {
+        std::array<bytes_view, inline_parts> a;
+        for (std::size_t i = 0; i < m.size(); ++i) a[i] = m[i].bytes();
+        return core_->send_parts(std::span<const bytes_view>(a.data(), m.size()), m.size() ? &m[0] : nullptr);
+    }
     std::vector<bytes_view> v;
     v.reserve(m.size());
     for (auto& p : m) v.push_back(p.bytes());
-    // The message's parts are shared buffers: large ones go out by reference, never copied.
-    return core_->send_parts(v, m.size() ? &m[0] : nullptr);
+    return core_->send_parts(v, &m[0]);
 }
 
 std::error_code socket::send(std::initializer_list<bytes_view> parts) {
