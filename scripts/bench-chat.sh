@@ -144,6 +144,8 @@ PY
 
 # run_load <tag> <limit s> <args...>: strix-chat-load with the common arguments, its output shown
 # and kept in <tag>.log; any failure ends the benchmark.
+# Each run logs in accounts of its own (--name-prefix TAG.): rooms and memberships persist, so the
+# same accounts would find themselves back in the last run's rooms at login.
 run_load() {
   local tag=$1 limit=$2
   shift 2
@@ -151,7 +153,7 @@ run_load() {
   case $tag in *-unix|*-unix-early) target=(--unix "$sock") ;; esac
   local cmd=("${pin[@]}" "$bin/strix-chat-load" "${target[@]}" --clients "$clients" --rooms "$rooms"
              --payload-mix "$mix" --threads "$load_threads" --server-pid "$server_pid"
-             --json "$runs/$tag.json" "$@")
+             --name-prefix "$tag." --json "$runs/$tag.json" "$@")
   echo "${cmd[*]}" >"$runs/$tag.cmd"
   echo "bench-chat: ${cmd[*]}"
   snap "$runs/$tag.metrics.before"
