@@ -1,11 +1,12 @@
 #pragma once
 // The poller backends the engine-level benchmarks (CrossCore_*, Session_*) run on: one row per
 // backend the engine offers. Each benchmark is registered once per row, named seed 000's way for
-// the first row and with the row's suffix for the others (Session_EchoRoundTrip_uring/64), and
+// the first row and with the row's suffix for the others (Session_EchoRoundTrip_io_uring/64), and
 // labelled with the backend's name, so components_report.py can put them side by side.
 //
-// The engine has one poller today, epoll (src/core/epoll_poller.cpp). A second backend is one
-// more row whose configure() selects it in engine_config.
+// The engine has two: epoll (src/core/epoll_poller.cpp, the default) and io_uring
+// (src/core/uring_poller.cpp). Where the kernel refuses io_uring the engine falls back to epoll
+// and says so in its log; the uring rows then measure epoll again.
 #include <strix/core/engine.hpp>
 
 #include <string>
@@ -17,12 +18,13 @@ struct bench_backend {
     const char* suffix;  // appended to the benchmark family's name ("" keeps seed 000's names)
     void (*configure)(strix::engine_config&);
 
-    /// family + suffix, e.g. "Session_EchoRoundTrip" or "Session_EchoRoundTrip_uring".
+    /// family + suffix, e.g. "Session_EchoRoundTrip" or "Session_EchoRoundTrip_io_uring".
     std::string family(const char* base) const { return std::string(base) + suffix; }
 };
 
 inline const bench_backend bench_backends[] = {
-    {"epoll", "", [](strix::engine_config&) {}},  // the default and only poller
+    {"epoll", "", [](strix::engine_config& c) { c.io = strix::io_backend::epoll; }},  // the default
+    {"io_uring", "_io_uring", [](strix::engine_config& c) { c.io = strix::io_backend::uring; }},
 };
 
 }  // namespace strix_bench

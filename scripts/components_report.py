@@ -221,7 +221,7 @@ if e2e_lines:
     out.append("\n## End-to-end (seed 000 §10)\n")
     out.append("strix's figures are medians of this run's repetitions; seed 000's are theirs (v0.5.10.0, "
                "Intel i5-9300H 4C/8T, Windows, MSVC 19.44): another machine, OS and compiler, quoted for "
-               "scale, not as a ratio. Engine rows run once per poller backend; the engine has one, epoll. "
+               "scale, not as a ratio. Engine rows run once per poller backend (epoll, the default, and io_uring). "
                "Shards are not pinned; the shards, the benchmark thread and everything else on the "
                "machine share its CPUs.\n")
     out.append("| Benchmark | Backend | What strix runs | strix time | strix throughput | seed 000 (theirs) |")
