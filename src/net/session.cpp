@@ -660,6 +660,7 @@ void session::finalize(std::error_code reason) {
     else
         sh.remove_fd(fd_.get());
     fd_.reset();
+    group_.released_bytes_ += tx_.size();  // the idle sweep may hand the pages back (malloc_trim)
     if (!send_in_flight_) tx_.clear();  // else the kernel may still read it: cleared on completion
     parked_.clear();
     release_rx();

@@ -23,6 +23,7 @@ namespace strix {
 namespace {
 
 constexpr std::chrono::milliseconds sweep_period{1000};
+constexpr std::size_t trim_after_released = 1024 * 1024;
 
 session_limits normalized(session_limits l) {
     // The ring must hold a whole frame, and its capacity is a power of two.
@@ -62,10 +63,12 @@ session_group::session_group(shard& sh, session_handler& handler, session_group_
         if (trimmed)
             log(log_level::debug, "shard %u: idle sweep trimmed %zu of %zu sessions", owner_.id(), trimmed,
                 impl_->sessions.size());
-        // Trimmed send chains went back to malloc, which keeps their pages; after a large sweep,
-        // ask it to return free pages to the kernel. Cold path: at most once a second, only when
-        // many sessions just went idle.
-        if (trimmed >= 256) ::malloc_trim(0);
+        // Trimmed send chains, and the output of sessions that closed with it queued (slow
+        // consumers cut at max_queued), went back to malloc, which keeps their pages; after a
+        // large sweep or megabytes released, ask it to return free pages to the kernel. Cold
+        // path: at most once a second.
+        if (trimmed >= 256 || released_bytes_ >= trim_after_released) ::malloc_trim(0);
+        released_bytes_ = 0;
         owner_.timers().schedule(impl_->sweep, period);
     });
 }

@@ -124,6 +124,7 @@ private:
     net_counters counters_;
     admission* admit_;
     std::uint64_t frame_ticks_;  // limits_.frame_timeout in ticks (read per batch of frames)
+    std::size_t released_bytes_ = 0;  // queued output freed by closed sessions since the last sweep
     std::unique_ptr<impl> impl_;
 };
 
