@@ -2,6 +2,7 @@
 // use or an unreachable database; a TOML config file; the SQLite directory made on demand; and
 // the Prometheus metrics endpoint reporting what happened.
 #include "chat_fixture.hpp"
+#include "metrics_scrape.hpp"
 
 #include <arpa/inet.h>
 
@@ -174,29 +175,6 @@ TEST(server_cli, a_config_file_sets_options_and_the_command_line_wins) {
     EXPECT_EQ(c2.wait_exit(std::chrono::seconds(20)), 0);
 }
 
-std::string http_get(std::uint16_t port, const std::string& path) {
-    int fd = connect_tcp(port);
-    if (fd < 0) return {};
-    std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    send_all(fd, req.data(), req.size());
-    std::string out;
-    char buf[4096];
-    for (;;) {
-        ssize_t r = ::recv(fd, buf, sizeof buf, 0);
-        if (r <= 0) break;
-        out.append(buf, static_cast<std::size_t>(r));
-    }
-    ::close(fd);
-    return out;
-}
-
-/// The value of a metric line "name value", or -1.
-long long metric(const std::string& text, const std::string& name) {
-    auto pos = text.find("\n" + name + " ");
-    if (pos == std::string::npos) return -1;
-    return std::stoll(text.substr(pos + name.size() + 2));
-}
-
 TEST(server_cli, metrics_report_sessions_rooms_messages_and_the_database) {
     temp_dir dir;
     auto mport = free_port();
@@ -218,29 +196,29 @@ TEST(server_cli, metrics_report_sessions_rooms_messages_and_the_database) {
     // The chat log is written asynchronously; wait for the writer to commit all five.
     EXPECT_TRUE(eventually([&] {
         text = http_get(mport, "/metrics");
-        return metric(text, "strix_db_written_total") == 5;
+        return metric_value(text, "strix_db_written_total") == 5;
     })) << text;
     EXPECT_EQ(text.rfind("HTTP/1.0 200 OK", 0), 0u) << text;
     EXPECT_NE(text.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
-    EXPECT_EQ(metric(text, "strix_chat_messages_total"), 5);
+    EXPECT_EQ(metric_value(text, "strix_chat_messages_total"), 5);
     // 5 messages to 2 members, plus ann's member_joined about ben.
-    EXPECT_EQ(metric(text, "strix_broadcast_deliveries_total"), 11);
-    EXPECT_EQ(metric(text, "strix_logins_total"), 2);
-    EXPECT_EQ(metric(text, "strix_players"), 2);
-    EXPECT_EQ(metric(text, "strix_sessions"), 2);
-    EXPECT_EQ(metric(text, "strix_rooms"), 1);
-    EXPECT_EQ(metric(text, "strix_job_queue_executed_total"), 2) << "two logins ran on the database pool";
-    EXPECT_EQ(metric(text, "strix_db_queue_depth"), 0);
-    EXPECT_GE(metric(text, "strix_app_messages_in_total"), 9);  // 2 logins, create, join, 5 chats
-    EXPECT_GT(metric(text, "strix_io_reads_total"), 0);
-    EXPECT_GT(metric(text, "strix_bytes_out_total"), 0);
-    EXPECT_EQ(metric(text, "strix_slow_consumer_disconnects_total"), 0);
+    EXPECT_EQ(metric_value(text, "strix_broadcast_deliveries_total"), 11);
+    EXPECT_EQ(metric_value(text, "strix_logins_total"), 2);
+    EXPECT_EQ(metric_value(text, "strix_players"), 2);
+    EXPECT_EQ(metric_value(text, "strix_sessions"), 2);
+    EXPECT_EQ(metric_value(text, "strix_rooms"), 1);
+    EXPECT_EQ(metric_value(text, "strix_job_queue_executed_total"), 2) << "two logins ran on the database pool";
+    EXPECT_EQ(metric_value(text, "strix_db_queue_depth"), 0);
+    EXPECT_GE(metric_value(text, "strix_app_messages_in_total"), 9);  // 2 logins, create, join, 5 chats
+    EXPECT_GT(metric_value(text, "strix_io_reads_total"), 0);
+    EXPECT_GT(metric_value(text, "strix_bytes_out_total"), 0);
+    EXPECT_EQ(metric_value(text, "strix_slow_consumer_disconnects_total"), 0);
     // Receive buffers: both sessions read, so the pools handed some out; what is out now is
     // exactly what was taken and not yet given back (one snapshot: the counters are per shard).
-    EXPECT_GE(metric(text, "strix_pool_allocs_total"), 2);
-    EXPECT_GE(metric(text, "strix_pool_peak"), 1);
-    EXPECT_EQ(metric(text, "strix_pool_allocs_total") - metric(text, "strix_pool_frees_total"),
-              metric(text, "strix_pool_in_use"))
+    EXPECT_GE(metric_value(text, "strix_pool_allocs_total"), 2);
+    EXPECT_GE(metric_value(text, "strix_pool_peak"), 1);
+    EXPECT_EQ(metric_value(text, "strix_pool_allocs_total") - metric_value(text, "strix_pool_frees_total"),
+              metric_value(text, "strix_pool_in_use"))
         << text;
     // The event-loop turn histogram: cumulative buckets, +Inf equal to the count, and the shards
     // did turn (logins, chats).
@@ -251,15 +229,15 @@ TEST(server_cli, metrics_report_sessions_rooms_messages_and_the_database) {
             buckets.push_back(std::stoll(text.substr(text.find("} ", pos) + 2)));
         ASSERT_EQ(buckets.size(), 5u) << text;
         for (std::size_t i = 1; i < buckets.size(); ++i) EXPECT_LE(buckets[i - 1], buckets[i]) << text;
-        EXPECT_EQ(buckets.back(), metric(text, "strix_loop_turn_seconds_count"));
+        EXPECT_EQ(buckets.back(), metric_value(text, "strix_loop_turn_seconds_count"));
         EXPECT_GT(buckets.back(), 5);
         EXPECT_NE(text.find("strix_loop_turn_seconds_bucket{le=\"+Inf\"}"), std::string::npos);
-        EXPECT_GE(metric(text, "strix_loop_turn_max_us"), 0);
+        EXPECT_GE(metric_value(text, "strix_loop_turn_max_us"), 0);
     }
     for (const char* name : {"strix_pool_in_use", "strix_pool_peak", "strix_send_buffers_in_use", "strix_send_buffers_peak",
                              "strix_job_queue_enqueued_total", "strix_job_queue_peak", "strix_db_write_lag_us",
                              "strix_io_writes_total", "strix_app_messages_out_total"})
-        EXPECT_GE(metric(text, name), 0) << name << " missing";
+        EXPECT_GE(metric_value(text, name), 0) << name << " missing";
     EXPECT_NE(http_get(mport, "/").find("404"), std::string::npos);
     EXPECT_EQ(srv.stop(), 0);
 }
