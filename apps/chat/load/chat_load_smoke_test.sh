@@ -6,6 +6,9 @@
 #        tool must exit 0 and its JSON must show every delivery verified: lost = duplicates =
 #        out_of_order = corrupt = 0, delivered = expected = sent x 10 (the room size).
 # unix   (chat.load_smoke_unix): the same run over the server's --unix socket instead of TCP.
+# limits (chat.load_server_limits): the clean run against a server that admits 2 logins at a time
+#        and 12 connections per address: the tool must retry the logins it is told to retry later
+#        (and say how many) and spread its 40 clients over 4 loopback source addresses.
 # faults (chat.load_detects_faults): four runs at once, each through fault_proxy.py, which drops,
 #        duplicates, reorders or corrupts one chat_msg: each run must exit 1 and count exactly that.
 set -euo pipefail
@@ -31,8 +34,14 @@ free_port() {
 
 port=$(free_port)
 sock=$work/chat.sock
+server_extra=()
+load_extra=()
+if [ "$mode" = limits ]; then
+  server_extra=(--login-queue 2 --max-connections-per-address 12)
+  load_extra=(--clients-per-source 10)
+fi
 "$server" --db "sqlite:$work/chat.db" --password-cost fast --port "$port" --unix "$sock" --metrics-port 0 \
-  >"$work/server.log" 2>&1 &
+  "${server_extra[@]}" >"$work/server.log" 2>&1 &
 server_pid=$!
 up=0
 for _ in $(seq 100); do
@@ -97,7 +106,7 @@ if [ "$mode" = unix ]; then
 fi
 rc=0
 timeout 90 "$load" "${target[@]}" --clients 40 --rooms 4 --rps 5 --duration 3 \
-  --warmup 1 --report-every 1 --json "$work/load.json" >"$work/load.log" 2>&1 || rc=$?
+  --warmup 1 --report-every 1 "${load_extra[@]}" --json "$work/load.json" >"$work/load.log" 2>&1 || rc=$?
 cat "$work/load.log"
 [ "$rc" -eq 0 ] || fail "strix-chat-load exited $rc against a correct server"
 
@@ -132,6 +141,12 @@ PY
 grep -q "result      PASS" "$work/load.log" || fail "summary does not say PASS"
 if [ "$mode" = unix ]; then
   grep -q "unix:$sock" "$work/load.log" || fail "the load tool did not report connecting to unix:$sock"
+fi
+if [ "$mode" = limits ]; then
+  retried=$(sed -n 's/.*clients logged in ([0-9.]* s, \([0-9]*\) logins retried.*/\1/p' "$work/load.log")
+  [ -n "$retried" ] && [ "$retried" -gt 0 ] ||
+    fail "40 logins against --login-queue 2 were not retried (the tool reported '${retried:-nothing}')"
+  echo "limits: $retried logins retried after server_busy"
 fi
 
 fi

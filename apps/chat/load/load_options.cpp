@@ -65,6 +65,10 @@ load_options parse_load_options(int argc, char** argv) {
     app.add_option("--connect-rate", o.connect_rate, "new connections per second, N or N/s (0: unlimited)")
         ->capture_default_str()
         ->transform([](std::string v) { return v.ends_with("/s") ? v.substr(0, v.size() - 2) : v; });
+    app.add_option("--clients-per-source", o.clients_per_source,
+                   "against a 127.x server, connect N clients from each of 127.0.0.1, 127.0.0.2, ... so a "
+                   "per-address connection cap sees separate hosts (0: all from one address)")
+        ->capture_default_str();
     app.add_option("--threads", o.threads, "event-loop threads, clients split among them")->capture_default_str();
     app.add_option("--drain-timeout", o.drain_timeout_s, "seconds to wait for outstanding deliveries")
         ->capture_default_str();

@@ -30,6 +30,10 @@ struct load_options {
     std::string password = "strix-load";
     std::string name_prefix = "load";
     double connect_rate = 0;  ///< new connections per second, 0 = as fast as logins complete
+    /// Against a 127.x.y.z server, client i connects from source address 127.0.0.1 + i / N, so a
+    /// server's per-address connection cap sees N clients per host (0: the kernel picks, all
+    /// from one address).
+    std::uint32_t clients_per_source = 100;
     std::uint32_t threads = 1;
     double drain_timeout_s = 10;
     double setup_timeout_s = 120;

@@ -48,6 +48,7 @@ struct alignas(64) worker_mailbox {
     std::atomic<std::uint32_t> logged_in{0};
     std::atomic<std::uint32_t> created{0};
     std::atomic<std::uint32_t> joined{0};
+    std::atomic<std::uint32_t> login_retries{0};  ///< login_req sent again after server_busy / rate_limited
     // Totals over the whole run, for the drain check.
     std::atomic<std::uint64_t> expected_all{0};
     std::atomic<std::uint64_t> delivered_all{0};

@@ -21,7 +21,7 @@
 namespace strix::chat {
 namespace {
 
-// Logins (connects included) one worker keeps in flight: enough to hide the round trips, few
+// Logins (connects included) one worker keeps in flight at most: enough to hide the round trips, few
 // enough that a slow password hash does not pile up hundreds of requests at once.
 constexpr std::uint32_t max_logins_in_flight = 128;
 constexpr std::int64_t control_period_ns = 20'000'000;
@@ -130,6 +130,7 @@ std::int64_t load_worker::control(std::int64_t now) {
     if (phase_ == load_phase::connecting) {
         connect_some(now);
         if (next_connect_ < clients_.size()) deadline = std::min(deadline, now + 5'000'000);
+        if (!login_waiting_.empty()) deadline = std::min(deadline, retry_logins(now));
     }
     if (shared_.plan_gen.load(std::memory_order_acquire) != plan_gen_) adopt_plan();
     if (step_active_) {
@@ -200,6 +201,7 @@ void load_worker::publish() {
     box_.logged_in.store(logged_in_, std::memory_order_relaxed);
     box_.created.store(created_, std::memory_order_relaxed);
     box_.joined.store(joined_, std::memory_order_relaxed);
+    box_.login_retries.store(login_retries_, std::memory_order_relaxed);
     box_.expected_all.store(expected_all_, std::memory_order_relaxed);
     box_.delivered_all.store(delivered_all_, std::memory_order_relaxed);
     box_.disconnects.store(disconnects_, std::memory_order_relaxed);
@@ -211,7 +213,7 @@ void load_worker::publish() {
 
 void load_worker::connect_some(std::int64_t now) {
     const double rate = shared_.opt.connect_rate / workers_;
-    while (next_connect_ < clients_.size() && in_flight_ < max_logins_in_flight) {
+    while (next_connect_ < clients_.size() && in_flight_ < login_window_) {
         if (rate > 0) {
             const double allowed = static_cast<double>(now - connect_start_) * 1e-9 * rate + 1;
             if (static_cast<double>(next_connect_) >= allowed) break;
@@ -231,6 +233,23 @@ void load_worker::connect_one(load_client& c) {
     if (addr_.family() == AF_INET) {
         int one = 1;
         ::setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        const auto* to = reinterpret_cast<const sockaddr_in*>(&addr_.addr);
+        const std::uint32_t per_source = shared_.opt.clients_per_source;
+        if (per_source != 0 && (ntohl(to->sin_addr.s_addr) >> 24) == 127) {
+            // 500 users on one machine would be 500 hosts in production: each group of
+            // --clients-per-source gets its own loopback source address (all of 127/8 is local
+            // on Linux). The port is left to connect() (IP_BIND_ADDRESS_NO_PORT), so binding
+            // does not reserve an ephemeral port per address.
+            sockaddr_in from{};
+            from.sin_family = AF_INET;
+            from.sin_addr.s_addr = htonl(0x7F000001u + c.index / per_source);
+            ::setsockopt(c.fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+            if (::bind(c.fd, reinterpret_cast<const sockaddr*>(&from), sizeof(from)) != 0) {
+                setup_failure(c, std::string("bind to a loopback source address: ") + std::strerror(errno) +
+                                     " (--clients-per-source 0 connects from one address)");
+                return;
+            }
+        }
     }
     // Edge-triggered. EPOLLOUT is registered while the connect is in flight and later only while
     // a write waits for socket buffer space (write_interest): registered for good, every message
@@ -265,10 +284,33 @@ void load_worker::on_connected(load_client& c) {
     c.state = client_state::logging_in;
     write_interest(c, false);
     if (c.state == client_state::closed) return;
+    send_login(c);
+}
+
+void load_worker::send_login(load_client& c) {
     const std::string name = shared_.opt.name_prefix + std::to_string(c.index);
     fbb_.Clear();
     fbb_.Finish(proto::Createlogin_req(fbb_, fbb_.CreateString(name), fbb_.CreateString(shared_.opt.password)));
     append_frame(c, proto::msg_type::login_req);
+    ++c.login_attempts;
+}
+
+std::int64_t load_worker::retry_logins(std::int64_t now) {
+    std::int64_t next = std::numeric_limits<std::int64_t>::max();
+    std::size_t kept = 0;
+    for (load_client* c : login_waiting_) {
+        if (c->state != client_state::logging_in) continue;  // closed meanwhile
+        if (c->login_retry_at <= now) {
+            c->login_retry_at = 0;
+            ++login_retries_;
+            send_login(*c);
+            continue;
+        }
+        next = std::min(next, c->login_retry_at);
+        login_waiting_[kept++] = c;
+    }
+    login_waiting_.resize(kept);
+    return next;
 }
 
 void load_worker::enter_rooms(load_phase p) {
@@ -503,6 +545,7 @@ void load_worker::on_frame(load_client& c, std::span<const std::byte> frame, std
         }
         c.player_id = res->player()->id();
         c.state = client_state::logged_in;
+        login_window_ = std::min(login_window_ + 1, max_logins_in_flight);
         shared_.player_ids[c.index].store(c.player_id, std::memory_order_release);
         --in_flight_;
         ++logged_in_;
@@ -570,6 +613,25 @@ void load_worker::on_error_res(load_client& c, std::span<const std::byte> frame)
     const std::string reason(res == nullptr ? std::string_view("(undecodable error_res)") : str(res->reason()));
     const char* request = res == nullptr ? "?" : proto::EnumNamemsg_type(res->request());
     if (phase_ != load_phase::running) {
+        if (res != nullptr && res->request() == proto::msg_type::login_req && c.state == client_state::logging_in &&
+            (code == proto::error_code::server_busy || code == proto::error_code::rate_limited)) {
+            // "Retry later" (the server's login queue or its login throttle): what a real client
+            // does, with a doubling pause (20 ms .. 1 s) spread by client so retries do not
+            // arrive together. --setup-timeout bounds the whole.
+            const std::uint32_t doublings = std::min<std::uint32_t>(c.login_attempts, 6);
+            const std::int64_t pause_ms =
+                std::min<std::int64_t>(std::int64_t{20} << doublings, 1000) + (c.index * 7919u) % 20;
+            const std::int64_t now = now_ns();
+            c.login_retry_at = now + pause_ms * 1'000'000;
+            login_waiting_.push_back(&c);
+            // Fewer logins in flight: the server admits so many at a time, and a client that
+            // keeps losing the race for a place would run into the server's login timeout.
+            if (now - window_cut_at_ > 50'000'000) {
+                login_window_ = std::max<std::uint32_t>(login_window_ / 2, 4);
+                window_cut_at_ = now;
+            }
+            return;
+        }
         setup_failure(c, std::string(request) + " failed: " + error_name(code) + ": " + reason);
         return;
     }

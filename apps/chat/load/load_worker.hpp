@@ -75,6 +75,8 @@ private:
     void send_chat(load_client& c, std::int64_t now);
     void on_event(load_client& c, std::uint32_t ev);
     void on_connected(load_client& c);
+    void send_login(load_client& c);
+    std::int64_t retry_logins(std::int64_t now);
     void on_readable(load_client& c, bool hangup);
     void on_frame(load_client& c, std::span<const std::byte> frame, std::int64_t now);
     void on_chat(load_client& c, std::span<const std::byte> frame, std::int64_t now);
@@ -111,6 +113,10 @@ private:
     std::uint32_t logged_in_ = 0;
     std::uint32_t created_ = 0;
     std::uint32_t joined_ = 0;
+    std::uint32_t login_retries_ = 0;
+    std::uint32_t login_window_ = 128;  // logins (connects included) in flight at most; halved on "retry later"
+    std::int64_t window_cut_at_ = 0;
+    std::vector<load_client*> login_waiting_;  // told "retry later"; login_retry_at says when
 
     // The current step.
     std::uint32_t plan_gen_ = 0;
