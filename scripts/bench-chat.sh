@@ -83,7 +83,8 @@ fi
 # The load tool runs on the same machine: leave it one core so the two do not take turns on one.
 # On the project's 2-core machine that is one shard (2 shards measured p99 13.5 ms vs 6.6 ms).
 shards=${CHAT_SHARDS:-$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))}
-# Shards pin themselves to the first CPUs; the load tool gets the ones they leave (if any).
+# Shards pin themselves to the first CPUs (--pin: not the default, which leaves them to the
+# scheduler); the load tool gets the ones they leave (if any).
 ncpu=$(nproc)
 pin=()
 if [ "$ncpu" -gt "$shards" ] && command -v taskset >/dev/null; then
@@ -102,7 +103,7 @@ start_server() {
   # and the pending-login bound (64) are for hostile clients, not for a load test of 500 known ones.
   server_cmd=("$bin/strix-chat-server" --db "sqlite:$tmp/chat$suffix.db" --password-cost fast --port "$port"
               --unix "$sock" --metrics-port "$metrics_port" --chat-rate 1000000 --chat-burst 1000000
-              --max-connections-per-address 0 --login-queue 1024 --shards "$shards" --ack "$ack"
+              --max-connections-per-address 0 --login-queue 1024 --shards "$shards" --pin --ack "$ack"
               "${extra_args[@]}")
   echo "${server_cmd[*]}" >"$runs/server$suffix.cmd"
   echo "bench-chat: ${server_cmd[*]}"

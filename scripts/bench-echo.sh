@@ -11,9 +11,9 @@
 #
 # The matrix, every cell measured 5 times:
 #   layout   pinned  server limited to CPU $ECHO_SERVER_CPUS (taskset), client to $ECHO_CLIENT_CPUS
-#            free    no taskset anywhere: every server runs as it does by default (strix and raw
-#                    epoll pin their own threads, one per allowed CPU) and the client goes where
-#                    the scheduler puts it
+#            free    no taskset anywhere: every server runs as it does by default (raw epoll pins
+#                    its threads, one per allowed CPU; strix does not unless given --pin) and the
+#                    client goes where the scheduler puts it
 #   client   multi   strix-echo-bench --mode multi --threads $ECHO_CLIENT_THREADS (one epoll loop
 #                    per thread, plus a sampling thread)
 #            single  strix-echo-bench --mode single (one thread, one epoll loop, every connection)

@@ -390,8 +390,8 @@ def main():
     if early:
         L.append("**What acknowledge-after-write costs** (ack stored minus ack early, same workload, this run): "
                  + "; ".join(cost_line(name, a, b) for name, a, b in (("TCP", run, erun), ("Unix", urun, uerun))
-                             if a and b) + ". The wait is the group commit: the writer gathers up to "
-                 "`--commit-delay-us` after a batch's first message, commits it in one transaction, then "
+                             if a and b) + ". The wait is the group commit: the writer takes what queued while its last "
+                 "transaction ran (after `--commit-delay-us`, default 0), commits it in one transaction, then "
                  "hands the batch back to the owner shard, which broadcasts it.")
         L.append("")
     L.append("Verification: every receiver checked its room's seq (+1 each time), each sender's client_seq order "

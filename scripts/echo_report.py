@@ -191,8 +191,8 @@ def write_markdown(args, servers, layouts, modes, depths, cells, out_md):
         L.append(f"- **pinned apart**: `taskset -c {args.server_cpus} <server> ...` and "
                  f"`taskset -c {args.client_cpus} strix-echo-bench ...`, the same CPU set for every server.")
     if "free" in layouts:
-        L.append("- **client free**: no taskset; every server runs as it does by default (strix and raw "
-                 "epoll pin thread i to the i-th CPU they may use, tokio, gnet and asio leave their "
+        L.append("- **client free**: no taskset; every server runs as it does by default (raw epoll pins "
+                 "thread i to the i-th CPU it may use; strix (unless `--pin`), tokio, gnet and asio leave their "
                  "threads to the scheduler) and the client runs wherever the scheduler puts it.")
     L.append("")
     L.append("Client modes: **multi**: `--mode multi`, worker threads each with their own epoll loop and "

@@ -72,7 +72,7 @@ shards=${SOAK_SHARDS:-$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))}
 # 500 clients from 127.0.0.1 logging in at once: lift the per-address caps, as make bench-chat does.
 server_cmd=("$bin/strix-chat-server" --db "$db" --password-cost fast --port "$port" --unix "$sock"
             --metrics-port 0 --chat-rate 1000000 --chat-burst 1000000 --max-connections-per-address 0
-            --login-queue 1024 --shards "$shards" "${extra_args[@]}")
+            --login-queue 1024 --shards "$shards" --pin "${extra_args[@]}")
 echo "${server_cmd[*]}" >"$runs/server.cmd"
 cut -d' ' -f1-3 /proc/loadavg >"$runs/loadavg.start"
 echo "soak: $(nproc) CPUs, load average at start $(cat "$runs/loadavg.start"); ${duration} s, a row every ${interval} s"

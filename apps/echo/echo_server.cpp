@@ -37,11 +37,12 @@ int main(int argc, char** argv) {
     app.add_option("--io", io, "I/O backend: epoll, uring (io_uring; falls back to epoll where refused) or auto")
         ->check(CLI::IsMember({"auto", "epoll", "uring"}))
         ->capture_default_str();
-    bool no_pin = false;
-    app.add_flag("--no-pin", no_pin, "do not pin shard i to the i-th allowed CPU");
+    bool pin = ecfg.pin_threads;
+    app.add_flag("--pin,!--no-pin", pin, "pin shard i to the i-th allowed CPU (docs/architecture.md, \"Pinning\")")
+        ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     ecfg.io = io == "uring" ? strix::io_backend::uring : io == "epoll" ? strix::io_backend::epoll : strix::io_backend::automatic;
-    ecfg.pin_threads = !no_pin;
+    ecfg.pin_threads = pin;
     scfg.limits.idle_timeout = std::chrono::milliseconds(idle_ms);
     scfg.limits.frame_timeout = std::chrono::milliseconds(frame_ms);
 

@@ -78,6 +78,7 @@ void PerCore_Stateful(benchmark::State& state) {
     const auto n = static_cast<unsigned>(state.range(0));
     strix::engine_config cfg;
     cfg.shards = n;
+    cfg.pin_threads = true;  // per-core scaling: one shard per core, nothing else on it
     strix::engine eng(cfg);
     std::vector<per_core_shard_state> st(n);
     for (unsigned w = 0; w < n; ++w)

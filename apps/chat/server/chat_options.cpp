@@ -83,7 +83,7 @@ parse_result parse_options(int argc, char** argv) {
     std::int64_t stall_ms = o.stall_timeout.count(), idle_ms = o.idle_timeout.count(), login_ms = o.login_timeout.count(),
                  frame_ms = o.frame_timeout.count(), backoff_ms = o.login_backoff.count(),
                  lockout_ms = o.login_lockout.count(), notice_ms = o.notice_delay.count();
-    bool no_pin = false;
+    bool pin = o.pin_threads;
     std::string ack = "stored";
     // A repeated option takes its last value, so a wrapper script can override what it passed.
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -155,7 +155,8 @@ parse_result parse_options(int argc, char** argv) {
     app.add_option("--notice-delay-ms", notice_ms,
                    "member_joined/member_left wait this long so a quick join+leave sends neither (0 = at once)")
         ->capture_default_str();
-    app.add_flag("--no-pin", no_pin, "do not pin shard threads to CPUs");
+    app.add_flag("--pin,!--no-pin", pin, "pin shard i to the i-th allowed CPU (docs/architecture.md, \"Pinning\")")
+        ->capture_default_str();
     std::string io = "auto";
     app.add_option("--io", io, "I/O backend: epoll, uring (io_uring; falls back to epoll where refused) or auto")
         ->check(CLI::IsMember({"auto", "epoll", "uring"}))
@@ -183,7 +184,7 @@ parse_result parse_options(int argc, char** argv) {
     o.login_backoff = std::chrono::milliseconds(backoff_ms);
     o.login_lockout = std::chrono::milliseconds(lockout_ms);
     o.notice_delay = std::chrono::milliseconds(notice_ms);
-    o.pin_threads = !no_pin;
+    o.pin_threads = pin;
     o.io = io == "uring" ? io_backend::uring : io == "epoll" ? io_backend::epoll : io_backend::automatic;
     o.ack = ack == "early" ? ack_mode::early : ack_mode::stored;
     if (auto err = validate(o); !err.empty()) {

@@ -32,7 +32,7 @@ struct chat_options {
     unsigned db_workers = 2;                 // database threads (logins, chat log writes)
     std::size_t db_queue = 65536;            // chat log records the writer may hold before refusing
     ack_mode ack = ack_mode::stored;         // --ack stored|early (docs/protocol.md, "Durability")
-    std::uint32_t commit_delay_us = 2000;    // group commit gathers this long after a batch's first entry
+    std::uint32_t commit_delay_us = 0;       // group commit gathers this long after a batch's first entry (0: commit when free)
     std::size_t max_queued = 4 * 1024 * 1024;          // queued output that disconnects a slow consumer
     std::chrono::milliseconds stall_timeout{5000};     // output not drained this long = slow consumer
     // Timeouts (0 = never). Before login the login timeout is the shorter one; idle is for
@@ -58,7 +58,7 @@ struct chat_options {
     // member_joined / member_left wait this long at the room's owner, so that a join and a leave
     // of one session inside the window cancel out (0 = sent at once, nothing coalesced).
     std::chrono::milliseconds notice_delay{100};
-    bool pin_threads = true;
+    bool pin_threads = false;  // --pin (docs/architecture.md, "Pinning")
     io_backend io = io_backend::automatic;             // --io: epoll, uring, or auto (STRIX_IO, else epoll)
     std::uint32_t poll_spin_us = 0;                    // shards busy-poll this long after work (0 = sleep at once)
 };

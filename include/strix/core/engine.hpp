@@ -27,7 +27,7 @@ namespace strix {
 
 struct engine_config {
     unsigned shards = 0;                        // 0 = one per online CPU
-    bool pin_threads = true;                    // pin shard i to the i-th allowed CPU
+    bool pin_threads = false;                   // pin shard i to the i-th allowed CPU (architecture.md, "Pinning")
     std::size_t mesh_capacity = 4096;           // tasks per SPSC channel (power of two)
     std::size_t external_capacity = 16384;      // tasks per shard's MPSC queue
     std::chrono::milliseconds tick{10};         // timing wheel resolution
