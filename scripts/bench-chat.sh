@@ -18,6 +18,12 @@
 #    before acknowledge-after-write became the default) on a fresh database, and step 3's runs
 #    against it (tags run-early, run-unix-early; no sweep), so chat.md shows what waiting for the
 #    commit costs next to what it cost not to;
+# 6. the README layout: a server with nothing but --port, --db, --metrics-port and --io (every
+#    other option at its default: 2 shards on 2 CPUs, not pinned, argon2id at the interactive cost,
+#    every limit on) and strix-chat-load with nothing but --port, --duration, --name-prefix and
+#    --server-pid (it reads the server's CPU time from /proc)
+#    (500 clients, 10 rooms, 10 rps, not pinned), CHAT_README_RUNS times per backend, epoll and
+#    io_uring interleaved, each on a fresh database (tags readme-epoll-rN, readme-uring-rN);
 # stops each server with SIGTERM, and has scripts/chat_report.py write <build_dir>/bench/chat.md.
 # Fails loudly when a binary is missing, the server does not start or stop cleanly, or the load
 # tool fails (lost, duplicated, reordered or corrupted messages, errors).
@@ -28,7 +34,8 @@
 #              the load tool shares the machine and gets a core of its own), CHAT_LOAD_THREADS (1),
 #              CHAT_SWEEP=0 skips the sweeps, CHAT_UNIX=0 skips the Unix socket runs,
 #              CHAT_PROBE=0 skips the platform probe, CHAT_EARLY=0 skips the --ack early runs,
-#              CHAT_SERVER_ARGS adds arguments to both servers (e.g. --commit-delay-us 500).
+#              CHAT_SERVER_ARGS adds arguments to both servers (e.g. --commit-delay-us 500),
+#              CHAT_README_RUNS (3; 0 skips step 6), CHAT_README_DURATION (20).
 set -euo pipefail
 
 build=${1:?usage: scripts/bench-chat.sh <build_dir>}
@@ -50,6 +57,8 @@ do_sweep=${CHAT_SWEEP:-1}
 do_unix=${CHAT_UNIX:-1}
 do_probe=${CHAT_PROBE:-1}
 do_early=${CHAT_EARLY:-1}
+readme_runs=${CHAT_README_RUNS:-3}
+readme_duration=${CHAT_README_DURATION:-20}
 read -r -a extra_args <<<"${CHAT_SERVER_ARGS:-}"
 
 die() { echo "bench-chat: FAILED: $*" >&2; exit 1; }
@@ -195,6 +204,39 @@ if [ "$do_early" = 1 ]; then
   done
   stop_server
 fi
+# Step 6: what a user who follows the README gets. No option but where to listen, where the
+# database is and which backend; the load tool unpinned with its defaults.
+for r in $(seq "$readme_runs"); do
+  for io in epoll uring; do
+    tag=readme-$io-r$r
+    port=$(free_port)
+    metrics_port=$(free_port)
+    server_cmd=("$bin/strix-chat-server" --port "$port" --db "sqlite:$tmp/$tag.db" --metrics-port "$metrics_port"
+                --io "$io")
+    echo "${server_cmd[*]}" >"$runs/server-$tag.cmd"
+    echo "bench-chat: ${server_cmd[*]}"
+    "${server_cmd[@]}" >"$runs/server-$tag.log" 2>&1 &
+    server_pid=$!
+    up=0
+    for _ in $(seq 100); do
+      kill -0 "$server_pid" 2>/dev/null || { cat "$runs/server-$tag.log" >&2; die "strix-chat-server ($tag) exited at start"; }
+      if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then up=1; break; fi
+      sleep 0.1
+    done
+    [ "$up" = 1 ] || die "strix-chat-server ($tag) did not accept on 127.0.0.1:$port within 10 s"
+    cmd=("$bin/strix-chat-load" --port "$port" --duration "$readme_duration" --name-prefix "r$r$io"
+         --server-pid "$server_pid" --json "$runs/$tag.json")
+    echo "${cmd[*]}" >"$runs/$tag.cmd"
+    echo "bench-chat: ${cmd[*]}"
+    set +e
+    timeout $((readme_duration + 300)) "${cmd[@]}" >"$runs/$tag.log" 2>&1
+    rc=$?
+    set -e
+    tail -n 12 "$runs/$tag.log"
+    [ "$rc" -eq 0 ] || die "strix-chat-load ($tag) exited $rc; log: $runs/$tag.log"
+    stop_server
+  done
+done
 cut -d' ' -f1-3 /proc/loadavg >"$runs/loadavg.end"
 
 python3 "$here/chat_report.py" --runs "$runs" --out "$out/chat.md"

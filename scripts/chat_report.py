@@ -7,6 +7,7 @@ ran); a missing file or a run that did not verify fails the report. Seed 004's
 figures are quoted from its portfolio (IOCP chat server, Windows) and always labelled as theirs.
 """
 import argparse
+import re
 import datetime
 import json
 import os
@@ -290,6 +291,45 @@ def sweep_section(sweep, label):
     return L
 
 
+def readme_section(runs_dir):
+    """Step 6 of bench-chat.sh: the README layout, every option at its default, per backend."""
+    by_io = {}
+    for name in sorted(os.listdir(runs_dir)):
+        m = re.match(r"readme-(epoll|uring)-r(\d+)\.json$", name)
+        if m:
+            by_io.setdefault(m.group(1), []).append(check_run(os.path.join(runs_dir, name), name))
+    if not by_io:
+        return []
+    L = ["## The README layout (every option at its default)", ""]
+    L.append("`strix-chat-server --port P --db sqlite:FRESH --metrics-port M --io epoll|uring` (2 shards on the "
+             "machine's CPUs, not pinned, every limit on, argon2id at the interactive cost) and "
+             "`strix-chat-load --port P --duration S --server-pid PID` (seed 004's workload, 500 clients from 127.0.0.1-5, "
+             "not pinned), the backends interleaved, each run on a fresh database. Medians of the runs "
+             "(min-max).")
+    L.append("")
+    L.append("| backend | runs | p50 (ms) | p99 (ms) | p99.9 (ms) | server CPU (% of a core) | load tool CPU | seed 004 p99 (theirs) |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+
+    def cell(rs, f):
+        v = [f(r) for r in rs]
+        return f"{median(v):.2f} ({min(v):.2f}-{max(v):.2f})"
+
+    for io in ("epoll", "uring"):
+        rs = by_io.get(io, [])
+        if not rs:
+            L.append(f"| {io} | 0 | not run | | | | | |")
+            continue
+        L.append(f"| {'io_uring' if io == 'uring' else io} | {len(rs)} | "
+                 f"{cell(rs, lambda r: r['latency_us']['p50'] / 1000)} | "
+                 f"**{cell(rs, lambda r: r['latency_us']['p99'] / 1000)}** | "
+                 f"{cell(rs, lambda r: r['latency_us']['p999'] / 1000)} | "
+                 f"{median([r.get('server_cpu_pct', float('nan')) for r in rs]):.0f} | "
+                 f"{median([r.get('load_cpu_pct', float('nan')) for r in rs]):.0f} | "
+                 f"{SEED_LATENCY_MS['p99']:.3f} |")
+    L.append("")
+    return L
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", required=True)
@@ -397,6 +437,7 @@ def main():
     L.append("Verification: every receiver checked its room's seq (+1 each time), each sender's client_seq order "
              "and the exact text of every message; every delivery owed arrived exactly once, warmup included.")
     L.append("")
+    L.extend(readme_section(args.runs))
     L.append("## Per interval and latency buckets")
     L.append("")
     L.append("Seed 004's columns. Ours are counted at the load tool: `io r/s` / `io s/s` are its read() / "

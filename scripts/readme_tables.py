@@ -99,10 +99,14 @@ if chat:
     cmds = re.search(r"## Commands\s*```\s*(.*?)```", chat, re.S)
     server_cmd = cmds.group(1).strip().splitlines()[0] if cmds else ""
     parts.append("`make bench-chat` (500 clients, 10 rooms, 10 messages/s each, payload mix 64:80,256:18,1024-2048:2, "
-                 "60 s over TCP, then over a Unix socket); server: `" + server_cmd + "`. The machine's floor "
+                 "over TCP, then over a Unix socket); server: `" + server_cmd + "`. The machine's floor "
                  "(clock hiccups, loopback segment costs), interval tables, latency buckets and the sweeps are in "
                  "build/bench/chat.md.\n")
     parts.append(section(chat, r"^## Summary"))
+    readme_layout = section(chat, r"^## The README layout")
+    if readme_layout:
+        parts.append("\nThe README layout (every option at its default, nothing pinned; same run):\n")
+        parts.append(readme_layout)
     floor = section(chat, r"^## What this machine allows")
     if floor:
         parts.append("\nWhat this machine allows (from the same run):\n")
