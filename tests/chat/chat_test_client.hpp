@@ -11,7 +11,9 @@
 
 #include <poll.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -98,8 +100,18 @@ public:
         a.sin_family = AF_INET;
         a.sin_port = htons(port);
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) < 0 ||
-            ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) {
+        // The port is picked at connect() for the whole 4-tuple: a bind-time pick must avoid every
+        // port of that address in TIME_WAIT (earlier runs of a 2,000-connection test leave many),
+        // and failed now and then with EADDRINUSE.
+        int one = 1;
+        ::setsockopt(fd_, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+        if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) < 0) {
+            last_error_ = std::string("bind to ") + source + ": " + std::strerror(errno);
+            close();
+            return false;
+        }
+        if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) {
+            last_error_ = std::string("connect from ") + source + ": " + std::strerror(errno);
             close();
             return false;
         }
@@ -111,6 +123,8 @@ public:
         fd_ = -1;
     }
     int fd() const { return fd_; }
+    /// Why the last connect_from() failed.
+    const std::string& last_error() const { return last_error_; }
 
     // --- sending -----------------------------------------------------------------------------
 
@@ -316,6 +330,7 @@ public:
 
 private:
     int fd_ = -1;
+    std::string last_error_;
 };
 
 }  // namespace strix::test

@@ -134,13 +134,14 @@ TEST_P(hardening, two_thousand_connections_that_never_log_in_are_capped_and_then
     std::vector<chat_client> cs(2000);
     // 150 from 127.0.0.1 (50 over its address cap), then 1,850 spread over 127.0.0.2-20 (under
     // their address cap, but 1,650 over the total).
-    for (std::size_t i = 0; i < 150; ++i) ASSERT_TRUE(cs[i].connect_from(srv->port(), "127.0.0.1")) << i;
+    for (std::size_t i = 0; i < 150; ++i)
+        ASSERT_TRUE(cs[i].connect_from(srv->port(), "127.0.0.1")) << i << ": " << cs[i].last_error();
     // Accepted in the background: let the first wave settle so that it meets its address cap,
     // not the total.
     EXPECT_TRUE(metric_reaches("strix_connections_refused_per_address_total", 50));
     for (std::size_t i = 150; i < cs.size(); ++i) {
         const std::string src = "127.0.0." + std::to_string(2 + (i - 150) % 19);
-        ASSERT_TRUE(cs[i].connect_from(srv->port(), src.c_str())) << i;
+        ASSERT_TRUE(cs[i].connect_from(srv->port(), src.c_str())) << i << ": " << cs[i].last_error();
     }
     EXPECT_TRUE(metric_reaches("strix_connections_refused_max_total", 1650));
     EXPECT_EQ(metric("strix_connections_refused_per_address_total"), 50);
