@@ -110,7 +110,11 @@ public:
             close();
             return false;
         }
+        refused_at_connect_ = false;
         if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) {
+            // A server that accepts and resets at once (a connection cap) can have its RST
+            // processed before this thread returns from connect(): ECONNRESET then means refused.
+            refused_at_connect_ = errno == ECONNRESET;
             last_error_ = std::string("connect from ") + source + ": " + std::strerror(errno);
             close();
             return false;
@@ -125,6 +129,9 @@ public:
     int fd() const { return fd_; }
     /// Why the last connect_from() failed.
     const std::string& last_error() const { return last_error_; }
+    /// The last connect_from() failed because the server reset the connection before connect()
+    /// returned (accepted and reset at once).
+    bool refused_at_connect() const { return refused_at_connect_; }
 
     // --- sending -----------------------------------------------------------------------------
 
@@ -331,6 +338,7 @@ public:
 private:
     int fd_ = -1;
     std::string last_error_;
+    bool refused_at_connect_ = false;
 };
 
 }  // namespace strix::test
