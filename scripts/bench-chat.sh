@@ -114,17 +114,24 @@ start_server() {
               --unix "$sock" --metrics-port "$metrics_port" --chat-rate 1000000 --chat-burst 1000000
               --max-connections-per-address 0 --login-queue 1024 --shards "$shards" --pin --ack "$ack"
               "${extra_args[@]}")
-  echo "${server_cmd[*]}" >"$runs/server$suffix.cmd"
+  launch_server "server$suffix"
+}
+
+# launch_server <name>: runs server_cmd (listening on $port), its command line in <name>.cmd and
+# its output in <name>.log, and waits until it accepts.
+launch_server() {
+  local name=$1
+  echo "${server_cmd[*]}" >"$runs/$name.cmd"
   echo "bench-chat: ${server_cmd[*]}"
-  "${server_cmd[@]}" >"$runs/server$suffix.log" 2>&1 &
+  "${server_cmd[@]}" >"$runs/$name.log" 2>&1 &
   server_pid=$!
   local up=0
   for _ in $(seq 100); do
-    kill -0 "$server_pid" 2>/dev/null || { cat "$runs/server$suffix.log" >&2; die "strix-chat-server exited at start"; }
+    kill -0 "$server_pid" 2>/dev/null || { cat "$runs/$name.log" >&2; die "strix-chat-server ($name) exited at start"; }
     if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then up=1; break; fi
     sleep 0.1
   done
-  [ "$up" = 1 ] || die "strix-chat-server did not accept on 127.0.0.1:$port within 10 s"
+  [ "$up" = 1 ] || die "strix-chat-server ($name) did not accept on 127.0.0.1:$port within 10 s"
 }
 
 # stop_server: SIGTERM, which must end it cleanly within 10 s.
@@ -213,17 +220,7 @@ for r in $(seq "$readme_runs"); do
     metrics_port=$(free_port)
     server_cmd=("$bin/strix-chat-server" --port "$port" --db "sqlite:$tmp/$tag.db" --metrics-port "$metrics_port"
                 --io "$io")
-    echo "${server_cmd[*]}" >"$runs/server-$tag.cmd"
-    echo "bench-chat: ${server_cmd[*]}"
-    "${server_cmd[@]}" >"$runs/server-$tag.log" 2>&1 &
-    server_pid=$!
-    up=0
-    for _ in $(seq 100); do
-      kill -0 "$server_pid" 2>/dev/null || { cat "$runs/server-$tag.log" >&2; die "strix-chat-server ($tag) exited at start"; }
-      if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then up=1; break; fi
-      sleep 0.1
-    done
-    [ "$up" = 1 ] || die "strix-chat-server ($tag) did not accept on 127.0.0.1:$port within 10 s"
+    launch_server "server-$tag"
     cmd=("$bin/strix-chat-load" --port "$port" --duration "$readme_duration" --name-prefix "r$r$io"
          --server-pid "$server_pid" --json "$runs/$tag.json")
     echo "${cmd[*]}" >"$runs/$tag.cmd"

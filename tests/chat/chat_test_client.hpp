@@ -92,6 +92,8 @@ public:
     /// local on Linux), so a test can play several client addresses.
     bool connect_from(std::uint16_t port, const char* source) {
         close();
+        last_error_.clear();
+        refused_at_connect_ = false;
         fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         sockaddr_in local{};
         local.sin_family = AF_INET;
@@ -110,7 +112,6 @@ public:
             close();
             return false;
         }
-        refused_at_connect_ = false;
         if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) {
             // A server that accepts and resets at once (a connection cap) can have its RST
             // processed before this thread returns from connect(): ECONNRESET then means refused.

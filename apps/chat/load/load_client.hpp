@@ -47,7 +47,7 @@ struct load_client {
     bool want_out = true; ///< EPOLLOUT registered (while connecting, and while a write waits for space)
     std::uint64_t player_id = 0;
     std::uint32_t login_attempts = 0;  ///< login_req sent so far (more than one after "retry later")
-    std::int64_t login_retry_at = 0;   ///< when the next login_req goes (0: none waiting)
+    std::int64_t login_retry_at = 0;   ///< when the next login_req goes, while in the worker's login_waiting_
     std::uint64_t client_seq = 0;  ///< last chat_req sequence number sent
     bool heard_chat = false;       ///< a chat_msg of its room arrived (every earlier join notice came before it)
     frame_decoder decoder;

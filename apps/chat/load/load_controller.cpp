@@ -83,8 +83,8 @@ void load_controller::tick_setup(std::int64_t now) {
     const auto connected = static_cast<std::uint32_t>(sum([](const worker_mailbox& b) -> auto& { return b.connected; }));
     const auto created = static_cast<std::uint32_t>(sum([](const worker_mailbox& b) -> auto& { return b.created; }));
     const auto joined = static_cast<std::uint32_t>(sum([](const worker_mailbox& b) -> auto& { return b.joined; }));
+    const auto retries = sum([](const worker_mailbox& b) -> auto& { return b.login_retries; });
     if (now >= next_progress_ && p == load_phase::connecting) {
-        const auto retries = sum([](const worker_mailbox& b) -> auto& { return b.login_retries; });
         std::printf("login: %u/%u connected, %u/%u logged in, %llu retried after \"retry later\" (%.1f s)\n",
                     connected, o.clients, logged, o.clients, static_cast<unsigned long long>(retries),
                     seconds(now - t_start_));
@@ -109,9 +109,7 @@ void load_controller::tick_setup(std::int64_t now) {
             }
         }
         std::printf("login: %u clients logged in (%.1f s, %llu logins retried after \"retry later\"); creating %u rooms\n",
-                    o.clients, seconds(now - t_start_),
-                    static_cast<unsigned long long>(sum([](const worker_mailbox& b) -> auto& { return b.login_retries; })),
-                    o.rooms);
+                    o.clients, seconds(now - t_start_), static_cast<unsigned long long>(retries), o.rooms);
         std::fflush(stdout);
         set_phase(load_phase::creating);
         return;

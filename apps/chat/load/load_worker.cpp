@@ -301,7 +301,6 @@ std::int64_t load_worker::retry_logins(std::int64_t now) {
     for (load_client* c : login_waiting_) {
         if (c->state != client_state::logging_in) continue;  // closed meanwhile
         if (c->login_retry_at <= now) {
-            c->login_retry_at = 0;
             ++login_retries_;
             send_login(*c);
             continue;
