@@ -23,7 +23,8 @@
 #    every limit on) and strix-chat-load with nothing but --port, --duration, --name-prefix and
 #    --server-pid (it reads the server's CPU time from /proc)
 #    (500 clients, 10 rooms, 10 rps, not pinned), CHAT_README_RUNS times per backend, epoll and
-#    io_uring interleaved, each on a fresh database (tags readme-epoll-rN, readme-uring-rN);
+#    io_uring interleaved, each on a fresh database, then the same at a fifth of the rate (tags
+#    readme-epoll-10rps-rN, readme-uring-2rps-rN, ...);
 # stops each server with SIGTERM, and has scripts/chat_report.py write <build_dir>/bench/chat.md.
 # Fails loudly when a binary is missing, the server does not start or stop cleanly, or the load
 # tool fails (lost, duplicated, reordered or corrupted messages, errors).
@@ -35,7 +36,9 @@
 #              CHAT_SWEEP=0 skips the sweeps, CHAT_UNIX=0 skips the Unix socket runs,
 #              CHAT_PROBE=0 skips the platform probe, CHAT_EARLY=0 skips the --ack early runs,
 #              CHAT_SERVER_ARGS adds arguments to both servers (e.g. --commit-delay-us 500),
-#              CHAT_README_RUNS (3; 0 skips step 6), CHAT_README_DURATION (20).
+#              CHAT_README_RUNS (3; 0 skips step 6), CHAT_README_DURATION (20),
+#              CHAT_README_RPS (messages/s per client in step 6, "10 2": seed 004's rate, then a
+#              fifth of it, which shows how the tail behaves with CPUs left idle).
 set -euo pipefail
 
 build=${1:?usage: scripts/bench-chat.sh <build_dir>}
@@ -59,6 +62,7 @@ do_probe=${CHAT_PROBE:-1}
 do_early=${CHAT_EARLY:-1}
 readme_runs=${CHAT_README_RUNS:-3}
 readme_duration=${CHAT_README_DURATION:-20}
+read -r -a readme_rates <<<"${CHAT_README_RPS:-10 2}"
 read -r -a extra_args <<<"${CHAT_SERVER_ARGS:-}"
 
 die() { echo "bench-chat: FAILED: $*" >&2; exit 1; }
@@ -214,24 +218,27 @@ fi
 # Step 6: what a user who follows the README gets. No option but where to listen, where the
 # database is and which backend; the load tool unpinned with its defaults.
 for r in $(seq "$readme_runs"); do
-  for io in epoll uring; do
-    tag=readme-$io-r$r
-    port=$(free_port)
-    metrics_port=$(free_port)
-    server_cmd=("$bin/strix-chat-server" --port "$port" --db "sqlite:$tmp/$tag.db" --metrics-port "$metrics_port"
-                --io "$io")
-    launch_server "server-$tag"
-    cmd=("$bin/strix-chat-load" --port "$port" --duration "$readme_duration" --name-prefix "r$r$io"
-         --server-pid "$server_pid" --json "$runs/$tag.json")
-    echo "${cmd[*]}" >"$runs/$tag.cmd"
-    echo "bench-chat: ${cmd[*]}"
-    set +e
-    timeout $((readme_duration + 300)) "${cmd[@]}" >"$runs/$tag.log" 2>&1
-    rc=$?
-    set -e
-    tail -n 12 "$runs/$tag.log"
-    [ "$rc" -eq 0 ] || die "strix-chat-load ($tag) exited $rc; log: $runs/$tag.log"
-    stop_server
+  for rate in "${readme_rates[@]}"; do
+    for io in epoll uring; do
+      tag=readme-$io-${rate}rps-r$r
+      port=$(free_port)
+      metrics_port=$(free_port)
+      server_cmd=("$bin/strix-chat-server" --port "$port" --db "sqlite:$tmp/$tag.db" --metrics-port "$metrics_port"
+                  --io "$io")
+      launch_server "server-$tag"
+      cmd=("$bin/strix-chat-load" --port "$port" --duration "$readme_duration" --name-prefix "r$r$io"
+           --server-pid "$server_pid" --json "$runs/$tag.json")
+      [ "$rate" = 10 ] || cmd+=(--rps "$rate")
+      echo "${cmd[*]}" >"$runs/$tag.cmd"
+      echo "bench-chat: ${cmd[*]}"
+      set +e
+      timeout $((readme_duration + 300)) "${cmd[@]}" >"$runs/$tag.log" 2>&1
+      rc=$?
+      set -e
+      tail -n 12 "$runs/$tag.log"
+      [ "$rc" -eq 0 ] || die "strix-chat-load ($tag) exited $rc; log: $runs/$tag.log"
+      stop_server
+    done
   done
 done
 cut -d' ' -f1-3 /proc/loadavg >"$runs/loadavg.end"

@@ -292,40 +292,56 @@ def sweep_section(sweep, label):
 
 
 def readme_section(runs_dir):
-    """Step 6 of bench-chat.sh: the README layout, every option at its default, per backend."""
-    by_io = {}
+    """Step 6 of bench-chat.sh: the README layout, every option at its default, per backend and rate."""
+    by_key = {}
     for name in sorted(os.listdir(runs_dir)):
-        m = re.match(r"readme-(epoll|uring)-r(\d+)\.json$", name)
+        m = re.match(r"readme-(epoll|uring)-([0-9.]+)rps-r(\d+)\.json$", name)
         if m:
-            by_io.setdefault(m.group(1), []).append(check_run(os.path.join(runs_dir, name), name))
-    if not by_io:
+            by_key.setdefault((float(m.group(2)), m.group(1)), []).append(check_run(os.path.join(runs_dir, name), name))
+    if not by_key:
         return []
     L = ["## The README layout (every option at its default)", ""]
     L.append("`strix-chat-server --port P --db sqlite:FRESH --metrics-port M --io epoll|uring` (2 shards on the "
              "machine's CPUs, not pinned, every limit on, argon2id at the interactive cost) and "
              "`strix-chat-load --port P --duration S --server-pid PID` (seed 004's workload, 500 clients from 127.0.0.1-5, "
-             "not pinned), the backends interleaved, each run on a fresh database. Medians of the runs "
-             "(min-max).")
+             "not pinned; `--rps 2` on the rows at a fifth of the rate), the backends interleaved, each run on a fresh "
+             "database. Medians of the runs (min-max).")
     L.append("")
-    L.append("| backend | runs | p50 (ms) | p99 (ms) | p99.9 (ms) | server CPU (% of a core) | load tool CPU | seed 004 p99 (theirs) |")
-    L.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+    L.append("The last three columns say how much the programs waited for a CPU, from the kernel's own accounts over "
+             "the run: **run-queue wait** is the time the threads of the server (or of the load tool), summed, were "
+             "ready to run but had no CPU (`/proc/PID/task/*/schedstat`), and **steal** the CPU time the hypervisor "
+             "gave to something else while this machine had work (`/proc/stat`), in milliseconds per second.")
+    L.append("")
+    L.append("| backend | msgs/s per client | runs | p50 (ms) | p99 (ms) | p99.9 (ms) | server CPU (% of a core) | "
+             "load tool CPU | seed 004 p99 (theirs) | run-queue wait: server (ms/s) | run-queue wait: load tool | "
+             "steal |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 
     def cell(rs, f):
         v = [f(r) for r in rs]
         return f"{median(v):.2f} ({min(v):.2f}-{max(v):.2f})"
 
-    for io in ("epoll", "uring"):
-        rs = by_io.get(io, [])
-        if not rs:
-            L.append(f"| {io} | 0 | not run | | | | | |")
-            continue
-        L.append(f"| {'io_uring' if io == 'uring' else io} | {len(rs)} | "
-                 f"{cell(rs, lambda r: r['latency_us']['p50'] / 1000)} | "
-                 f"**{cell(rs, lambda r: r['latency_us']['p99'] / 1000)}** | "
-                 f"{cell(rs, lambda r: r['latency_us']['p999'] / 1000)} | "
-                 f"{median([r.get('server_cpu_pct', float('nan')) for r in rs]):.0f} | "
-                 f"{median([r.get('load_cpu_pct', float('nan')) for r in rs]):.0f} | "
-                 f"{SEED_LATENCY_MS['p99']:.3f} |")
+    def whole(rs, key):
+        v = [r[key] for r in rs if key in r]
+        return f"{median(v):.0f} ({min(v):.0f}-{max(v):.0f})" if v else "n/a"
+
+    for rate in sorted({k[0] for k in by_key}, reverse=True):
+        for io in ("epoll", "uring"):
+            rs = by_key.get((rate, io), [])
+            name = "io_uring" if io == "uring" else io
+            if not rs:
+                L.append(f"| {name} | {rate:g} | 0 | not run | | | | | | | | |")
+                continue
+            L.append(f"| {name} | {rate:g} | {len(rs)} | "
+                     f"{cell(rs, lambda r: r['latency_us']['p50'] / 1000)} | "
+                     f"**{cell(rs, lambda r: r['latency_us']['p99'] / 1000)}** | "
+                     f"{cell(rs, lambda r: r['latency_us']['p999'] / 1000)} | "
+                     f"{median([r.get('server_cpu_pct', float('nan')) for r in rs]):.0f} | "
+                     f"{median([r.get('load_cpu_pct', float('nan')) for r in rs]):.0f} | "
+                     f"{SEED_LATENCY_MS['p99']:.3f} | "
+                     f"{whole(rs, 'server_run_queue_wait_ms_per_s')} | "
+                     f"{whole(rs, 'load_run_queue_wait_ms_per_s')} | "
+                     f"{whole(rs, 'steal_ms_per_s')} |")
     L.append("")
     return L
 

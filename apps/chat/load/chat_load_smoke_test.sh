@@ -136,6 +136,15 @@ ts, fs = d["latency_to_server_us"], d["latency_from_server_us"]
 need(ts["count"] >= 0.99 * d["acked"] and ts["count"] <= d["acked"], "to_server count %d vs acked %d" % (ts["count"], d["acked"]))
 need(fs["count"] >= 0.99 * d["delivered"] and fs["count"] <= d["delivered"], "from_server count %d vs delivered %d" % (fs["count"], d["delivered"]))
 need(0 < ts["p50"] <= d["latency_us"]["max"] and 0 < fs["p50"] <= d["latency_us"]["max"], "split percentiles out of range")
+# How long the load tool's threads waited for a CPU, summed over them (/proc schedstat), and the
+# hypervisor's steal over all CPUs: present wherever the kernel keeps the accounts, and within
+# what the wall time allows.
+import glob, os
+if glob.glob("/proc/self/task/*/schedstat"):
+    need("load_run_queue_wait_ms_per_s" in d, "no load_run_queue_wait_ms_per_s although /proc has schedstat")
+    need(0 <= d["load_run_queue_wait_ms_per_s"] <= 1000.0 * (d["threads"] + 2), "load_run_queue_wait_ms_per_s out of range")
+if "steal_ms_per_s" in d:
+    need(0 <= d["steal_ms_per_s"] <= 1000.0 * os.cpu_count(), "steal_ms_per_s out of range")
 print("load.json: sent %d, delivered %d of %d, p99 %.0f us" % (d["sent"], d["delivered"], d["expected_deliveries"], d["latency_us"]["p99"]))
 PY
 grep -q "result      PASS" "$work/load.log" || fail "summary does not say PASS"

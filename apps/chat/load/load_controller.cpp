@@ -8,9 +8,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 namespace strix::chat {
@@ -49,6 +51,37 @@ double process_cpu_s(long pid) {
     unsigned long long utime = 0, stime = 0;
     if (std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2) return -1;
     return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// Nanoseconds the threads of process `pid` (0: this process) spent runnable but waiting for a
+// CPU, summed over its threads' /proc/PID/task/TID/schedstat (second field); -1 when none can
+// be read (a kernel without schedstat). A thread that exits in between takes its share along,
+// so callers clamp a difference at 0.
+double process_run_queue_wait_s(long pid) {
+    const std::string dir = pid > 0 ? "/proc/" + std::to_string(pid) + "/task" : "/proc/self/task";
+    std::error_code ec;
+    double total = -1;
+    for (const auto& t : std::filesystem::directory_iterator(dir, ec)) {
+        std::FILE* f = std::fopen((t.path() / "schedstat").c_str(), "r");
+        if (f == nullptr) continue;
+        unsigned long long on_cpu = 0, waiting = 0;
+        if (std::fscanf(f, "%llu %llu", &on_cpu, &waiting) == 2) total = (total < 0 ? 0 : total) + static_cast<double>(waiting) / 1e9;
+        std::fclose(f);
+    }
+    return total;
+}
+
+// CPU seconds the hypervisor ran something else while this machine's CPUs had work ("steal"
+// in /proc/stat, all CPUs together); -1 when it cannot be read.
+double machine_steal_s() {
+    std::FILE* f = std::fopen("/proc/stat", "r");
+    if (f == nullptr) return -1;
+    unsigned long long v[8] = {};
+    const int n = std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+                              &v[5], &v[6], &v[7]);
+    std::fclose(f);
+    if (n != 8) return -1;
+    return static_cast<double>(v[7]) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 }  // namespace
@@ -174,6 +207,9 @@ void load_controller::start_step(std::int64_t now, double rps) {
     t_step_start_ = now;
     cpu_at_start_ = own_cpu_s();
     server_cpu_at_start_ = process_cpu_s(o.server_pid);
+    wait_at_start_ = process_run_queue_wait_s(0);
+    server_wait_at_start_ = o.server_pid > 0 ? process_run_queue_wait_s(o.server_pid) : -1;
+    steal_at_start_ = machine_steal_s();
     state_ = step_state::sending;
     drained_ = false;
     rows_printed_ = 0;
@@ -264,6 +300,12 @@ void load_controller::finalize(std::int64_t now) {
     r.load_cpu_s = own_cpu_s() - cpu_at_start_;
     const double server_cpu = process_cpu_s(o.server_pid);
     if (server_cpu >= 0 && server_cpu_at_start_ >= 0) r.server_cpu_s = server_cpu - server_cpu_at_start_;
+    const double wait = process_run_queue_wait_s(0);
+    if (wait >= 0 && wait_at_start_ >= 0) r.load_wait_s = std::max(0.0, wait - wait_at_start_);
+    const double server_wait = o.server_pid > 0 ? process_run_queue_wait_s(o.server_pid) : -1;
+    if (server_wait >= 0 && server_wait_at_start_ >= 0) r.server_wait_s = std::max(0.0, server_wait - server_wait_at_start_);
+    const double steal = machine_steal_s();
+    if (steal >= 0 && steal_at_start_ >= 0) r.steal_s = steal - steal_at_start_;
     const std::uint64_t owed = r.total.expected + r.warmup.expected - r.total.refused - r.warmup.refused;
     const std::uint64_t got = r.total.delivered + r.warmup.delivered;
     r.lost = owed > got ? owed - got : 0;

@@ -68,6 +68,9 @@ private:
     std::int64_t t_step_start_ = 0;
     double cpu_at_start_ = 0;
     double server_cpu_at_start_ = -1;
+    double wait_at_start_ = -1;
+    double server_wait_at_start_ = -1;
+    double steal_at_start_ = -1;
 };
 
 }  // namespace strix::chat

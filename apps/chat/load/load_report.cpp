@@ -95,6 +95,11 @@ void add_verification(json& j, const step_result& r) {
     j["wall_s"] = figure(r.wall_s);
     if (r.load_cpu_s >= 0) j["load_cpu_pct"] = figure(100.0 * r.load_cpu_s / r.wall_s);
     if (r.server_cpu_s >= 0) j["server_cpu_pct"] = figure(100.0 * r.server_cpu_s / r.wall_s);
+    // Milliseconds per second of wall time that the threads, together, were ready to run but
+    // waited for a CPU: how much the programs sharing this machine's CPUs delayed each other.
+    if (r.load_wait_s >= 0) j["load_run_queue_wait_ms_per_s"] = figure(1000.0 * r.load_wait_s / r.wall_s);
+    if (r.server_wait_s >= 0) j["server_run_queue_wait_ms_per_s"] = figure(1000.0 * r.server_wait_s / r.wall_s);
+    if (r.steal_s >= 0) j["steal_ms_per_s"] = figure(1000.0 * r.steal_s / r.wall_s);
     j["drained"] = r.drained;
     j["refused_deliveries"] = r.total.refused + r.warmup.refused;
     j["verified"] = r.verified;
@@ -189,6 +194,12 @@ void print_run_summary(const load_options& o, const step_result& r, double setup
         std::printf("  cpu         load tool %.1f %%", 100.0 * r.load_cpu_s / r.wall_s);
         if (r.server_cpu_s >= 0) std::printf(", server %.1f %%", 100.0 * r.server_cpu_s / r.wall_s);
         std::printf(" of one core, over %.1f s (warmup, measured window and drain)\n", r.wall_s);
+    }
+    if (r.load_wait_s >= 0 && r.wall_s > 0) {
+        std::printf("  cpu wait    load tool %.0f ms/s", 1000.0 * r.load_wait_s / r.wall_s);
+        if (r.server_wait_s >= 0) std::printf(", server %.0f ms/s", 1000.0 * r.server_wait_s / r.wall_s);
+        if (r.steal_s >= 0) std::printf(", steal %.0f ms/s", 1000.0 * r.steal_s / r.wall_s);
+        std::printf(" (threads ready to run but without a CPU, summed)\n");
     }
     std::printf("  result      %s%s%s\n", r.verified ? "PASS" : "FAIL", r.verdict.empty() ? "" : ": ",
                 r.verdict.c_str());
