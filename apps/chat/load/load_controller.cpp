@@ -53,8 +53,8 @@ double process_cpu_s(long pid) {
     return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
-// Nanoseconds the threads of process `pid` (0: this process) spent runnable but waiting for a
-// CPU, summed over its threads' /proc/PID/task/TID/schedstat (second field); -1 when none can
+// Seconds the threads of process `pid` (0: this process) spent runnable but waiting for a CPU,
+// summed over its threads' /proc/PID/task/TID/schedstat (second field, in ns); -1 when none can
 // be read (a kernel without schedstat). A thread that exits in between takes its share along,
 // so callers clamp a difference at 0.
 double process_run_queue_wait_s(long pid) {
@@ -65,7 +65,8 @@ double process_run_queue_wait_s(long pid) {
         std::FILE* f = std::fopen((t.path() / "schedstat").c_str(), "r");
         if (f == nullptr) continue;
         unsigned long long on_cpu = 0, waiting = 0;
-        if (std::fscanf(f, "%llu %llu", &on_cpu, &waiting) == 2) total = (total < 0 ? 0 : total) + static_cast<double>(waiting) / 1e9;
+        if (std::fscanf(f, "%llu %llu", &on_cpu, &waiting) == 2)
+            total = (total < 0 ? 0 : total) + static_cast<double>(waiting) / 1e9;
         std::fclose(f);
     }
     return total;
@@ -303,7 +304,8 @@ void load_controller::finalize(std::int64_t now) {
     const double wait = process_run_queue_wait_s(0);
     if (wait >= 0 && wait_at_start_ >= 0) r.load_wait_s = std::max(0.0, wait - wait_at_start_);
     const double server_wait = o.server_pid > 0 ? process_run_queue_wait_s(o.server_pid) : -1;
-    if (server_wait >= 0 && server_wait_at_start_ >= 0) r.server_wait_s = std::max(0.0, server_wait - server_wait_at_start_);
+    if (server_wait >= 0 && server_wait_at_start_ >= 0)
+        r.server_wait_s = std::max(0.0, server_wait - server_wait_at_start_);
     const double steal = machine_steal_s();
     if (steal >= 0 && steal_at_start_ >= 0) r.steal_s = steal - steal_at_start_;
     const std::uint64_t owed = r.total.expected + r.warmup.expected - r.total.refused - r.warmup.refused;
