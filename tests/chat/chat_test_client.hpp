@@ -94,33 +94,13 @@ public:
         close();
         last_error_.clear();
         refused_at_connect_ = false;
-        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in local{};
-        local.sin_family = AF_INET;
-        ::inet_pton(AF_INET, source, &local.sin_addr);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(port);
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        // The port is picked at connect() for the whole 4-tuple: a bind-time pick must avoid every
-        // port of that address in TIME_WAIT (earlier runs of a 2,000-connection test leave many),
-        // and failed now and then with EADDRINUSE.
-        int one = 1;
-        ::setsockopt(fd_, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
-        if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) < 0) {
-            last_error_ = std::string("bind to ") + source + ": " + std::strerror(errno);
-            close();
+        const int fd = test::connect_from(source, port, std::chrono::seconds(10));
+        if (fd < 0) {
+            refused_at_connect_ = fd == -ECONNRESET;
+            last_error_ = std::string("connect from ") + source + ": " + std::strerror(-fd);
             return false;
         }
-        if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) {
-            // A server that accepts and resets at once (a connection cap) can have its RST
-            // processed before this thread returns from connect(): ECONNRESET then means refused.
-            refused_at_connect_ = errno == ECONNRESET;
-            last_error_ = std::string("connect from ") + source + ": " + std::strerror(errno);
-            close();
-            return false;
-        }
-        set_timeouts(fd_, std::chrono::seconds(10));
+        fd_ = fd;
         return true;
     }
     void close() {

@@ -22,32 +22,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A TCP connection to 127.0.0.1:port from the loopback address `from` (127.0.0.x): on Linux all
-// of 127/8 is local, so a test can play several source addresses. Returns the fd, or -errno.
-// The source port is picked at connect (IP_BIND_ADDRESS_NO_PORT), which only has to avoid the
-// same 4-tuple, not every port of the address left in TIME_WAIT by earlier tests.
-int connect_from(const char* from, std::uint16_t port) {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -errno;
-    const int one = 1;
-    ::setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
-    sockaddr_in local{};
-    local.sin_family = AF_INET;
-    ::inet_pton(AF_INET, from, &local.sin_addr);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) < 0 ||
-        ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) {
-        const int err = errno;
-        ::close(fd);
-        return -err;
-    }
-    set_timeouts(fd, 5s);
-    return fd;
-}
-
 // A connection the server must refuse at accept. The kernel completes the handshake, so
 // connect() normally succeeds and the server's close shows as EOF or a reset; but the server
 // may accept and reset the connection before the connecting thread returns from connect(),

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <cstdint>
@@ -53,6 +54,34 @@ inline int connect_tcp(std::uint16_t port, std::chrono::milliseconds timeout = s
     }
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    set_timeouts(fd, timeout);
+    return fd;
+}
+
+/// Blocking TCP connection to 127.0.0.1:port from the loopback address `source` (127.0.0.x: all of
+/// 127/8 is local on Linux, so a test can play several client addresses); the fd, or -errno.
+/// The source port is picked at connect() for the whole 4-tuple (IP_BIND_ADDRESS_NO_PORT): a
+/// bind-time pick must avoid every port of the address in TIME_WAIT, which tests running beside
+/// this one leave by the thousand. -ECONNRESET means the server accepted and reset the connection
+/// before this thread returned from connect() (a server refusing at accept).
+inline int connect_from(const char* source, std::uint16_t port, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+    sockaddr_in local{};
+    local.sin_family = AF_INET;
+    ::inet_pton(AF_INET, source, &local.sin_addr);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) < 0 ||
+        ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) {
+        const int err = errno;
+        ::close(fd);
+        return -err;
+    }
     set_timeouts(fd, timeout);
     return fd;
 }
