@@ -4,8 +4,8 @@
 // the first row and with the row's suffix for the others (Session_EchoRoundTrip_io_uring/64), and
 // labelled with the backend's name, so components_report.py can put them side by side.
 //
-// The engine has two: epoll (src/core/epoll_poller.cpp, the default) and io_uring
-// (src/core/uring_poller.cpp). Where the kernel refuses io_uring the engine falls back to epoll
+// The engine has two: epoll (src/core/backend/epoll_*.cpp, the default) and io_uring
+// (src/core/backend/uring_*.cpp). Where the kernel refuses io_uring the engine falls back to epoll
 // and says so in its log; the uring rows then measure epoll again.
 #include <strix/core/engine.hpp>
 

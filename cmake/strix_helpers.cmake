@@ -18,7 +18,7 @@ endif()
 # include/ public.
 function(strix_module name)
   cmake_parse_arguments(M "" "" "DEPS;PRIVATE_DEPS" ${ARGN})
-  file(GLOB srcs CONFIGURE_DEPENDS ${strix_SOURCE_DIR}/src/${name}/*.cpp)
+  file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${strix_SOURCE_DIR}/src/${name}/*.cpp)
   add_library(strix_${name} STATIC ${srcs})
   target_include_directories(strix_${name}
     PUBLIC $<BUILD_INTERFACE:${strix_SOURCE_DIR}/include> $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>

@@ -2,7 +2,7 @@
 #include <strix/core/log.hpp>
 #include <strix/core/shard.hpp>
 
-#include "core/poller.hpp"
+#include "core/backend/poller.hpp"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -53,7 +53,6 @@ shard::shard(engine& e, unsigned id, std::chrono::milliseconds tick)
       overflow_(e.shard_count()),
       external_(e.config().external_capacity),
       spin_(e.config().poll_spin) {
-    completion_io_ = poller_->completions();
     bell_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (bell_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
     bell_ = make_intrusive<doorbell>(*this, bell_fd_);
@@ -80,26 +79,13 @@ std::unique_ptr<detail::poller> shard::make_poller(io_backend want) {
 }
 
 const char* shard::io_name() const noexcept { return poller_->name(); }
-void shard::io_recv(int fd, reactor_object& target) {
-    STRIX_ASSERT_OWNER(*this, "shard::io_recv");
-    poller_->recv_multishot(fd, &target);
+
+namespace detail {
+poller& backend_of(shard& s) noexcept {
+    STRIX_ASSERT_OWNER(s, "the shard's I/O backend");
+    return *s.poller_;
 }
-void shard::io_send(int fd, const msghdr& msg, reactor_object& target) {
-    STRIX_ASSERT_OWNER(*this, "shard::io_send");
-    poller_->send(fd, &msg, &target);
-}
-void shard::io_accept(int fd, reactor_object& target) {
-    STRIX_ASSERT_OWNER(*this, "shard::io_accept");
-    poller_->accept_multishot(fd, &target);
-}
-void shard::io_cancel_recv(reactor_object& target) {
-    STRIX_ASSERT_OWNER(*this, "shard::io_cancel_recv");
-    poller_->cancel_recv(&target);
-}
-void shard::io_cancel(int fd) {
-    STRIX_ASSERT_OWNER(*this, "shard::io_cancel");
-    poller_->cancel_fd(fd);
-}
+}  // namespace detail
 
 shard::~shard() {
     if (bell_fd_ >= 0) ::close(bell_fd_);
@@ -295,8 +281,8 @@ void shard::turn(int timeout_ms) {
 
     for (int i = 0; i < n; ++i) {
         const detail::poll_event& ev = events_[static_cast<std::size_t>(i)];
-        if (ev.completion)
-            ev.target->on_complete(ev.done);
+        if (ev.done_target)
+            ev.done_target->completed(ev.done);
         else
             ev.target->on_io(ev.events);
     }

@@ -2,6 +2,8 @@
 
 #include "net/socket_util.hpp"
 
+#include "core/backend/poller.hpp"
+
 #include <strix/core/log.hpp>
 #include <strix/core/shard.hpp>
 
@@ -27,29 +29,17 @@ listener::~listener() {
 }
 
 void listener::start() {
-    completion_io_ = group_.owner().completion_io();
-    if (completion_io_) {
-        group_.owner().io_accept(fd_.get(), *this);
-        registered_ = true;
-        return;
-    }
-    if (auto ec = group_.owner().add_fd(fd_.get(), io_events::readable, this)) {
+    io_ = backend_of(group_.owner()).open_acceptor(fd_.get(), *this, *this);
+    if (auto ec = io_->start()) {
         log(log_level::error, "listener: cannot register with shard %u: %s", group_.owner().id(), ec.message().c_str());
-        return;
+        io_.reset();
     }
-    registered_ = true;
 }
 
 void listener::close() {
     if (!fd_) return;
     group_.owner().timers().cancel(retry_);
-    if (registered_) {
-        if (completion_io_)
-            group_.owner().io_cancel(fd_.get());
-        else
-            group_.owner().remove_fd(fd_.get());
-    }
-    registered_ = false;
+    if (io_) io_->close();
     fd_.reset();
     if (!unlink_path_.empty()) {
         ::unlink(unlink_path_.c_str());
@@ -57,8 +47,8 @@ void listener::close() {
     }
 }
 
-void listener::on_io(std::uint32_t) {
-    if (!paused_) accept_all();
+void listener::on_io(std::uint32_t events) {
+    if (io_) io_->ready(events);
 }
 
 void listener::accepted(unique_fd fd, const sockaddr_storage* addr, socklen_t len) {
@@ -73,65 +63,22 @@ void listener::accepted(unique_fd fd, const sockaddr_storage* addr, socklen_t le
     on_accept_(std::move(fd), describe_peer(*addr, len));
 }
 
-void listener::on_complete(const io_completion& c) {
-    if (!fd_) {
-        if (c.result >= 0) ::close(c.result);  // accepted while closing
-        return;
+// Out of descriptors or memory: the pending connection stays in the backlog and a timer tries
+// again, instead of spinning on a readiness (or completion) that cannot be cleared.
+bool listener::accept_failed(int e) {
+    if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+        bump(group_.counters_.accept_pauses);
+        log_limited(log_level::warn, "shard %u: accept: %s; pausing accepts for %lld ms", group_.owner().id(),
+                    std::strerror(e), static_cast<long long>(accept_retry.count()));
+        group_.owner().timers().schedule(retry_, group_.owner().ticks_for(accept_retry));
+        return true;
     }
-    if (c.result >= 0) {
-        accepted(unique_fd(c.result), nullptr, 0);
-    } else if (c.result != -ECANCELED) {
-        const int e = -c.result;
-        if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
-            paused_ = true;
-            bump(group_.counters_.accept_pauses);
-            log_limited(log_level::warn, "shard %u: accept: %s; pausing accepts for %lld ms", group_.owner().id(),
-                        std::strerror(e), static_cast<long long>(accept_retry.count()));
-            if (c.more) group_.owner().io_cancel(fd_.get());
-            group_.owner().timers().schedule(retry_, group_.owner().ticks_for(accept_retry));
-            return;
-        }
-        if (e != EINTR && e != ECONNABORTED && e != EPROTO)
-            log_limited(log_level::error, "shard %u: accept: %s", group_.owner().id(), std::strerror(e));
-    }
-    if (!c.more && !paused_ && fd_) group_.owner().io_accept(fd_.get(), *this);  // re-arm
-}
-
-void listener::accept_all() {
-    auto& counters = group_.counters_;
-    while (fd_) {
-        sockaddr_storage addr{};
-        socklen_t len = sizeof addr;
-        unique_fd fd{::accept4(fd_.get(), reinterpret_cast<sockaddr*>(&addr), &len, SOCK_NONBLOCK | SOCK_CLOEXEC)};
-        if (fd) {
-            accepted(std::move(fd), &addr, len);
-            continue;
-        }
-        int e = errno;
-        if (e == EAGAIN || e == EWOULDBLOCK) return;
-        if (e == EINTR || e == ECONNABORTED || e == EPROTO) continue;
-        if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
-            // The pending connection stays in the backlog; with edge-triggered readiness nothing
-            // would tell us again, so a timer retries.
-            paused_ = true;
-            bump(counters.accept_pauses);
-            log_limited(log_level::warn, "shard %u: accept: %s; pausing accepts for %lld ms", group_.owner().id(),
-                        std::strerror(e), static_cast<long long>(accept_retry.count()));
-            group_.owner().timers().schedule(retry_, group_.owner().ticks_for(accept_retry));
-            return;
-        }
-        log_limited(log_level::error, "shard %u: accept: %s", group_.owner().id(), std::strerror(e));
-        return;
-    }
+    log_limited(log_level::error, "shard %u: accept: %s", group_.owner().id(), std::strerror(e));
+    return false;
 }
 
 void listener::on_retry() {
-    paused_ = false;
-    if (completion_io_) {
-        if (fd_) group_.owner().io_accept(fd_.get(), *this);
-        return;
-    }
-    accept_all();
+    if (io_ && fd_) io_->resume();
 }
 
 }  // namespace strix::detail

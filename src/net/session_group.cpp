@@ -153,7 +153,7 @@ session& session_group::make_session(unique_fd fd, std::string peer, connection*
     install_hooks();
     const std::uint64_t id = owner_.next_object_id();
     session_ptr s(new session(*this, std::move(fd), id, std::move(peer), intrusive_ptr<connection>(origin)));
-    s->admitted_ = admitted;  // before start(): on_open may close it, and the close releases it
+    s->life_.admitted = admitted;  // before start(): on_open may close it, and the close releases it
     impl_->sessions.emplace(id, s);
     bump(counters_.accepted);
     bump(counters_.active);
@@ -163,7 +163,7 @@ session& session_group::make_session(unique_fd fd, std::string peer, connection*
 
 void session_group::forget(session& s) noexcept {
     if (impl_->sessions.erase(s.id())) {
-        if (s.admitted_) admit_->release(s.peer());
+        if (s.life_.admitted) admit_->release(s.peer());
         bump(counters_.closed);
         counters_.active.store(counters_.active.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
     }

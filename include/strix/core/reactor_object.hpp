@@ -9,7 +9,7 @@
 namespace strix {
 
 /// Readiness bits passed to on_io (same values as EPOLLIN/EPOLLOUT/EPOLLERR/EPOLLHUP/EPOLLRDHUP,
-/// so the epoll backend passes them through; other backends translate).
+/// so the epoll backend passes them through; io_uring's poll translates).
 namespace io_events {
 inline constexpr std::uint32_t readable = 0x001;
 inline constexpr std::uint32_t writable = 0x004;
@@ -17,20 +17,6 @@ inline constexpr std::uint32_t error = 0x008;
 inline constexpr std::uint32_t hangup = 0x010;
 inline constexpr std::uint32_t read_hangup = 0x2000;
 }  // namespace io_events
-
-/// A finished asynchronous operation, from a completion-based backend (io_uring): what a
-/// readiness event would have prompted the object to do itself is already done.
-struct io_completion {
-    enum class op : std::uint8_t { recv, send, accept };
-    op what;
-    /// recv: bytes received (0 = the peer closed) or -errno; send: bytes sent or -errno;
-    /// accept: the new socket or -errno.
-    int result;
-    /// recv: the received bytes, valid only during on_complete.
-    const std::byte* data;
-    /// The operation stays armed (a multishot recv or accept will complete again).
-    bool more;
-};
 
 /// An object owned by one shard and driven by its reactor. Reference-counted with a non-atomic
 /// count: every reference must be taken and dropped on the owning shard's thread.
@@ -44,10 +30,6 @@ public:
     /// End-of-turn hook, called once per loop turn after shard::mark_dirty(this). Sessions flush
     /// their coalesced sends here: one gather write per connection per turn.
     virtual void on_flush() {}
-
-    /// An operation started through the shard's completion I/O finished (io_uring backend only).
-    /// Called on the owning shard.
-    virtual void on_complete(const io_completion&) {}
 
 private:
     friend class shard;

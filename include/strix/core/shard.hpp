@@ -1,7 +1,8 @@
 #pragma once
-// shard: one thread, pinned to one core, owning a reactor, a timing wheel and everything
-// registered with them. Nothing a shard owns is touched by another thread; other shards talk
-// to it only by posting tasks through the mesh (see engine.hpp for the picture).
+// shard: one thread (pinned to a core only when engine_config::pin_threads asks), owning a
+// reactor, a timing wheel and everything registered with them. Nothing a shard owns is touched by
+// another thread; other shards talk to it only by posting tasks through the mesh (see engine.hpp
+// for the picture).
 //
 // One loop turn:
 //   1. wait for I/O readiness (timeout 0 if work is pending, else until the next timer tick)
@@ -50,6 +51,7 @@ class shard;
 namespace detail {
 class poller;
 struct poll_event;
+poller& backend_of(shard& s) noexcept;
 /// Aborts with a message naming the calling thread and the owner shard. Any thread.
 [[noreturn]] void wrong_thread(const shard& owner, const char* what) noexcept;
 inline void check_owner(const shard& owner, const char* what) noexcept;
@@ -167,23 +169,8 @@ public:
     /// (forced closes of whatever is left). Owning shard only.
     hook_id on_exit(task t);
 
-    // --- completion I/O: io_uring backend only (see io_backend) -------------------------------
-
-    /// True when this shard's backend performs I/O itself and reports completions
-    /// (reactor_object::on_complete) instead of readiness. Any thread.
-    bool completion_io() const noexcept { return completion_io_; }
-    /// "epoll" or "io_uring". Any thread.
+    /// The I/O backend this shard runs on: "epoll" or "io_uring". Any thread.
     const char* io_name() const noexcept;
-    /// Receives on fd until cancelled; each chunk completes as io_completion::op::recv.
-    void io_recv(int fd, reactor_object& target);
-    /// Sends msg on fd; msg and the memory it points at stay valid until the completion.
-    void io_send(int fd, const msghdr& msg, reactor_object& target);
-    /// Accepts on a listening fd until cancelled.
-    void io_accept(int fd, reactor_object& target);
-    /// Stops target's receive; its last completion still comes.
-    void io_cancel_recv(reactor_object& target);
-    /// Cancels every operation on fd now; call before closing fd.
-    void io_cancel(int fd);
 
     /// Unregisters a stop or exit hook (e.g. its owner is destroyed first); no-op for an id that
     /// already ran or was removed. Owning shard only.
@@ -204,6 +191,7 @@ public:
 
 private:
     friend class engine;
+    friend detail::poller& detail::backend_of(shard& s) noexcept;
     class doorbell;
 
     shard(engine& e, unsigned id, std::chrono::milliseconds tick);
@@ -241,7 +229,6 @@ private:
     hook_id next_hook_ = 0;
     std::uint64_t object_ids_ = 0;
     std::atomic<bool> thread_live_{false};
-    bool completion_io_ = false;
     std::vector<std::deque<task>> overflow_;  // per target shard, when its channel is full
     std::size_t overflow_count_ = 0;
 

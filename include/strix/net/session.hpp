@@ -1,12 +1,18 @@
 #pragma once
 // session: one connection, owned by one shard.
 //
-//   socket --read--> ring_buffer --framer cuts frames--> handler.on_frame --send()--> buffer_chain
-//                                                                                        |
-//   socket <-------------------- one sendmsg (gather) per loop turn, in the flush <------+
+//   socket --backend--> ring_buffer --framer cuts frames--> handler.on_frame --send()--> buffer_chain
+//                                                                                           |
+//   socket <--backend-- one gather send per loop turn, in the flush <-----------------------+
 //
 // send() never writes: it appends to the chain and marks the session dirty, so a handler that
 // sends once per message still costs one system call per connection per turn.
+//
+// The bytes move through the shard's backend (epoll or io_uring), which the session meets only
+// as a stream: it lends the free space of its ring (recv_space), hears what arrived (received),
+// and hands the chain over once per turn (see strix/core/stream_user.hpp). A transport that
+// changes the bytes (TLS) sits at that seam: a stream_user towards the backend, feeding the
+// session's ring above it.
 //
 // Sessions come from a session_group: accepted by one of its listeners, or connected by one of
 // its connections (origin()). Every function here is for the owning shard's thread only.
@@ -15,6 +21,7 @@
 #include <strix/core/reactor_object.hpp>
 #include <strix/core/ring_buffer.hpp>
 #include <strix/core/shared_buffer.hpp>
+#include <strix/core/stream_user.hpp>
 #include <strix/core/timing_wheel.hpp>
 #include <strix/core/unique_fd.hpp>
 
@@ -33,6 +40,9 @@
 
 namespace strix {
 
+namespace detail {
+class stream_io;
+}
 class shard;
 class framer;
 class connection;
@@ -75,7 +85,7 @@ struct session_state final : session_state_base {
 };
 }  // namespace detail
 
-class session final : public reactor_object {
+class session final : public reactor_object, private stream_user {
 public:
     ~session() override;
 
@@ -102,22 +112,22 @@ public:
 
     /// The application's handshake (login, greeting) is complete: handshake_timeout no longer
     /// applies to this session.
-    void handshake_done() noexcept { handshake_done_ = true; }
-    bool handshake_pending() const noexcept { return !handshake_done_; }
+    void handshake_done() noexcept { life_.handshake_done = true; }
+    bool handshake_pending() const noexcept { return !life_.handshake_done; }
 
     /// Asks for handler.on_drained(*this) once, the next time a flush leaves nothing queued.
-    void notify_when_drained() noexcept { drain_watch_ = true; }
+    void notify_when_drained() noexcept { out_.drain_watch = true; }
 
     /// Changes the frame size limit from now on (e.g. larger once a client logged in), up to the
     /// receive ring's size.
     void set_max_frame(std::uint32_t max_frame) noexcept;
-    std::uint32_t max_frame() const noexcept { return max_frame_; }
+    std::uint32_t max_frame() const noexcept { return in_.max_frame; }
 
     /// Cuts the following frames with f instead (a protocol that changes framing after a
     /// handshake). Takes effect for the next frame, also within the current read. f must outlive
     /// the session (framers are normally static).
     void set_framer(const framer& f) noexcept;
-    const framer& current_framer() const noexcept { return *framer_; }
+    const framer& current_framer() const noexcept { return *in_.framing; }
 
     // --- application state ------------------------------------------------------------------
     // One object of any type per session, owned by it and destroyed right after on_close (so it
@@ -147,39 +157,38 @@ public:
     session_group& group() const noexcept { return group_; }
     /// The connection that made this session, or nullptr for an accepted one.
     connection* origin() const noexcept;
-    bool is_open() const noexcept { return state_kind_ == phase::open; }
-    std::size_t queued_bytes() const noexcept { return tx_.size(); }
+    bool is_open() const noexcept { return life_.state == phase::open; }
+    std::size_t queued_bytes() const noexcept { return out_.tx.size(); }
     const std::string& peer() const noexcept { return peer_; }
 
 private:
     friend class session_group;
     enum class phase : std::uint8_t { open, closing, closed };
+    static constexpr std::uint64_t no_deadline = UINT64_MAX;
 
     session(session_group& g, unique_fd fd, std::uint64_t id, std::string peer, intrusive_ptr<connection> origin);
     void start();
     void on_io(std::uint32_t events) override;
     void on_flush() override;
-    void on_complete(const io_completion& c) override;
-    // Completion I/O (io_uring): receive into the ring from a completion, send with one
-    // in-flight sendmsg, keep what arrives while input is paused.
-    void arm_recv();
-    void take(std::span<const std::byte> data);
-    void feed(std::span<const std::byte> data);
-    void feed_parked();
-    void submit_send();
+    // stream_user: what the backend tells the session.
+    int recv_space(iovec (&iov)[2]) override;
+    bool received(std::size_t n) override;
+    void peer_closed() override;
+    void stream_failed(std::error_code ec) override;
+    void sent(std::size_t n) override;
+    void send_ready() override;
+
     bool trim_if_idle(std::uint64_t quiet_ticks) noexcept;
     void queued();
     void drop_slow_consumer() noexcept;
     void publish_sends() noexcept;
-    void do_read();
     bool process_frames();
     void protocol_error(std::error_code ec);
     void flush_now();
-    void flush_writes();
-    void want_writable(bool on);
     void finalize(std::error_code reason);
     void pause_reading();
     void resume_reading();
+    void update_receiving();
     bool acquire_rx();
     void release_rx(bool cold = false);
     void on_timer();
@@ -188,43 +197,43 @@ private:
     void restart_partial() noexcept;
     void expire(std::error_code reason, std::atomic<std::uint64_t>& counter);
 
-    static constexpr std::uint64_t no_deadline = UINT64_MAX;
-
     session_group& group_;
     shard& owner_;
     unique_fd fd_;
+    std::unique_ptr<detail::stream_io> io_;  // the backend's half: moves the bytes
     const std::uint64_t id_;
     std::string peer_;
     intrusive_ptr<connection> origin_;  // keeps the connection alive to hear of the close
-    const framer* framer_;
-    bool length_prefix_ = false;  // framer_ is length_prefix_framer(): cut inline
-    ring_buffer rx_;
-    buffer_chain tx_;
-    timer_node timer_;
+    timer_node timer_;                  // every deadline below (arm_timer)
     std::unique_ptr<detail::session_state_base> state_;
-    std::uint64_t last_rx_tick_ = 0;
-    std::uint64_t close_deadline_tick_ = 0;
-    std::uint64_t paused_since_tick_ = 0;
-    std::uint64_t opened_tick_ = 0;
-    std::uint64_t partial_deadline_tick_ = no_deadline;  // frame_timeout of the incomplete frame in rx_
-    std::uint64_t unpublished_sends_ = 0;  // send() calls not yet added to the group's counter
-    std::uint32_t max_frame_;
-    phase state_kind_ = phase::open;
-    bool read_paused_ = false;
-    bool read_pending_ = false;   // the socket may still hold data we did not read (paused)
-    bool holds_shard_ = false;    // a graceful close holds the shard's drain
-    bool write_interest_ = false; // EPOLLOUT registered: a write hit a full socket buffer
-    bool drain_watch_ = false;    // notify_when_drained() asked for on_drained
-    bool suspended_ = false;      // suspend_reading(true): the application paused input
-    bool completion_io_ = false;  // the shard's backend is io_uring: the completion path below
-    bool recv_armed_ = false;     // a multishot receive is in flight
-    bool send_in_flight_ = false; // a sendmsg is in flight: msg_, iov_ and tx_'s bytes are the kernel's
-    msghdr msg_{};
-    std::unique_ptr<iovec[]> iov_;        // the in-flight send's gather list (allocated on first send)
-    std::vector<std::byte> parked_;       // received while input was paused (completion I/O)
-    bool handshake_done_ = false; // handshake_done(): handshake_timeout no longer applies
-    bool admitted_ = false;       // counted by the group's admission (released on close)
-    std::error_code close_reason_;
+
+    struct input {
+        ring_buffer rx;
+        const framer* framing = nullptr;  // cuts the frames
+        bool length_prefix = false;  // framer is length_prefix_framer(): cut inline
+        std::uint32_t max_frame = 0;
+        bool paused = false;     // backpressure: output reached high water, reading stopped
+        bool suspended = false;  // suspend_reading(true): the application stopped reading
+        std::uint64_t last_rx_tick = 0;
+        std::uint64_t paused_since_tick = 0;
+        std::uint64_t partial_deadline_tick = no_deadline;  // frame_timeout of the incomplete frame in rx
+    } in_;
+
+    struct output {
+        buffer_chain tx;
+        std::uint64_t unpublished_sends = 0;  // send() calls not yet added to the group's counter
+        bool drain_watch = false;             // notify_when_drained() asked for on_drained
+    } out_;
+
+    struct lifecycle {
+        phase state = phase::open;
+        std::uint64_t opened_tick = 0;
+        std::uint64_t close_deadline_tick = 0;
+        bool holds_shard = false;     // a graceful close holds the shard's drain
+        bool handshake_done = false;  // handshake_done(): handshake_timeout no longer applies
+        bool admitted = false;        // counted by the group's admission (released on close)
+        std::error_code close_reason;
+    } life_;
 };
 
 using session_ptr = intrusive_ptr<session>;

@@ -1,5 +1,7 @@
-// epoll backend of the poller interface (edge-triggered).
-#include "core/poller.hpp"
+// epoll backend: edge-triggered readiness; streams and acceptors (epoll_stream.cpp) do their own
+// read/send/accept system calls when their socket is ready.
+#include "core/backend/epoll_stream.hpp"
+#include "core/backend/poller.hpp"
 
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -24,6 +26,13 @@ public:
         return ctl(EPOLL_CTL_MOD, fd, events, target);
     }
     std::error_code remove(int fd) override { return ctl(EPOLL_CTL_DEL, fd, 0, nullptr); }
+
+    std::unique_ptr<stream_io> open_stream(int fd, reactor_object& owner, stream_user& user) override {
+        return make_epoll_stream(*this, fd, owner, user);
+    }
+    std::unique_ptr<acceptor_io> open_acceptor(int fd, reactor_object& owner, accept_user& user) override {
+        return make_epoll_acceptor(*this, fd, owner, user);
+    }
 
     const char* name() const noexcept override { return "epoll"; }
 

@@ -1,5 +1,8 @@
+#pragma once
 // io_uring backend of the poller interface: completion I/O for sessions and listeners, readiness
 // (multishot POLL_ADD) for everything else (the doorbell eventfd, sockets still connecting).
+//
+// The streams and acceptors that use it are in uring_stream.cpp.
 //
 //   session:  recv_multishot ──> CQE per chunk, bytes in a provided buffer (ring of 512 x 16 KiB,
 //                                shared by the shard's sessions, given back after dispatch)
@@ -14,7 +17,7 @@
 //
 // Lifetimes: every submitted operation holds a reference on its target until its last CQE has
 // been dispatched, so a session closed mid-flight is freed only when the kernel is done with it.
-#include "core/poller.hpp"
+#include "core/backend/poller.hpp"
 
 #include <strix/core/intrusive_ptr.hpp>
 #include <strix/core/log.hpp>
@@ -33,8 +36,7 @@
 #include <cstring>
 #include <vector>
 
-namespace strix::detail {
-namespace {
+namespace strix::detail::uring {
 
 constexpr unsigned ring_entries = 4096;
 constexpr unsigned buffer_count = 512;      // power of two (the buffer ring's mask)
@@ -45,7 +47,7 @@ constexpr unsigned buffer_group = 1;
 enum tag : std::uintptr_t { t_poll = 0, t_recv = 1, t_send = 2, t_accept = 3, t_ignore = 4 };
 constexpr std::uintptr_t tag_mask = 7;
 
-std::uint64_t user_data(reactor_object* obj, tag t) noexcept {
+inline std::uint64_t user_data(const void* obj, tag t) noexcept {
     return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(obj) | t);
 }
 
@@ -83,7 +85,10 @@ public:
     }
 
     const char* name() const noexcept override { return "io_uring"; }
-    bool completions() const noexcept override { return true; }
+
+    // uring_stream.cpp
+    std::unique_ptr<stream_io> open_stream(int fd, reactor_object& owner, stream_user& user) override;
+    std::unique_ptr<acceptor_io> open_acceptor(int fd, reactor_object& owner, accept_user& user) override;
 
     void thread_start() override {
         // The shard's thread enables the ring and so becomes its single issuer.
@@ -95,7 +100,7 @@ public:
 
     // --- readiness ------------------------------------------------------------------------------
     std::error_code add(int fd, std::uint32_t events, reactor_object* target) override {
-        io_uring_sqe* sqe = sqe_for(target);
+        io_uring_sqe* sqe = sqe_for(*target);
         io_uring_prep_poll_multishot(sqe, fd, poll_mask(events));
         io_uring_sqe_set_data64(sqe, user_data(target, t_poll));
         return {};
@@ -110,26 +115,33 @@ public:
         return {};
     }
 
-    // --- completions ----------------------------------------------------------------------------
-    void recv_multishot(int fd, reactor_object* target) override {
-        io_uring_sqe* sqe = sqe_for(target);
+    // --- completions: for uring_stream.cpp -----------------------------------------------------
+    /// Receives on fd until cancelled: a completion per chunk, its bytes in a provided buffer.
+    void recv_multishot(int fd, completion_target& t) {
+        io_uring_sqe* sqe = sqe_for(t);
         io_uring_prep_recv_multishot(sqe, fd, nullptr, 0, 0);
         sqe->flags |= IOSQE_BUFFER_SELECT;
         sqe->buf_group = buffer_group;
-        io_uring_sqe_set_data64(sqe, user_data(target, t_recv));
+        io_uring_sqe_set_data64(sqe, user_data(&t, t_recv));
     }
-    void send(int fd, const msghdr* msg, reactor_object* target) override {
-        io_uring_sqe* sqe = sqe_for(target);
+    /// Sends msg (which must stay valid until the completion) on fd.
+    void send(int fd, const msghdr* msg, completion_target& t) {
+        io_uring_sqe* sqe = sqe_for(t);
         io_uring_prep_sendmsg(sqe, fd, msg, MSG_NOSIGNAL);
-        io_uring_sqe_set_data64(sqe, user_data(target, t_send));
+        io_uring_sqe_set_data64(sqe, user_data(&t, t_send));
     }
-    void accept_multishot(int fd, reactor_object* target) override {
-        io_uring_sqe* sqe = sqe_for(target);
+    /// Accepts on a listening fd until cancelled.
+    void accept_multishot(int fd, completion_target& t) {
+        io_uring_sqe* sqe = sqe_for(t);
         io_uring_prep_multishot_accept(sqe, fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        io_uring_sqe_set_data64(sqe, user_data(target, t_accept));
+        io_uring_sqe_set_data64(sqe, user_data(&t, t_accept));
     }
-    void cancel_recv(reactor_object* target) override { cancel_data(user_data(target, t_recv)); }
-    void cancel_fd(int fd) override {
+    /// Cancels t's receive (its last completion still comes, with -ECANCELED or data).
+    void cancel_recv(completion_target& t) { cancel_data(user_data(&t, t_recv)); }
+    /// Cancels t's multishot accept.
+    void cancel_accept(completion_target& t) { cancel_data(user_data(&t, t_accept)); }
+    /// Cancels every operation on fd, at once (before the caller closes it).
+    void cancel_fd(int fd) {
         io_uring_sqe* sqe = raw_sqe();
         io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
         io_uring_sqe_set_data64(sqe, t_ignore);
@@ -197,12 +209,13 @@ private:
     }
 
     // An SQE for an operation on target, which stays alive until the operation's last CQE.
-    io_uring_sqe* sqe_for(reactor_object* target) {
+    io_uring_sqe* sqe_for(reactor_object& target) {
         io_uring_sqe* sqe = raw_sqe();
-        intrusive_add_ref(target);
-        ++held_[target];
+        intrusive_add_ref(&target);
+        ++held_[&target];
         return sqe;
     }
+    io_uring_sqe* sqe_for(completion_target& t) { return sqe_for(t.keep_alive()); }
 
     void cancel_data(std::uint64_t data) {
         io_uring_sqe* sqe = raw_sqe();
@@ -222,12 +235,13 @@ private:
         const auto data = static_cast<std::uintptr_t>(cqe.user_data);
         const auto t = static_cast<tag>(data & tag_mask);
         if (t == t_ignore) return false;
-        auto* target = reinterpret_cast<reactor_object*>(data & ~tag_mask);
         const bool more = cqe.flags & IORING_CQE_F_MORE;
-        if (!more) releases_.push_back(target);  // after dispatch: the last CQE of this operation
-        ev.target = target;
         if (t == t_poll) {
+            auto* target = reinterpret_cast<reactor_object*>(data & ~tag_mask);
+            if (!more) releases_.push_back(target);  // after dispatch: the last CQE of this operation
             if (cqe.res == -ECANCELED) return false;  // modify() replaced it, or remove()
+            ev.target = target;
+            ev.done_target = nullptr;
             if (cqe.res < 0) {
                 ev.events = io_events::error;
             } else {
@@ -236,10 +250,12 @@ private:
                             (r & POLLERR ? io_events::error : 0u) | (r & POLLHUP ? io_events::hangup : 0u) |
                             (r & POLLRDHUP ? io_events::read_hangup : 0u);
             }
-            ev.completion = false;
             return true;
         }
-        ev.completion = true;
+        auto* done = reinterpret_cast<completion_target*>(data & ~tag_mask);
+        if (!more) releases_.push_back(&done->keep_alive());
+        ev.target = nullptr;
+        ev.done_target = done;
         ev.events = 0;
         ev.done.result = cqe.res;
         ev.done.more = more;
@@ -270,34 +286,4 @@ private:
     pthread_t issuer_{};
 };
 
-}  // namespace
-
-std::unique_ptr<poller> make_uring_poller(std::string& why) {
-    auto* ring = new io_uring;
-    io_uring_params p{};
-    p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_R_DISABLED;
-    int rc = io_uring_queue_init_params(ring_entries, ring, &p);
-    bool defer = true;
-    if (rc == -EINVAL) {
-        // Older kernels: no single issuer / deferred task work; cooperative task work instead.
-        p = io_uring_params{};
-        p.flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_R_DISABLED;
-        rc = io_uring_queue_init_params(ring_entries, ring, &p);
-        defer = false;
-    }
-    if (rc < 0) {
-        why = std::string("io_uring_setup: ") + std::strerror(-rc);
-        delete ring;
-        return nullptr;
-    }
-    try {
-        return std::make_unique<uring_poller>(*ring, defer);
-    } catch (const std::system_error& e) {
-        why = e.what();
-        io_uring_queue_exit(ring);
-        delete ring;
-        return nullptr;
-    }
-}
-
-}  // namespace strix::detail
+}  // namespace strix::detail::uring

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Instructions per echoed message of strix-echo-server, counted by callgrind (repeatable whatever
+# else the machine does, unlike seconds): the A/B of a change on the engine's hot path.
+#
+#   scripts/echo-callgrind.sh <bin_dir> [depth ...]          (default depths: 1 16 128)
+#
+# For each depth the server (one shard, under valgrind --tool=callgrind) is run twice, with the
+# load tool (strix-echo-bench from the same bin_dir, 100 connections x 8 B, not under valgrind)
+# for SHORT and LONG seconds; instructions per message = (Ir_long - Ir_short) / (msgs_long -
+# msgs_short), so start-up and shutdown cancel out. Prints one line per depth:
+#   depth D: I instructions/message (N messages measured)
+# Environment: ECHO_CG_IO [epoll] (the server's --io), ECHO_CG_SHORT [2], ECHO_CG_LONG [6].
+set -euo pipefail
+
+bin=${1:?usage: scripts/echo-callgrind.sh <bin_dir> [depth ...]}
+shift
+depths=("$@")
+[ ${#depths[@]} -gt 0 ] || depths=(1 16 128)
+io=${ECHO_CG_IO:-epoll}
+short=${ECHO_CG_SHORT:-2}
+long=${ECHO_CG_LONG:-6}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# run <depth> <seconds>: prints "<Ir> <messages>"
+run() {
+  local depth=$1 secs=$2 port out pid ir msgs
+  port=$(free_port)
+  out=$work/cg.$depth.$secs
+  valgrind --tool=callgrind --callgrind-out-file="$out.cg" "$bin/strix-echo-server" --port "$port" --shards 1 \
+    --io "$io" >"$out.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do
+    grep -q "listening on" "$out.log" 2>/dev/null && break
+    sleep 0.2
+  done
+  "$bin/strix-echo-bench" --port "$port" --connections 100 --size 8 --depth "$depth" --duration "$secs" \
+    --warmup 0 --json "$out.json" >/dev/null
+  kill -TERM "$pid"
+  wait "$pid" || true
+  ir=$(grep -m1 '^summary:' "$out.cg" | awk '{print $2}')
+  msgs=$(grep -o '[0-9]* messages in' "$out.log" | awk '{print $1}')
+  echo "$ir $msgs"
+}
+
+for d in "${depths[@]}"; do
+  read -r ir1 m1 < <(run "$d" "$short")
+  read -r ir2 m2 < <(run "$d" "$long")
+  python3 -c "import sys; ir1,m1,ir2,m2=map(int,sys.argv[1:]); print(f'depth {sys.argv[5]}: {(ir2-ir1)/(m2-m1):.0f} instructions/message ({m2-m1} messages measured)')" \
+    "$ir1" "$m1" "$ir2" "$m2" "$d"
+done

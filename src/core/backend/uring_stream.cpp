@@ -1,0 +1,216 @@
+// The io_uring backend's connection I/O: a multishot receive whose chunks are copied into the
+// user's ring, one sendmsg in flight over the user's chain, a multishot accept.
+//
+// Bytes a receive brought while the user takes none (paused, suspended) are kept here, in order,
+// and handed over first on resume: the receive is cancelled when the user pauses, but chunks
+// already completed still arrive (at most a few buffers' worth).
+#include "core/backend/uring_poller.hpp"
+
+#include <strix/core/unique_fd.hpp>
+
+#include <algorithm>
+#include <span>
+#include <vector>
+
+namespace strix::detail::uring {
+namespace {
+
+constexpr int max_iov = 64;
+
+std::error_code errno_code(int e) noexcept { return {e, std::generic_category()}; }
+
+class uring_stream final : public stream_io, public completion_target {
+public:
+    uring_stream(uring_poller& p, int fd, reactor_object& owner, stream_user& user) : poller_(p), fd_(fd), owner_(owner), user_(user) {}
+
+    std::error_code start() override {
+        arm();
+        return {};
+    }
+    void ready(std::uint32_t) override {}  // no readiness: everything completes
+
+    void pause_receive() override {
+        if (paused_) return;
+        paused_ = true;
+        if (armed_) poller_.cancel_recv(*this);
+    }
+    void resume_receive() override {
+        paused_ = false;
+        if (!parked_.empty()) {
+            std::vector<std::byte> backlog;
+            backlog.swap(parked_);
+            deliver(backlog);
+        }
+        arm();
+    }
+
+    void send(buffer_chain& tx) override {
+        if (sending_ || tx.empty() || closed_) return;
+        if (!iov_) iov_ = std::make_unique<iovec[]>(max_iov);
+        const int n = tx.fill_iov(iov_.get(), max_iov);
+        msg_ = msghdr{};
+        msg_.msg_iov = iov_.get();
+        msg_.msg_iovlen = static_cast<std::size_t>(n);
+        tx_ = &tx;
+        sending_ = true;
+        poller_.send(fd_, &msg_, *this);
+    }
+    bool send_busy() const noexcept override { return sending_; }
+
+    void close() noexcept override {
+        if (closed_) return;
+        closed_ = true;
+        parked_.clear();
+        poller_.cancel_fd(fd_);  // before the owner closes fd: the number may be reused at once
+    }
+
+    reactor_object& keep_alive() noexcept override { return owner_; }
+
+    void completed(const io_completion& c) override {
+        if (c.what == io_completion::op::send) {
+            sending_ = false;
+            if (closed_) {
+                tx_->clear();  // held for the kernel until now
+                return;
+            }
+            if (c.result < 0) {
+                user_.stream_failed(errno_code(-c.result));
+                return;
+            }
+            const auto n = static_cast<std::size_t>(c.result);
+            tx_->consume(n);
+            user_.sent(n);
+            user_.send_ready();  // the rest, appends made meanwhile, a close or a drain watch
+            return;
+        }
+        if (!c.more) armed_ = false;
+        if (closed_) return;
+        if (c.result > 0) {
+            std::span<const std::byte> data(c.data, static_cast<std::size_t>(c.result));
+            if (paused_ || !parked_.empty())
+                parked_.insert(parked_.end(), data.begin(), data.end());
+            else
+                deliver(data);
+        } else if (c.result == 0) {
+            user_.peer_closed();
+            return;
+        } else if (c.result != -ENOBUFS && c.result != -ECANCELED) {
+            user_.stream_failed(errno_code(-c.result));
+            return;
+        }
+        // Re-armed unless paused: ENOBUFS means the shard's buffers were all lent out this turn (they
+        // go back before the next submit), ECANCELED that input was paused.
+        arm();
+    }
+
+private:
+    void arm() {
+        if (armed_ || paused_ || closed_) return;
+        armed_ = true;
+        poller_.recv_multishot(fd_, *this);
+    }
+
+    // Copies data into the user's space as it lends it; what it will not take now is kept.
+    void deliver(std::span<const std::byte> data) {
+        while (!data.empty() && !closed_) {
+            iovec iov[2];
+            const int n = paused_ ? 0 : user_.recv_space(iov);
+            if (n < 0) return;  // the user will take no more: drop it
+            if (n == 0) {
+                parked_.insert(parked_.end(), data.begin(), data.end());
+                return;
+            }
+            std::size_t copied = 0;
+            for (int i = 0; i < n && copied < data.size(); ++i) {
+                const std::size_t k = std::min(iov[i].iov_len, data.size() - copied);
+                std::memcpy(iov[i].iov_base, data.data() + copied, k);
+                copied += k;
+            }
+            data = data.subspan(copied);
+            user_.received(copied);  // false: paused, suspended or closed, which the loop's top sees
+        }
+    }
+
+    uring_poller& poller_;
+    const int fd_;
+    reactor_object& owner_;
+    stream_user& user_;
+    bool armed_ = false;    // a multishot receive is in flight
+    bool paused_ = false;   // the user does not take bytes now
+    bool sending_ = false;  // a sendmsg is in flight: msg_, iov_ and tx_'s front bytes are the kernel's
+    bool closed_ = false;
+    msghdr msg_{};
+    std::unique_ptr<iovec[]> iov_;   // the in-flight send's gather list (allocated on first send)
+    buffer_chain* tx_ = nullptr;     // the chain the in-flight send reads
+    std::vector<std::byte> parked_;  // received while the user took no bytes
+};
+
+class uring_acceptor final : public acceptor_io, public completion_target {
+public:
+    uring_acceptor(uring_poller& p, int fd, reactor_object& owner, accept_user& user) : poller_(p), fd_(fd), owner_(owner), user_(user) {}
+
+    std::error_code start() override {
+        arm();
+        return {};
+    }
+    void ready(std::uint32_t) override {}
+    void pause() override {
+        paused_ = true;
+        if (armed_) poller_.cancel_accept(*this);
+    }
+    void resume() override {
+        paused_ = false;
+        arm();
+    }
+    void close() noexcept override {
+        if (closed_) return;
+        closed_ = true;
+        poller_.cancel_fd(fd_);
+    }
+    reactor_object& keep_alive() noexcept override { return owner_; }
+
+    void completed(const io_completion& c) override {
+        if (!c.more) armed_ = false;
+        if (closed_) {
+            if (c.result >= 0) ::close(c.result);  // accepted while closing
+            return;
+        }
+        if (c.result >= 0) {
+            user_.accepted(unique_fd(c.result), nullptr, 0);
+        } else if (c.result != -ECANCELED) {
+            const int e = -c.result;
+            if (e != EINTR && e != ECONNABORTED && e != EPROTO && user_.accept_failed(e)) {
+                pause();
+                return;
+            }
+        }
+        arm();
+    }
+
+private:
+    void arm() {
+        if (armed_ || paused_ || closed_) return;
+        armed_ = true;
+        poller_.accept_multishot(fd_, *this);
+    }
+
+    uring_poller& poller_;
+    const int fd_;
+    reactor_object& owner_;
+    accept_user& user_;
+    bool armed_ = false;
+    bool paused_ = false;
+    bool closed_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<stream_io> uring_poller::open_stream(int fd, reactor_object& owner, stream_user& user) {
+    return std::make_unique<uring_stream>(*this, fd, owner, user);
+}
+
+std::unique_ptr<acceptor_io> uring_poller::open_acceptor(int fd, reactor_object& owner, accept_user& user) {
+    return std::make_unique<uring_acceptor>(*this, fd, owner, user);
+}
+
+}  // namespace strix::detail::uring
