@@ -1,6 +1,8 @@
 // socket (the public facade) and socket_core: options, the pattern, bind/connect and sending.
-// The transports' pipes live beside it: zmtp_pipe.cpp (tcp://, ipc://) and inproc.cpp.
+// The transports' pipes live beside it: zmtp_pipe.cpp (tcp://, ipc://) and inproc.cpp; what a
+// socket type means is in socket_types.cpp.
 #include "link/internal.hpp"
+#include "link/socket_types.hpp"
 
 #include <strix/core/log.hpp>
 #include <strix/core/shard.hpp>
@@ -112,41 +114,6 @@ void socket_core::pause(bool on) {
 
 // --- the public facade ---------------------------------------------------------------------
 
-const char* to_string(socket_type t) noexcept {
-    switch (t) {
-        case socket_type::pair: return "PAIR";
-        case socket_type::pub: return "PUB";
-        case socket_type::sub: return "SUB";
-        case socket_type::req: return "REQ";
-        case socket_type::rep: return "REP";
-        case socket_type::dealer: return "DEALER";
-        case socket_type::router: return "ROUTER";
-        case socket_type::pull: return "PULL";
-        case socket_type::push: return "PUSH";
-        case socket_type::xpub: return "XPUB";
-        case socket_type::xsub: return "XSUB";
-    }
-    return "?";
-}
-
-bool compatible(socket_type a, socket_type b) noexcept {
-    using t = socket_type;
-    switch (a) {
-        case t::pair: return b == t::pair;
-        case t::pub:
-        case t::xpub: return b == t::sub || b == t::xsub;
-        case t::sub:
-        case t::xsub: return b == t::pub || b == t::xpub;
-        case t::req: return b == t::rep || b == t::router;
-        case t::rep: return b == t::req || b == t::dealer;
-        case t::dealer: return b == t::rep || b == t::dealer || b == t::router;
-        case t::router: return b == t::req || b == t::dealer || b == t::router;
-        case t::push: return b == t::pull;
-        case t::pull: return b == t::push;
-    }
-    return false;
-}
-
 const char* to_string(socket_event::kind k) noexcept {
     using e = socket_event::kind;
     switch (k) {
@@ -210,14 +177,14 @@ void socket::on_writable(std::function<void()> f) { core_->on_writable = std::mo
 void socket::on_event(std::function<void(const socket_event&)> f) { core_->on_event = std::move(f); }
 
 void socket::subscribe(bytes_view topic) {
-    if (core_->type != socket_type::sub && core_->type != socket_type::xsub)
-        throw std::invalid_argument("subscribe() is for SUB and XSUB sockets");
+    const auto* row = detail::find_type_info(core_->type);
+    if (!row || !row->subscribes()) throw std::invalid_argument("subscribe() is for SUB and XSUB sockets");
     core_->pat->subscribe(true, topic);
 }
 
 void socket::unsubscribe(bytes_view topic) {
-    if (core_->type != socket_type::sub && core_->type != socket_type::xsub)
-        throw std::invalid_argument("unsubscribe() is for SUB and XSUB sockets");
+    const auto* row = detail::find_type_info(core_->type);
+    if (!row || !row->subscribes()) throw std::invalid_argument("unsubscribe() is for SUB and XSUB sockets");
     core_->pat->subscribe(false, topic);
 }
 

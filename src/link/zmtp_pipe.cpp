@@ -2,6 +2,7 @@
 // commands, multipart assembly, heartbeats), and socket_core's session_handler side that gives
 // each session its pipe. inproc.cpp holds the other transport's pipe.
 #include "link/internal.hpp"
+#include "link/socket_types.hpp"
 
 #include <strix/core/shard.hpp>
 #include <strix/net/framer.hpp>
@@ -143,9 +144,9 @@ public:
             v31_ = g.major > 3 || g.minor >= 1;
             phase_ = phase::handshake;
             sess_->set_framer(zmtp::frame_framer());
-            const bool has_id = core_.type == socket_type::req || core_.type == socket_type::dealer || core_.type == socket_type::router;
+            const socket_type_info& me = type_info(core_.type);
             const bytes_view idv = as_bytes(core_.opts.routing_id);
-            put(bytes_view(zmtp::ready_frame(to_string(core_.type), has_id ? &idv : nullptr)));
+            put(bytes_view(zmtp::ready_frame(me.name, me.announces_identity ? &idv : nullptr)));
             return;
         }
         // Handshake: READY (or ERROR) and nothing else.
@@ -168,12 +169,9 @@ public:
             if (zmtp::iequals(name, "Socket-Type")) {
                 have_type = true;
                 const std::string_view t = as_text(value);
-                for (int k = 0; k <= static_cast<int>(socket_type::xsub); ++k) {
-                    const auto st = static_cast<socket_type>(k);
-                    if (t == to_string(st)) {
-                        peer_type = st;
-                        type_ok = compatible(core_.type, st);
-                    }
+                if (const auto st = type_from_name(t)) {
+                    peer_type = *st;
+                    type_ok = type_info(core_.type).talks_to(*st);
                 }
                 peer_type_name_ = std::string(t);
             } else if (zmtp::iequals(name, "Identity")) {
