@@ -2,8 +2,6 @@
 #include "link/socket_types.hpp"
 
 #include <array>
-#include <cstdio>
-#include <cstdlib>
 #include <initializer_list>
 
 namespace strix::link {
@@ -56,13 +54,6 @@ static_assert(compatibility_symmetric(), "the peers columns must agree both ways
 const socket_type_info* find_type_info(socket_type type) noexcept {
     const auto i = static_cast<std::size_t>(type);
     return i < rows.size() ? &rows[i] : nullptr;
-}
-
-const socket_type_info& type_info(socket_type type) noexcept {
-    if (const auto* row = find_type_info(type)) return *row;
-    // A socket_type outside the enum is a bug in the caller; checked in release builds too.
-    std::fprintf(stderr, "strix::link: socket_type %u is not a socket type\n", static_cast<unsigned>(type));
-    std::abort();
 }
 
 std::optional<socket_type> type_from_name(std::string_view name) noexcept {

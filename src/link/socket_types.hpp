@@ -66,8 +66,6 @@ struct socket_type_info {
 
 /// The row of a valid socket_type, or nullptr for a value outside the enum. Any thread.
 const socket_type_info* find_type_info(socket_type t) noexcept;
-/// The row of a valid socket_type (aborts otherwise). Any thread.
-const socket_type_info& type_info(socket_type t) noexcept;
 /// The type whose ZMTP name is exactly `name` (case matters, as in the READY check). Any thread.
 std::optional<socket_type> type_from_name(std::string_view name) noexcept;
 

@@ -144,9 +144,9 @@ public:
             v31_ = g.major > 3 || g.minor >= 1;
             phase_ = phase::handshake;
             sess_->set_framer(zmtp::frame_framer());
-            const socket_type_info& me = type_info(core_.type);
+            const socket_type_info* me = find_type_info(core_.type);
             const bytes_view idv = as_bytes(core_.opts.routing_id);
-            put(bytes_view(zmtp::ready_frame(me.name, me.announces_identity ? &idv : nullptr)));
+            put(bytes_view(zmtp::ready_frame(to_string(core_.type), me && me->announces_identity ? &idv : nullptr)));
             return;
         }
         // Handshake: READY (or ERROR) and nothing else.
@@ -171,7 +171,7 @@ public:
                 const std::string_view t = as_text(value);
                 if (const auto st = type_from_name(t)) {
                     peer_type = *st;
-                    type_ok = type_info(core_.type).talks_to(*st);
+                    type_ok = compatible(core_.type, *st);
                 }
                 peer_type_name_ = std::string(t);
             } else if (zmtp::iequals(name, "Identity")) {
