@@ -7,7 +7,7 @@
 //   mode bit 1   then a READY from a DEALER
 //   max_msg      the socket's max message size (0 = 1 MiB, the default)
 //
-// The bytes go through the same phases as a pipe in src/link/socket.cpp: greeting, handshake
+// The bytes go through the same phases as a pipe in src/link/zmtp_pipe.cpp: greeting, handshake
 // (READY or ERROR), then commands and messages. Every frame is cut from an exact heap copy of
 // what is left (ASan: no read past it) and refused, as the session does, when its header
 // announces more than the limit: nothing is buffered for it. Checked:
@@ -69,7 +69,7 @@ bool read_properties(bytes data, std::vector<std::pair<std::string_view, bytes>>
     });
 }
 
-// The reason a peer's ERROR gives, as socket.cpp reads it.
+// The reason a peer's ERROR gives, as zmtp_pipe.cpp reads it.
 std::string error_reason(bytes data) {
     if (data.empty()) return {};
     const std::size_t n = std::min<std::size_t>(static_cast<std::size_t>(data[0]), data.size() - 1);
@@ -108,7 +108,7 @@ void check_error(bytes data) {
 }
 
 void check_ping(bytes data) {
-    if (data.size() < 2) return;  // socket.cpp ignores a PING without its TTL
+    if (data.size() < 2) return;  // zmtp_pipe.cpp ignores a PING without its TTL
     const bytes context = data.subspan(2);
     const std::vector<std::byte> pong_bytes = zmtp::pong_frame(context);
     const zmtp::command pong = reparse_command(pong_bytes, "PONG");
@@ -149,7 +149,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     fuzz::reader in(fuzz::as_bytes(data, size));
     const std::uint8_t mode = in.u8();
     const std::uint16_t m = in.u16();
-    const std::size_t max_frame = (m == 0 ? 1024 * 1024 : m) + zmtp::max_header;  // as socket.cpp sets it
+    const std::size_t max_frame = (m == 0 ? 1024 * 1024 : m) + zmtp::max_header;  // as zmtp_pipe.cpp sets it
 
     std::vector<std::byte> stream;
     if (mode & 1) {
@@ -224,7 +224,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
         check_message_header(f);
         parts = f.more() ? parts + 1 : 0;
-        if (parts >= 1024) break;  // socket.cpp's max_parts
+        if (parts >= 1024) break;  // zmtp_pipe.cpp's max_parts
     }
     return 0;
 }

@@ -3,8 +3,8 @@
 // trie, the patterns and the socket core that ties them to a session_group.
 //
 //   application ──send──> socket_core ──pattern (lb, dist, router, req/rep)──> pipe::write
-//                                                                               ├─ zmtp_pipe: ZMTP frames into the session's send queue
-//                                                                               └─ inproc_pipe: owned parts, batched per turn to the peer
+//                                                                               ├─ zmtp_pipe (zmtp_pipe.cpp): ZMTP frames into the session's send queue
+//                                                                               └─ inproc_pipe (inproc.cpp): owned parts, batched per turn to the peer
 //   session ──frames──> zmtp_pipe (greeting, READY, commands, multipart assembly) ─┐
 //   inproc peer ──batch──> inproc_pipe ────────────────────────────────────────────┴─> pattern::receive ──> on_message
 
@@ -179,7 +179,7 @@ public:
     void note_would_block() noexcept { want_writable_ = true; }
     std::uint64_t next_pipe_id() noexcept { return ++pipe_ids_; }
 
-    // --- session_handler (tcp/ipc peers) ------------------------------------------------------
+    // --- session_handler (tcp/ipc peers: zmtp_pipe.cpp) ----------------------------------------
     void on_open(session& s) override;
     void on_frame(session& s, std::span<const std::byte> frame) override;
     void on_protocol_error(session& s, std::error_code ec) override;
@@ -209,6 +209,10 @@ private:
     bool want_writable_ = false;
     bool notifying_ = false;
 };
+
+// tcp:// and ipc:// (zmtp_pipe.cpp)
+/// The session group's framing and limits for a socket's ZMTP peers.
+session_group_config zmtp_group_config(const socket_options& o);
 
 // inproc (inproc.cpp)
 std::string inproc_bind(socket_core& c, std::string_view name);

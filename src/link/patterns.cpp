@@ -10,7 +10,9 @@
 //   PUB, XPUB      fan out to every peer subscribed to a prefix of the first part; one encoding
 //                  shared by all; a peer at its mark misses the message
 //   SUB, XSUB      subscriptions go to every publisher; incoming messages are filtered too
+// make_pattern builds the class that a type's row of the socket-type table (socket_types.hpp) names.
 #include "link/internal.hpp"
+#include "link/socket_types.hpp"
 
 #include <strix/core/log.hpp>
 #include <strix/core/shard.hpp>
@@ -430,18 +432,23 @@ private:
 }  // namespace
 
 std::unique_ptr<pattern> make_pattern(socket_core& c, socket_type t) {
-    switch (t) {
-        case socket_type::push: return std::make_unique<balanced>(c, true, false);
-        case socket_type::pull: return std::make_unique<balanced>(c, false, true);
-        case socket_type::dealer: return std::make_unique<balanced>(c, true, true);
-        case socket_type::pair: return std::make_unique<pair_pattern>(c);
-        case socket_type::req: return std::make_unique<req_pattern>(c);
-        case socket_type::rep: return std::make_unique<rep_pattern>(c);
-        case socket_type::router: return std::make_unique<router_pattern>(c);
-        case socket_type::pub: return std::make_unique<pub_pattern>(c, false);
-        case socket_type::xpub: return std::make_unique<pub_pattern>(c, true);
-        case socket_type::sub: return std::make_unique<sub_pattern>(c, false);
-        case socket_type::xsub: return std::make_unique<sub_pattern>(c, true);
+    const socket_type_info* row = find_type_info(t);
+    if (!row) return nullptr;
+    // The row's send rule picks the class; its receive rule sets the variant (PUSH/PULL/DEALER,
+    // PUB/XPUB, SUB/XSUB).
+    switch (row->send) {
+        case send_rule::none:
+            if (row->receive == receive_rule::filtered) return std::make_unique<sub_pattern>(c, false);
+            return std::make_unique<balanced>(c, false, row->receive == receive_rule::fair_queue);
+        case send_rule::round_robin:
+            return std::make_unique<balanced>(c, true, row->receive == receive_rule::fair_queue);
+        case send_rule::one_peer: return std::make_unique<pair_pattern>(c);
+        case send_rule::request: return std::make_unique<req_pattern>(c);
+        case send_rule::reply: return std::make_unique<rep_pattern>(c);
+        case send_rule::by_identity: return std::make_unique<router_pattern>(c);
+        case send_rule::fan_out:
+            return std::make_unique<pub_pattern>(c, row->receive == receive_rule::subscriptions_and_messages);
+        case send_rule::upstream: return std::make_unique<sub_pattern>(c, true);
     }
     return nullptr;
 }

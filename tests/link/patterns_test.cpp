@@ -262,4 +262,49 @@ TEST(link_topics, thousands_of_topics_match_by_prefix) {
     EXPECT_TRUE(got.stays_empty());
 }
 
+// The names and the compatibility matrix of RFC 28-31 (libzmq 4.3's table), pair by pair: the
+// handshake of every transport reads them.
+TEST(link_socket_types, names_and_compatible_peers_follow_the_rfcs) {
+    using t = socket_type;
+    const std::vector<std::pair<t, const char*>> names = {
+        {t::pair, "PAIR"}, {t::pub, "PUB"},       {t::sub, "SUB"},       {t::req, "REQ"},
+        {t::rep, "REP"},   {t::dealer, "DEALER"}, {t::router, "ROUTER"}, {t::pull, "PULL"},
+        {t::push, "PUSH"}, {t::xpub, "XPUB"},     {t::xsub, "XSUB"}};
+    // Each compatible pair once, in either order.
+    const std::set<std::pair<t, t>> talk = {
+        {t::pair, t::pair},   {t::pub, t::sub},       {t::pub, t::xsub},      {t::xpub, t::sub},
+        {t::xpub, t::xsub},   {t::req, t::rep},       {t::req, t::router},    {t::dealer, t::rep},
+        {t::dealer, t::dealer}, {t::dealer, t::router}, {t::router, t::router}, {t::push, t::pull}};
+    auto expected = [&](t a, t b) { return talk.count({a, b}) + talk.count({b, a}) > 0; };
+    int pairs = 0;
+    for (auto [a, a_name] : names) {
+        EXPECT_STREQ(link::to_string(a), a_name);
+        for (auto [b, b_name] : names) {
+            EXPECT_EQ(link::compatible(a, b), expected(a, b)) << a_name << " - " << b_name;
+            pairs += expected(a, b) ? 1 : 0;
+        }
+    }
+    EXPECT_EQ(pairs, 21);  // 12 unordered pairs, 3 of them a type with itself
+    EXPECT_STREQ(link::to_string(static_cast<t>(11)), "?");
+    EXPECT_FALSE(link::compatible(static_cast<t>(11), t::pair));
+    EXPECT_FALSE(link::compatible(t::pair, static_cast<t>(11)));
+}
+
+TEST(link_socket_types, only_sub_and_xsub_subscribe) {
+    link_env env;
+    for (auto type : {socket_type::pair, socket_type::pub, socket_type::req, socket_type::rep, socket_type::dealer,
+                      socket_type::router, socket_type::pull, socket_type::push, socket_type::xpub}) {
+        auto& s = env.make(0, type);
+        EXPECT_THROW(env.on(0, [&] { s.subscribe("a"); }), std::invalid_argument) << link::to_string(type);
+        EXPECT_THROW(env.on(0, [&] { s.unsubscribe("a"); }), std::invalid_argument) << link::to_string(type);
+    }
+    for (auto type : {socket_type::sub, socket_type::xsub}) {
+        auto& s = env.make(0, type);
+        EXPECT_NO_THROW(env.on(0, [&] {
+            s.subscribe("a");
+            s.unsubscribe("a");
+        })) << link::to_string(type);
+    }
+}
+
 }  // namespace

@@ -1,0 +1,411 @@
+// zmtp_pipe: one tcp:// or ipc:// peer of a socket, a session running ZMTP 3.1 (greeting, READY,
+// commands, multipart assembly, heartbeats), and socket_core's session_handler side that gives
+// each session its pipe. inproc.cpp holds the other transport's pipe.
+#include "link/internal.hpp"
+#include "link/socket_types.hpp"
+
+#include <strix/core/shard.hpp>
+#include <strix/net/framer.hpp>
+#include <strix/net/net_errc.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+
+namespace strix::link::detail {
+namespace {
+
+constexpr std::size_t max_parts = 1024;  // parts of one incoming message
+
+// One tcp:// or ipc:// peer: the session's state (session::emplace_state), from the greeting to
+// the end of the connection.
+class zmtp_pipe final : public pipe {
+public:
+    enum class phase : std::uint8_t { greeting, handshake, ready };
+
+    zmtp_pipe(socket_core& c, session& s, std::string addr)
+        : core_(c),
+          sess_(&s),
+          addr_(std::move(addr)),
+          hs_timer_([this] { on_handshake_timer(); }),
+          ping_timer_([this] { on_ping_timer(); }),
+          ttl_timer_([this] { on_ttl_timer(); }) {
+        id = c.next_pipe_id();
+    }
+    ~zmtp_pipe() override {
+        auto& w = core_.owner.timers();
+        w.cancel(hs_timer_);
+        w.cancel(ping_timer_);
+        w.cancel(ttl_timer_);
+    }
+
+    void start() {
+        std::byte g[zmtp::greeting_size];
+        zmtp::write_greeting(std::span<std::byte, zmtp::greeting_size>(g));
+        put(bytes_view(g, sizeof g));
+        // READY waits for the peer's greeting (on_frame), as libzmq's does: sent right behind
+        // ours, it reached libzmq before libzmq's own READY left, and libzmq, finding our type
+        // incompatible, closed without a READY, so strix could neither see nor count the mismatch.
+        if (core_.opts.handshake_ivl.count() > 0)
+            core_.owner.timers().schedule(hs_timer_, core_.owner.ticks_for(core_.opts.handshake_ivl));
+    }
+
+    // --- pipe --------------------------------------------------------------------------------
+    bool full() noexcept override {
+        if (!core_.opts.sndhwm) return false;
+        // Messages whose last byte the session has written are out of the queue.
+        const std::uint64_t written = appended_ - sess_->queued_bytes();
+        while (!ends_.empty() && ends_.front() <= written) ends_.pop_front();
+        return ends_.size() >= core_.opts.sndhwm;
+    }
+
+    void write(outgoing& m) override {
+        write_frames(m);
+        // The byte count at the message's end marks when it leaves the queue (see full()).
+        if (core_.opts.sndhwm) ends_.push_back(appended_);
+    }
+
+    void write_frames(outgoing& m) {
+        if (m.shared && !m.by_reference()) {
+            put(m.wire());  // one encoding referenced by every peer
+            return;
+        }
+        const auto parts = m.parts();
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+            const std::uint8_t flags = i + 1 < parts.size() ? zmtp::flag_more : 0;
+            const bytes_view b = parts[i];
+            if (b.size() <= small_copy) {
+                // Header and body in one append: the common small message costs one copy.
+                std::byte buf[zmtp::max_header + small_copy];
+                const std::size_t h = zmtp::write_header(buf, flags, b.size());
+                if (!b.empty()) std::memcpy(buf + h, b.data(), b.size());
+                put(bytes_view(buf, h + b.size()));
+                continue;
+            }
+            std::byte hdr[zmtp::max_header];
+            const std::size_t h = zmtp::write_header(hdr, flags, b.size());
+            put(bytes_view(hdr, h));
+            if (const part* src = m.source(i))
+                put(src->buffer(), src->offset(), src->size());  // the application's buffer, by reference
+            else
+                put(b);
+        }
+    }
+
+    void send_subscription(bool on, bytes_view topic) override {
+        if (v31_) {
+            put(bytes_view(zmtp::command_frame(on ? "SUBSCRIBE" : "CANCEL", topic)));
+            return;
+        }
+        std::vector<std::byte> body;
+        body.reserve(topic.size() + 1);
+        body.push_back(on ? std::byte{1} : std::byte{0});
+        body.insert(body.end(), topic.begin(), topic.end());
+        std::byte hdr[zmtp::max_header];
+        put(bytes_view(hdr, zmtp::write_header(hdr, 0, body.size())));
+        put(bytes_view(body));
+    }
+
+    void terminate(std::error_code why) override { sess_->close(why); }
+    const std::string& address() const noexcept override { return addr_; }
+    void watch_writable() noexcept override {
+        watching_ = true;
+        sess_->notify_when_drained();
+    }
+    bool take_watch() noexcept {
+        const bool w = watching_;
+        watching_ = false;
+        return w;
+    }
+
+    // --- frames from the session ------------------------------------------------------------
+    void on_frame(std::span<const std::byte> whole) {
+        last_rx_tick_ = core_.owner.now_tick();
+        if (phase_ == phase::ready) {
+            const zmtp::frame f = zmtp::split(whole);
+            if (f.command()) {
+                on_command(f.body);
+                return;
+            }
+            on_message_frame(f);
+            return;
+        }
+        if (phase_ == phase::greeting) {
+            zmtp::greeting g;
+            if (auto ec = zmtp::parse_greeting(whole.first<zmtp::greeting_size>(), g)) {
+                fail(ec);
+                return;
+            }
+            if (g.mechanism != "NULL") {
+                put(bytes_view(zmtp::error_frame("unsupported security mechanism " + g.mechanism)));
+                fail(link_errc::unsupported_mechanism);
+                return;
+            }
+            v31_ = g.major > 3 || g.minor >= 1;
+            phase_ = phase::handshake;
+            sess_->set_framer(zmtp::frame_framer());
+            const socket_type_info* me = find_type_info(core_.type);
+            const bytes_view idv = as_bytes(core_.opts.routing_id);
+            put(bytes_view(zmtp::ready_frame(to_string(core_.type), me && me->announces_identity ? &idv : nullptr)));
+            return;
+        }
+        // Handshake: READY (or ERROR) and nothing else.
+        const zmtp::frame f = zmtp::split(whole);
+        zmtp::command cmd;
+        if (!f.command() || !zmtp::parse_command(f.body, cmd)) {
+            fail(link_errc::bad_handshake);
+            return;
+        }
+        if (cmd.name == "ERROR") {
+            fail(link_errc::peer_error, error_reason(cmd.data));
+            return;
+        }
+        if (cmd.name != "READY") {
+            fail(link_errc::bad_handshake);
+            return;
+        }
+        bool have_type = false, type_ok = false;
+        const bool props_ok = zmtp::for_each_property(cmd.data, [&](std::string_view name, bytes_view value) {
+            if (zmtp::iequals(name, "Socket-Type")) {
+                have_type = true;
+                const std::string_view t = as_text(value);
+                if (const auto st = type_from_name(t)) {
+                    peer_type = *st;
+                    type_ok = compatible(core_.type, *st);
+                }
+                peer_type_name_ = std::string(t);
+            } else if (zmtp::iequals(name, "Identity")) {
+                peer_identity = std::string(as_text(value));
+            }
+        });
+        if (!props_ok || !have_type) {
+            fail(link_errc::bad_handshake);
+            return;
+        }
+        if (!type_ok) {
+            put(bytes_view(zmtp::error_frame("Invalid socket type")));
+            fail(link_errc::socket_type_mismatch, peer_type_name_);
+            return;
+        }
+        phase_ = phase::ready;
+        core_.owner.timers().cancel(hs_timer_);
+        if (core_.opts.heartbeat_ivl.count() > 0)
+            core_.owner.timers().schedule(ping_timer_, core_.owner.ticks_for(core_.opts.heartbeat_ivl));
+        core_.event(socket_event::kind::handshake_succeeded, addr_, {}, peer_type_name_);
+        core_.attach(*this);
+    }
+
+    phase current_phase() const noexcept { return phase_; }
+    /// A handshake that ended without success and was not yet counted as failed.
+    bool handshake_unfinished() const noexcept { return phase_ != phase::ready && !failed_; }
+    void mark_failed() noexcept { failed_ = true; }
+
+private:
+    static constexpr std::size_t small_copy = 512;
+
+    // Every byte this pipe queues on its session goes through put(), so appended_ minus what is
+    // still queued is what the session has written.
+    void put(bytes_view b) {
+        appended_ += b.size();
+        sess_->send(b);
+    }
+    void put(const shared_buffer_ptr& buf) {
+        appended_ += buf->size();
+        sess_->send(buf);
+    }
+    void put(const shared_buffer_ptr& buf, std::size_t off, std::size_t len) {
+        appended_ += len;
+        sess_->send(buf, off, len);
+    }
+
+    static std::string error_reason(bytes_view data) {
+        if (data.empty()) return {};
+        const std::size_t n = std::min<std::size_t>(static_cast<std::size_t>(data[0]), data.size() - 1);
+        return std::string(as_text(data.subspan(1, n)));
+    }
+
+    // Closes a connected peer for a reason found here. Detached first, so the socket hears one
+    // disconnected event, this one (on_close would report a second, with the session's reason).
+    void drop(std::error_code ec, std::string detail = {}) {
+        core_.detach(*this);
+        core_.event(socket_event::kind::disconnected, addr_, ec, std::move(detail));
+        sess_->close(ec);
+    }
+
+    void fail(std::error_code ec, std::string detail = {}) {
+        failed_ = true;
+        ++core_.stats.handshake_failures;
+        core_.event(socket_event::kind::handshake_failed, addr_, ec, std::move(detail));
+        sess_->close(ec);  // flushes an ERROR queued just before
+    }
+
+    void on_command(bytes_view body) {
+        zmtp::command cmd;
+        if (!zmtp::parse_command(body, cmd)) {
+            ++core_.stats.protocol_errors;
+            drop(link_errc::bad_frame);
+            return;
+        }
+        if (cmd.name == "PING") {
+            if (cmd.data.size() < 2) return;
+            const unsigned ttl = (static_cast<unsigned>(cmd.data[0]) << 8) | static_cast<unsigned>(cmd.data[1]);
+            put(bytes_view(zmtp::pong_frame(cmd.data.subspan(2))));
+            if (ttl > 0 && !ttl_timer_.armed()) {
+                peer_ttl_ = std::chrono::milliseconds(ttl * 100u);
+                core_.owner.timers().schedule(ttl_timer_, core_.owner.ticks_for(peer_ttl_));
+            }
+        } else if (cmd.name == "SUBSCRIBE") {
+            core_.pat->subscription(*this, true, cmd.data);
+        } else if (cmd.name == "CANCEL") {
+            core_.pat->subscription(*this, false, cmd.data);
+        } else if (cmd.name == "ERROR") {
+            drop(link_errc::peer_error, error_reason(cmd.data));
+        }
+        // PONG needs nothing (any frame counts as traffic); unknown commands are ignored.
+    }
+
+    void on_message_frame(const zmtp::frame& f) {
+        if (asm_parts_.empty() && !f.more()) {
+            // The common case: a one-part message, handed over straight from the receive ring.
+            ++core_.stats.messages_in;
+            core_.pat->receive(*this, std::span(&f.body, 1));
+            return;
+        }
+        if (asm_parts_.size() + 1 >= max_parts || asm_.size() + f.body.size() > 4 * core_.opts.max_msg_size) {
+            ++core_.stats.protocol_errors;
+            drop(link_errc::message_too_large, "too many parts");
+            return;
+        }
+        if (f.more()) {
+            asm_parts_.emplace_back(asm_.size(), f.body.size());
+            asm_.insert(asm_.end(), f.body.begin(), f.body.end());
+            return;
+        }
+        // The last part stays in the ring; the earlier ones were copied as they came.
+        views_.clear();
+        for (auto [off, len] : asm_parts_) views_.emplace_back(asm_.data() + off, len);
+        views_.push_back(f.body);
+        asm_parts_.clear();
+        ++core_.stats.messages_in;
+        core_.pat->receive(*this, views_);
+        asm_.clear();
+        if (asm_.capacity() > 64 * 1024) asm_.shrink_to_fit();
+    }
+
+    void on_handshake_timer() {
+        if (phase_ != phase::ready) fail(link_errc::handshake_timeout);
+    }
+
+    void on_ping_timer() {
+        auto& sh = core_.owner;
+        const auto timeout = core_.opts.heartbeat_timeout.count() > 0 ? core_.opts.heartbeat_timeout : core_.opts.heartbeat_ivl;
+        if (ping_outstanding_ && sh.now_tick() - ping_sent_tick_ >= sh.ticks_for(timeout) && last_rx_tick_ < ping_sent_tick_) {
+            drop(link_errc::heartbeat_timeout);
+            return;
+        }
+        if (!ping_outstanding_ || last_rx_tick_ >= ping_sent_tick_) {
+            const auto ttl = static_cast<std::uint16_t>(std::min<long long>(core_.opts.heartbeat_ttl.count() / 100, 65535));
+            put(bytes_view(zmtp::ping_frame(ttl, {})));
+            ping_outstanding_ = true;
+            ping_sent_tick_ = sh.now_tick();
+        }
+        // Tick at the shorter of interval and timeout so a lost peer is noticed in time.
+        sh.timers().schedule(ping_timer_, sh.ticks_for(std::min(core_.opts.heartbeat_ivl, timeout)));
+    }
+
+    void on_ttl_timer() {
+        auto& sh = core_.owner;
+        const auto ttl = sh.ticks_for(peer_ttl_);
+        const auto quiet = sh.now_tick() - last_rx_tick_;
+        if (quiet >= ttl) {
+            drop(link_errc::heartbeat_timeout, "peer's TTL");
+            return;
+        }
+        sh.timers().schedule(ttl_timer_, ttl - quiet);
+    }
+
+    socket_core& core_;
+    session* sess_;
+    std::string addr_;
+    std::string peer_type_name_;
+    timer_node hs_timer_, ping_timer_, ttl_timer_;
+    std::chrono::milliseconds peer_ttl_{0};
+    std::uint64_t last_rx_tick_ = 0;
+    std::uint64_t ping_sent_tick_ = 0;
+    std::uint64_t appended_ = 0;     // bytes ever queued on the session
+    std::deque<std::uint64_t> ends_;  // appended_ at the end of each message still queued
+    phase phase_ = phase::greeting;
+    bool v31_ = true;
+    bool watching_ = false;
+    bool ping_outstanding_ = false;
+    bool failed_ = false;  // the handshake failure was counted (fail, on_protocol_error)
+    std::vector<std::byte> asm_;
+    std::vector<std::pair<std::size_t, std::size_t>> asm_parts_;
+    std::vector<bytes_view> views_;
+};
+
+}  // namespace
+
+session_group_config zmtp_group_config(const socket_options& o) {
+    session_group_config g;
+    g.framing = &zmtp::greeting_framer();
+    // The session refuses a frame above max_frame from its header, before buffering it.
+    const std::size_t frame = std::min<std::size_t>(o.max_msg_size, UINT32_MAX - zmtp::max_header) + zmtp::max_header;
+    g.limits.max_frame = static_cast<std::uint32_t>(frame);
+    g.limits.max_queued = SIZE_MAX;        // the high-water mark (messages) bounds output instead
+    g.limits.stall_timeout = std::chrono::milliseconds(0);
+    g.limits.high_water = 4 * 1024 * 1024;
+    g.limits.low_water = 1024 * 1024;
+    return g;
+}
+
+void socket_core::on_open(session& s) {
+    if (paused) s.suspend_reading(true);
+    auto& p = s.emplace_state<zmtp_pipe>(*this, s, s.origin() ? s.origin()->target().to_string() : s.peer());
+    event(s.origin() ? socket_event::kind::connected : socket_event::kind::accepted, p.address());
+    p.start();
+}
+
+void socket_core::on_frame(session& s, std::span<const std::byte> frame) {
+    if (auto* p = s.state<zmtp_pipe>()) p->on_frame(frame);
+}
+
+void socket_core::on_protocol_error(session& s, std::error_code ec) {
+    auto* p = s.state<zmtp_pipe>();
+    if (!p) return;
+    if (p->current_phase() != zmtp_pipe::phase::ready) {
+        p->mark_failed();
+        ++stats.handshake_failures;
+        event(socket_event::kind::handshake_failed, p->address(), ec);
+    } else {
+        ++stats.protocol_errors;
+        detach(*p);  // the one disconnected event is this one, not on_close's
+        event(socket_event::kind::disconnected, p->address(), ec == net_errc::frame_too_large ? make_error_code(link_errc::message_too_large) : ec);
+    }
+}
+
+void socket_core::on_close(session& s, std::error_code ec) {
+    auto* p = s.state<zmtp_pipe>();
+    if (!p) return;
+    const bool was_attached = p->attached;
+    detach(*p);
+    if (was_attached) {
+        event(socket_event::kind::disconnected, p->address(), ec);
+    } else if (p->handshake_unfinished() && !closing) {
+        // The peer went away mid-handshake (a truncated greeting, or a libzmq peer refusing us):
+        // a failed handshake too, as libzmq reports it (HANDSHAKE_FAILED_NO_DETAIL).
+        ++stats.handshake_failures;
+        event(socket_event::kind::handshake_failed, p->address(), ec);
+    }
+}
+
+void socket_core::on_connect_failed(connection& c, std::error_code ec) {
+    event(socket_event::kind::connect_retried, c.target().to_string(), ec);
+}
+
+void socket_core::on_drained(session& s) {
+    auto* p = s.state<zmtp_pipe>();
+    if (p && p->take_watch() && p->attached) pipe_writable(*p);
+}
+
+}  // namespace strix::link::detail
