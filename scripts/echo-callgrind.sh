@@ -48,6 +48,6 @@ run() {
 for d in "${depths[@]}"; do
   read -r ir1 m1 < <(run "$d" "$short")
   read -r ir2 m2 < <(run "$d" "$long")
-  python3 -c "import sys; ir1,m1,ir2,m2=map(int,sys.argv[1:]); print(f'depth {sys.argv[5]}: {(ir2-ir1)/(m2-m1):.0f} instructions/message ({m2-m1} messages measured)')" \
+  python3 -c "import sys; ir1,m1,ir2,m2=map(int,sys.argv[1:5]); print(f'depth {sys.argv[5]}: {(ir2-ir1)/(m2-m1):.0f} instructions/message ({m2-m1} messages measured)')" \
     "$ir1" "$m1" "$ir2" "$m2" "$d"
 done
