@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -77,11 +78,36 @@ struct conn {
   bool want_out = false;              // EPOLLOUT asked for while pending is not empty
 };
 
-// Counters of the loop, read by the once-a-second sampling in the same thread.
+// Counters of the loop, read by the once-a-second sampling in the same thread; the context
+// switches are filled in only when the window's ends are sampled (switches_now).
 struct counts {
   std::uint64_t echoes = 0, bytes_in = 0, bytes_out = 0;
   std::uint64_t waits = 0, reads = 0, writes = 0;
+  std::uint64_t client_vol = 0, client_invol = 0;  // this process's context switches
+  std::uint64_t server_vol = 0, server_invol = 0;  // the server's, summed over its threads
+  bool server_ok = false;
 };
+
+// The context switches of this process (getrusage) and, when pid != 0, of every thread of pid
+// (/proc/pid/task/*/status), added to c.
+void switches_now(counts& c, long pid) {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  c.client_vol = static_cast<std::uint64_t>(ru.ru_nvcsw);
+  c.client_invol = static_cast<std::uint64_t>(ru.ru_nivcsw);
+  if (pid == 0) return;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator(dir, ec)) {
+    std::ifstream status(task.path() / "status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0) c.server_vol += std::stoull(line.substr(24));
+      if (line.rfind("nonvoluntary_ctxt_switches:", 0) == 0) c.server_invol += std::stoull(line.substr(27));
+    }
+  }
+  c.server_ok = !ec;
+}
 
 class loop_client {
  public:
@@ -318,10 +344,12 @@ void loop_client::tick() {
   if (ticks_ == opt_.warmup_s) {
     window_start_ = s;
     window_counts_start_ = n_;
+    switches_now(window_counts_start_, opt_.server_pid);
   }
   if (ticks_ == opt_.warmup_s + opt_.duration_s) {
     window_end_ = s;
     window_counts_end_ = n_;
+    switches_now(window_counts_end_, opt_.server_pid);
     stop_sending_ = true;
   }
 }
@@ -333,6 +361,7 @@ int loop_client::run() {
               cpus_.c_str());
   std::fflush(stdout);
   start_ = prev_ = window_start_ = take();
+  switches_now(window_counts_start_, opt_.server_pid);  // the window starts here when --warmup 0
   for (auto& c : conns_) {
     if (failed_) break;
     send_more(c, opt_.depth);
@@ -375,6 +404,12 @@ nlohmann::ordered_json json_figure(double v) {
   return std::round(v * 1000.0) / 1000.0;
 }
 
+// A small ratio (per echo) keeps its significant digits; null when not measured (negative).
+nlohmann::ordered_json json_precise(double v) {
+  if (v < 0) return nullptr;
+  return v;
+}
+
 int loop_client::finish() {
   const bool completed = ticks_ == opt_.warmup_s + opt_.duration_s;
   std::uint64_t verified = 0;
@@ -388,10 +423,19 @@ int loop_client::finish() {
   const double echoes = completed ? static_cast<double>(b.echoes - a.echoes) : 0;
   auto per = [&](std::uint64_t x0, std::uint64_t x1) { return echoes > 0 ? static_cast<double>(x1 - x0) / echoes : -1.0; };
   const double reads_per = per(a.reads, b.reads), writes_per = per(a.writes, b.writes), waits_per = per(a.waits, b.waits);
+  // Context switches per echo, voluntary (blocked: a wait with nothing to do) and involuntary
+  // (preempted), of the client and, with --server-pid, of the server.
+  const double c_vol = per(a.client_vol, b.client_vol), c_invol = per(a.client_invol, b.client_invol);
+  const bool srv = a.server_ok && b.server_ok;
+  const double s_vol = srv ? per(a.server_vol, b.server_vol) : -1, s_invol = srv ? per(a.server_invol, b.server_invol) : -1;
   std::printf("summary over %.2f s after %d s warmup: %s\n", r.seconds, opt_.warmup_s, format_rates(r).c_str());
   if (echoes > 0)
     std::printf("client system calls per echo: read %.3f, write %.3f, epoll_wait %.3f (echoes per read %.1f)\n", reads_per,
                 writes_per, waits_per, 1.0 / reads_per);
+  if (echoes > 0)
+    std::printf("context switches per 1000 echoes: client %.2f voluntary, %.2f involuntary", c_vol * 1000, c_invol * 1000);
+  if (echoes > 0 && srv) std::printf("; server %.2f voluntary, %.2f involuntary", s_vol * 1000, s_invol * 1000);
+  if (echoes > 0) std::printf("\n");
   std::printf("verified %llu echoes (content, count and order), outstanding %llu, errors=%d\n",
               static_cast<unsigned long long>(verified), static_cast<unsigned long long>(outstanding_), failed_ ? 1 : 0);
   if (!completed && !failed_) std::printf("run did not complete its %d s\n", opt_.warmup_s + opt_.duration_s);
@@ -424,6 +468,10 @@ int loop_client::finish() {
         {"client_reads_per_echo", json_figure(reads_per)},
         {"client_writes_per_echo", json_figure(writes_per)},
         {"client_waits_per_echo", json_figure(waits_per)},
+        {"client_voluntary_cs_per_echo", json_precise(c_vol)},
+        {"client_involuntary_cs_per_echo", json_precise(c_invol)},
+        {"server_voluntary_cs_per_echo", json_precise(s_vol)},
+        {"server_involuntary_cs_per_echo", json_precise(s_invol)},
     };
     std::ofstream js(opt_.json);
     js << summary.dump(2) << '\n';
