@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Seed 001's echo shoot-out: strix-echo-server against the raw epoll reference, the naive
 # boost::asio server and two peers users compare with, tokio (Rust) and gnet (Go), all measured
-# by the same load tool, strix-echo-bench, over loopback.
+# by the same load tool, strix-echo-bench, over loopback, and cross-checked by an independent
+# client, strix-echo-loop.
 #
 #   scripts/bench-echo.sh <build_dir>
 #
@@ -17,21 +18,25 @@
 #   client   multi   strix-echo-bench --mode multi --threads $ECHO_CLIENT_THREADS (one epoll loop
 #                    per thread, plus a sampling thread)
 #            single  strix-echo-bench --mode single (one thread, one epoll loop, every connection)
+#            loop    strix-echo-loop (bench/echo/echo_loop_client.cpp): an independent single-threaded
+#                    client, one level-triggered epoll loop, one read and one write per readable
+#                    event, the way a user writes one to try a server
 #   depth    1, 16, 128 messages in flight per connection
 # Runs are interleaved: for each repetition, layout, client mode and depth, every server runs once
 # in turn, so drift on a shared machine hits all servers alike. Each run starts the server on a
 # free port, waits until it accepts, runs
 #   [taskset -c C] strix-echo-bench --connections 100 --size 8 --depth D --mode M [--threads T]
 #                  --duration S --warmup W --server-pid PID --json FILE
+# (in loop mode strix-echo-loop with the same options but --mode and --threads)
 # records the CPUs each server thread may run on, and stops the server (SIGTERM, SIGKILL after
 # 5 s). A run that fails verification is recorded, left out of the medians and flagged in the
 # report, and makes this script exit 1 after the report is written.
 # Then scripts/echo_report.py writes <build_dir>/bench/echo.md and echo.png.
 #
-# Environment (defaults in brackets; a full run on 2 CPUs takes about 26 minutes):
+# Environment (defaults in brackets; a full run on 2 CPUs takes about 39 minutes):
 #   ECHO_DURATION [3]  measured seconds per run     ECHO_WARMUP [1]  warmup seconds per run
 #   ECHO_REPS [5]      runs per cell                ECHO_DEPTHS ["1 16 128"]
-#   ECHO_LAYOUTS ["pinned free"]                    ECHO_MODES ["multi single"]
+#   ECHO_LAYOUTS ["pinned free"]                    ECHO_MODES ["multi single loop"]
 #   ECHO_SERVERS ["strix strix-uring raw-epoll asio-naive tokio gnet"]  (a subset to shorten a trial run;
 #                            strix is strix-echo-server on epoll, strix-uring the same with --io uring)
 #   ECHO_CONNECTIONS [100]   ECHO_SIZE [8]
@@ -53,7 +58,7 @@ warmup=${ECHO_WARMUP:-1}
 reps=${ECHO_REPS:-5}
 read -r -a depths <<<"${ECHO_DEPTHS:-1 16 128}"
 read -r -a layouts <<<"${ECHO_LAYOUTS:-pinned free}"
-read -r -a modes <<<"${ECHO_MODES:-multi single}"
+read -r -a modes <<<"${ECHO_MODES:-multi single loop}"
 read -r -a wanted <<<"${ECHO_SERVERS:-strix strix-uring raw-epoll asio-naive tokio gnet}"
 connections=${ECHO_CONNECTIONS:-100}
 size=${ECHO_SIZE:-8}
@@ -62,17 +67,18 @@ threads=${ECHO_THREADS:-$cores}
 client_threads=${ECHO_CLIENT_THREADS:-$cores}
 strix_extra=${ECHO_STRIX_ARGS:-}
 client=$bin/strix-echo-bench
+loop_client=$bin/strix-echo-loop
 
 die() { echo "bench-echo: FAILED: $*" >&2; exit 1; }
 
-for b in strix-echo-bench strix-echo-raw-epoll strix-echo-asio-naive; do
+for b in strix-echo-bench strix-echo-loop strix-echo-raw-epoll strix-echo-asio-naive; do
   [ -x "$bin/$b" ] || die "$bin/$b is missing; build first (make build)"
 done
 for l in "${layouts[@]}"; do
   case $l in pinned | free) ;; *) die "ECHO_LAYOUTS: unknown layout '$l' (pinned, free)" ;; esac
 done
 for m in "${modes[@]}"; do
-  case $m in multi | single) ;; *) die "ECHO_MODES: unknown client mode '$m' (multi, single)" ;; esac
+  case $m in multi | single | loop) ;; *) die "ECHO_MODES: unknown client mode '$m' (multi, single, loop)" ;; esac
 done
 
 # The pinned layout's CPUs: by default the first two this script may run on.
@@ -181,13 +187,17 @@ failures=0
 run_one() {  # <layout> <mode> <name> <binary> <args> <depth> <rep>
   local layout=$1 mode=$2 name=$3 binary=$4 targ=$5 depth=$6 rep=$7
   local tag="${layout}_${mode}_${name}_d${depth}_r${rep}"
-  local port spin=() cpin=() cargs=()
+  local port spin=() cpin=() cargs=() cbin=$client
   port=$(free_port)
   if [ "$layout" = pinned ]; then
     spin=(taskset -c "$server_cpus")
     cpin=(taskset -c "$client_cpus")
   fi
-  if [ "$mode" = multi ]; then cargs=(--mode multi --threads "$client_threads"); else cargs=(--mode single); fi
+  case $mode in
+    multi) cargs=(--mode multi --threads "$client_threads") ;;
+    single) cargs=(--mode single) ;;
+    loop) cbin=$loop_client ;;
+  esac
   # shellcheck disable=SC2086  # targ is "--threads N" / "--shards N ..."
   "${spin[@]}" "$binary" --port "$port" $targ >"$runs/$tag.server.log" 2>&1 &
   server_pid=$!
@@ -206,14 +216,14 @@ run_one() {  # <layout> <mode> <name> <binary> <args> <depth> <rep>
     [ -n "$server_pid" ] && stop_server "$name"
   else
     local rc=0
-    "${cpin[@]}" timeout $((duration + warmup + 60)) "$client" --host 127.0.0.1 --port "$port" \
+    "${cpin[@]}" timeout $((duration + warmup + 60)) "$cbin" --host 127.0.0.1 --port "$port" \
       --connections "$connections" --size "$size" --depth "$depth" "${cargs[@]}" \
       --duration "$duration" --warmup "$warmup" --server-pid "$server_pid" --json "$runs/$tag.json" \
       >"$runs/$tag.log" 2>&1 || rc=$?
     where_threads "$server_pid" >"$runs/$tag.where"
     stop_server "$name"
     if [ "$rc" -ne 0 ]; then
-      echo "strix-echo-bench exited $rc: $(grep -m1 -E 'ERROR|FAIL|failed' "$runs/$tag.log" || tail -1 "$runs/$tag.log")" \
+      echo "$(basename "$cbin") exited $rc: $(grep -m1 -E 'ERROR|FAIL|failed' "$runs/$tag.log" || tail -1 "$runs/$tag.log")" \
         >"$runs/$tag.failed"
     fi
   fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes <out>/echo.md and <out>/echo.png from the files of one scripts/bench-echo.sh run.
 
-Every figure comes from the strix-echo-bench JSON summaries in --runs, named
+Every figure comes from the strix-echo-bench and strix-echo-loop JSON summaries in --runs, named
 <layout>_<mode>_<server>_d<depth>_r<rep>.json; <same>.failed holds why a run failed and
 <same>.where the CPUs each server thread was allowed. servers.txt lists the servers
 (name|binary|arguments|role|status). Failed runs are left out of the medians and flagged; a cell
@@ -117,11 +117,13 @@ def layout_short(lay):
 def mode_title(mode, args):
     if mode == "multi":
         return f"multi-threaded client ({args.client_threads} threads)"
+    if mode == "loop":
+        return "independent single-threaded client (strix-echo-loop)"
     return "single-threaded client"
 
 
 def mode_short(mode):
-    return "multi client" if mode == "multi" else "single client"
+    return {"multi": "multi client", "loop": "loop client"}.get(mode, "single client")
 
 
 def best_peer(cells, servers, lay, mode, d):
@@ -183,6 +185,9 @@ def write_markdown(args, servers, layouts, modes, depths, cells, out_md):
     L.append("```")
     L.append(args.command + " --mode multi --threads " + str(args.client_threads) + "   # multi-threaded client")
     L.append(args.command + " --mode single   # single-threaded client")
+    if "loop" in modes:
+        L.append(args.command.replace("strix-echo-bench", "strix-echo-loop", 1) +
+                 "   # independent single-threaded client")
     L.append("```")
     L.append("")
     L.append("Layouts:")
@@ -200,7 +205,12 @@ def write_markdown(args, servers, layouts, modes, depths, cells, out_md):
              "`--mode single`, one thread and one epoll loop driving every connection and sampling "
              "between loop turns (an independent single-threaded pipelined client). In both, every "
              "connection keeps `depth` messages in flight, sends one more per echo, and checks every "
-             "echoed byte, the count and the order.")
+             "echoed byte, the count and the order." +
+             (" **loop**: `strix-echo-loop` (bench/echo/echo_loop_client.cpp), an independent "
+              "single-threaded client written the way a user writes one: one level-triggered epoll loop, "
+              "and per readable event one read, the check of every whole echo it completes (length, "
+              "connection and sequence number, body), and one write of as many new messages as came "
+              "back; no batch-then-flush pass, no read until a short read." if "loop" in modes else ""))
     L.append("")
     L.append("Servers (each restarted for every run; within a repetition, layout, client mode and "
              "depth they run one after the other):")
@@ -228,8 +238,8 @@ def write_markdown(args, servers, layouts, modes, depths, cells, out_md):
     L.append("The CPUs each server thread was allowed to run on (its `Cpus_allowed_list`, read at the end "
              "of the first run of the cell), and the client's.")
     L.append("")
-    L.append("| layout | server | server threads | client (multi) | client (single) |")
-    L.append("|---|---|---|---|---|")
+    L.append("| layout | server | server threads | " + " | ".join(f"client ({m})" for m in modes) + " |")
+    L.append("|---|---|---|" + "---|" * len(modes))
     for lay in layouts:
         for s in servers:
             if not s.built:
@@ -243,8 +253,8 @@ def write_markdown(args, servers, layouts, modes, depths, cells, out_md):
                 thr = sorted({r.get("client_threads", "?") for r in rows})
                 client[m] = (f"{thr[0]} thread{'s' if thr[0] != 1 else ''} on {', '.join(cpus)}"
                              if rows else "n/a")
-            L.append(f"| {layout_short(lay)} | {s.name} | {where} | {client.get('multi', '-')} "
-                     f"| {client.get('single', '-')} |")
+            L.append(f"| {layout_short(lay)} | {s.name} | {where} | "
+                     + " | ".join(client.get(m, "-") for m in modes) + " |")
     L.append("")
 
     # --- summary ------------------------------------------------------------------------------------
@@ -391,7 +401,7 @@ def main():
     ap.add_argument("--reps", type=int, required=True)
     ap.add_argument("--depths", required=True)
     ap.add_argument("--layouts", default="pinned free")
-    ap.add_argument("--modes", default="multi single")
+    ap.add_argument("--modes", default="multi single loop")
     ap.add_argument("--command", required=True)
     ap.add_argument("--client-threads", default="?")
     ap.add_argument("--server-cpus", default="?")

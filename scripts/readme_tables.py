@@ -63,8 +63,8 @@ else:
 echo = read("echo.md")
 if echo:
     parts.append("\n### Echo shoot-out (seed 001: 100 connections, 8-byte messages, one send() per message)\n")
-    parts.append("`make bench-echo` (strix vs raw epoll, tokio, gnet, naive asio; two layouts x two client modes), "
-                 "million msgs/s, medians of 5 interleaved runs (min-max), same client, same run; placement and "
+    parts.append("`make bench-echo` (strix vs raw epoll, tokio, gnet, naive asio; two layouts x three client modes), "
+                 "million msgs/s, medians of 5 interleaved runs (min-max), same clients, same run; placement and "
                  "details in build/bench/echo.md:\n")
     parts.append(section(echo, r"^## Summary: strix against the best peer and raw epoll$") + "\n")
     for depth in ("1", "16", "128"):
