@@ -158,6 +158,14 @@ metrics_registry::registration metrics_registry::add(const metric_info& info, re
     return registration(this, id);
 }
 
+metrics_registry::registration metrics_registry::add_counter(std::string_view name, std::string_view help, reader read) {
+    return add({.name = name, .help = help, .kind = metric_kind::counter}, std::move(read));
+}
+
+metrics_registry::registration metrics_registry::add_gauge(std::string_view name, std::string_view help, reader read) {
+    return add({.name = name, .help = help, .kind = metric_kind::gauge}, std::move(read));
+}
+
 void metrics_registry::remove(std::uint64_t id) noexcept {
     std::lock_guard lk(mu_);
     for (family& f : families_)

@@ -76,12 +76,8 @@ public:
     /// Registers a counter or gauge whose value read() returns at scrape. info.kind must not be
     /// histogram; its strings are copied.
     [[nodiscard]] registration add(const metric_info& info, reader read);
-    [[nodiscard]] registration add_counter(std::string_view name, std::string_view help, reader read) {
-        return add({.name = name, .help = help, .kind = metric_kind::counter}, std::move(read));
-    }
-    [[nodiscard]] registration add_gauge(std::string_view name, std::string_view help, reader read) {
-        return add({.name = name, .help = help, .kind = metric_kind::gauge}, std::move(read));
-    }
+    [[nodiscard]] registration add_counter(std::string_view name, std::string_view help, reader read);
+    [[nodiscard]] registration add_gauge(std::string_view name, std::string_view help, reader read);
 
     /// Shows the family declared as `name` as `shown_name` with `shown_help` (an application
     /// naming an engine metric in its own words: the engine's handshake timeouts are the chat
