@@ -268,7 +268,7 @@ bool shard::overflow_only_to_exited() const noexcept {
 void shard::advance_clock() {
     auto elapsed = std::chrono::steady_clock::now() - epoch_;
     auto ticks = static_cast<std::uint64_t>(elapsed / tick_);
-    if (ticks > wheel_.now()) wheel_.advance_to(ticks);
+    if (ticks > wheel_.now()) bump(stats_.timers_fired, wheel_.advance_to(ticks));
 }
 
 int shard::next_timeout() const noexcept {

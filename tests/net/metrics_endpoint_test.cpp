@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
 
 using namespace strix;
@@ -112,6 +113,22 @@ TEST(metrics_endpoint, a_server_and_its_engine_are_summed_over_shards) {
     EXPECT_EQ(reg.value("strix_frames_in_total"), static_cast<long long>(st.frames_in.value()));
     EXPECT_EQ(reg.value("strix_io_reads_total"), static_cast<long long>(st.reads.value()));
     EXPECT_GT(reg.value("strix_loop_turns_total"), 0);
+    eng.stop();
+    eng.join();
+}
+
+TEST(metrics_endpoint, a_shard_counts_the_timers_it_fires) {
+    metrics_registry reg;
+    engine eng(one_shard());
+    eng.register_metrics(reg);
+    eng.start();
+    const long long before = reg.value("strix_timers_fired_total");
+    ASSERT_GE(before, 0);
+    std::atomic<int> fired{0};
+    timer_node t{[&fired] { fired.fetch_add(1); }};
+    eng.run_on(0, [&] { eng.at(0).timers().schedule(t, 1); });
+    ASSERT_TRUE(eventually([&] { return fired.load() == 1; }));
+    EXPECT_TRUE(eventually([&] { return reg.value("strix_timers_fired_total") >= before + 1; }));
     eng.stop();
     eng.join();
 }

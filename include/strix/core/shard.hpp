@@ -67,6 +67,7 @@ struct shard_stats : metric_group {
     counter tasks_external_in{*this, "strix_tasks_total", tasks_help, R"(source="external")"};
     counter wakeups{*this, "strix_shard_wakeups_total", "doorbell reads: a shard woken by another thread"};
     counter mesh_overflows{*this, "strix_mesh_overflows_total", "cross-shard posts that found their channel full"};
+    counter timers_fired{*this, "strix_timers_fired_total", "timers fired (timeouts, retries, housekeeping)"};
     // Turns that found work, by how long they ran (wait excluded): the delay one turn can add to
     // everything else due on the shard. Observed in nanoseconds, rendered in seconds.
     static constexpr std::array<std::uint64_t, 4> turn_time_bounds_ns{50'000, 200'000, 1'000'000, 5'000'000};
