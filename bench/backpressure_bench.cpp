@@ -82,7 +82,7 @@ void Mesh_Backpressure(benchmark::State& state) {
     cfg.mesh_capacity = queue_capacity;
     strix::engine eng(cfg);
     eng.start();
-    const std::uint64_t overflows_before = eng.at(0).stats().mesh_overflows.load();
+    const std::uint64_t overflows_before = eng.at(0).stats().mesh_overflows.value();
     mesh_round r;
     std::uint64_t posts = 0;
     for (auto _ : state) {
@@ -125,7 +125,7 @@ void Mesh_Backpressure(benchmark::State& state) {
         posts += overflow_posts;
         state.SetIterationTime(std::chrono::duration<double>(r.t1 - r.t0).count());
     }
-    const std::uint64_t overflows = eng.at(0).stats().mesh_overflows.load() - overflows_before;
+    const std::uint64_t overflows = eng.at(0).stats().mesh_overflows.value() - overflows_before;
     eng.stop();
     eng.join();
     if (!state.error_occurred() && overflows != posts)

@@ -149,7 +149,7 @@ void crosscore_post_throughput(benchmark::State& state, const bench_backend& be)
     eng.start();
     post_stream s;
     s.batch = static_cast<std::uint64_t>(state.range(0));
-    const std::uint64_t overflows_before = eng.at(0).stats().mesh_overflows.load();
+    const std::uint64_t overflows_before = eng.at(0).stats().mesh_overflows.value();
     std::uint64_t tasks = 0;
     for (auto _ : state) {
         s.sent = 0;
@@ -172,7 +172,7 @@ void crosscore_post_throughput(benchmark::State& state, const bench_backend& be)
         tasks += stream_tasks;
         state.SetIterationTime(seconds(s.t1 - s.t0));
     }
-    const std::uint64_t overflows = eng.at(0).stats().mesh_overflows.load() - overflows_before;
+    const std::uint64_t overflows = eng.at(0).stats().mesh_overflows.value() - overflows_before;
     eng.stop();
     eng.join();
     state.SetLabel(be.name);

@@ -1,4 +1,4 @@
-// Fuzz target: HTTP on the chat server's metrics port (apps/chat/server/metrics_endpoint.cpp):
+// Fuzz target: HTTP on a metrics port (src/net/metrics_endpoint.cpp, the chat server's /metrics):
 // http_head_framer() cuts the request head out of the received bytes, http_response_for()
 // chooses the answer from it.
 //
@@ -12,7 +12,7 @@
 //     GET /metrics, 404 for another GET, 400 otherwise, with a Content-Length that matches.
 #include "fuzz_support.hpp"
 
-#include "apps/chat/server/metrics_endpoint.hpp"
+#include <strix/net/metrics_endpoint.hpp>
 
 #include <string>
 #include <vector>
@@ -35,7 +35,7 @@ std::size_t reference_end(std::string_view t) {
 void check_response(std::string_view head) {
     int renders = 0;
     const std::string body = "strix_up 1\n";
-    const std::string out = chat::http_response_for(head, [&] {
+    const std::string out = http_response_for(head, [&] {
         ++renders;
         return body;
     });
@@ -62,7 +62,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const bytes stream = in.rest();
     if (stream.empty()) return 0;
     const std::string_view text = fuzz::as_text(stream);
-    const framer& f = chat::http_head_framer();
+    const framer& f = http_head_framer();
 
     // The prefixes a session could hold: the first 64 lengths, both sides of the limit and of
     // the head's end, and everything.

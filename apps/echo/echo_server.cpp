@@ -63,8 +63,8 @@ int main(int argc, char** argv) {
         for (unsigned i = 0; i < eng.shard_count(); ++i) {
             const auto& ss = eng.at(i).stats();
             std::printf("  shard %u: %llu loop turns, %llu I/O events, %llu wake-ups by other threads\n", i,
-                        static_cast<unsigned long long>(ss.turns.load()), static_cast<unsigned long long>(ss.io_events.load()),
-                        static_cast<unsigned long long>(ss.wakeups.load()));
+                        static_cast<unsigned long long>(ss.turns.value()), static_cast<unsigned long long>(ss.io_events.value()),
+                        static_cast<unsigned long long>(ss.wakeups.value()));
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "strix-echo-server: %s\n", e.what());

@@ -66,6 +66,10 @@ engine::~engine() {
     }
 }
 
+void engine::register_metrics(metrics_registry& r) {
+    for (auto& sh : shards_) metric_regs_.push_back(r.add(sh->stats()));
+}
+
 void engine::start() {
     if (started_) return;
     started_ = true;

@@ -254,7 +254,7 @@ bool shard::overflow_only_to_exited() const noexcept {
 void shard::advance_clock() {
     auto elapsed = std::chrono::steady_clock::now() - epoch_;
     auto ticks = static_cast<std::uint64_t>(elapsed / tick_);
-    if (ticks > wheel_.now()) wheel_.advance_to(ticks);
+    if (ticks > wheel_.now()) bump(stats_.timers_fired, wheel_.advance_to(ticks));
 }
 
 int shard::next_timeout() const noexcept {
@@ -328,11 +328,8 @@ void shard::turn(int timeout_ms) {
 
 void shard::record_turn(std::chrono::steady_clock::duration took) noexcept {
     const auto ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
-    std::size_t slot = 0;
-    while (slot < shard_stats::turn_time_bounds_us.size() && ns > shard_stats::turn_time_bounds_us[slot] * 1000) ++slot;
-    bump(stats_.turn_time[slot]);
-    bump(stats_.busy_ns, ns);
-    if (ns > stats_.max_turn_ns.load(std::memory_order_relaxed)) stats_.max_turn_ns.store(ns, std::memory_order_relaxed);
+    stats_.turn_time.observe(ns);
+    stats_.max_turn_us.raise_to(ns / 1000);
 }
 
 void shard::run() {

@@ -4,34 +4,6 @@
 
 namespace strix {
 
-void net_stats::add(const net_counters& c) noexcept {
-    auto r = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-    accepted += r(c.accepted);
-    connected += r(c.connected);
-    connect_failures += r(c.connect_failures);
-    closed += r(c.closed);
-    active += r(c.active);
-    reads += r(c.reads);
-    writes += r(c.writes);
-    bytes_in += r(c.bytes_in);
-    bytes_out += r(c.bytes_out);
-    frames_in += r(c.frames_in);
-    sends += r(c.sends);
-    frame_errors += r(c.frame_errors);
-    slow_consumers += r(c.slow_consumers);
-    idle_timeouts += r(c.idle_timeouts);
-    frame_timeouts += r(c.frame_timeouts);
-    handshake_timeouts += r(c.handshake_timeouts);
-    refused_max_sessions += r(c.refused_max_sessions);
-    refused_per_address += r(c.refused_per_address);
-    accept_pauses += r(c.accept_pauses);
-    read_pauses += r(c.read_pauses);
-    recv_buffers_in_use += r(c.recv_buffers_in_use);
-    recv_buffers_peak += r(c.recv_buffers_peak);
-    recv_buffer_takes += r(c.recv_buffer_takes);
-    recv_buffer_returns += r(c.recv_buffer_returns);
-}
-
 server::server(engine& e, server_config cfg, const handler_factory& make_handler) : engine_(e), cfg_(std::move(cfg)) {
     for (unsigned i = 0; i < e.shard_count(); ++i) {
         owned_handlers_.push_back(make_handler(e.at(i)));
@@ -56,6 +28,7 @@ void server::make_groups() {
 }
 
 server::~server() {
+    metric_regs_.clear();  // a scrape in progress finishes before the groups go
     // Each shard closes its part (the handler hears on_close for each session) and finishes the
     // loop turn, so nothing it runs refers to the groups any more; then they are freed here.
     // Tasks still in flight to a shard (listeners not yet installed, connections handed over
@@ -112,11 +85,15 @@ void server::start() {
     }
 }
 
-net_stats server::stats() const noexcept {
+net_stats server::stats() const {
     net_stats s;
     for (auto& g : groups_)
-        if (g) s.add(g->counters());
+        if (g) s.merge(g->counters());
     return s;
+}
+
+void server::register_metrics(metrics_registry& r) {
+    for (auto& g : groups_) metric_regs_.push_back(r.add(g->counters()));
 }
 
 }  // namespace strix

@@ -165,7 +165,7 @@ void session_group::forget(session& s) noexcept {
     if (impl_->sessions.erase(s.id())) {
         if (s.life_.admitted) admit_->release(s.peer());
         bump(counters_.closed);
-        counters_.active.store(counters_.active.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+        counters_.active.sub();
     }
 }
 
@@ -213,10 +213,8 @@ std::byte* session_group::take_rx_buffer() {
         p = static_cast<std::byte*>(impl_->rx_pool.allocate());
     }
     if (p) {
-        auto in_use = counters_.recv_buffers_in_use.load(std::memory_order_relaxed) + 1;
-        counters_.recv_buffers_in_use.store(in_use, std::memory_order_relaxed);
-        if (in_use > counters_.recv_buffers_peak.load(std::memory_order_relaxed))
-            counters_.recv_buffers_peak.store(in_use, std::memory_order_relaxed);
+        counters_.recv_buffers_in_use.add();
+        counters_.recv_buffers_peak.raise_to(counters_.recv_buffers_in_use.value());
         bump(counters_.recv_buffer_takes);
     }
     return p;
@@ -234,8 +232,7 @@ void session_group::give_rx_buffer(std::byte* p, bool cold) noexcept {
     // Kept beside the pool, not in its intrusive free list: linking a slot writes into it and
     // would fault back in the page just returned.
     impl_->free_rx.push_back(p);
-    counters_.recv_buffers_in_use.store(counters_.recv_buffers_in_use.load(std::memory_order_relaxed) - 1,
-                                        std::memory_order_relaxed);
+    counters_.recv_buffers_in_use.sub();
     bump(counters_.recv_buffer_returns);
 }
 

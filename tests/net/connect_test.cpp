@@ -104,7 +104,7 @@ TEST(connect, a_tcp_connection_opens_a_session_that_talks_to_a_server) {
         EXPECT_EQ(c->state(), connection::status::open);
         ASSERT_NE(c->current(), nullptr);
         EXPECT_EQ(c->current()->origin(), c.get());
-        EXPECT_EQ(client.counters().connected.load(), 1u);
+        EXPECT_EQ(client.counters().connected.value(), 1u);
         c->close();
         EXPECT_EQ(c->state(), connection::status::closed);
     });
@@ -146,7 +146,7 @@ TEST(connect, a_refused_connection_is_reported_once_without_reconnect) {
     on_shard(eng, 0, [&] {
         EXPECT_EQ(c->state(), connection::status::closed);
         EXPECT_EQ(c->failures(), 1u);
-        EXPECT_EQ(client.counters().connect_failures.load(), 1u);
+        EXPECT_EQ(client.counters().connect_failures.value(), 1u);
         c.reset();
     });
     eng.stop();

@@ -102,7 +102,7 @@ TEST(mesh, no_loss_no_duplication_no_reordering_per_producer) {
             }
     }
     std::uint64_t overflows = 0;
-    for (unsigned i = 0; i < shards; ++i) overflows += eng.at(i).stats().mesh_overflows.load();
+    for (unsigned i = 0; i < shards; ++i) overflows += eng.at(i).stats().mesh_overflows.value();
     EXPECT_GT(overflows, 0u) << "the test meant to exercise the overflow path";
 }
 
@@ -200,9 +200,9 @@ TEST(mesh, stop_in_the_middle_of_a_cross_shard_flood_terminates) {
 namespace {
 
 std::uint64_t turns_during(engine& eng, std::chrono::milliseconds window) {
-    const auto before = eng.at(0).stats().turns.load(std::memory_order_relaxed);
+    const auto before = eng.at(0).stats().turns.value();
     std::this_thread::sleep_for(window);
-    return eng.at(0).stats().turns.load(std::memory_order_relaxed) - before;
+    return eng.at(0).stats().turns.value() - before;
 }
 
 }  // namespace
@@ -223,10 +223,10 @@ TEST(mesh, poll_spin_keeps_polling_after_work_then_sleeps) {
     // Inside the window: an idle shard sleeps ~10 ms per turn (the tick), so 100 ms is ~10 turns;
     // a spinning one turns thousands of times even when it shares its core.
     EXPECT_GT(turns_during(spinning, std::chrono::milliseconds(100)), 200u);
-    const auto wakeups_before = spinning.at(0).stats().wakeups.load(std::memory_order_relaxed);
+    const auto wakeups_before = spinning.at(0).stats().wakeups.value();
     spinning.post(0, [&] { ran.fetch_add(1); });
     ASSERT_TRUE(test::eventually([&] { return ran.load() == 2; }));
-    EXPECT_EQ(spinning.at(0).stats().wakeups.load(std::memory_order_relaxed), wakeups_before)
+    EXPECT_EQ(spinning.at(0).stats().wakeups.value(), wakeups_before)
         << "a spinning shard found the task without being rung";
     // After the window it sleeps again.
     std::this_thread::sleep_for(std::chrono::milliseconds(600));

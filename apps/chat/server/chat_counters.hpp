@@ -1,41 +1,41 @@
 #pragma once
-// chat_counters: what one shard's chat service counts about itself. Each shard writes only its
-// own counters (single writer: strix::bump, no locked instruction); the metrics thread sums a
-// snapshot over the shards.
+// chat_counters: what one shard's chat service counts about itself, declared as metrics
+// (strix/core/metrics.hpp). Each shard writes only its own (single writer: strix::bump, no locked
+// instruction); chat_server registers every shard's instance, and a scrape sums them.
 
-#include <strix/core/shard.hpp>
-
-#include <atomic>
-#include <cstdint>
+#include <strix/core/metrics.hpp>
+#include <strix/core/shard.hpp>  // room_host.hpp takes timer_node from here
 
 namespace strix::chat {
 
-struct chat_counters {
-    std::atomic<std::uint64_t> app_in{0};          // requests decoded
-    std::atomic<std::uint64_t> app_out{0};         // frames the service queued to sessions
-    std::atomic<std::uint64_t> logins{0};          // successful logins
-    std::atomic<std::uint64_t> login_failures{0};  // wrong password, unknown account, database error
-    std::atomic<std::uint64_t> errors{0};          // error_res sent
-    std::atomic<std::uint64_t> bad_requests{0};    // malformed bodies and unknown types
-    std::atomic<std::uint64_t> rate_limited{0};     // chat_req refused by the chat rate limit
-    std::atomic<std::uint64_t> room_rate_limited{0};  // create/join refused by the room-change rate limit
-    std::atomic<std::uint64_t> login_throttled{0};  // logins refused by the failed-login throttle (no hash)
-    std::atomic<std::uint64_t> login_queue_full{0}; // logins refused: login_queue hashes already pending
-    std::atomic<std::uint64_t> notices_coalesced{0};  // join+leave pairs whose notices cancelled out
-    std::atomic<std::uint64_t> server_busy{0};     // requests refused because a database queue was full
-    std::atomic<std::uint64_t> chat_messages{0};   // messages accepted (seq assigned, queued for the database)
-    std::atomic<std::uint64_t> broadcasts{0};      // room events fanned out (messages, joins, leaves)
-    std::atomic<std::uint64_t> deliveries{0};      // frames handed to members by broadcasts
-    std::atomic<std::uint64_t> cross_shard_posts{0};  // broadcast tasks posted to other shards
-    std::atomic<std::uint64_t> sessions{0};        // open sessions (gauge)
-    std::atomic<std::uint64_t> players{0};         // logged-in sessions (gauge)
-    std::atomic<std::uint64_t> rooms{0};           // rooms this shard owns (gauge)
-    std::atomic<std::uint64_t> send_queued_bytes{0};     // output queued on this shard's sessions, last sample
-    std::atomic<std::uint64_t> send_queues_in_use{0};    // sessions with output queued, last sample
-    std::atomic<std::uint64_t> send_queues_peak{0};      // largest sample so far
+struct chat_counters : metric_group {
+    counter app_in{*this, "strix_app_messages_in_total", "requests the chat service decoded"};
+    counter app_out{*this, "strix_app_messages_out_total", "frames the chat service queued to sessions"};
+    counter logins{*this, "strix_logins_total", "successful logins"};
+    // Wrong password, unknown account, database error.
+    counter login_failures{*this, "strix_login_failures_total", "failed logins"};
+    counter errors{*this, "strix_errors_total", "error_res replies sent"};
+    counter bad_requests{*this, "strix_bad_requests_total", "malformed or unknown requests"};
+    counter rate_limited{*this, "strix_rate_limited_total", "chat messages refused by the rate limit"};
+    counter room_rate_limited{*this, "strix_room_rate_limited_total", "create/join refused by the room-change rate limit"};
+    counter login_throttled{*this, "strix_login_throttled_total",
+                            "logins refused by the failed-login backoff or lockout (nothing hashed)"};
+    counter login_queue_full{*this, "strix_login_queue_full_total", "logins refused with server_busy: --login-queue hashes pending"};
+    counter notices_coalesced{*this, "strix_member_notices_coalesced_total",
+                              "join+leave pairs that cancelled out within --notice-delay-ms (two notices not sent)"};
+    counter server_busy{*this, "strix_server_busy_total", "requests refused because a database queue was full"};
+    counter chat_messages{*this, "strix_chat_messages_total", "chat messages accepted (sequenced and queued for the database)"};
+    counter broadcasts{*this, "strix_broadcasts_total", "room events fanned out (messages, joins, leaves)"};
+    counter deliveries{*this, "strix_broadcast_deliveries_total", "frames handed to room members by broadcasts"};
+    counter cross_shard_posts{*this, "strix_cross_shard_posts_total", "broadcast tasks posted to other shards"};
+    gauge sessions{*this, "strix_sessions", "open sessions"};
+    gauge players{*this, "strix_players", "logged-in sessions"};
+    gauge rooms{*this, "strix_rooms", "rooms"};  // the rooms this shard owns
+    // Sampled each second (chat_service::sample).
+    gauge send_queued_bytes{*this, "strix_send_queued_bytes", "output queued on sessions (sampled each second)"};
+    gauge send_queues_in_use{*this, "strix_send_buffers_in_use", "sessions with output queued (sampled each second)"};
+    gauge send_queues_peak{*this, "strix_send_buffers_peak",
+                           "largest sample of sessions with output queued, summed over shards"};
 };
-
-/// Sets a single-writer gauge. Owning shard only.
-inline void set_gauge(std::atomic<std::uint64_t>& g, std::uint64_t v) noexcept { g.store(v, std::memory_order_relaxed); }
 
 }  // namespace strix::chat

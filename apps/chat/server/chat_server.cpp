@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
-#include <sstream>
 #include <stdexcept>
 
 namespace strix::chat {
@@ -105,9 +104,15 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
         throw std::runtime_error(std::string(e.what()) + " (is another server running? choose another --port)");
     }
 
+    register_metrics();
     // Served by shard 0's reactor: slow or half-open scrapers cost a session each, never a wait.
-    if (opts_.metrics_port != 0)
-        metrics_ = std::make_unique<metrics_endpoint>(engine_->at(0), opts_.metrics_port, [this] { return render_metrics(); });
+    if (opts_.metrics_port != 0) {
+        try {
+            metrics_ = std::make_unique<metrics_endpoint>(engine_->at(0), opts_.metrics_port, metrics_registry_);
+        } catch (const std::runtime_error& e) {
+            throw std::runtime_error(std::string(e.what()) + " (choose another --metrics-port, or 0 to turn metrics off)");
+        }
+    }
 }
 
 chat_server::~chat_server() { shutdown(); }
@@ -165,143 +170,58 @@ void chat_server::committed(std::span<const std::uint64_t> tags) {
     }
 }
 
-std::string chat_server::render_metrics() const {
-    std::ostringstream o;
-    auto metric = [&](const char* name, const char* type, const char* help, std::uint64_t v) {
-        o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n' << name << ' ' << v << '\n';
-    };
-    const net_stats n = server_->stats();
-    std::uint64_t app_in = 0, app_out = 0, deliveries = 0, broadcasts = 0, chat = 0, cross = 0, errors = 0, bad = 0,
-                  limited = 0, busy = 0, logins = 0, login_fail = 0, sessions = 0, players = 0, rooms = 0, qbytes = 0,
-                  qinuse = 0, qpeak = 0, room_limited = 0, throttled = 0, login_full = 0, coalesced = 0;
-    for (unsigned i = 0; i < services_->size(); ++i) {
-        const auto& c = services_->on(i).counters();
-        auto ld = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-        app_in += ld(c.app_in);
-        app_out += ld(c.app_out);
-        deliveries += ld(c.deliveries);
-        broadcasts += ld(c.broadcasts);
-        chat += ld(c.chat_messages);
-        cross += ld(c.cross_shard_posts);
-        errors += ld(c.errors);
-        bad += ld(c.bad_requests);
-        limited += ld(c.rate_limited);
-        busy += ld(c.server_busy);
-        logins += ld(c.logins);
-        login_fail += ld(c.login_failures);
-        sessions += ld(c.sessions);
-        players += ld(c.players);
-        rooms += ld(c.rooms);
-        qbytes += ld(c.send_queued_bytes);
-        qinuse += ld(c.send_queues_in_use);
-        qpeak += ld(c.send_queues_peak);
-        room_limited += ld(c.room_rate_limited);
-        throttled += ld(c.login_throttled);
-        login_full += ld(c.login_queue_full);
-        coalesced += ld(c.notices_coalesced);
-    }
-    const db_pool_stats p = pool_->stats();
-    const chat_log_writer_stats w = writer_->stats();
+// What /metrics shows: the shards' loops and sessions (engine), each shard's chat service
+// (chat_counters.hpp), and what the database pool, the chat log writer and the login throttle
+// know, read at scrape.
+void chat_server::register_metrics() {
+    metrics_registry& r = metrics_registry_;
+    server_->register_metrics(r);
+    engine_->register_metrics(r);
+    for (unsigned i = 0; i < services_->size(); ++i) metric_regs_.push_back(r.add(services_->on(i).counters()));
+    // The engine's session limits, in the words of this server's options.
+    r.rename("strix_handshake_timeouts_total", "strix_login_timeouts_total",
+             "connections closed for not logging in within --login-timeout-ms");
+    r.rename("strix_idle_timeouts_total", "strix_idle_timeouts_total",
+             "connections closed after --idle-timeout-ms without receiving anything");
+    r.rename("strix_frame_timeouts_total", "strix_frame_timeouts_total",
+             "connections closed for a frame not completed within --frame-timeout-ms of its first byte");
+    r.rename("strix_connections_refused_max_total", "strix_connections_refused_max_total",
+             "connections refused at accept: --max-connections open");
+    r.rename("strix_connections_refused_per_address_total", "strix_connections_refused_per_address_total",
+             "connections refused at accept: --max-connections-per-address open from that address");
 
-    metric("strix_io_reads_total", "counter", "read system calls that returned data", n.reads);
-    metric("strix_io_writes_total", "counter", "gather write system calls that wrote data", n.writes);
-    metric("strix_bytes_in_total", "counter", "bytes received from clients", n.bytes_in);
-    metric("strix_bytes_out_total", "counter", "bytes sent to clients", n.bytes_out);
-    metric("strix_frames_in_total", "counter", "frames received (all sessions)", n.frames_in);
-    metric("strix_app_messages_in_total", "counter", "requests the chat service decoded", app_in);
-    metric("strix_app_messages_out_total", "counter", "frames the chat service queued to sessions", app_out);
-    metric("strix_session_sends_total", "counter", "session send calls (messages queued)", n.sends);
-    metric("strix_chat_messages_total", "counter", "chat messages accepted (sequenced and queued for the database)", chat);
-    metric("strix_broadcasts_total", "counter", "room events fanned out (messages, joins, leaves)", broadcasts);
-    metric("strix_broadcast_deliveries_total", "counter", "frames handed to room members by broadcasts", deliveries);
-    metric("strix_cross_shard_posts_total", "counter", "broadcast tasks posted to other shards", cross);
-    metric("strix_errors_total", "counter", "error_res replies sent", errors);
-    metric("strix_bad_requests_total", "counter", "malformed or unknown requests", bad);
-    metric("strix_rate_limited_total", "counter", "chat messages refused by the rate limit", limited);
-    metric("strix_server_busy_total", "counter", "requests refused because a database queue was full", busy);
-    metric("strix_logins_total", "counter", "successful logins", logins);
-    metric("strix_login_failures_total", "counter", "failed logins", login_fail);
-    metric("strix_job_queue_enqueued_total", "counter", "database jobs accepted", p.submitted);
-    metric("strix_job_queue_executed_total", "counter", "database jobs run", p.executed);
-    metric("strix_job_queue_rejected_total", "counter", "database jobs refused (queue full)", p.rejected);
-    metric("strix_job_queue_depth", "gauge", "database jobs waiting", p.queue_depth);
-    metric("strix_job_queue_peak", "gauge", "most database jobs ever waiting", p.queue_peak);
-    metric("strix_send_queued_bytes", "gauge", "output queued on sessions (sampled each second)", qbytes);
-    metric("strix_send_buffers_in_use", "gauge", "sessions with output queued (sampled each second)", qinuse);
-    metric("strix_send_buffers_peak", "gauge", "largest sample of sessions with output queued, summed over shards", qpeak);
-    metric("strix_pool_in_use", "gauge", "receive buffers taken from the per-shard pools", n.recv_buffers_in_use);
-    metric("strix_pool_peak", "gauge", "most receive buffers ever taken at once (summed over shards)", n.recv_buffers_peak);
-    metric("strix_pool_allocs_total", "counter", "receive buffers taken from the per-shard pools", n.recv_buffer_takes);
-    metric("strix_pool_frees_total", "counter", "receive buffers given back to the per-shard pools", n.recv_buffer_returns);
-    metric("strix_db_write_lag_us", "gauge", "age of the oldest entry of the last committed chat log batch", w.last_lag_us);
-    metric("strix_db_write_lag_max_us", "gauge", "largest chat log batch age at commit", w.max_lag_us);
-    metric("strix_db_queue_depth", "gauge", "chat log entries waiting for the database", w.queue_depth);
-    metric("strix_db_queue_peak", "gauge", "most chat log entries ever waiting", w.queue_peak);
-    metric("strix_db_written_total", "counter", "chat log rows committed", w.written);
-    metric("strix_db_room_changes_total", "counter", "room changes committed (created, deleted, joined, left)", w.room_changes);
-    metric("strix_db_batches_total", "counter", "chat log transactions committed", w.batches);
-    metric("strix_db_failures_total", "counter", "failed chat log commits (retried)", w.failures);
-    metric("strix_db_rejected_total", "counter", "chat log entries refused (queue full)", w.rejected);
-    metric("strix_slow_consumer_disconnects_total", "counter", "sessions closed because they did not read", n.slow_consumers);
-    metric("strix_frame_errors_total", "counter", "connections closed for bad framing", n.frame_errors);
-    metric("strix_connections_accepted_total", "counter", "connections accepted", n.accepted);
-    metric("strix_connections_refused_max_total", "counter", "connections refused at accept: --max-connections open",
-           n.refused_max_sessions);
-    metric("strix_connections_refused_per_address_total", "counter",
-           "connections refused at accept: --max-connections-per-address open from that address", n.refused_per_address);
-    metric("strix_login_timeouts_total", "counter", "connections closed for not logging in within --login-timeout-ms",
-           n.handshake_timeouts);
-    metric("strix_frame_timeouts_total", "counter",
-           "connections closed for a frame not completed within --frame-timeout-ms of its first byte", n.frame_timeouts);
-    metric("strix_idle_timeouts_total", "counter", "connections closed after --idle-timeout-ms without receiving anything",
-           n.idle_timeouts);
-    metric("strix_login_throttled_total", "counter", "logins refused by the failed-login backoff or lockout (nothing hashed)",
-           throttled);
-    metric("strix_login_queue_full_total", "counter", "logins refused with server_busy: --login-queue hashes pending",
-           login_full);
-    metric("strix_login_hashes_pending", "gauge", "logins (password hashes) queued or running",
-           ctx_->logins_in_flight.load(std::memory_order_relaxed));
-    metric("strix_login_throttle_keys", "gauge", "account names and addresses with failed logins remembered",
-           throttle_->tracked());
-    metric("strix_room_rate_limited_total", "counter", "create/join refused by the room-change rate limit", room_limited);
-    metric("strix_member_notices_coalesced_total", "counter",
-           "join+leave pairs that cancelled out within --notice-delay-ms (two notices not sent)", coalesced);
-    if (metrics_) {
-        const auto& mc = metrics_->counters();
-        auto ld = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-        metric("strix_metrics_requests_total", "counter", "requests to the metrics endpoint before this one",
-               ld(mc.frames_in));
-        metric("strix_metrics_timeouts_total", "counter", "metrics connections closed for an incomplete request",
-               ld(mc.frame_timeouts) + ld(mc.handshake_timeouts));
-    }
-    // Event-loop turns that found work, by duration (a Prometheus histogram over all shards).
-    {
-        constexpr auto& bounds = shard_stats::turn_time_bounds_us;
-        std::array<std::uint64_t, bounds.size() + 1> counts{};
-        std::uint64_t busy_ns = 0, max_ns = 0;
-        for (unsigned i = 0; i < engine_->shard_count(); ++i) {
-            const shard_stats& st = engine_->at(i).stats();
-            for (std::size_t b = 0; b < counts.size(); ++b) counts[b] += st.turn_time[b].load(std::memory_order_relaxed);
-            busy_ns += st.busy_ns.load(std::memory_order_relaxed);
-            max_ns = std::max(max_ns, st.max_turn_ns.load(std::memory_order_relaxed));
-        }
-        o << "# HELP strix_loop_turn_seconds event-loop turns that found work, by how long they ran (all shards)\n"
-             "# TYPE strix_loop_turn_seconds histogram\n";
-        std::uint64_t cumulative = 0;
-        for (std::size_t b = 0; b < bounds.size(); ++b) {
-            cumulative += counts[b];
-            o << "strix_loop_turn_seconds_bucket{le=\"" << static_cast<double>(bounds[b]) / 1e6 << "\"} " << cumulative << '\n';
-        }
-        cumulative += counts.back();
-        o << "strix_loop_turn_seconds_bucket{le=\"+Inf\"} " << cumulative << '\n'
-          << "strix_loop_turn_seconds_sum " << static_cast<double>(busy_ns) / 1e9 << '\n'
-          << "strix_loop_turn_seconds_count " << cumulative << '\n';
-        metric("strix_loop_turn_max_us", "gauge", "longest event-loop turn so far (any shard)", max_ns / 1000);
-    }
-    metric("strix_sessions", "gauge", "open sessions", sessions);
-    metric("strix_players", "gauge", "logged-in sessions", players);
-    metric("strix_rooms", "gauge", "rooms", rooms);
-    return o.str();
+    auto counter_fn = [&](const char* name, const char* help, metrics_registry::reader read) {
+        metric_regs_.push_back(r.add_counter(name, help, std::move(read)));
+    };
+    auto gauge_fn = [&](const char* name, const char* help, metrics_registry::reader read) {
+        metric_regs_.push_back(r.add_gauge(name, help, std::move(read)));
+    };
+    db_pool* pool = pool_.get();
+    counter_fn("strix_job_queue_enqueued_total", "database jobs accepted", [pool] { return pool->stats().submitted; });
+    counter_fn("strix_job_queue_executed_total", "database jobs run", [pool] { return pool->stats().executed; });
+    counter_fn("strix_job_queue_rejected_total", "database jobs refused (queue full)", [pool] { return pool->stats().rejected; });
+    gauge_fn("strix_job_queue_depth", "database jobs waiting", [pool] { return pool->stats().queue_depth; });
+    gauge_fn("strix_job_queue_peak", "most database jobs ever waiting", [pool] { return pool->stats().queue_peak; });
+    chat_log_writer* w = writer_.get();
+    gauge_fn("strix_db_write_lag_us", "age of the oldest entry of the last committed chat log batch",
+          [w] { return w->stats().last_lag_us; });
+    gauge_fn("strix_db_write_lag_max_us", "largest chat log batch age at commit", [w] { return w->stats().max_lag_us; });
+    gauge_fn("strix_db_queue_depth", "chat log entries waiting for the database", [w] { return w->stats().queue_depth; });
+    gauge_fn("strix_db_queue_peak", "most chat log entries ever waiting", [w] { return w->stats().queue_peak; });
+    counter_fn("strix_db_written_total", "chat log rows committed", [w] { return w->stats().written; });
+    counter_fn("strix_db_room_changes_total", "room changes committed (created, deleted, joined, left)",
+            [w] { return w->stats().room_changes; });
+    counter_fn("strix_db_batches_total", "chat log transactions committed", [w] { return w->stats().batches; });
+    counter_fn("strix_db_failures_total", "failed chat log commits (retried)", [w] { return w->stats().failures; });
+    counter_fn("strix_db_rejected_total", "chat log entries refused (queue full)", [w] { return w->stats().rejected; });
+    chat_context* ctx = ctx_.get();
+    gauge_fn("strix_login_hashes_pending", "logins (password hashes) queued or running",
+          [ctx] { return ctx->logins_in_flight.load(std::memory_order_relaxed); });
+    login_throttle* throttle = throttle_.get();
+    gauge_fn("strix_login_throttle_keys", "account names and addresses with failed logins remembered",
+          [throttle] { return throttle->tracked(); });
 }
+
+std::string chat_server::render_metrics() const { return metrics_registry_.render(); }
 
 }  // namespace strix::chat

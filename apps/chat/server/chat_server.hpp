@@ -16,9 +16,10 @@
 #include "chat_options.hpp"
 #include "chat_service.hpp"
 #include "login_throttle.hpp"
-#include "metrics_endpoint.hpp"
 
 #include <strix/core/engine.hpp>
+#include <strix/core/metrics_registry.hpp>
+#include <strix/net/metrics_endpoint.hpp>
 #include <strix/net/server.hpp>
 #include "apps/chat/storage/chat_log_writer.hpp"
 #include "apps/chat/storage/db_pool.hpp"
@@ -27,6 +28,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace strix::chat {
 
@@ -67,8 +69,10 @@ private:
     void begin();
     std::uint64_t shutdown();
     void committed(std::span<const std::uint64_t> tags);
+    void register_metrics();
 
     chat_options opts_;
+    metrics_registry metrics_registry_;  // outlives every registration below
     std::unique_ptr<db_pool> pool_;
     std::unique_ptr<chat_log_writer> writer_;
     std::unique_ptr<engine> engine_;
@@ -77,6 +81,7 @@ private:
     std::unique_ptr<sharded<chat_service>> services_;
     std::unique_ptr<server> server_;
     std::unique_ptr<metrics_endpoint> metrics_;
+    std::vector<metrics_registry::registration> metric_regs_;  // dropped first
     bool shut_down_ = false;
     std::mutex ack_mu_;       // committed() against shutdown()
     bool acks_open_ = true;   // guarded by ack_mu_: the shards still run

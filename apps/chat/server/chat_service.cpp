@@ -163,7 +163,7 @@ void chat_service::on_close(session& s, std::error_code) {
         });
     }
     if (p.login == player::login_state::logged_in)
-        counters_.players.store(counters_.players.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+        counters_.players.sub();
     players_.erase(it);
     set_gauge(counters_.sessions, players_.size());
 }
@@ -516,7 +516,7 @@ void chat_service::sample() {
     }
     set_gauge(counters_.send_queued_bytes, bytes);
     set_gauge(counters_.send_queues_in_use, queues);
-    if (queues > counters_.send_queues_peak.load(std::memory_order_relaxed)) set_gauge(counters_.send_queues_peak, queues);
+    counters_.send_queues_peak.raise_to(queues);
 }
 
 }  // namespace strix::chat

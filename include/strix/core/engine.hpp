@@ -12,6 +12,7 @@
 // Threads that are not shards (database workers, main) post through each shard's bounded MPSC
 // queue instead.
 
+#include <strix/core/metrics_registry.hpp>
 #include <strix/core/shard.hpp>
 
 #include <chrono>
@@ -55,6 +56,11 @@ public:
     const engine_config& config() const noexcept { return cfg_; }
     /// The backend the shards use ("epoll" or "io_uring"), after any fallback. Any thread.
     const char* io_name() const noexcept;
+
+    /// Exposes every shard's shard_stats in r (loop turns and their durations, tasks, wake-ups,
+    /// mesh overflows) until the engine is destroyed; r must outlive the engine. The owning
+    /// thread.
+    void register_metrics(metrics_registry& r);
 
     /// Starts the shard threads. Call once, from the thread that owns the engine.
     void start();
@@ -129,6 +135,7 @@ private:
     std::atomic<unsigned> draining_{0};
     std::atomic<unsigned> running_{0};
     bool started_ = false;
+    std::vector<metrics_registry::registration> metric_regs_;  // dropped before the shards
 };
 
 }  // namespace strix

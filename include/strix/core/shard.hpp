@@ -14,6 +14,7 @@
 //   7. drop objects retired this turn
 
 #include <strix/core/io_backend.hpp>
+#include <strix/core/metrics.hpp>
 #include <strix/core/mpsc_queue.hpp>
 #include <strix/core/reactor_object.hpp>
 #include <strix/core/spsc_queue.hpp>
@@ -26,8 +27,8 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string_view>
 #include <sys/socket.h>
-
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -57,22 +58,24 @@ poller& backend_of(shard& s) noexcept;
 inline void check_owner(const shard& owner, const char* what) noexcept;
 }  // namespace detail
 
-/// Counters a shard keeps about itself. Written by the owning shard only (relaxed stores);
-/// readable from any thread as a snapshot.
-struct shard_stats {
-    std::atomic<std::uint64_t> turns{0};
-    std::atomic<std::uint64_t> io_events{0};
-    std::atomic<std::uint64_t> tasks_local{0};
-    std::atomic<std::uint64_t> tasks_mesh_in{0};
-    std::atomic<std::uint64_t> tasks_external_in{0};
-    std::atomic<std::uint64_t> wakeups{0};       // doorbell reads: another thread woke us
-    std::atomic<std::uint64_t> mesh_overflows{0};  // posts that found the SPSC channel full
+/// Counters a shard keeps about itself, declared as metrics (engine::register_metrics exposes
+/// them). Written by the owning shard only (relaxed stores); readable from any thread.
+struct shard_stats : metric_group {
+    static constexpr std::string_view tasks_help = "tasks run, by where they were posted from";
+    counter turns{*this, "strix_loop_turns_total", "event-loop turns (all shards)"};
+    counter io_events{*this, "strix_io_events_total", "I/O readiness events and completions dispatched"};
+    counter tasks_local{*this, "strix_tasks_total", tasks_help, R"(source="local")"};
+    counter tasks_mesh_in{*this, "strix_tasks_total", tasks_help, R"(source="mesh")"};
+    counter tasks_external_in{*this, "strix_tasks_total", tasks_help, R"(source="external")"};
+    counter wakeups{*this, "strix_shard_wakeups_total", "doorbell reads: a shard woken by another thread"};
+    counter mesh_overflows{*this, "strix_mesh_overflows_total", "cross-shard posts that found their channel full"};
+    counter timers_fired{*this, "strix_timers_fired_total", "timers fired (timeouts, retries, housekeeping)"};
     // Turns that found work, by how long they ran (wait excluded): the delay one turn can add to
-    // everything else due on the shard. Bounds in turn_time_bounds_us; the last slot is above all.
-    static constexpr std::array<std::uint64_t, 4> turn_time_bounds_us{50, 200, 1000, 5000};
-    std::array<std::atomic<std::uint64_t>, 5> turn_time{};
-    std::atomic<std::uint64_t> busy_ns{0};       // time spent in turns that found work
-    std::atomic<std::uint64_t> max_turn_ns{0};   // longest such turn
+    // everything else due on the shard. Observed in nanoseconds, rendered in seconds.
+    static constexpr std::array<std::uint64_t, 4> turn_time_bounds_ns{50'000, 200'000, 1'000'000, 5'000'000};
+    histogram turn_time{*this, "strix_loop_turn_seconds",
+                        "event-loop turns that found work, by how long they ran (all shards)", turn_time_bounds_ns, 1e9};
+    gauge max_turn_us{*this, "strix_loop_turn_max_us", "longest event-loop turn so far (any shard)", merge_by::max};
 };
 
 /// Increments a single-writer counter without a locked instruction.

@@ -1,47 +1,48 @@
 #pragma once
-// Per-shard network counters. Each shard writes its own (single writer, relaxed, no lock prefix);
-// server::stats() sums a snapshot from any thread.
+// Per-shard network counters, declared as metrics (strix/core/metrics.hpp). Each shard writes its
+// own (single writer, relaxed, no lock prefix); server::register_metrics exposes them summed over
+// the shards, server::stats() sums a snapshot from any thread.
 
-#include <atomic>
-#include <cstdint>
+#include <strix/core/metrics.hpp>
 
 namespace strix {
 
-struct net_counters {
-    std::atomic<std::uint64_t> accepted{0};       // sessions opened: accepted, or connected (below)
-    std::atomic<std::uint64_t> connected{0};      // outbound connections established
-    std::atomic<std::uint64_t> connect_failures{0};  // outbound attempts that failed or timed out
-    std::atomic<std::uint64_t> closed{0};
-    std::atomic<std::uint64_t> active{0};
-    std::atomic<std::uint64_t> reads{0};          // read system calls that returned data
-    std::atomic<std::uint64_t> writes{0};         // gather write system calls that wrote data
-    std::atomic<std::uint64_t> bytes_in{0};
-    std::atomic<std::uint64_t> bytes_out{0};
-    std::atomic<std::uint64_t> frames_in{0};
-    std::atomic<std::uint64_t> sends{0};          // session::send calls (messages queued)
-    std::atomic<std::uint64_t> frame_errors{0};
-    std::atomic<std::uint64_t> slow_consumers{0};
-    std::atomic<std::uint64_t> idle_timeouts{0};
-    std::atomic<std::uint64_t> frame_timeouts{0};      // frames not completed within frame_timeout
-    std::atomic<std::uint64_t> handshake_timeouts{0};  // handshake_done() not called within handshake_timeout
-    std::atomic<std::uint64_t> refused_max_sessions{0};  // accepted and closed at once: max_sessions reached
-    std::atomic<std::uint64_t> refused_per_address{0};   // ... max_sessions_per_address reached
-    std::atomic<std::uint64_t> accept_pauses{0};  // EMFILE/ENFILE/ENOMEM: accepting paused
-    std::atomic<std::uint64_t> read_pauses{0};    // backpressure: reading paused at high water
-    std::atomic<std::uint64_t> recv_buffers_in_use{0};
-    std::atomic<std::uint64_t> recv_buffers_peak{0};
-    std::atomic<std::uint64_t> recv_buffer_takes{0};    // receive buffers taken from the pool
-    std::atomic<std::uint64_t> recv_buffer_returns{0};  // receive buffers given back to it
+struct net_counters : metric_group {
+    // Sessions opened: accepted, or connected (below).
+    counter accepted{*this, "strix_connections_accepted_total", "connections accepted"};
+    counter connected{*this, "strix_connections_connected_total", "outbound connections established"};
+    counter connect_failures{*this, "strix_connect_failures_total", "outbound connection attempts that failed or timed out"};
+    counter closed{*this, "strix_sessions_closed_total", "sessions closed"};
+    gauge active{*this, "strix_sessions_active", "sessions open (accepted or connected)"};
+    counter reads{*this, "strix_io_reads_total", "read system calls that returned data"};
+    counter writes{*this, "strix_io_writes_total", "gather write system calls that wrote data"};
+    counter bytes_in{*this, "strix_bytes_in_total", "bytes received from clients"};
+    counter bytes_out{*this, "strix_bytes_out_total", "bytes sent to clients"};
+    counter frames_in{*this, "strix_frames_in_total", "frames received (all sessions)"};
+    counter sends{*this, "strix_session_sends_total", "session send calls (messages queued)"};
+    counter frame_errors{*this, "strix_frame_errors_total", "connections closed for bad framing"};
+    counter slow_consumers{*this, "strix_slow_consumer_disconnects_total", "sessions closed because they did not read"};
+    counter idle_timeouts{*this, "strix_idle_timeouts_total",
+                          "connections closed after session_limits::idle_timeout without receiving anything"};
+    counter frame_timeouts{*this, "strix_frame_timeouts_total",
+                           "connections closed for a frame not completed within session_limits::frame_timeout of its first byte"};
+    counter handshake_timeouts{*this, "strix_handshake_timeouts_total",
+                               "connections closed for not completing the handshake within session_limits::handshake_timeout"};
+    // Accepted and closed at once (see admission.hpp).
+    counter refused_max_sessions{*this, "strix_connections_refused_max_total",
+                                 "connections refused at accept: server_config::max_sessions open"};
+    counter refused_per_address{*this, "strix_connections_refused_per_address_total",
+                                "connections refused at accept: server_config::max_sessions_per_address open from that address"};
+    counter accept_pauses{*this, "strix_accept_pauses_total", "times accepting paused on EMFILE, ENFILE, ENOBUFS or ENOMEM"};
+    counter read_pauses{*this, "strix_read_pauses_total", "times a session stopped reading: its output passed the high-water mark"};
+    gauge recv_buffers_in_use{*this, "strix_pool_in_use", "receive buffers taken from the per-shard pools"};
+    gauge recv_buffers_peak{*this, "strix_pool_peak", "most receive buffers ever taken at once (summed over shards)"};
+    counter recv_buffer_takes{*this, "strix_pool_allocs_total", "receive buffers taken from the per-shard pools"};
+    counter recv_buffer_returns{*this, "strix_pool_frees_total", "receive buffers given back to the per-shard pools"};
 };
 
-/// A plain copy of the counters, summed over shards.
-struct net_stats {
-    std::uint64_t accepted = 0, connected = 0, connect_failures = 0, closed = 0, active = 0, reads = 0, writes = 0, bytes_in = 0,
-                  bytes_out = 0, frames_in = 0, sends = 0, frame_errors = 0, slow_consumers = 0,
-                  idle_timeouts = 0, frame_timeouts = 0, handshake_timeouts = 0, refused_max_sessions = 0,
-                  refused_per_address = 0, accept_pauses = 0, read_pauses = 0, recv_buffers_in_use = 0,
-                  recv_buffers_peak = 0, recv_buffer_takes = 0, recv_buffer_returns = 0;
-    void add(const net_counters& c) noexcept;
-};
+/// The counters summed over shards (server::stats()): a copy of net_counters whose members read
+/// as plain numbers (srv.stats().frames_in == 500).
+using net_stats = net_counters;
 
 }  // namespace strix

@@ -12,6 +12,7 @@
 //     eng.run_until_signal();
 
 #include <strix/core/engine.hpp>
+#include <strix/core/metrics_registry.hpp>
 #include <strix/core/sharded.hpp>
 #include <strix/net/framer.hpp>
 #include <strix/net/net_stats.hpp>
@@ -73,7 +74,11 @@ public:
     std::uint16_t port() const noexcept { return port_; }
 
     /// Counters summed over shards; a snapshot. Any thread.
-    net_stats stats() const noexcept;
+    net_stats stats() const;
+
+    /// Exposes every shard's net_counters in r (summed at scrape) until the server is
+    /// destroyed; r must outlive the server. The owning thread.
+    void register_metrics(metrics_registry& r);
 
     /// The caps shared by the shards (nullptr when the config set none). Any thread.
     const admission* caps() const noexcept { return admission_.get(); }
@@ -105,6 +110,7 @@ private:
     std::vector<std::shared_ptr<bool>> alive_;  // per shard: its group still exists (read on that shard)
     std::uint16_t port_ = 0;
     bool started_ = false;
+    std::vector<metrics_registry::registration> metric_regs_;  // dropped first in ~server
 };
 
 }  // namespace strix

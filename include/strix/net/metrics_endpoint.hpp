@@ -12,7 +12,13 @@
 //
 // One half-sent request (or twenty) delays nobody: a scrape is answered in the loop turn its
 // request completes in. Every answer closes the connection (Connection: close).
+//
+//     strix::metrics_registry metrics;
+//     srv.register_metrics(metrics);                   // the server's sessions, summed over shards
+//     eng.register_metrics(metrics);                   // the shards' loops
+//     strix::metrics_endpoint http(eng.at(0), 9100, metrics);
 
+#include <strix/core/metrics_registry.hpp>
 #include <strix/net/admission.hpp>
 #include <strix/net/framer.hpp>
 #include <strix/net/session_group.hpp>
@@ -23,12 +29,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace strix {
-class shard;
-}
 
-namespace strix::chat {
+class shard;
 
 /// Cuts an HTTP request head: everything up to and including the first empty line ("\r\n\r\n",
 /// or "\n\n" from a lenient client). A head longer than max_frame is reported as that size plus
@@ -54,6 +59,12 @@ public:
     /// std::runtime_error with one sentence when the port cannot be bound.
     metrics_endpoint(shard& sh, std::uint16_t port, renderer render, limits lim);
     metrics_endpoint(shard& sh, std::uint16_t port, renderer render) : metrics_endpoint(sh, port, std::move(render), limits{}) {}
+
+    /// The same, serving r.render(); the endpoint also counts itself in r
+    /// (strix_metrics_requests_total, strix_metrics_timeouts_total) until it is destroyed. r must
+    /// outlive the endpoint.
+    metrics_endpoint(shard& sh, std::uint16_t port, metrics_registry& r, limits lim);
+    metrics_endpoint(shard& sh, std::uint16_t port, metrics_registry& r) : metrics_endpoint(sh, port, r, limits{}) {}
     /// Once the shard no longer runs (after engine::join), or on the shard.
     ~metrics_endpoint();
     metrics_endpoint(const metrics_endpoint&) = delete;
@@ -69,7 +80,8 @@ private:
     std::unique_ptr<handler> handler_;
     std::unique_ptr<admission> caps_;
     std::unique_ptr<session_group> group_;  // after handler_ and caps_: destroyed first
+    std::vector<metrics_registry::registration> metric_regs_;  // read group_: dropped before it
     std::uint16_t port_ = 0;
 };
 
-}  // namespace strix::chat
+}  // namespace strix

@@ -1,6 +1,5 @@
-#include "metrics_endpoint.hpp"
+#include <strix/net/metrics_endpoint.hpp>
 
-#include <strix/core/log.hpp>
 #include <strix/core/shard.hpp>
 #include <strix/net/endpoint.hpp>
 #include <strix/net/net_errc.hpp>
@@ -10,7 +9,7 @@
 #include <stdexcept>
 #include <string_view>
 
-namespace strix::chat {
+namespace strix {
 namespace {
 
 // The request head ends at its first empty line. Nothing else of HTTP is parsed here: the
@@ -95,11 +94,19 @@ metrics_endpoint::metrics_endpoint(shard& sh, std::uint16_t port, renderer rende
     try {
         port_ = group_->listen(endpoint::tcp("127.0.0.1", port), 64).port;
     } catch (const std::system_error& e) {
-        throw std::runtime_error(std::string("cannot listen for metrics: ") + e.what() +
-                                 " (choose another --metrics-port, or 0 to turn metrics off)");
+        throw std::runtime_error(std::string("cannot listen for metrics: ") + e.what());
     }
+}
+
+metrics_endpoint::metrics_endpoint(shard& sh, std::uint16_t port, metrics_registry& r, limits lim)
+    : metrics_endpoint(sh, port, [&r] { return r.render(); }, lim) {
+    const net_counters& c = group_->counters();
+    metric_regs_.push_back(r.add_counter("strix_metrics_requests_total", "requests to the metrics endpoint before this one",
+                                         [&c] { return c.frames_in.value(); }));
+    metric_regs_.push_back(r.add_counter("strix_metrics_timeouts_total", "metrics connections closed for an incomplete request",
+                                         [&c] { return c.frame_timeouts.value() + c.handshake_timeouts.value(); }));
 }
 
 metrics_endpoint::~metrics_endpoint() = default;
 
-}  // namespace strix::chat
+}  // namespace strix
