@@ -39,6 +39,13 @@ run() {
   "$bin/strix-echo-bench" --port "$port" --connections 100 --size 8 --depth "$depth" --duration "$secs" \
     --warmup 0 --json "$out.json" >/dev/null
   kill -TERM "$pid"
+  for _ in $(seq 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "echo-callgrind: the server did not stop within 60 s of SIGTERM (depth $depth, $secs s); log: $out.log" >&2
+    kill -9 "$pid"
+    cp "$out.log" /tmp/echo-callgrind-hung.log
+    exit 1
+  fi
   wait "$pid" || true
   ir=$(grep -m1 '^summary:' "$out.cg" | awk '{print $2}')
   msgs=$(grep -o '[0-9]* messages in' "$out.log" | awk '{print $1}')

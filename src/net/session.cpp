@@ -455,8 +455,8 @@ void session::on_timer() {
 
 // A protocol deadline passed: like a framing error, the handler may say why (on_protocol_error)
 // and what it sends is flushed, within close_linger, before the connection closes.
-void session::expire(std::error_code reason, std::atomic<std::uint64_t>& counter) {
-    bump(counter);
+void session::expire(std::error_code reason, counter& count) {
+    bump(count);
     log_limited(log_level::info, "session %s: %s; closing", peer_.c_str(), reason.message().c_str());
     in_.partial_deadline_tick = no_deadline;
     in_.rx.clear();

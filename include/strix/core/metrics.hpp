@@ -73,11 +73,6 @@ public:
     std::uint64_t value() const noexcept { return v_.load(std::memory_order_relaxed); }
     operator std::uint64_t() const noexcept { return value(); }
 
-    /// Transitional: code written when counters were std::atomic takes them by that type
-    /// (session::expire); it must still write through bump() only. Drop this once it takes
-    /// counter&.
-    operator std::atomic<std::uint64_t>&() noexcept { return v_; }
-
 private:
     std::atomic<std::uint64_t> v_{0};
 };

@@ -18,6 +18,7 @@
 // its connections (origin()). Every function here is for the owning shard's thread only.
 
 #include <strix/core/buffer_chain.hpp>
+#include <strix/core/metrics.hpp>
 #include <strix/core/reactor_object.hpp>
 #include <strix/core/ring_buffer.hpp>
 #include <strix/core/shared_buffer.hpp>
@@ -195,7 +196,7 @@ private:
     void arm_timer();
     void track_partial(std::uint64_t frames) noexcept;
     void restart_partial() noexcept;
-    void expire(std::error_code reason, std::atomic<std::uint64_t>& counter);
+    void expire(std::error_code reason, counter& count);
 
     session_group& group_;
     shard& owner_;
