@@ -28,7 +28,7 @@ member who(std::uint64_t session, unsigned shard, std::uint64_t player = 1) {
 }
 
 TEST(room_logic, membership_is_per_session_and_counted_per_shard) {
-    room r(42, "lobby", 3);
+    room r(room_id(42), "lobby", 3);
     EXPECT_TRUE(r.add(who(1, 0)));
     EXPECT_TRUE(r.add(who(2, 2)));
     EXPECT_TRUE(r.add(who(3, 2)));
@@ -52,7 +52,7 @@ TEST(room_logic, membership_is_per_session_and_counted_per_shard) {
 }
 
 TEST(room_logic, a_sequence_number_is_only_consumed_by_an_accepted_message) {
-    room r(1, "x", 1);
+    room r(room_id(1), "x", 1);
     EXPECT_EQ(r.next_seq(), 1u);
     EXPECT_EQ(r.next_seq(), 1u) << "peeking does not consume";
     EXPECT_EQ(r.take_seq(), 1u);
@@ -61,7 +61,7 @@ TEST(room_logic, a_sequence_number_is_only_consumed_by_an_accepted_message) {
 }
 
 TEST(room_logic, belonging_is_per_account_and_outlives_a_disconnect) {
-    room r(1, "x", 2);
+    room r(room_id(1), "x", 2);
     r.restore_seq(41);
     EXPECT_EQ(r.next_seq(), 42u) << "a restored room goes on after its last stored message";
     r.mark_absent(7);  // account 7 belongs (loaded from the database) but has no session here

@@ -1,5 +1,7 @@
 #include "chat_options.hpp"
 
+#include "room_id.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <cmath>
@@ -55,7 +57,7 @@ std::string validate(const chat_options& o) {
     if (o.db.rfind("sqlite:", 0) != 0 && o.db.rfind("postgresql://", 0) != 0 && o.db.rfind("postgres://", 0) != 0)
         return "--db must be sqlite:<path> or a postgresql:// URL, got '" + o.db + "'";
     if (o.db == "sqlite:") return "--db sqlite: needs a file path, e.g. sqlite:var/strix.db";
-    if (o.shards > 256) return "--shards must be at most 256 (room ids carry the owner shard in 8 bits)";
+    if (o.shards > shard_stamp::max_shards) return "--shards must be at most 256 (room ids carry the owner shard in 8 bits)";
     if (!(o.chat_rate > 0) || !std::isfinite(o.chat_rate)) return "--chat-rate must be a positive number of messages per second";
     if (!(o.chat_burst >= 1) || !std::isfinite(o.chat_burst)) return "--chat-burst must be at least 1";
     if (o.db_workers == 0 || o.db_workers > 64) return "--db-workers must be between 1 and 64";

@@ -1,5 +1,7 @@
 #include "chat_server.hpp"
 
+#include "room_id.hpp"
+
 #include <strix/core/log.hpp>
 #include "apps/chat/storage/password.hpp"
 
@@ -66,7 +68,7 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
     tcfg.lockout = opts_.login_lockout;
     throttle_ = std::make_unique<login_throttle>(tcfg);
 
-    ctx_ = std::unique_ptr<chat_context>(new chat_context{opts_, *engine_, *pool_, *writer_, (max_room >> 8) + 1, nullptr});
+    ctx_ = std::unique_ptr<chat_context>(new chat_context{opts_, *engine_, *pool_, *writer_, room_id(max_room).counter() + 1, nullptr});
     ctx_->throttle = throttle_.get();
     // What an unknown account's password is verified against: a hash of the current policy, so
     // that "no such account" takes as long to answer as "wrong password".
@@ -79,7 +81,7 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
     const std::size_t restored = rooms.size();
     for (auto& r : rooms) {
         memberships += r.members.size();
-        services_->on(owner_of(r.id, engine_->shard_count())).host().restore(std::move(r));
+        services_->on(room_id(r.id).owner(engine_->shard_count())).host().restore(std::move(r));
     }
     if (restored != 0)
         log(log_level::info, "restored %zu rooms with %zu memberships from the database", restored, memberships);
@@ -151,10 +153,10 @@ std::uint64_t chat_server::shutdown() {
 // batch, one post per shard, whatever the batch held.
 void chat_server::committed(std::span<const std::uint64_t> tags) {
     const unsigned n = engine_->shard_count();
-    std::array<std::uint64_t, 256> upto{};
+    std::array<std::uint64_t, shard_stamp::max_shards> upto{};
     for (std::uint64_t tag : tags) {
-        const unsigned s = static_cast<unsigned>(tag & 0xff);
-        upto[s] = std::max(upto[s], tag >> 8);
+        const unsigned s = shard_stamp::shard_of(tag);
+        upto[s] = std::max(upto[s], shard_stamp::counter_of(tag));
     }
     std::lock_guard lk(ack_mu_);
     if (!acks_open_) return;

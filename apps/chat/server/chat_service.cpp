@@ -154,12 +154,13 @@ void chat_service::on_close(session& s, std::error_code) {
     auto it = players_.find(s.id());
     if (it == players_.end()) return;
     player& p = *it->second;
-    if (p.room_id != 0) {
+    if (p.room) {
         // Leave the room (or the room being joined: the owner handles our join first, FIFO).
-        const std::uint64_t room_id = p.room_id, sid = s.id();
+        const room_id room = p.room;
+        const std::uint64_t sid = s.id();
         const unsigned self = self_;
-        ctx_.services->invoke_on(owner_of(room_id, ctx_.eng.shard_count()), [room_id, sid, self](chat_service& owner) {
-            owner.host().leave(room_id, sid, self, false);
+        ctx_.services->invoke_on(room.owner(ctx_.eng.shard_count()), [room, sid, self](chat_service& owner) {
+            owner.host().leave(room, sid, self, false);
         });
     }
     if (p.login == player::login_state::logged_in)
@@ -272,7 +273,7 @@ void chat_service::finish_login(player& pl, std::optional<login_result> result) 
             bump(counters_.logins);
             bump(counters_.players);
             send(s, frames::login_res(p->player_id, p->name, result->outcome == login_outcome::created));
-            if (result->room_id != 0) rejoin(*p, result->room_id);
+            if (result->room_id != 0) rejoin(*p, room_id(result->room_id));
             return;
         case login_outcome::wrong_password:
             p->login = player::login_state::anonymous;
@@ -290,12 +291,12 @@ void chat_service::finish_login(player& pl, std::optional<login_result> result) 
 // The account belongs to a room (it disconnected without leaving, or the server restarted): the
 // session goes back in as if it had sent join_room_req, without spending a room-change token;
 // later requests wait for the join_room_res. A room that is gone meanwhile is skipped silently.
-void chat_service::rejoin(player& p, std::uint64_t room_id) {
-    p.room_id = room_id;
+void chat_service::rejoin(player& p, room_id room) {
+    p.room = room;
     p.in_room = player::room_state::joining;
     p.pending = player::pending_op::join;
-    ctx_.services->invoke_on(owner_of(room_id, ctx_.eng.shard_count()), [room_id, m = as_member(p)](chat_service& svc) mutable {
-        svc.host().join(room_id, std::move(m), true);
+    ctx_.services->invoke_on(room.owner(ctx_.eng.shard_count()), [room, m = as_member(p)](chat_service& svc) mutable {
+        svc.host().join(room, std::move(m), true);
     });
 }
 
@@ -309,7 +310,7 @@ void chat_service::handle_create(player& p, std::span<const std::byte> frame) {
                    "room names are 1-64 bytes of UTF-8 without control characters");
         return;
     }
-    if (p.room_id != 0) {
+    if (p.room) {
         send_error(s, msg_type::create_room_req, error_code::already_in_room, "leave your room first");
         return;
     }
@@ -319,22 +320,21 @@ void chat_service::handle_create(player& p, std::span<const std::byte> frame) {
         return;
     }
     // Rooms live on their creator's shard, so creating one never crosses shards.
-    p.room_id = host_.allocate_id();
+    p.room = host_.allocate_id();
     p.in_room = player::room_state::joining;
-    host_.create(p.room_id, std::string(name), as_member(p));
+    host_.create(p.room, std::string(name), as_member(p));
 }
 
 void chat_service::handle_join(player& p, std::span<const std::byte> frame) {
     auto* req = decode<proto::join_room_req>(p, frame, msg_type::join_room_req, "malformed join_room_req");
     if (!req) return;
     session& s = *p.sess;
-    if (p.room_id != 0) {
+    if (p.room) {
         send_error(s, msg_type::join_room_req, error_code::already_in_room, "leave your room first");
         return;
     }
-    const std::uint64_t room_id = req->room_id();
-    const unsigned owner = owner_of(room_id, ctx_.eng.shard_count());
-    if (room_id == 0 || owner >= ctx_.eng.shard_count()) {
+    const room_id room(req->room_id());
+    if (!room) {
         send_error(s, msg_type::join_room_req, error_code::unknown_room, "no such room");
         return;
     }
@@ -343,26 +343,27 @@ void chat_service::handle_join(player& p, std::span<const std::byte> frame) {
         send_error(s, msg_type::join_room_req, error_code::rate_limited, "too many room changes; slow down");
         return;
     }
-    p.room_id = room_id;
+    p.room = room;
     p.in_room = player::room_state::joining;
     p.pending = player::pending_op::join;
-    ctx_.services->invoke_on(owner, [room_id, m = as_member(p)](chat_service& svc) mutable {
-        svc.host().join(room_id, std::move(m));
+    ctx_.services->invoke_on(room.owner(ctx_.eng.shard_count()), [room, m = as_member(p)](chat_service& svc) mutable {
+        svc.host().join(room, std::move(m));
     });
 }
 
 void chat_service::handle_leave(player& p) {
     session& s = *p.sess;
-    if (p.room_id == 0) {
+    if (!p.room) {
         send_error(s, msg_type::leave_room_req, error_code::not_in_room, "not in a room");
         return;
     }
     // Sent even while a join is in flight: the owner sees the join first (FIFO per shard pair).
-    const std::uint64_t room_id = p.room_id, sid = s.id();
+    const room_id room = p.room;
+    const std::uint64_t sid = s.id();
     const unsigned self = self_;
     p.pending = player::pending_op::leave;
-    ctx_.services->invoke_on(owner_of(room_id, ctx_.eng.shard_count()), [room_id, sid, self](chat_service& owner) {
-        owner.host().leave(room_id, sid, self, true);
+    ctx_.services->invoke_on(room.owner(ctx_.eng.shard_count()), [room, sid, self](chat_service& owner) {
+        owner.host().leave(room, sid, self, true);
     });
 }
 
@@ -376,7 +377,7 @@ void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
         send_error(s, msg_type::chat_req, error_code::bad_request, "chat text is 1-60000 bytes");
         return;
     }
-    if (p.room_id == 0) {
+    if (!p.room) {
         send_error(s, msg_type::chat_req, error_code::not_in_room, "not in a room");
         return;
     }
@@ -386,12 +387,12 @@ void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
         return;
     }
     chat_request cr;
-    cr.room_id = p.room_id;
+    cr.room = p.room;
     cr.sender = as_member(p);
     cr.text.assign(text);
     cr.client_ts = req->client_ts();
     cr.client_seq = req->client_seq();
-    ctx_.services->invoke_on(owner_of(cr.room_id, ctx_.eng.shard_count()), [cr = std::move(cr)](chat_service& owner) mutable {
+    ctx_.services->invoke_on(cr.room.owner(ctx_.eng.shard_count()), [cr = std::move(cr)](chat_service& owner) mutable {
         owner.host().chat(cr);
     });
 }
@@ -427,9 +428,9 @@ void chat_service::apply(room_event& ev) {
     std::uint64_t delivered = 0, sent = 0;
     if (ev.what == room_event::kind::joined) {
         if (player* p = find(ev.subject)) {
-            if (p->room_id == ev.room_id) {
+            if (p->room == ev.room) {
                 p->in_room = player::room_state::member;
-                local_.add(ev.room_id, p->sess);
+                local_.add(ev.room, p->sess);
                 if (ev.to_subject) {
                     p->sess->send(ev.to_subject);
                     ++sent;
@@ -439,9 +440,9 @@ void chat_service::apply(room_event& ev) {
         }
         // A subject that closed meanwhile already asked the owner to remove it (on_close).
     } else if (ev.what == room_event::kind::left) {
-        local_.remove(ev.room_id, ev.subject);
-        if (player* p = find(ev.subject); p && p->room_id == ev.room_id) {
-            p->room_id = 0;
+        local_.remove(ev.room, ev.subject);
+        if (player* p = find(ev.subject); p && p->room == ev.room) {
+            p->room = room_id();
             p->in_room = player::room_state::none;
             if (ev.to_subject) {
                 p->sess->send(ev.to_subject);
@@ -452,7 +453,7 @@ void chat_service::apply(room_event& ev) {
     }
     if (ev.to_members) {
         const std::uint64_t skip = ev.what == room_event::kind::message ? 0 : ev.subject;
-        local_.for_each(ev.room_id, [&](session& s) {
+        local_.for_each(ev.room, [&](session& s) {
             if (s.id() == skip) return;
             s.send(ev.to_members);
             ++delivered;
@@ -462,13 +463,13 @@ void chat_service::apply(room_event& ev) {
     bump(counters_.app_out, delivered + sent);
 }
 
-void chat_service::request_failed(std::uint64_t session_id, std::uint64_t room_id, msg_type request, error_code code,
+void chat_service::request_failed(std::uint64_t session_id, room_id room, msg_type request, error_code code,
                                   const char* reason) {
     player* p = find(session_id);
     if (!p) return;
-    if ((request == msg_type::join_room_req || request == msg_type::create_room_req) && p->room_id == room_id &&
+    if ((request == msg_type::join_room_req || request == msg_type::create_room_req) && p->room == room &&
         p->in_room == player::room_state::joining) {
-        p->room_id = 0;
+        p->room = room_id();
         p->in_room = player::room_state::none;
     }
     if (reason) send_error(*p->sess, request, code, reason);  // none: a rejoin that failed says nothing

@@ -62,7 +62,7 @@ public:
     /// The database answered a login (nullopt: the database failed).
     void login_done(std::uint64_t session_id, std::optional<login_result> result);
     /// A request of this session failed on another shard (reason null: answer nothing).
-    void request_failed(std::uint64_t session_id, std::uint64_t room_id, proto::msg_type request,
+    void request_failed(std::uint64_t session_id, room_id room, proto::msg_type request,
                         proto::error_code code, const char* reason);
     /// Room operations for rooms this shard owns.
     room_host& host() noexcept { return host_; }
@@ -77,7 +77,7 @@ private:
     void complete(player& p, player::pending_op op);
     void finish_login(player& p, std::optional<login_result> result);
     void handle_login(player& p, std::span<const std::byte> frame);
-    void rejoin(player& p, std::uint64_t room_id);
+    void rejoin(player& p, room_id room);
     void handle_create(player& p, std::span<const std::byte> frame);
     void handle_join(player& p, std::span<const std::byte> frame);
     void handle_leave(player& p);
