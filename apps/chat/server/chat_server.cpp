@@ -68,14 +68,13 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
     tcfg.lockout = opts_.login_lockout;
     throttle_ = std::make_unique<login_throttle>(tcfg);
 
-    ctx_ = std::unique_ptr<chat_context>(new chat_context{opts_, *engine_, *pool_, *writer_, room_id(max_room).counter() + 1, nullptr});
+    ctx_ = std::unique_ptr<chat_context>(new chat_context{opts_, *engine_, *pool_, *writer_, room_id(max_room).counter() + 1});
     ctx_->throttle = throttle_.get();
     // What an unknown account's password is verified against: a hash of the current policy, so
     // that "no such account" takes as long to answer as "wrong password".
     ctx_->dummy_hash = hash_password("strix: no such account", policy);
     auto* ctx = ctx_.get();
     services_ = std::make_unique<sharded<chat_service>>(*engine_, [ctx](shard& sh) { return std::make_unique<chat_service>(sh, *ctx); });
-    ctx_->services = services_.get();
     // Rooms come back on their owner shards, with no one present; their accounts rejoin at login.
     std::size_t memberships = 0;
     const std::size_t restored = rooms.size();

@@ -26,7 +26,7 @@ constexpr std::chrono::milliseconds sample_period{1000};
 }  // namespace
 
 chat_service::chat_service(shard& sh, chat_context& ctx)
-    : shard_(sh), ctx_(ctx), self_(sh.id()), host_(ctx, sh.id(), counters_), sample_timer_([this] {
+    : shard_(sh), ctx_(ctx), self_(sh.id()), host_(*this, ctx, sh.id(), counters_), sample_timer_([this] {
           sample();
           shard_.timers().schedule(sample_timer_, shard_.ticks_for(sample_period));
       }) {}
@@ -159,7 +159,7 @@ void chat_service::on_close(session& s, std::error_code) {
         const room_id room = p.room;
         const std::uint64_t sid = s.id();
         const unsigned self = self_;
-        ctx_.services->invoke_on(room.owner(ctx_.eng.shard_count()), [room, sid, self](chat_service& owner) {
+        on_owner(room, [room, sid, self](chat_service& owner) {
             owner.host().leave(room, sid, self, false);
         });
     }
@@ -212,11 +212,11 @@ void chat_service::handle_login(player& p, std::span<const std::byte> frame) {
     }
     p.login = player::login_state::pending;
     p.pending = player::pending_op::login;
-    auto* self = this;
+    sharded<chat_service>* services = &container();
     chat_context* ctx = &ctx_;
     const unsigned shard_index = self_;
     const std::uint64_t sid = s.id();
-    bool queued = ctx_.pool.try_submit([self, ctx, shard_index, sid, n = std::string(name), pw = std::string(password),
+    bool queued = ctx_.pool.try_submit([services, ctx, shard_index, sid, n = std::string(name), pw = std::string(password),
                                         address](chat_store& store) {
         std::optional<login_result> r;
         try {
@@ -234,7 +234,8 @@ void chat_service::handle_login(player& p, std::span<const std::byte> frame) {
         else
             ctx->throttle->failed(n, address);
         ctx->logins_in_flight.fetch_sub(1, std::memory_order_relaxed);
-        ctx->eng.post(shard_index, [self, sid, r = std::move(r)]() mutable { self->login_done(sid, std::move(r)); });
+        services->invoke_on(shard_index,
+                            [sid, r = std::move(r)](chat_service& svc) mutable { svc.login_done(sid, std::move(r)); });
     });
     if (!queued) {
         ctx_.logins_in_flight.fetch_sub(1, std::memory_order_relaxed);
@@ -295,7 +296,7 @@ void chat_service::rejoin(player& p, room_id room) {
     p.room = room;
     p.in_room = player::room_state::joining;
     p.pending = player::pending_op::join;
-    ctx_.services->invoke_on(room.owner(ctx_.eng.shard_count()), [room, m = as_member(p)](chat_service& svc) mutable {
+    on_owner(room, [room, m = as_member(p)](chat_service& svc) mutable {
         svc.host().join(room, std::move(m), true);
     });
 }
@@ -346,7 +347,7 @@ void chat_service::handle_join(player& p, std::span<const std::byte> frame) {
     p.room = room;
     p.in_room = player::room_state::joining;
     p.pending = player::pending_op::join;
-    ctx_.services->invoke_on(room.owner(ctx_.eng.shard_count()), [room, m = as_member(p)](chat_service& svc) mutable {
+    on_owner(room, [room, m = as_member(p)](chat_service& svc) mutable {
         svc.host().join(room, std::move(m));
     });
 }
@@ -362,7 +363,7 @@ void chat_service::handle_leave(player& p) {
     const std::uint64_t sid = s.id();
     const unsigned self = self_;
     p.pending = player::pending_op::leave;
-    ctx_.services->invoke_on(room.owner(ctx_.eng.shard_count()), [room, sid, self](chat_service& owner) {
+    on_owner(room, [room, sid, self](chat_service& owner) {
         owner.host().leave(room, sid, self, true);
     });
 }
@@ -392,7 +393,7 @@ void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
     cr.text.assign(text);
     cr.client_ts = req->client_ts();
     cr.client_seq = req->client_seq();
-    ctx_.services->invoke_on(cr.room.owner(ctx_.eng.shard_count()), [cr = std::move(cr)](chat_service& owner) mutable {
+    on_owner(cr.room, [cr = std::move(cr)](chat_service& owner) mutable {
         owner.host().chat(cr);
     });
 }
@@ -402,7 +403,7 @@ void chat_service::handle_list(player& p) {
     // list copies every room until then, so a session has one in progress at a time (the next
     // waits behind it like any request).
     p.pending = player::pending_op::list;
-    ctx_.services->gather([](chat_service& svc) { return svc.host().summaries(); },
+    container().gather([](chat_service& svc) { return svc.host().summaries(); },
                           [this, sid = p.sess->id()](std::vector<std::vector<room_summary>> parts) {
                               player* q = find(sid);
                               if (!q) return;

@@ -7,9 +7,9 @@
 //                              --room op--> owner shard's room_host --room_event--> member shards
 //                              --ping/errors--> reply at once
 //
-// Every function runs on this service's shard. Other shards reach it through the sharded service
-// (ctx.services->invoke_on), database workers by posting tasks (engine::post) that call the
-// "posted" functions below.
+// Every function runs on this service's shard. Other shards and the database workers reach it
+// through the sharded service that holds it (container().invoke_on), which calls the "posted"
+// functions below.
 
 #include "chat_context.hpp"
 #include "chat_counters.hpp"
@@ -17,6 +17,7 @@
 #include "player.hpp"
 #include "room_host.hpp"
 
+#include <strix/core/sharded.hpp>
 #include <strix/net/session_handler.hpp>
 #include "apps/chat/storage/chat_store.hpp"
 
@@ -30,7 +31,7 @@
 
 namespace strix::chat {
 
-class chat_service final : public session_handler {
+class chat_service final : public session_handler, public sharded_peers<chat_service> {
 public:
     /// Frame limit before login (a login request is small) and after.
     static constexpr std::uint32_t max_frame_anonymous = 4 * 1024;
@@ -85,6 +86,12 @@ private:
     void handle_list(player& p);
     void handle_ping(player& p, std::span<const std::byte> frame);
 
+    /// Runs fn(chat_service&) on the shard that owns `room`: now when that is this shard, else
+    /// posted (FIFO per pair of shards).
+    template <class F>
+    void on_owner(room_id room, F&& fn) {
+        container().invoke_on(room.owner(container().size()), std::forward<F>(fn));
+    }
     /// The request body as T, or nullptr after a bad_request reply (counted).
     template <class T>
     const T* decode(player& p, std::span<const std::byte> frame, proto::msg_type request, const char* what);

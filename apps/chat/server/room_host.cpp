@@ -22,8 +22,8 @@ std::int64_t wall_clock_us() {
 
 }  // namespace
 
-room_host::room_host(chat_context& ctx, unsigned self, chat_counters& counters)
-    : ctx_(ctx), self_(self), counters_(counters), next_counter_(ctx.first_room_counter),
+room_host::room_host(chat_service& service, chat_context& ctx, unsigned self, chat_counters& counters)
+    : service_(service), ctx_(ctx), self_(self), counters_(counters), next_counter_(ctx.first_room_counter),
       notice_timer_([this] { flush_notices(); }), ack_stored_(ctx.options.ack == ack_mode::stored) {}
 
 void room_host::restore(stored_room stored) {
@@ -61,7 +61,7 @@ void room_host::deliver(unsigned to, room_event ev, std::uint64_t ticket) {
 
 void room_host::send_event(unsigned to, room_event ev) {
     if (to != self_) bump(counters_.cross_shard_posts);
-    ctx_.services->invoke_on(to, [ev = std::move(ev)](chat_service& svc) mutable { svc.apply(ev); });
+    service_.container().invoke_on(to, [ev = std::move(ev)](chat_service& svc) mutable { svc.apply(ev); });
 }
 
 void room_host::committed(std::uint64_t upto) {
@@ -99,7 +99,7 @@ void room_host::fan_out(const room& r, room_event::kind what, std::uint64_t subj
 
 void room_host::fail(unsigned shard, std::uint64_t session_id, room_id id, proto::msg_type request,
                      proto::error_code code, const char* reason) {
-    ctx_.services->invoke_on(shard, [session_id, id, request, code, reason](chat_service& svc) {
+    service_.container().invoke_on(shard, [session_id, id, request, code, reason](chat_service& svc) {
         svc.request_failed(session_id, id, request, code, reason);
     });
 }

@@ -39,6 +39,7 @@
 namespace strix::chat {
 
 struct chat_context;
+class chat_service;
 
 /// A chat message on its way to the room's owner.
 struct chat_request {
@@ -51,8 +52,9 @@ struct chat_request {
 
 class room_host {
 public:
-    /// Rooms owned by shard `self`. Built on any thread; used on shard `self` only.
-    room_host(chat_context& ctx, unsigned self, chat_counters& counters);
+    /// Rooms owned by shard `self`, hosted by that shard's service (which reaches the other
+    /// shards). Built on any thread; used on shard `self` only.
+    room_host(chat_service& service, chat_context& ctx, unsigned self, chat_counters& counters);
 
     /// A fresh room id owned by this shard. Owner shard only.
     room_id allocate_id() noexcept { return room_id::make(next_counter_++, self_); }
@@ -127,6 +129,7 @@ private:
     void notify(const room& r, std::uint64_t subject, unsigned subject_shard, bool joined, shared_buffer_ptr frame);
     void flush_notices(const room& r);
 
+    chat_service& service_;
     chat_context& ctx_;
     const unsigned self_;
     chat_counters& counters_;
