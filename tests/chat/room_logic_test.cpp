@@ -112,11 +112,11 @@ class in_process : public ::testing::Test {
 protected:
     void SetUp() override {
         chat_options o;
-        o.port = 0;
+        o.server.port = 0;
         o.db = "sqlite:" + dir_.path() + "/chat.db";
         o.metrics_port = 0;
-        o.shards = 2;
-        o.pin_threads = false;
+        o.engine.shards = 2;
+        o.engine.pin_threads = false;
         o.fast_passwords = true;
         srv_ = std::make_unique<chat_server>(o);
         srv_->start();

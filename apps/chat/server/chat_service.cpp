@@ -138,12 +138,12 @@ void chat_service::on_protocol_error(session& s, std::error_code ec) {
     // The session closes after flushing this; the client learns why.
     if (ec == net_errc::handshake_timeout) {
         send_error(s, msg_type::none, error_code::not_logged_in,
-                   "no login within " + std::to_string(ctx_.options.login_timeout.count()) + " ms; closing");
+                   "no login within " + std::to_string(ctx_.options.server.limits.handshake_timeout.count()) + " ms; closing");
         return;
     }
     if (ec == net_errc::frame_timeout) {
         send_error(s, msg_type::none, error_code::bad_request,
-                   "frame not completed within " + std::to_string(ctx_.options.frame_timeout.count()) + " ms; closing");
+                   "frame not completed within " + std::to_string(ctx_.options.server.limits.frame_timeout.count()) + " ms; closing");
         return;
     }
     bump(counters_.bad_requests);
