@@ -1,6 +1,7 @@
 #include "chat_service.hpp"
 
 #include "frames.hpp"
+#include "login_slot.hpp"
 #include "login_throttle.hpp"
 #include "names.hpp"
 
@@ -191,9 +192,10 @@ void chat_service::handle_login(player& p, std::span<const std::byte> frame) {
         return;
     }
     // Bounded hashing: at most login_queue logins queued or running over all shards. Checked
-    // before the throttle, whose admission holds keys until the attempt's verdict.
-    if (ctx_.logins_in_flight.fetch_add(1, std::memory_order_relaxed) >= ctx_.options.login_queue) {
-        ctx_.logins_in_flight.fetch_sub(1, std::memory_order_relaxed);
+    // before the throttle, whose admission holds keys until the attempt's verdict. The slot goes
+    // back when the login ends, whichever way that is.
+    login_slot slot = login_slot::try_take(ctx_.logins_in_flight, ctx_.options.login_queue);
+    if (!slot) {
         bump(counters_.server_busy);
         bump(counters_.login_queue_full);
         send_error(s, msg_type::login_req, error_code::server_busy, "too many logins in progress; retry later");
@@ -202,7 +204,6 @@ void chat_service::handle_login(player& p, std::span<const std::byte> frame) {
     // Failed-login throttle, answered here without hashing anything.
     const std::string address(admission::address_of(s.peer()));
     if (auto v = ctx_.throttle->check(name, address); !v.allowed) {
-        ctx_.logins_in_flight.fetch_sub(1, std::memory_order_relaxed);
         bump(counters_.login_throttled);
         const auto secs = (v.retry_after.count() + 999) / 1000;
         send_error(s, msg_type::login_req, error_code::rate_limited,
@@ -216,8 +217,10 @@ void chat_service::handle_login(player& p, std::span<const std::byte> frame) {
     chat_context* ctx = &ctx_;
     const unsigned shard_index = self_;
     const std::uint64_t sid = s.id();
+    // std::function copies the job it holds, so the copies share the slot; it goes back once,
+    // after the verdict, or when a job that never ran (refused here) is destroyed.
     bool queued = ctx_.pool.try_submit([services, ctx, shard_index, sid, n = std::string(name), pw = std::string(password),
-                                        address](chat_store& store) {
+                                        address, slot = std::make_shared<login_slot>(std::move(slot))](chat_store& store) {
         std::optional<login_result> r;
         try {
             r = store.login(n, pw, ctx->options.auto_register);
@@ -233,12 +236,11 @@ void chat_service::handle_login(player& p, std::span<const std::byte> frame) {
             ctx->throttle->succeeded(n, address);
         else
             ctx->throttle->failed(n, address);
-        ctx->logins_in_flight.fetch_sub(1, std::memory_order_relaxed);
+        slot->release();
         services->invoke_on(shard_index,
                             [sid, r = std::move(r)](chat_service& svc) mutable { svc.login_done(sid, std::move(r)); });
     });
     if (!queued) {
-        ctx_.logins_in_flight.fetch_sub(1, std::memory_order_relaxed);
         ctx_.throttle->abandoned(name, address);
         p.login = player::login_state::anonymous;
         p.pending = player::pending_op::none;
