@@ -14,6 +14,7 @@
 #include "chat_context.hpp"
 #include "chat_counters.hpp"
 #include "local_rooms.hpp"
+#include "login_slot.hpp"
 #include "player.hpp"
 #include "room_host.hpp"
 
@@ -27,6 +28,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace strix::chat {
@@ -77,7 +79,16 @@ private:
     void hold(player& p, std::span<const std::byte> frame);
     void complete(player& p, player::pending_op op);
     void finish_login(player& p, std::optional<login_result> result);
+    // handle_login's steps, in order; each answers the session itself when it refuses.
+    struct credentials {
+        std::string_view name;  // views into the request frame
+        std::string_view password;
+    };
     void handle_login(player& p, std::span<const std::byte> frame);
+    std::optional<credentials> validate_login(player& p, std::span<const std::byte> frame);
+    login_slot admit_login(player& p);
+    bool throttle_login(player& p, std::string_view name, const std::string& address);
+    void hash_login(player& p, const credentials& c, std::string address, login_slot slot);
     void rejoin(player& p, room_id room);
     void handle_create(player& p, std::span<const std::byte> frame);
     void handle_join(player& p, std::span<const std::byte> frame);
