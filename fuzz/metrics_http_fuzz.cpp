@@ -1,4 +1,4 @@
-// Fuzz target: HTTP on the chat server's metrics port (apps/chat/server/metrics_endpoint.cpp):
+// Fuzz target: HTTP on the chat server's metrics port (apps/chat/server/net/metrics_endpoint.cpp):
 // http_head_framer() cuts the request head out of the received bytes, http_response_for()
 // chooses the answer from it.
 //
@@ -12,7 +12,7 @@
 //     GET /metrics, 404 for another GET, 400 otherwise, with a Content-Length that matches.
 #include "fuzz_support.hpp"
 
-#include "apps/chat/server/metrics_endpoint.hpp"
+#include "apps/chat/server/net/metrics_endpoint.hpp"
 
 #include <string>
 #include <vector>

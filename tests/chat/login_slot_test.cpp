@@ -1,6 +1,6 @@
 // login_slot on its own: places up to the limit and none beyond, each given back exactly once
 // (release, destruction, move, a shared copy such as a queued job holds).
-#include "login_slot.hpp"
+#include "apps/chat/server/login/login_slot.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // answered at once whatever other connections do, and the bad ones are closed by the request
 // timeout (408) or the head limit (431). Also the HTTP head framer on its own.
 #include "chat_fixture.hpp"
-#include "metrics_endpoint.hpp"
+#include "apps/chat/server/net/metrics_endpoint.hpp"
 #include "metrics_scrape.hpp"
 
 using namespace strix;

@@ -3,10 +3,10 @@
 // shard owns a room, how many members each shard holds) while clients talk to it.
 #include "chat_test_client.hpp"
 
-#include "chat_server.hpp"
-#include "names.hpp"
-#include "room.hpp"
-#include "token_bucket.hpp"
+#include "apps/chat/server/chat_server.hpp"
+#include "apps/chat/server/net/names.hpp"
+#include "apps/chat/server/rooms/room.hpp"
+#include "apps/chat/server/service/token_bucket.hpp"
 
 #include <support/loopback.hpp>
 

@@ -1,6 +1,6 @@
 #include "chat_server.hpp"
 
-#include "room_id.hpp"
+#include "apps/chat/server/rooms/room_id.hpp"
 
 #include <strix/core/log.hpp>
 #include "apps/chat/storage/password.hpp"

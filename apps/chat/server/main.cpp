@@ -1,7 +1,7 @@
 // strix-chat-server: rooms and chat over strix frames (docs/protocol.md), with accounts and chat
 // logs in SQLite or PostgreSQL, Prometheus metrics, and a graceful shutdown on SIGTERM/SIGINT.
-#include "chat_options.hpp"
 #include "chat_server.hpp"
+#include "apps/chat/server/options/chat_options.hpp"
 
 #include "apps/chat/storage/chat_store.hpp"
 

@@ -1,9 +1,9 @@
 #include "chat_service.hpp"
 
-#include "frames.hpp"
-#include "login_slot.hpp"
-#include "login_throttle.hpp"
-#include "names.hpp"
+#include "apps/chat/server/login/login_slot.hpp"
+#include "apps/chat/server/login/login_throttle.hpp"
+#include "apps/chat/server/net/frames.hpp"
+#include "apps/chat/server/net/names.hpp"
 
 #include <strix/core/log.hpp>
 #include <strix/net/admission.hpp>

@@ -18,12 +18,12 @@
 //   decide ─> writer.try_enqueue(tag) ─> held_ [ev t=7][ev t=7][ev t=0][ev t=8]   (FIFO)
 //   writer thread: commit batch ─> post committed(8) to this shard ─> deliver the front up to t=8
 
-#include "chat_counters.hpp"
 #include "member.hpp"
 #include "member_notices.hpp"
 #include "room.hpp"
 #include "room_event.hpp"
 #include "room_id.hpp"
+#include "apps/chat/server/service/chat_counters.hpp"
 
 #include <strix/proto/chat_generated.h>
 #include "apps/chat/storage/chat_store.hpp"

@@ -4,7 +4,7 @@
 // command-line values win). What the engine, the server and the login throttle take lives in
 // their own config structs, embedded here and filled by the parser, not copied field by field.
 
-#include "login_throttle.hpp"
+#include "apps/chat/server/login/login_throttle.hpp"
 
 #include <strix/core/engine.hpp>
 #include <strix/net/server.hpp>

@@ -13,10 +13,10 @@
 
 #include "chat_context.hpp"
 #include "chat_counters.hpp"
-#include "local_rooms.hpp"
-#include "login_slot.hpp"
 #include "player.hpp"
-#include "room_host.hpp"
+#include "apps/chat/server/login/login_slot.hpp"
+#include "apps/chat/server/rooms/local_rooms.hpp"
+#include "apps/chat/server/rooms/room_host.hpp"
 
 #include <strix/core/sharded.hpp>
 #include <strix/net/session_handler.hpp>

@@ -1,8 +1,8 @@
 #include "room_host.hpp"
 
-#include "chat_context.hpp"
-#include "chat_service.hpp"
-#include "frames.hpp"
+#include "apps/chat/server/net/frames.hpp"
+#include "apps/chat/server/service/chat_context.hpp"
+#include "apps/chat/server/service/chat_service.hpp"
 
 #include "apps/chat/storage/chat_log_writer.hpp"
 

@@ -2,8 +2,8 @@
 // player: the chat state of one session, owned by the session's shard (session::user_data points
 // at it). Created when the connection opens; "logged in" once the database said so.
 
-#include "room_id.hpp"
 #include "token_bucket.hpp"
+#include "apps/chat/server/rooms/room_id.hpp"
 
 #include <strix/net/session.hpp>
 

@@ -1,6 +1,6 @@
 #include "chat_options.hpp"
 
-#include "room_id.hpp"
+#include "apps/chat/server/rooms/room_id.hpp"
 
 #include <CLI/CLI.hpp>
 

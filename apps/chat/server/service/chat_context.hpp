@@ -4,7 +4,7 @@
 // sharing: logins_in_flight is atomic and the login throttle locks itself. (The services reach
 // each other through their sharded container, chat_service::container().)
 
-#include "chat_options.hpp"
+#include "apps/chat/server/options/chat_options.hpp"
 
 #include <strix/core/engine.hpp>
 
