@@ -1,4 +1,4 @@
-// Fuzz target: strix-chat-server's configuration parser (apps/chat/server/chat_options.cpp),
+// Fuzz target: strix-chat-server's configuration parser (apps/chat/server/options/chat_options.cpp),
 // parse_options() with `--config FILE`, the input being the file's contents (CLI11's TOML reader
 // and chat_options' own checks on top of it). The file is a fixed temporary path rewritten per
 // input; nothing in chat_options.cpp had to change.
@@ -11,7 +11,7 @@
 // (scripts/fuzz.sh does) to keep the output readable; sanitizer reports still get through.
 #include "fuzz_support.hpp"
 
-#include "apps/chat/server/chat_options.hpp"
+#include "apps/chat/server/options/chat_options.hpp"
 
 #include <cstdlib>
 #include <string>

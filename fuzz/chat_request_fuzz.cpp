@@ -1,5 +1,5 @@
 // Fuzz target: the chat server's way from received bytes to a request handler
-// (apps/chat/server/chat_service.cpp, on_frame -> dispatch -> handle_*): the session cuts strix
+// (apps/chat/server/service/chat_service.cpp, on_frame -> dispatch -> handle_*): the session cuts strix
 // frames (strix_header_framer, 4 KiB before login, 64 KiB after), type_of() names the request,
 // body_as<T>() verifies the FlatBuffer (apps/chat/common/chat_frame.hpp), and the handler reads
 // the fields and validates names (names.hpp). Also the other direction, as the client and the
@@ -19,8 +19,8 @@
 #include "fuzz_support.hpp"
 
 #include "apps/chat/common/chat_frame.hpp"
-#include "apps/chat/server/frames.hpp"
-#include "apps/chat/server/names.hpp"
+#include "apps/chat/server/net/frames.hpp"
+#include "apps/chat/server/net/names.hpp"
 
 #include <strix/net/framer.hpp>
 

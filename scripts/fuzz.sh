@@ -53,7 +53,7 @@ declare -A under_test=(
   [framers]='::cut\(std::span|strix::decode_frame\('
   [zmtp]='/src/link/zmtp\.cpp|/include/strix/link/zmtp\.hpp'
   [chat_request]='/apps/chat/|chat_generated\.h|/flatbuffers/verifier\.h'
-  [chat_config]='/apps/chat/server/chat_options\.cpp'
+  [chat_config]='/apps/chat/server/options/chat_options\.cpp'
   [metrics_http]='http_head::cut|http_response_for|namespace\)::response\('
 )
 

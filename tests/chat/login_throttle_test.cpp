@@ -1,6 +1,6 @@
 // login_throttle on its own, with explicit clocks: the backoff sequence, the lockout, one attempt
 // at a time while in backoff, what a success clears, forgetting quiet keys, and the table bound.
-#include "login_throttle.hpp"
+#include "apps/chat/server/login/login_throttle.hpp"
 
 #include <gtest/gtest.h>
 

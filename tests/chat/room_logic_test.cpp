@@ -3,10 +3,10 @@
 // shard owns a room, how many members each shard holds) while clients talk to it.
 #include "chat_test_client.hpp"
 
-#include "chat_server.hpp"
-#include "names.hpp"
-#include "room.hpp"
-#include "token_bucket.hpp"
+#include "apps/chat/server/chat_server.hpp"
+#include "apps/chat/server/net/names.hpp"
+#include "apps/chat/server/rooms/room.hpp"
+#include "apps/chat/server/service/token_bucket.hpp"
 
 #include <support/loopback.hpp>
 
@@ -28,7 +28,7 @@ member who(std::uint64_t session, unsigned shard, std::uint64_t player = 1) {
 }
 
 TEST(room_logic, membership_is_per_session_and_counted_per_shard) {
-    room r(42, "lobby", 3);
+    room r(room_id(42), "lobby", 3);
     EXPECT_TRUE(r.add(who(1, 0)));
     EXPECT_TRUE(r.add(who(2, 2)));
     EXPECT_TRUE(r.add(who(3, 2)));
@@ -52,7 +52,7 @@ TEST(room_logic, membership_is_per_session_and_counted_per_shard) {
 }
 
 TEST(room_logic, a_sequence_number_is_only_consumed_by_an_accepted_message) {
-    room r(1, "x", 1);
+    room r(room_id(1), "x", 1);
     EXPECT_EQ(r.next_seq(), 1u);
     EXPECT_EQ(r.next_seq(), 1u) << "peeking does not consume";
     EXPECT_EQ(r.take_seq(), 1u);
@@ -61,7 +61,7 @@ TEST(room_logic, a_sequence_number_is_only_consumed_by_an_accepted_message) {
 }
 
 TEST(room_logic, belonging_is_per_account_and_outlives_a_disconnect) {
-    room r(1, "x", 2);
+    room r(room_id(1), "x", 2);
     r.restore_seq(41);
     EXPECT_EQ(r.next_seq(), 42u) << "a restored room goes on after its last stored message";
     r.mark_absent(7);  // account 7 belongs (loaded from the database) but has no session here
@@ -112,11 +112,11 @@ class in_process : public ::testing::Test {
 protected:
     void SetUp() override {
         chat_options o;
-        o.port = 0;
+        o.server.port = 0;
         o.db = "sqlite:" + dir_.path() + "/chat.db";
         o.metrics_port = 0;
-        o.shards = 2;
-        o.pin_threads = false;
+        o.engine.shards = 2;
+        o.engine.pin_threads = false;
         o.fast_passwords = true;
         srv_ = std::make_unique<chat_server>(o);
         srv_->start();

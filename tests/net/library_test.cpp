@@ -142,6 +142,50 @@ TEST(sharded, invoke_on_the_calling_shard_is_a_direct_call) {
     eng.join();
 }
 
+// An instance that calls its siblings without being handed its container (sharded_peers).
+struct relay : sharded_peers<relay> {
+    explicit relay(unsigned id) : shard_id(id) {}
+    /// Tells the next shard's instance which shard passed it on. This instance's shard only.
+    void pass_on() {
+        const unsigned from = shard_id;
+        container().invoke_on((shard_id + 1) % container().size(), [from](relay& next) { next.heard.push_back(from); });
+    }
+    unsigned shard_id;
+    std::vector<unsigned> heard;
+};
+
+TEST(sharded, an_instance_reaches_its_siblings_through_its_container) {
+    engine eng(shards(3));
+    sharded<relay> t(eng, [](shard& sh) { return std::make_unique<relay>(sh.id()); });
+    for (unsigned i = 0; i < 3; ++i) EXPECT_EQ(&t.on(i).container(), &t) << "instance " << i;
+    eng.start();
+    for (unsigned i = 0; i < 3; ++i) eng.post(i, [&t] { t.local().pass_on(); });
+    std::vector<std::vector<unsigned>> heard;
+    ASSERT_TRUE(test::eventually([&] {
+        std::atomic<int> state{0};
+        eng.post(0, [&] {
+            t.gather([](relay& r) { return r.heard; },
+                     [&](std::vector<std::vector<unsigned>> all) {
+                         heard = std::move(all);
+                         state = 1;
+                     });
+        });
+        while (state.load() == 0) std::this_thread::yield();
+        return heard == std::vector<std::vector<unsigned>>{{2}, {0}, {1}};
+    }));
+    eng.stop();
+    eng.join();
+}
+
+TEST(sharded, container_aborts_for_an_instance_no_sharded_holds) {
+    EXPECT_DEATH(
+        {
+            relay alone(0);
+            alone.pass_on();
+        },
+        "before a sharded<T> holds the instance");
+}
+
 TEST(sharded, gather_collects_every_shard_in_shard_order_on_the_caller) {
     engine eng(shards(4));
     sharded<tally> t(eng, [](shard& sh) { return std::make_unique<tally>(tally{sh.id(), {}}); });

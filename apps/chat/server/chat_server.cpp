@@ -1,5 +1,7 @@
 #include "chat_server.hpp"
 
+#include "apps/chat/server/rooms/room_id.hpp"
+
 #include <strix/core/log.hpp>
 #include "apps/chat/storage/password.hpp"
 
@@ -49,54 +51,32 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
     if (opts_.ack == ack_mode::stored) wcfg.committed = [this](std::span<const std::uint64_t> tags) { committed(tags); };
     writer_ = std::make_unique<chat_log_writer>(std::move(writer_store), wcfg);
 
-    engine_config ecfg;
-    ecfg.shards = opts_.shards;
-    ecfg.pin_threads = opts_.pin_threads;
-    ecfg.io = opts_.io;
-    ecfg.poll_spin = std::chrono::microseconds(opts_.poll_spin_us);
-    engine_ = std::make_unique<engine>(ecfg);
+    engine_ = std::make_unique<engine>(opts_.engine);
+    throttle_ = std::make_unique<login_throttle>(opts_.login_throttle);
 
-    login_throttle_config tcfg;
-    tcfg.account_free = opts_.login_free_failures;
-    tcfg.account_lockout = opts_.login_lockout_failures;
-    tcfg.address_free = opts_.address_free_failures;
-    tcfg.address_lockout = opts_.address_lockout_failures;
-    tcfg.backoff = opts_.login_backoff;
-    tcfg.lockout = opts_.login_lockout;
-    throttle_ = std::make_unique<login_throttle>(tcfg);
-
-    ctx_ = std::unique_ptr<chat_context>(new chat_context{opts_, *engine_, *pool_, *writer_, (max_room >> 8) + 1, nullptr});
+    ctx_ = std::unique_ptr<chat_context>(new chat_context{opts_, *engine_, *pool_, *writer_, room_id(max_room).counter() + 1});
     ctx_->throttle = throttle_.get();
     // What an unknown account's password is verified against: a hash of the current policy, so
     // that "no such account" takes as long to answer as "wrong password".
     ctx_->dummy_hash = hash_password("strix: no such account", policy);
     auto* ctx = ctx_.get();
     services_ = std::make_unique<sharded<chat_service>>(*engine_, [ctx](shard& sh) { return std::make_unique<chat_service>(sh, *ctx); });
-    ctx_->services = services_.get();
     // Rooms come back on their owner shards, with no one present; their accounts rejoin at login.
     std::size_t memberships = 0;
     const std::size_t restored = rooms.size();
     for (auto& r : rooms) {
         memberships += r.members.size();
-        services_->on(owner_of(r.id, engine_->shard_count())).host().restore(std::move(r));
+        services_->on(room_id(r.id).owner(engine_->shard_count())).host().restore(std::move(r));
     }
     if (restored != 0)
         log(log_level::info, "restored %zu rooms with %zu memberships from the database", restored, memberships);
 
-    server_config scfg;
-    scfg.host = opts_.host;
-    scfg.port = opts_.port;
-    scfg.unix_path = opts_.unix_path;
+    // The options' listeners, caps and limits (the handshake timeout is --login-timeout-ms:
+    // chat_service calls handshake_done() at login), with the chat protocol's framing and frame sizes.
+    server_config scfg = opts_.server;
     scfg.framing = &strix_header_framer();
     scfg.limits.max_frame = chat_service::max_frame_anonymous;
     scfg.limits.recv_buffer = chat_service::max_frame_logged_in;  // so set_max_frame can raise the limit after login
-    scfg.limits.max_queued = opts_.max_queued;
-    scfg.limits.stall_timeout = opts_.stall_timeout;
-    scfg.limits.idle_timeout = opts_.idle_timeout;
-    scfg.limits.handshake_timeout = opts_.login_timeout;  // chat_service calls handshake_done() at login
-    scfg.limits.frame_timeout = opts_.frame_timeout;
-    scfg.max_sessions = opts_.max_connections;
-    scfg.max_sessions_per_address = opts_.max_connections_per_address;
     server_ = std::make_unique<server>(*engine_, scfg, *services_);
     try {
         server_->start();
@@ -156,10 +136,10 @@ std::uint64_t chat_server::shutdown() {
 // batch, one post per shard, whatever the batch held.
 void chat_server::committed(std::span<const std::uint64_t> tags) {
     const unsigned n = engine_->shard_count();
-    std::array<std::uint64_t, 256> upto{};
+    std::array<std::uint64_t, shard_stamp::max_shards> upto{};
     for (std::uint64_t tag : tags) {
-        const unsigned s = static_cast<unsigned>(tag & 0xff);
-        upto[s] = std::max(upto[s], tag >> 8);
+        const unsigned s = shard_stamp::shard_of(tag);
+        upto[s] = std::max(upto[s], shard_stamp::counter_of(tag));
     }
     std::lock_guard lk(ack_mu_);
     if (!acks_open_) return;

@@ -12,10 +12,10 @@
 // with --ack early once the writer accepted it; either way, after a clean exit every acknowledged
 // message is in the database, and with --ack stored after a crash too.
 
-#include "chat_context.hpp"
-#include "chat_options.hpp"
-#include "chat_service.hpp"
-#include "login_throttle.hpp"
+#include "apps/chat/server/login/login_throttle.hpp"
+#include "apps/chat/server/options/chat_options.hpp"
+#include "apps/chat/server/service/chat_context.hpp"
+#include "apps/chat/server/service/chat_service.hpp"
 
 #include <strix/core/engine.hpp>
 #include <strix/core/metrics_registry.hpp>

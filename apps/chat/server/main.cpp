@@ -1,7 +1,7 @@
 // strix-chat-server: rooms and chat over strix frames (docs/protocol.md), with accounts and chat
 // logs in SQLite or PostgreSQL, Prometheus metrics, and a graceful shutdown on SIGTERM/SIGINT.
-#include "chat_options.hpp"
 #include "chat_server.hpp"
+#include "apps/chat/server/options/chat_options.hpp"
 
 #include "apps/chat/storage/chat_store.hpp"
 
@@ -47,9 +47,9 @@ int main(int argc, char** argv) {
     const auto& o = *parsed.options;
     try {
         strix::chat::chat_server srv(o);
-        const std::string also_unix = o.unix_path.empty() ? std::string() : " and unix:" + o.unix_path;
+        const std::string also_unix = o.server.unix_path.empty() ? std::string() : " and unix:" + o.server.unix_path;
         std::printf("strix-chat-server: listening on %s:%u%s with %u shards (%s); database %s; metrics %s\n",
-                    o.host.c_str(), srv.port(), also_unix.c_str(), srv.shard_count(), srv.io_name(), strix::chat::redact_url(o.db).c_str(),
+                    o.server.host.c_str(), srv.port(), also_unix.c_str(), srv.shard_count(), srv.io_name(), strix::chat::redact_url(o.db).c_str(),
                     srv.metrics_port() ? ("http://127.0.0.1:" + std::to_string(srv.metrics_port()) + "/metrics").c_str()
                                        : "off");
         std::fflush(stdout);

@@ -11,6 +11,13 @@
 //     counters.gather([](counter& c) { return c.n; },               // every shard's answer,
 //                     [](std::vector<std::uint64_t> all) { ... });  // in shard order, here
 //
+// An instance that calls its siblings derives from sharded_peers<T> and reaches them through
+// container(), instead of being handed the sharded<T> that holds it:
+//
+//     struct room : strix::sharded_peers<room> {
+//         void tell_all() { container().invoke_on_all([](room& r) { ... }); }
+//     };
+//
 // invoke_on calls fn directly when the target is the calling shard and posts it through the mesh
 // otherwise (FIFO per pair of shards: two calls from one shard to another run in the order made).
 // A reply or a gather's completion always runs on the calling shard, so the caller's state needs
@@ -34,13 +41,48 @@
 namespace strix {
 
 template <class T>
+class sharded;
+
+/// Base of a service T whose instances call each other: the sharded<T> that builds an instance
+/// tells it where it lives, so the instance needs no reference to its own container.
+template <class T>
+class sharded_peers {
+public:
+    /// The sharded<T> holding this instance. Set once the sharded<T> constructor has built every
+    /// instance, so not from T's constructor (aborts there, or for a T no sharded<T> built).
+    /// Any thread; what may be called on the container says sharded<T>.
+    sharded<T>& container() const noexcept {
+        if (container_ == nullptr) {
+            std::fprintf(stderr, "strix: sharded_peers::container() called before a sharded<T> holds the instance\n");
+            std::abort();
+        }
+        return *container_;
+    }
+
+protected:
+    sharded_peers() = default;
+    ~sharded_peers() = default;
+    // A copy would belong to no container (or claim the original's).
+    sharded_peers(const sharded_peers&) = delete;
+    sharded_peers& operator=(const sharded_peers&) = delete;
+
+private:
+    friend class sharded<T>;
+    sharded<T>* container_ = nullptr;
+};
+
+template <class T>
 class sharded {
 public:
     /// Builds one T per shard with make(shard&) -> std::unique_ptr<T>, on the calling thread.
+    /// A T derived from sharded_peers<T> can use container() once this returns.
     template <class Make>
     sharded(engine& e, Make&& make) : engine_(e) {
         instances_.reserve(e.shard_count());
         for (unsigned i = 0; i < e.shard_count(); ++i) instances_.push_back(make(e.at(i)));
+        if constexpr (std::is_base_of_v<sharded_peers<T>, T>) {
+            for (auto& inst : instances_) static_cast<sharded_peers<T>&>(*inst).container_ = this;
+        }
     }
 
     /// Destroys each instance on its own shard (or here for shards not running).

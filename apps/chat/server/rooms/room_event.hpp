@@ -8,6 +8,8 @@
 //                                                                                 member list, send
 //                                                                                 the shared frame
 
+#include "room_id.hpp"
+
 #include <strix/core/shared_buffer.hpp>
 
 #include <cstdint>
@@ -22,7 +24,7 @@ struct room_event {
         notice,   // membership unchanged: to_members (a delayed member_joined/left) to all but the subject
     };
 
-    std::uint64_t room_id = 0;
+    room_id room;
     std::uint64_t subject = 0;      // the joining or leaving session; 0 for messages
     shared_buffer_ptr to_subject;   // join_room_res / leave_room_res; null when the subject gets nothing
     shared_buffer_ptr to_members;   // chat_msg / member_joined / member_left; null for nothing

@@ -3,7 +3,7 @@
 // (apps/chat/common/chat_frame.hpp), immutable, so a broadcast encodes once and shares it.
 // Any thread.
 
-#include "member.hpp"
+#include "apps/chat/server/rooms/member.hpp"
 
 #include "apps/chat/common/chat_frame.hpp"
 

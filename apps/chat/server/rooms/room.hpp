@@ -8,6 +8,7 @@
 // nobody is present and nobody absent belongs to it.
 
 #include "member.hpp"
+#include "room_id.hpp"
 
 #include <boost/unordered/unordered_flat_set.hpp>
 
@@ -21,9 +22,9 @@ namespace strix::chat {
 class room {
 public:
     /// An empty room. shard_count sizes the per-shard member counts. Owner shard only.
-    room(std::uint64_t id, std::string name, unsigned shard_count);
+    room(room_id id, std::string name, unsigned shard_count);
 
-    std::uint64_t id() const noexcept { return id_; }
+    room_id id() const noexcept { return id_; }
     const std::string& name() const noexcept { return name_; }
     std::size_t size() const noexcept { return members_.size(); }
     bool empty() const noexcept { return members_.empty(); }
@@ -60,10 +61,10 @@ public:
     /// A room loaded from the database continues after its last stored message. Before use.
     void restore_seq(std::uint64_t last_seq) noexcept { last_seq_ = last_seq; }
 
-    room_summary summary() const { return {id_, name_, static_cast<std::uint32_t>(members_.size())}; }
+    room_summary summary() const { return {id_.value(), name_, static_cast<std::uint32_t>(members_.size())}; }
 
 private:
-    std::uint64_t id_;
+    room_id id_;
     std::string name_;
     std::vector<member> members_;                         // join order
     boost::unordered_flat_set<std::uint64_t> session_ids_;  // O(1) membership for every message

@@ -4,12 +4,12 @@
 // The outcome goes to the shards that have members as room_events (one per shard), and failures
 // go back to the requesting session's shard as error replies.
 //
-// Room ids: (counter << 8) | creating shard. The owner is that shard modulo the shard count
-// (owner_of), so a room loaded from the database after a restart with fewer shards still has one.
+// Room ids name their creating shard, which owns the room (room_id.hpp: modulo the shard count,
+// so a room loaded from the database after a restart with fewer shards still has an owner).
 //
 // Acknowledged means stored (--ack stored, the default). Every database write a decision needs
 // (a chat log entry, a room created, deleted, joined or left) goes to the chat log writer with a
-// ticket, numbered per owner shard: tag = ticket << 8 | shard. The events that announce the
+// ticket, numbered per owner shard: tag = shard_stamp::pack(ticket, shard). The events that announce the
 // decision wait in held_, in decision order, until the writer reports that ticket committed
 // (committed(), one post per committed batch and shard); events that need no write but come
 // after a waiting one wait behind it, so every shard still sees a room's events in the owner's
@@ -18,11 +18,12 @@
 //   decide ─> writer.try_enqueue(tag) ─> held_ [ev t=7][ev t=7][ev t=0][ev t=8]   (FIFO)
 //   writer thread: commit batch ─> post committed(8) to this shard ─> deliver the front up to t=8
 
-#include "chat_counters.hpp"
 #include "member.hpp"
 #include "member_notices.hpp"
 #include "room.hpp"
 #include "room_event.hpp"
+#include "room_id.hpp"
+#include "apps/chat/server/service/chat_counters.hpp"
 
 #include <strix/proto/chat_generated.h>
 #include "apps/chat/storage/chat_store.hpp"
@@ -38,31 +39,27 @@
 namespace strix::chat {
 
 struct chat_context;
+class chat_service;
 
 /// A chat message on its way to the room's owner.
 struct chat_request {
-    std::uint64_t room_id = 0;
+    room_id room;
     member sender;
     std::string text;
     std::uint64_t client_ts = 0;
     std::uint64_t client_seq = 0;
 };
 
-/// The shard that owns room_id on a server with `shards` shards: the shard that created it, or,
-/// when a restart left fewer shards than that, the creator modulo the shard count.
-inline unsigned owner_of(std::uint64_t room_id, unsigned shards) noexcept {
-    return static_cast<unsigned>(room_id & 0xff) % shards;
-}
-
 class room_host {
 public:
-    /// Rooms owned by shard `self`. Built on any thread; used on shard `self` only.
-    room_host(chat_context& ctx, unsigned self, chat_counters& counters);
+    /// Rooms owned by shard `self`, hosted by that shard's service (which reaches the other
+    /// shards). Built on any thread; used on shard `self` only.
+    room_host(chat_service& service, chat_context& ctx, unsigned self, chat_counters& counters);
 
     /// A fresh room id owned by this shard. Owner shard only.
-    std::uint64_t allocate_id() noexcept { return (next_counter_++ << 8) | self_; }
+    room_id allocate_id() noexcept { return room_id::make(next_counter_++, self_); }
 
-    /// Takes a room loaded from the database (its owner_of is this shard): no member present,
+    /// Takes a room loaded from the database (its owner is this shard): no member present,
     /// its accounts absent, its seq continuing after the last stored message. Before the engine
     /// starts, on the thread that builds the server.
     void restore(stored_room r);
@@ -70,20 +67,20 @@ public:
     /// Creates room `id` (from allocate_id) with `creator` as its only member and stores it; the
     /// creator's shard (this one) gets a joined event carrying create_room_res once stored, or
     /// server_busy when the database queue is full. Owner shard only.
-    void create(std::uint64_t id, std::string name, member creator);
+    void create(room_id id, std::string name, member creator);
 
     /// Adds m to the room and stores that m's account belongs to it: join_room_res to m,
     /// member_joined to the others; unknown_room, already_in_room or server_busy back to m's
     /// shard otherwise. `rejoin`: the login of an account that belongs to the room (nothing to
     /// store; a room that is gone fails silently). Owner shard only.
-    void join(std::uint64_t room_id, member m, bool rejoin = false);
+    void join(room_id id, member m, bool rejoin = false);
 
     /// Removes the session from the room. `reply`: it asked to leave: leave_room_res to it, the
     /// account no longer belongs to the room (stored), and a room nobody belongs to any more is
     /// deleted. Without `reply` (the session closed) failures are silent and the account stays
     /// absent, to be put back by its next login. member_left to the others either way. Owner
     /// shard only.
-    void leave(std::uint64_t room_id, std::uint64_t session_id, unsigned session_shard, bool reply);
+    void leave(room_id id, std::uint64_t session_id, unsigned session_shard, bool reply);
 
     /// Checks membership, assigns the seq, queues the log record for the database and broadcasts
     /// the chat_msg (after the commit with --ack stored), in that order: a message the database
@@ -126,17 +123,18 @@ private:
     // when the queue is full. `beyond_capacity` for changes that must not fail (see the writer).
     template <class Write>
     std::optional<std::uint64_t> write(Write w, bool beyond_capacity = false);
-    void fail(unsigned shard, std::uint64_t session_id, std::uint64_t room_id, proto::msg_type request,
+    void fail(unsigned shard, std::uint64_t session_id, room_id id, proto::msg_type request,
               proto::error_code code, const char* reason);
     // Member notices (see member_notices.hpp): queue one, or send a room's pending ones now.
     void notify(const room& r, std::uint64_t subject, unsigned subject_shard, bool joined, shared_buffer_ptr frame);
     void flush_notices(const room& r);
 
+    chat_service& service_;
     chat_context& ctx_;
     const unsigned self_;
     chat_counters& counters_;
     std::uint64_t next_counter_;
-    boost::unordered_flat_map<std::uint64_t, room> rooms_;
+    boost::unordered_flat_map<room_id, room> rooms_;
     member_notices notices_;
     timer_node notice_timer_;  // sends what waits in notices_ after the notice delay
     bool stopped_ = false;

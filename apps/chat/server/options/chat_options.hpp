@@ -1,9 +1,13 @@
 #pragma once
 // chat_options: everything strix-chat-server can be told, from the command line and optionally a
 // TOML file (--config, read by CLI11: `key = value` lines whose keys are the long option names;
-// command-line values win).
+// command-line values win). What the engine, the server and the login throttle take lives in
+// their own config structs, embedded here and filled by the parser, not copied field by field.
 
-#include <strix/core/io_backend.hpp>
+#include "apps/chat/server/login/login_throttle.hpp"
+
+#include <strix/core/engine.hpp>
+#include <strix/net/server.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -19,12 +23,30 @@ enum class ack_mode : std::uint8_t {
 };
 
 struct chat_options {
-    std::string host = "127.0.0.1";
-    std::uint16_t port = 7000;
-    std::string unix_path;                   // also accept clients on this Unix socket path
+    // The engine as strix::engine takes it: --shards, --pin, --io, --poll-spin-us (the rest keeps
+    // the engine's defaults).
+    engine_config engine;
+    // The client listeners as strix::server takes them: --host, --port, --unix, the connection caps
+    // (--max-connections, --max-connections-per-address; 0 = none: beyond them a connection is
+    // accepted and reset at once) and the session limits: --max-queued, --stall-timeout-ms (a slow
+    // consumer), --idle-timeout-ms, --frame-timeout-ms, and --login-timeout-ms as the handshake
+    // timeout (a login ends it). Timeouts: 0 = never; before login the login timeout is the
+    // shorter one, idle is for logged-in sessions that send nothing (ping_req counts). chat_server
+    // adds the framing and the frame sizes.
+    server_config server{.port = 7000,
+                         .limits = {.max_queued = 4 * 1024 * 1024,
+                                    .idle_timeout = std::chrono::milliseconds(300000),
+                                    .stall_timeout = std::chrono::milliseconds(5000),
+                                    .frame_timeout = std::chrono::milliseconds(10000),
+                                    .handshake_timeout = std::chrono::milliseconds(10000)},
+                         .max_sessions = 10000,
+                         .max_sessions_per_address = 256};  // Unix-socket clients count in the total only
+    // The failed-login throttle (login_throttle.hpp): --login-free-failures, --login-lockout-failures
+    // (per account name), --address-free-failures, --address-lockout-failures (per source
+    // address), --login-backoff-ms (the first wait, doubled per failure), --login-lockout-ms.
+    login_throttle_config login_throttle;
     std::string db = "sqlite:var/strix.db";  // sqlite:<path> or postgresql://...
     std::uint16_t metrics_port = 9100;       // 0 = no metrics endpoint
-    unsigned shards = 0;                     // 0 = one per online CPU
     bool auto_register = true;               // first login of an unknown name creates the account
     double chat_rate = 50.0;                 // chat_req per second per session (token bucket refill)
     double chat_burst = 100.0;               // bucket size
@@ -33,34 +55,14 @@ struct chat_options {
     std::size_t db_queue = 65536;            // chat log records the writer may hold before refusing
     ack_mode ack = ack_mode::stored;         // --ack stored|early (docs/protocol.md, "Durability")
     std::uint32_t commit_delay_us = 0;       // group commit gathers this long after a batch's first entry (0: commit when free)
-    std::size_t max_queued = 4 * 1024 * 1024;          // queued output that disconnects a slow consumer
-    std::chrono::milliseconds stall_timeout{5000};     // output not drained this long = slow consumer
-    // Timeouts (0 = never). Before login the login timeout is the shorter one; idle is for
-    // logged-in sessions that send nothing (ping_req counts).
-    std::chrono::milliseconds login_timeout{10000};    // no successful login this long after connecting: closed
-    std::chrono::milliseconds frame_timeout{10000};    // a frame not complete this long after its first byte: closed
-    std::chrono::milliseconds idle_timeout{300000};    // nothing received this long: closed
-    // Connection caps (0 = none): beyond them a connection is accepted and reset at once.
-    std::size_t max_connections = 10000;
-    std::size_t max_connections_per_address = 256;     // TCP source addresses; Unix-socket clients count in the total
-    // Logins: password hashes queued or running at once (beyond: server_busy), and the failed
-    // login throttle (see login_throttle.hpp).
+    // Logins: password hashes queued or running at once (beyond: server_busy).
     std::size_t login_queue = 64;
-    unsigned login_free_failures = 3;                  // per account name, before backoff
-    unsigned login_lockout_failures = 10;              // per account name, before lockout
-    unsigned address_free_failures = 20;               // per source address, before backoff
-    unsigned address_lockout_failures = 100;           // per source address, before lockout
-    std::chrono::milliseconds login_backoff{1000};     // first wait, doubled per failure
-    std::chrono::milliseconds login_lockout{300000};   // the lockout
     // Room changes (create_room_req, join_room_req) per session: token bucket like chat.
     double room_rate = 5.0;
     double room_burst = 10.0;
     // member_joined / member_left wait this long at the room's owner, so that a join and a leave
     // of one session inside the window cancel out (0 = sent at once, nothing coalesced).
     std::chrono::milliseconds notice_delay{100};
-    bool pin_threads = false;  // --pin (docs/architecture.md, "Pinning")
-    io_backend io = io_backend::automatic;             // --io: epoll, uring, or auto (STRIX_IO, else epoll)
-    std::uint32_t poll_spin_us = 0;                    // shards busy-poll this long after work (0 = sleep at once)
 };
 
 /// What parse_options() decided: run with these options, or exit now with this status

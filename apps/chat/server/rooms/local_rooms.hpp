@@ -3,6 +3,8 @@
 // shard. Updated only by room events from each room's owner shard (applied in the owner's order),
 // so a broadcast reaches every local member with one task per shard, never one per member.
 
+#include "room_id.hpp"
+
 #include <strix/net/session.hpp>
 
 #include <boost/unordered/unordered_flat_map.hpp>
@@ -15,29 +17,29 @@ namespace strix::chat {
 
 class local_rooms {
 public:
-    /// Adds s to room_id's local members (no duplicates). Owning shard only.
-    void add(std::uint64_t room_id, session_ptr s) {
-        auto& v = rooms_[room_id];
+    /// Adds s to the room's local members (no duplicates). Owning shard only.
+    void add(room_id id, session_ptr s) {
+        auto& v = rooms_[id];
         for (auto& x : v)
             if (x->id() == s->id()) return;
         v.push_back(std::move(s));
     }
 
-    /// Removes the session from room_id's local members; drops the room when none are left.
+    /// Removes the session from the room's local members; drops the room when none are left.
     /// Owning shard only.
-    void remove(std::uint64_t room_id, std::uint64_t session_id) {
-        auto it = rooms_.find(room_id);
+    void remove(room_id id, std::uint64_t session_id) {
+        auto it = rooms_.find(id);
         if (it == rooms_.end()) return;
         auto& v = it->second;
         v.erase(std::remove_if(v.begin(), v.end(), [&](const session_ptr& s) { return s->id() == session_id; }), v.end());
         if (v.empty()) rooms_.erase(it);
     }
 
-    /// Calls f(session&) for every local member of room_id. f must not change membership.
+    /// Calls f(session&) for every local member of the room. f must not change membership.
     /// Owning shard only.
     template <class F>
-    void for_each(std::uint64_t room_id, F&& f) const {
-        auto it = rooms_.find(room_id);
+    void for_each(room_id id, F&& f) const {
+        auto it = rooms_.find(id);
         if (it == rooms_.end()) return;
         for (const auto& s : it->second) f(*s);
     }
@@ -48,7 +50,7 @@ public:
     std::size_t room_count() const noexcept { return rooms_.size(); }
 
 private:
-    boost::unordered_flat_map<std::uint64_t, std::vector<session_ptr>> rooms_;
+    boost::unordered_flat_map<room_id, std::vector<session_ptr>> rooms_;
 };
 
 }  // namespace strix::chat

@@ -7,16 +7,18 @@
 //                              --room op--> owner shard's room_host --room_event--> member shards
 //                              --ping/errors--> reply at once
 //
-// Every function runs on this service's shard. Other shards reach it through the sharded service
-// (ctx.services->invoke_on), database workers by posting tasks (engine::post) that call the
-// "posted" functions below.
+// Every function runs on this service's shard. Other shards and the database workers reach it
+// through the sharded service that holds it (container().invoke_on), which calls the "posted"
+// functions below.
 
 #include "chat_context.hpp"
 #include "chat_counters.hpp"
-#include "local_rooms.hpp"
 #include "player.hpp"
-#include "room_host.hpp"
+#include "apps/chat/server/login/login_slot.hpp"
+#include "apps/chat/server/rooms/local_rooms.hpp"
+#include "apps/chat/server/rooms/room_host.hpp"
 
+#include <strix/core/sharded.hpp>
 #include <strix/net/session_handler.hpp>
 #include "apps/chat/storage/chat_store.hpp"
 
@@ -26,11 +28,12 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace strix::chat {
 
-class chat_service final : public session_handler {
+class chat_service final : public session_handler, public sharded_peers<chat_service> {
 public:
     /// Frame limit before login (a login request is small) and after.
     static constexpr std::uint32_t max_frame_anonymous = 4 * 1024;
@@ -62,7 +65,7 @@ public:
     /// The database answered a login (nullopt: the database failed).
     void login_done(std::uint64_t session_id, std::optional<login_result> result);
     /// A request of this session failed on another shard (reason null: answer nothing).
-    void request_failed(std::uint64_t session_id, std::uint64_t room_id, proto::msg_type request,
+    void request_failed(std::uint64_t session_id, room_id room, proto::msg_type request,
                         proto::error_code code, const char* reason);
     /// Room operations for rooms this shard owns.
     room_host& host() noexcept { return host_; }
@@ -76,8 +79,17 @@ private:
     void hold(player& p, std::span<const std::byte> frame);
     void complete(player& p, player::pending_op op);
     void finish_login(player& p, std::optional<login_result> result);
+    // handle_login's steps, in order; each answers the session itself when it refuses.
+    struct credentials {
+        std::string_view name;  // views into the request frame
+        std::string_view password;
+    };
     void handle_login(player& p, std::span<const std::byte> frame);
-    void rejoin(player& p, std::uint64_t room_id);
+    std::optional<credentials> validate_login(player& p, std::span<const std::byte> frame);
+    login_slot admit_login(player& p);
+    bool throttle_login(player& p, std::string_view name, const std::string& address);
+    void hash_login(player& p, const credentials& c, std::string address, login_slot slot);
+    void rejoin(player& p, room_id room);
     void handle_create(player& p, std::span<const std::byte> frame);
     void handle_join(player& p, std::span<const std::byte> frame);
     void handle_leave(player& p);
@@ -85,6 +97,12 @@ private:
     void handle_list(player& p);
     void handle_ping(player& p, std::span<const std::byte> frame);
 
+    /// Runs fn(chat_service&) on the shard that owns `room`: now when that is this shard, else
+    /// posted (FIFO per pair of shards).
+    template <class F>
+    void on_owner(room_id room, F&& fn) {
+        container().invoke_on(room.owner(container().size()), std::forward<F>(fn));
+    }
     /// The request body as T, or nullptr after a bad_request reply (counted).
     template <class T>
     const T* decode(player& p, std::span<const std::byte> frame, proto::msg_type request, const char* what);

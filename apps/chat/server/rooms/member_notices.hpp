@@ -13,6 +13,8 @@
 // So at most one member_joined is pending per room (the latest join), followed by member_lefts.
 // Owner shard only; plain state.
 
+#include "room_id.hpp"
+
 #include <strix/core/shared_buffer.hpp>
 
 #include <boost/unordered/unordered_flat_map.hpp>
@@ -32,13 +34,13 @@ public:
         shared_buffer_ptr frame;  // member_joined / member_left
     };
 
-    /// Queues a notice for room_id.
-    void add(std::uint64_t room_id, notice n) { pending_[room_id].push_back(std::move(n)); }
+    /// Queues a notice for the room.
+    void add(room_id id, notice n) { pending_[id].push_back(std::move(n)); }
 
-    /// `subject` left room_id: if its member_joined is still pending, drops it and returns true
+    /// `subject` left the room: if its member_joined is still pending, drops it and returns true
     /// (then the leave sends no notice either).
-    bool cancel_join(std::uint64_t room_id, std::uint64_t subject) {
-        auto it = pending_.find(room_id);
+    bool cancel_join(room_id id, std::uint64_t subject) {
+        auto it = pending_.find(id);
         if (it == pending_.end()) return false;
         auto& v = it->second;
         for (auto n = v.begin(); n != v.end(); ++n) {
@@ -51,9 +53,9 @@ public:
         return false;
     }
 
-    /// Takes room_id's pending notices, oldest first.
-    std::vector<notice> take(std::uint64_t room_id) {
-        auto it = pending_.find(room_id);
+    /// Takes the room's pending notices, oldest first.
+    std::vector<notice> take(room_id id) {
+        auto it = pending_.find(id);
         if (it == pending_.end()) return {};
         std::vector<notice> out = std::move(it->second);
         pending_.erase(it);
@@ -61,19 +63,19 @@ public:
     }
 
     /// Rooms with pending notices.
-    std::vector<std::uint64_t> rooms() const {
-        std::vector<std::uint64_t> out;
+    std::vector<room_id> rooms() const {
+        std::vector<room_id> out;
         out.reserve(pending_.size());
         for (const auto& [id, v] : pending_) out.push_back(id);
         return out;
     }
 
-    void drop(std::uint64_t room_id) { pending_.erase(room_id); }
+    void drop(room_id id) { pending_.erase(id); }
     bool empty() const noexcept { return pending_.empty(); }
-    bool has(std::uint64_t room_id) const noexcept { return !pending_.empty() && pending_.contains(room_id); }
+    bool has(room_id id) const noexcept { return !pending_.empty() && pending_.contains(id); }
 
 private:
-    boost::unordered_flat_map<std::uint64_t, std::vector<notice>> pending_;
+    boost::unordered_flat_map<room_id, std::vector<notice>> pending_;
 };
 
 }  // namespace strix::chat

@@ -1,8 +1,8 @@
 #include "room_host.hpp"
 
-#include "chat_context.hpp"
-#include "chat_service.hpp"
-#include "frames.hpp"
+#include "apps/chat/server/net/frames.hpp"
+#include "apps/chat/server/service/chat_context.hpp"
+#include "apps/chat/server/service/chat_service.hpp"
 
 #include "apps/chat/storage/chat_log_writer.hpp"
 
@@ -22,12 +22,13 @@ std::int64_t wall_clock_us() {
 
 }  // namespace
 
-room_host::room_host(chat_context& ctx, unsigned self, chat_counters& counters)
-    : ctx_(ctx), self_(self), counters_(counters), next_counter_(ctx.first_room_counter),
+room_host::room_host(chat_service& service, chat_context& ctx, unsigned self, chat_counters& counters)
+    : service_(service), ctx_(ctx), self_(self), counters_(counters), next_counter_(ctx.first_room_counter),
       notice_timer_([this] { flush_notices(); }), ack_stored_(ctx.options.ack == ack_mode::stored) {}
 
 void room_host::restore(stored_room stored) {
-    auto [it, inserted] = rooms_.try_emplace(stored.id, stored.id, std::move(stored.name), ctx_.eng.shard_count());
+    const room_id id(stored.id);
+    auto [it, inserted] = rooms_.try_emplace(id, id, std::move(stored.name), ctx_.eng.shard_count());
     room& r = it->second;
     r.restore_seq(stored.last_seq);
     for (std::uint64_t account : stored.members) r.mark_absent(account);
@@ -37,7 +38,7 @@ void room_host::restore(stored_room stored) {
 template <class Write>
 std::optional<std::uint64_t> room_host::write(Write w, bool beyond_capacity) {
     const std::uint64_t ticket = ack_stored_ ? next_ticket_ : 0;
-    const std::uint64_t tag = ticket == 0 ? 0 : (ticket << 8) | self_;
+    const std::uint64_t tag = ticket == 0 ? 0 : shard_stamp::pack(ticket, self_);
     bool queued;
     if constexpr (std::is_same_v<Write, chat_log_entry>)
         queued = ctx_.writer.try_enqueue(std::move(w), tag);
@@ -60,7 +61,7 @@ void room_host::deliver(unsigned to, room_event ev, std::uint64_t ticket) {
 
 void room_host::send_event(unsigned to, room_event ev) {
     if (to != self_) bump(counters_.cross_shard_posts);
-    ctx_.services->invoke_on(to, [ev = std::move(ev)](chat_service& svc) mutable { svc.apply(ev); });
+    service_.container().invoke_on(to, [ev = std::move(ev)](chat_service& svc) mutable { svc.apply(ev); });
 }
 
 void room_host::committed(std::uint64_t upto) {
@@ -87,7 +88,7 @@ void room_host::fan_out(const room& r, room_event::kind what, std::uint64_t subj
         if (r.members_on(s) == 0 && !subject_here) continue;
         if (!to_members && !subject_here) continue;  // a join or leave whose notice waits: only the subject's shard
         room_event ev;
-        ev.room_id = r.id();
+        ev.room = r.id();
         ev.what = what;
         ev.subject = subject;
         if (subject_here) ev.to_subject = to_subject;
@@ -96,26 +97,26 @@ void room_host::fan_out(const room& r, room_event::kind what, std::uint64_t subj
     }
 }
 
-void room_host::fail(unsigned shard, std::uint64_t session_id, std::uint64_t room_id, proto::msg_type request,
+void room_host::fail(unsigned shard, std::uint64_t session_id, room_id id, proto::msg_type request,
                      proto::error_code code, const char* reason) {
-    ctx_.services->invoke_on(shard, [session_id, room_id, request, code, reason](chat_service& svc) {
-        svc.request_failed(session_id, room_id, request, code, reason);
+    service_.container().invoke_on(shard, [session_id, id, request, code, reason](chat_service& svc) {
+        svc.request_failed(session_id, id, request, code, reason);
     });
 }
 
-void room_host::create(std::uint64_t id, std::string name, member creator) {
+void room_host::create(room_id id, std::string name, member creator) {
     const std::uint64_t subject = creator.session_id;
     const unsigned subject_shard = creator.shard;
     const std::int64_t now = wall_clock_us();
     // The room, then its first member, in the database before create_room_res (--ack stored).
     // The second write may exceed the queue's capacity: it completes one that was admitted.
-    if (!write(room_change{room_change::kind::created, id, 0, name, now})) {
+    if (!write(room_change{room_change::kind::created, id.value(), 0, name, now})) {
         bump(counters_.server_busy);
         fail(subject_shard, subject, id, proto::msg_type::create_room_req, proto::error_code::server_busy,
              "the database queue is full; retry later");
         return;
     }
-    const std::uint64_t ticket = *write(room_change{room_change::kind::joined, id, creator.player_id, {}, now}, true);
+    const std::uint64_t ticket = *write(room_change{room_change::kind::joined, id.value(), creator.player_id, {}, now}, true);
     auto [it, inserted] = rooms_.try_emplace(id, id, std::move(name), ctx_.eng.shard_count());
     room& r = it->second;
     r.add(std::move(creator));
@@ -123,11 +124,11 @@ void room_host::create(std::uint64_t id, std::string name, member creator) {
     fan_out(r, room_event::kind::joined, subject, subject_shard, frames::create_room_res(r.summary()), nullptr, ticket);
 }
 
-void room_host::join(std::uint64_t room_id, member m, bool rejoin) {
-    auto it = rooms_.find(room_id);
+void room_host::join(room_id id, member m, bool rejoin) {
+    auto it = rooms_.find(id);
     if (it == rooms_.end()) {
         // A rejoin finds its room gone when the last member left meanwhile: nothing to say.
-        fail(m.shard, m.session_id, room_id, proto::msg_type::join_room_req, proto::error_code::unknown_room,
+        fail(m.shard, m.session_id, id, proto::msg_type::join_room_req, proto::error_code::unknown_room,
              rejoin ? nullptr : "no such room");
         return;
     }
@@ -135,23 +136,23 @@ void room_host::join(std::uint64_t room_id, member m, bool rejoin) {
     const std::uint64_t subject = m.session_id;
     const unsigned subject_shard = m.shard;
     if (r.contains(subject)) {
-        fail(subject_shard, subject, room_id, proto::msg_type::join_room_req, proto::error_code::already_in_room,
+        fail(subject_shard, subject, id, proto::msg_type::join_room_req, proto::error_code::already_in_room,
              rejoin ? nullptr : "already a member of this room");
         return;
     }
     // The account belongs here from now on; a rejoin's account already does.
     std::uint64_t ticket = 0;
     if (!rejoin) {
-        auto t = write(room_change{room_change::kind::joined, room_id, m.player_id, {}, wall_clock_us()});
+        auto t = write(room_change{room_change::kind::joined, id.value(), m.player_id, {}, wall_clock_us()});
         if (!t) {
             bump(counters_.server_busy);
-            fail(subject_shard, subject, room_id, proto::msg_type::join_room_req, proto::error_code::server_busy,
+            fail(subject_shard, subject, id, proto::msg_type::join_room_req, proto::error_code::server_busy,
                  "the database queue is full; retry later");
             return;
         }
         ticket = *t;
     }
-    auto joined = frames::member_joined(room_id, m.player_id, m.name);
+    auto joined = frames::member_joined(id.value(), m.player_id, m.name);
     r.add(std::move(m));
     flush_notices(r);  // earlier changes: the newcomer sees their outcome in its member list
     auto res = frames::join_room_res(r.summary(), r.members());
@@ -159,13 +160,13 @@ void room_host::join(std::uint64_t room_id, member m, bool rejoin) {
     notify(r, subject, subject_shard, true, std::move(joined));
 }
 
-void room_host::leave(std::uint64_t room_id, std::uint64_t session_id, unsigned session_shard, bool reply) {
-    auto it = rooms_.find(room_id);
+void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_shard, bool reply) {
+    auto it = rooms_.find(id);
     std::optional<member> gone;
     if (it != rooms_.end()) gone = it->second.remove(session_id);
     if (!gone) {
         if (reply)
-            fail(session_shard, session_id, room_id, proto::msg_type::leave_room_req, proto::error_code::not_in_room,
+            fail(session_shard, session_id, id, proto::msg_type::leave_room_req, proto::error_code::not_in_room,
                  "not in that room");
         return;
     }
@@ -180,38 +181,38 @@ void room_host::leave(std::uint64_t room_id, std::uint64_t session_id, unsigned 
             // is deleted. Neither write may fail (a leave is never refused); each follows a join
             // or create that was admitted within the queue's capacity.
             r.forget(gone->player_id);
-            ticket = *write(room_change{room_change::kind::left, room_id, gone->player_id, {}, now}, true);
+            ticket = *write(room_change{room_change::kind::left, id.value(), gone->player_id, {}, now}, true);
             if (r.abandoned()) {
                 abandoned = true;
-                ticket = *write(room_change{room_change::kind::deleted, room_id, 0, {}, now}, true);
+                ticket = *write(room_change{room_change::kind::deleted, id.value(), 0, {}, now}, true);
             }
         } else {
             r.mark_absent(gone->player_id);  // disconnected: still belongs, back at its next login
         }
     }
-    fan_out(r, room_event::kind::left, session_id, session_shard, reply ? frames::leave_room_res(room_id) : nullptr,
+    fan_out(r, room_event::kind::left, session_id, session_shard, reply ? frames::leave_room_res(id.value()) : nullptr,
             nullptr, ticket);
-    if (notices_.cancel_join(room_id, session_id))
+    if (notices_.cancel_join(id, session_id))
         bump(counters_.notices_coalesced);  // joined and left unnoticed: neither notice is sent
     else if (!r.empty())
-        notify(r, session_id, session_shard, false, frames::member_left(room_id, gone->player_id, gone->name));
+        notify(r, session_id, session_shard, false, frames::member_left(id.value(), gone->player_id, gone->name));
     if (abandoned) {
-        notices_.drop(room_id);
+        notices_.drop(id);
         rooms_.erase(it);
         set_gauge(counters_.rooms, rooms_.size());
     }
 }
 
 void room_host::chat(chat_request& req) {
-    auto it = rooms_.find(req.room_id);
+    auto it = rooms_.find(req.room);
     if (it == rooms_.end() || !it->second.contains(req.sender.session_id)) {
-        fail(req.sender.shard, req.sender.session_id, req.room_id, proto::msg_type::chat_req,
+        fail(req.sender.shard, req.sender.session_id, req.room, proto::msg_type::chat_req,
              proto::error_code::not_in_room, "not in a room");
         return;
     }
     room& r = it->second;
     frames::chat_fields f;
-    f.room_id = req.room_id;
+    f.room_id = req.room.value();
     f.seq = r.next_seq();
     f.sender_id = req.sender.player_id;
     f.sender_name = req.sender.name;
@@ -224,7 +225,7 @@ void room_host::chat(chat_request& req) {
     auto frame = frames::chat_msg(f);
 
     chat_log_entry entry;
-    entry.room_id = req.room_id;
+    entry.room_id = req.room.value();
     entry.seq = f.seq;
     entry.sender_id = req.sender.player_id;
     entry.sender_name = std::move(req.sender.name);
@@ -235,7 +236,7 @@ void room_host::chat(chat_request& req) {
     auto ticket = write(std::move(entry));
     if (!ticket) {
         bump(counters_.server_busy);
-        fail(req.sender.shard, req.sender.session_id, req.room_id, proto::msg_type::chat_req,
+        fail(req.sender.shard, req.sender.session_id, req.room, proto::msg_type::chat_req,
              proto::error_code::server_busy, "the chat log queue is full; retry later");
         return;
     }
@@ -263,7 +264,7 @@ void room_host::flush_notices(const room& r) {
 }
 
 void room_host::flush_notices() {
-    for (std::uint64_t id : notices_.rooms()) {
+    for (room_id id : notices_.rooms()) {
         auto it = rooms_.find(id);
         if (it == rooms_.end()) {
             notices_.drop(id);

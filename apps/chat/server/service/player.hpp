@@ -3,6 +3,7 @@
 // at it). Created when the connection opens; "logged in" once the database said so.
 
 #include "token_bucket.hpp"
+#include "apps/chat/server/rooms/room_id.hpp"
 
 #include <strix/net/session.hpp>
 
@@ -25,9 +26,9 @@ struct player {
     login_state login = login_state::anonymous;
     std::uint64_t player_id = 0;
     std::string name;
-    // The room this session is in or joining; requests about it go to the owner shard
-    // (room_id & 0xff), which is the authority on membership.
-    std::uint64_t room_id = 0;
+    // The room this session is in or joining (none: no room); requests about it go to its owner
+    // shard (room_id::owner), which is the authority on membership.
+    room_id room;
     room_state in_room = room_state::none;
     token_bucket chat_bucket;
     token_bucket room_bucket;  // create_room_req and join_room_req (a leave always follows one)

@@ -1,10 +1,13 @@
 #include "chat_options.hpp"
 
+#include "apps/chat/server/rooms/room_id.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 namespace strix::chat {
@@ -49,13 +52,35 @@ std::string parse_error_sentence(const CLI::App& app, const CLI::ParseError& e) 
     return std::string(e.what()) + " (see --help)";
 }
 
+// CLI11 2.1 reads no std::chrono types: a duration option takes a whole number of the duration's
+// units. A negative number is not stored but noted in `negative`, for parse_options to refuse
+// in one sentence once parsing is over.
+template <class Rep, class Duration>
+CLI::Option* add_duration(CLI::App& app, const std::string& name, Duration& target, bool& negative,
+                          const std::string& help) {
+    return app
+        .add_option_function<Rep>(
+            name,
+            [&target, &negative](const Rep& v) {
+                if constexpr (std::is_signed_v<Rep>) {
+                    if (v < 0) {
+                        negative = true;
+                        return;
+                    }
+                }
+                target = Duration(v);
+            },
+            help)
+        ->default_str(std::to_string(target.count()));
+}
+
 }  // namespace
 
 std::string validate(const chat_options& o) {
     if (o.db.rfind("sqlite:", 0) != 0 && o.db.rfind("postgresql://", 0) != 0 && o.db.rfind("postgres://", 0) != 0)
         return "--db must be sqlite:<path> or a postgresql:// URL, got '" + o.db + "'";
     if (o.db == "sqlite:") return "--db sqlite: needs a file path, e.g. sqlite:var/strix.db";
-    if (o.shards > 256) return "--shards must be at most 256 (room ids carry the owner shard in 8 bits)";
+    if (o.engine.shards > shard_stamp::max_shards) return "--shards must be at most 256 (room ids carry the owner shard in 8 bits)";
     if (!(o.chat_rate > 0) || !std::isfinite(o.chat_rate)) return "--chat-rate must be a positive number of messages per second";
     if (!(o.chat_burst >= 1) || !std::isfinite(o.chat_burst)) return "--chat-burst must be at least 1";
     if (o.db_workers == 0 || o.db_workers > 64) return "--db-workers must be between 1 and 64";
@@ -63,27 +88,27 @@ std::string validate(const chat_options& o) {
     if (o.login_queue == 0) return "--login-queue must be at least 1";
     if (!(o.room_rate > 0) || !std::isfinite(o.room_rate)) return "--room-rate must be a positive number of room changes per second";
     if (!(o.room_burst >= 1) || !std::isfinite(o.room_burst)) return "--room-burst must be at least 1";
-    if (o.login_free_failures == 0 || o.login_lockout_failures < o.login_free_failures)
+    const login_throttle_config& t = o.login_throttle;
+    if (t.account_free == 0 || t.account_lockout < t.account_free)
         return "--login-free-failures must be at least 1 and at most --login-lockout-failures";
-    if (o.address_free_failures == 0 || o.address_lockout_failures < o.address_free_failures)
+    if (t.address_free == 0 || t.address_lockout < t.address_free)
         return "--address-free-failures must be at least 1 and at most --address-lockout-failures";
-    if (o.login_backoff.count() <= 0 || o.login_lockout < o.login_backoff)
+    if (t.backoff.count() <= 0 || t.lockout < t.backoff)
         return "--login-backoff-ms must be positive and at most --login-lockout-ms";
-    if (o.poll_spin_us > 1'000'000) return "--poll-spin-us must be at most 1000000 (one second)";
+    if (o.engine.poll_spin > std::chrono::seconds(1)) return "--poll-spin-us must be at most 1000000 (one second)";
     if (o.commit_delay_us > 1'000'000) return "--commit-delay-us must be at most 1000000 (one second)";
-    if (o.port != 0 && o.metrics_port == o.port) return "--metrics-port must differ from --port";
-    if (o.unix_path.size() >= 108) return "--unix path must be shorter than 108 bytes (sockaddr_un's limit)";
+    if (o.server.port != 0 && o.metrics_port == o.server.port) return "--metrics-port must differ from --port";
+    if (o.server.unix_path.size() >= 108) return "--unix path must be shorter than 108 bytes (sockaddr_un's limit)";
     return {};
 }
 
 parse_result parse_options(int argc, char** argv) {
     chat_options o;
     CLI::App app{"strix-chat-server: rooms and chat over strix frames (docs/protocol.md)", "strix-chat-server"};
+    session_limits& limits = o.server.limits;
+    login_throttle_config& throttle = o.login_throttle;
     std::string password_cost = "interactive";
-    std::int64_t stall_ms = o.stall_timeout.count(), idle_ms = o.idle_timeout.count(), login_ms = o.login_timeout.count(),
-                 frame_ms = o.frame_timeout.count(), backoff_ms = o.login_backoff.count(),
-                 lockout_ms = o.login_lockout.count(), notice_ms = o.notice_delay.count();
-    bool pin = o.pin_threads;
+    bool negative_timeout = false;
     std::string ack = "stored";
     // A repeated option takes its last value, so a wrapper script can override what it passed.
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
@@ -93,13 +118,13 @@ parse_result parse_options(int argc, char** argv) {
     app.set_config("--config", "", "TOML file with the same keys as the long options (command line wins)")
         ->type_name("FILE");
     app.config_formatter(std::make_shared<config_reader>(app));
-    app.add_option("--host", o.host, "address to listen on")->capture_default_str();
-    app.add_option("--port", o.port, "TCP port for clients (0 = any free port)")->capture_default_str();
-    app.add_option("--unix", o.unix_path, "also accept clients on this Unix socket path (same protocol)");
+    app.add_option("--host", o.server.host, "address to listen on")->capture_default_str();
+    app.add_option("--port", o.server.port, "TCP port for clients (0 = any free port)")->capture_default_str();
+    app.add_option("--unix", o.server.unix_path, "also accept clients on this Unix socket path (same protocol)");
     app.add_option("--db", o.db, "database: sqlite:<path> (parent directory created) or postgresql://...")
         ->capture_default_str();
     app.add_option("--metrics-port", o.metrics_port, "Prometheus /metrics on 127.0.0.1 (0 = off)")->capture_default_str();
-    app.add_option("--shards", o.shards, "shards (threads); 0 = one per online CPU")->capture_default_str();
+    app.add_option("--shards", o.engine.shards, "shards (threads); 0 = one per online CPU")->capture_default_str();
     // One option with a negated name, so `auto-register = false` in the file means what it says.
     app.add_flag("--auto-register,!--no-auto-register", o.auto_register,
                  "the first login of an unknown name creates the account (default); --no-auto-register rejects "
@@ -120,50 +145,47 @@ parse_result parse_options(int argc, char** argv) {
     app.add_option("--commit-delay-us", o.commit_delay_us,
                    "group commit: the chat log writer gathers this long after a batch's first entry (0 = at once)")
         ->capture_default_str();
-    app.add_option("--max-queued", o.max_queued, "queued output (bytes) that disconnects a slow consumer")
+    app.add_option("--max-queued", limits.max_queued, "queued output (bytes) that disconnects a slow consumer")
         ->capture_default_str();
-    app.add_option("--stall-timeout-ms", stall_ms, "output not drained this long disconnects a slow consumer (0 = never)")
+    add_duration<std::int64_t>(app, "--stall-timeout-ms", limits.stall_timeout, negative_timeout,
+                               "output not drained this long disconnects a slow consumer (0 = never)");
+    add_duration<std::int64_t>(app, "--idle-timeout-ms", limits.idle_timeout, negative_timeout,
+                               "close connections silent this long (0 = never)");
+    add_duration<std::int64_t>(app, "--login-timeout-ms", limits.handshake_timeout, negative_timeout,
+                               "close connections not logged in this long after connecting (0 = never)");
+    add_duration<std::int64_t>(app, "--frame-timeout-ms", limits.frame_timeout, negative_timeout,
+                               "close connections whose frame is not complete this long after its first byte (0 = never)");
+    app.add_option("--max-connections", o.server.max_sessions, "connections open at once; more are refused (0 = no cap)")
         ->capture_default_str();
-    app.add_option("--idle-timeout-ms", idle_ms, "close connections silent this long (0 = never)")->capture_default_str();
-    app.add_option("--login-timeout-ms", login_ms, "close connections not logged in this long after connecting (0 = never)")
-        ->capture_default_str();
-    app.add_option("--frame-timeout-ms", frame_ms,
-                   "close connections whose frame is not complete this long after its first byte (0 = never)")
-        ->capture_default_str();
-    app.add_option("--max-connections", o.max_connections, "connections open at once; more are refused (0 = no cap)")
-        ->capture_default_str();
-    app.add_option("--max-connections-per-address", o.max_connections_per_address,
+    app.add_option("--max-connections-per-address", o.server.max_sessions_per_address,
                    "connections open at once from one IP address; more are refused (0 = no cap)")
         ->capture_default_str();
     app.add_option("--login-queue", o.login_queue, "logins (password hashes) queued or running at once; more get server_busy")
         ->capture_default_str();
-    app.add_option("--login-free-failures", o.login_free_failures, "failed logins of one account before backoff")
+    app.add_option("--login-free-failures", throttle.account_free, "failed logins of one account before backoff")
         ->capture_default_str();
-    app.add_option("--login-lockout-failures", o.login_lockout_failures, "failed logins of one account before lockout")
+    app.add_option("--login-lockout-failures", throttle.account_lockout, "failed logins of one account before lockout")
         ->capture_default_str();
-    app.add_option("--address-free-failures", o.address_free_failures, "failed logins from one address before backoff")
+    app.add_option("--address-free-failures", throttle.address_free, "failed logins from one address before backoff")
         ->capture_default_str();
-    app.add_option("--address-lockout-failures", o.address_lockout_failures,
-                   "failed logins from one address before lockout")
+    app.add_option("--address-lockout-failures", throttle.address_lockout, "failed logins from one address before lockout")
         ->capture_default_str();
-    app.add_option("--login-backoff-ms", backoff_ms, "first wait after the free failures; doubles per failure")
-        ->capture_default_str();
-    app.add_option("--login-lockout-ms", lockout_ms, "lockout after the lockout failures (also how long failures are remembered)")
-        ->capture_default_str();
+    add_duration<std::int64_t>(app, "--login-backoff-ms", throttle.backoff, negative_timeout,
+                               "first wait after the free failures; doubles per failure");
+    add_duration<std::int64_t>(app, "--login-lockout-ms", throttle.lockout, negative_timeout,
+                               "lockout after the lockout failures (also how long failures are remembered)");
     app.add_option("--room-rate", o.room_rate, "room changes (create, join) per second per session")->capture_default_str();
     app.add_option("--room-burst", o.room_burst, "room changes a session may make at once")->capture_default_str();
-    app.add_option("--notice-delay-ms", notice_ms,
-                   "member_joined/member_left wait this long so a quick join+leave sends neither (0 = at once)")
-        ->capture_default_str();
-    app.add_flag("--pin,!--no-pin", pin, "pin shard i to the i-th allowed CPU (docs/architecture.md, \"Pinning\")")
+    add_duration<std::int64_t>(app, "--notice-delay-ms", o.notice_delay, negative_timeout,
+                               "member_joined/member_left wait this long so a quick join+leave sends neither (0 = at once)");
+    app.add_flag("--pin,!--no-pin", o.engine.pin_threads, "pin shard i to the i-th allowed CPU (docs/architecture.md, \"Pinning\")")
         ->capture_default_str();
     std::string io = "auto";
     app.add_option("--io", io, "I/O backend: epoll, uring (io_uring; falls back to epoll where refused) or auto")
         ->check(CLI::IsMember({"auto", "epoll", "uring"}))
         ->capture_default_str();
-    app.add_option("--poll-spin-us", o.poll_spin_us,
-                   "after a loop turn with work, shards keep polling this many microseconds before sleeping (0 = off)")
-        ->capture_default_str();
+    add_duration<std::uint32_t>(app, "--poll-spin-us", o.engine.poll_spin, negative_timeout,
+                                "after a loop turn with work, shards keep polling this many microseconds before sleeping (0 = off)");
 
     try {
         app.parse(argc, argv);
@@ -173,19 +195,11 @@ parse_result parse_options(int argc, char** argv) {
         return {std::nullopt, 2};
     }
     o.fast_passwords = password_cost == "fast";
-    if (stall_ms < 0 || idle_ms < 0 || login_ms < 0 || frame_ms < 0 || backoff_ms < 0 || lockout_ms < 0 || notice_ms < 0) {
+    if (negative_timeout) {
         std::fprintf(stderr, "strix-chat-server: timeouts must not be negative\n");
         return {std::nullopt, 2};
     }
-    o.stall_timeout = std::chrono::milliseconds(stall_ms);
-    o.idle_timeout = std::chrono::milliseconds(idle_ms);
-    o.login_timeout = std::chrono::milliseconds(login_ms);
-    o.frame_timeout = std::chrono::milliseconds(frame_ms);
-    o.login_backoff = std::chrono::milliseconds(backoff_ms);
-    o.login_lockout = std::chrono::milliseconds(lockout_ms);
-    o.notice_delay = std::chrono::milliseconds(notice_ms);
-    o.pin_threads = pin;
-    o.io = io == "uring" ? io_backend::uring : io == "epoll" ? io_backend::epoll : io_backend::automatic;
+    o.engine.io = io == "uring" ? io_backend::uring : io == "epoll" ? io_backend::epoll : io_backend::automatic;
     o.ack = ack == "early" ? ack_mode::early : ack_mode::stored;
     if (auto err = validate(o); !err.empty()) {
         std::fprintf(stderr, "strix-chat-server: %s\n", err.c_str());

@@ -4,7 +4,7 @@
 
 namespace strix::chat {
 
-room::room(std::uint64_t id, std::string name, unsigned shard_count)
+room::room(room_id id, std::string name, unsigned shard_count)
     : id_(id), name_(std::move(name)), per_shard_(shard_count, 0) {}
 
 bool room::add(member m) {

@@ -1,13 +1,12 @@
 #pragma once
 // chat_context: what every shard's chat service shares. Built before the engine starts and
-// read-only afterwards (services is set once the sharded service exists, before the engine
-// starts), so shards read it without synchronization; the exceptions are made for sharing:
-// logins_in_flight is atomic and the login throttle locks itself.
+// read-only afterwards, so shards read it without synchronization; the exceptions are made for
+// sharing: logins_in_flight is atomic and the login throttle locks itself. (The services reach
+// each other through their sharded container, chat_service::container().)
 
-#include "chat_options.hpp"
+#include "apps/chat/server/options/chat_options.hpp"
 
 #include <strix/core/engine.hpp>
-#include <strix/core/sharded.hpp>
 
 #include <atomic>
 #include <cstddef>
@@ -19,7 +18,6 @@ namespace strix::chat {
 
 class db_pool;
 class chat_log_writer;
-class chat_service;
 class login_throttle;
 
 struct chat_context {
@@ -28,10 +26,9 @@ struct chat_context {
     db_pool& pool;
     chat_log_writer& writer;
     std::uint64_t first_room_counter = 1;   // room ids start above any id found in the chat log
-    sharded<chat_service>* services = nullptr;  // every shard's chat service
     login_throttle* throttle = nullptr;         // failed logins per account and address (any thread)
     std::string dummy_hash;                     // verified when the account does not exist (same reply time)
-    std::atomic<std::size_t> logins_in_flight{0};  // password hashes queued or running (bound: options.login_queue)
+    std::atomic<std::size_t> logins_in_flight{0};  // password hashes queued or running (bound: options.login_queue; see login_slot)
 };
 
 }  // namespace strix::chat

@@ -1,8 +1,9 @@
 #include "chat_service.hpp"
 
-#include "frames.hpp"
-#include "login_throttle.hpp"
-#include "names.hpp"
+#include "apps/chat/server/login/login_slot.hpp"
+#include "apps/chat/server/login/login_throttle.hpp"
+#include "apps/chat/server/net/frames.hpp"
+#include "apps/chat/server/net/names.hpp"
 
 #include <strix/core/log.hpp>
 #include <strix/net/admission.hpp>
@@ -23,10 +24,32 @@ constexpr std::size_t max_password = 1024;
 constexpr std::size_t max_text = 60000;
 constexpr std::chrono::milliseconds sample_period{1000};
 
+// A database worker's half of a login: the account's verdict (nullopt: the database failed),
+// reported to the failed-login throttle too.
+std::optional<login_result> verify_login(chat_store& store, chat_context& ctx, const std::string& name,
+                                         const std::string& password, const std::string& address) {
+    std::optional<login_result> r;
+    try {
+        r = store.login(name, password, ctx.options.auto_register);
+        // An unknown name costs what a wrong password costs: one verify against a hash of the
+        // current policy, so the reply time does not tell which it was.
+        if (r->outcome == login_outcome::unknown_account) (void)verify_password(ctx.dummy_hash, password);
+    } catch (const std::exception& e) {
+        log_limited(log_level::warn, "login of %s failed: %s", name.c_str(), e.what());
+    }
+    if (!r)
+        ctx.throttle->abandoned(name, address);
+    else if (r->outcome == login_outcome::ok || r->outcome == login_outcome::created)
+        ctx.throttle->succeeded(name, address);
+    else
+        ctx.throttle->failed(name, address);
+    return r;
+}
+
 }  // namespace
 
 chat_service::chat_service(shard& sh, chat_context& ctx)
-    : shard_(sh), ctx_(ctx), self_(sh.id()), host_(ctx, sh.id(), counters_), sample_timer_([this] {
+    : shard_(sh), ctx_(ctx), self_(sh.id()), host_(*this, ctx, sh.id(), counters_), sample_timer_([this] {
           sample();
           shard_.timers().schedule(sample_timer_, shard_.ticks_for(sample_period));
       }) {}
@@ -138,12 +161,12 @@ void chat_service::on_protocol_error(session& s, std::error_code ec) {
     // The session closes after flushing this; the client learns why.
     if (ec == net_errc::handshake_timeout) {
         send_error(s, msg_type::none, error_code::not_logged_in,
-                   "no login within " + std::to_string(ctx_.options.login_timeout.count()) + " ms; closing");
+                   "no login within " + std::to_string(ctx_.options.server.limits.handshake_timeout.count()) + " ms; closing");
         return;
     }
     if (ec == net_errc::frame_timeout) {
         send_error(s, msg_type::none, error_code::bad_request,
-                   "frame not completed within " + std::to_string(ctx_.options.frame_timeout.count()) + " ms; closing");
+                   "frame not completed within " + std::to_string(ctx_.options.server.limits.frame_timeout.count()) + " ms; closing");
         return;
     }
     bump(counters_.bad_requests);
@@ -154,12 +177,13 @@ void chat_service::on_close(session& s, std::error_code) {
     auto it = players_.find(s.id());
     if (it == players_.end()) return;
     player& p = *it->second;
-    if (p.room_id != 0) {
+    if (p.room) {
         // Leave the room (or the room being joined: the owner handles our join first, FIFO).
-        const std::uint64_t room_id = p.room_id, sid = s.id();
+        const room_id room = p.room;
+        const std::uint64_t sid = s.id();
         const unsigned self = self_;
-        ctx_.services->invoke_on(owner_of(room_id, ctx_.eng.shard_count()), [room_id, sid, self](chat_service& owner) {
-            owner.host().leave(room_id, sid, self, false);
+        on_owner(room, [room, sid, self](chat_service& owner) {
+            owner.host().leave(room, sid, self, false);
         });
     }
     if (p.login == player::login_state::logged_in)
@@ -170,78 +194,91 @@ void chat_service::on_close(session& s, std::error_code) {
 
 // --- requests --------------------------------------------------------------------------------
 
+// A login in four steps, each answering the session itself when it refuses: the request is
+// valid, a --login-queue place is free, the failed-login throttle lets it through, and then the
+// password is checked on a database worker (login_done brings the verdict back here).
 void chat_service::handle_login(player& p, std::span<const std::byte> frame) {
+    const std::optional<credentials> c = validate_login(p, frame);
+    if (!c) return;
+    login_slot slot = admit_login(p);
+    if (!slot) return;
+    std::string address(admission::address_of(p.sess->peer()));
+    if (!throttle_login(p, c->name, address)) return;
+    hash_login(p, *c, std::move(address), std::move(slot));
+}
+
+std::optional<chat_service::credentials> chat_service::validate_login(player& p, std::span<const std::byte> frame) {
     auto* req = decode<proto::login_req>(p, frame, msg_type::login_req, "malformed login_req");
-    if (!req) return;
+    if (!req) return std::nullopt;
     session& s = *p.sess;
     if (p.login != player::login_state::anonymous) {
         send_error(s, msg_type::login_req, error_code::already_logged_in, "this session is already logged in");
-        return;
+        return std::nullopt;
     }
-    std::string_view name = req->name() ? req->name()->string_view() : std::string_view{};
-    std::string_view password = req->password() ? req->password()->string_view() : std::string_view{};
-    if (!valid_player_name(name)) {
+    credentials c;
+    c.name = req->name() ? req->name()->string_view() : std::string_view{};
+    c.password = req->password() ? req->password()->string_view() : std::string_view{};
+    if (!valid_player_name(c.name)) {
         send_error(s, msg_type::login_req, error_code::invalid_name, "names are 1-32 bytes of A-Z a-z 0-9 _ . -");
-        return;
+        return std::nullopt;
     }
-    if (password.empty() || password.size() > max_password) {
+    if (c.password.empty() || c.password.size() > max_password) {
         bump(counters_.bad_requests);
         send_error(s, msg_type::login_req, error_code::bad_request, "passwords are 1-1024 bytes");
-        return;
+        return std::nullopt;
     }
-    // Bounded hashing: at most login_queue logins queued or running over all shards. Checked
-    // before the throttle, whose admission holds keys until the attempt's verdict.
-    if (ctx_.logins_in_flight.fetch_add(1, std::memory_order_relaxed) >= ctx_.options.login_queue) {
-        ctx_.logins_in_flight.fetch_sub(1, std::memory_order_relaxed);
+    return c;
+}
+
+// Bounded hashing: at most login_queue logins queued or running over all shards. Asked before
+// the throttle, whose admission holds keys until the attempt's verdict.
+login_slot chat_service::admit_login(player& p) {
+    login_slot slot = login_slot::try_take(ctx_.logins_in_flight, ctx_.options.login_queue);
+    if (!slot) {
         bump(counters_.server_busy);
         bump(counters_.login_queue_full);
-        send_error(s, msg_type::login_req, error_code::server_busy, "too many logins in progress; retry later");
-        return;
+        send_error(*p.sess, msg_type::login_req, error_code::server_busy, "too many logins in progress; retry later");
     }
-    // Failed-login throttle, answered here without hashing anything.
-    const std::string address(admission::address_of(s.peer()));
-    if (auto v = ctx_.throttle->check(name, address); !v.allowed) {
-        ctx_.logins_in_flight.fetch_sub(1, std::memory_order_relaxed);
-        bump(counters_.login_throttled);
-        const auto secs = (v.retry_after.count() + 999) / 1000;
-        send_error(s, msg_type::login_req, error_code::rate_limited,
-                   std::string("too many failed logins ") + (v.by_account ? "for this account" : "from this address") +
-                       "; retry in " + std::to_string(secs) + " s");
-        return;
-    }
+    return slot;
+}
+
+// The failed-login throttle, answered here without hashing anything. An allowed attempt holds
+// its keys until the worker reports its verdict (or hash_login abandons it).
+bool chat_service::throttle_login(player& p, std::string_view name, const std::string& address) {
+    const login_throttle::verdict v = ctx_.throttle->check(name, address);
+    if (v.allowed) return true;
+    bump(counters_.login_throttled);
+    const auto secs = (v.retry_after.count() + 999) / 1000;
+    send_error(*p.sess, msg_type::login_req, error_code::rate_limited,
+               std::string("too many failed logins ") + (v.by_account ? "for this account" : "from this address") +
+                   "; retry in " + std::to_string(secs) + " s");
+    return false;
+}
+
+// The password check, on a database worker; the session's later requests wait for its verdict.
+void chat_service::hash_login(player& p, const credentials& c, std::string address, login_slot slot) {
     p.login = player::login_state::pending;
     p.pending = player::pending_op::login;
-    auto* self = this;
+    sharded<chat_service>* services = &container();
     chat_context* ctx = &ctx_;
     const unsigned shard_index = self_;
-    const std::uint64_t sid = s.id();
-    bool queued = ctx_.pool.try_submit([self, ctx, shard_index, sid, n = std::string(name), pw = std::string(password),
-                                        address](chat_store& store) {
-        std::optional<login_result> r;
-        try {
-            r = store.login(n, pw, ctx->options.auto_register);
-            // An unknown name costs what a wrong password costs: one verify against a hash of
-            // the current policy, so the reply time does not tell which it was.
-            if (r->outcome == login_outcome::unknown_account) (void)verify_password(ctx->dummy_hash, pw);
-        } catch (const std::exception& e) {
-            log_limited(log_level::warn, "login of %s failed: %s", n.c_str(), e.what());
-        }
-        if (!r)
-            ctx->throttle->abandoned(n, address);
-        else if (r->outcome == login_outcome::ok || r->outcome == login_outcome::created)
-            ctx->throttle->succeeded(n, address);
-        else
-            ctx->throttle->failed(n, address);
-        ctx->logins_in_flight.fetch_sub(1, std::memory_order_relaxed);
-        ctx->eng.post(shard_index, [self, sid, r = std::move(r)]() mutable { self->login_done(sid, std::move(r)); });
+    const std::uint64_t sid = p.sess->id();
+    // std::function copies the job it holds, so the copies share the slot; it goes back once,
+    // after the verdict, or when a job that never ran (refused here) is destroyed.
+    bool queued = ctx_.pool.try_submit([services, ctx, shard_index, sid, n = std::string(c.name),
+                                        pw = std::string(c.password), address,
+                                        slot = std::make_shared<login_slot>(std::move(slot))](chat_store& store) {
+        std::optional<login_result> r = verify_login(store, *ctx, n, pw, address);
+        slot->release();
+        services->invoke_on(shard_index,
+                            [sid, r = std::move(r)](chat_service& svc) mutable { svc.login_done(sid, std::move(r)); });
     });
     if (!queued) {
-        ctx_.logins_in_flight.fetch_sub(1, std::memory_order_relaxed);
-        ctx_.throttle->abandoned(name, address);
+        ctx_.throttle->abandoned(c.name, address);
         p.login = player::login_state::anonymous;
         p.pending = player::pending_op::none;
         bump(counters_.server_busy);
-        send_error(s, msg_type::login_req, error_code::server_busy, "the database queue is full; retry later");
+        send_error(*p.sess, msg_type::login_req, error_code::server_busy, "the database queue is full; retry later");
     }
 }
 
@@ -272,7 +309,7 @@ void chat_service::finish_login(player& pl, std::optional<login_result> result) 
             bump(counters_.logins);
             bump(counters_.players);
             send(s, frames::login_res(p->player_id, p->name, result->outcome == login_outcome::created));
-            if (result->room_id != 0) rejoin(*p, result->room_id);
+            if (result->room_id != 0) rejoin(*p, room_id(result->room_id));
             return;
         case login_outcome::wrong_password:
             p->login = player::login_state::anonymous;
@@ -290,12 +327,12 @@ void chat_service::finish_login(player& pl, std::optional<login_result> result) 
 // The account belongs to a room (it disconnected without leaving, or the server restarted): the
 // session goes back in as if it had sent join_room_req, without spending a room-change token;
 // later requests wait for the join_room_res. A room that is gone meanwhile is skipped silently.
-void chat_service::rejoin(player& p, std::uint64_t room_id) {
-    p.room_id = room_id;
+void chat_service::rejoin(player& p, room_id room) {
+    p.room = room;
     p.in_room = player::room_state::joining;
     p.pending = player::pending_op::join;
-    ctx_.services->invoke_on(owner_of(room_id, ctx_.eng.shard_count()), [room_id, m = as_member(p)](chat_service& svc) mutable {
-        svc.host().join(room_id, std::move(m), true);
+    on_owner(room, [room, m = as_member(p)](chat_service& svc) mutable {
+        svc.host().join(room, std::move(m), true);
     });
 }
 
@@ -309,7 +346,7 @@ void chat_service::handle_create(player& p, std::span<const std::byte> frame) {
                    "room names are 1-64 bytes of UTF-8 without control characters");
         return;
     }
-    if (p.room_id != 0) {
+    if (p.room) {
         send_error(s, msg_type::create_room_req, error_code::already_in_room, "leave your room first");
         return;
     }
@@ -319,22 +356,21 @@ void chat_service::handle_create(player& p, std::span<const std::byte> frame) {
         return;
     }
     // Rooms live on their creator's shard, so creating one never crosses shards.
-    p.room_id = host_.allocate_id();
+    p.room = host_.allocate_id();
     p.in_room = player::room_state::joining;
-    host_.create(p.room_id, std::string(name), as_member(p));
+    host_.create(p.room, std::string(name), as_member(p));
 }
 
 void chat_service::handle_join(player& p, std::span<const std::byte> frame) {
     auto* req = decode<proto::join_room_req>(p, frame, msg_type::join_room_req, "malformed join_room_req");
     if (!req) return;
     session& s = *p.sess;
-    if (p.room_id != 0) {
+    if (p.room) {
         send_error(s, msg_type::join_room_req, error_code::already_in_room, "leave your room first");
         return;
     }
-    const std::uint64_t room_id = req->room_id();
-    const unsigned owner = owner_of(room_id, ctx_.eng.shard_count());
-    if (room_id == 0 || owner >= ctx_.eng.shard_count()) {
+    const room_id room(req->room_id());
+    if (!room) {
         send_error(s, msg_type::join_room_req, error_code::unknown_room, "no such room");
         return;
     }
@@ -343,26 +379,27 @@ void chat_service::handle_join(player& p, std::span<const std::byte> frame) {
         send_error(s, msg_type::join_room_req, error_code::rate_limited, "too many room changes; slow down");
         return;
     }
-    p.room_id = room_id;
+    p.room = room;
     p.in_room = player::room_state::joining;
     p.pending = player::pending_op::join;
-    ctx_.services->invoke_on(owner, [room_id, m = as_member(p)](chat_service& svc) mutable {
-        svc.host().join(room_id, std::move(m));
+    on_owner(room, [room, m = as_member(p)](chat_service& svc) mutable {
+        svc.host().join(room, std::move(m));
     });
 }
 
 void chat_service::handle_leave(player& p) {
     session& s = *p.sess;
-    if (p.room_id == 0) {
+    if (!p.room) {
         send_error(s, msg_type::leave_room_req, error_code::not_in_room, "not in a room");
         return;
     }
     // Sent even while a join is in flight: the owner sees the join first (FIFO per shard pair).
-    const std::uint64_t room_id = p.room_id, sid = s.id();
+    const room_id room = p.room;
+    const std::uint64_t sid = s.id();
     const unsigned self = self_;
     p.pending = player::pending_op::leave;
-    ctx_.services->invoke_on(owner_of(room_id, ctx_.eng.shard_count()), [room_id, sid, self](chat_service& owner) {
-        owner.host().leave(room_id, sid, self, true);
+    on_owner(room, [room, sid, self](chat_service& owner) {
+        owner.host().leave(room, sid, self, true);
     });
 }
 
@@ -376,7 +413,7 @@ void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
         send_error(s, msg_type::chat_req, error_code::bad_request, "chat text is 1-60000 bytes");
         return;
     }
-    if (p.room_id == 0) {
+    if (!p.room) {
         send_error(s, msg_type::chat_req, error_code::not_in_room, "not in a room");
         return;
     }
@@ -386,12 +423,12 @@ void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
         return;
     }
     chat_request cr;
-    cr.room_id = p.room_id;
+    cr.room = p.room;
     cr.sender = as_member(p);
     cr.text.assign(text);
     cr.client_ts = req->client_ts();
     cr.client_seq = req->client_seq();
-    ctx_.services->invoke_on(owner_of(cr.room_id, ctx_.eng.shard_count()), [cr = std::move(cr)](chat_service& owner) mutable {
+    on_owner(cr.room, [cr = std::move(cr)](chat_service& owner) mutable {
         owner.host().chat(cr);
     });
 }
@@ -401,7 +438,7 @@ void chat_service::handle_list(player& p) {
     // list copies every room until then, so a session has one in progress at a time (the next
     // waits behind it like any request).
     p.pending = player::pending_op::list;
-    ctx_.services->gather([](chat_service& svc) { return svc.host().summaries(); },
+    container().gather([](chat_service& svc) { return svc.host().summaries(); },
                           [this, sid = p.sess->id()](std::vector<std::vector<room_summary>> parts) {
                               player* q = find(sid);
                               if (!q) return;
@@ -427,9 +464,9 @@ void chat_service::apply(room_event& ev) {
     std::uint64_t delivered = 0, sent = 0;
     if (ev.what == room_event::kind::joined) {
         if (player* p = find(ev.subject)) {
-            if (p->room_id == ev.room_id) {
+            if (p->room == ev.room) {
                 p->in_room = player::room_state::member;
-                local_.add(ev.room_id, p->sess);
+                local_.add(ev.room, p->sess);
                 if (ev.to_subject) {
                     p->sess->send(ev.to_subject);
                     ++sent;
@@ -439,9 +476,9 @@ void chat_service::apply(room_event& ev) {
         }
         // A subject that closed meanwhile already asked the owner to remove it (on_close).
     } else if (ev.what == room_event::kind::left) {
-        local_.remove(ev.room_id, ev.subject);
-        if (player* p = find(ev.subject); p && p->room_id == ev.room_id) {
-            p->room_id = 0;
+        local_.remove(ev.room, ev.subject);
+        if (player* p = find(ev.subject); p && p->room == ev.room) {
+            p->room = room_id();
             p->in_room = player::room_state::none;
             if (ev.to_subject) {
                 p->sess->send(ev.to_subject);
@@ -452,7 +489,7 @@ void chat_service::apply(room_event& ev) {
     }
     if (ev.to_members) {
         const std::uint64_t skip = ev.what == room_event::kind::message ? 0 : ev.subject;
-        local_.for_each(ev.room_id, [&](session& s) {
+        local_.for_each(ev.room, [&](session& s) {
             if (s.id() == skip) return;
             s.send(ev.to_members);
             ++delivered;
@@ -462,13 +499,13 @@ void chat_service::apply(room_event& ev) {
     bump(counters_.app_out, delivered + sent);
 }
 
-void chat_service::request_failed(std::uint64_t session_id, std::uint64_t room_id, msg_type request, error_code code,
+void chat_service::request_failed(std::uint64_t session_id, room_id room, msg_type request, error_code code,
                                   const char* reason) {
     player* p = find(session_id);
     if (!p) return;
-    if ((request == msg_type::join_room_req || request == msg_type::create_room_req) && p->room_id == room_id &&
+    if ((request == msg_type::join_room_req || request == msg_type::create_room_req) && p->room == room &&
         p->in_room == player::room_state::joining) {
-        p->room_id = 0;
+        p->room = room_id();
         p->in_room = player::room_state::none;
     }
     if (reason) send_error(*p->sess, request, code, reason);  // none: a rejoin that failed says nothing
