@@ -61,12 +61,13 @@ FUZZ_SECONDS ?= 60
 fuzz: deps
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) scripts/fuzz.sh
 
-run: build
-	@if [ -x $(BUILD_DIR)/bin/strix-chat-server ]; then \
-	  exec scripts/run-chat.sh $(BUILD_DIR); \
-	else \
-	  echo "strix: chat server not built yet (it lands with the chat issue); the echo server is at $(BUILD_DIR)/bin/strix-echo-server"; \
-	fi
+# Builds only the programs scripts/run-chat.sh starts or tells the user to start (the server, the
+# interactive client, the load tool), not the tests and benchmarks.
+RUN_TARGETS = strix-chat-server strix-chat-client strix-chat-load
+
+run: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target $(RUN_TARGETS)
+	@exec scripts/run-chat.sh $(BUILD_DIR)
 
 clean:
 	rm -rf build build-asan

@@ -47,10 +47,11 @@ function(strix_module name)
   set_property(GLOBAL APPEND PROPERTY STRIX_MODULES strix_${name})
 endfunction()
 
-# strix_add_test(<name> SOURCES <files>... LABEL <label> [TIMEOUT <s>] [LIBS <targets>...])
+# strix_add_test(<name> SOURCES <files>... LABEL <label> [TIMEOUT <s>] [BOTH_BACKENDS] [LIBS <targets>...])
 # One GoogleTest executable; each TEST() becomes its own ctest entry with the label and timeout.
+# BOTH_BACKENDS runs it on io_uring too (as net, chat and link tests always are).
 function(strix_add_test name)
-  cmake_parse_arguments(T "" "LABEL;TIMEOUT" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(T "BOTH_BACKENDS" "LABEL;TIMEOUT" "SOURCES;LIBS" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 60)
   endif()
@@ -70,10 +71,11 @@ function(strix_add_test name)
     TEST_PREFIX "${T_LABEL}."
     PROPERTIES LABELS ${T_LABEL} TIMEOUT ${T_TIMEOUT} ENVIRONMENT "STRIX_IO=epoll"
     DISCOVERY_TIMEOUT 60)
-  # Network and chat tests run once more on the io_uring backend (STRIX_IO reaches the engines
-  # the tests build and the servers they start). Where io_uring is refused, the engine falls back
-  # to epoll and says so in the log; the tests then run on epoll twice.
-  if(T_LABEL STREQUAL "net" OR T_LABEL STREQUAL "chat" OR T_LABEL STREQUAL "link")
+  # Network and chat tests, and engine tests (their shards wait in the backend), run once more on
+  # the io_uring backend (STRIX_IO reaches the engines the tests build and the servers they start).
+  # Where io_uring is refused, the engine falls back to epoll and says so in the log; the tests
+  # then run on epoll twice.
+  if(T_BOTH_BACKENDS OR T_LABEL STREQUAL "net" OR T_LABEL STREQUAL "chat" OR T_LABEL STREQUAL "link")
     gtest_discover_tests(${name}
       TEST_PREFIX "${T_LABEL}.uring."
       PROPERTIES LABELS "${T_LABEL};uring" TIMEOUT ${T_TIMEOUT} ENVIRONMENT "STRIX_IO=uring"
@@ -81,13 +83,17 @@ function(strix_add_test name)
   endif()
 endfunction()
 
-# strix_test_dir(<dir> LABEL <label> [TIMEOUT <s>] LIBS <targets>...)
+# strix_test_dir(<dir> LABEL <label> [TIMEOUT <s>] [BOTH_BACKENDS] LIBS <targets>...)
 # Every <dir>/*_test.cpp becomes its own test executable named after the file.
 function(strix_test_dir dir)
-  cmake_parse_arguments(D "" "LABEL;TIMEOUT" "LIBS" ${ARGN})
+  cmake_parse_arguments(D "BOTH_BACKENDS" "LABEL;TIMEOUT" "LIBS" ${ARGN})
+  set(both "")
+  if(D_BOTH_BACKENDS)
+    set(both BOTH_BACKENDS)
+  endif()
   file(GLOB tests CONFIGURE_DEPENDS ${dir}/*_test.cpp)
   foreach(t ${tests})
     get_filename_component(stem ${t} NAME_WE)
-    strix_add_test(${D_LABEL}_${stem} SOURCES ${t} LABEL ${D_LABEL} TIMEOUT ${D_TIMEOUT} LIBS ${D_LIBS})
+    strix_add_test(${D_LABEL}_${stem} SOURCES ${t} LABEL ${D_LABEL} TIMEOUT ${D_TIMEOUT} ${both} LIBS ${D_LIBS})
   endforeach()
 endfunction()

@@ -303,7 +303,7 @@ def readme_section(runs_dir):
     L = ["## The README layout (every option at its default)", ""]
     L.append("`strix-chat-server --port P --db sqlite:FRESH --metrics-port M --io epoll|uring` (2 shards on the "
              "machine's CPUs, not pinned, every limit on, argon2id at the interactive cost) and "
-             "`strix-chat-load --port P --duration S --server-pid PID` (seed 004's workload, 500 clients from 127.0.0.1-5, "
+             "`strix-chat-load --port P --duration S --server-pid PID` (the chat portfolio's workload, 500 clients from 127.0.0.1-5, "
              "not pinned; `--rps 2` on the rows at a fifth of the rate), the backends interleaved, each run on a fresh "
              "database. Medians of the runs (min-max).")
     L.append("")
@@ -313,7 +313,7 @@ def readme_section(runs_dir):
              "gave to something else while this machine had work (`/proc/stat`), in milliseconds per second.")
     L.append("")
     L.append("| backend | msgs/s per client | runs | p50 (ms) | p99 (ms) | p99.9 (ms) | server CPU (% of a core) | "
-             "load tool CPU | seed 004 p99 (theirs) | run-queue wait: server (ms/s) | run-queue wait: load tool | "
+             "load tool CPU | portfolio p99 (theirs) | run-queue wait: server (ms/s) | run-queue wait: load tool | "
              "steal |")
     L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 
@@ -373,8 +373,8 @@ def main():
     L.append(f"Written by `scripts/bench-chat.sh` on {now} from the JSON that `strix-chat-load` and "
              "`strix-platform-probe` wrote in `chat-runs/`. strix-chat-server and the load tool ran on the same "
              "machine, sharing its CPUs: first over loopback TCP (the seed's transport), then over a Unix socket "
-             "(the same server process and code above the socket). Figures marked **seed 004 (theirs)** are quoted "
-             "from the seed's portfolio (IOCP chat server, i5-14400F, 32 GB, Windows 11, 250 s run): a different "
+             "(the same server process and code above the socket). Figures marked **portfolio (theirs)** are quoted "
+             "from the chat server portfolio (docs/references.md: IOCP chat server, i5-14400F, 32 GB, Windows 11, 250 s run): a different "
              "machine, OS and measuring tool, so they are an anchor, not a like-for-like comparison.")
     L.append("")
     L.append("## Machine")
@@ -408,10 +408,10 @@ def main():
                  "acknowledged but not yet committed).")
         L.append("")
         L.append("| | TCP, ack stored (ours) | TCP, ack early (ours) | Unix, ack stored (ours) | "
-                 "Unix, ack early (ours) | seed 004 (theirs) |")
+                 "Unix, ack early (ours) | portfolio (theirs) |")
         L.append("|---|---:|---:|---:|---:|---:|")
     else:
-        L.append("| | TCP (ours) | Unix socket (ours) | seed 004 (theirs) |")
+        L.append("| | TCP (ours) | Unix socket (ours) | portfolio (theirs) |")
         L.append("|---|---:|---:|---:|")
 
     def row(label, f, theirs):

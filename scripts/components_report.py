@@ -127,11 +127,11 @@ if "RingBuffer_WriteRead/512" in median and "NaiveBuffer_CopyWrite/512" in media
 if all(n in median for n in ("FlatBuffers_Build/512", "HeapAlloc_Build/512", "FlatBuffers_Read/512",
                              "HeapAlloc_Read/512", "FlatBuffers_VerifyRead/512")):
     out.append("")
-    out.append(f"**FlatBuffers vs heap:** seed 000 measured, at 512 B, build FB 105.0 ns vs heap 68.4 ns (heap "
+    out.append(f"**FlatBuffers vs heap:** the Apex Core benchmark report measured, at 512 B, build FB 105.0 ns vs heap 68.4 ns (heap "
                f"1.5x faster) and read FB 3.5 ns vs heap 68.4 ns (19.4x), MSVC on Windows (theirs). Here: build "
                f"{fmt_ns(ns('FlatBuffers_Build/512'))} vs {fmt_ns(ns('HeapAlloc_Build/512'))}, read "
                f"{fmt_ns(ns('FlatBuffers_Read/512'))} vs {fmt_ns(ns('HeapAlloc_Read/512'))}. The heap build makes "
-               "the object only, not wire bytes, as seed 000's did; bytes from a peer also need FlatBuffers' "
+               "the object only, not wire bytes, as Apex Core's did; bytes from a peer also need FlatBuffers' "
                f"verifier ({fmt_ns(ns('FlatBuffers_VerifyRead/512'))} with it).")
 
 # --- Seed 000 §10: the assembled engine ------------------------------------------------------

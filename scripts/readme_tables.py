@@ -55,14 +55,14 @@ parts = []
 comp = read("components.md")
 if comp:
     cmd = re.search(r"Command: `([^`]*)`", comp)
-    parts.append("### Components (seed 000's methodology table)\n")
+    parts.append("### Components (the [Apex Core benchmark report](docs/references.md#apex-core-benchmark-report)'s methodology table)\n")
     parts.append(f"`make bench-components` (`{cmd.group(1) if cmd else ''}`), medians, same run:\n")
     parts.append(section(comp, r"^## Methodology comparison"))
 else:
-    keep("### Components (seed 000's methodology table)")
+    keep("### Components (the [Apex Core benchmark report](docs/references.md#apex-core-benchmark-report)'s methodology table)")
 echo = read("echo.md")
 if echo:
-    parts.append("\n### Echo shoot-out (seed 001: 100 connections, 8-byte messages, one send() per message)\n")
+    parts.append("\n### Echo shoot-out (the [echo server shoot-out](docs/references.md#echo-server-shoot-out): 100 connections, 8-byte messages, one send() per message)\n")
     parts.append("`make bench-echo` (strix vs raw epoll, tokio, gnet, naive asio; two layouts x three client modes), "
                  "million msgs/s, medians of 5 interleaved runs (min-max), same clients, same run; placement and "
                  "details in build/bench/echo.md:\n")
@@ -71,10 +71,10 @@ if echo:
         parts.append(f"Depth {depth}:\n")
         parts.append(section(echo, rf"^## Depth {depth}$") + "\n")
 else:
-    keep("### Echo shoot-out (seed 001: 100 connections, 8-byte messages, one send() per message)")
+    keep("### Echo shoot-out (the [echo server shoot-out](docs/references.md#echo-server-shoot-out): 100 connections, 8-byte messages, one send() per message)")
 link = read("link.md")
 if link:
-    parts.append("\n### strix::link vs libzmq (seed 002's tables)\n")
+    parts.append("\n### strix::link vs libzmq (the [ServerLink porting log](docs/references.md#serverlink-porting-log)'s tables)\n")
     parts.append("`make bench-link`: the same perf tools written against strix::link and against libzmq's C API, "
                  "interleaved in one run; full tables (bandwidth, PUB/SUB, fan-out, p99, cross-runs) in build/bench/link.md.\n")
     parts.append("Throughput, PUSH/PULL (msg/s):\n")
@@ -84,18 +84,18 @@ if link:
     parts.append("Targets:\n")
     parts.append(section(link, r"^## Targets$") + "\n")
 else:
-    keep("### strix::link vs libzmq (seed 002's tables)")
+    keep("### strix::link vs libzmq (the [ServerLink porting log](docs/references.md#serverlink-porting-log)'s tables)")
 scal = read("scaling.md")
 if scal:
     cmd = re.search(r"Command: `([^`]*)`", scal)
-    parts.append("\n### Per-core vs shared io_context (seed 000 §10)\n")
+    parts.append("\n### Per-core vs shared io_context (the [Apex Core benchmark report](docs/references.md#apex-core-benchmark-report), §10)\n")
     parts.append(f"`make bench-scaling` (`{cmd.group(1) if cmd else ''}`), medians; this machine has 2 cores:\n")
     parts.append("\n".join(l for l in scal.splitlines() if l.startswith("|")))
 else:
-    keep("### Per-core vs shared io_context (seed 000 §10)")
+    keep("### Per-core vs shared io_context (the [Apex Core benchmark report](docs/references.md#apex-core-benchmark-report), §10)")
 chat = read("chat.md")
 if chat:
-    parts.append("\n### Chat (seed 004's workload)\n")
+    parts.append("\n### Chat (the [chat server portfolio](docs/references.md#chat-server-portfolio)'s workload)\n")
     cmds = re.search(r"## Commands\s*```\s*(.*?)```", chat, re.S)
     server_cmd = cmds.group(1).strip().splitlines()[0] if cmds else ""
     parts.append("`make bench-chat` (500 clients, 10 rooms, 10 messages/s each, payload mix 64:80,256:18,1024-2048:2, "
@@ -114,7 +114,7 @@ if chat:
     for best in re.findall(r"^\*\*Highest sustained.*$", chat, re.M):
         parts.append("\nSweep (rate raised until p99 > 10 ms): " + best)
 else:
-    keep("### Chat (seed 004's workload)")
+    keep("### Chat (the [chat server portfolio](docs/references.md#chat-server-portfolio)'s workload)")
 block = "\n".join(parts).strip()
 new = re.sub(r"<!-- bench:begin -->.*<!-- bench:end -->",
              "<!-- bench:begin -->\n" + block + "\n<!-- bench:end -->", readme, flags=re.S)

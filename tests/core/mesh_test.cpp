@@ -3,7 +3,7 @@
 // receiver checks it got every task exactly once and in per-producer order.
 #include <strix/core/engine.hpp>
 
-#include <support/echo_fixture.hpp>
+#include <support/loopback.hpp>
 
 #include <gtest/gtest.h>
 

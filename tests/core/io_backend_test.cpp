@@ -1,8 +1,8 @@
 // Which I/O backend the shards run: engine_config::io picks it, STRIX_IO chooses for `automatic`
-// (ctest runs the net, link and chat suites once with STRIX_IO=epoll and once with STRIX_IO=uring),
-// and io_uring falls back to epoll only where the kernel refuses it. Each backend echoes.
-#include "support/echo_fixture.hpp"
-#include "support/loopback.hpp"
+// (ctest runs the engine, net, link and chat suites once with STRIX_IO=epoll and once with
+// STRIX_IO=uring), and io_uring falls back to epoll only where the kernel refuses it. That each
+// backend echoes through a server: tests/net/io_backend_echo_test.cpp.
+#include <strix/core/engine.hpp>
 
 #include <gtest/gtest.h>
 
@@ -22,16 +22,6 @@ bool kernel_allows_uring() {
     if (io_uring_queue_init(4, &ring, 0) != 0) return false;
     io_uring_queue_exit(&ring);
     return true;
-}
-
-bool echoes(std::uint16_t port) {
-    int fd = test::connect_tcp(port);
-    if (fd < 0) return false;
-    test::bytes body(300, std::byte{7});
-    test::bytes f = test::frame_le32(body), back(f.size());
-    bool ok = test::send_all(fd, f) && test::recv_exact(fd, back.data(), back.size()) && back == f;
-    ::close(fd);
-    return ok;
 }
 
 std::string backend_of(io_backend want) {
@@ -56,16 +46,6 @@ TEST(io_backend, automatic_follows_STRIX_IO) {
         EXPECT_EQ(got, "io_uring") << "ctest's .uring. suites must really run on io_uring";
     else
         EXPECT_EQ(got, "epoll");
-}
-
-TEST(io_backend, both_backends_echo) {
-    for (io_backend b : {io_backend::epoll, io_backend::uring}) {
-        engine_config c;
-        c.io = b;
-        test::server_fixture fx({}, {}, 2, c);
-        EXPECT_TRUE(echoes(fx.srv.port())) << fx.eng.io_name();
-        EXPECT_TRUE(echoes(fx.srv.port())) << fx.eng.io_name();
-    }
 }
 
 }  // namespace
