@@ -38,9 +38,15 @@
 #   ECHO_REPS [5]      runs per cell                ECHO_DEPTHS ["1 16 128"]
 #   ECHO_LAYOUTS ["pinned free"]                    ECHO_MODES ["multi single loop"]
 #   ECHO_SERVERS ["strix strix-uring raw-epoll asio-naive tokio gnet"]  (a subset to shorten a trial run;
-#                            strix is strix-echo-server on epoll, strix-uring the same with --io uring)
+#                            strix is strix-echo-server with no option but --port: the default
+#                            configuration a user gets (epoll, one shard per CPU); strix-uring adds
+#                            --io uring)
+#   ECHO_BASELINE_BIN [none] a bin directory of another strix build (e.g. the previous commit's):
+#                            adds strix-base and strix-uring-base, run from it the same way, so
+#                            the report's A/B section compares the two builds in one run
 #   ECHO_CONNECTIONS [100]   ECHO_SIZE [8]
-#   ECHO_THREADS [CPUs]      threads of strix (--shards), raw epoll, tokio and gnet
+#   ECHO_THREADS [CPUs]      threads of raw epoll, tokio and gnet (strix takes its default: one
+#                            shard per CPU the process may use)
 #   ECHO_CLIENT_THREADS [CPUs]  client worker threads in multi mode
 #   ECHO_SERVER_CPUS, ECHO_CLIENT_CPUS [first and second CPU this script may use]: the pinned layout
 #   ECHO_STRIX_ARGS [none]   extra strix-echo-server options (e.g. "--io uring"), in both layouts
@@ -60,6 +66,8 @@ read -r -a depths <<<"${ECHO_DEPTHS:-1 16 128}"
 read -r -a layouts <<<"${ECHO_LAYOUTS:-pinned free}"
 read -r -a modes <<<"${ECHO_MODES:-multi single loop}"
 read -r -a wanted <<<"${ECHO_SERVERS:-strix strix-uring raw-epoll asio-naive tokio gnet}"
+# An A/B against another build of strix in the same interleaved run: its servers join the list.
+[ -n "${ECHO_BASELINE_BIN:-}" ] && wanted+=(strix-base strix-uring-base)
 connections=${ECHO_CONNECTIONS:-100}
 size=${ECHO_SIZE:-8}
 cores=$(nproc)
@@ -124,15 +132,24 @@ for name in "${wanted[@]}"; do
   case $name in
     strix)
       if [ -x "$bin/strix-echo-server" ]; then
-        add_server strix "$bin/strix-echo-server" "--shards $threads${strix_extra:+ $strix_extra}" strix built
+        add_server strix "$bin/strix-echo-server" "${strix_extra}" strix built
       else
         add_server strix - - strix "not built|$bin/strix-echo-server is missing"
       fi ;;
     strix-uring)
       if [ -x "$bin/strix-echo-server" ]; then
-        add_server strix-uring "$bin/strix-echo-server" "--shards $threads --io uring${strix_extra:+ $strix_extra}" strix built
+        add_server strix-uring "$bin/strix-echo-server" "--io uring${strix_extra:+ $strix_extra}" strix built
       else
         add_server strix-uring - - strix "not built|$bin/strix-echo-server is missing"
+      fi ;;
+    strix-base | strix-uring-base)
+      base=${ECHO_BASELINE_BIN:-}
+      barg=""
+      [ "$name" = strix-uring-base ] && barg="--io uring"
+      if [ -n "$base" ] && [ -x "$base/strix-echo-server" ]; then
+        add_server "$name" "$base/strix-echo-server" "$barg" strix-base built
+      else
+        add_server "$name" - "$barg" strix-base "not built|ECHO_BASELINE_BIN ($base) has no strix-echo-server"
       fi ;;
     raw-epoll) add_server raw-epoll "$bin/strix-echo-raw-epoll" "--threads $threads" reference built ;;
     asio-naive) add_server asio-naive "$bin/strix-echo-asio-naive" "--threads 20" baseline built ;;
@@ -145,7 +162,7 @@ for name in "${wanted[@]}"; do
       else
         add_server "$name" - "$targ" peer "$st"
       fi ;;
-    *) die "ECHO_SERVERS: unknown server '$name' (strix strix-uring raw-epoll asio-naive tokio gnet)" ;;
+    *) die "ECHO_SERVERS: unknown server '$name' (strix strix-uring strix-base strix-uring-base raw-epoll asio-naive tokio gnet)" ;;
   esac
 done
 [ "${#servers[@]}" -gt 0 ] || die "no server to measure"

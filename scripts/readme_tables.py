@@ -66,7 +66,7 @@ if echo:
     parts.append("`make bench-echo` (strix vs raw epoll, tokio, gnet, naive asio; two layouts x three client modes), "
                  "million msgs/s, medians of 5 interleaved runs (min-max), same clients, same run; placement and "
                  "details in build/bench/echo.md:\n")
-    parts.append(section(echo, r"^## Summary: strix against the best peer and raw epoll$") + "\n")
+    parts.append(section(echo, r"^## Summary: the default configuration against the best peer$") + "\n")
     for depth in ("1", "16", "128"):
         parts.append(f"Depth {depth}:\n")
         parts.append(section(echo, rf"^## Depth {depth}$") + "\n")
