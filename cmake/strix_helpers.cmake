@@ -60,6 +60,9 @@ function(strix_add_test name)
   target_include_directories(${name} PRIVATE ${strix_SOURCE_DIR}/tests)
   # Black-box tests start the built programs (servers, load tools) from here.
   target_compile_definitions(${name} PRIVATE STRIX_BIN_DIR="${PROJECT_BINARY_DIR}/bin")
+  # Tests that read the project's files (docs/protocol.md) find them from here, not from __FILE__,
+  # which a compiler cache may have made relative to the build directory.
+  target_compile_definitions(${name} PRIVATE STRIX_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   strix_warnings(${name})
   # GCC 12 reports "literal" + std::string chains as overlapping memcpy (-Wrestrict, GCC bug
   # 105651, a false positive in libstdc++); tests build strings that way all the time.

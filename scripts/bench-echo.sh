@@ -66,8 +66,9 @@ read -r -a depths <<<"${ECHO_DEPTHS:-1 16 128}"
 read -r -a layouts <<<"${ECHO_LAYOUTS:-pinned free}"
 read -r -a modes <<<"${ECHO_MODES:-multi single loop}"
 read -r -a wanted <<<"${ECHO_SERVERS:-strix strix-uring raw-epoll asio-naive tokio gnet}"
-# An A/B against another build of strix in the same interleaved run: its servers join the list.
-[ -n "${ECHO_BASELINE_BIN:-}" ] && wanted+=(strix-base strix-uring-base)
+# An A/B against another build of strix in the same interleaved run: its servers join the default
+# list (name strix-base / strix-uring-base in ECHO_SERVERS to choose).
+if [ -n "${ECHO_BASELINE_BIN:-}" ] && [ -z "${ECHO_SERVERS:-}" ]; then wanted+=(strix-base strix-uring-base); fi
 connections=${ECHO_CONNECTIONS:-100}
 size=${ECHO_SIZE:-8}
 cores=$(nproc)

@@ -14,7 +14,7 @@ using proto::msg_type;
 namespace {
 
 std::string protocol_doc() {
-    auto path = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "docs" / "protocol.md";
+    auto path = std::filesystem::path(STRIX_SOURCE_DIR) / "docs" / "protocol.md";
     auto text = read_file(path.string());
     EXPECT_FALSE(text.empty()) << "cannot read " << path;
     return text;
