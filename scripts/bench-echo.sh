@@ -37,19 +37,19 @@
 #   ECHO_DURATION [3]  measured seconds per run     ECHO_WARMUP [1]  warmup seconds per run
 #   ECHO_REPS [5]      runs per cell                ECHO_DEPTHS ["1 16 128"]
 #   ECHO_LAYOUTS ["pinned free"]                    ECHO_MODES ["multi single loop"]
-#   ECHO_SERVERS ["strix strix-uring raw-epoll asio-naive tokio gnet"]  (a subset to shorten a trial run;
+#   ECHO_SERVERS ["strix strix-epoll raw-epoll asio-naive tokio gnet"]  (a subset to shorten a trial run;
 #                            strix is strix-echo-server with no option but --port: the default
-#                            configuration a user gets (epoll, one shard per CPU); strix-uring adds
-#                            --io uring)
+#                            configuration a user gets (io_uring where the kernel allows it, one
+#                            shard per CPU); strix-epoll adds --io epoll)
 #   ECHO_BASELINE_BIN [none] a bin directory of another strix build (e.g. the previous commit's):
-#                            adds strix-base and strix-uring-base, run from it the same way, so
+#                            adds strix-base and strix-epoll-base, run from it the same way, so
 #                            the report's A/B section compares the two builds in one run
 #   ECHO_CONNECTIONS [100]   ECHO_SIZE [8]
 #   ECHO_THREADS [CPUs]      threads of raw epoll, tokio and gnet (strix takes its default: one
 #                            shard per CPU the process may use)
 #   ECHO_CLIENT_THREADS [CPUs]  client worker threads in multi mode
 #   ECHO_SERVER_CPUS, ECHO_CLIENT_CPUS [first and second CPU this script may use]: the pinned layout
-#   ECHO_STRIX_ARGS [none]   extra strix-echo-server options (e.g. "--io uring"), in both layouts
+#   ECHO_STRIX_ARGS [none]   extra strix-echo-server options (e.g. "--pin"), in both layouts
 #   ECHO_BUILD_PEERS [1]     0 reuses the peers already in <build_dir>/peers/ without building
 set -euo pipefail
 
@@ -65,10 +65,10 @@ reps=${ECHO_REPS:-5}
 read -r -a depths <<<"${ECHO_DEPTHS:-1 16 128}"
 read -r -a layouts <<<"${ECHO_LAYOUTS:-pinned free}"
 read -r -a modes <<<"${ECHO_MODES:-multi single loop}"
-read -r -a wanted <<<"${ECHO_SERVERS:-strix strix-uring raw-epoll asio-naive tokio gnet}"
+read -r -a wanted <<<"${ECHO_SERVERS:-strix strix-epoll raw-epoll asio-naive tokio gnet}"
 # An A/B against another build of strix in the same interleaved run: its servers join the default
-# list (name strix-base / strix-uring-base in ECHO_SERVERS to choose).
-if [ -n "${ECHO_BASELINE_BIN:-}" ] && [ -z "${ECHO_SERVERS:-}" ]; then wanted+=(strix-base strix-uring-base); fi
+# list (name strix-base / strix-epoll-base in ECHO_SERVERS to choose).
+if [ -n "${ECHO_BASELINE_BIN:-}" ] && [ -z "${ECHO_SERVERS:-}" ]; then wanted+=(strix-base strix-epoll-base); fi
 connections=${ECHO_CONNECTIONS:-100}
 size=${ECHO_SIZE:-8}
 cores=$(nproc)
@@ -137,16 +137,16 @@ for name in "${wanted[@]}"; do
       else
         add_server strix - - strix "not built|$bin/strix-echo-server is missing"
       fi ;;
-    strix-uring)
+    strix-epoll)
       if [ -x "$bin/strix-echo-server" ]; then
-        add_server strix-uring "$bin/strix-echo-server" "--io uring${strix_extra:+ $strix_extra}" strix built
+        add_server strix-epoll "$bin/strix-echo-server" "--io epoll${strix_extra:+ $strix_extra}" strix built
       else
-        add_server strix-uring - - strix "not built|$bin/strix-echo-server is missing"
+        add_server strix-epoll - - strix "not built|$bin/strix-echo-server is missing"
       fi ;;
-    strix-base | strix-uring-base)
+    strix-base | strix-epoll-base)
       base=${ECHO_BASELINE_BIN:-}
       barg=""
-      [ "$name" = strix-uring-base ] && barg="--io uring"
+      [ "$name" = strix-epoll-base ] && barg="--io epoll"
       if [ -n "$base" ] && [ -x "$base/strix-echo-server" ]; then
         add_server "$name" "$base/strix-echo-server" "$barg" strix-base built
       else
@@ -163,7 +163,7 @@ for name in "${wanted[@]}"; do
       else
         add_server "$name" - "$targ" peer "$st"
       fi ;;
-    *) die "ECHO_SERVERS: unknown server '$name' (strix strix-uring strix-base strix-uring-base raw-epoll asio-naive tokio gnet)" ;;
+    *) die "ECHO_SERVERS: unknown server '$name' (strix strix-epoll strix-base strix-epoll-base raw-epoll asio-naive tokio gnet)" ;;
   esac
 done
 [ "${#servers[@]}" -gt 0 ] || die "no server to measure"

@@ -139,7 +139,7 @@ def best_peer(cells, servers, lay, mode, d):
 
 
 def best_strix(cells, servers, lay, mode, d):
-    """(name, median) of strix's best backend in a cell (strix = epoll, strix-uring = io_uring)."""
+    """(name, median) of strix's best backend in a cell (strix = the default, strix-epoll = epoll)."""
     best = (None, None)
     for s in servers:
         if s.built and s.role == "strix":
@@ -263,8 +263,8 @@ def write_markdown(args, servers, layouts, modes, depths, cells, out_md):
     if has_strix:
         L.append("## Summary: the default configuration against the best peer")
         L.append("")
-        L.append(f"strix is strix-echo-server as a user starts it (no option but --port: epoll, one shard per "
-                 f"CPU). Targets: at least {TARGET_PEER_D1}x the best peer (tokio, gnet, raw epoll) at depth 1 "
+        L.append(f"strix is strix-echo-server as a user starts it (no option but --port: io_uring where the "
+                 f"kernel allows it, one shard per CPU). Targets: at least {TARGET_PEER_D1}x the best peer (tokio, gnet, raw epoll) at depth 1 "
                  f"and {TARGET_PEER}x at depths 16 and 128. strix's best backend is shown beside it.")
         L.append("")
         L.append("| layout | client | depth | strix (default) msgs/s | best peer msgs/s | default / best peer | "
@@ -285,7 +285,7 @@ def write_markdown(args, servers, layouts, modes, depths, cells, out_md):
 
     # --- A/B against a baseline build -------------------------------------------------------------
     built = {s.name for s in servers if s.built}
-    pairs = [(a, a + "-base") for a in ("strix", "strix-uring") if a in built and a + "-base" in built]
+    pairs = [(a, a + "-base") for a in ("strix", "strix-epoll") if a in built and a + "-base" in built]
     if pairs:
         L.append("## A/B: this build against the baseline build")
         L.append("")

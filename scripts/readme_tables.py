@@ -63,7 +63,7 @@ else:
 echo = read("echo.md")
 if echo:
     parts.append("\n### Echo shoot-out (the [echo server shoot-out](docs/references.md#echo-server-shoot-out): 100 connections, 8-byte messages, one send() per message)\n")
-    parts.append("`make bench-echo` (strix vs raw epoll, tokio, gnet, naive asio; two layouts x three client modes), "
+    parts.append("`make bench-echo` (strix vs raw epoll, tokio, gnet and, unless left out, naive asio; two layouts x three client modes), "
                  "million msgs/s, medians of 5 interleaved runs (min-max), same clients, same run; placement and "
                  "details in build/bench/echo.md:\n")
     parts.append(section(echo, r"^## Summary: the default configuration against the best peer$") + "\n")

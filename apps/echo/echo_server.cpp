@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
     app.add_option("--frame-timeout-ms", frame_ms, "close connections whose frame is not complete this long after its "
                    "first byte (0 = never)")->capture_default_str();
     std::string io = "auto";
-    app.add_option("--io", io, "I/O backend: epoll, uring (io_uring; falls back to epoll where refused) or auto")
+    app.add_option("--io", io, "I/O backend: auto (STRIX_IO, else io_uring where the kernel allows it, else epoll), uring or epoll")
         ->check(CLI::IsMember({"auto", "epoll", "uring"}))
         ->capture_default_str();
     bool pin = ecfg.pin_threads;

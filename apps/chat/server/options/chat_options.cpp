@@ -181,7 +181,7 @@ parse_result parse_options(int argc, char** argv) {
     app.add_flag("--pin,!--no-pin", o.engine.pin_threads, "pin shard i to the i-th allowed CPU (docs/architecture.md, \"Pinning\")")
         ->capture_default_str();
     std::string io = "auto";
-    app.add_option("--io", io, "I/O backend: epoll, uring (io_uring; falls back to epoll where refused) or auto")
+    app.add_option("--io", io, "I/O backend: auto (STRIX_IO, else io_uring where the kernel allows it, else epoll), uring or epoll")
         ->check(CLI::IsMember({"auto", "epoll", "uring"}))
         ->capture_default_str();
     add_duration<std::uint32_t>(app, "--poll-spin-us", o.engine.poll_spin, negative_timeout,
