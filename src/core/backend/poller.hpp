@@ -26,10 +26,10 @@ namespace strix::detail {
 
 /// A finished asynchronous operation (io_uring).
 struct io_completion {
-    enum class op : std::uint8_t { recv, send, accept };
+    enum class op : std::uint8_t { recv, send, accept, writable };
     op what;
     /// recv: bytes received (0 = the peer closed) or -errno; send: bytes sent or -errno;
-    /// accept: the new socket or -errno.
+    /// accept: the new socket or -errno; writable: the poll mask or -errno.
     int result;
     /// recv: the received bytes, valid only during completed().
     const std::byte* data;

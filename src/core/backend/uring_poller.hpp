@@ -44,7 +44,7 @@ constexpr unsigned buffer_size = 16 * 1024;
 constexpr unsigned buffer_group = 1;
 
 // user_data: the target's address with the operation in its low bits (objects are 8-aligned).
-enum tag : std::uintptr_t { t_poll = 0, t_recv = 1, t_send = 2, t_accept = 3, t_ignore = 4 };
+enum tag : std::uintptr_t { t_poll = 0, t_recv = 1, t_send = 2, t_accept = 3, t_ignore = 4, t_writable = 5 };
 constexpr std::uintptr_t tag_mask = 7;
 
 inline std::uint64_t user_data(const void* obj, tag t) noexcept {
@@ -129,6 +129,13 @@ public:
         io_uring_sqe* sqe = sqe_for(t);
         io_uring_prep_sendmsg(sqe, fd, msg, MSG_NOSIGNAL);
         io_uring_sqe_set_data64(sqe, user_data(&t, t_send));
+    }
+    /// Completes once when fd can take more bytes: a sendmsg on a non-blocking socket whose buffer
+    /// is full completes with -EAGAIN instead of waiting (io_uring honours O_NONBLOCK).
+    void wait_writable(int fd, completion_target& t) {
+        io_uring_sqe* sqe = sqe_for(t);
+        io_uring_prep_poll_add(sqe, fd, POLLOUT);
+        io_uring_sqe_set_data64(sqe, user_data(&t, t_writable));
     }
     /// Accepts on a listening fd until cancelled.
     void accept_multishot(int fd, completion_target& t) {
@@ -269,6 +276,8 @@ private:
             }
         } else if (t == t_send) {
             ev.done.what = io_completion::op::send;
+        } else if (t == t_writable) {
+            ev.done.what = io_completion::op::writable;
         } else {
             ev.done.what = io_completion::op::accept;
         }

@@ -67,7 +67,23 @@ public:
     reactor_object& keep_alive() noexcept override { return owner_; }
 
     void completed(const io_completion& c) override {
+        if (c.what == io_completion::op::writable) {
+            sending_ = false;
+            if (closed_) {
+                tx_->clear();
+                return;
+            }
+            user_.send_ready();  // the next sendmsg reports an error the poll saw
+            return;
+        }
         if (c.what == io_completion::op::send) {
+            if (!closed_ && (c.result == -EAGAIN || c.result == -EWOULDBLOCK)) {
+                // The socket's buffer is full (a Unix socket fills after ~200 KB): wait until it
+                // has room, then the session flushes again. sending_ stays set meanwhile, so no
+                // second send starts and a close leaves tx to the poll's completion.
+                poller_.wait_writable(fd_, *this);
+                return;
+            }
             sending_ = false;
             if (closed_) {
                 tx_->clear();  // held for the kernel until now
@@ -137,7 +153,8 @@ private:
     stream_user& user_;
     bool armed_ = false;    // a multishot receive is in flight
     bool paused_ = false;   // the user does not take bytes now
-    bool sending_ = false;  // a sendmsg is in flight: msg_, iov_ and tx_'s front bytes are the kernel's
+    bool sending_ = false;  // a sendmsg (or the wait for room after one) is in flight: msg_, iov_
+                            // and tx_'s front bytes are the kernel's
     bool closed_ = false;
     msghdr msg_{};
     std::unique_ptr<iovec[]> iov_;   // the in-flight send's gather list (allocated on first send)
