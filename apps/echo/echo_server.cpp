@@ -2,6 +2,7 @@
 // Wire format: 4-byte little-endian total length (header included), then the body.
 // The handler sends each message back with its own send() call; the engine coalesces them.
 #include <strix/core/engine.hpp>
+#include <strix/core/format.hpp>
 #include <strix/net/server.hpp>
 
 #include <CLI/CLI.hpp>
@@ -50,21 +51,20 @@ int main(int argc, char** argv) {
         strix::engine eng(ecfg);
         strix::server srv(eng, scfg, [](strix::shard&) { return std::make_unique<echo_handler>(); });
         srv.start();
-        std::printf("strix-echo-server: listening on %s:%u with %u shards (%s)\n", scfg.host.c_str(), srv.port(),
-                    eng.shard_count(), eng.io_name());
+        strix::print(stdout, "strix-echo-server: listening on {}:{} with {} shards ({})\n", scfg.host, srv.port(),
+                     eng.shard_count(), eng.io_name());
         std::fflush(stdout);
         eng.run_until_signal();
         auto st = srv.stats();
-        std::printf("strix-echo-server: stopped; %llu connections, %llu messages in, %llu bytes out, "
-                    "%llu frame errors, %llu slow consumers\n",
-                    static_cast<unsigned long long>(st.accepted), static_cast<unsigned long long>(st.frames_in),
-                    static_cast<unsigned long long>(st.bytes_out), static_cast<unsigned long long>(st.frame_errors),
-                    static_cast<unsigned long long>(st.slow_consumers));
+        strix::print(stdout,
+                     "strix-echo-server: stopped; {} connections, {} messages in, {} bytes out, "
+                     "{} frame errors, {} slow consumers\n",
+                     st.accepted.value(), st.frames_in.value(), st.bytes_out.value(), st.frame_errors.value(),
+                     st.slow_consumers.value());
         for (unsigned i = 0; i < eng.shard_count(); ++i) {
             const auto& ss = eng.at(i).stats();
-            std::printf("  shard %u: %llu loop turns, %llu I/O events, %llu wake-ups by other threads\n", i,
-                        static_cast<unsigned long long>(ss.turns.value()), static_cast<unsigned long long>(ss.io_events.value()),
-                        static_cast<unsigned long long>(ss.wakeups.value()));
+            strix::print(stdout, "  shard {}: {} loop turns, {} I/O events, {} wake-ups by other threads\n", i,
+                         ss.turns.value(), ss.io_events.value(), ss.wakeups.value());
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "strix-echo-server: %s\n", e.what());

@@ -96,7 +96,7 @@ private:
         strix::session_ptr s = it->second;
         s->state<participant>()->joined = true;
         for (const auto& m : h) s->send(m);
-        strix::log(strix::log_level::info, "chat-room: %s joined on shard %u (%zu here)", s->peer().c_str(),
+        strix::log(strix::log_level::info, "chat-room: {} joined on shard {} ({} here)", s->peer(),
                    s->owner().id(), members_.size());
     }
 

@@ -43,10 +43,10 @@ void blocking_pool::run(std::size_t worker) {
             j(worker);
         } catch (const std::exception& e) {
             failed_.fetch_add(1, std::memory_order_relaxed);
-            log(log_level::error, "%s pool: a job threw and its caller got no reply: %s", name_.c_str(), e.what());
+            log(log_level::error, "{} pool: a job threw and its caller got no reply: {}", name_, e.what());
         } catch (...) {
             failed_.fetch_add(1, std::memory_order_relaxed);
-            log(log_level::error, "%s pool: a job threw a non-exception and its caller got no reply", name_.c_str());
+            log(log_level::error, "{} pool: a job threw a non-exception and its caller got no reply", name_);
         }
         executed_.fetch_add(1, std::memory_order_release);
     }

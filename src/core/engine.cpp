@@ -36,7 +36,7 @@ void pin_to(unsigned index) {
             CPU_ZERO(&one);
             CPU_SET(cpu, &one);
             if (int rc = pthread_setaffinity_np(pthread_self(), sizeof one, &one))
-                log(log_level::warn, "could not pin shard %u to cpu %d: errno %d", index, cpu, rc);
+                log(log_level::warn, "could not pin shard {} to cpu {}: errno {}", index, cpu, rc);
             return;
         }
     }
@@ -168,7 +168,7 @@ int engine::run_until_signal() {
         int s = sigtimedwait(&set, nullptr, &poll);
         if (s > 0) {
             sig = s;
-            log(log_level::info, "signal %d: stopping gracefully", s);
+            log(log_level::info, "signal {}: stopping gracefully", s);
             break;
         }
     }

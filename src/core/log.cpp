@@ -2,10 +2,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace strix {
 namespace {
@@ -32,36 +32,40 @@ const char* level_name(log_level l) noexcept {
     }
 }
 
-void vlog(log_level level, const char* fmt, va_list ap, unsigned long suppressed) noexcept {
-    char line[1024];
-    int n = std::vsnprintf(line, sizeof line, fmt, ap);
-    if (n < 0) return;
-    if (suppressed)
-        std::fprintf(stderr, "strix %s: %s (%lu similar lines suppressed)\n", level_name(level), line, suppressed);
-    else
-        std::fprintf(stderr, "strix %s: %s\n", level_name(level), line);
-}
-
 constexpr int limited_per_second = 10;
+
+// A line's text is cut here, as the fixed buffer of the printf-based logger cut it, so that a
+// string a peer controls cannot make one log line arbitrarily long.
+constexpr std::size_t max_line = 1023;
 
 }  // namespace
 
 void set_log_level(log_level level) noexcept { g_level.store(level, std::memory_order_relaxed); }
 log_level get_log_level() noexcept { return g_level.load(std::memory_order_relaxed); }
 
-void log(log_level level, const char* fmt, ...) noexcept {
-    if (level < g_level.load(std::memory_order_relaxed)) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vlog(level, fmt, ap, 0);
-    va_end(ap);
+namespace detail {
+
+void log_write(log_level level, std::string_view fmt, const format_arg* args, std::size_t n,
+               unsigned long suppressed) noexcept {
+    try {
+        std::string line;
+        vformat_to(line, fmt, args, n);
+        if (line.size() > max_line) line.resize(max_line);
+        const int len = static_cast<int>(line.size());
+        if (suppressed)
+            std::fprintf(stderr, "strix %s: %.*s (%lu similar lines suppressed)\n", level_name(level), len,
+                         line.data(), suppressed);
+        else
+            std::fprintf(stderr, "strix %s: %.*s\n", level_name(level), len, line.data());
+    } catch (...) {
+        // Out of memory while formatting: the line is lost, the caller is not.
+    }
 }
 
-void log_limited(log_level level, const char* fmt, ...) noexcept {
-    if (level < g_level.load(std::memory_order_relaxed)) return;
+bool log_limited_admit(unsigned long& suppressed) noexcept {
     thread_local std::int64_t window = 0;
     thread_local int used = 0;
-    thread_local unsigned long suppressed = 0;
+    thread_local unsigned long dropped = 0;
     auto now = std::chrono::duration_cast<std::chrono::seconds>(
                    std::chrono::steady_clock::now().time_since_epoch()).count();
     if (now != window) {
@@ -69,15 +73,14 @@ void log_limited(log_level level, const char* fmt, ...) noexcept {
         used = 0;
     }
     if (used >= limited_per_second) {
-        ++suppressed;
-        return;
+        ++dropped;
+        return false;
     }
     ++used;
-    va_list ap;
-    va_start(ap, fmt);
-    vlog(level, fmt, ap, suppressed);
-    va_end(ap);
-    suppressed = 0;
+    suppressed = dropped;
+    dropped = 0;
+    return true;
 }
 
+}  // namespace detail
 }  // namespace strix

@@ -1,5 +1,7 @@
 #include <strix/core/metrics.hpp>
 
+#include <strix/core/format.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -8,7 +10,7 @@ namespace strix {
 namespace {
 
 [[noreturn]] void invalid(const metric_info& info, const char* why) noexcept {
-    std::fprintf(stderr, "strix: metric %.*s: %s\n", static_cast<int>(info.name.size()), info.name.data(), why);
+    strix::print(stderr, "strix: metric {}: {}\n", info.name, why);
     std::abort();
 }
 

@@ -1,5 +1,7 @@
 #include <strix/core/metrics_registry.hpp>
 
+#include <strix/core/format.hpp>
+
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -10,7 +12,7 @@ namespace strix {
 namespace {
 
 [[noreturn]] void conflict(std::string_view name, const char* why) noexcept {
-    std::fprintf(stderr, "strix: metric %.*s registered again %s\n", static_cast<int>(name.size()), name.data(), why);
+    strix::print(stderr, "strix: metric {} registered again {}\n", name, why);
     std::abort();
 }
 

@@ -73,7 +73,7 @@ std::unique_ptr<detail::poller> shard::make_poller(io_backend want) {
         std::string why;
         if (auto p = detail::make_uring_poller(why)) return p;
         static std::atomic<bool> told{false};
-        if (!told.exchange(true)) log(log_level::warn, "io_uring unavailable (%s); using epoll", why.c_str());
+        if (!told.exchange(true)) log(log_level::warn, "io_uring unavailable ({}); using epoll", why);
     }
     return detail::make_epoll_poller();
 }
@@ -345,7 +345,7 @@ void shard::run() {
             bool expired = std::chrono::steady_clock::now() >= drain_deadline_;
             if (holds_ <= 0 || expired) {
                 if (holds_ > 0)
-                    log(log_level::warn, "shard %u: drain timeout with %d holds left; closing anyway", id_, holds_);
+                    log(log_level::warn, "shard {}: drain timeout with {} holds left; closing anyway", id_, holds_);
                 drained_ = true;
                 engine_.shard_finished_draining();
             }
@@ -359,7 +359,7 @@ void shard::run() {
     }
     if (overflow_count_) {
         // Only shards that already exited are left to receive these; nobody will run them.
-        log(log_level::warn, "shard %u: dropping %zu tasks posted to shards that already stopped", id_, overflow_count_);
+        log(log_level::warn, "shard {}: dropping {} tasks posted to shards that already stopped", id_, overflow_count_);
         for (auto& q : overflow_) q.clear();
         overflow_count_ = 0;
     }

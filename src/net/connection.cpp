@@ -84,7 +84,7 @@ void connection::failed(std::error_code ec) {
     ++failures_;
     bump(group_.counters_.connect_failures);
     // The handler hears every failure; the log only the first of a run (reconnects repeat).
-    if (failures_ == 1) log_limited(log_level::info, "connect to %s failed: %s (retrying)", target_.to_string().c_str(), ec.message().c_str());
+    if (failures_ == 1) log_limited(log_level::info, "connect to {} failed: {} (retrying)", target_.to_string(), ec);
     intrusive_ptr<connection> keep(this);
     group_.handler().on_connect_failed(*this, ec);
     retry_later();

@@ -31,7 +31,7 @@ listener::~listener() {
 void listener::start() {
     io_ = backend_of(group_.owner()).open_acceptor(fd_.get(), *this, *this);
     if (auto ec = io_->start()) {
-        log(log_level::error, "listener: cannot register with shard %u: %s", group_.owner().id(), ec.message().c_str());
+        log(log_level::error, "listener: cannot register with shard {}: {}", group_.owner().id(), ec);
         io_.reset();
     }
 }
@@ -68,12 +68,12 @@ void listener::accepted(unique_fd fd, const sockaddr_storage* addr, socklen_t le
 bool listener::accept_failed(int e) {
     if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
         bump(group_.counters_.accept_pauses);
-        log_limited(log_level::warn, "shard %u: accept: %s; pausing accepts for %lld ms", group_.owner().id(),
-                    std::strerror(e), static_cast<long long>(accept_retry.count()));
+        log_limited(log_level::warn, "shard {}: accept: {}; pausing accepts for {} ms", group_.owner().id(),
+                    std::strerror(e), accept_retry.count());
         group_.owner().timers().schedule(retry_, group_.owner().ticks_for(accept_retry));
         return true;
     }
-    log_limited(log_level::error, "shard %u: accept: %s", group_.owner().id(), std::strerror(e));
+    log_limited(log_level::error, "shard {}: accept: {}", group_.owner().id(), std::strerror(e));
     return false;
 }
 

@@ -48,7 +48,7 @@ connection* session::origin() const noexcept { return origin_.get(); }
 void session::start() {
     io_ = detail::backend_of(owner_).open_stream(fd_.get(), *this, *this);
     if (auto ec = io_->start()) {
-        log(log_level::error, "session %s: cannot register with the reactor: %s", peer_.c_str(), ec.message().c_str());
+        log(log_level::error, "session {}: cannot register with the reactor: {}", peer_, ec);
         finalize(ec);
         return;
     }
@@ -125,7 +125,7 @@ inline void session::queued() {
 
 void session::drop_slow_consumer() noexcept {
     bump(group_.counters_.slow_consumers);
-    log_limited(log_level::warn, "session %s: slow consumer (%zu bytes queued), disconnecting", peer_.c_str(), out_.tx.size());
+    log_limited(log_level::warn, "session {}: slow consumer ({} bytes queued), disconnecting", peer_, out_.tx.size());
     out_.tx.clear();
     life_.state = phase::closing;  // send() is a no-op from here; on_flush finalizes
     life_.close_reason = net_errc::slow_consumer;
@@ -195,7 +195,7 @@ void session::peer_closed() {
 void session::stream_failed(std::error_code ec) {
     if (life_.state == phase::closed) return;
     if (ec.category() != std::generic_category() || !expected_errno(ec.value()))
-        log_limited(log_level::warn, "session %s: I/O: %s", peer_.c_str(), ec.message().c_str());
+        log_limited(log_level::warn, "session {}: I/O: {}", peer_, ec);
     finalize(ec);
 }
 
@@ -295,7 +295,7 @@ void session::restart_partial() noexcept {
 
 void session::protocol_error(std::error_code ec) {
     bump(group_.counters_.frame_errors);
-    log_limited(log_level::warn, "session %s: %s; closing", peer_.c_str(), ec.message().c_str());
+    log_limited(log_level::warn, "session {}: {}; closing", peer_, ec);
     in_.rx.clear();
     group_.handler().on_protocol_error(*this, ec);
     close(ec);
@@ -418,7 +418,7 @@ void session::on_timer() {
     const session_limits& lim = group_.limits();
     if (life_.state == phase::closing) {
         if (now >= life_.close_deadline_tick) {
-            log_limited(log_level::info, "session %s: close linger expired with %zu bytes unsent", peer_.c_str(), out_.tx.size());
+            log_limited(log_level::info, "session {}: close linger expired with {} bytes unsent", peer_, out_.tx.size());
             abort(life_.close_reason);
             return;
         }
@@ -435,15 +435,15 @@ void session::on_timer() {
         auto idle = sh.ticks_for(lim.idle_timeout);
         if (idle && now - in_.last_rx_tick >= idle) {
             bump(group_.counters_.idle_timeouts);
-            log_limited(log_level::info, "session %s: idle timeout", peer_.c_str());
+            log_limited(log_level::info, "session {}: idle timeout", peer_);
             abort(net_errc::idle_timeout);
             return;
         }
         auto stall = sh.ticks_for(lim.stall_timeout);
         if (stall && in_.paused && now - in_.paused_since_tick >= stall) {
             bump(group_.counters_.slow_consumers);
-            log_limited(log_level::warn, "session %s: slow consumer (output not drained for %lld ms), disconnecting",
-                        peer_.c_str(), static_cast<long long>(lim.stall_timeout.count()));
+            log_limited(log_level::warn, "session {}: slow consumer (output not drained for {} ms), disconnecting", peer_,
+                        lim.stall_timeout.count());
             abort(net_errc::slow_consumer);
             return;
         }
@@ -457,7 +457,7 @@ void session::on_timer() {
 // and what it sends is flushed, within close_linger, before the connection closes.
 void session::expire(std::error_code reason, counter& count) {
     bump(count);
-    log_limited(log_level::info, "session %s: %s; closing", peer_.c_str(), reason.message().c_str());
+    log_limited(log_level::info, "session {}: {}; closing", peer_, reason);
     in_.partial_deadline_tick = no_deadline;
     in_.rx.clear();
     group_.handler().on_protocol_error(*this, reason);

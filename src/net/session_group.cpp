@@ -61,7 +61,7 @@ session_group::session_group(shard& sh, session_handler& handler, session_group_
         std::size_t trimmed = 0;
         for (auto& [id, s] : impl_->sessions) trimmed += s->trim_if_idle(period) ? 1 : 0;
         if (trimmed)
-            log(log_level::debug, "shard %u: idle sweep trimmed %zu of %zu sessions", owner_.id(), trimmed,
+            log(log_level::debug, "shard {}: idle sweep trimmed {} of {} sessions", owner_.id(), trimmed,
                 impl_->sessions.size());
         // Trimmed send chains, and the output of sessions that closed with it queued (slow
         // consumers cut at max_queued), went back to malloc, which keeps their pages; after a
@@ -138,7 +138,7 @@ void session_group::adopt(unique_fd fd, std::string peer) {
         if (verdict != admission::verdict::admitted) {
             const bool total = verdict == admission::verdict::over_total;
             bump(total ? counters_.refused_max_sessions : counters_.refused_per_address);
-            log_limited(log_level::warn, "shard %u: refusing %s: %s", owner_.id(), peer.c_str(),
+            log_limited(log_level::warn, "shard {}: refusing {}: {}", owner_.id(), peer,
                         total ? "max_sessions reached" : "max_sessions_per_address reached");
             // A reset, not a FIN: the refused connection leaves no TIME_WAIT state here.
             ::linger lg{1, 0};

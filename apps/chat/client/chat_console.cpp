@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 
@@ -58,11 +57,8 @@ chat_console::~chat_console() {
     if (tty_) echo(true);
 }
 
-void chat_console::out(const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    std::vprintf(fmt, ap);
-    va_end(ap);
+void chat_console::out_line(std::string_view line) {
+    std::fwrite(line.data(), 1, line.size(), stdout);
     std::fputc('\n', stdout);
     // Line by line even into a pipe, so whoever reads the output sees it as it happens.
     std::fflush(stdout);
@@ -93,7 +89,7 @@ bool chat_console::connect_server() {
     const std::string port = std::to_string(opt_.port);
     const int rc = ::getaddrinfo(opt_.host.c_str(), port.c_str(), &hints, &res);
     if (rc != 0) {
-        out("cannot resolve %s: %s", opt_.host.c_str(), ::gai_strerror(rc));
+        out("cannot resolve {}: {}", opt_.host, ::gai_strerror(rc));
         return false;
     }
     int err = 0;
@@ -110,7 +106,7 @@ bool chat_console::connect_server() {
     }
     ::freeaddrinfo(res);
     if (fd_ < 0) {
-        out("cannot connect to %s:%u: %s (is strix-chat-server running?)", opt_.host.c_str(), opt_.port,
+        out("cannot connect to {}:{}: {} (is strix-chat-server running?)", opt_.host, opt_.port,
             std::strerror(err));
         return false;
     }
@@ -124,7 +120,7 @@ int chat_console::run() {
     // that has not logged in within its login timeout (10 s by default).
     if (!opt_.name.empty() && !opt_.password.empty()) {
         if (!connect_server()) return 1;
-        out("connected to %s:%u", opt_.host.c_str(), opt_.port);
+        out("connected to {}:{}", opt_.host, opt_.port);
     }
     if (opt_.name.empty()) prompt("name: ");
     else if (opt_.password.empty()) prompt("password: ");
@@ -145,13 +141,13 @@ int chat_console::run() {
         }
         if (r < 0) {
             if (errno == EINTR) continue;
-            out("poll: %s", std::strerror(errno));
+            out("poll: {}", std::strerror(errno));
             return 1;
         }
         if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0 && !read_socket()) return status_;
         if (n == 2 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0) read_stdin();
         if (waiting_ != waiting::nothing && std::chrono::steady_clock::now() - waiting_since_ > opt_.reply_timeout) {
-            out("error: no reply from the server within %lld ms", static_cast<long long>(opt_.reply_timeout.count()));
+            out("error: no reply from the server within {} ms", opt_.reply_timeout.count());
             if (waiting_ == waiting::login) return 1;
             done_waiting();
         }
@@ -188,7 +184,7 @@ bool chat_console::read_socket() {
     const ssize_t n = ::read(fd_, buf, sizeof(buf));
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
     if (n <= 0) {
-        out("connection closed by the server%s%s", n < 0 ? ": " : "", n < 0 ? std::strerror(errno) : "");
+        out("connection closed by the server{}{}", n < 0 ? ": " : "", n < 0 ? std::strerror(errno) : "");
         status_ = 1;
         return false;
     }
@@ -198,7 +194,7 @@ bool chat_console::read_socket() {
                                                                                f.body.size() + frame_header_size));
                                        });
     if (e != frame_errc::ok && e != frame_errc::need_more) {
-        out("undecodable data from the server (%s); disconnecting", make_error_code(e).message().c_str());
+        out("undecodable data from the server ({}); disconnecting", make_error_code(e));
         status_ = 1;
         return false;
     }
@@ -236,7 +232,7 @@ void chat_console::next_lines() {
     }
     if (!logged_in_ && waiting_ == waiting::nothing && !opt_.name.empty() && !opt_.password.empty()) login();
     if (!logged_in_ && waiting_ == waiting::nothing && stdin_eof_ && lines_.empty()) {
-        out("error: input ended before the %s was given", opt_.name.empty() ? "name" : "password");
+        out("error: input ended before the {} was given", opt_.name.empty() ? "name" : "password");
         status_ = 1;
         quit_ = true;
     }
@@ -249,7 +245,7 @@ void chat_console::login() {
             quit_ = true;
             return;
         }
-        out("connected to %s:%u", opt_.host.c_str(), opt_.port);
+        out("connected to {}:{}", opt_.host, opt_.port);
     }
     fbb_.Clear();
     fbb_.Finish(proto::Createlogin_req(fbb_, fbb_.CreateString(opt_.name), fbb_.CreateString(opt_.password)));
@@ -336,7 +332,7 @@ void chat_console::command(const std::string& raw) {
         send(proto::msg_type::ping_req);
         start(waiting::pong);
     } else {
-        out("unknown command %s (/help lists the commands)", cmd.c_str());
+        out("unknown command {} (/help lists the commands)", cmd);
     }
 }
 
@@ -365,8 +361,7 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
         if (res == nullptr || res->player() == nullptr) break;
         player_id_ = res->player()->id();
         logged_in_ = true;
-        out("logged in as %.*s (player %llu)%s", static_cast<int>(str(res->player()->name()).size()),
-            str(res->player()->name()).data(), static_cast<unsigned long long>(player_id_),
+        out("logged in as {} (player {}){}", str(res->player()->name()), player_id_,
             res->created() ? ", new account" : "");
         help();
         if (waiting_ == waiting::login) done_waiting();
@@ -381,9 +376,7 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
             out("rooms:");
             for (const proto::room_info* r : *res->rooms()) {
                 if (r == nullptr) continue;
-                out("  %llu  %.*s  (%u member%s)", static_cast<unsigned long long>(r->id()),
-                    static_cast<int>(str(r->name()).size()), str(r->name()).data(), r->members(),
-                    r->members() == 1 ? "" : "s");
+                out("  {}  {}  ({} member{})", r->id(), str(r->name()), r->members(), r->members() == 1 ? "" : "s");
             }
         }
         if (waiting_ == waiting::rooms) done_waiting();
@@ -394,8 +387,7 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
         if (res == nullptr || res->room() == nullptr) break;
         room_id_ = res->room()->id();
         room_name_ = std::string(str(res->room()->name()));
-        out("created room %llu '%s'; you are in it (/exit leaves)", static_cast<unsigned long long>(room_id_),
-            room_name_.c_str());
+        out("created room {} '{}'; you are in it (/exit leaves)", room_id_, room_name_);
         if (waiting_ == waiting::create) done_waiting();
         return;
     }
@@ -412,15 +404,14 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
                 members += str(p->name());
             }
         }
-        out("joined room %llu '%s' (/exit leaves); members: %s", static_cast<unsigned long long>(room_id_),
-            room_name_.c_str(), members.c_str());
+        out("joined room {} '{}' (/exit leaves); members: {}", room_id_, room_name_, members);
         if (waiting_ == waiting::join) done_waiting();
         return;
     }
     case proto::msg_type::leave_room_res: {
         const auto* res = body_as<proto::leave_room_res>(frame);
         if (res == nullptr) break;
-        out("left room %llu '%s'", static_cast<unsigned long long>(res->room_id()), room_name_.c_str());
+        out("left room {} '{}'", res->room_id(), room_name_);
         room_id_ = 0;
         room_name_.clear();
         if (waiting_ == waiting::leave) done_waiting();
@@ -431,9 +422,7 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
         if (m == nullptr || m->sender() == nullptr) break;
         const std::string_view name = str(m->sender()->name());
         const std::string_view text = str(m->text());
-        out("[%llu#%llu] %.*s: %.*s", static_cast<unsigned long long>(m->room_id()),
-            static_cast<unsigned long long>(m->seq()), static_cast<int>(name.size()), name.data(),
-            static_cast<int>(text.size()), text.data());
+        out("[{}#{}] {}: {}", m->room_id(), m->seq(), name, text);
         if (waiting_ == waiting::chat && m->sender()->id() == player_id_ && m->client_seq() == client_seq_) {
             done_waiting();
         }
@@ -442,22 +431,20 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
     case proto::msg_type::member_joined: {
         const auto* m = body_as<proto::member_joined>(frame);
         if (m == nullptr || m->player() == nullptr) break;
-        out("* %.*s joined room %llu", static_cast<int>(str(m->player()->name()).size()),
-            str(m->player()->name()).data(), static_cast<unsigned long long>(m->room_id()));
+        out("* {} joined room {}", str(m->player()->name()), m->room_id());
         return;
     }
     case proto::msg_type::member_left: {
         const auto* m = body_as<proto::member_left>(frame);
         if (m == nullptr || m->player() == nullptr) break;
-        out("* %.*s left room %llu", static_cast<int>(str(m->player()->name()).size()),
-            str(m->player()->name()).data(), static_cast<unsigned long long>(m->room_id()));
+        out("* {} left room {}", str(m->player()->name()), m->room_id());
         return;
     }
     case proto::msg_type::pong_res: {
         const auto* m = body_as<proto::pong_res>(frame);
         if (m == nullptr) break;
         if (m->ts() == 0) return;  // our keepalive
-        out("pong: %llu us round trip", static_cast<unsigned long long>(steady_us() - m->ts()));
+        out("pong: {} us round trip", steady_us() - m->ts());
         if (waiting_ == waiting::pong) done_waiting();
         return;
     }
@@ -465,8 +452,7 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
         const auto* e = body_as<proto::error_res>(frame);
         if (e == nullptr) break;
         const std::string_view reason = str(e->reason());
-        out("error: %s: %s%s%.*s", name_of(e->request()), name_of(e->code()), reason.empty() ? "" : ": ",
-            static_cast<int>(reason.size()), reason.data());
+        out("error: {}: {}{}{}", name_of(e->request()), name_of(e->code()), reason.empty() ? "" : ": ", reason);
         if (waiting_ == waiting::login) {
             // Without a login nothing else can work.
             status_ = 1;
@@ -476,10 +462,10 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
         return;
     }
     default:
-        out("(ignoring a frame of unknown type %u)", static_cast<unsigned>(type_of(frame)));
+        out("(ignoring a frame of unknown type {})", static_cast<unsigned>(type_of(frame)));
         return;
     }
-    out("(ignoring a malformed %s frame)", name_of(type_of(frame)));
+    out("(ignoring a malformed {} frame)", name_of(type_of(frame)));
 }
 
 }  // namespace strix::chat

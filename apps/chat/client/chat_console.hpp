@@ -12,6 +12,7 @@
 //   error: <request>: <code>: <reason>
 
 #include <strix/codec/frame_codec.hpp>
+#include <strix/core/format.hpp>
 
 #include <flatbuffers/flatbuffers.h>
 #include <strix/proto/chat_generated.h>
@@ -21,6 +22,7 @@
 #include <deque>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace strix::chat {
 
@@ -60,7 +62,12 @@ private:
     void echo(bool on);
     void help();
     void done_waiting();
-    [[gnu::format(printf, 2, 3)]] void out(const char* fmt, ...);
+    /// One line to stdout, flushed. Main thread.
+    template <class... A>
+    void out(strix::format_string_for<A...> fmt, const A&... args) {
+        out_line(strix::format(fmt, args...));
+    }
+    void out_line(std::string_view line);
 
     console_options opt_;
     int fd_ = -1;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -119,9 +120,9 @@ void load_controller::tick_setup(std::int64_t now) {
     const auto joined = static_cast<std::uint32_t>(sum([](const worker_mailbox& b) -> auto& { return b.joined; }));
     const auto retries = sum([](const worker_mailbox& b) -> auto& { return b.login_retries; });
     if (now >= next_progress_ && p == load_phase::connecting) {
-        std::printf("login: %u/%u connected, %u/%u logged in, %llu retried after \"retry later\" (%.1f s)\n",
-                    connected, o.clients, logged, o.clients, static_cast<unsigned long long>(retries),
-                    seconds(now - t_start_));
+        // printf for the %.1f (strix::format has no precision); PRIu64 instead of a cast for the count.
+        std::printf("login: %u/%u connected, %u/%u logged in, %" PRIu64 " retried after \"retry later\" (%.1f s)\n",
+                    connected, o.clients, logged, o.clients, retries, seconds(now - t_start_));
         std::fflush(stdout);
         next_progress_ = now + sec_ns;
     }
@@ -142,8 +143,9 @@ void load_controller::tick_setup(std::int64_t now) {
                 return;
             }
         }
-        std::printf("login: %u clients logged in (%.1f s, %llu logins retried after \"retry later\"); creating %u rooms\n",
-                    o.clients, seconds(now - t_start_), static_cast<unsigned long long>(retries), o.rooms);
+        std::printf("login: %u clients logged in (%.1f s, %" PRIu64 " logins retried after \"retry later\"); "
+                    "creating %u rooms\n",
+                    o.clients, seconds(now - t_start_), retries, o.rooms);
         std::fflush(stdout);
         set_phase(load_phase::creating);
         return;

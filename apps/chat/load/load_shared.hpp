@@ -16,6 +16,8 @@
 #include "load_stats.hpp"
 #include "message_text.hpp"
 
+#include <strix/core/format.hpp>
+
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -112,12 +114,10 @@ struct load_shared {
     /// Prints one diagnostic line to stderr, at most `limit` lines per `kind` counter.
     /// Any thread.
     template <class... Args>
-    void warn(std::atomic<std::uint32_t>& kind, std::uint32_t limit, const char* fmt, Args... args) {
+    void warn(std::atomic<std::uint32_t>& kind, std::uint32_t limit, strix::format_string_for<Args...> fmt,
+              const Args&... args) {
         if (kind.fetch_add(1, std::memory_order_relaxed) >= limit) return;
-        std::lock_guard<std::mutex> lock(print_mu_);
-        std::fputs("strix-chat-load: ", stderr);
-        std::fprintf(stderr, fmt, args...);
-        std::fputc('\n', stderr);
+        strix::print(stderr, "strix-chat-load: {}\n", strix::format(fmt, args...));
     }
 
     std::atomic<std::uint32_t> warned_corrupt{0};
@@ -129,7 +129,6 @@ private:
     std::mutex fatal_mu_;
     std::string fatal_;
     std::atomic<bool> failed_{false};
-    std::mutex print_mu_;
 };
 
 }  // namespace strix::chat

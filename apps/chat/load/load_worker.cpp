@@ -593,14 +593,14 @@ void load_worker::on_frame(load_client& c, std::span<const std::byte> frame, std
         // Once the run is over, other workers' clients are closing: their departures are expected.
         if (shared_.stop.load(std::memory_order_relaxed)) return;
         ++now_sink_->unexpected;
-        shared_.warn(shared_.warned_other, 10, "client %u: member_left received; nobody was meant to leave",
+        shared_.warn(shared_.warned_other, 10, "client {}: member_left received; nobody was meant to leave",
                      c.index);
         return;
     case proto::msg_type::pong_res:
         return;
     default:
         ++now_sink_->unexpected;
-        shared_.warn(shared_.warned_other, 10, "client %u: unexpected frame type %u", c.index,
+        shared_.warn(shared_.warned_other, 10, "client {}: unexpected frame type {}", c.index,
                      static_cast<unsigned>(type));
         return;
     }
@@ -642,15 +642,15 @@ void load_worker::on_error_res(load_client& c, std::span<const std::byte> frame)
         now_sink_->refused += owed;
         expected_all_ -= owed;
     }
-    shared_.warn(shared_.warned_errors, 20, "client %u: %s failed: %s: %s", c.index, request, error_name(code),
-                 reason.c_str());
+    shared_.warn(shared_.warned_errors, 20, "client {}: {} failed: {}: {}", c.index, request, error_name(code),
+                 reason);
 }
 
 void load_worker::on_chat(load_client& c, std::span<const std::byte> frame, std::int64_t now) {
     const auto* msg = body_as<proto::chat_msg>(frame);
     if (msg == nullptr || msg->sender() == nullptr || c.state != client_state::in_room) {
         ++now_sink_->corrupt;
-        shared_.warn(shared_.warned_corrupt, 20, "client %u: chat_msg %s", c.index,
+        shared_.warn(shared_.warned_corrupt, 20, "client {}: chat_msg {}", c.index,
                      msg == nullptr ? "does not verify" : "without sender or outside a room");
         return;
     }
@@ -662,10 +662,9 @@ void load_worker::on_chat(load_client& c, std::span<const std::byte> frame, std:
         ts > now || msg->client_seq() == 0) {
         ++sink_for_sent(ts).corrupt;
         shared_.warn(shared_.warned_corrupt, 20,
-                     "client %u: chat_msg from player %llu in room %llu (seq %llu) is not from a member of "
-                     "room %llu, or carries an impossible client_ts/client_seq",
-                     c.index, static_cast<unsigned long long>(sender), static_cast<unsigned long long>(msg->room_id()),
-                     static_cast<unsigned long long>(msg->seq()), static_cast<unsigned long long>(room));
+                     "client {}: chat_msg from player {} in room {} (seq {}) is not from a member of "
+                     "room {}, or carries an impossible client_ts/client_seq",
+                     c.index, sender, msg->room_id(), msg->seq(), room);
         return;
     }
     c.heard_chat = true;
@@ -675,20 +674,18 @@ void load_worker::on_chat(load_client& c, std::span<const std::byte> frame, std:
     switch (v) {
     case delivery_verdict::duplicate:
         ++s.duplicates;
-        shared_.warn(shared_.warned_order, 20, "client %u: duplicate chat_msg room seq %llu (client_seq %llu of %llu)",
-                     c.index, static_cast<unsigned long long>(msg->seq()),
-                     static_cast<unsigned long long>(msg->client_seq()), static_cast<unsigned long long>(sender));
+        shared_.warn(shared_.warned_order, 20, "client {}: duplicate chat_msg room seq {} (client_seq {} of {})",
+                     c.index, msg->seq(), msg->client_seq(), sender);
         return;
     case delivery_verdict::out_of_order:
         ++s.out_of_order;
-        shared_.warn(shared_.warned_order, 20, "client %u: chat_msg room seq %llu arrived after seq %llu",
-                     c.index, static_cast<unsigned long long>(msg->seq()),
-                     static_cast<unsigned long long>(c.checker.last_seq()));
+        shared_.warn(shared_.warned_order, 20, "client {}: chat_msg room seq {} arrived after seq {}",
+                     c.index, msg->seq(), c.checker.last_seq());
         break;
     case delivery_verdict::gap:
         ++s.gaps;
-        shared_.warn(shared_.warned_order, 20, "client %u: room seq jumped to %llu (messages missing)", c.index,
-                     static_cast<unsigned long long>(msg->seq()));
+        shared_.warn(shared_.warned_order, 20, "client {}: room seq jumped to {} (messages missing)", c.index,
+                     msg->seq());
         break;
     case delivery_verdict::in_order:
         break;
@@ -696,11 +693,9 @@ void load_worker::on_chat(load_client& c, std::span<const std::byte> frame, std:
     const auto* text = msg->text();
     if (!shared_.text.matches(sender, msg->client_seq(), str(text))) {
         ++s.corrupt;
-        shared_.warn(shared_.warned_corrupt, 20, "client %u: text of room seq %llu (client_seq %llu of player %llu) "
-                     "differs from what was sent (%u bytes received)",
-                     c.index, static_cast<unsigned long long>(msg->seq()),
-                     static_cast<unsigned long long>(msg->client_seq()), static_cast<unsigned long long>(sender),
-                     text == nullptr ? 0u : text->size());
+        shared_.warn(shared_.warned_corrupt, 20, "client {}: text of room seq {} (client_seq {} of player {}) "
+                     "differs from what was sent ({} bytes received)",
+                     c.index, msg->seq(), msg->client_seq(), sender, text == nullptr ? 0u : text->size());
         return;
     }
     ++s.delivered;
@@ -730,7 +725,7 @@ void load_worker::close_client(load_client& c, const std::string& why) {
         setup_failure(c, why);
         return;
     }
-    shared_.warn(shared_.warned_other, 20, "client %u: %s", c.index, why.c_str());
+    shared_.warn(shared_.warned_other, 20, "client {}: {}", c.index, why);
 }
 
 }  // namespace strix::chat

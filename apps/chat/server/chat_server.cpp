@@ -69,7 +69,7 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
         services_->on(room_id(r.id).owner(engine_->shard_count())).host().restore(std::move(r));
     }
     if (restored != 0)
-        log(log_level::info, "restored %zu rooms with %zu memberships from the database", restored, memberships);
+        log(log_level::info, "restored {} rooms with {} memberships from the database", restored, memberships);
 
     // The options' listeners, caps and limits (the handshake timeout is --login-timeout-ms:
     // chat_service calls handshake_done() at login), with the chat protocol's framing and frame sizes.

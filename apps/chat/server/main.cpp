@@ -5,6 +5,8 @@
 
 #include "apps/chat/storage/chat_store.hpp"
 
+#include <strix/core/format.hpp>
+
 #include <pthread.h>
 #include <signal.h>
 
@@ -48,16 +50,16 @@ int main(int argc, char** argv) {
     try {
         strix::chat::chat_server srv(o);
         const std::string also_unix = o.server.unix_path.empty() ? std::string() : " and unix:" + o.server.unix_path;
-        std::printf("strix-chat-server: listening on %s:%u%s with %u shards (%s); database %s; metrics %s\n",
-                    o.server.host.c_str(), srv.port(), also_unix.c_str(), srv.shard_count(), srv.io_name(), strix::chat::redact_url(o.db).c_str(),
-                    srv.metrics_port() ? ("http://127.0.0.1:" + std::to_string(srv.metrics_port()) + "/metrics").c_str()
-                                       : "off");
+        const std::string metrics =
+            srv.metrics_port() ? strix::format("http://127.0.0.1:{}/metrics", srv.metrics_port()) : std::string("off");
+        strix::print(stdout, "strix-chat-server: listening on {}:{}{} with {} shards ({}); database {}; metrics {}\n",
+                     o.server.host, srv.port(), also_unix, srv.shard_count(), srv.io_name(),
+                     strix::chat::redact_url(o.db), metrics);
         std::fflush(stdout);
         std::uint64_t lost = srv.run();
         std::printf("strix-chat-server: stopped\n");
         if (lost) {
-            std::fprintf(stderr, "strix-chat-server: %llu chat messages could not be written to the database\n",
-                         static_cast<unsigned long long>(lost));
+            strix::print(stderr, "strix-chat-server: {} chat messages could not be written to the database\n", lost);
             return 1;
         }
     } catch (const std::exception& e) {

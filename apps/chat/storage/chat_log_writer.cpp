@@ -120,7 +120,7 @@ bool chat_log_writer::commit_with_retry(const batch_buffer& batch, clock::time_p
                 // reused, or an earlier attempt of this batch committed after all.
                 duplicates_.fetch_add(batch.logs.size() - inserted, std::memory_order_relaxed);
                 log(log_level::warn,
-                    "chat_log_writer: %zu of %zu entries were already stored under the same (room_id, seq)%s",
+                    "chat_log_writer: {} of {} entries were already stored under the same (room_id, seq){}",
                     batch.logs.size() - inserted, batch.logs.size(),
                     attempt > 1 ? " (an earlier attempt may have committed)" : "; is a room id reused?");
             }
@@ -135,19 +135,19 @@ bool chat_log_writer::commit_with_retry(const batch_buffer& batch, clock::time_p
         std::unique_lock lk(mu_);
         if (stopping_) {
             if (++failed_while_stopping >= cfg_.stop_attempts) {
-                log(log_level::error, "chat_log_writer: commit of %zu entries failed (attempt %u, stopping): %s",
-                    batch.size(), attempt, why.c_str());
+                log(log_level::error, "chat_log_writer: commit of {} entries failed (attempt {}, stopping): {}",
+                    batch.size(), attempt, why);
                 return false;
             }
-            log(log_level::error, "chat_log_writer: commit of %zu entries failed (attempt %u, stopping): %s; "
-                "retrying", batch.size(), attempt, why.c_str());
+            log(log_level::error, "chat_log_writer: commit of {} entries failed (attempt {}, stopping): {}; "
+                "retrying", batch.size(), attempt, why);
             // Shutdown is bounded: short fixed pauses instead of the growing backoff.
             lk.unlock();
             std::this_thread::sleep_for(cfg_.retry_initial);
             continue;
         }
-        log(log_level::error, "chat_log_writer: commit of %zu entries failed (attempt %u): %s; retrying in %lld ms",
-            batch.size(), attempt, why.c_str(), static_cast<long long>(backoff.count()));
+        log(log_level::error, "chat_log_writer: commit of {} entries failed (attempt {}): {}; retrying in {} ms",
+            batch.size(), attempt, why, backoff.count());
         // Wakes early when stop() is called, which switches to the bounded shutdown retries.
         work_cv_.wait_for(lk, backoff, [&] { return stopping_; });
         backoff = std::min(backoff * 2, cfg_.retry_max);
@@ -181,9 +181,9 @@ std::uint64_t chat_log_writer::stop() {
     const std::uint64_t lost = lost_.load(std::memory_order_relaxed);
     if (lost != 0) {
         log(log_level::error,
-            "chat_log_writer: %llu acknowledged chat log entries could NOT be written to the database "
+            "chat_log_writer: {} acknowledged chat log entries could NOT be written to the database "
             "(it kept failing during shutdown); they are lost",
-            static_cast<unsigned long long>(lost));
+            lost);
     }
     return lost;
 }

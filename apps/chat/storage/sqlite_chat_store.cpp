@@ -91,7 +91,7 @@ private:
         // Without a connection of its own there is no checkpoint thread; the hook's hard limit
         // still bounds the WAL.
         if (::sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
-            log(log_level::warn, "sqlite: no checkpoint thread for '%s': %s", path.c_str(),
+            log(log_level::warn, "sqlite: no checkpoint thread for '{}': {}", path,
                 db_ != nullptr ? ::sqlite3_errmsg(db_) : "cannot open");
             ::sqlite3_close_v2(db_);
             db_ = nullptr;
@@ -118,7 +118,7 @@ private:
                 int frames = 0, copied = 0;
                 const int rc = ::sqlite3_wal_checkpoint_v2(db_, nullptr, SQLITE_CHECKPOINT_PASSIVE, &frames, &copied);
                 if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
-                    log_limited(log_level::warn, "sqlite: checkpoint failed: %s", ::sqlite3_errmsg(db_));
+                    log_limited(log_level::warn, "sqlite: checkpoint failed: {}", ::sqlite3_errmsg(db_));
                     break;
                 }
                 if (rc != SQLITE_OK || copied >= frames) break;

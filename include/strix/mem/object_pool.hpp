@@ -6,6 +6,7 @@
 //
 // Not thread-safe: an instance belongs to one shard thread, and every call must come from it.
 
+#include <strix/core/format.hpp>
 #include <strix/mem/alloc_stats.hpp>
 #include <strix/mem/slab_pool.hpp>
 
@@ -31,8 +32,8 @@ public:
     ~object_pool() {
         if constexpr (!std::is_trivially_destructible_v<T>) {
             if (pool_.stats().in_use != 0) {
-                std::fprintf(stderr, "strix: object_pool destroyed with %llu live objects; destroy() them first\n",
-                             static_cast<unsigned long long>(pool_.stats().in_use));
+                strix::print(stderr, "strix: object_pool destroyed with {} live objects; destroy() them first\n",
+                             pool_.stats().in_use);
                 std::abort();
             }
         }

@@ -93,7 +93,7 @@ public:
     void thread_start() override {
         // The shard's thread enables the ring and so becomes its single issuer.
         if (::syscall(__NR_io_uring_register, ring_.ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0) < 0)
-            log(log_level::warn, "io_uring: cannot enable the ring: %s", std::strerror(errno));
+            log(log_level::warn, "io_uring: cannot enable the ring: {}", std::strerror(errno));
         issuer_ = ::pthread_self();
         started_ = true;
     }

@@ -68,8 +68,8 @@ void room_host::committed(std::uint64_t upto) {
     // The writer commits in acceptance order and reports the highest ticket per batch, so the
     // reports only grow; a ticket never handed out would be a broken invariant.
     if (upto >= next_ticket_) {
-        log(log_level::error, "room_host %u: the writer reported ticket %llu committed, but only %llu were issued",
-            self_, static_cast<unsigned long long>(upto), static_cast<unsigned long long>(next_ticket_ - 1));
+        log(log_level::error, "room_host {}: the writer reported ticket {} committed, but only {} were issued", self_,
+            upto, next_ticket_ - 1);
         std::abort();
     }
     if (upto > committed_) committed_ = upto;

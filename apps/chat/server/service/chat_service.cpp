@@ -35,7 +35,7 @@ std::optional<login_result> verify_login(chat_store& store, chat_context& ctx, c
         // current policy, so the reply time does not tell which it was.
         if (r->outcome == login_outcome::unknown_account) (void)verify_password(ctx.dummy_hash, password);
     } catch (const std::exception& e) {
-        log_limited(log_level::warn, "login of %s failed: %s", name.c_str(), e.what());
+        log_limited(log_level::warn, "login of {} failed: {}", name, e.what());
     }
     if (!r)
         ctx.throttle->abandoned(name, address);
