@@ -145,7 +145,8 @@ for name in "${wanted[@]}"; do
       fi ;;
     strix-base | strix-epoll-base)
       base=${ECHO_BASELINE_BIN:-}
-      barg=""
+      # The backend is named for both: the baseline's default may not be this build's.
+      barg="--io uring"
       [ "$name" = strix-epoll-base ] && barg="--io epoll"
       if [ -n "$base" ] && [ -x "$base/strix-echo-server" ]; then
         add_server "$name" "$base/strix-echo-server" "$barg" strix-base built
