@@ -1,6 +1,7 @@
 #pragma once
-// player: the chat state of one session, owned by the session's shard (session::user_data points
-// at it). Created when the connection opens; "logged in" once the database said so.
+// player: the chat state of one session, owned by the session's shard and held by the session as
+// its typed state (session::emplace_state<player>, read back with session::state<player>()).
+// Created when the connection opens; "logged in" once the database said so.
 
 #include "token_bucket.hpp"
 #include "apps/chat/server/rooms/room_id.hpp"
