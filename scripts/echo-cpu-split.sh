@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 B=$build/bin
 declare -A SRV=(
- [strix]="$B/strix-echo-server --shards 2"
+ [strix]="$B/strix-echo-server --shards 2 --io epoll"
  [strix-uring]="$B/strix-echo-server --shards 2 --io uring"
  [raw-epoll]="$B/strix-echo-raw-epoll --threads 2"
  [tokio]="$build/peers/bin/tokio-echo --threads 2"

@@ -8,7 +8,7 @@
 # ECHO_REPS repetitions; medians. Needs perf (software events and syscall tracepoints) unless
 # ECHO_PM_PERF=0.
 #   scripts/echo-per-message.sh [build_dir] [depth]
-#   ECHO_REPS [3]   ECHO_PM_SERVERS ["strix strix-uring strix-1 raw-epoll tokio"]; also strix-2,
+#   ECHO_REPS [3]   ECHO_PM_SERVERS ["strix strix-uring strix-1 raw-epoll tokio"] (strix* on epoll unless named -uring); also strix-2,
 #                   strix-pin (--pin), strix-batch (SCHED_BATCH), and with ECHO_PM_ALT_BIN=<another
 #                   strix-echo-server build> alt, alt-1, alt-uring
 #   ECHO_PM_PERF [1]: 0 skips perf (throughput only, nothing attached)
@@ -42,12 +42,12 @@ case $client_mode in
 esac
 read -r -a servers <<<"${ECHO_PM_SERVERS:-strix strix-uring strix-1 raw-epoll tokio}"
 declare -A SRV=(
-  [strix]="$B/strix-echo-server"
+  [strix]="$B/strix-echo-server --io epoll"
   [strix-uring]="$B/strix-echo-server --io uring"
-  [strix-1]="$B/strix-echo-server --shards 1"
-  [strix-2]="$B/strix-echo-server --shards 2"
-  [strix-pin]="$B/strix-echo-server --pin"
-  [strix-batch]="chrt -b 0 $B/strix-echo-server"
+  [strix-1]="$B/strix-echo-server --shards 1 --io epoll"
+  [strix-2]="$B/strix-echo-server --shards 2 --io epoll"
+  [strix-pin]="$B/strix-echo-server --pin --io epoll"
+  [strix-batch]="chrt -b 0 $B/strix-echo-server --io epoll"
   [raw-epoll]="$B/strix-echo-raw-epoll --threads $(nproc)"
   [tokio]="$build/peers/bin/tokio-echo --threads $(nproc)"
 )
