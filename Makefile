@@ -4,6 +4,7 @@
 #   make bench  component benchmarks and shoot-outs, tables and plots under build/bench/
 #   make bench-link  strix::link against libzmq (seed 002's tables) into build/bench/link.md
 #   make soak   an hour of seed 004's chat load (SOAK_DURATION=600: ten minutes): latency and RSS drift per 10 min
+#   make format applies .clang-format to the C++ sources
 #   make fuzz   libFuzzer targets (clang, ASan + UBSan) in build-fuzz/, FUZZ_SECONDS each (default 60)
 # SANITIZE=1 builds into build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer.
 
@@ -18,7 +19,7 @@ CMAKE_FLAGS += -DCMAKE_BUILD_TYPE=Release
 endif
 CTEST_ARGS ?=
 
-.PHONY: all deps configure build test bench bench-components bench-scaling bench-echo bench-chat bench-link fuzz run clean soak
+.PHONY: format all deps configure build test bench bench-components bench-scaling bench-echo bench-chat bench-link fuzz run clean soak
 
 all: build
 
@@ -68,6 +69,10 @@ RUN_TARGETS = strix-chat-server strix-chat-client strix-chat-load
 run: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target $(RUN_TARGETS)
 	@exec scripts/run-chat.sh $(BUILD_DIR)
+
+# Applies .clang-format (clang-format-16) to every C++ file git tracks (the peers are Rust and Go).
+format: deps
+	@git ls-files '*.cpp' '*.hpp' | grep -v '^bench/peers/' | xargs clang-format-16 -i
 
 clean:
 	rm -rf build build-asan

@@ -16,6 +16,7 @@ packages=(
   libzmq3-dev                 # strix::link interop tests and the libzmq baseline only
   gnuplot-nox                 # echo.png and other plots written by make bench
   clang-16 libclang-rt-16-dev llvm-16   # make fuzz only: libFuzzer + sanitizers, llvm-symbolizer (fuzz/)
+  clang-format-16             # make format only: .clang-format
 )
 
 missing=()
