@@ -111,7 +111,8 @@ void ArenaAllocator_Alloc(benchmark::State& state) {
     for (auto _ : state) {
         // Reset before the arena would have to chain a second block, the same cadence as the bump
         // arena above (sizes here are multiples of the alignment, so in_use is exact).
-        if (arena.stats().in_use + size > arena_bytes) [[unlikely]] arena.reset();
+        if (arena.stats().in_use + size > arena_bytes) [[unlikely]]
+            arena.reset();
         void* p = arena.allocate(size);
         touch(p, i++);
     }

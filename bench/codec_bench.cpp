@@ -52,8 +52,7 @@ void FrameCodec_Decode(benchmark::State& state) {
         // The input pointer is opaque to the optimiser, so the CRC cannot be hoisted.
         const std::byte* p = frame.data();
         benchmark::DoNotOptimize(p);
-        const strix::decode_result r =
-            strix::decode_frame(std::span<const std::byte>(p, frame.size()), limits);
+        const strix::decode_result r = strix::decode_frame(std::span<const std::byte>(p, frame.size()), limits);
         if (r.error != strix::frame_errc::ok) {
             state.SkipWithError("decode failed");
             break;

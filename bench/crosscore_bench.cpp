@@ -105,8 +105,8 @@ void crosscore_latency(benchmark::State& state, const bench_backend& be) {
     eng.join();
     state.SetLabel(be.name);
     state.SetItemsProcessed(static_cast<std::int64_t>(round_trips));
-    state.counters["round_trip"] = benchmark::Counter(static_cast<double>(round_trips),
-                                                      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    state.counters["round_trip"] =
+        benchmark::Counter(static_cast<double>(round_trips), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 // --- CrossCore_PostThroughput -----------------------------------------------------------------
@@ -179,7 +179,8 @@ void crosscore_post_throughput(benchmark::State& state, const bench_backend& be)
     state.SetItemsProcessed(static_cast<std::int64_t>(tasks));
     state.counters["per_task"] =
         benchmark::Counter(static_cast<double>(tasks), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-    state.counters["overflows"] = benchmark::Counter(tasks ? static_cast<double>(overflows) / static_cast<double>(tasks) : 0);
+    state.counters["overflows"] =
+        benchmark::Counter(tasks ? static_cast<double>(overflows) / static_cast<double>(tasks) : 0);
 }
 
 const bool registered = [] {

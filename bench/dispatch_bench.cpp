@@ -81,8 +81,10 @@ void run_lookups(benchmark::State& state, const dispatch_setup& s, Find find) {
         misses += h == nullptr;
         benchmark::DoNotOptimize(h);
     }
-    if (misses != 0) state.SkipWithError("a registered type found no handler");
-    else if (!all_agree(s)) state.SkipWithError("the three lookups disagree");
+    if (misses != 0)
+        state.SkipWithError("a registered type found no handler");
+    else if (!all_agree(s))
+        state.SkipWithError("the three lookups disagree");
     state.SetItemsProcessed(state.iterations());
 }
 

@@ -37,9 +37,7 @@ public:
     }
 
     /// The handler of `type`, or nullptr when none is registered.
-    message_handler* find(std::uint16_t type) const noexcept {
-        return type < table_.size() ? table_[type] : nullptr;
-    }
+    message_handler* find(std::uint16_t type) const noexcept { return type < table_.size() ? table_[type] : nullptr; }
 
 private:
     std::vector<message_handler*> table_;

@@ -187,8 +187,8 @@ void SpscQueue_ConcurrentThroughput(benchmark::State& state) {
             std::size_t sent = 0;
             backoff wait;
             while (sent < stream_batch) {
-                const std::size_t n = q.try_push_batch(batch.begin() + static_cast<std::ptrdiff_t>(sent),
-                                                       stream_batch - sent);
+                const std::size_t n =
+                    q.try_push_batch(batch.begin() + static_cast<std::ptrdiff_t>(sent), stream_batch - sent);
                 if (n == 0) {
                     if (stop.load(std::memory_order_relaxed)) return;
                     wait.pause();

@@ -16,7 +16,6 @@
 
 namespace {
 
-
 void TimingWheel_ScheduleTick(benchmark::State& state) {
     const auto n = static_cast<std::size_t>(state.range(0));
     std::mt19937_64 rng(42);

@@ -29,7 +29,8 @@ void remove_config() {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-    const char* dir = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
+    const char* dir =
+        ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp");
     std::string path = std::string(dir) + "/strix-config-fuzz-XXXXXX";
     config_fd = ::mkstemp(path.data());
     if (config_fd < 0) {

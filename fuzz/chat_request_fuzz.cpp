@@ -42,8 +42,7 @@ bytes view_of(const shared_buffer_ptr& b) { return {b->data(), b->size()}; }
 // ends where the frame ends (ASan sees a read past it). operator new[] aligns to 16.
 class placed_frame {
 public:
-    placed_frame(bytes frame, bool aligned)
-        : offset_(aligned ? 4 : 0), mem_(new std::byte[offset_ + frame.size()]) {
+    placed_frame(bytes frame, bool aligned) : offset_(aligned ? 4 : 0), mem_(new std::byte[offset_ + frame.size()]) {
         if (!frame.empty()) std::memcpy(mem_.get() + offset_, frame.data(), frame.size());
         view_ = {mem_.get() + offset_, frame.size()};
     }
@@ -102,8 +101,8 @@ std::size_t read_as_client(bytes frame, msg_type type) {
             break;
         case msg_type::error_res:
             if (auto* m = body_as<proto::error_res>(frame))
-                seen = std::to_string(static_cast<unsigned>(m->request())) + std::to_string(static_cast<unsigned>(m->code())) +
-                       str(m->reason());
+                seen = std::to_string(static_cast<unsigned>(m->request())) +
+                       std::to_string(static_cast<unsigned>(m->code())) + str(m->reason());
             break;
         default: break;
     }
@@ -144,12 +143,14 @@ void handle(bytes frame) {
             const member members[] = {{1, 0, 11, "ann"}, {2, 1, 12, name}};
             const auto joined = frames::join_room_res(room, members);
             const auto* j = body_as<proto::join_room_res>(view_of(joined));
-            STRIX_FUZZ_CHECK(j && j->room() && str(j->room()->name()) == name && j->members() && j->members()->size() == 2);
+            STRIX_FUZZ_CHECK(j && j->room() && str(j->room()->name()) == name && j->members() &&
+                             j->members()->size() == 2);
             STRIX_FUZZ_CHECK(str(j->members()->Get(1)->name()) == name && j->members()->Get(1)->id() == 12);
             const auto list = frames::list_rooms_res(std::span(&room, 1));
             const auto* l = body_as<proto::list_rooms_res>(view_of(list));
             STRIX_FUZZ_CHECK(l && l->rooms() && l->rooms()->size() == 1 && str(l->rooms()->Get(0)->name()) == name);
-            const auto notice = (name.size() & 1) ? frames::member_joined(7, 12, name) : frames::member_left(7, 12, name);
+            const auto notice =
+                (name.size() & 1) ? frames::member_joined(7, 12, name) : frames::member_left(7, 12, name);
             const auto* n = body_as<proto::member_joined>(view_of(notice));  // same layout as member_left
             STRIX_FUZZ_CHECK(n && n->room_id() == 7 && n->player() && str(n->player()->name()) == name);
             return;

@@ -93,11 +93,10 @@ void check_result(bytes in, const decode_result& r, const codec_limits& lim) {
 // A frame is judged from its header alone: every shorter prefix of `in` is need_more, or the
 // same header error once the 12 header bytes are there. Prefixes are exact copies.
 void check_prefixes(bytes in, const decode_result& whole, const codec_limits& lim) {
-    const std::size_t stop = whole.error == frame_errc::ok || whole.error == frame_errc::crc_mismatch
-                                 ? whole.needed
-                                 : in.size();
-    const std::size_t probes[] = {0, 1, frame_header_size - 1, frame_header_size, frame_header_size + 1, stop / 2,
-                                  stop - 1};
+    const std::size_t stop =
+        whole.error == frame_errc::ok || whole.error == frame_errc::crc_mismatch ? whole.needed : in.size();
+    const std::size_t probes[] = {0,        1,       frame_header_size - 1, frame_header_size, frame_header_size + 1,
+                                  stop / 2, stop - 1};
     for (std::size_t k : probes) {
         if (k >= stop || k > in.size()) continue;
         const exact_copy prefix(in.first(k));
@@ -201,7 +200,8 @@ void fix_crcs(std::vector<std::byte>& s) {
         frame_header h = parse_header(s.data() + pos);
         if (h.length < frame_header_size || h.length > s.size() - pos) return;
         if (h.flags & frame_flag_crc) {
-            h.crc = crc32c(std::span<const std::byte>(s).subspan(pos + frame_header_size, h.length - frame_header_size));
+            h.crc =
+                crc32c(std::span<const std::byte>(s).subspan(pos + frame_header_size, h.length - frame_header_size));
             encode_header(s.data() + pos, h);
         }
         pos += h.length;

@@ -120,8 +120,10 @@ void check_framer(kind which, const framer& f, bytes stream, std::size_t max_fra
         for (const probe& p : probes) {
             const exact_copy copy(stream.first(p.k));
             const std::size_t n = length_prefix_size(copy.view());
-            if (p.cut.error) STRIX_FUZZ_CHECK(n == 1 && p.cut.error == net_errc::frame_too_small);
-            else STRIX_FUZZ_CHECK(n == p.cut.size && n != 1);
+            if (p.cut.error)
+                STRIX_FUZZ_CHECK(n == 1 && p.cut.error == net_errc::frame_too_small);
+            else
+                STRIX_FUZZ_CHECK(n == p.cut.size && n != 1);
         }
     }
     if (which == kind::zmtp_frame && !full.error && full.size != 0 && full.size <= stream.size()) {
@@ -157,8 +159,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         kind k;
         const framer& f;
     } framers[] = {
-        {kind::length_prefix, length_prefix_framer()}, {kind::strix_header, strix_header_framer()},
-        {kind::raw, raw_framer()},                     {kind::zmtp_greeting, link::zmtp::greeting_framer()},
+        {kind::length_prefix, length_prefix_framer()},
+        {kind::strix_header, strix_header_framer()},
+        {kind::raw, raw_framer()},
+        {kind::zmtp_greeting, link::zmtp::greeting_framer()},
         {kind::zmtp_frame, link::zmtp::frame_framer()},
     };
     for (const auto& fr : framers) {

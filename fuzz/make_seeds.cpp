@@ -74,14 +74,17 @@ bytes greeting(unsigned major = 3, unsigned minor = 1, std::string_view mech = "
 bytes zframe(unsigned flags, const bytes& body, bool force_long = false) {
     if (body.size() <= 255 && !force_long) return u8(flags) + u8(static_cast<unsigned>(body.size())) + body;
     bytes h = u8(flags | 0x02);
-    for (int i = 0; i < 8; ++i) h.push_back(static_cast<std::byte>((static_cast<std::uint64_t>(body.size()) >> (56 - 8 * i)) & 0xff));
+    for (int i = 0; i < 8; ++i)
+        h.push_back(static_cast<std::byte>((static_cast<std::uint64_t>(body.size()) >> (56 - 8 * i)) & 0xff));
     return h + body;
 }
-bytes zcommand(std::string_view name, const bytes& data) { return zframe(0x04, u8(static_cast<unsigned>(name.size())) + of(name) + data); }
+bytes zcommand(std::string_view name, const bytes& data) {
+    return zframe(0x04, u8(static_cast<unsigned>(name.size())) + of(name) + data);
+}
 bytes property(std::string_view name, std::string_view value) {
     const auto n = static_cast<std::uint32_t>(value.size());
-    return u8(static_cast<unsigned>(name.size())) + of(name) + u8(n >> 24) + u8((n >> 16) & 0xff) + u8((n >> 8) & 0xff) +
-           u8(n & 0xff) + of(value);
+    return u8(static_cast<unsigned>(name.size())) + of(name) + u8(n >> 24) + u8((n >> 16) & 0xff) +
+           u8((n >> 8) & 0xff) + u8(n & 0xff) + of(value);
 }
 bytes ready(std::string_view type, std::string_view identity = {}) {
     bytes props = property("Socket-Type", type);
@@ -102,7 +105,8 @@ void frame_decoder_seeds() {
     const bytes empty = strix_frame(0, {}, false);
     seed("frame_decoder", "doc_examples", params(0, 0) + hello + hello_crc + empty);
     seed("frame_decoder", "doc_examples_bytewise", params(4, 0) + hello + hello_crc + empty);
-    seed("frame_decoder", "crc_fixed_split", params(1 | 6, 0) + hello_crc + strix_frame(7, bytes(300, std::byte{0x5a}), true));
+    seed("frame_decoder", "crc_fixed_split",
+         params(1 | 6, 0) + hello_crc + strix_frame(7, bytes(300, std::byte{0x5a}), true));
     seed("frame_decoder", "partial_tail", params(2, 0) + hello + bytes(hello.begin(), hello.begin() + 9));
     seed("frame_decoder", "partial_body", params(0, 0) + hello + bytes(hello.begin(), hello.end() - 2));
     seed("frame_decoder", "length_too_small", params(0, 0) + hello + raw_header(11, 1, 0, 0));
@@ -119,7 +123,8 @@ void framers_seeds() {
     seed("framers", "length_prefix", le16(100) + le32(9) + of("hello") + le32(4));
     seed("framers", "length_prefix_too_small", le16(100) + le32(3) + of("abc"));
     seed("framers", "strix_header", le16(1000) + raw_header(200, 1, 0, 0) + bytes(20));
-    seed("framers", "strix_frames", le16(0) + strix_frame(0x0102, of("hello"), true) + strix_frame(3, of("abc"), false));
+    seed("framers", "strix_frames",
+         le16(0) + strix_frame(0x0102, of("hello"), true) + strix_frame(3, of("abc"), false));
     seed("framers", "zmtp_greeting_ready", le16(0) + greeting() + ready("DEALER", "id"));
     seed("framers", "zmtp_long_frame", le16(0) + zframe(0, bytes(300, std::byte{1})) + zframe(1, of("x"), true));
     seed("framers", "http_like", le16(0) + of("GET /metrics HTTP/1.0\r\n\r\n"));
@@ -130,18 +135,22 @@ void zmtp_seeds() {
     auto params = [](unsigned mode, unsigned max) { return u8(mode) + le16(max); };
     const bytes g = greeting();
     seed("zmtp", "dealer_handshake_messages",
-         params(0, 0) + g + ready("DEALER", "peer-1") + zframe(1, {}) + zframe(0, of("hello")) + zframe(0, bytes(256, std::byte{7})));
-    seed("zmtp", "greeting_3_0_sub", params(0, 0) + greeting(3, 0) + ready("SUB") + zframe(0, u8(1) + of("topic")) +
-                                         zframe(0, u8(0) + of("topic")));
+         params(0, 0) + g + ready("DEALER", "peer-1") + zframe(1, {}) + zframe(0, of("hello")) +
+             zframe(0, bytes(256, std::byte{7})));
+    seed("zmtp", "greeting_3_0_sub",
+         params(0, 0) + greeting(3, 0) + ready("SUB") + zframe(0, u8(1) + of("topic")) +
+             zframe(0, u8(0) + of("topic")));
     seed("zmtp", "greeting_4_2_padding", params(0, 0) + greeting(4, 2) + ready("PUB"));
     seed("zmtp", "greeting_3_7_filler", params(0, 0) + greeting(3, 7) + ready("REQ"));
     seed("zmtp", "curve_refused", params(0, 0) + greeting(3, 1, "CURVE"));
     seed("zmtp", "version_2_refused", params(0, 0) + greeting(2, 0));
     seed("zmtp", "bad_signature", params(0, 0) + greeting(3, 1, "NULL", 0x7e));
     seed("zmtp", "peer_error", params(0, 0) + g + zcommand("ERROR", u8(19) + of("Invalid socket type")));
-    seed("zmtp", "ready_broken_property", params(0, 0) + g + zcommand("READY", u8(11) + of("Socket-Type") + le32(0xffffff)));
-    seed("zmtp", "ping_pong_subscribe", params(1 | 2, 0) + zcommand("PING", u8(0) + u8(50) + of("ctx")) +
-                                            zcommand("PONG", of("ctx")) + zcommand("SUBSCRIBE", of("a")) + zcommand("CANCEL", of("a")));
+    seed("zmtp", "ready_broken_property",
+         params(0, 0) + g + zcommand("READY", u8(11) + of("Socket-Type") + le32(0xffffff)));
+    seed("zmtp", "ping_pong_subscribe",
+         params(1 | 2, 0) + zcommand("PING", u8(0) + u8(50) + of("ctx")) + zcommand("PONG", of("ctx")) +
+             zcommand("SUBSCRIBE", of("a")) + zcommand("CANCEL", of("a")));
     seed("zmtp", "multipart_long", params(1 | 2, 0) + zframe(1, of("a"), true) + zframe(1, {}) + zframe(0, bytes(300)));
     seed("zmtp", "oversized_size_field", params(1 | 2, 100) + u8(0x02) + bytes(8, std::byte{0xff}));
     seed("zmtp", "reserved_flags", params(1 | 2, 0) + u8(0x08) + u8(1) + of("x"));
@@ -190,15 +199,19 @@ void chat_request_seeds() {
     {
         flatbuffers::FlatBufferBuilder fbb;
         auto room = proto::Createroom_info(fbb, 9, fbb.CreateString("r"), 2);
-        std::vector<flatbuffers::Offset<proto::player_info>> members{
-            proto::Createplayer_info(fbb, 1, fbb.CreateString("ann")), proto::Createplayer_info(fbb, 2, fbb.CreateString("ben"))};
+        std::vector<flatbuffers::Offset<proto::player_info>> members{proto::Createplayer_info(fbb, 1,
+                                                                                              fbb.CreateString("ann")),
+                                                                     proto::Createplayer_info(fbb, 2,
+                                                                                              fbb.CreateString("ben"))};
         fbb.Finish(proto::Createjoin_room_res(fbb, room, fbb.CreateVector(members)));
         bodies.emplace_back(msg_type::join_room_res, finished(fbb));
     }
     {
         flatbuffers::FlatBufferBuilder fbb;
-        std::vector<flatbuffers::Offset<proto::room_info>> rooms{proto::Createroom_info(fbb, 1, fbb.CreateString("a"), 3),
-                                                                 proto::Createroom_info(fbb, 2, fbb.CreateString("b"), 0)};
+        std::vector<flatbuffers::Offset<proto::room_info>> rooms{proto::Createroom_info(fbb, 1, fbb.CreateString("a"),
+                                                                                        3),
+                                                                 proto::Createroom_info(fbb, 2, fbb.CreateString("b"),
+                                                                                        0)};
         fbb.Finish(proto::Createlist_rooms_res(fbb, fbb.CreateVector(rooms)));
         bodies.emplace_back(msg_type::list_rooms_res, finished(fbb));
     }
@@ -210,7 +223,8 @@ void chat_request_seeds() {
     }
     {
         flatbuffers::FlatBufferBuilder fbb;
-        fbb.Finish(proto::Createerror_res(fbb, msg_type::chat_req, proto::error_code::rate_limited, fbb.CreateString("slow down")));
+        fbb.Finish(proto::Createerror_res(fbb, msg_type::chat_req, proto::error_code::rate_limited,
+                                          fbb.CreateString("slow down")));
         bodies.emplace_back(msg_type::error_res, finished(fbb));
     }
 
@@ -246,7 +260,8 @@ void chat_config_seeds() {
     // Found by this target: CLI11 gave these keys no value and crashed (SIGSEGV) before the fix.
     seed("chat_config", "regress_empty_array", of("host = []\n"));
     seed("chat_config", "regress_unclosed_array", of("chat-rate =[s"));
-    seed("chat_config", "bad_values", of("chat-rate = 0\nshards = 300\nlogin-free-failures = 20\nlogin-lockout-failures = 3\n"));
+    seed("chat_config", "bad_values",
+         of("chat-rate = 0\nshards = 300\nlogin-free-failures = 20\nlogin-lockout-failures = 3\n"));
 }
 
 void metrics_http_seeds() {

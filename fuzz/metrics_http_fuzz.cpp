@@ -39,8 +39,8 @@ void check_response(std::string_view head) {
         ++renders;
         return body;
     });
-    const bool metrics = head.starts_with("GET /metrics ") || head.starts_with("GET /metrics?") ||
-                         head.starts_with("GET /metrics\r");
+    const bool metrics =
+        head.starts_with("GET /metrics ") || head.starts_with("GET /metrics?") || head.starts_with("GET /metrics\r");
     const char* status = metrics ? "HTTP/1.0 200 OK\r\n" : head.starts_with("GET ") ? "HTTP/1.0 404 " : "HTTP/1.0 400 ";
     STRIX_FUZZ_CHECK(out.starts_with(status));
     STRIX_FUZZ_CHECK(renders == (metrics ? 1 : 0));
@@ -48,7 +48,8 @@ void check_response(std::string_view head) {
     STRIX_FUZZ_CHECK(split != std::string::npos);
     const std::string headers = out.substr(0, split + 2);
     const std::string content = out.substr(split + 4);
-    STRIX_FUZZ_CHECK(headers.find("\r\nContent-Length: " + std::to_string(content.size()) + "\r\n") != std::string::npos);
+    STRIX_FUZZ_CHECK(headers.find("\r\nContent-Length: " + std::to_string(content.size()) + "\r\n") !=
+                     std::string::npos);
     STRIX_FUZZ_CHECK(headers.find("\r\nConnection: close\r\n") != std::string::npos);
     if (metrics) STRIX_FUZZ_CHECK(content == body);
 }

@@ -34,7 +34,8 @@ using strix::fuzz::exact_copy;
 namespace {
 
 bool inside(bytes outer, bytes inner) {
-    return inner.empty() || (inner.data() >= outer.data() && inner.data() + inner.size() <= outer.data() + outer.size());
+    return inner.empty() ||
+           (inner.data() >= outer.data() && inner.data() + inner.size() <= outer.data() + outer.size());
 }
 
 bool inside(bytes outer, std::string_view inner) {
@@ -44,7 +45,9 @@ bool inside(bytes outer, std::string_view inner) {
 bytes view_of(const std::vector<std::byte>& v) { return {v.data(), v.size()}; }
 bytes view_of(std::string_view s) { return {reinterpret_cast<const std::byte*>(s.data()), s.size()}; }
 
-bool same(bytes a, bytes b) { return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0); }
+bool same(bytes a, bytes b) {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
+}
 
 // A whole frame strix encoded, parsed back: cut to its full size, command name and data (views
 // into `frame`, hence no temporaries).
@@ -113,7 +116,8 @@ void check_ping(bytes data) {
     const std::vector<std::byte> pong_bytes = zmtp::pong_frame(context);
     const zmtp::command pong = reparse_command(pong_bytes, "PONG");
     STRIX_FUZZ_CHECK(same(pong.data, context.first(std::min<std::size_t>(context.size(), 16))));
-    const std::uint16_t ttl = static_cast<std::uint16_t>((static_cast<unsigned>(data[0]) << 8) | static_cast<unsigned>(data[1]));
+    const std::uint16_t ttl =
+        static_cast<std::uint16_t>((static_cast<unsigned>(data[0]) << 8) | static_cast<unsigned>(data[1]));
     const std::vector<std::byte> ping_bytes = zmtp::ping_frame(ttl, context);
     const zmtp::command ping = reparse_command(ping_bytes, "PING");
     STRIX_FUZZ_CHECK(ping.data.size() >= 2 && same(ping.data.first(2), data.first(2)));

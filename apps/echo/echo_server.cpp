@@ -32,17 +32,22 @@ int main(int argc, char** argv) {
     app.add_option("--max-queued", scfg.limits.max_queued, "queued output that disconnects a slow consumer, bytes")
         ->capture_default_str();
     app.add_option("--idle-timeout-ms", idle_ms, "close connections idle this long (0 = never)")->capture_default_str();
-    app.add_option("--frame-timeout-ms", frame_ms, "close connections whose frame is not complete this long after its "
-                   "first byte (0 = never)")->capture_default_str();
+    app.add_option("--frame-timeout-ms", frame_ms,
+                   "close connections whose frame is not complete this long after its "
+                   "first byte (0 = never)")
+        ->capture_default_str();
     std::string io = "auto";
-    app.add_option("--io", io, "I/O backend: auto (STRIX_IO, else io_uring where the kernel allows it, else epoll), uring or epoll")
+    app.add_option("--io", io,
+                   "I/O backend: auto (STRIX_IO, else io_uring where the kernel allows it, else epoll), uring or epoll")
         ->check(CLI::IsMember({"auto", "epoll", "uring"}))
         ->capture_default_str();
     bool pin = ecfg.pin_threads;
     app.add_flag("--pin,!--no-pin", pin, "pin shard i to the i-th allowed CPU (docs/architecture.md, \"Pinning\")")
         ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
-    ecfg.io = io == "uring" ? strix::io_backend::uring : io == "epoll" ? strix::io_backend::epoll : strix::io_backend::automatic;
+    ecfg.io = io == "uring"   ? strix::io_backend::uring
+              : io == "epoll" ? strix::io_backend::epoll
+                              : strix::io_backend::automatic;
     ecfg.pin_threads = pin;
     scfg.limits.idle_timeout = std::chrono::milliseconds(idle_ms);
     scfg.limits.frame_timeout = std::chrono::milliseconds(frame_ms);

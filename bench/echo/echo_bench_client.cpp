@@ -54,292 +54,290 @@ namespace strix {
 namespace {
 
 struct options {
-  std::string host = "127.0.0.1";
-  std::uint16_t port = 0;
-  std::uint32_t connections = 100;
-  std::size_t size = 8;
-  std::uint32_t depth = 1;
-  int duration_s = 5;
-  int warmup_s = 1;
-  long server_pid = 0;
-  std::string json;
-  std::string mode = "multi";
-  std::uint32_t threads = 1;
-  int drain_timeout_s = 10;
+    std::string host = "127.0.0.1";
+    std::uint16_t port = 0;
+    std::uint32_t connections = 100;
+    std::size_t size = 8;
+    std::uint32_t depth = 1;
+    int duration_s = 5;
+    int warmup_s = 1;
+    long server_pid = 0;
+    std::string json;
+    std::string mode = "multi";
+    std::uint32_t threads = 1;
+    int drain_timeout_s = 10;
 };
 
 // State every thread sees. Errors abort the whole run: a benchmark that lost a byte is void.
 struct shared_state {
-  std::atomic<bool> stop_sending{false};
-  std::atomic<bool> abort{false};
-  std::atomic<std::uint64_t> errors{0};
-  std::mutex print_mu;
-  std::uint32_t printed = 0;  // guarded by print_mu
+    std::atomic<bool> stop_sending{false};
+    std::atomic<bool> abort{false};
+    std::atomic<std::uint64_t> errors{0};
+    std::mutex print_mu;
+    std::uint32_t printed = 0;  // guarded by print_mu
 };
 
 /// Counts one error, prints it (the first 20 only) and aborts the run. Any thread.
 [[gnu::format(printf, 2, 3)]] void report_error(shared_state& s, const char* fmt, ...) {
-  s.errors.fetch_add(1, std::memory_order_relaxed);
-  s.abort.store(true, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(s.print_mu);
-  if (s.printed++ >= 20) return;
-  std::fputs("strix-echo-bench: ERROR: ", stderr);
-  va_list ap;
-  va_start(ap, fmt);
-  std::vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  std::fputc('\n', stderr);
+    s.errors.fetch_add(1, std::memory_order_relaxed);
+    s.abort.store(true, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(s.print_mu);
+    if (s.printed++ >= 20) return;
+    std::fputs("strix-echo-bench: ERROR: ", stderr);
+    va_list ap;
+    va_start(ap, fmt);
+    std::vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    std::fputc('\n', stderr);
 }
 
 // Published by one worker once per loop turn, read by the main thread once per second.
 struct alignas(64) worker_counters {
-  std::atomic<std::uint64_t> msgs_in{0};
-  std::atomic<std::uint64_t> bytes_in{0};
-  std::atomic<std::uint64_t> bytes_out{0};
-  std::atomic<std::uint64_t> outstanding{0};
+    std::atomic<std::uint64_t> msgs_in{0};
+    std::atomic<std::uint64_t> bytes_in{0};
+    std::atomic<std::uint64_t> bytes_out{0};
+    std::atomic<std::uint64_t> outstanding{0};
 };
 
 struct connection {
-  int fd = -1;
-  std::uint32_t id = 0;
-  std::uint64_t next_send = 0;  // sequence number of the next message appended
-  std::uint64_t next_recv = 0;  // sequence number the next echo must carry
-  echo_buffer in;
-  echo_buffer out;
-  bool dirty = false;  // queued for this turn's flush
-  bool dead = false;
+    int fd = -1;
+    std::uint32_t id = 0;
+    std::uint64_t next_send = 0;  // sequence number of the next message appended
+    std::uint64_t next_recv = 0;  // sequence number the next echo must carry
+    echo_buffer in;
+    echo_buffer out;
+    bool dirty = false;  // queued for this turn's flush
+    bool dead = false;
 
-  connection(int f, std::uint32_t i, std::size_t in_cap, std::size_t out_cap)
-      : fd(f), id(i), in(in_cap), out(out_cap) {}
+    connection(int f, std::uint32_t i, std::size_t in_cap, std::size_t out_cap)
+        : fd(f), id(i), in(in_cap), out(out_cap) {}
 };
 
 class worker {
- public:
-  worker(const options& opt, shared_state& shared, worker_counters& counters,
-         std::vector<std::unique_ptr<connection>> conns)
-      : opt_(opt),
-        shared_(shared),
-        counters_(counters),
-        conns_(std::move(conns)),
-        wire_(echo_header_size + opt.size),
-        read_chunk_(std::max<std::size_t>(16384, wire_)),
-        expected_(std::max<std::size_t>(opt.size, 1)) {}
+public:
+    worker(const options& opt, shared_state& shared, worker_counters& counters,
+           std::vector<std::unique_ptr<connection>> conns)
+        : opt_(opt),
+          shared_(shared),
+          counters_(counters),
+          conns_(std::move(conns)),
+          wire_(echo_header_size + opt.size),
+          read_chunk_(std::max<std::size_t>(16384, wire_)),
+          expected_(std::max<std::size_t>(opt.size, 1)) {}
 
   /// Runs the connections until the run stops and every echo is back, or the run aborts. Before
   /// each epoll_wait it calls between_turns (when set), which returns how long that wait may
   /// block in ms: single mode samples there. Worker thread only.
-  void run(const std::function<int()>& between_turns = {}) {
-    ep_ = ::epoll_create1(EPOLL_CLOEXEC);
-    if (ep_ < 0) {
-      report_error(shared_, "epoll_create1: %s", std::strerror(errno));
-      return;
-    }
-    for (auto& c : conns_) {
-      epoll_event ev{};
+    void run(const std::function<int()>& between_turns = {}) {
+        ep_ = ::epoll_create1(EPOLL_CLOEXEC);
+        if (ep_ < 0) {
+            report_error(shared_, "epoll_create1: %s", std::strerror(errno));
+            return;
+        }
+        for (auto& c : conns_) {
+            epoll_event ev{};
       // Edge-triggered EPOLLOUT only fires after a write ran out of socket buffer, so keeping it
       // registered costs nothing in the common case and saves an epoll_ctl per would-block.
-      ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
-      ev.data.ptr = c.get();
-      if (::epoll_ctl(ep_, EPOLL_CTL_ADD, c->fd, &ev) != 0) {
-        report_error(shared_, "epoll_ctl: %s", std::strerror(errno));
-        return;
-      }
-    }
-    for (auto& c : conns_) {
-      append(*c, opt_.depth);
-      flush(*c);
-    }
-    publish();
-    std::vector<epoll_event> events(256);
-    std::optional<steady::time_point> drain_deadline;
-    while (!shared_.abort.load(std::memory_order_relaxed)) {
-      if (shared_.stop_sending.load(std::memory_order_relaxed)) {
-        if (outstanding_ == 0) break;
-        if (!drain_deadline) drain_deadline = steady::now() + std::chrono::seconds(opt_.drain_timeout_s);
-        if (steady::now() > *drain_deadline) {
-          report_drain_timeout();
-          break;
+            ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+            ev.data.ptr = c.get();
+            if (::epoll_ctl(ep_, EPOLL_CTL_ADD, c->fd, &ev) != 0) {
+                report_error(shared_, "epoll_ctl: %s", std::strerror(errno));
+                return;
+            }
         }
-      }
-      const int timeout_ms = between_turns ? between_turns() : 100;
-      const int n = ::epoll_wait(ep_, events.data(), static_cast<int>(events.size()), timeout_ms);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        report_error(shared_, "epoll_wait: %s", std::strerror(errno));
-        break;
-      }
-      for (int i = 0; i < n; ++i) {
-        auto& c = *static_cast<connection*>(events[static_cast<std::size_t>(i)].data.ptr);
-        const std::uint32_t ev = events[static_cast<std::size_t>(i)].events;
-        if (c.dead) continue;
-        if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) on_readable(c, ev);
-        if (!c.dead && (ev & EPOLLOUT) && !c.out.empty()) mark_dirty(c);
-      }
+        for (auto& c : conns_) {
+            append(*c, opt_.depth);
+            flush(*c);
+        }
+        publish();
+        std::vector<epoll_event> events(256);
+        std::optional<steady::time_point> drain_deadline;
+        while (!shared_.abort.load(std::memory_order_relaxed)) {
+            if (shared_.stop_sending.load(std::memory_order_relaxed)) {
+                if (outstanding_ == 0) break;
+                if (!drain_deadline) drain_deadline = steady::now() + std::chrono::seconds(opt_.drain_timeout_s);
+                if (steady::now() > *drain_deadline) {
+                    report_drain_timeout();
+                    break;
+                }
+            }
+            const int timeout_ms = between_turns ? between_turns() : 100;
+            const int n = ::epoll_wait(ep_, events.data(), static_cast<int>(events.size()), timeout_ms);
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                report_error(shared_, "epoll_wait: %s", std::strerror(errno));
+                break;
+            }
+            for (int i = 0; i < n; ++i) {
+                auto& c = *static_cast<connection*>(events[static_cast<std::size_t>(i)].data.ptr);
+                const std::uint32_t ev = events[static_cast<std::size_t>(i)].events;
+                if (c.dead) continue;
+                if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) on_readable(c, ev);
+                if (!c.dead && (ev & EPOLLOUT) && !c.out.empty()) mark_dirty(c);
+            }
       // One write per connection per loop turn, after the whole batch has been parsed.
-      for (connection* c : dirty_) {
-        c->dirty = false;
-        if (!c->dead) flush(*c);
-      }
-      dirty_.clear();
-      publish();
+            for (connection* c : dirty_) {
+                c->dirty = false;
+                if (!c->dead) flush(*c);
+            }
+            dirty_.clear();
+            publish();
+        }
+        publish();
+        ::close(ep_);
+        for (auto& c : conns_) ::close(c->fd);
     }
-    publish();
-    ::close(ep_);
-    for (auto& c : conns_) ::close(c->fd);
-  }
 
- private:
-  void publish() {
-    counters_.msgs_in.store(msgs_in_, std::memory_order_relaxed);
-    counters_.bytes_in.store(bytes_in_, std::memory_order_relaxed);
-    counters_.bytes_out.store(bytes_out_, std::memory_order_relaxed);
-    counters_.outstanding.store(outstanding_, std::memory_order_relaxed);
-  }
+private:
+    void publish() {
+        counters_.msgs_in.store(msgs_in_, std::memory_order_relaxed);
+        counters_.bytes_in.store(bytes_in_, std::memory_order_relaxed);
+        counters_.bytes_out.store(bytes_out_, std::memory_order_relaxed);
+        counters_.outstanding.store(outstanding_, std::memory_order_relaxed);
+    }
 
-  void mark_dirty(connection& c) {
-    if (c.dirty) return;
-    c.dirty = true;
-    dirty_.push_back(&c);
-  }
+    void mark_dirty(connection& c) {
+        if (c.dirty) return;
+        c.dirty = true;
+        dirty_.push_back(&c);
+    }
 
   // Appends the next n messages of connection c to its send buffer.
-  void append(connection& c, std::uint64_t n) {
-    std::uint8_t* p = c.out.prepare(static_cast<std::size_t>(n) * wire_);
-    for (std::uint64_t k = 0; k < n; ++k) {
-      echo_store_u32le(p, static_cast<std::uint32_t>(wire_));
-      echo_fill_body(p + echo_header_size, opt_.size, c.id, c.next_send++);
-      p += wire_;
+    void append(connection& c, std::uint64_t n) {
+        std::uint8_t* p = c.out.prepare(static_cast<std::size_t>(n) * wire_);
+        for (std::uint64_t k = 0; k < n; ++k) {
+            echo_store_u32le(p, static_cast<std::uint32_t>(wire_));
+            echo_fill_body(p + echo_header_size, opt_.size, c.id, c.next_send++);
+            p += wire_;
+        }
+        c.out.commit(static_cast<std::size_t>(n) * wire_);
+        outstanding_ += n;
+        mark_dirty(c);
     }
-    c.out.commit(static_cast<std::size_t>(n) * wire_);
-    outstanding_ += n;
-    mark_dirty(c);
-  }
 
-  void flush(connection& c) {
-    if (c.out.empty()) return;
-    ssize_t n;
-    do {
-      n = ::write(c.fd, c.out.data(), c.out.size());
-    } while (n < 0 && errno == EINTR);
-    if (n > 0) {
-      c.out.consume(static_cast<std::size_t>(n));
-      bytes_out_ += static_cast<std::uint64_t>(n);
-    } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-      fail(c, "write failed: %s", std::strerror(errno));
-    }
+    void flush(connection& c) {
+        if (c.out.empty()) return;
+        ssize_t n;
+        do {
+            n = ::write(c.fd, c.out.data(), c.out.size());
+        } while (n < 0 && errno == EINTR);
+        if (n > 0) {
+            c.out.consume(static_cast<std::size_t>(n));
+            bytes_out_ += static_cast<std::uint64_t>(n);
+        } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+            fail(c, "write failed: %s", std::strerror(errno));
+        }
     // A partial write set SOCK_NOSPACE, so the edge-triggered EPOLLOUT resumes it.
-  }
+    }
 
-  void on_readable(connection& c, std::uint32_t ev) {
-    const bool hangup = (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
-    for (;;) {
-      std::uint8_t* p = c.in.prepare(read_chunk_);
-      const std::size_t room = c.in.writable();
-      const ssize_t n = ::read(c.fd, p, room);
-      if (n > 0) {
-        c.in.commit(static_cast<std::size_t>(n));
-        bytes_in_ += static_cast<std::uint64_t>(n);
-        parse(c);
-        if (c.dead) return;
+    void on_readable(connection& c, std::uint32_t ev) {
+        const bool hangup = (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
+        for (;;) {
+            std::uint8_t* p = c.in.prepare(read_chunk_);
+            const std::size_t room = c.in.writable();
+            const ssize_t n = ::read(c.fd, p, room);
+            if (n > 0) {
+                c.in.commit(static_cast<std::size_t>(n));
+                bytes_in_ += static_cast<std::uint64_t>(n);
+                parse(c);
+                if (c.dead) return;
         // A short read drained the socket; new data raises a new edge. After a hangup we read
         // on to the end so the close is reported.
-        if (static_cast<std::size_t>(n) < room && !hangup) return;
-        continue;
-      }
-      if (n == 0) {
-        fail(c, "the server closed the connection (%llu of %llu echoes received)",
-             static_cast<unsigned long long>(c.next_recv),
-             static_cast<unsigned long long>(c.next_send));
-        return;
-      }
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        if (hangup) {
-          int err = 0;
-          socklen_t len = sizeof(err);
-          ::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
-          fail(c, "connection hung up by the server (%s)", err ? std::strerror(err) : "no error");
+                if (static_cast<std::size_t>(n) < room && !hangup) return;
+                continue;
+            }
+            if (n == 0) {
+                fail(c, "the server closed the connection (%llu of %llu echoes received)",
+                     static_cast<unsigned long long>(c.next_recv), static_cast<unsigned long long>(c.next_send));
+                return;
+            }
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if (hangup) {
+                    int err = 0;
+                    socklen_t len = sizeof(err);
+                    ::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+                    fail(c, "connection hung up by the server (%s)", err ? std::strerror(err) : "no error");
+                }
+                return;
+            }
+            fail(c, "read failed: %s", std::strerror(errno));
+            return;
         }
-        return;
-      }
-      fail(c, "read failed: %s", std::strerror(errno));
-      return;
     }
-  }
 
   // Checks and consumes every complete echo in c's input buffer.
-  void parse(connection& c) {
-    std::uint64_t got = 0;
-    while (c.in.size() >= echo_header_size) {
-      const std::uint8_t* p = c.in.data();
-      const std::uint32_t len = echo_load_u32le(p);
-      if (len != wire_) {
-        fail(c, "framing error: echo #%llu has length field %u, expected %zu",
-             static_cast<unsigned long long>(c.next_recv), len, wire_);
-        return;
-      }
-      if (c.in.size() < wire_) break;
-      if (c.next_recv == c.next_send) {
-        fail(c, "unexpected echo: all %llu messages sent were already echoed",
-             static_cast<unsigned long long>(c.next_send));
-        return;
-      }
-      echo_fill_body(expected_.data(), opt_.size, c.id, c.next_recv);
-      if (std::memcmp(expected_.data(), p + echo_header_size, opt_.size) != 0) {
-        std::size_t i = 0;
-        while (expected_[i] == p[echo_header_size + i]) ++i;
-        std::uint64_t carried = 0;
-        for (std::size_t b = 0; b < std::min<std::size_t>(8, opt_.size); ++b) {
-          carried |= static_cast<std::uint64_t>(p[echo_header_size + b]) << (8 * b);
+    void parse(connection& c) {
+        std::uint64_t got = 0;
+        while (c.in.size() >= echo_header_size) {
+            const std::uint8_t* p = c.in.data();
+            const std::uint32_t len = echo_load_u32le(p);
+            if (len != wire_) {
+                fail(c, "framing error: echo #%llu has length field %u, expected %zu",
+                     static_cast<unsigned long long>(c.next_recv), len, wire_);
+                return;
+            }
+            if (c.in.size() < wire_) break;
+            if (c.next_recv == c.next_send) {
+                fail(c, "unexpected echo: all %llu messages sent were already echoed",
+                     static_cast<unsigned long long>(c.next_send));
+                return;
+            }
+            echo_fill_body(expected_.data(), opt_.size, c.id, c.next_recv);
+            if (std::memcmp(expected_.data(), p + echo_header_size, opt_.size) != 0) {
+                std::size_t i = 0;
+                while (expected_[i] == p[echo_header_size + i]) ++i;
+                std::uint64_t carried = 0;
+                for (std::size_t b = 0; b < std::min<std::size_t>(8, opt_.size); ++b) {
+                    carried |= static_cast<std::uint64_t>(p[echo_header_size + b]) << (8 * b);
+                }
+                fail(c,
+                     "content mismatch in echo #%llu at body byte %zu: expected 0x%02x, got 0x%02x "
+                     "(its sequence field reads %llu)",
+                     static_cast<unsigned long long>(c.next_recv), i, expected_[i], p[echo_header_size + i],
+                     static_cast<unsigned long long>(carried));
+                return;
+            }
+            ++c.next_recv;
+            ++got;
+            c.in.consume(wire_);
         }
-        fail(c,
-             "content mismatch in echo #%llu at body byte %zu: expected 0x%02x, got 0x%02x "
-             "(its sequence field reads %llu)",
-             static_cast<unsigned long long>(c.next_recv), i, expected_[i],
-             p[echo_header_size + i], static_cast<unsigned long long>(carried));
-        return;
-      }
-      ++c.next_recv;
-      ++got;
-      c.in.consume(wire_);
+        if (got == 0) return;
+        msgs_in_ += got;
+        outstanding_ -= got;
+        if (!shared_.stop_sending.load(std::memory_order_relaxed)) append(c, got);
     }
-    if (got == 0) return;
-    msgs_in_ += got;
-    outstanding_ -= got;
-    if (!shared_.stop_sending.load(std::memory_order_relaxed)) append(c, got);
-  }
 
-  [[gnu::format(printf, 3, 4)]] void fail(connection& c, const char* fmt, ...) {
-    char what[512];
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(what, sizeof(what), fmt, ap);
-    va_end(ap);
-    report_error(shared_, "connection %u: %s", c.id, what);
-    c.dead = true;
-  }
+    [[gnu::format(printf, 3, 4)]] void fail(connection& c, const char* fmt, ...) {
+        char what[512];
+        va_list ap;
+        va_start(ap, fmt);
+        std::vsnprintf(what, sizeof(what), fmt, ap);
+        va_end(ap);
+        report_error(shared_, "connection %u: %s", c.id, what);
+        c.dead = true;
+    }
 
-  void report_drain_timeout() {
-    std::uint32_t stuck = 0;
-    for (auto& c : conns_) stuck += c->next_send != c->next_recv ? 1 : 0;
-    report_error(shared_,
-                 "%llu echoes still outstanding on %u connections %d s after sending stopped",
-                 static_cast<unsigned long long>(outstanding_), stuck, opt_.drain_timeout_s);
-  }
+    void report_drain_timeout() {
+        std::uint32_t stuck = 0;
+        for (auto& c : conns_) stuck += c->next_send != c->next_recv ? 1 : 0;
+        report_error(shared_, "%llu echoes still outstanding on %u connections %d s after sending stopped",
+                     static_cast<unsigned long long>(outstanding_), stuck, opt_.drain_timeout_s);
+    }
 
-  const options& opt_;
-  shared_state& shared_;
-  worker_counters& counters_;
-  std::vector<std::unique_ptr<connection>> conns_;
-  const std::size_t wire_;
-  const std::size_t read_chunk_;
-  std::vector<std::uint8_t> expected_;
-  std::vector<connection*> dirty_;
-  int ep_ = -1;
-  std::uint64_t msgs_in_ = 0;
-  std::uint64_t bytes_in_ = 0;
-  std::uint64_t bytes_out_ = 0;
-  std::uint64_t outstanding_ = 0;
+    const options& opt_;
+    shared_state& shared_;
+    worker_counters& counters_;
+    std::vector<std::unique_ptr<connection>> conns_;
+    const std::size_t wire_;
+    const std::size_t read_chunk_;
+    std::vector<std::uint8_t> expected_;
+    std::vector<connection*> dirty_;
+    int ep_ = -1;
+    std::uint64_t msgs_in_ = 0;
+    std::uint64_t bytes_in_ = 0;
+    std::uint64_t bytes_out_ = 0;
+    std::uint64_t outstanding_ = 0;
 };
 
 // ---- the once-a-second samples -----------------------------------------------------------------
@@ -348,287 +346,288 @@ class worker {
 // window (from the end of the warmup to the last sample). Owned by the sampling thread: the main
 // thread in multi mode, the only thread in single mode.
 class sampler {
- public:
-  sampler(const options& o, shared_state& shared, const std::vector<worker_counters>& counters)
-      : opt_(o), shared_(shared), counters_(counters), wire_(echo_header_size + o.size),
-        total_(o.warmup_s + o.duration_s) {}
+public:
+    sampler(const options& o, shared_state& shared, const std::vector<worker_counters>& counters)
+        : opt_(o),
+          shared_(shared),
+          counters_(counters),
+          wire_(echo_header_size + o.size),
+          total_(o.warmup_s + o.duration_s) {}
 
   /// Takes the starting sample; the first tick is due one second later.
-  void begin() { start_ = prev_ = window_start_ = window_end_ = take(); }
+    void begin() { start_ = prev_ = window_start_ = window_end_ = take(); }
 
   /// When the next tick is due.
-  steady::time_point next_due() const { return start_.at + std::chrono::seconds(k_ + 1); }
+    steady::time_point next_due() const { return start_.at + std::chrono::seconds(k_ + 1); }
 
   /// True once the last tick was taken, or the run aborted, or the server went away.
-  bool done() const { return done_; }
+    bool done() const { return done_; }
 
   /// True when every tick was taken.
-  bool completed() const { return completed_; }
+    bool completed() const { return completed_; }
 
   /// Takes the next tick's sample and prints its line; sets done() after the last one, or at once
   /// when the run has aborted or the server is gone.
-  void tick() {
-    if (done_) return;
-    if (shared_.abort.load()) {
-      done_ = true;
-      return;
+    void tick() {
+        if (done_) return;
+        if (shared_.abort.load()) {
+            done_ = true;
+            return;
+        }
+        const sample s = take();
+        if (opt_.server_pid != 0 && !s.server.ok) {
+            report_error(shared_, "server pid %ld is gone", opt_.server_pid);
+            done_ = true;
+            return;
+        }
+        ++k_;
+        std::printf("[%3d s%s] %s\n", k_, k_ <= opt_.warmup_s ? " warmup" : "",
+                    format_rates(between(prev_, s, wire_)).c_str());
+        std::fflush(stdout);
+        if (k_ == opt_.warmup_s) window_start_ = s;
+        prev_ = s;
+        window_end_ = s;
+        completed_ = k_ == total_;
+        done_ = completed_;
     }
-    const sample s = take();
-    if (opt_.server_pid != 0 && !s.server.ok) {
-      report_error(shared_, "server pid %ld is gone", opt_.server_pid);
-      done_ = true;
-      return;
-    }
-    ++k_;
-    std::printf("[%3d s%s] %s\n", k_, k_ <= opt_.warmup_s ? " warmup" : "",
-                format_rates(between(prev_, s, wire_)).c_str());
-    std::fflush(stdout);
-    if (k_ == opt_.warmup_s) window_start_ = s;
-    prev_ = s;
-    window_end_ = s;
-    completed_ = k_ == total_;
-    done_ = completed_;
-  }
 
   /// The counters now, summed over the workers, with the client's and the server's CPU time.
-  sample take() const {
-    sample s;
-    s.at = steady::now();
-    for (auto& c : counters_) {
-      s.msgs_in += c.msgs_in.load(std::memory_order_relaxed);
-      s.bytes_in += c.bytes_in.load(std::memory_order_relaxed);
-      s.bytes_out += c.bytes_out.load(std::memory_order_relaxed);
+    sample take() const {
+        sample s;
+        s.at = steady::now();
+        for (auto& c : counters_) {
+            s.msgs_in += c.msgs_in.load(std::memory_order_relaxed);
+            s.bytes_in += c.bytes_in.load(std::memory_order_relaxed);
+            s.bytes_out += c.bytes_out.load(std::memory_order_relaxed);
+        }
+        s.client_cpu_s = self_cpu_s();
+        if (opt_.server_pid != 0) s.server = read_proc(opt_.server_pid);
+        return s;
     }
-    s.client_cpu_s = self_cpu_s();
-    if (opt_.server_pid != 0) s.server = read_proc(opt_.server_pid);
-    return s;
-  }
 
   /// The rates over the measured window.
-  rates window() const { return between(window_start_, window_end_, wire_); }
+    rates window() const { return between(window_start_, window_end_, wire_); }
 
- private:
-  const options& opt_;
-  shared_state& shared_;
-  const std::vector<worker_counters>& counters_;
-  const std::size_t wire_;
-  const int total_;
-  int k_ = 0;  // ticks taken
-  bool done_ = false;
-  bool completed_ = false;
-  sample start_, prev_, window_start_, window_end_;
+private:
+    const options& opt_;
+    shared_state& shared_;
+    const std::vector<worker_counters>& counters_;
+    const std::size_t wire_;
+    const int total_;
+    int k_ = 0;  // ticks taken
+    bool done_ = false;
+    bool completed_ = false;
+    sample start_, prev_, window_start_, window_end_;
 };
 
 // A rate or figure for the JSON summary, to the thousandth; null when it was not measured (negative).
 nlohmann::ordered_json json_figure(double v) {
-  if (v < 0) return nullptr;
-  return std::round(v * 1000.0) / 1000.0;
+    if (v < 0) return nullptr;
+    return std::round(v * 1000.0) / 1000.0;
 }
 
 // ---- main --------------------------------------------------------------------------------------
 
 options parse_options(int argc, char** argv) {
-  options o;
-  CLI::App app{"strix-echo-bench: the load tool of seed 001's echo shoot-out; verifies every echoed byte "
-               "and the order of the echoes",
-               "strix-echo-bench"};
-  app.footer("MB/s counts wire bytes (header + body), 1 MB = 10^6 bytes.");
+    options o;
+    CLI::App app{"strix-echo-bench: the load tool of seed 001's echo shoot-out; verifies every echoed byte "
+                 "and the order of the echoes",
+                 "strix-echo-bench"};
+    app.footer("MB/s counts wire bytes (header + body), 1 MB = 10^6 bytes.");
   // A repeated option keeps its last value, so a wrapper script can override what it passed.
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.add_option("--host", o.host, "numeric IPv4 address of the echo server")->capture_default_str();
-  app.add_option("--port", o.port, "server port")->required()->check(CLI::Range(1, 65535));
-  app.add_option("--connections", o.connections, "TCP connections")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 100000));
-  app.add_option("--size", o.size, "body bytes per message; on the wire 4 + B")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 16 << 20));
-  app.add_option("--depth", o.depth, "messages kept in flight per connection")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--duration", o.duration_s, "measured seconds after the warmup")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 86400));
-  app.add_option("--warmup", o.warmup_s, "seconds run before measuring")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 3600));
-  app.add_option("--server-pid", o.server_pid, "report the server's CPU % and RSS from /proc/PID")
-      ->check(CLI::Range(0LL, 1LL << 31));
-  app.add_option("--json", o.json, "write the summary as JSON to FILE");
-  app.add_option("--mode", o.mode,
-                 "single: one thread, one epoll loop for every connection, sampling between loop turns; "
-                 "multi: --threads worker threads with a slice of the connections each, sampled by the "
-                 "main thread")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"single", "multi"}));
-  app.add_option("--threads", o.threads, "client worker threads in --mode multi")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1024));
-  app.add_option("--drain-timeout", o.drain_timeout_s, "how long to wait for outstanding echoes at the end, seconds")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 3600));
-  echo_parse_args(app, argc, argv);
-  if (o.mode == "single") {
-    if (app.count("--threads") > 0 && o.threads != 1) echo_usage_error(app, "--mode single runs one thread; drop --threads");
-    o.threads = 1;
-  }
-  o.threads = std::min(o.threads, o.connections);
-  if (static_cast<double>(o.depth) * static_cast<double>(echo_header_size + o.size) > double(1 << 30)) {
-    echo_usage_error(app, "--depth x (4 + --size) must stay under 1 GiB in flight per connection");
-  }
-  if (o.server_pid != 0 && !read_proc(o.server_pid).ok) {
-    echo_usage_error(app, "cannot read /proc/" + std::to_string(o.server_pid) + "/stat: is --server-pid right?");
-  }
-  return o;
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    app.add_option("--host", o.host, "numeric IPv4 address of the echo server")->capture_default_str();
+    app.add_option("--port", o.port, "server port")->required()->check(CLI::Range(1, 65535));
+    app.add_option("--connections", o.connections, "TCP connections")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 100000));
+    app.add_option("--size", o.size, "body bytes per message; on the wire 4 + B")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 16 << 20));
+    app.add_option("--depth", o.depth, "messages kept in flight per connection")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1 << 20));
+    app.add_option("--duration", o.duration_s, "measured seconds after the warmup")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 86400));
+    app.add_option("--warmup", o.warmup_s, "seconds run before measuring")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 3600));
+    app.add_option("--server-pid", o.server_pid, "report the server's CPU % and RSS from /proc/PID")
+        ->check(CLI::Range(0LL, 1LL << 31));
+    app.add_option("--json", o.json, "write the summary as JSON to FILE");
+    app.add_option("--mode", o.mode,
+                   "single: one thread, one epoll loop for every connection, sampling between loop turns; "
+                   "multi: --threads worker threads with a slice of the connections each, sampled by the "
+                   "main thread")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"single", "multi"}));
+    app.add_option("--threads", o.threads, "client worker threads in --mode multi")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1024));
+    app.add_option("--drain-timeout", o.drain_timeout_s, "how long to wait for outstanding echoes at the end, seconds")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 3600));
+    echo_parse_args(app, argc, argv);
+    if (o.mode == "single") {
+        if (app.count("--threads") > 0 && o.threads != 1)
+            echo_usage_error(app, "--mode single runs one thread; drop --threads");
+        o.threads = 1;
+    }
+    o.threads = std::min(o.threads, o.connections);
+    if (static_cast<double>(o.depth) * static_cast<double>(echo_header_size + o.size) > double(1 << 30)) {
+        echo_usage_error(app, "--depth x (4 + --size) must stay under 1 GiB in flight per connection");
+    }
+    if (o.server_pid != 0 && !read_proc(o.server_pid).ok) {
+        echo_usage_error(app, "cannot read /proc/" + std::to_string(o.server_pid) + "/stat: is --server-pid right?");
+    }
+    return o;
 }
 
 // Blocking connect (bounded by SO_SNDTIMEO), then non-blocking with TCP_NODELAY.
 int connect_one(const options& o, const sockaddr_in& addr, std::uint32_t i) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    std::fprintf(stderr, "strix-echo-bench: socket: %s\n", std::strerror(errno));
-    return -1;
-  }
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
-    std::fprintf(stderr, "strix-echo-bench: connection %u to %s:%u failed: %s (is the server up?)\n",
-                 i, o.host.c_str(), o.port, std::strerror(errno));
-    ::close(fd);
-    return -1;
-  }
-  const int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-  return fd;
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        std::fprintf(stderr, "strix-echo-bench: socket: %s\n", std::strerror(errno));
+        return -1;
+    }
+    timeval tv{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+        std::fprintf(stderr, "strix-echo-bench: connection %u to %s:%u failed: %s (is the server up?)\n", i,
+                     o.host.c_str(), o.port, std::strerror(errno));
+        ::close(fd);
+        return -1;
+    }
+    const int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+    return fd;
 }
 
 int run(int argc, char** argv) {
-  const options o = parse_options(argc, argv);
-  std::signal(SIGPIPE, SIG_IGN);
-  const std::size_t wire = echo_header_size + o.size;
+    const options o = parse_options(argc, argv);
+    std::signal(SIGPIPE, SIG_IGN);
+    const std::size_t wire = echo_header_size + o.size;
 
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(o.port);
-  if (::inet_pton(AF_INET, o.host.c_str(), &addr.sin_addr) != 1) {
-    std::fprintf(stderr, "strix-echo-bench: --host must be a numeric IPv4 address, got '%s'\n",
-                 o.host.c_str());
-    return 2;
-  }
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(o.port);
+    if (::inet_pton(AF_INET, o.host.c_str(), &addr.sin_addr) != 1) {
+        std::fprintf(stderr, "strix-echo-bench: --host must be a numeric IPv4 address, got '%s'\n", o.host.c_str());
+        return 2;
+    }
 
-  std::vector<std::vector<std::unique_ptr<connection>>> slices(o.threads);
+    std::vector<std::vector<std::unique_ptr<connection>>> slices(o.threads);
   // Initial sizes for the common small-message case; the buffers grow when a run needs more.
-  const std::size_t in_cap = 32768;
-  const std::size_t out_cap = std::clamp<std::size_t>(2 * static_cast<std::size_t>(o.depth) * wire, 4096, 1 << 20);
-  for (std::uint32_t i = 0; i < o.connections; ++i) {
-    const int fd = connect_one(o, addr, i);
-    if (fd < 0) {
-      for (auto& s : slices)
-        for (auto& c : s) ::close(c->fd);
-      return 1;
-    }
-    slices[i % o.threads].push_back(std::make_unique<connection>(fd, i, in_cap, out_cap));
-  }
-
-  const bool single = o.mode == "single";
-  const std::string client_cpus = cpus_allowed();
-  std::printf("strix-echo-bench: %s:%u, %u connections, body %zu B (wire %zu B), depth %u, "
-              "warmup %d s, duration %d s, mode %s (%u worker thread(s)%s), client CPUs %s\n",
-              o.host.c_str(), o.port, o.connections, o.size, wire, o.depth, o.warmup_s,
-              o.duration_s, o.mode.c_str(), o.threads, single ? ", sampling in the same thread" : " + a sampler",
-              client_cpus.c_str());
-  std::fflush(stdout);
-
-  shared_state shared;
-  std::vector<worker_counters> counters(o.threads);
-  std::vector<std::unique_ptr<worker>> workers;
-  for (std::uint32_t t = 0; t < o.threads; ++t) {
-    workers.push_back(std::make_unique<worker>(o, shared, counters[t], std::move(slices[t])));
-  }
-
-  sampler smp(o, shared, counters);
-  smp.begin();
-  if (single) {
-    // The one loop samples between its turns and never blocks past the next tick.
-    workers[0]->run([&]() -> int {
-      if (smp.done()) return 100;
-      if (steady::now() >= smp.next_due()) {
-        smp.tick();
-        if (smp.done()) {
-          shared.stop_sending.store(true);
-          return 100;
+    const std::size_t in_cap = 32768;
+    const std::size_t out_cap = std::clamp<std::size_t>(2 * static_cast<std::size_t>(o.depth) * wire, 4096, 1 << 20);
+    for (std::uint32_t i = 0; i < o.connections; ++i) {
+        const int fd = connect_one(o, addr, i);
+        if (fd < 0) {
+            for (auto& s : slices)
+                for (auto& c : s) ::close(c->fd);
+            return 1;
         }
-      }
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(smp.next_due() - steady::now());
-      return static_cast<int>(std::clamp<std::chrono::milliseconds::rep>(left.count(), 0, 100));
-    });
-  } else {
-    std::vector<std::thread> threads;
-    for (auto& w : workers) threads.emplace_back([&w] { w->run(); });
-    while (!smp.done()) {
-      const auto target = smp.next_due();
-      while (!shared.abort.load() && steady::now() < target) {
-        std::this_thread::sleep_for(std::min<steady::duration>(std::chrono::milliseconds(50),
-                                                                target - steady::now()));
-      }
-      smp.tick();
+        slices[i % o.threads].push_back(std::make_unique<connection>(fd, i, in_cap, out_cap));
     }
-    shared.stop_sending.store(true);
-    for (auto& t : threads) t.join();
-  }
-  const bool completed = smp.completed();
 
-  const sample final_counts = smp.take();
-  std::uint64_t outstanding = 0;
-  for (auto& c : counters) outstanding += c.outstanding.load();
-  const std::uint64_t errors = shared.errors.load();
-  const std::uint64_t verified = final_counts.msgs_in;
-  const bool ok = completed && errors == 0 && outstanding == 0 && verified > 0;
-  const rates r = smp.window();
+    const bool single = o.mode == "single";
+    const std::string client_cpus = cpus_allowed();
+    std::printf("strix-echo-bench: %s:%u, %u connections, body %zu B (wire %zu B), depth %u, "
+                "warmup %d s, duration %d s, mode %s (%u worker thread(s)%s), client CPUs %s\n",
+                o.host.c_str(), o.port, o.connections, o.size, wire, o.depth, o.warmup_s, o.duration_s, o.mode.c_str(),
+                o.threads, single ? ", sampling in the same thread" : " + a sampler", client_cpus.c_str());
+    std::fflush(stdout);
 
-  std::printf("summary over %.2f s after %d s warmup: %s\n", r.seconds, o.warmup_s,
-              format_rates(r).c_str());
-  std::printf("verified %llu echoes byte for byte and in order, outstanding %llu, errors=%llu\n",
-              static_cast<unsigned long long>(verified), static_cast<unsigned long long>(outstanding),
-              static_cast<unsigned long long>(errors));
-  if (!completed && errors == 0) std::printf("run did not complete its %d s\n", o.warmup_s + o.duration_s);
-  std::printf("result: %s\n", ok ? "PASS" : "FAIL");
+    shared_state shared;
+    std::vector<worker_counters> counters(o.threads);
+    std::vector<std::unique_ptr<worker>> workers;
+    for (std::uint32_t t = 0; t < o.threads; ++t) {
+        workers.push_back(std::make_unique<worker>(o, shared, counters[t], std::move(slices[t])));
+    }
 
-  if (!o.json.empty()) {
+    sampler smp(o, shared, counters);
+    smp.begin();
+    if (single) {
+    // The one loop samples between its turns and never blocks past the next tick.
+        workers[0]->run([&]() -> int {
+            if (smp.done()) return 100;
+            if (steady::now() >= smp.next_due()) {
+                smp.tick();
+                if (smp.done()) {
+                    shared.stop_sending.store(true);
+                    return 100;
+                }
+            }
+            const auto left = std::chrono::ceil<std::chrono::milliseconds>(smp.next_due() - steady::now());
+            return static_cast<int>(std::clamp<std::chrono::milliseconds::rep>(left.count(), 0, 100));
+        });
+    } else {
+        std::vector<std::thread> threads;
+        for (auto& w : workers) threads.emplace_back([&w] { w->run(); });
+        while (!smp.done()) {
+            const auto target = smp.next_due();
+            while (!shared.abort.load() && steady::now() < target) {
+                std::this_thread::sleep_for(
+                    std::min<steady::duration>(std::chrono::milliseconds(50), target - steady::now()));
+            }
+            smp.tick();
+        }
+        shared.stop_sending.store(true);
+        for (auto& t : threads) t.join();
+    }
+    const bool completed = smp.completed();
+
+    const sample final_counts = smp.take();
+    std::uint64_t outstanding = 0;
+    for (auto& c : counters) outstanding += c.outstanding.load();
+    const std::uint64_t errors = shared.errors.load();
+    const std::uint64_t verified = final_counts.msgs_in;
+    const bool ok = completed && errors == 0 && outstanding == 0 && verified > 0;
+    const rates r = smp.window();
+
+    std::printf("summary over %.2f s after %d s warmup: %s\n", r.seconds, o.warmup_s, format_rates(r).c_str());
+    std::printf("verified %llu echoes byte for byte and in order, outstanding %llu, errors=%llu\n",
+                static_cast<unsigned long long>(verified), static_cast<unsigned long long>(outstanding),
+                static_cast<unsigned long long>(errors));
+    if (!completed && errors == 0) std::printf("run did not complete its %d s\n", o.warmup_s + o.duration_s);
+    std::printf("result: %s\n", ok ? "PASS" : "FAIL");
+
+    if (!o.json.empty()) {
     // Field names and order are what scripts/echo_report.py and echo_bench_test.sh read; new
     // fields go at the end. client_threads counts every thread of the client (workers + sampler).
-    const nlohmann::ordered_json summary = {
-        {"ok", ok},
-        {"msgs_in_per_s", json_figure(r.msgs_in)},
-        {"msgs_out_per_s", json_figure(r.msgs_out)},
-        {"mb_in_per_s", json_figure(r.mb_in)},
-        {"mb_out_per_s", json_figure(r.mb_out)},
-        {"server_cpu_pct", json_figure(r.server_cpu_pct)},
-        {"server_rss_mib", json_figure(r.server_rss_mib)},
-        {"client_cpu_pct", json_figure(r.client_cpu_pct)},
-        {"verified", verified},
-        {"outstanding", outstanding},
-        {"errors", errors},
-        {"connections", o.connections},
-        {"size", o.size},
-        {"depth", o.depth},
-        {"threads", o.threads},
-        {"warmup_s", o.warmup_s},
-        {"duration_s", o.duration_s},
-        {"measured_s", json_figure(r.seconds)},
-        {"mode", o.mode},
-        {"client_threads", single ? 1U : o.threads + 1U},
-        {"client_cpus", client_cpus},
-    };
-    std::ofstream js(o.json);
-    js << summary.dump(2) << '\n';
-    if (!js) {
-      std::fprintf(stderr, "strix-echo-bench: cannot write %s\n", o.json.c_str());
-      return 1;
+        const nlohmann::ordered_json summary = {
+            {"ok", ok},
+            {"msgs_in_per_s", json_figure(r.msgs_in)},
+            {"msgs_out_per_s", json_figure(r.msgs_out)},
+            {"mb_in_per_s", json_figure(r.mb_in)},
+            {"mb_out_per_s", json_figure(r.mb_out)},
+            {"server_cpu_pct", json_figure(r.server_cpu_pct)},
+            {"server_rss_mib", json_figure(r.server_rss_mib)},
+            {"client_cpu_pct", json_figure(r.client_cpu_pct)},
+            {"verified", verified},
+            {"outstanding", outstanding},
+            {"errors", errors},
+            {"connections", o.connections},
+            {"size", o.size},
+            {"depth", o.depth},
+            {"threads", o.threads},
+            {"warmup_s", o.warmup_s},
+            {"duration_s", o.duration_s},
+            {"measured_s", json_figure(r.seconds)},
+            {"mode", o.mode},
+            {"client_threads", single ? 1U : o.threads + 1U},
+            {"client_cpus", client_cpus},
+        };
+        std::ofstream js(o.json);
+        js << summary.dump(2) << '\n';
+        if (!js) {
+            std::fprintf(stderr, "strix-echo-bench: cannot write %s\n", o.json.c_str());
+            return 1;
+        }
     }
-  }
-  return ok ? 0 : 1;
+    return ok ? 0 : 1;
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ inline constexpr std::size_t max_message_size = std::size_t{1} << 30;
 using perf_clock = std::chrono::steady_clock;
 
 inline double seconds_between(perf_clock::time_point a, perf_clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
+    return std::chrono::duration<double>(b - a).count();
 }
 
 enum class pattern { pushpull, pubsub };
@@ -47,234 +47,234 @@ inline constexpr std::string_view contract_help =
     "Exit status: 0 done, 1 failed run, 2 wrong arguments.\n";
 
 struct parsed_args {
-  std::vector<std::string> positional;
-  pattern pat = pattern::pushpull;
-  std::optional<int> hwm;
+    std::vector<std::string> positional;
+    pattern pat = pattern::pushpull;
+    std::optional<int> hwm;
 };
 
 /// One tool: its name and usage text, the error exits and the argument parsing.
 /// Not thread-safe to parse; fail() may be called from any thread.
 class tool {
- public:
-  tool(std::string_view name, std::string_view usage) : name_(name), usage_(usage) {}
+public:
+    tool(std::string_view name, std::string_view usage) : name_(name), usage_(usage) {}
 
-  std::string_view name() const { return name_; }
+    std::string_view name() const { return name_; }
 
   /// Prints "<name>: <why>" and the usage on stderr, exits 2.
-  [[noreturn]] void usage_error(const std::string& why) const {
-    std::fprintf(stderr, "%.*s: %s\n\n%.*s", static_cast<int>(name_.size()), name_.data(),
-                 why.c_str(), static_cast<int>(usage_.size()), usage_.data());
-    std::exit(2);
-  }
+    [[noreturn]] void usage_error(const std::string& why) const {
+        std::fprintf(stderr, "%.*s: %s\n\n%.*s", static_cast<int>(name_.size()), name_.data(), why.c_str(),
+                     static_cast<int>(usage_.size()), usage_.data());
+        std::exit(2);
+    }
 
   /// Prints "<name>: <why>" on stderr and exits 1 at once (callable from any thread: no static
   /// destructors run while another thread is still inside the messaging library).
-  [[noreturn]] void fail(const std::string& why) const {
-    std::fflush(stdout);
-    std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(name_.size()), name_.data(), why.c_str());
-    std::fflush(stderr);
-    std::_Exit(1);
-  }
+    [[noreturn]] void fail(const std::string& why) const {
+        std::fflush(stdout);
+        std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(name_.size()), name_.data(), why.c_str());
+        std::fflush(stderr);
+        std::_Exit(1);
+    }
 
   /// Splits argv into exactly `npositional` positional arguments and, when `thr_options`, the
   /// --pattern and --hwm options (as "--opt value" or "--opt=value", anywhere on the line).
-  parsed_args parse(int argc, char** argv, std::size_t npositional, bool thr_options) const {
-    parsed_args a;
-    for (int i = 1; i < argc; ++i) {
-      const std::string_view arg = argv[i];
-      if (arg == "--help" || arg == "-h") {
-        std::fwrite(usage_.data(), 1, usage_.size(), stdout);
-        std::exit(0);
-      }
-      if (arg.size() < 2 || arg.substr(0, 2) != "--") {
-        a.positional.emplace_back(arg);
-        continue;
-      }
-      std::string_view opt = arg;
-      std::string value;
-      if (const auto eq = arg.find('='); eq != std::string_view::npos) {
-        opt = arg.substr(0, eq);
-        value = std::string(arg.substr(eq + 1));
-      } else if (thr_options && (opt == "--pattern" || opt == "--hwm")) {
-        if (i + 1 >= argc) usage_error("option " + std::string(opt) + " needs a value");
-        value = argv[++i];
-      }
-      if (thr_options && opt == "--pattern") {
-        if (value == "pushpull") {
-          a.pat = pattern::pushpull;
-        } else if (value == "pubsub") {
-          a.pat = pattern::pubsub;
-        } else {
-          usage_error("--pattern must be pushpull or pubsub, got '" + value + "'");
+    parsed_args parse(int argc, char** argv, std::size_t npositional, bool thr_options) const {
+        parsed_args a;
+        for (int i = 1; i < argc; ++i) {
+            const std::string_view arg = argv[i];
+            if (arg == "--help" || arg == "-h") {
+                std::fwrite(usage_.data(), 1, usage_.size(), stdout);
+                std::exit(0);
+            }
+            if (arg.size() < 2 || arg.substr(0, 2) != "--") {
+                a.positional.emplace_back(arg);
+                continue;
+            }
+            std::string_view opt = arg;
+            std::string value;
+            if (const auto eq = arg.find('='); eq != std::string_view::npos) {
+                opt = arg.substr(0, eq);
+                value = std::string(arg.substr(eq + 1));
+            } else if (thr_options && (opt == "--pattern" || opt == "--hwm")) {
+                if (i + 1 >= argc) usage_error("option " + std::string(opt) + " needs a value");
+                value = argv[++i];
+            }
+            if (thr_options && opt == "--pattern") {
+                if (value == "pushpull") {
+                    a.pat = pattern::pushpull;
+                } else if (value == "pubsub") {
+                    a.pat = pattern::pubsub;
+                } else {
+                    usage_error("--pattern must be pushpull or pubsub, got '" + value + "'");
+                }
+            } else if (thr_options && opt == "--hwm") {
+                a.hwm = static_cast<int>(number(value, "--hwm", 0, 0x7fffffff));
+            } else {
+                usage_error("unknown option '" + std::string(arg) + "'");
+            }
         }
-      } else if (thr_options && opt == "--hwm") {
-        a.hwm = static_cast<int>(number(value, "--hwm", 0, 0x7fffffff));
-      } else {
-        usage_error("unknown option '" + std::string(arg) + "'");
-      }
+        if (a.positional.size() != npositional) {
+            usage_error("expected " + std::to_string(npositional) + " arguments, got " +
+                        std::to_string(a.positional.size()));
+        }
+        return a;
     }
-    if (a.positional.size() != npositional) {
-      usage_error("expected " + std::to_string(npositional) + " arguments, got " +
-                  std::to_string(a.positional.size()));
-    }
-    return a;
-  }
 
   /// A decimal integer in [lo, hi], or usage_error naming `what`.
-  std::uint64_t number(const std::string& text, std::string_view what, std::uint64_t lo,
-                       std::uint64_t hi) const {
-    std::uint64_t v = 0;
-    const char* end = text.data() + text.size();
-    const auto [ptr, ec] = std::from_chars(text.data(), end, v);
-    if (text.empty() || ec != std::errc{} || ptr != end || v < lo || v > hi) {
-      usage_error(std::string(what) + " must be an integer in [" + std::to_string(lo) + ", " +
-                  std::to_string(hi) + "], got '" + text + "'");
+    std::uint64_t number(const std::string& text, std::string_view what, std::uint64_t lo, std::uint64_t hi) const {
+        std::uint64_t v = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+        if (text.empty() || ec != std::errc{} || ptr != end || v < lo || v > hi) {
+            usage_error(std::string(what) + " must be an integer in [" + std::to_string(lo) + ", " +
+                        std::to_string(hi) + "], got '" + text + "'");
+        }
+        return v;
     }
-    return v;
-  }
 
-  std::size_t message_size(const std::string& text) const {
-    return static_cast<std::size_t>(number(text, "message-size", 0, max_message_size));
-  }
+    std::size_t message_size(const std::string& text) const {
+        return static_cast<std::size_t>(number(text, "message-size", 0, max_message_size));
+    }
 
-  std::uint64_t message_count(const std::string& text, std::string_view what) const {
-    return number(text, what, 1, 1'000'000'000'000ULL);
-  }
+    std::uint64_t message_count(const std::string& text, std::string_view what) const {
+        return number(text, what, 1, 1'000'000'000'000ULL);
+    }
 
- private:
-  std::string_view name_;
-  std::string_view usage_;
+private:
+    std::string_view name_;
+    std::string_view usage_;
 };
 
 /// The high-water mark the --pattern/--hwm contract asks for, or nullopt for the library's
 /// default (1000 messages in both libzmq and strix): --hwm when given, else 0 (unlimited) for
 /// pubsub, where a publisher drops what exceeds the mark and a dropped message fails the run.
 inline std::optional<int> hwm_for(const parsed_args& a) {
-  if (a.hwm) return a.hwm;
-  if (a.pat == pattern::pubsub) return 0;
-  return std::nullopt;
+    if (a.hwm) return a.hwm;
+    if (a.pat == pattern::pubsub) return 0;
+    return std::nullopt;
 }
 
 inline void stamp(void* data, std::size_t size, std::uint64_t seq) {
-  unsigned char b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<unsigned char>(seq >> (8 * i));
-  if (size > 0) std::memcpy(data, b, std::min<std::size_t>(size, 8));
+    unsigned char b[8];
+    for (int i = 0; i < 8; ++i) b[i] = static_cast<unsigned char>(seq >> (8 * i));
+    if (size > 0) std::memcpy(data, b, std::min<std::size_t>(size, 8));
 }
 
 /// The sequence number in a message's first min(size, 8) bytes.
 inline std::uint64_t stamp_of(const void* data, std::size_t size) {
-  if constexpr (std::endian::native == std::endian::little) {
-    if (size >= 8) {  // the common case, as one load
-      std::uint64_t v;
-      std::memcpy(&v, data, 8);
-      return v;
+    if constexpr (std::endian::native == std::endian::little) {
+        if (size >= 8) {  // the common case, as one load
+            std::uint64_t v;
+            std::memcpy(&v, data, 8);
+            return v;
+        }
     }
-  }
-  unsigned char b[8] = {};
-  if (size > 0) std::memcpy(b, data, std::min<std::size_t>(size, 8));
-  std::uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | b[i];
-  return v;
+    unsigned char b[8] = {};
+    if (size > 0) std::memcpy(b, data, std::min<std::size_t>(size, 8));
+    std::uint64_t v = 0;
+    for (int i = 7; i >= 0; --i) v = (v << 8) | b[i];
+    return v;
 }
 
 /// The stamp that message `seq` carries once truncated to `size` bytes.
 inline std::uint64_t expected_stamp(std::uint64_t seq, std::size_t size) {
-  return size >= 8 ? seq : (seq & ((std::uint64_t{1} << (8 * size)) - 1));
+    return size >= 8 ? seq : (seq & ((std::uint64_t{1} << (8 * size)) - 1));
 }
 
 /// Why message `seq` failed check_message (kept out of line: the check runs per message).
-[[noreturn, gnu::noinline, gnu::cold]] inline void fail_message(
-    const tool& t, const void* data, std::size_t got, std::size_t size, std::uint64_t seq,
-    std::string_view what) {
-  const std::string prefix(what);
-  if (got != size) {
-    t.fail(prefix + "message " + std::to_string(seq) + " has " + std::to_string(got) +
-           " bytes, expected " + std::to_string(size));
-  }
-  t.fail(prefix + "message " + std::to_string(seq) + " carries sequence number " +
-         std::to_string(stamp_of(data, size)) + ": a message was lost, duplicated or reordered");
+[[noreturn, gnu::noinline, gnu::cold]] inline void fail_message(const tool& t, const void* data, std::size_t got,
+                                                                std::size_t size, std::uint64_t seq,
+                                                                std::string_view what) {
+    const std::string prefix(what);
+    if (got != size) {
+        t.fail(prefix + "message " + std::to_string(seq) + " has " + std::to_string(got) + " bytes, expected " +
+               std::to_string(size));
+    }
+    t.fail(prefix + "message " + std::to_string(seq) + " carries sequence number " +
+           std::to_string(stamp_of(data, size)) + ": a message was lost, duplicated or reordered");
 }
 
 /// Checks that message `seq` (`got` bytes at data) has `size` bytes and carries seq's stamp;
 /// fails the run otherwise. `what` names the stream in the messages ("subscriber 3: ").
-inline void check_message(const tool& t, const void* data, std::size_t got, std::size_t size,
-                          std::uint64_t seq, std::string_view what = {}) {
-  if (got == size && stamp_of(data, size) == expected_stamp(seq, size)) [[likely]] return;
-  fail_message(t, data, got, size, seq, what);
+inline void check_message(const tool& t, const void* data, std::size_t got, std::size_t size, std::uint64_t seq,
+                          std::string_view what = {}) {
+    if (got == size && stamp_of(data, size) == expected_stamp(seq, size)) [[likely]]
+        return;
+    fail_message(t, data, got, size, seq, what);
 }
 
 /// "no message for 30 s; received 12 of 100 messages" (what a receive timeout reports).
 inline std::string receive_timeout(std::uint64_t received, std::uint64_t count) {
-  return "no message for " + std::to_string(timeout_ms / 1000) + " s; received " +
-         std::to_string(received) + " of " + std::to_string(count) + " messages";
+    return "no message for " + std::to_string(timeout_ms / 1000) + " s; received " + std::to_string(received) + " of " +
+           std::to_string(count) + " messages";
 }
 
 /// "send blocked for 30 s; sent 12 of 100 messages" (what a send timeout reports).
 inline std::string send_timeout(std::uint64_t sent, std::uint64_t count) {
-  return "send blocked for " + std::to_string(timeout_ms / 1000) + " s; sent " +
-         std::to_string(sent) + " of " + std::to_string(count) + " messages";
+    return "send blocked for " + std::to_string(timeout_ms / 1000) + " s; sent " + std::to_string(sent) + " of " +
+           std::to_string(count) + " messages";
 }
 
 /// "no subscription for 30 s; 3 of 8 subscribers subscribed" (a publisher waiting in vain).
 inline std::string subscription_timeout(std::uint64_t got, std::uint64_t n) {
-  return "no subscription for " + std::to_string(timeout_ms / 1000) + " s; " +
-         std::to_string(got) + " of " + std::to_string(n) + " subscribers subscribed";
+    return "no subscription for " + std::to_string(timeout_ms / 1000) + " s; " + std::to_string(got) + " of " +
+           std::to_string(n) + " subscribers subscribed";
 }
 
 /// libzmq's local_thr output.
 inline void print_thr(std::size_t size, std::uint64_t count, double seconds) {
-  if (seconds <= 0) seconds = 1e-6;  // libzmq's stopwatch floor (1 us)
-  const double throughput = static_cast<double>(count) / seconds;
-  const double megabits = throughput * static_cast<double>(size) * 8 / 1e6;
-  std::printf("message size: %zu [B]\n", size);
-  std::printf("message count: %llu\n", static_cast<unsigned long long>(count));
-  std::printf("mean throughput: %llu [msg/s]\n", static_cast<unsigned long long>(throughput));
-  std::printf("mean throughput: %.3f [Mb/s]\n", megabits);
-  std::fflush(stdout);
+    if (seconds <= 0) seconds = 1e-6;  // libzmq's stopwatch floor (1 us)
+    const double throughput = static_cast<double>(count) / seconds;
+    const double megabits = throughput * static_cast<double>(size) * 8 / 1e6;
+    std::printf("message size: %zu [B]\n", size);
+    std::printf("message count: %llu\n", static_cast<unsigned long long>(count));
+    std::printf("mean throughput: %llu [msg/s]\n", static_cast<unsigned long long>(throughput));
+    std::printf("mean throughput: %.3f [Mb/s]\n", megabits);
+    std::fflush(stdout);
 }
 
 struct roundtrips {
-  double total_seconds = 0;  // first send to last reply, as libzmq's remote_lat times it
-  std::vector<double> us;    // each round trip, microseconds
+    double total_seconds = 0;  // first send to last reply, as libzmq's remote_lat times it
+    std::vector<double> us;    // each round trip, microseconds
 };
 
 /// Nearest-rank percentile of sorted values: the smallest value with at least p % of all values
 /// at or below it.
 inline double percentile(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  const auto n = static_cast<double>(sorted.size());
-  auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * n));
-  rank = std::clamp<std::size_t>(rank, 1, sorted.size());
-  return sorted[rank - 1];
+    if (sorted.empty()) return 0;
+    const auto n = static_cast<double>(sorted.size());
+    auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * n));
+    rank = std::clamp<std::size_t>(rank, 1, sorted.size());
+    return sorted[rank - 1];
 }
 
 /// libzmq's remote_lat output (average latency = half a round trip) plus p50 and p99 of the
 /// whole round trips.
 inline void print_lat(std::size_t size, std::uint64_t count, roundtrips r) {
-  std::sort(r.us.begin(), r.us.end());
-  const double average = r.total_seconds * 1e6 / (static_cast<double>(count) * 2);
-  std::printf("message size: %zu [B]\n", size);
-  std::printf("roundtrip count: %llu\n", static_cast<unsigned long long>(count));
-  std::printf("average latency: %.3f [us]\n", average);
-  std::printf("p50 roundtrip: %.3f [us]\n", percentile(r.us, 50));
-  std::printf("p99 roundtrip: %.3f [us]\n", percentile(r.us, 99));
-  std::fflush(stdout);
+    std::sort(r.us.begin(), r.us.end());
+    const double average = r.total_seconds * 1e6 / (static_cast<double>(count) * 2);
+    std::printf("message size: %zu [B]\n", size);
+    std::printf("roundtrip count: %llu\n", static_cast<unsigned long long>(count));
+    std::printf("average latency: %.3f [us]\n", average);
+    std::printf("p50 roundtrip: %.3f [us]\n", percentile(r.us, 50));
+    std::printf("p99 roundtrip: %.3f [us]\n", percentile(r.us, 99));
+    std::fflush(stdout);
 }
 
 /// The fan-out tool's output: 'mean throughput' is messages published per second, 'aggregate
 /// throughput' messages delivered (messages x subscribers) per second.
 inline void print_fanout(int subscribers, std::size_t size, std::uint64_t count, double seconds) {
-  if (seconds <= 0) seconds = 1e-6;
-  const std::uint64_t deliveries = count * static_cast<std::uint64_t>(subscribers);
-  std::printf("subscribers: %d\n", subscribers);
-  std::printf("message size: %zu [B]\n", size);
-  std::printf("message count: %llu\n", static_cast<unsigned long long>(count));
-  std::printf("deliveries: %llu\n", static_cast<unsigned long long>(deliveries));
-  std::printf("mean throughput: %llu [msg/s]\n",
-              static_cast<unsigned long long>(static_cast<double>(count) / seconds));
-  std::printf("aggregate throughput: %llu [deliveries/s]\n",
-              static_cast<unsigned long long>(static_cast<double>(deliveries) / seconds));
-  std::fflush(stdout);
+    if (seconds <= 0) seconds = 1e-6;
+    const std::uint64_t deliveries = count * static_cast<std::uint64_t>(subscribers);
+    std::printf("subscribers: %d\n", subscribers);
+    std::printf("message size: %zu [B]\n", size);
+    std::printf("message count: %llu\n", static_cast<unsigned long long>(count));
+    std::printf("deliveries: %llu\n", static_cast<unsigned long long>(deliveries));
+    std::printf("mean throughput: %llu [msg/s]\n",
+                static_cast<unsigned long long>(static_cast<double>(count) / seconds));
+    std::printf("aggregate throughput: %llu [deliveries/s]\n",
+                static_cast<unsigned long long>(static_cast<double>(deliveries) / seconds));
+    std::fflush(stdout);
 }
 
 }  // namespace strix::link_perf

@@ -125,7 +125,9 @@ struct hiccups {
     int cpu = 0;
     std::uint64_t over_50us = 0, over_200us = 0, over_1ms = 0, over_5ms = 0;
     std::int64_t max_ns = 0, lost_ns = 0, span_ns = 0;
-    double lost_pct() const { return span_ns ? 100.0 * static_cast<double>(lost_ns) / static_cast<double>(span_ns) : 0; }
+    double lost_pct() const {
+        return span_ns ? 100.0 * static_cast<double>(lost_ns) / static_cast<double>(span_ns) : 0;
+    }
 };
 
 hiccups spin_and_watch(int cpu, double seconds) {
@@ -334,7 +336,8 @@ int main(int argc, char** argv) {
     }
     const int send_cpu = cpus.front();
     const int read_cpu = cpus.size() > 1 ? cpus[1] : cpus.front();
-    std::vector<segments> segs{measure_segments(true, o, send_cpu, read_cpu), measure_segments(false, o, send_cpu, read_cpu)};
+    std::vector<segments> segs{measure_segments(true, o, send_cpu, read_cpu),
+                               measure_segments(false, o, send_cpu, read_cpu)};
 
     std::printf("## Clock hiccups (%.0f s, one spinning thread per CPU)\n\n", o.hiccup_s);
     std::printf("| CPU | gaps > 50 us | > 200 us | > 1 ms | > 5 ms | longest (ms) | wall time lost |\n");
@@ -345,16 +348,18 @@ int main(int argc, char** argv) {
                     static_cast<unsigned long long>(h.over_1ms), static_cast<unsigned long long>(h.over_5ms),
                     static_cast<double>(h.max_ns) / 1e6, h.lost_pct());
     }
-    std::printf("\n## Small-segment ceiling (%d connections, %d-byte send() each, sender on CPU %d, reader on CPU %d, %.0f s)\n\n",
+    std::printf("\n## Small-segment ceiling (%d connections, %d-byte send() each, sender on CPU %d, reader on CPU %d, "
+                "%.0f s)\n\n",
                 o.connections, o.size, send_cpu, read_cpu, o.segment_s);
-    std::printf("| transport | sends/s | reads/s | sender CPU per send (us) | reader CPU per read (us) | sender CPU %% | reader CPU %% | result |\n");
+    std::printf("| transport | sends/s | reads/s | sender CPU per send (us) | reader CPU per read (us) | sender CPU %% "
+                "| reader CPU %% | result |\n");
     std::printf("|---|---:|---:|---:|---:|---:|---:|---|\n");
     bool ok = true;
     for (const auto& s : segs) {
         const bool good = s.error.empty();
         ok = ok && good;
-        std::printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", s.transport.c_str(), thousands(s.per_s(s.sends)).c_str(),
-                    thousands(s.per_s(s.reads)).c_str(),
+        std::printf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", s.transport.c_str(),
+                    thousands(s.per_s(s.sends)).c_str(), thousands(s.per_s(s.reads)).c_str(),
                     s.sends ? fmt("%.2f", s.sender_cpu_s * 1e6 / static_cast<double>(s.sends)).c_str() : "n/a",
                     s.reads ? fmt("%.2f", s.reader_cpu_s * 1e6 / static_cast<double>(s.reads)).c_str() : "n/a",
                     fmt("%.0f", s.seconds > 0 ? 100 * s.sender_cpu_s / s.seconds : 0).c_str(),

@@ -93,7 +93,8 @@ void PerCore_Stateful(benchmark::State& state) {
             });
         }
         // Block (futex) rather than spin: the benchmark thread must not steal a core from the shards.
-        for (unsigned seen = done.load(std::memory_order_acquire); seen < n; seen = done.load(std::memory_order_acquire))
+        for (unsigned seen = done.load(std::memory_order_acquire); seen < n;
+             seen = done.load(std::memory_order_acquire))
             done.wait(seen, std::memory_order_acquire);
     }
     eng.stop();

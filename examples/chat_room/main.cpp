@@ -59,8 +59,9 @@ public:
         members_.emplace(s.id(), strix::session_ptr(&s));
         // The owner answers on the same FIFO channel (0 -> this shard) as its later deliveries,
         // so older messages come in the history and newer ones live: each exactly once.
-        all_.invoke_on(owner_shard, [](room& owner) { return history(owner.history_.begin(), owner.history_.end()); },
-                       [this, id = s.id()](history h) { join(id, h); });
+        all_.invoke_on(
+            owner_shard, [](room& owner) { return history(owner.history_.begin(), owner.history_.end()); },
+            [this, id = s.id()](history h) { join(id, h); });
     }
 
     void on_frame(strix::session&, std::span<const std::byte> frame) override {
@@ -96,8 +97,8 @@ private:
         strix::session_ptr s = it->second;
         s->state<participant>()->joined = true;
         for (const auto& m : h) s->send(m);
-        strix::log(strix::log_level::info, "chat-room: {} joined on shard {} ({} here)", s->peer(),
-                   s->owner().id(), members_.size());
+        strix::log(strix::log_level::info, "chat-room: {} joined on shard {} ({} here)", s->peer(), s->owner().id(),
+                   members_.size());
     }
 
     strix::sharded<room>& all_;

@@ -87,8 +87,7 @@ TEST(chat_room_example, every_client_gets_every_message_once_in_one_order_and_ne
     std::map<std::string, int> count;
     for (auto& t : seen[0]) ++count[t];
     for (std::size_t c = 0; c < clients.size(); ++c)
-        for (int m = 0; m < per_client; ++m)
-            EXPECT_EQ(count[message(c, m)], 1) << message(c, m);
+        for (int m = 0; m < per_client; ++m) EXPECT_EQ(count[message(c, m)], 1) << message(c, m);
     std::map<std::string, int> last_from;  // sender -> last message number seen
     for (auto& t : seen[0]) {
         auto space = t.find(' ');

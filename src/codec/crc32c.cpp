@@ -19,9 +19,7 @@ namespace {
 constexpr std::uint32_t castagnoli = 0x82F63B78u;
 
 // Multiplies a polynomial by x modulo the generator.
-constexpr std::uint32_t times_x(std::uint32_t b) noexcept {
-    return (b & 1u) != 0 ? (b >> 1) ^ castagnoli : b >> 1;
-}
+constexpr std::uint32_t times_x(std::uint32_t b) noexcept { return (b & 1u) != 0 ? (b >> 1) ^ castagnoli : b >> 1; }
 
 // Slicing-by-8: table[k][v] is the CRC register after feeding byte v followed by k zero bytes,
 // so eight bytes are folded in with eight independent lookups instead of a serial chain of eight.
@@ -58,9 +56,8 @@ std::uint32_t sw_update(std::uint32_t c, const unsigned char* p, std::size_t n) 
     while (n >= 8) {
         const std::uint32_t lo = c ^ load_le32(p);
         const std::uint32_t hi = load_le32(p + 4);
-        c = slice[7][lo & 0xFFu] ^ slice[6][(lo >> 8) & 0xFFu] ^ slice[5][(lo >> 16) & 0xFFu] ^
-            slice[4][lo >> 24] ^ slice[3][hi & 0xFFu] ^ slice[2][(hi >> 8) & 0xFFu] ^
-            slice[1][(hi >> 16) & 0xFFu] ^ slice[0][hi >> 24];
+        c = slice[7][lo & 0xFFu] ^ slice[6][(lo >> 8) & 0xFFu] ^ slice[5][(lo >> 16) & 0xFFu] ^ slice[4][lo >> 24] ^
+            slice[3][hi & 0xFFu] ^ slice[2][(hi >> 8) & 0xFFu] ^ slice[1][(hi >> 16) & 0xFFu] ^ slice[0][hi >> 24];
         p += 8;
         n -= 8;
     }
@@ -87,7 +84,6 @@ constexpr std::uint32_t mul_mod(std::uint32_t a, std::uint32_t b) noexcept {
     }
     return product;
 }
-
 
 using shift_tables = std::array<std::array<std::uint32_t, 256>, 4>;
 
@@ -117,7 +113,7 @@ inline std::uint64_t load_u64(const unsigned char* p) noexcept {
 }
 
 __attribute__((target("sse4.2"))) std::uint32_t hw_update(std::uint32_t c, const unsigned char* p,
-                                                         std::size_t n) noexcept {
+                                                          std::size_t n) noexcept {
     std::uint64_t c0 = c;
     while (n >= 3 * stripe) {
         std::uint64_t c1 = 0;
@@ -127,8 +123,7 @@ __attribute__((target("sse4.2"))) std::uint32_t hw_update(std::uint32_t c, const
             c1 = _mm_crc32_u64(c1, load_u64(p + stripe + i));
             c2 = _mm_crc32_u64(c2, load_u64(p + 2 * stripe + i));
         }
-        std::uint32_t joined = shift_stripe(static_cast<std::uint32_t>(c0)) ^
-                               static_cast<std::uint32_t>(c1);
+        std::uint32_t joined = shift_stripe(static_cast<std::uint32_t>(c0)) ^ static_cast<std::uint32_t>(c1);
         joined = shift_stripe(joined) ^ static_cast<std::uint32_t>(c2);
         c0 = joined;
         p += 3 * stripe;

@@ -21,8 +21,7 @@ void store_le32(std::byte* p, std::uint32_t v) noexcept {
 }
 
 std::uint16_t load_le16(const std::byte* p) noexcept {
-    return static_cast<std::uint16_t>(std::to_integer<unsigned>(p[0]) |
-                                      (std::to_integer<unsigned>(p[1]) << 8));
+    return static_cast<std::uint16_t>(std::to_integer<unsigned>(p[0]) | (std::to_integer<unsigned>(p[1]) << 8));
 }
 
 std::uint32_t load_le32(const std::byte* p) noexcept {
@@ -52,8 +51,7 @@ frame_header parse_header(const std::byte* in12) noexcept {
     return h;
 }
 
-frame_header make_header(std::uint16_t type, std::span<const std::byte> body,
-                         bool with_crc) noexcept {
+frame_header make_header(std::uint16_t type, std::span<const std::byte> body, bool with_crc) noexcept {
     if (body.size() > max_body) {
         std::fputs("strix: make_header(): body too large for the 32-bit frame length\n", stderr);
         std::abort();
@@ -66,8 +64,8 @@ frame_header make_header(std::uint16_t type, std::span<const std::byte> body,
     return h;
 }
 
-std::size_t encode_frame(std::span<std::byte> out, std::uint16_t type,
-                         std::span<const std::byte> body, bool with_crc) noexcept {
+std::size_t encode_frame(std::span<std::byte> out, std::uint16_t type, std::span<const std::byte> body,
+                         bool with_crc) noexcept {
     if (body.size() > max_body || out.size() < frame_header_size + body.size()) return 0;
     encode_header(out.data(), make_header(type, body, with_crc));
     if (!body.empty()) std::memcpy(out.data() + frame_header_size, body.data(), body.size());
@@ -107,8 +105,7 @@ decode_result decode_frame(std::span<const std::byte> input, const codec_limits&
         r.error = frame_errc::need_more;
         return r;
     }
-    const std::span<const std::byte> body = input.subspan(frame_header_size,
-                                                          h.length - frame_header_size);
+    const std::span<const std::byte> body = input.subspan(frame_header_size, h.length - frame_header_size);
     if ((h.flags & frame_flag_crc) != 0 && crc32c(body) != h.crc) {
         r.error = frame_errc::crc_mismatch;
         return r;

@@ -11,22 +11,17 @@ public:
 
     std::string message(int value) const override {
         switch (static_cast<frame_errc>(value)) {
-            case frame_errc::ok:
-                return "The frame is complete and valid.";
-            case frame_errc::need_more:
-                return "The input ends before the frame does; more bytes are needed.";
+            case frame_errc::ok: return "The frame is complete and valid.";
+            case frame_errc::need_more: return "The input ends before the frame does; more bytes are needed.";
             case frame_errc::length_too_small:
                 return "The frame's length field is below 12, the size of the header it counts.";
             case frame_errc::length_too_large:
                 return "The frame's length field exceeds the configured maximum frame size.";
-            case frame_errc::unknown_flags:
-                return "The frame header sets a flag bit this version does not define.";
-            case frame_errc::crc_mismatch:
-                return "The CRC32C of the frame body does not match the header's crc field.";
+            case frame_errc::unknown_flags: return "The frame header sets a flag bit this version does not define.";
+            case frame_errc::crc_mismatch: return "The CRC32C of the frame body does not match the header's crc field.";
             case frame_errc::crc_without_flag:
                 return "The frame header's crc field is nonzero but the crc flag is clear.";
-            case frame_errc::buffer_too_small:
-                return "The output buffer is too small to hold the encoded frame.";
+            case frame_errc::buffer_too_small: return "The output buffer is too small to hold the encoded frame.";
         }
         return "Unknown strix.frame error " + std::to_string(value) + ".";
     }

@@ -22,9 +22,7 @@ buffer_chain::buffer_chain(std::size_t chunk_size) : chunk_size_(chunk_size) {
     if (chunk_size == 0) contract_failure("chunk_size must be > 0");
 }
 
-buffer_chain::buffer_chain(buffer_chain&& other) noexcept : chunk_size_(other.chunk_size_) {
-    take(other);
-}
+buffer_chain::buffer_chain(buffer_chain&& other) noexcept : chunk_size_(other.chunk_size_) { take(other); }
 
 buffer_chain& buffer_chain::operator=(buffer_chain&& other) noexcept {
     if (this != &other) {

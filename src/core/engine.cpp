@@ -51,7 +51,8 @@ engine::engine(engine_config cfg) : cfg_(cfg) {
     mesh_.resize(static_cast<std::size_t>(n) * n);
     for (unsigned to = 0; to < n; ++to)
         for (unsigned from = 0; from < n; ++from)
-            if (from != to) mesh_[static_cast<std::size_t>(to) * n + from] = std::make_unique<spsc_queue<task>>(cfg_.mesh_capacity);
+            if (from != to)
+                mesh_[static_cast<std::size_t>(to) * n + from] = std::make_unique<spsc_queue<task>>(cfg_.mesh_capacity);
     exited_ = std::make_unique<std::atomic<bool>[]>(n);
     shards_.reserve(n);
     // shard_count() is read by the shard constructor, so size the vector first.
@@ -100,8 +101,10 @@ void engine::post(unsigned target, task t) {
 
 void engine::check_not_own_shard(const char* what) const noexcept {
     if (shard* cur = shard::current(); cur && &cur->owner() == this) {
-        std::fprintf(stderr, "strix: %s called on shard %u; it waits for a shard of its own engine, so call it "
-                             "from a thread that is not one\n", what, cur->id());
+        std::fprintf(stderr,
+                     "strix: %s called on shard %u; it waits for a shard of its own engine, so call it "
+                     "from a thread that is not one\n",
+                     what, cur->id());
         std::abort();
     }
 }

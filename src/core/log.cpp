@@ -53,8 +53,8 @@ void log_write(log_level level, std::string_view fmt, const format_arg* args, st
         if (line.size() > max_line) line.resize(max_line);
         const int len = static_cast<int>(line.size());
         if (suppressed)
-            std::fprintf(stderr, "strix %s: %.*s (%lu similar lines suppressed)\n", level_name(level), len,
-                         line.data(), suppressed);
+            std::fprintf(stderr, "strix %s: %.*s (%lu similar lines suppressed)\n", level_name(level), len, line.data(),
+                         suppressed);
         else
             std::fprintf(stderr, "strix %s: %.*s\n", level_name(level), len, line.data());
     } catch (...) {
@@ -66,8 +66,8 @@ bool log_limited_admit(unsigned long& suppressed) noexcept {
     thread_local std::int64_t window = 0;
     thread_local int used = 0;
     thread_local unsigned long dropped = 0;
-    auto now = std::chrono::duration_cast<std::chrono::seconds>(
-                   std::chrono::steady_clock::now().time_since_epoch()).count();
+    auto now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
     if (now != window) {
         window = now;
         used = 0;

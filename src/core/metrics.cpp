@@ -68,8 +68,8 @@ gauge::gauge(metric_group& g, std::string_view name, std::string_view help, merg
 histogram::histogram(std::span<const std::uint64_t> bounds, double scale)
     : bounds_(bounds), scale_(scale), counts_(new std::atomic<std::uint64_t>[bounds.size() + 1]()) {}
 
-histogram::histogram(metric_group& g, std::string_view name, std::string_view help, std::span<const std::uint64_t> bounds,
-                     double scale, std::string_view labels)
+histogram::histogram(metric_group& g, std::string_view name, std::string_view help,
+                     std::span<const std::uint64_t> bounds, double scale, std::string_view labels)
     : histogram(bounds, scale) {
     g.declare(this, {.name = name,
                      .help = help,
@@ -124,21 +124,17 @@ void metric_group::merge(const metric_group& o) noexcept {
         if (mine.info.name != theirs.info.name || mine.info.kind != theirs.info.kind || mine.offset != theirs.offset)
             invalid(mine.info, "merged with a group that declares other metrics");
         switch (mine.info.kind) {
-        case metric_kind::counter:
-            static_cast<counter*>(at(mine))->add(o.counter_at(theirs).value());
-            break;
-        case metric_kind::gauge: {
-            auto* g = static_cast<gauge*>(at(mine));
-            const std::uint64_t v = o.gauge_at(theirs).value();
-            if (mine.info.merge == merge_by::max)
-                g->raise_to(v);
-            else
-                g->add(v);
-            break;
-        }
-        case metric_kind::histogram:
-            static_cast<histogram*>(at(mine))->merge(o.histogram_at(theirs));
-            break;
+            case metric_kind::counter: static_cast<counter*>(at(mine))->add(o.counter_at(theirs).value()); break;
+            case metric_kind::gauge: {
+                auto* g = static_cast<gauge*>(at(mine));
+                const std::uint64_t v = o.gauge_at(theirs).value();
+                if (mine.info.merge == merge_by::max)
+                    g->raise_to(v);
+                else
+                    g->add(v);
+                break;
+            }
+            case metric_kind::histogram: static_cast<histogram*>(at(mine))->merge(o.histogram_at(theirs)); break;
         }
     }
 }

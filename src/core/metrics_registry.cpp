@@ -18,9 +18,9 @@ namespace {
 
 const char* type_name(metric_kind k) noexcept {
     switch (k) {
-    case metric_kind::counter: return "counter";
-    case metric_kind::gauge: return "gauge";
-    case metric_kind::histogram: return "histogram";
+        case metric_kind::counter: return "counter";
+        case metric_kind::gauge: return "gauge";
+        case metric_kind::histogram: return "histogram";
     }
     return "untyped";
 }
@@ -140,9 +140,9 @@ metrics_registry::registration metrics_registry::add(const metric_group& g) {
             s.sources.push_back({id, cell});
         };
         switch (e.info.kind) {
-        case metric_kind::counter: put(&g.counter_at(e)); break;
-        case metric_kind::gauge: put(&g.gauge_at(e)); break;
-        case metric_kind::histogram: put(&g.histogram_at(e)); break;
+            case metric_kind::counter: put(&g.counter_at(e)); break;
+            case metric_kind::gauge: put(&g.gauge_at(e)); break;
+            case metric_kind::histogram: put(&g.histogram_at(e)); break;
         }
     }
     ++live_;
@@ -160,7 +160,8 @@ metrics_registry::registration metrics_registry::add(const metric_info& info, re
     return registration(this, id);
 }
 
-metrics_registry::registration metrics_registry::add_counter(std::string_view name, std::string_view help, reader read) {
+metrics_registry::registration metrics_registry::add_counter(std::string_view name, std::string_view help,
+                                                             reader read) {
     return add({.name = name, .help = help, .kind = metric_kind::counter}, std::move(read));
 }
 

@@ -65,9 +65,12 @@ shard::shard(engine& e, unsigned id, std::chrono::milliseconds tick)
 std::unique_ptr<detail::poller> shard::make_poller(io_backend want) {
     if (want == io_backend::automatic) {
         const char* env = std::getenv("STRIX_IO");
-        if (env && std::strcmp(env, "uring") == 0) want = io_backend::uring;
-        else if (env && std::strcmp(env, "epoll") == 0) want = io_backend::epoll;
-        else want = default_backend;
+        if (env && std::strcmp(env, "uring") == 0)
+            want = io_backend::uring;
+        else if (env && std::strcmp(env, "epoll") == 0)
+            want = io_backend::epoll;
+        else
+            want = default_backend;
     }
     if (want == io_backend::uring) {
         std::string why;
@@ -350,7 +353,8 @@ void shard::run() {
                 engine_.shard_finished_draining();
             }
         }
-        if (drained_ && engine_.all_drained() && local_.empty() && !inbound_pending() && overflow_only_to_exited()) break;
+        if (drained_ && engine_.all_drained() && local_.empty() && !inbound_pending() && overflow_only_to_exited())
+            break;
         int timeout = next_timeout();
         // Busy-poll (engine_config::poll_spin): within the window after work, poll instead of sleeping.
         if (timeout != 0 && spin_.count() > 0 && !stopping_ && std::chrono::steady_clock::now() - last_work_ < spin_)

@@ -23,16 +23,17 @@ int first_set_from(const std::uint64_t (&bits)[4], unsigned start) noexcept {
     const unsigned word = start / 64;
     std::uint64_t w = bits[word] & (~std::uint64_t{0} << (start % 64));
     for (unsigned i = word;;) {
-        if (w != 0) return static_cast<int>(i * 64 + static_cast<unsigned>(std::countr_zero(w))) -
-                           static_cast<int>(start);
+        if (w != 0)
+            return static_cast<int>(i * 64 + static_cast<unsigned>(std::countr_zero(w))) - static_cast<int>(start);
         if (++i == 4) break;
         w = bits[i];
     }
     for (unsigned i = 0; i <= word; ++i) {
         w = bits[i];
         if (i == word) w &= (std::uint64_t{1} << (start % 64)) - 1;
-        if (w != 0) return 256 - static_cast<int>(start) +
-                           static_cast<int>(i * 64 + static_cast<unsigned>(std::countr_zero(w)));
+        if (w != 0)
+            return 256 - static_cast<int>(start) +
+                   static_cast<int>(i * 64 + static_cast<unsigned>(std::countr_zero(w)));
     }
     return -1;
 }
@@ -64,8 +65,7 @@ void timing_wheel::link(timer_node& t, std::uint16_t bucket) noexcept {
     head = &t;
     t.pprev_ = &head;
     t.bucket_ = bucket;
-    if (bucket < overflow_bucket) occupied_[bucket / slots][(bucket % slots) / 64] |=
-        std::uint64_t{1} << (bucket % 64);
+    if (bucket < overflow_bucket) occupied_[bucket / slots][(bucket % slots) / 64] |= std::uint64_t{1} << (bucket % 64);
 }
 
 void timing_wheel::unlink(timer_node& t) noexcept {
@@ -74,8 +74,7 @@ void timing_wheel::unlink(timer_node& t) noexcept {
     // A timer may sit on fire_bucket's local list while its bucket_ still names the slot it came
     // from; that slot is empty then, so clearing its bit is still right.
     if (t.bucket_ < overflow_bucket && heads_[t.bucket_] == nullptr) {
-        occupied_[t.bucket_ / slots][(t.bucket_ % slots) / 64] &=
-            ~(std::uint64_t{1} << (t.bucket_ % 64));
+        occupied_[t.bucket_ / slots][(t.bucket_ % slots) / 64] &= ~(std::uint64_t{1} << (t.bucket_ % 64));
     }
     t.next_ = nullptr;
     t.pprev_ = nullptr;
@@ -125,8 +124,8 @@ void timing_wheel::refile_bucket(std::uint16_t bucket) noexcept {
     timer_node* list = heads_[bucket];
     if (list == nullptr) return;
     heads_[bucket] = nullptr;
-    if (bucket < overflow_bucket) occupied_[bucket / slots][(bucket % slots) / 64] &=
-        ~(std::uint64_t{1} << (bucket % 64));
+    if (bucket < overflow_bucket)
+        occupied_[bucket / slots][(bucket % slots) / 64] &= ~(std::uint64_t{1} << (bucket % 64));
     // No callback runs here, so the detached list cannot change under us.
     while (list != nullptr) {
         timer_node& t = *list;
@@ -154,8 +153,8 @@ std::size_t timing_wheel::fire_bucket(std::uint16_t bucket) noexcept {
     timer_node* due = heads_[bucket];
     if (due == nullptr) return 0;
     heads_[bucket] = nullptr;
-    if (bucket < overflow_bucket) occupied_[bucket / slots][(bucket % slots) / 64] &=
-        ~(std::uint64_t{1} << (bucket % 64));
+    if (bucket < overflow_bucket)
+        occupied_[bucket / slots][(bucket % slots) / 64] &= ~(std::uint64_t{1} << (bucket % 64));
     due->pprev_ = &due;
 
     std::size_t fired = 0;
@@ -176,8 +175,7 @@ std::uint64_t timing_wheel::next_event() const noexcept {
         const unsigned shift = level * slot_bits;
         // Level k acts at the start of a block of 2^(8k) ticks; level 0's blocks are single ticks.
         const std::uint64_t block = now_ >> shift;
-        const int off = first_set_from(occupied_[level],
-                                       static_cast<unsigned>((block + 1) & (slots - 1)));
+        const int off = first_set_from(occupied_[level], static_cast<unsigned>((block + 1) & (slots - 1)));
         if (off < 0) continue;
         const std::uint64_t target_block = block + 1 + static_cast<std::uint64_t>(off);
         if (target_block > (no_event >> shift)) continue;  // beyond the end of tick space

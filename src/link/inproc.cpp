@@ -114,7 +114,11 @@ public:
     using kind = inproc_batch::kind;
 
     inproc_pipe(socket_core& c, intrusive_ptr<inproc_link> l, int side, const inproc_peer_info& peer, std::string addr)
-        : core_(c), link_(std::move(l)), side_(side), addr_(std::move(addr)), hwm_(pair_hwm(c.opts.sndhwm, peer.rcvhwm)) {
+        : core_(c),
+          link_(std::move(l)),
+          side_(side),
+          addr_(std::move(addr)),
+          hwm_(pair_hwm(c.opts.sndhwm, peer.rcvhwm)) {
         id = c.next_pipe_id();
         peer_type = peer.type;
         peer_identity = peer.identity;
@@ -411,7 +415,8 @@ std::string inproc_bind(socket_core& c, std::string_view name) {
         auto& r = names();
         std::lock_guard lk(r.mu);
         if (r.bound.count(name))
-            throw std::system_error(make_error_code(link_errc::address_in_use), "cannot bind inproc://" + std::string(name));
+            throw std::system_error(make_error_code(link_errc::address_in_use),
+                                    "cannot bind inproc://" + std::string(name));
         r.bound.emplace(std::string(name), me);
         auto [lo, hi] = r.waiting.equal_range(name);
         for (auto it = lo; it != hi; ++it) waiters.push_back(it->second);

@@ -3,8 +3,10 @@
 // trie, the patterns and the socket core that ties them to a session_group.
 //
 //   application ──send──> socket_core ──pattern (lb, dist, router, req/rep)──> pipe::write
-//                                                                               ├─ zmtp_pipe (zmtp_pipe.cpp): ZMTP frames into the session's send queue
-//                                                                               └─ inproc_pipe (inproc.cpp): owned parts, batched per turn to the peer
+//                                                                               ├─ zmtp_pipe (zmtp_pipe.cpp): ZMTP
+//                                                                               frames into the session's send queue └─
+//                                                                               inproc_pipe (inproc.cpp): owned parts,
+//                                                                               batched per turn to the peer
 //   session ──frames──> zmtp_pipe (greeting, READY, commands, multipart assembly) ─┐
 //   inproc peer ──batch──> inproc_pipe ────────────────────────────────────────────┴─> pattern::receive ──> on_message
 
@@ -78,10 +80,10 @@ public:
 
     std::uint64_t id = 0;
     socket_type peer_type = socket_type::pair;
-    std::string peer_identity;   // the Identity property from READY (may be empty)
-    std::string routing_id;      // ROUTER: the id this peer is known by
-    std::uint64_t mark = 0;      // a pattern's scratch space (fan-out dedupe)
-    std::size_t topics = 0;      // PUB/XPUB: distinct topics this peer subscribes to
+    std::string peer_identity;  // the Identity property from READY (may be empty)
+    std::string routing_id;  // ROUTER: the id this peer is known by
+    std::uint64_t mark = 0;  // a pattern's scratch space (fan-out dedupe)
+    std::size_t topics = 0;  // PUB/XPUB: distinct topics this peer subscribes to
     bool attached = false;
 };
 
@@ -92,7 +94,7 @@ class topic_trie {
 public:
     explicit topic_trie(bool counted) noexcept : counted_(counted) {}
     struct change {
-        bool pipe_first = false;   // this pipe gained the topic (or lost it)
+        bool pipe_first = false;  // this pipe gained the topic (or lost it)
         bool topic_first = false;  // the topic went from no subscription to one (or back)
     };
     change add(bytes_view topic, pipe* p);
@@ -120,7 +122,7 @@ public:
 private:
     struct node {
         std::vector<std::pair<std::uint8_t, std::uint32_t>> kids;  // sorted by byte
-        std::vector<std::pair<pipe*, std::uint32_t>> subs;         // count per pipe
+        std::vector<std::pair<pipe*, std::uint32_t>> subs;  // count per pipe
         std::uint32_t total = 0;
     };
     std::uint32_t child(std::uint32_t n, std::uint8_t b) const noexcept;
@@ -203,7 +205,7 @@ public:
 private:
     std::unique_ptr<session_group> group_;  // declared last: destroyed first, while the pattern lives
     std::vector<connection_ptr> connections_;
-    std::vector<bytes_view> pending_;            // parts of a message being sent with more = true
+    std::vector<bytes_view> pending_;  // parts of a message being sent with more = true
     std::vector<std::vector<std::byte>> pending_store_;
     std::uint64_t pipe_ids_ = 0;
     bool want_writable_ = false;

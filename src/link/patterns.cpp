@@ -264,7 +264,8 @@ public:
             // libzmq's form: a zero byte, then a 32-bit counter.
             id.assign(5, '\0');
             const std::uint32_t n = next_id_++;
-            for (int i = 0; i < 4; ++i) id[static_cast<std::size_t>(1 + i)] = static_cast<char>((n >> (24 - 8 * i)) & 0xff);
+            for (int i = 0; i < 4; ++i)
+                id[static_cast<std::size_t>(1 + i)] = static_cast<char>((n >> (24 - 8 * i)) & 0xff);
         }
         p.routing_id = id;
         by_id_[id] = &p;

@@ -48,7 +48,8 @@ std::uint32_t topic_trie::child_or_make(std::uint32_t n, std::uint8_t b) {
     const auto id = static_cast<std::uint32_t>(nodes_.size());
     nodes_.emplace_back();
     auto& k = nodes_[n].kids;
-    k.insert(std::lower_bound(k.begin(), k.end(), b, [](const auto& e, std::uint8_t v) { return e.first < v; }), {b, id});
+    k.insert(std::lower_bound(k.begin(), k.end(), b, [](const auto& e, std::uint8_t v) { return e.first < v; }),
+             {b, id});
     return id;
 }
 

@@ -298,13 +298,16 @@ private:
 
     void on_ping_timer() {
         auto& sh = core_.owner;
-        const auto timeout = core_.opts.heartbeat_timeout.count() > 0 ? core_.opts.heartbeat_timeout : core_.opts.heartbeat_ivl;
-        if (ping_outstanding_ && sh.now_tick() - ping_sent_tick_ >= sh.ticks_for(timeout) && last_rx_tick_ < ping_sent_tick_) {
+        const auto timeout =
+            core_.opts.heartbeat_timeout.count() > 0 ? core_.opts.heartbeat_timeout : core_.opts.heartbeat_ivl;
+        if (ping_outstanding_ && sh.now_tick() - ping_sent_tick_ >= sh.ticks_for(timeout) &&
+            last_rx_tick_ < ping_sent_tick_) {
             drop(link_errc::heartbeat_timeout);
             return;
         }
         if (!ping_outstanding_ || last_rx_tick_ >= ping_sent_tick_) {
-            const auto ttl = static_cast<std::uint16_t>(std::min<long long>(core_.opts.heartbeat_ttl.count() / 100, 65535));
+            const auto ttl =
+                static_cast<std::uint16_t>(std::min<long long>(core_.opts.heartbeat_ttl.count() / 100, 65535));
             put(bytes_view(zmtp::ping_frame(ttl, {})));
             ping_outstanding_ = true;
             ping_sent_tick_ = sh.now_tick();
@@ -380,7 +383,8 @@ void socket_core::on_protocol_error(session& s, std::error_code ec) {
     } else {
         ++stats.protocol_errors;
         detach(*p);  // the one disconnected event is this one, not on_close's
-        event(socket_event::kind::disconnected, p->address(), ec == net_errc::frame_too_large ? make_error_code(link_errc::message_too_large) : ec);
+        event(socket_event::kind::disconnected, p->address(),
+              ec == net_errc::frame_too_large ? make_error_code(link_errc::message_too_large) : ec);
     }
 }
 

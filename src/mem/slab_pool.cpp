@@ -10,8 +10,7 @@ namespace strix {
 namespace {
 
 std::size_t checked_align(std::size_t align) {
-    if (!std::has_single_bit(align))
-        throw std::invalid_argument("slab_pool: align must be a power of two");
+    if (!std::has_single_bit(align)) throw std::invalid_argument("slab_pool: align must be a power of two");
     // A free slot holds the list link, so it needs at least pointer alignment.
     return align < alignof(void*) ? alignof(void*) : align;
 }

@@ -57,7 +57,8 @@ endpoint endpoint::parse(std::string_view text) {
         value = 0;
     } else {
         auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-        if (ec != std::errc() || end != port.data() + port.size() || value > 65535) bad(text, "port must be 0-65535 or *");
+        if (ec != std::errc() || end != port.data() + port.size() || value > 65535)
+            bad(text, "port must be 0-65535 or *");
     }
     std::string h(host);
     if (h == "localhost") h = "127.0.0.1";

@@ -22,7 +22,11 @@ constexpr std::chrono::milliseconds accept_retry{100};
 }
 
 listener::listener(session_group& g, unique_fd fd, session_group::accept_fn on_accept, std::string unlink_path)
-    : group_(g), fd_(std::move(fd)), on_accept_(std::move(on_accept)), unlink_path_(std::move(unlink_path)), retry_([this] { on_retry(); }) {}
+    : group_(g),
+      fd_(std::move(fd)),
+      on_accept_(std::move(on_accept)),
+      unlink_path_(std::move(unlink_path)),
+      retry_([this] { on_retry(); }) {}
 
 listener::~listener() {
     if (!unlink_path_.empty()) ::unlink(unlink_path_.c_str());

@@ -53,7 +53,8 @@ const framer& http_head_framer() noexcept { return http_head_instance; }
 std::string http_response_for(std::string_view head, const std::function<std::string()>& render) {
     if (head.starts_with("GET /metrics ") || head.starts_with("GET /metrics?") || head.starts_with("GET /metrics\r"))
         return response("200 OK", "text/plain; version=0.0.4; charset=utf-8", render());
-    if (head.starts_with("GET ")) return response("404 Not Found", "text/plain; charset=utf-8", "metrics are at /metrics\n");
+    if (head.starts_with("GET "))
+        return response("404 Not Found", "text/plain; charset=utf-8", "metrics are at /metrics\n");
     return response("400 Bad Request", "text/plain; charset=utf-8", "GET /metrics\n");
 }
 
@@ -62,15 +63,18 @@ public:
     explicit handler(renderer r) : render_(std::move(r)) {}
 
     void on_frame(session& s, std::span<const std::byte> head) override {
-        send_text(s, http_response_for(std::string_view(reinterpret_cast<const char*>(head.data()), head.size()), render_));
+        send_text(s, http_response_for(std::string_view(reinterpret_cast<const char*>(head.data()), head.size()),
+                                       render_));
         s.close();  // flushes the response (within close_linger), reads nothing more
     }
 
     void on_protocol_error(session& s, std::error_code ec) override {
         if (ec == net_errc::frame_timeout || ec == net_errc::handshake_timeout)
-            send_text(s, response("408 Request Timeout", "text/plain; charset=utf-8", "request not complete in time\n"));
+            send_text(s,
+                      response("408 Request Timeout", "text/plain; charset=utf-8", "request not complete in time\n"));
         else if (ec == net_errc::frame_too_large)
-            send_text(s, response("431 Request Header Fields Too Large", "text/plain; charset=utf-8", "request head over 8 KiB\n"));
+            send_text(s, response("431 Request Header Fields Too Large", "text/plain; charset=utf-8",
+                                  "request head over 8 KiB\n"));
     }
 
 private:
@@ -99,11 +103,14 @@ metrics_endpoint::metrics_endpoint(shard& sh, std::uint16_t port, renderer rende
 }
 
 metrics_endpoint::metrics_endpoint(shard& sh, std::uint16_t port, metrics_registry& r, limits lim)
-    : metrics_endpoint(sh, port, [&r] { return r.render(); }, lim) {
+    : metrics_endpoint(
+          sh, port, [&r] { return r.render(); }, lim) {
     const net_counters& c = group_->counters();
-    metric_regs_.push_back(r.add_counter("strix_metrics_requests_total", "requests to the metrics endpoint before this one",
+    metric_regs_.push_back(r.add_counter("strix_metrics_requests_total",
+                                         "requests to the metrics endpoint before this one",
                                          [&c] { return c.frames_in.value(); }));
-    metric_regs_.push_back(r.add_counter("strix_metrics_timeouts_total", "metrics connections closed for an incomplete request",
+    metric_regs_.push_back(r.add_counter("strix_metrics_timeouts_total",
+                                         "metrics connections closed for an incomplete request",
                                          [&c] { return c.frame_timeouts.value() + c.handshake_timeouts.value(); }));
 }
 

@@ -54,7 +54,8 @@ void server::start() {
             if (i == 0) port_ = detail::local_port(tcp[0].get());
         }
     }
-    if (!cfg_.unix_path.empty()) unix_fd = detail::listen_on(endpoint::unix_socket(cfg_.unix_path), cfg_.backlog, false);
+    if (!cfg_.unix_path.empty())
+        unix_fd = detail::listen_on(endpoint::unix_socket(cfg_.unix_path), cfg_.backlog, false);
 
     for (unsigned i = 0; i < groups_.size(); ++i) {
         session_group* g = groups_[i].get();
@@ -71,9 +72,10 @@ void server::start() {
                     dest->adopt(std::move(fd), std::move(peer));
                     return;
                 }
-                dest->owner().owner().post(dest->owner().id(), [dest, alive, f = std::move(fd), p = std::move(peer)]() mutable {
-                    if (*alive) dest->adopt(std::move(f), std::move(p));
-                });
+                dest->owner().owner().post(dest->owner().id(),
+                                           [dest, alive, f = std::move(fd), p = std::move(peer)]() mutable {
+                                               if (*alive) dest->adopt(std::move(f), std::move(p));
+                                           });
             };
         }
         engine_.post(i, [g, alive = alive_[i], tcp_fd, ufd, handoff = std::move(handoff)]() mutable {

@@ -372,7 +372,8 @@ void session::close(std::error_code reason) {
     owner().hold();
     life_.holds_shard = true;
     // Bound the flush: a peer that stops reading must not keep us forever.
-    life_.close_deadline_tick = owner().now_tick() + std::max<std::uint64_t>(1, owner().ticks_for(group_.limits().close_linger));
+    life_.close_deadline_tick =
+        owner().now_tick() + std::max<std::uint64_t>(1, owner().ticks_for(group_.limits().close_linger));
     arm_timer();
     owner().mark_dirty(*this);
 }
@@ -418,7 +419,8 @@ void session::on_timer() {
     const session_limits& lim = group_.limits();
     if (life_.state == phase::closing) {
         if (now >= life_.close_deadline_tick) {
-            log_limited(log_level::info, "session {}: close linger expired with {} bytes unsent", peer_, out_.tx.size());
+            log_limited(log_level::info, "session {}: close linger expired with {} bytes unsent", peer_,
+                        out_.tx.size());
             abort(life_.close_reason);
             return;
         }
@@ -442,8 +444,8 @@ void session::on_timer() {
         auto stall = sh.ticks_for(lim.stall_timeout);
         if (stall && in_.paused && now - in_.paused_since_tick >= stall) {
             bump(group_.counters_.slow_consumers);
-            log_limited(log_level::warn, "session {}: slow consumer (output not drained for {} ms), disconnecting", peer_,
-                        lim.stall_timeout.count());
+            log_limited(log_level::warn, "session {}: slow consumer (output not drained for {} ms), disconnecting",
+                        peer_, lim.stall_timeout.count());
             abort(net_errc::slow_consumer);
             return;
         }

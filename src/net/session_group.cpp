@@ -36,7 +36,8 @@ session_limits normalized(session_limits l) {
 
 struct session_group::impl {
     explicit impl(std::size_t ring_size)
-        : rx_pool(ring_size, static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)), 16) {}  // page-aligned: see give_rx_buffer
+        : rx_pool(ring_size, static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)), 16) {
+    }  // page-aligned: see give_rx_buffer
 
     slab_pool rx_pool;                 // carves new receive rings; never given one back
     std::vector<std::byte*> free_rx;   // rings not in use (idle ones with their pages returned)
@@ -100,9 +101,9 @@ endpoint session_group::listen(const endpoint& ep, int backlog) {
     std::string unlink_path;
     if (ep.kind == endpoint::transport::unix_socket && !ep.path.empty() && ep.path[0] != '@') unlink_path = ep.path;
     install_hooks();
-    auto l = make_intrusive<detail::listener>(*this, std::move(fd), [this](unique_fd s, std::string peer) {
-        adopt(std::move(s), std::move(peer));
-    }, std::move(unlink_path));
+    auto l = make_intrusive<detail::listener>(
+        *this, std::move(fd), [this](unique_fd s, std::string peer) { adopt(std::move(s), std::move(peer)); },
+        std::move(unlink_path));
     l->start();
     impl_->listeners.push_back(std::move(l));
     return bound;

@@ -59,7 +59,8 @@ unique_fd listen_on(const endpoint& ep, int backlog, bool reuse_port) {
     std::error_code ec;
     const socklen_t len = to_sockaddr(ep, ss, ec);
     if (!len) {
-        if (ep.kind == endpoint::transport::unix_socket) fail(ec.value(), "cannot listen on " + where + ": socket path too long or empty");
+        if (ep.kind == endpoint::transport::unix_socket)
+            fail(ec.value(), "cannot listen on " + where + ": socket path too long or empty");
         fail(ec.value(), "cannot listen on " + where + ": not a numeric IPv4 or IPv6 address (use e.g. 127.0.0.1)");
     }
     const bool is_unix = ep.kind == endpoint::transport::unix_socket;
@@ -77,7 +78,8 @@ unique_fd listen_on(const endpoint& ep, int backlog, bool reuse_port) {
     }
     if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) < 0) {
         int e = errno;
-        fail(e, "cannot listen on " + where + (e == EADDRINUSE ? " (another process holds the address; pick another port or path)" : ""));
+        fail(e, "cannot listen on " + where +
+                    (e == EADDRINUSE ? " (another process holds the address; pick another port or path)" : ""));
     }
     if (::listen(fd.get(), backlog) < 0) fail(errno, "cannot listen on " + where);
     return fd;

@@ -40,7 +40,6 @@ inline std::string read_file(const std::string& path) {
     return ss.str();
 }
 
-
 /// strix-chat-server running as a child process on an ephemeral port.
 class server_process {
 public:
@@ -83,8 +82,9 @@ public:
     pid_t pid() const { return proc_.pid(); }
 
     static std::vector<std::string> args(const std::string& db_url, unsigned shards, std::vector<std::string> extra) {
-        std::vector<std::string> a{"--port",  "0",      "--db",      db_url, "--metrics-port", "0", "--shards",
-                                   std::to_string(shards), "--password-cost", "fast", "--no-pin"};
+        std::vector<std::string> a{"--port",          "0",    "--db",     db_url,
+                                   "--metrics-port",  "0",    "--shards", std::to_string(shards),
+                                   "--password-cost", "fast", "--no-pin"};
         a.insert(a.end(), extra.begin(), extra.end());
         return a;
     }
@@ -126,7 +126,8 @@ protected:
         int status = s.stop(SIGTERM);
         ASSERT_NE(status, -1) << "server did not exit after SIGTERM";
         ASSERT_TRUE(WIFEXITED(status)) << "server died by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0)
-                                       << "\n" << s.log();
+                                       << "\n"
+                                       << s.log();
         EXPECT_EQ(WEXITSTATUS(status), 0) << s.log();
     }
 
@@ -139,9 +140,9 @@ inline std::string backend_name(const ::testing::TestParamInfo<backend>& i) {
     return i.param == backend::sqlite ? "sqlite" : "postgres";
 }
 
-#define STRIX_CHAT_BACKENDS(suite)                                                                       \
-    INSTANTIATE_TEST_SUITE_P(db, suite, ::testing::Values(::strix::test::backend::sqlite,                \
-                                                          ::strix::test::backend::postgres),             \
+#define STRIX_CHAT_BACKENDS(suite)                                                                                \
+    INSTANTIATE_TEST_SUITE_P(db, suite,                                                                           \
+                             ::testing::Values(::strix::test::backend::sqlite, ::strix::test::backend::postgres), \
                              ::strix::test::backend_name)
 
 }  // namespace strix::test

@@ -185,7 +185,8 @@ public:
         f.type = static_cast<proto::msg_type>(h.type);
         f.bytes.resize(h.length);
         std::memcpy(f.bytes.data(), head, sizeof head);
-        if (h.length > frame_header_size && !recv_exact(fd_, f.bytes.data() + frame_header_size, h.length - frame_header_size))
+        if (h.length > frame_header_size &&
+            !recv_exact(fd_, f.bytes.data() + frame_header_size, h.length - frame_header_size))
             return std::nullopt;
         return f;
     }
@@ -215,7 +216,8 @@ public:
         auto* e = f.as<proto::error_res>();
         ASSERT_NE(e, nullptr);
         EXPECT_EQ(e->request(), request) << "error for " << type_name(e->request());
-        EXPECT_EQ(e->code(), code) << proto::EnumNameerror_code(e->code()) << ": " << (e->reason() ? e->reason()->str() : "");
+        EXPECT_EQ(e->code(), code) << proto::EnumNameerror_code(e->code()) << ": "
+                                   << (e->reason() ? e->reason()->str() : "");
         EXPECT_TRUE(e->reason() && e->reason()->size() > 0) << "an error carries a reason";
     }
 
@@ -308,9 +310,11 @@ public:
         std::uint64_t rid = 0;
         std::string who;
         if (t == proto::msg_type::member_joined) {
-            if (auto* m = f.as<proto::member_joined>(); m && m->player()) rid = m->room_id(), who = m->player()->name()->str();
+            if (auto* m = f.as<proto::member_joined>(); m && m->player())
+                rid = m->room_id(), who = m->player()->name()->str();
         } else {
-            if (auto* m = f.as<proto::member_left>(); m && m->player()) rid = m->room_id(), who = m->player()->name()->str();
+            if (auto* m = f.as<proto::member_left>(); m && m->player())
+                rid = m->room_id(), who = m->player()->name()->str();
         }
         EXPECT_EQ(rid, room_id);
         EXPECT_EQ(who, name);

@@ -88,7 +88,8 @@ TEST_P(crash_loop, kill_9_ten_times_loses_no_acknowledged_message) {
                 room_of[static_cast<std::size_t>(i)] = rooms[static_cast<std::size_t>(i % n_rooms)];
             } else {
                 // The account belongs to its room: the login put the session back in it.
-                EXPECT_EQ(expect_rejoin(c), room_of[static_cast<std::size_t>(i)]) << "round " << round << " client " << i;
+                EXPECT_EQ(expect_rejoin(c), room_of[static_cast<std::size_t>(i)])
+                    << "round " << round << " client " << i;
             }
         }
         // Everyone is in before the load starts (join notices are not chat lines; skip them).
@@ -104,7 +105,8 @@ TEST_P(crash_loop, kill_9_ten_times_loses_no_acknowledged_message) {
                 // A window of unacknowledged messages, as a real client keeps.
                 std::thread sender([&] {
                     for (std::uint64_t k = 1; !done.load() && !stop_sending.load(); ++k) {
-                        while (k - acked.load() > 16 && !done.load()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+                        while (k - acked.load() > 16 && !done.load())
+                            std::this_thread::sleep_for(std::chrono::microseconds(200));
                         char head[64];
                         std::snprintf(head, sizeof head, "r%d-c%d-%llu-", round, i, static_cast<unsigned long long>(k));
                         std::string text(head);
@@ -179,7 +181,8 @@ TEST_P(crash_loop, kill_9_ten_times_loses_no_acknowledged_message) {
     }
     std::printf("crash loop (%s): %d rounds, %llu acknowledged, %llu missing\n",
                 GetParam() == backend::sqlite ? "sqlite" : "postgres", rounds,
-                static_cast<unsigned long long>(all.acked_count.load()), static_cast<unsigned long long>(total_missing));
+                static_cast<unsigned long long>(all.acked_count.load()),
+                static_cast<unsigned long long>(total_missing));
 
     // A last start: a clean run on the database ten kills left, with the rooms still there.
     auto srv = start(2, extra);

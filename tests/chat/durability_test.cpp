@@ -201,7 +201,8 @@ TEST_P(durability, sigterm_under_load_loses_no_acknowledged_message) {
             constexpr std::uint64_t window = 32;
             std::thread sender([&] {
                 for (std::uint64_t k = 1; !done.load(); ++k) {
-                    while (k - acked.load() > window && !done.load()) std::this_thread::sleep_for(std::chrono::microseconds(200));
+                    while (k - acked.load() > window && !done.load())
+                        std::this_thread::sleep_for(std::chrono::microseconds(200));
                     char head[48];
                     std::snprintf(head, sizeof head, "c%zu-%llu-", i, static_cast<unsigned long long>(k));
                     std::string text(head);
@@ -246,7 +247,8 @@ TEST_P(durability, sigterm_under_load_loses_no_acknowledged_message) {
         for (auto& [key, l] : received) {
             if (key.first != room) continue;
             auto it = by_seq.find(key.second);
-            ASSERT_NE(it, by_seq.end()) << "acknowledged message room " << room << " seq " << key.second << " is not in the database";
+            ASSERT_NE(it, by_seq.end()) << "acknowledged message room " << room << " seq " << key.second
+                                        << " is not in the database";
             EXPECT_EQ(it->second->text, l.text);
             EXPECT_EQ(it->second->sender_id, l.sender_id);
             EXPECT_EQ(it->second->sender_name, l.sender);

@@ -37,37 +37,37 @@ body valid_request(std::mt19937& rng, std::uint64_t known_room, msg_type& type) 
     flatbuffers::FlatBufferBuilder fbb;
     std::uniform_int_distribution<int> pick(0, 6);
     switch (pick(rng)) {
-    case 0: {
-        auto n = fbb.CreateString(random_text(rng, 40));
-        auto p = fbb.CreateString(random_text(rng, 20));
-        fbb.Finish(proto::Createlogin_req(fbb, n, p));
-        type = msg_type::login_req;
-        break;
-    }
-    case 1:
-        fbb.Finish(proto::Createcreate_room_req(fbb, fbb.CreateString(random_text(rng, 80))));
-        type = msg_type::create_room_req;
-        break;
-    case 2:
-        fbb.Finish(proto::Createjoin_room_req(fbb, rng() % 2 ? known_room : (std::uint64_t(rng()) << 32 | rng())));
-        type = msg_type::join_room_req;
-        break;
-    case 3:
-        fbb.Finish(proto::Createleave_room_req(fbb));
-        type = msg_type::leave_room_req;
-        break;
-    case 4:
-        fbb.Finish(proto::Createchat_req(fbb, fbb.CreateString(random_text(rng, 200)), rng(), rng()));
-        type = msg_type::chat_req;
-        break;
-    case 5:
-        fbb.Finish(proto::Createlist_rooms_req(fbb));
-        type = msg_type::list_rooms_req;
-        break;
-    default:
-        fbb.Finish(proto::Createping_req(fbb, rng()));
-        type = msg_type::ping_req;
-        break;
+        case 0: {
+            auto n = fbb.CreateString(random_text(rng, 40));
+            auto p = fbb.CreateString(random_text(rng, 20));
+            fbb.Finish(proto::Createlogin_req(fbb, n, p));
+            type = msg_type::login_req;
+            break;
+        }
+        case 1:
+            fbb.Finish(proto::Createcreate_room_req(fbb, fbb.CreateString(random_text(rng, 80))));
+            type = msg_type::create_room_req;
+            break;
+        case 2:
+            fbb.Finish(proto::Createjoin_room_req(fbb, rng() % 2 ? known_room : (std::uint64_t(rng()) << 32 | rng())));
+            type = msg_type::join_room_req;
+            break;
+        case 3:
+            fbb.Finish(proto::Createleave_room_req(fbb));
+            type = msg_type::leave_room_req;
+            break;
+        case 4:
+            fbb.Finish(proto::Createchat_req(fbb, fbb.CreateString(random_text(rng, 200)), rng(), rng()));
+            type = msg_type::chat_req;
+            break;
+        case 5:
+            fbb.Finish(proto::Createlist_rooms_req(fbb));
+            type = msg_type::list_rooms_req;
+            break;
+        default:
+            fbb.Finish(proto::Createping_req(fbb, rng()));
+            type = msg_type::ping_req;
+            break;
     }
     return finished(fbb);
 }
@@ -79,24 +79,30 @@ std::vector<std::byte> fuzzed_frame(std::mt19937& rng, std::uint64_t known_room)
     body b;
     std::uint16_t wire_type = 0;
     switch (rng() % 10) {
-    case 0: case 1: case 2: case 3: case 4: {  // mutated valid request
-        b = valid_request(rng, known_room, type);
-        wire_type = static_cast<std::uint16_t>(type);
-        const auto flips = static_cast<unsigned>(rng() % 5);
-        for (unsigned i = 0; i < flips && !b.empty(); ++i) b[rng() % b.size()] = static_cast<std::byte>(rng());
-        break;
-    }
-    case 5: case 6: case 7: {  // random bytes under a request type
-        static constexpr std::uint16_t types[] = {1, 3, 5, 7, 9, 11, 13};
-        wire_type = types[rng() % std::size(types)];
-        b.resize(rng() % 200);
-        for (auto& x : b) x = static_cast<std::byte>(rng());
-        break;
-    }
-    default:  // a valid body under any type number
-        b = valid_request(rng, known_room, type);
-        wire_type = static_cast<std::uint16_t>(rng() % 120u);
-        break;
+        case 0:
+        case 1:
+        case 2:
+        case 3:
+        case 4: {  // mutated valid request
+            b = valid_request(rng, known_room, type);
+            wire_type = static_cast<std::uint16_t>(type);
+            const auto flips = static_cast<unsigned>(rng() % 5);
+            for (unsigned i = 0; i < flips && !b.empty(); ++i) b[rng() % b.size()] = static_cast<std::byte>(rng());
+            break;
+        }
+        case 5:
+        case 6:
+        case 7: {  // random bytes under a request type
+            static constexpr std::uint16_t types[] = {1, 3, 5, 7, 9, 11, 13};
+            wire_type = types[rng() % std::size(types)];
+            b.resize(rng() % 200);
+            for (auto& x : b) x = static_cast<std::byte>(rng());
+            break;
+        }
+        default:  // a valid body under any type number
+            b = valid_request(rng, known_room, type);
+            wire_type = static_cast<std::uint16_t>(rng() % 120u);
+            break;
     }
     return chat_client::raw_frame(wire_type, b);
 }
@@ -104,20 +110,20 @@ std::vector<std::byte> fuzzed_frame(std::mt19937& rng, std::uint64_t known_room)
 /// True when the frame is one the server may send and its body verifies as that table.
 bool well_formed(const frame& f) {
     switch (f.type) {
-    case msg_type::login_res: return f.as<proto::login_res>() != nullptr;
-    case msg_type::create_room_res: return f.as<proto::create_room_res>() != nullptr;
-    case msg_type::join_room_res: return f.as<proto::join_room_res>() != nullptr;
-    case msg_type::leave_room_res: return f.as<proto::leave_room_res>() != nullptr;
-    case msg_type::list_rooms_res: return f.as<proto::list_rooms_res>() != nullptr;
-    case msg_type::pong_res: return f.as<proto::pong_res>() != nullptr;
-    case msg_type::chat_msg: return f.as<proto::chat_msg>() != nullptr;
-    case msg_type::member_joined: return f.as<proto::member_joined>() != nullptr;
-    case msg_type::member_left: return f.as<proto::member_left>() != nullptr;
-    case msg_type::error_res: {
-        const auto* e = f.as<proto::error_res>();
-        return e != nullptr && e->reason() != nullptr && e->reason()->size() > 0;
-    }
-    default: return false;
+        case msg_type::login_res: return f.as<proto::login_res>() != nullptr;
+        case msg_type::create_room_res: return f.as<proto::create_room_res>() != nullptr;
+        case msg_type::join_room_res: return f.as<proto::join_room_res>() != nullptr;
+        case msg_type::leave_room_res: return f.as<proto::leave_room_res>() != nullptr;
+        case msg_type::list_rooms_res: return f.as<proto::list_rooms_res>() != nullptr;
+        case msg_type::pong_res: return f.as<proto::pong_res>() != nullptr;
+        case msg_type::chat_msg: return f.as<proto::chat_msg>() != nullptr;
+        case msg_type::member_joined: return f.as<proto::member_joined>() != nullptr;
+        case msg_type::member_left: return f.as<proto::member_left>() != nullptr;
+        case msg_type::error_res: {
+            const auto* e = f.as<proto::error_res>();
+            return e != nullptr && e->reason() != nullptr && e->reason()->size() > 0;
+        }
+        default: return false;
     }
 }
 

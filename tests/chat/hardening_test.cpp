@@ -59,8 +59,8 @@ void expect_error_then_close(chat_client& c, msg_type request, error_code code, 
 TEST_P(hardening, five_hundred_connections_that_send_one_byte_are_closed_by_the_frame_timeout) {
     raise_fd_limit();
     // The per-address cap (256) would refuse half of them: this row is about the timeout.
-    auto srv = start_with_metrics({"--frame-timeout-ms", "1000", "--login-timeout-ms", "0",
-                                   "--max-connections-per-address", "0"});
+    auto srv = start_with_metrics(
+        {"--frame-timeout-ms", "1000", "--login-timeout-ms", "0", "--max-connections-per-address", "0"});
     std::vector<chat_client> cs(500);
     const std::byte one{0x24};
     for (auto& c : cs) {
@@ -80,7 +80,8 @@ TEST_P(hardening, five_hundred_connections_that_send_one_byte_are_closed_by_the_
 
 // Row: "--idle-timeout-ms 3000, 20 connections trickle one byte every 2 s: none closed after 24 s".
 TEST_P(hardening, twenty_connections_trickling_a_byte_every_two_seconds_are_closed_by_the_frame_timeout) {
-    auto srv = start_with_metrics({"--idle-timeout-ms", "3000", "--frame-timeout-ms", "3000", "--login-timeout-ms", "0"});
+    auto srv =
+        start_with_metrics({"--idle-timeout-ms", "3000", "--frame-timeout-ms", "3000", "--login-timeout-ms", "0"});
     std::vector<chat_client> cs(20);
     for (auto& c : cs) ASSERT_TRUE(c.connect(srv->port()));
     // A login_req, one byte every 2 s: each byte resets the 3 s idle timeout, the frame is never
@@ -129,8 +130,8 @@ TEST_P(hardening, twenty_connections_trickling_a_byte_every_two_seconds_are_clos
 // --max-connections in all, and the login timeout closes the admitted ones.
 TEST_P(hardening, two_thousand_connections_that_never_log_in_are_capped_and_then_closed) {
     raise_fd_limit();
-    auto srv = start_with_metrics({"--max-connections", "300", "--max-connections-per-address", "100", "--login-timeout-ms",
-                                   "6000"});
+    auto srv = start_with_metrics(
+        {"--max-connections", "300", "--max-connections-per-address", "100", "--login-timeout-ms", "6000"});
     std::vector<chat_client> cs(2000);
     // 150 from 127.0.0.1 (50 over its address cap), then 1,850 spread over 127.0.0.2-20 (under
     // their address cap, but 1,650 over the total).
@@ -149,11 +150,14 @@ TEST_P(hardening, two_thousand_connections_that_never_log_in_are_capped_and_then
     EXPECT_EQ(metric("strix_connections_refused_per_address_total"), 50);
     EXPECT_EQ(metric("strix_connections_accepted_total"), 300);
     std::size_t refused = 0;
-    EXPECT_TRUE(eventually([&] {
-        refused = 0;
-        for (auto& c : cs) refused += c.refused_at_connect() || closed_now(c.fd()) ? 1 : 0;
-        return refused == 1700;
-    }, 5s)) << refused << " closed at once, expected the 1,700 over the caps";
+    EXPECT_TRUE(eventually(
+        [&] {
+            refused = 0;
+            for (auto& c : cs) refused += c.refused_at_connect() || closed_now(c.fd()) ? 1 : 0;
+            return refused == 1700;
+        },
+        5s))
+        << refused << " closed at once, expected the 1,700 over the caps";
     // The cap holds whatever the order: a newcomer is refused while 300 are open...
     chat_client late;
     if (late.connect_from(srv->port(), "127.0.0.50"))
@@ -246,10 +250,10 @@ TEST(hardening_cli, help_states_the_defaults) {
     child c("strix-chat-server", {"--help"}, dir.path() + "/help");
     ASSERT_NE(c.wait_exit(20s), -1);
     const std::string help = read_file(dir.path() + "/help");
-    for (const char* want : {"--login-timeout-ms INT=10000", "--frame-timeout-ms INT=10000", "--idle-timeout-ms INT=300000",
-                             "--max-connections UINT=10000", "--max-connections-per-address UINT=256",
-                             "--login-queue UINT=64", "--room-rate FLOAT=5", "--room-burst FLOAT=10",
-                             "--notice-delay-ms INT=100", "--login-lockout-ms INT=300000"})
+    for (const char* want :
+         {"--login-timeout-ms INT=10000", "--frame-timeout-ms INT=10000", "--idle-timeout-ms INT=300000",
+          "--max-connections UINT=10000", "--max-connections-per-address UINT=256", "--login-queue UINT=64",
+          "--room-rate FLOAT=5", "--room-burst FLOAT=10", "--notice-delay-ms INT=100", "--login-lockout-ms INT=300000"})
         EXPECT_NE(help.find(want), std::string::npos) << want << " not in:\n" << help;
 }
 

@@ -26,7 +26,8 @@ TEST_P(limits, malformed_bodies_and_unknown_types_get_bad_request_and_the_connec
     auto srv = start();
     chat_client a(srv->port());
     // A login_req whose root offset points past the end.
-    a.send_raw(chat_client::raw_frame(static_cast<std::uint16_t>(msg_type::login_req), bytes_of({0xff, 0xff, 0, 0, 1, 2, 3, 4})));
+    a.send_raw(chat_client::raw_frame(static_cast<std::uint16_t>(msg_type::login_req),
+                                      bytes_of({0xff, 0xff, 0, 0, 1, 2, 3, 4})));
     a.expect_error(msg_type::login_req, error_code::bad_request);
     // Empty body (shorter than a FlatBuffer root offset).
     a.send_raw(chat_client::raw_frame(static_cast<std::uint16_t>(msg_type::ping_req), {}));
@@ -40,7 +41,8 @@ TEST_P(limits, malformed_bodies_and_unknown_types_get_bad_request_and_the_connec
     a.login("ann");
     auto room = a.create("r");
     ASSERT_NE(room, 0u);
-    a.send_raw(chat_client::raw_frame(static_cast<std::uint16_t>(msg_type::chat_req), bytes_of({8, 0, 0, 0, 0xaa, 0xbb})));
+    a.send_raw(
+        chat_client::raw_frame(static_cast<std::uint16_t>(msg_type::chat_req), bytes_of({8, 0, 0, 0, 0xaa, 0xbb})));
     a.expect_error(msg_type::chat_req, error_code::bad_request);
     a.send_chat("fine");
     EXPECT_EQ(a.expect_chat().seq, 1u) << "the malformed message took no seq";

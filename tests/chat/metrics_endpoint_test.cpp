@@ -63,7 +63,8 @@ TEST_P(metrics_port, twenty_half_sent_requests_do_not_delay_a_scrape) {
         EXPECT_TRUE(wait_closed(fd, 2s));
         ::close(fd);
     }
-    EXPECT_TRUE(eventually([&] { return metric_value(http_get(mport_, "/metrics"), "strix_metrics_timeouts_total") == 20; }));
+    EXPECT_TRUE(
+        eventually([&] { return metric_value(http_get(mport_, "/metrics"), "strix_metrics_timeouts_total") == 20; }));
     stop_cleanly(*srv);
 }
 

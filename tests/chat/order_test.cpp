@@ -50,7 +50,9 @@ protected:
         fbb.Finish(proto::Createchat_req(fbb, fbb.CreateString(text), 0, 1));
         return frame_of(fbb, msg_type::chat_req);
     }
-    static void append(std::vector<std::byte>& a, const std::vector<std::byte>& b) { a.insert(a.end(), b.begin(), b.end()); }
+    static void append(std::vector<std::byte>& a, const std::vector<std::byte>& b) {
+        a.insert(a.end(), b.begin(), b.end());
+    }
 };
 
 TEST_P(order, leave_join_and_chat_in_one_write_take_effect_in_order_across_shards) {

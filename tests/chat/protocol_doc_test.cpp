@@ -108,12 +108,14 @@ TEST(protocol_doc, every_message_type_and_error_code_is_documented) {
     for (auto t : proto::EnumValuesmsg_type()) {
         std::string name = proto::EnumNamemsg_type(t);
         if (t == msg_type::none) continue;
-        EXPECT_TRUE(has_row(doc, static_cast<unsigned>(t), name)) << "msg_type " << name << " is missing from the message table";
+        EXPECT_TRUE(has_row(doc, static_cast<unsigned>(t), name))
+            << "msg_type " << name << " is missing from the message table";
     }
     for (auto e : proto::EnumValueserror_code()) {
         std::string name = proto::EnumNameerror_code(e);
         if (e == proto::error_code::none) continue;
-        EXPECT_TRUE(has_row(doc, static_cast<unsigned>(e), name)) << "error_code " << name << " is missing from the error table";
+        EXPECT_TRUE(has_row(doc, static_cast<unsigned>(e), name))
+            << "error_code " << name << " is missing from the error table";
     }
 }
 

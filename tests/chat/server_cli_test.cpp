@@ -81,7 +81,8 @@ TEST(server_cli, bad_options_and_config_files_are_rejected_with_a_reason) {
 
     auto long_unix = run_to_exit({"--unix", "/tmp/" + std::string(120, 'u'), "--db", "sqlite:" + dir.path() + "/x.db"});
     EXPECT_EQ(long_unix.status, 2);
-    EXPECT_NE(long_unix.output.find("--unix path must be shorter than 108 bytes"), std::string::npos) << long_unix.output;
+    EXPECT_NE(long_unix.output.find("--unix path must be shorter than 108 bytes"), std::string::npos)
+        << long_unix.output;
     EXPECT_EQ(lines(long_unix.output), 1u) << long_unix.output;
 
     auto spin = run_to_exit({"--poll-spin-us", "2000000", "--db", "sqlite:" + dir.path() + "/x.db"});
@@ -167,7 +168,8 @@ TEST(server_cli, a_config_file_sets_options_and_the_command_line_wins) {
         auto f = b.recv();
         ASSERT_TRUE(f);
         if (f->type == msg_type::chat_msg) ++chats;
-        if (f->type == msg_type::error_res && f->as<proto::error_res>()->code() == proto::error_code::rate_limited) ++limited;
+        if (f->type == msg_type::error_res && f->as<proto::error_res>()->code() == proto::error_code::rate_limited)
+            ++limited;
     }
     EXPECT_EQ(chats, 2);
     EXPECT_EQ(limited, 1);
@@ -234,9 +236,9 @@ TEST(server_cli, metrics_report_sessions_rooms_messages_and_the_database) {
         EXPECT_NE(text.find("strix_loop_turn_seconds_bucket{le=\"+Inf\"}"), std::string::npos);
         EXPECT_GE(metric_value(text, "strix_loop_turn_max_us"), 0);
     }
-    for (const char* name : {"strix_pool_in_use", "strix_pool_peak", "strix_send_buffers_in_use", "strix_send_buffers_peak",
-                             "strix_job_queue_enqueued_total", "strix_job_queue_peak", "strix_db_write_lag_us",
-                             "strix_io_writes_total", "strix_app_messages_out_total"})
+    for (const char* name : {"strix_pool_in_use", "strix_pool_peak", "strix_send_buffers_in_use",
+                             "strix_send_buffers_peak", "strix_job_queue_enqueued_total", "strix_job_queue_peak",
+                             "strix_db_write_lag_us", "strix_io_writes_total", "strix_app_messages_out_total"})
         EXPECT_GE(metric_value(text, name), 0) << name << " missing";
     EXPECT_NE(http_get(mport, "/").find("404"), std::string::npos);
     EXPECT_EQ(srv.stop(), 0);

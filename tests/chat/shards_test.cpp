@@ -55,7 +55,8 @@ TEST_P(shards, members_on_different_shards_see_the_same_order) {
         EXPECT_EQ(listed, std::vector<std::string>(names.begin(), names.begin() + i + 1)) << "members in join order";
         // Everyone already inside hears about the newcomer, in join order.
         for (int k = 0; k < i; ++k)
-            cs[static_cast<std::size_t>(k)]->expect_member_event(msg_type::member_joined, room, names[static_cast<std::size_t>(i)]);
+            cs[static_cast<std::size_t>(k)]->expect_member_event(msg_type::member_joined, room,
+                                                                 names[static_cast<std::size_t>(i)]);
     }
 
     // Everybody sends at once and reads everything.
@@ -69,7 +70,8 @@ TEST_P(shards, members_on_different_shards_see_the_same_order) {
             auto& mine = got[static_cast<std::size_t>(i)];
             std::thread sender([&] {
                 for (int k = 1; k <= per_client; ++k)
-                    if (!c.send_chat(text_of(names[static_cast<std::size_t>(i)], static_cast<std::uint64_t>(k)), static_cast<std::uint64_t>(k)))
+                    if (!c.send_chat(text_of(names[static_cast<std::size_t>(i)], static_cast<std::uint64_t>(k)),
+                                     static_cast<std::uint64_t>(k)))
                         break;
             });
             while (mine.size() < total) {

@@ -71,7 +71,8 @@ TEST_P(throttle, failed_logins_back_off_then_lock_out_and_refusals_hash_nothing)
     EXPECT_NE(x.login("ann", "right"), 0u);
     chat_client y(srv->port());
     EXPECT_EQ(login_error(y, "ann", "wrong").first, error_code::wrong_password);
-    EXPECT_EQ(login_error(y, "ann", "wrong").first, error_code::wrong_password) << "failures start over after a success";
+    EXPECT_EQ(login_error(y, "ann", "wrong").first, error_code::wrong_password)
+        << "failures start over after a success";
     stop_cleanly(*srv);
 }
 
@@ -87,7 +88,8 @@ TEST_P(throttle, two_thousand_wrong_passwords_for_one_account_cost_a_few_hashes_
     std::vector<std::byte> burst;
     for (int i = 0; i < 200; ++i) {
         flatbuffers::FlatBufferBuilder fbb;
-        fbb.Finish(proto::Createlogin_req(fbb, fbb.CreateString("victim"), fbb.CreateString("guess" + std::to_string(i))));
+        fbb.Finish(
+            proto::Createlogin_req(fbb, fbb.CreateString("victim"), fbb.CreateString("guess" + std::to_string(i))));
         auto f = finish_frame(fbb, msg_type::login_req);
         burst.insert(burst.end(), f->data(), f->data() + f->size());
     }
@@ -131,12 +133,13 @@ TEST_P(throttle, two_thousand_wrong_passwords_for_one_account_cost_a_few_hashes_
 }
 
 TEST_P(throttle, failed_logins_from_one_address_back_off_across_accounts) {
-    auto srv = start_with_metrics({"--no-auto-register", "--address-free-failures", "3", "--address-lockout-failures", "5",
-                                   "--login-backoff-ms", "1500", "--login-lockout-ms", "5000"});
+    auto srv = start_with_metrics({"--no-auto-register", "--address-free-failures", "3", "--address-lockout-failures",
+                                   "5", "--login-backoff-ms", "1500", "--login-lockout-ms", "5000"});
     chat_client a;
     ASSERT_TRUE(a.connect_from(srv->port(), "127.0.0.7"));
     // Three unknown names: each a failure of the address (and of a different account).
-    for (int i = 0; i < 3; ++i) EXPECT_EQ(login_error(a, "nobody" + std::to_string(i), "pw").first, error_code::unknown_account);
+    for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(login_error(a, "nobody" + std::to_string(i), "pw").first, error_code::unknown_account);
     auto [code, why] = login_error(a, "nobody9", "pw");
     EXPECT_EQ(code, error_code::rate_limited);
     EXPECT_NE(why.find("from this address"), std::string::npos) << why;
@@ -195,7 +198,8 @@ TEST_P(throttle, an_unknown_account_takes_as_long_to_refuse_as_a_wrong_password)
         ASSERT_EQ(store->login("ann", "right", true).outcome, login_outcome::created);
     }
     auto srv = start(2, {"--password-cost", "interactive", "--no-auto-register", "--login-free-failures", "50",
-                         "--login-lockout-failures", "60", "--address-free-failures", "50", "--address-lockout-failures", "60"});
+                         "--login-lockout-failures", "60", "--address-free-failures", "50",
+                         "--address-lockout-failures", "60"});
     chat_client c(srv->port());
     std::vector<double> wrong, unknown;
     for (int i = 0; i < 7; ++i) {

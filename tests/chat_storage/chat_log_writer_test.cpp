@@ -208,8 +208,8 @@ TEST(chat_log_writer, EachCommittedBatchReportsItsTagsOnceInOrderAfterTheCommit)
 TEST(chat_log_writer, FailedCommitsAreRetriedWithoutLossOrReordering) {
     scripted s;
     s.state->fail_next = 3;
-    chat_log_writer writer(s.store(), {.retry_initial = std::chrono::milliseconds(1),
-                                       .retry_max = std::chrono::milliseconds(4)});
+    chat_log_writer writer(s.store(),
+                           {.retry_initial = std::chrono::milliseconds(1), .retry_max = std::chrono::milliseconds(4)});
     const auto all = entries(2, 1, 15);
     for (std::size_t i = 0; i < 10; ++i) ASSERT_TRUE(writer.try_enqueue(all[i]));
     writer.flush();

@@ -271,10 +271,13 @@ TEST_P(chat_store_test, RoomsAndMembershipsAreStoredLoadedAndDeleted) {
     using k = room_change::kind;
     const std::uint64_t lobby = (7u << 8) | 1, attic = (9u << 8) | 0, gone = (8u << 8) | 3;
     std::vector<room_change> changes{
-        {k::created, lobby, 0, "lobby", 10}, {k::joined, lobby, ann, {}, 11},
-        {k::created, attic, 0, "caf\xc3\xa9", 12}, {k::joined, attic, ben, {}, 13},
+        {k::created, lobby, 0, "lobby", 10},
+        {k::joined, lobby, ann, {}, 11},
+        {k::created, attic, 0, "caf\xc3\xa9", 12},
+        {k::joined, attic, ben, {}, 13},
         {k::joined, lobby, ben, {}, 14},     // ben moves: one room per account
-        {k::created, gone, 0, "gone", 15}, {k::joined, gone, cat, {}, 16},
+        {k::created, gone, 0, "gone", 15},
+        {k::joined, gone, cat, {}, 16},
         {k::left, attic, cat, {}, 17},       // not cat's room: nothing happens
     };
     std::vector<chat_log_entry> logs{test::make_entry(lobby, 1), test::make_entry(lobby, 2)};
@@ -293,7 +296,9 @@ TEST_P(chat_store_test, RoomsAndMembershipsAreStoredLoadedAndDeleted) {
     EXPECT_EQ(rooms[1], (stored_room{attic, "caf\xc3\xa9", 0, {}}));
     // The largest id of any room (and of any chat log): new ids start above it.
     EXPECT_EQ(store->max_room_id(), attic);
-    store->write_batch(std::vector<room_change>{{k::created, (20u << 8) | 5, 0, "x", 22}, {k::deleted, (20u << 8) | 5, 0, {}, 23}}, {});
+    store->write_batch(std::vector<room_change>{{k::created, (20u << 8) | 5, 0, "x", 22},
+                                                {k::deleted, (20u << 8) | 5, 0, {}, 23}},
+                       {});
     EXPECT_EQ(store->max_room_id(), (20u << 8) | 5) << "deleted rooms count too";
 
     // A login tells the account's room; a leave clears it, a deleted room clears its members.
@@ -409,7 +414,8 @@ TEST(chat_store_open, ReportsMissingPostgresDatabase) {
 
 TEST(chat_store_open, RedactUrlHidesPasswords) {
     EXPECT_EQ(redact_url("postgresql://u:pw@h:5432/db"), "postgresql://u:***@h:5432/db");
-    EXPECT_EQ(redact_url("postgresql://u@h/db?password=pw&sslmode=off"), "postgresql://u@h/db?password=***&sslmode=off");
+    EXPECT_EQ(redact_url("postgresql://u@h/db?password=pw&sslmode=off"),
+              "postgresql://u@h/db?password=***&sslmode=off");
     EXPECT_EQ(redact_url("postgresql://h/db"), "postgresql://h/db");
     EXPECT_EQ(redact_url("sqlite:var/chat.db"), "sqlite:var/chat.db");
 }

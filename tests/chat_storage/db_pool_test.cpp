@@ -87,7 +87,8 @@ INSTANTIATE_TEST_SUITE_P(backends, db_pool_db_test, ::testing::Values(backend::s
 
 std::vector<std::unique_ptr<chat_store>> fake_stores(std::size_t n) {
     std::vector<std::unique_ptr<chat_store>> v;
-    for (std::size_t i = 0; i < n; ++i) v.push_back(std::make_unique<test::fake_store>(std::make_shared<test::fake_state>()));
+    for (std::size_t i = 0; i < n; ++i)
+        v.push_back(std::make_unique<test::fake_store>(std::make_shared<test::fake_state>()));
     return v;
 }
 

@@ -81,7 +81,8 @@ TEST(password, ConcurrentFirstUseFromManyThreads) {
     std::vector<std::string> hashes(6);
     std::vector<std::thread> threads;
     for (std::size_t i = 0; i < hashes.size(); ++i) {
-        threads.emplace_back([&, i] { hashes[i] = hash_password("pw" + std::to_string(i), password_policy::fast_for_tests()); });
+        threads.emplace_back(
+            [&, i] { hashes[i] = hash_password("pw" + std::to_string(i), password_policy::fast_for_tests()); });
     }
     for (auto& t : threads) t.join();
     for (std::size_t i = 0; i < hashes.size(); ++i) {

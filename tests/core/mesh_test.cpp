@@ -175,7 +175,8 @@ TEST(mesh, stop_in_the_middle_of_a_cross_shard_flood_terminates) {
                 // Far more than a channel holds: most of it waits in the overflow lists.
                 for (int i = 0; i < 30000; ++i)
                     for (unsigned to = 0; to < 3; ++to)
-                        if (to != from) eng.at(from).post_to(to, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+                        if (to != from)
+                            eng.at(from).post_to(to, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
             });
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(round * 5));

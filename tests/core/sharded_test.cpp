@@ -40,11 +40,12 @@ TEST(sharded, invoke_on_runs_on_the_target_shard_in_order_and_replies_on_the_cal
                 if (shard::current()->id() != 2 || x.shard_id != 2) ok = false;
                 x.seen.push_back(i);
             });
-        t.invoke_on(2, [](tally& x) { return x.seen.size(); },
-                    [&](std::size_t n) {
-                        if (shard::current()->id() != 0 || n != 100) ok = false;
-                        done = true;
-                    });
+        t.invoke_on(
+            2, [](tally& x) { return x.seen.size(); },
+            [&](std::size_t n) {
+                if (shard::current()->id() != 0 || n != 100) ok = false;
+                done = true;
+            });
     });
     ASSERT_TRUE(test::eventually([&] { return done.load(); }));
     EXPECT_TRUE(ok.load());
@@ -70,7 +71,8 @@ TEST(sharded, invoke_on_the_calling_shard_is_a_direct_call) {
         bool ran = false;
         t.invoke_on(1, [&](tally&) { ran = true; });
         int replied = 0;
-        t.invoke_on(1, [](tally& x) { return static_cast<int>(x.shard_id); }, [&](int v) { replied = v + 10; });
+        t.invoke_on(
+            1, [](tally& x) { return static_cast<int>(x.shard_id); }, [&](int v) { replied = v + 10; });
         result = ran && replied == 11 ? 1 : 0;  // both ran before invoke_on returned
     });
     ASSERT_TRUE(test::eventually([&] { return result.load() >= 0; }));
@@ -99,9 +101,7 @@ TEST(sharded, gather_collects_every_shard_in_shard_order_on_the_caller) {
     EXPECT_EQ(ran_on, 2u);
     std::atomic<int> visits{0};
     std::atomic<bool> all_done{false};
-    eng.post(3, [&] {
-        t.gather([&](tally&) { ++visits; }, [&] { all_done = true; });
-    });
+    eng.post(3, [&] { t.gather([&](tally&) { ++visits; }, [&] { all_done = true; }); });
     ASSERT_TRUE(test::eventually([&] { return all_done.load(); }));
     EXPECT_EQ(visits.load(), 4);
     eng.stop();
@@ -174,4 +174,3 @@ TEST(sharded, container_aborts_for_an_instance_no_sharded_holds) {
         },
         "before a sharded<T> holds the instance");
 }
-

@@ -67,7 +67,8 @@ protected:
         EXPECT_TRUE(eventually([&] {
             const auto s = st();
             return s.handshake_failures == handshake_failures && s.protocol_errors == protocol_errors;
-        })) << "handshake_failures " << st().handshake_failures << " (want " << handshake_failures << "), protocol_errors "
+        })) << "handshake_failures "
+            << st().handshake_failures << " (want " << handshake_failures << "), protocol_errors "
             << st().protocol_errors << " (want " << protocol_errors << ")\n"
             << describe(*log);
     }
@@ -163,7 +164,8 @@ TEST_F(garbage, broken_handshakes_are_refused) {
     expect_counts(std::size(cases), 0);
     for (auto& e : log->all())
         if (e.what == kind::handshake_failed) {
-            EXPECT_TRUE(e.error == link_errc::bad_handshake || e.error == link_errc::socket_type_mismatch) << e.error.message();
+            EXPECT_TRUE(e.error == link_errc::bad_handshake || e.error == link_errc::socket_type_mismatch)
+                << e.error.message();
         }
     alive();
 }
@@ -207,7 +209,8 @@ TEST_F(garbage, an_oversized_size_field_closes_the_connection_before_anything_is
         EXPECT_TRUE(wait_closed(c.fd(), 2s)) << n << " bytes announced: strix waits for a body";
         EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
         const std::size_t rss = resident_bytes();
-        EXPECT_LT(rss, rss0 + 32 * 1024 * 1024) << n << " bytes announced: resident memory grew from " << rss0 << " to " << rss;
+        EXPECT_LT(rss, rss0 + 32 * 1024 * 1024)
+            << n << " bytes announced: resident memory grew from " << rss0 << " to " << rss;
         EXPECT_EQ(last(kind::disconnected), link_errc::message_too_large) << describe(*log);
     }
     expect_counts(0, std::size(sizes));
@@ -272,7 +275,8 @@ TEST_F(garbage, malformed_frames_after_the_handshake_are_protocol_errors) {
     }
     expect_counts(0, std::size(cases));
     EXPECT_EQ(log->count(kind::disconnected), std::size(cases)) << describe(*log);
-    for (std::size_t i = 0; i < std::size(cases); ++i) EXPECT_EQ(got->pop(), strs{"fine"}) << "what came before the bad frame";
+    for (std::size_t i = 0; i < std::size(cases); ++i)
+        EXPECT_EQ(got->pop(), strs{"fine"}) << "what came before the bad frame";
     alive();
 }
 

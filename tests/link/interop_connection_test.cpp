@@ -137,7 +137,8 @@ TEST_P(reconnect, strix_connector_comes_back_after_the_libzmq_binder_restarts) {
         } catch (const std::runtime_error&) {
             return false;
         }
-    })) << "could not bind " << a << " again";
+    })) << "could not bind "
+        << a << " again";
     // env.send retries while strix says would_block (no peer yet).
     for (int i = 0; i < 10; ++i) ASSERT_FALSE(env.send(push, {"after", std::to_string(i)}));
     for (int i = 0; i < 10; ++i) EXPECT_TRUE(same(pull->recv(), {"after", std::to_string(i)}));
@@ -225,7 +226,8 @@ TEST_P(reconnect, a_restarted_strix_publisher_hears_libzmq_subscribe_again) {
     EXPECT_EQ(log2.count(kind::subscribed), 1u);
 }
 
-INSTANTIATE_TEST_SUITE_P(libzmq, reconnect, ::testing::Values(transport::tcp, transport::ipc), [](const auto& p) { return std::string(name(p.param)); });
+INSTANTIATE_TEST_SUITE_P(libzmq, reconnect, ::testing::Values(transport::tcp, transport::ipc),
+                         [](const auto& p) { return std::string(name(p.param)); });
 
 // --- high-water marks -------------------------------------------------------------------------
 
@@ -329,8 +331,8 @@ TEST_F(connection, strix_push_would_block_then_on_writable_resumes_as_libzmq_pul
 
     for (std::uint32_t i = 0; i < n; ++i) {
         auto m = pull.recv();
-        ASSERT_TRUE(m) << "message " << i << " never came (" << st->next << " sent, " << st->blocked << " blocked, " << st->writable
-                       << " writable)";
+        ASSERT_TRUE(m) << "message " << i << " never came (" << st->next << " sent, " << st->blocked << " blocked, "
+                       << st->writable << " writable)";
         ASSERT_EQ(m->size(), 1u);
         ASSERT_EQ(number_of(m->front()), i) << "lost, duplicated or reordered";
         ASSERT_EQ(m->front(), numbered(i, size)) << "message " << i << " corrupted";
@@ -426,7 +428,8 @@ TEST_F(connection, a_libzmq_message_part_over_max_msg_size_closes_the_connection
     ASSERT_TRUE(mon.saw(ZMQ_EVENT_DISCONNECTED));
     ASSERT_TRUE(eventually([&] { return stats(pull).protocol_errors == 1; })) << describe(log);
     bool too_large = false;
-    for (auto& e : log.all()) too_large |= e.what == kind::disconnected && e.error == link::link_errc::message_too_large;
+    for (auto& e : log.all())
+        too_large |= e.what == kind::disconnected && e.error == link::link_errc::message_too_large;
     EXPECT_TRUE(too_large) << describe(log);
     // libzmq reconnects; the next messages arrive.
     ASSERT_EQ(push.send({"after"}), 0);

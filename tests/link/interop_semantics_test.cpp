@@ -291,7 +291,8 @@ TEST_F(semantics, strix_pub_fans_one_encoding_out_to_several_libzmq_subscribers)
     }
     ASSERT_TRUE(eventually([&] { return on(pub, [&] { return pub.subscribers(); }) == 4; }));
     // Three subscribers take every message (one shared wire encoding); the fourth none of them.
-    const std::vector<strs> ms = {{""}, {payload(255, 1)}, {payload(256, 2)}, {payload(1024 * 1024, 3)}, {"m", "", payload(300, 4)}};
+    const std::vector<strs> ms = {
+        {""}, {payload(255, 1)}, {payload(256, 2)}, {payload(1024 * 1024, 3)}, {"m", "", payload(300, 4)}};
     for (auto& m : ms) ASSERT_FALSE(env.send(pub, m));
     for (int i = 0; i < 3; ++i)
         for (auto& m : ms) EXPECT_TRUE(same(subs[static_cast<std::size_t>(i)]->recv(), m)) << "subscriber " << i;
@@ -342,7 +343,8 @@ TEST_F(semantics, strix_push_round_robins_over_libzmq_pulls_and_strix_pull_fair_
         pushes.back()->connect(b);
     }
     for (int k = 0; k < 100; ++k)
-        for (int i = 0; i < 3; ++i) ASSERT_EQ(pushes[static_cast<std::size_t>(i)]->send({std::to_string(i), std::to_string(k)}), 0);
+        for (int i = 0; i < 3; ++i)
+            ASSERT_EQ(pushes[static_cast<std::size_t>(i)]->send({std::to_string(i), std::to_string(k)}), 0);
     int next[3] = {0, 0, 0};
     for (int k = 0; k < 300; ++k) {
         auto m = got.pop();
@@ -438,7 +440,9 @@ TEST_F(semantics, strix_pair_keeps_its_first_libzmq_peer_and_turns_a_second_away
 
 bool saw_mismatch(event_log& log, const std::string& peer_type) {
     for (auto& e : log.all())
-        if (e.what == kind::handshake_failed && e.error == link::link_errc::socket_type_mismatch && e.detail == peer_type) return true;
+        if (e.what == kind::handshake_failed && e.error == link::link_errc::socket_type_mismatch &&
+            e.detail == peer_type)
+            return true;
     return false;
 }
 
@@ -490,7 +494,8 @@ TEST_F(semantics, strix_req_to_libzmq_pull_is_refused_and_send_would_block) {
         zpull.events();
         return saw_mismatch(log, "PULL");
     })) << describe(log);
-    EXPECT_EQ(on(req, [&] { return req.send(std::string_view("q")); }), link::link_errc::would_block) << "no compatible peer";
+    EXPECT_EQ(on(req, [&] { return req.send(std::string_view("q")); }), link::link_errc::would_block)
+        << "no compatible peer";
     EXPECT_FALSE(zpull.recv(200ms));
 }
 

@@ -159,7 +159,9 @@ public:
             std::this_thread::sleep_for(std::chrono::milliseconds(5));
         }
     }
-    bool saw(int event, std::chrono::milliseconds within = std::chrono::seconds(5)) { return count(event, 1, within) >= 1; }
+    bool saw(int event, std::chrono::milliseconds within = std::chrono::seconds(5)) {
+        return count(event, 1, within) >= 1;
+    }
 
 private:
     // Each event is two frames: 2-byte event number and 4-byte value, then the endpoint.
@@ -203,7 +205,8 @@ inline const char* name(transport t) { return t == transport::tcp ? "tcp" : "ipc
 /// (never 0 or 1, which would read as a subscription upstream of an XSUB).
 inline std::string payload(std::size_t n, int seed) {
     std::string s(n, '\0');
-    for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 131 + static_cast<std::size_t>(seed) * 7 + 3) & 0xff);
+    for (std::size_t i = 0; i < n; ++i)
+        s[i] = static_cast<char>((i * 131 + static_cast<std::size_t>(seed) * 7 + 3) & 0xff);
     if (n) s[0] = static_cast<char>('a' + seed % 26);
     return s;
 }
@@ -278,7 +281,8 @@ protected:
         return on(s, [&] { return s.stats(); });
     }
     /// Waits until s has n peers, letting a libzmq socket process its commands meanwhile.
-    bool wait_peers(link::socket& s, std::size_t n, zmq::socket* z = nullptr, std::chrono::milliseconds within = std::chrono::seconds(5)) {
+    bool wait_peers(link::socket& s, std::size_t n, zmq::socket* z = nullptr,
+                    std::chrono::milliseconds within = std::chrono::seconds(5)) {
         return eventually(
             [&] {
                 if (z) z->events();
@@ -301,7 +305,8 @@ inline ::testing::AssertionResult same(const std::vector<std::string>& got, cons
     }
     return r;
 }
-inline ::testing::AssertionResult same(const std::optional<std::vector<std::string>>& got, const std::vector<std::string>& want) {
+inline ::testing::AssertionResult same(const std::optional<std::vector<std::string>>& got,
+                                       const std::vector<std::string>& want) {
     if (!got) return ::testing::AssertionFailure() << "nothing arrived, want " << describe(want);
     return same(*got, want);
 }

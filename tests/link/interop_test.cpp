@@ -100,7 +100,8 @@ protected:
             const std::string a = z->bind(where(t));
             env.on(0, [&] { s->connect(a); });
         }
-        ASSERT_TRUE(eventually([&] { return env.on(0, [&] { return s->peers(); }) == 1; })) << "no ZMTP handshake with libzmq";
+        ASSERT_TRUE(eventually([&] { return env.on(0, [&] { return s->peers(); }) == 1; }))
+            << "no ZMTP handshake with libzmq";
     }
 
     void strix_sends(const strs& m) { ASSERT_FALSE(env.send(*s, m)) << "strix send " << describe(m); }
@@ -259,7 +260,8 @@ TEST_P(matrix, every_size_and_multipart_both_ways) {
 }
 
 INSTANTIATE_TEST_SUITE_P(libzmq, matrix,
-                         ::testing::Combine(::testing::ValuesIn(pairings), ::testing::Values(transport::tcp, transport::ipc),
+                         ::testing::Combine(::testing::ValuesIn(pairings),
+                                            ::testing::Values(transport::tcp, transport::ipc),
                                             ::testing::Values(binder::strix, binder::zmq)),
                          [](const ::testing::TestParamInfo<param>& p) {
                              std::string n = std::get<0>(p.param).name;

@@ -108,7 +108,8 @@ public:
     }
 
     /// A socket on shard i whose messages go to `box` and events to `log` (either may be null).
-    link::socket& make(unsigned i, link::socket_type t, link::socket_options o = {}, inbox* box = nullptr, event_log* log = nullptr) {
+    link::socket& make(unsigned i, link::socket_type t, link::socket_options o = {}, inbox* box = nullptr,
+                       event_log* log = nullptr) {
         auto s = on(i, [&] {
             auto p = std::make_unique<link::socket>(eng_.at(i), t, o);
             if (box) p->on_message([box](link::message_view m) { box->push(m); });

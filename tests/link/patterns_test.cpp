@@ -56,7 +56,9 @@ protected:
         switch (GetParam()) {
             case transport::tcp: return "tcp://127.0.0.1:*";
             case transport::ipc: return "ipc://" + dir.path() + "/s" + std::to_string(n) + ".sock";
-            default: return "inproc://patterns-" + std::to_string(::getpid()) + "-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)) + "-" + std::to_string(n);
+            default:
+                return "inproc://patterns-" + std::to_string(::getpid()) + "-" +
+                       std::to_string(reinterpret_cast<std::uintptr_t>(this)) + "-" + std::to_string(n);
         }
     }
     unsigned second_shard() const { return GetParam() == transport::inproc_same ? 0u : 1u; }
@@ -240,7 +242,8 @@ TEST_P(patterns, a_full_push_reports_would_block_and_resumes_when_the_reader_cat
 }
 
 INSTANTIATE_TEST_SUITE_P(all, patterns,
-                         ::testing::Values(transport::tcp, transport::ipc, transport::inproc_cross, transport::inproc_same),
+                         ::testing::Values(transport::tcp, transport::ipc, transport::inproc_cross,
+                                           transport::inproc_same),
                          [](const auto& p) { return name(p.param); });
 
 TEST(link_topics, thousands_of_topics_match_by_prefix) {
@@ -266,15 +269,17 @@ TEST(link_topics, thousands_of_topics_match_by_prefix) {
 // handshake of every transport reads them.
 TEST(link_socket_types, names_and_compatible_peers_follow_the_rfcs) {
     using t = socket_type;
-    const std::vector<std::pair<t, const char*>> names = {
-        {t::pair, "PAIR"}, {t::pub, "PUB"},       {t::sub, "SUB"},       {t::req, "REQ"},
-        {t::rep, "REP"},   {t::dealer, "DEALER"}, {t::router, "ROUTER"}, {t::pull, "PULL"},
-        {t::push, "PUSH"}, {t::xpub, "XPUB"},     {t::xsub, "XSUB"}};
+    const std::vector<std::pair<t, const char*>> names = {{t::pair, "PAIR"},     {t::pub, "PUB"},
+                                                          {t::sub, "SUB"},       {t::req, "REQ"},
+                                                          {t::rep, "REP"},       {t::dealer, "DEALER"},
+                                                          {t::router, "ROUTER"}, {t::pull, "PULL"},
+                                                          {t::push, "PUSH"},     {t::xpub, "XPUB"},
+                                                          {t::xsub, "XSUB"}};
     // Each compatible pair once, in either order.
-    const std::set<std::pair<t, t>> talk = {
-        {t::pair, t::pair},   {t::pub, t::sub},       {t::pub, t::xsub},      {t::xpub, t::sub},
-        {t::xpub, t::xsub},   {t::req, t::rep},       {t::req, t::router},    {t::dealer, t::rep},
-        {t::dealer, t::dealer}, {t::dealer, t::router}, {t::router, t::router}, {t::push, t::pull}};
+    const std::set<std::pair<t, t>> talk = {{t::pair, t::pair},     {t::pub, t::sub},       {t::pub, t::xsub},
+                                            {t::xpub, t::sub},      {t::xpub, t::xsub},     {t::req, t::rep},
+                                            {t::req, t::router},    {t::dealer, t::rep},    {t::dealer, t::dealer},
+                                            {t::dealer, t::router}, {t::router, t::router}, {t::push, t::pull}};
     auto expected = [&](t a, t b) { return talk.count({a, b}) + talk.count({b, a}) > 0; };
     int pairs = 0;
     for (auto [a, a_name] : names) {

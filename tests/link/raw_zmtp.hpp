@@ -23,7 +23,8 @@ inline bytes operator+(bytes a, const bytes& b) {
 }
 
 /// A 64-byte greeting: signature (0xFF, 8 padding bytes, 0x7F), version, mechanism, filler.
-inline bytes greeting(std::uint8_t major = 3, std::uint8_t minor = 1, const std::string& mechanism = "NULL", std::uint8_t sig9 = 0x7f) {
+inline bytes greeting(std::uint8_t major = 3, std::uint8_t minor = 1, const std::string& mechanism = "NULL",
+                      std::uint8_t sig9 = 0x7f) {
     bytes g(64, std::byte{0});
     g[0] = std::byte{0xff};
     g[8] = std::byte{0x01};
@@ -40,7 +41,8 @@ inline bytes header(std::uint8_t flags, std::uint64_t size, bool force_long = fa
     if (size <= 255 && !force_long) return {std::byte{flags}, std::byte{static_cast<std::uint8_t>(size)}};
     bytes h(9);
     h[0] = std::byte{static_cast<std::uint8_t>(flags | 0x02)};
-    for (int i = 0; i < 8; ++i) h[static_cast<std::size_t>(1 + i)] = std::byte{static_cast<std::uint8_t>(size >> (56 - 8 * i))};
+    for (int i = 0; i < 8; ++i)
+        h[static_cast<std::size_t>(1 + i)] = std::byte{static_cast<std::uint8_t>(size >> (56 - 8 * i))};
     return h;
 }
 inline bytes frame(std::uint8_t flags, const std::string& body, bool force_long = false) {
@@ -117,7 +119,8 @@ inline std::string ready_property(const std::string& data, const std::string& wa
         const std::string name = data.substr(i + 1, nlen);
         i += 1 + nlen;
         std::size_t vlen = 0;
-        for (int k = 0; k < 4; ++k) vlen = (vlen << 8) | static_cast<unsigned char>(data[i + static_cast<std::size_t>(k)]);
+        for (int k = 0; k < 4; ++k)
+            vlen = (vlen << 8) | static_cast<unsigned char>(data[i + static_cast<std::size_t>(k)]);
         i += 4;
         if (vlen > data.size() - i) return {};
         if (name == want) return data.substr(i, vlen);

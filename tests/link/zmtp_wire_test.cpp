@@ -99,8 +99,8 @@ TEST_F(wire, strix_uses_the_short_size_up_to_255_and_the_long_one_above) {
     ASSERT_FALSE(env.send(push, {std::string(255, 'a')}));
     ASSERT_FALSE(env.send(push, {std::string(256, 'b')}));
     ASSERT_FALSE(env.send(push, {"x", std::string(300, 'c'), ""}));
-    const bytes expected = header(0, 0) + frame(0, std::string(255, 'a')) + frame(0, std::string(256, 'b')) + frame(more, "x") +
-                           frame(more, std::string(300, 'c')) + frame(0, "");
+    const bytes expected = header(0, 0) + frame(0, std::string(255, 'a')) + frame(0, std::string(256, 'b')) +
+                           frame(more, "x") + frame(more, std::string(300, 'c')) + frame(0, "");
     // Exactly: 00 00 | 00 ff a... | 02 00..01 00 b... | 01 01 x | 03 00..01 2c c... | 00 00
     bytes got(expected.size());
     ASSERT_TRUE(recv_exact(c.fd(), got.data(), got.size()));
@@ -117,7 +117,8 @@ TEST_F(wire, long_frames_of_any_size_and_empty_parts_are_accepted) {
     ASSERT_TRUE(c.handshake("PUSH"));
     ASSERT_TRUE(c.send(frame(0, "five!", true)));  // LONG for 5 bytes
     ASSERT_TRUE(c.send(frame(0, "", true)));       // LONG for 0 bytes
-    ASSERT_TRUE(c.send(frame(more, "a") + frame(more, "", true) + frame(more, std::string(256, 'z')) + frame(0, "end", true)));
+    ASSERT_TRUE(
+        c.send(frame(more, "a") + frame(more, "", true) + frame(more, std::string(256, 'z')) + frame(0, "end", true)));
     EXPECT_EQ(got.pop(), strs{"five!"});
     EXPECT_EQ(got.pop(), strs{""});
     EXPECT_EQ(got.pop(), (strs{"a", "", std::string(256, 'z'), "end"}));
@@ -288,6 +289,7 @@ TEST_P(wire_subscriptions, strix_sub_sends_commands_to_3_1_and_messages_to_3_0) 
     EXPECT_TRUE(got.stays_empty(100ms));
 }
 
-INSTANTIATE_TEST_SUITE_P(zmtp, wire_subscriptions, ::testing::Values(0, 1), [](const auto& p) { return p.param ? std::string("zmtp31") : std::string("zmtp30"); });
+INSTANTIATE_TEST_SUITE_P(zmtp, wire_subscriptions, ::testing::Values(0, 1),
+                         [](const auto& p) { return p.param ? std::string("zmtp31") : std::string("zmtp30"); });
 
 }  // namespace

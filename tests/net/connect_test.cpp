@@ -292,7 +292,8 @@ TEST(endpoint, parses_the_documented_forms) {
     EXPECT_EQ(endpoint::parse("unix:///x").path, "/x");
     EXPECT_EQ(endpoint::parse("/x/y").path, "/x/y");
     EXPECT_EQ(endpoint::parse("ipc://@abstract").path, "@abstract");
-    for (const char* bad : {"tcp://127.0.0.1", "tcp://:80", "tcp://h:70000", "tcp://h:x", "udp://h:1", "ipc://", "tcp://[::1"})
+    for (const char* bad :
+         {"tcp://127.0.0.1", "tcp://:80", "tcp://h:70000", "tcp://h:x", "udp://h:1", "ipc://", "tcp://[::1"})
         EXPECT_THROW(endpoint::parse(bad), std::invalid_argument) << bad;
 }
 

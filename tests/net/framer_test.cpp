@@ -52,7 +52,8 @@ public:
         std::string r = std::to_string(f.size()) + ":";
         s.send(std::as_bytes(std::span(r)));
         // A frame "SWITCH\n" moves this session to 4-byte length prefixes from the next frame on.
-        if (std::string(reinterpret_cast<const char*>(f.data()), f.size()) == "SWITCH\n") s.set_framer(length_prefix_framer());
+        if (std::string(reinterpret_cast<const char*>(f.data()), f.size()) == "SWITCH\n")
+            s.set_framer(length_prefix_framer());
     }
     void on_protocol_error(session&, std::error_code ec) override {
         std::lock_guard lk(mu);

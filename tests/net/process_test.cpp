@@ -46,7 +46,8 @@ TEST(process, sigterm_under_load_exits_cleanly_within_seconds) {
         });
     }
     ASSERT_TRUE([&] {
-        for (int i = 0; i < 500 && echoed.load() < 1000; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        for (int i = 0; i < 500 && echoed.load() < 1000; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
         return echoed.load() >= 1000;
     }());
     auto t0 = std::chrono::steady_clock::now();

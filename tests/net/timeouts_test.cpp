@@ -241,7 +241,8 @@ TEST(timeouts, a_session_that_never_completes_its_handshake_is_closed_and_one_th
     EXPECT_TRUE(echoes(greeter, 2)) << "a session that finished its handshake was closed";
     EXPECT_EQ(fx.srv.stats().handshake_timeouts, 1u);
     EXPECT_EQ(count_of(rec, &recording_echo::log::protocol_errors, net_errc::handshake_timeout), 1u);
-    EXPECT_TRUE(eventually([&] { return count_of(rec, &recording_echo::log::closes, net_errc::handshake_timeout) == 1; }));
+    EXPECT_TRUE(
+        eventually([&] { return count_of(rec, &recording_echo::log::closes, net_errc::handshake_timeout) == 1; }));
     ::close(silent);
     ::close(greeter);
 }

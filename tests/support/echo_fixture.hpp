@@ -39,5 +39,4 @@ struct server_fixture {
     server srv;
 };
 
-
 }  // namespace strix::test

@@ -40,7 +40,8 @@ inline void set_timeouts(int fd, std::chrono::milliseconds t) {
 /// rcvbuf > 0 sets SO_RCVBUF before connecting (a slow reader): shrunk after the handshake, the
 /// buffer cannot hold the window already advertised, the kernel drops segments and both ends fall
 /// into retransmission backoff for seconds.
-inline int connect_tcp(std::uint16_t port, std::chrono::milliseconds timeout = std::chrono::seconds(5), int rcvbuf = 0) {
+inline int connect_tcp(std::uint16_t port, std::chrono::milliseconds timeout = std::chrono::seconds(5),
+                       int rcvbuf = 0) {
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
     if (rcvbuf > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
@@ -64,7 +65,8 @@ inline int connect_tcp(std::uint16_t port, std::chrono::milliseconds timeout = s
 /// bind-time pick must avoid every port of the address in TIME_WAIT, which tests running beside
 /// this one leave by the thousand. -ECONNRESET means the server accepted and reset the connection
 /// before this thread returned from connect() (a server refusing at accept).
-inline int connect_from(const char* source, std::uint16_t port, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+inline int connect_from(const char* source, std::uint16_t port,
+                        std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -errno;
     const int one = 1;
@@ -132,7 +134,8 @@ inline bool wait_closed(int fd, std::chrono::milliseconds within) {
     char buf[4096];
     while (std::chrono::steady_clock::now() < deadline) {
         pollfd p{fd, POLLIN, 0};
-        int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
+        int left = static_cast<int>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
         if (::poll(&p, 1, left > 0 ? left : 0) <= 0) continue;
         ssize_t r = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
         if (r == 0) return true;

@@ -84,9 +84,8 @@ public:
         if (as_postgres_) {
             const passwd* pw = ::getpwnam("postgres");
             if (pw == nullptr) {
-                throw std::runtime_error(
-                    "pg_server: running as root, but there is no 'postgres' system user to run "
-                    "PostgreSQL as (initdb refuses root); install the postgresql package");
+                throw std::runtime_error("pg_server: running as root, but there is no 'postgres' system user to run "
+                                         "PostgreSQL as (initdb refuses root); install the postgresql package");
             }
             uid_ = pw->pw_uid;
             gid_ = pw->pw_gid;
@@ -100,8 +99,8 @@ public:
         dir_ = tmpl;
         try {
             if (as_postgres_ && ::chown(dir_.c_str(), uid_, gid_) != 0) {
-                throw std::runtime_error("pg_server: cannot hand " + dir_ + " to the postgres user: " +
-                                         std::strerror(errno));
+                throw std::runtime_error("pg_server: cannot hand " + dir_ +
+                                         " to the postgres user: " + std::strerror(errno));
             }
             start_watchdog();
             init_cluster();
@@ -131,9 +130,7 @@ public:
     }
 
     /// Creates a fresh empty database and returns its URL. Thread-safe.
-    std::string create_database() {
-        return create_database("strix_test_" + std::to_string(next_db_.fetch_add(1) + 1));
-    }
+    std::string create_database() { return create_database("strix_test_" + std::to_string(next_db_.fetch_add(1) + 1)); }
 
     /// Creates database `name` ([a-z0-9_] only) and returns its URL. Thread-safe.
     std::string create_database(const std::string& name) {
@@ -179,7 +176,8 @@ private:
             const std::string v = e.path().filename().string();
             char* end = nullptr;
             const long n = std::strtol(v.c_str(), &end, 10);
-            if (end == v.c_str() || !fs::exists(e.path() / "bin" / "initdb") || !fs::exists(e.path() / "bin" / "pg_ctl")) {
+            if (end == v.c_str() || !fs::exists(e.path() / "bin" / "initdb") ||
+                !fs::exists(e.path() / "bin" / "pg_ctl")) {
                 continue;
             }
             if (n > best_version) {
@@ -188,10 +186,9 @@ private:
             }
         }
         if (best.empty()) {
-            throw std::runtime_error(
-                "pg_server: PostgreSQL server binaries (initdb, pg_ctl) not found under "
-                "/usr/lib/postgresql/<version>/bin; install the 'postgresql' package "
-                "(scripts/install-deps.sh) or set STRIX_PG_BINDIR");
+            throw std::runtime_error("pg_server: PostgreSQL server binaries (initdb, pg_ctl) not found under "
+                                     "/usr/lib/postgresql/<version>/bin; install the 'postgresql' package "
+                                     "(scripts/install-deps.sh) or set STRIX_PG_BINDIR");
         }
         return best;
     }
@@ -303,8 +300,8 @@ private:
     std::string template_dir() const {
         if (const char* off = std::getenv("STRIX_PG_NO_TEMPLATE"); off != nullptr && *off == '1') return {};
         const auto key = std::hash<std::string>{}(bindir_);
-        const std::string final_dir = base_ + "/strix-pg-template-" + std::to_string(::geteuid()) + "-" +
-                                      std::to_string(key % 1000000007);
+        const std::string final_dir =
+            base_ + "/strix-pg-template-" + std::to_string(::geteuid()) + "-" + std::to_string(key % 1000000007);
         if (std::filesystem::exists(final_dir + "/data/PG_VERSION")) return final_dir;
         std::string tmpl = base_ + "/strix-pg-template-new-XXXXXX";
         if (::mkdtemp(tmpl.data()) == nullptr) return {};
@@ -345,8 +342,8 @@ private:
         // The port was free a moment ago; another process may grab it first, so try a few.
         for (int attempt = 0; attempt < 5; ++attempt) {
             port_ = free_port();
-            const int rc = run(as_user({bindir_ + "/pg_ctl", "-D", dir_ + "/data", "-l", dir_ + "/postgres.log",
-                                        "-o", "-p " + std::to_string(port_), "-w", "-t", "60", "start"}));
+            const int rc = run(as_user({bindir_ + "/pg_ctl", "-D", dir_ + "/data", "-l", dir_ + "/postgres.log", "-o",
+                                        "-p " + std::to_string(port_), "-w", "-t", "60", "start"}));
             if (rc == 0) {
                 running_ = true;
                 return;
@@ -366,8 +363,7 @@ private:
         for (const auto& a : as_user({bindir_ + "/pg_ctl", "-D", dir_ + "/data", "-m", "immediate", "-w", "stop"})) {
             stop += "'" + a + "' ";
         }
-        const std::string script =
-            "while read -r _; do :; done; " + stop + ">/dev/null 2>&1; rm -rf '" + dir_ + "'";
+        const std::string script = "while read -r _; do :; done; " + stop + ">/dev/null 2>&1; rm -rf '" + dir_ + "'";
         posix_spawn_file_actions_t fa;
         ::posix_spawn_file_actions_init(&fa);
         ::posix_spawn_file_actions_adddup2(&fa, fds[0], 0);  // dup2 clears O_CLOEXEC on stdin

@@ -25,7 +25,7 @@ std::string_view str(const flatbuffers::String* s) {
 
 const char* name_of(proto::error_code e) {
     return static_cast<unsigned>(e) <= static_cast<unsigned>(proto::error_code::MAX) ? proto::EnumNameerror_code(e)
-                                                                                      : "unknown_error";
+                                                                                     : "unknown_error";
 }
 
 const char* name_of(proto::msg_type t) {
@@ -34,9 +34,9 @@ const char* name_of(proto::msg_type t) {
 }
 
 std::uint64_t steady_us() {
-    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                          std::chrono::steady_clock::now().time_since_epoch())
-                                          .count());
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
 }
 
 // Drops a trailing '\r' (input typed on Windows or through some terminals) and surrounding blanks.
@@ -106,8 +106,7 @@ bool chat_console::connect_server() {
     }
     ::freeaddrinfo(res);
     if (fd_ < 0) {
-        out("cannot connect to {}:{}: {} (is strix-chat-server running?)", opt_.host, opt_.port,
-            std::strerror(err));
+        out("cannot connect to {}:{}: {} (is strix-chat-server running?)", opt_.host, opt_.port, std::strerror(err));
         return false;
     }
     int one = 1;
@@ -122,8 +121,10 @@ int chat_console::run() {
         if (!connect_server()) return 1;
         out("connected to {}:{}", opt_.host, opt_.port);
     }
-    if (opt_.name.empty()) prompt("name: ");
-    else if (opt_.password.empty()) prompt("password: ");
+    if (opt_.name.empty())
+        prompt("name: ");
+    else if (opt_.password.empty())
+        prompt("password: ");
     if (tty_ && !opt_.name.empty() && opt_.password.empty()) echo(false);
     next_lines();
     while (!quit_) {
@@ -188,11 +189,10 @@ bool chat_console::read_socket() {
         status_ = 1;
         return false;
     }
-    const frame_errc e = decoder_.feed(std::span<const std::byte>(buf, static_cast<std::size_t>(n)),
-                                       [this](const frame_view& f) {
-                                           on_frame(std::span<const std::byte>(f.body.data() - frame_header_size,
-                                                                               f.body.size() + frame_header_size));
-                                       });
+    const frame_errc e =
+        decoder_.feed(std::span<const std::byte>(buf, static_cast<std::size_t>(n)), [this](const frame_view& f) {
+            on_frame(std::span<const std::byte>(f.body.data() - frame_header_size, f.body.size() + frame_header_size));
+        });
     if (e != frame_errc::ok && e != frame_errc::need_more) {
         out("undecodable data from the server ({}); disconnecting", make_error_code(e));
         status_ = 1;
@@ -356,114 +356,112 @@ void chat_console::done_waiting() { waiting_ = waiting::nothing; }
 
 void chat_console::on_frame(std::span<const std::byte> frame) {
     switch (type_of(frame)) {
-    case proto::msg_type::login_res: {
-        const auto* res = body_as<proto::login_res>(frame);
-        if (res == nullptr || res->player() == nullptr) break;
-        player_id_ = res->player()->id();
-        logged_in_ = true;
-        out("logged in as {} (player {}){}", str(res->player()->name()), player_id_,
-            res->created() ? ", new account" : "");
-        help();
-        if (waiting_ == waiting::login) done_waiting();
-        return;
-    }
-    case proto::msg_type::list_rooms_res: {
-        const auto* res = body_as<proto::list_rooms_res>(frame);
-        if (res == nullptr) break;
-        if (res->rooms() == nullptr || res->rooms()->size() == 0) {
-            out("no rooms yet: /create NAME makes one");
-        } else {
-            out("rooms:");
-            for (const proto::room_info* r : *res->rooms()) {
-                if (r == nullptr) continue;
-                out("  {}  {}  ({} member{})", r->id(), str(r->name()), r->members(), r->members() == 1 ? "" : "s");
+        case proto::msg_type::login_res: {
+            const auto* res = body_as<proto::login_res>(frame);
+            if (res == nullptr || res->player() == nullptr) break;
+            player_id_ = res->player()->id();
+            logged_in_ = true;
+            out("logged in as {} (player {}){}", str(res->player()->name()), player_id_,
+                res->created() ? ", new account" : "");
+            help();
+            if (waiting_ == waiting::login) done_waiting();
+            return;
+        }
+        case proto::msg_type::list_rooms_res: {
+            const auto* res = body_as<proto::list_rooms_res>(frame);
+            if (res == nullptr) break;
+            if (res->rooms() == nullptr || res->rooms()->size() == 0) {
+                out("no rooms yet: /create NAME makes one");
+            } else {
+                out("rooms:");
+                for (const proto::room_info* r : *res->rooms()) {
+                    if (r == nullptr) continue;
+                    out("  {}  {}  ({} member{})", r->id(), str(r->name()), r->members(), r->members() == 1 ? "" : "s");
+                }
             }
+            if (waiting_ == waiting::rooms) done_waiting();
+            return;
         }
-        if (waiting_ == waiting::rooms) done_waiting();
-        return;
-    }
-    case proto::msg_type::create_room_res: {
-        const auto* res = body_as<proto::create_room_res>(frame);
-        if (res == nullptr || res->room() == nullptr) break;
-        room_id_ = res->room()->id();
-        room_name_ = std::string(str(res->room()->name()));
-        out("created room {} '{}'; you are in it (/exit leaves)", room_id_, room_name_);
-        if (waiting_ == waiting::create) done_waiting();
-        return;
-    }
-    case proto::msg_type::join_room_res: {
-        const auto* res = body_as<proto::join_room_res>(frame);
-        if (res == nullptr || res->room() == nullptr) break;
-        room_id_ = res->room()->id();
-        room_name_ = std::string(str(res->room()->name()));
-        std::string members;
-        if (res->members() != nullptr) {
-            for (const proto::player_info* p : *res->members()) {
-                if (p == nullptr) continue;
-                if (!members.empty()) members += ", ";
-                members += str(p->name());
+        case proto::msg_type::create_room_res: {
+            const auto* res = body_as<proto::create_room_res>(frame);
+            if (res == nullptr || res->room() == nullptr) break;
+            room_id_ = res->room()->id();
+            room_name_ = std::string(str(res->room()->name()));
+            out("created room {} '{}'; you are in it (/exit leaves)", room_id_, room_name_);
+            if (waiting_ == waiting::create) done_waiting();
+            return;
+        }
+        case proto::msg_type::join_room_res: {
+            const auto* res = body_as<proto::join_room_res>(frame);
+            if (res == nullptr || res->room() == nullptr) break;
+            room_id_ = res->room()->id();
+            room_name_ = std::string(str(res->room()->name()));
+            std::string members;
+            if (res->members() != nullptr) {
+                for (const proto::player_info* p : *res->members()) {
+                    if (p == nullptr) continue;
+                    if (!members.empty()) members += ", ";
+                    members += str(p->name());
+                }
             }
+            out("joined room {} '{}' (/exit leaves); members: {}", room_id_, room_name_, members);
+            if (waiting_ == waiting::join) done_waiting();
+            return;
         }
-        out("joined room {} '{}' (/exit leaves); members: {}", room_id_, room_name_, members);
-        if (waiting_ == waiting::join) done_waiting();
-        return;
-    }
-    case proto::msg_type::leave_room_res: {
-        const auto* res = body_as<proto::leave_room_res>(frame);
-        if (res == nullptr) break;
-        out("left room {} '{}'", res->room_id(), room_name_);
-        room_id_ = 0;
-        room_name_.clear();
-        if (waiting_ == waiting::leave) done_waiting();
-        return;
-    }
-    case proto::msg_type::chat_msg: {
-        const auto* m = body_as<proto::chat_msg>(frame);
-        if (m == nullptr || m->sender() == nullptr) break;
-        const std::string_view name = str(m->sender()->name());
-        const std::string_view text = str(m->text());
-        out("[{}#{}] {}: {}", m->room_id(), m->seq(), name, text);
-        if (waiting_ == waiting::chat && m->sender()->id() == player_id_ && m->client_seq() == client_seq_) {
-            done_waiting();
+        case proto::msg_type::leave_room_res: {
+            const auto* res = body_as<proto::leave_room_res>(frame);
+            if (res == nullptr) break;
+            out("left room {} '{}'", res->room_id(), room_name_);
+            room_id_ = 0;
+            room_name_.clear();
+            if (waiting_ == waiting::leave) done_waiting();
+            return;
         }
-        return;
-    }
-    case proto::msg_type::member_joined: {
-        const auto* m = body_as<proto::member_joined>(frame);
-        if (m == nullptr || m->player() == nullptr) break;
-        out("* {} joined room {}", str(m->player()->name()), m->room_id());
-        return;
-    }
-    case proto::msg_type::member_left: {
-        const auto* m = body_as<proto::member_left>(frame);
-        if (m == nullptr || m->player() == nullptr) break;
-        out("* {} left room {}", str(m->player()->name()), m->room_id());
-        return;
-    }
-    case proto::msg_type::pong_res: {
-        const auto* m = body_as<proto::pong_res>(frame);
-        if (m == nullptr) break;
-        if (m->ts() == 0) return;  // our keepalive
-        out("pong: {} us round trip", steady_us() - m->ts());
-        if (waiting_ == waiting::pong) done_waiting();
-        return;
-    }
-    case proto::msg_type::error_res: {
-        const auto* e = body_as<proto::error_res>(frame);
-        if (e == nullptr) break;
-        const std::string_view reason = str(e->reason());
-        out("error: {}: {}{}{}", name_of(e->request()), name_of(e->code()), reason.empty() ? "" : ": ", reason);
-        if (waiting_ == waiting::login) {
+        case proto::msg_type::chat_msg: {
+            const auto* m = body_as<proto::chat_msg>(frame);
+            if (m == nullptr || m->sender() == nullptr) break;
+            const std::string_view name = str(m->sender()->name());
+            const std::string_view text = str(m->text());
+            out("[{}#{}] {}: {}", m->room_id(), m->seq(), name, text);
+            if (waiting_ == waiting::chat && m->sender()->id() == player_id_ && m->client_seq() == client_seq_) {
+                done_waiting();
+            }
+            return;
+        }
+        case proto::msg_type::member_joined: {
+            const auto* m = body_as<proto::member_joined>(frame);
+            if (m == nullptr || m->player() == nullptr) break;
+            out("* {} joined room {}", str(m->player()->name()), m->room_id());
+            return;
+        }
+        case proto::msg_type::member_left: {
+            const auto* m = body_as<proto::member_left>(frame);
+            if (m == nullptr || m->player() == nullptr) break;
+            out("* {} left room {}", str(m->player()->name()), m->room_id());
+            return;
+        }
+        case proto::msg_type::pong_res: {
+            const auto* m = body_as<proto::pong_res>(frame);
+            if (m == nullptr) break;
+            if (m->ts() == 0) return;  // our keepalive
+            out("pong: {} us round trip", steady_us() - m->ts());
+            if (waiting_ == waiting::pong) done_waiting();
+            return;
+        }
+        case proto::msg_type::error_res: {
+            const auto* e = body_as<proto::error_res>(frame);
+            if (e == nullptr) break;
+            const std::string_view reason = str(e->reason());
+            out("error: {}: {}{}{}", name_of(e->request()), name_of(e->code()), reason.empty() ? "" : ": ", reason);
+            if (waiting_ == waiting::login) {
             // Without a login nothing else can work.
-            status_ = 1;
-            quit_ = true;
+                status_ = 1;
+                quit_ = true;
+            }
+            done_waiting();
+            return;
         }
-        done_waiting();
-        return;
-    }
-    default:
-        out("(ignoring a frame of unknown type {})", static_cast<unsigned>(type_of(frame)));
-        return;
+        default: out("(ignoring a frame of unknown type {})", static_cast<unsigned>(type_of(frame))); return;
     }
     out("(ignoring a malformed {} frame)", name_of(type_of(frame)));
 }

@@ -24,8 +24,7 @@ public:
     static constexpr std::size_t bucket_count =
         (std::size_t{1} << linear_bits) + (max_exponent - linear_bits) * (std::size_t{1} << (linear_bits - 1));
     /// Upper limits of seed 004's bands; a seventh band counts everything above 50 ms.
-    static constexpr std::array<std::uint64_t, 5> band_limits_ns = {100'000, 500'000, 1'000'000,
-                                                                     5'000'000, 50'000'000};
+    static constexpr std::array<std::uint64_t, 5> band_limits_ns = {100'000, 500'000, 1'000'000, 5'000'000, 50'000'000};
     static constexpr std::size_t band_count = band_limits_ns.size() + 1;
 
     /// Counts one latency of `ns` nanoseconds. Owner thread only.

@@ -32,11 +32,7 @@ inline constexpr std::uint32_t client_max_frame = 16u << 20;
 
 struct load_client {
     load_client(std::uint32_t i, std::uint32_t rooms, std::uint32_t members)
-        : index(i),
-          room(i % rooms),
-          slot(i / rooms),
-          decoder(codec_limits{client_max_frame}),
-          checker(members) {}
+        : index(i), room(i % rooms), slot(i / rooms), decoder(codec_limits{client_max_frame}), checker(members) {}
 
     int fd = -1;
     std::uint32_t index;  ///< global client number: account PREFIX<index>

@@ -26,9 +26,9 @@ inline std::int64_t wall_minus_steady_ns() noexcept {
     std::int64_t best_gap = INT64_MAX, offset = 0;
     for (int i = 0; i < 16; ++i) {
         const std::int64_t a = now_ns();
-        const std::int64_t w = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count();
+        const std::int64_t w =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count();
         const std::int64_t b = now_ns();
         if (b - a < best_gap) {
             best_gap = b - a;

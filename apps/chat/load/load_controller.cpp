@@ -115,7 +115,8 @@ void load_controller::tick_setup(std::int64_t now) {
     const load_options& o = shared_.opt;
     const load_phase p = shared_.phase.load(std::memory_order_relaxed);
     const auto logged = static_cast<std::uint32_t>(sum([](const worker_mailbox& b) -> auto& { return b.logged_in; }));
-    const auto connected = static_cast<std::uint32_t>(sum([](const worker_mailbox& b) -> auto& { return b.connected; }));
+    const auto connected =
+        static_cast<std::uint32_t>(sum([](const worker_mailbox& b) -> auto& { return b.connected; }));
     const auto created = static_cast<std::uint32_t>(sum([](const worker_mailbox& b) -> auto& { return b.created; }));
     const auto joined = static_cast<std::uint32_t>(sum([](const worker_mailbox& b) -> auto& { return b.joined; }));
     const auto retries = sum([](const worker_mailbox& b) -> auto& { return b.login_retries; });
@@ -127,62 +128,61 @@ void load_controller::tick_setup(std::int64_t now) {
         next_progress_ = now + sec_ns;
     }
     if (seconds(now - t_start_) > o.setup_timeout_s) {
-        shared_.fail("setup did not finish within --setup-timeout " + std::to_string(o.setup_timeout_s) + " s: " +
-                     std::to_string(logged) + "/" + std::to_string(o.clients) + " logged in, " + std::to_string(created) +
-                     "/" + std::to_string(o.rooms) + " rooms created, " + std::to_string(joined) + "/" +
-                     std::to_string(o.clients - o.rooms) + " joined");
+        shared_.fail("setup did not finish within --setup-timeout " + std::to_string(o.setup_timeout_s) +
+                     " s: " + std::to_string(logged) + "/" + std::to_string(o.clients) + " logged in, " +
+                     std::to_string(created) + "/" + std::to_string(o.rooms) + " rooms created, " +
+                     std::to_string(joined) + "/" + std::to_string(o.clients - o.rooms) + " joined");
         return;
     }
     switch (p) {
-    case load_phase::connecting:
-        if (logged < o.clients) return;
-        for (std::uint32_t i = 0; i < o.clients; ++i) {
-            const std::uint64_t id = shared_.player_ids[i].load(std::memory_order_acquire);
-            if (!shared_.index_of_player.emplace(id, i).second) {
-                shared_.fail("the server gave player id " + std::to_string(id) + " to two accounts");
-                return;
+        case load_phase::connecting:
+            if (logged < o.clients) return;
+            for (std::uint32_t i = 0; i < o.clients; ++i) {
+                const std::uint64_t id = shared_.player_ids[i].load(std::memory_order_acquire);
+                if (!shared_.index_of_player.emplace(id, i).second) {
+                    shared_.fail("the server gave player id " + std::to_string(id) + " to two accounts");
+                    return;
+                }
             }
-        }
-        std::printf("login: %u clients logged in (%.1f s, %" PRIu64 " logins retried after \"retry later\"); "
-                    "creating %u rooms\n",
-                    o.clients, seconds(now - t_start_), retries, o.rooms);
-        std::fflush(stdout);
-        set_phase(load_phase::creating);
-        return;
-    case load_phase::creating:
-        if (created < o.rooms) return;
-        set_phase(load_phase::joining);
-        return;
-    case load_phase::joining:
-        if (joined < o.clients - o.rooms) return;
-        set_phase(load_phase::checking);
-        t_phase_ = now;
-        return;
-    case load_phase::checking:
-        if (!rooms_asked_) {
-            w0_.request_room_list();
-            rooms_asked_ = true;
+            std::printf("login: %u clients logged in (%.1f s, %" PRIu64 " logins retried after \"retry later\"); "
+                        "creating %u rooms\n",
+                        o.clients, seconds(now - t_start_), retries, o.rooms);
+            std::fflush(stdout);
+            set_phase(load_phase::creating);
             return;
-        }
-        if (w0_.rooms_check() == 0 && now - t_phase_ < 5 * sec_ns) return;
-        if (w0_.rooms_check() != 1) {
-            // The member counts may lag the join replies on a sharded server; ask again a few times.
-            if (w0_.rooms_check() == 2 && ++room_retries_ < 20) {
+        case load_phase::creating:
+            if (created < o.rooms) return;
+            set_phase(load_phase::joining);
+            return;
+        case load_phase::joining:
+            if (joined < o.clients - o.rooms) return;
+            set_phase(load_phase::checking);
+            t_phase_ = now;
+            return;
+        case load_phase::checking:
+            if (!rooms_asked_) {
                 w0_.request_room_list();
+                rooms_asked_ = true;
                 return;
             }
-            std::fprintf(stderr, "strix-chat-load: warning: the room list does not match the joins:%s\n",
-                         w0_.rooms_check() == 0 ? " no list_rooms_res within 5 s" : w0_.rooms_problem().c_str());
-        }
-        setup_s_ = seconds(now - t_start_);
-        std::printf("setup: %u clients in %u rooms (%u members each) after %.1f s\n", o.clients, o.rooms,
-                    shared_.room_members.front(), setup_s_);
-        std::fflush(stdout);
-        set_phase(load_phase::running);
-        start_step(now, o.rps);
-        return;
-    default:
-        return;
+            if (w0_.rooms_check() == 0 && now - t_phase_ < 5 * sec_ns) return;
+            if (w0_.rooms_check() != 1) {
+            // The member counts may lag the join replies on a sharded server; ask again a few times.
+                if (w0_.rooms_check() == 2 && ++room_retries_ < 20) {
+                    w0_.request_room_list();
+                    return;
+                }
+                std::fprintf(stderr, "strix-chat-load: warning: the room list does not match the joins:%s\n",
+                             w0_.rooms_check() == 0 ? " no list_rooms_res within 5 s" : w0_.rooms_problem().c_str());
+            }
+            setup_s_ = seconds(now - t_start_);
+            std::printf("setup: %u clients in %u rooms (%u members each) after %.1f s\n", o.clients, o.rooms,
+                        shared_.room_members.front(), setup_s_);
+            std::fflush(stdout);
+            set_phase(load_phase::running);
+            start_step(now, o.rps);
+            return;
+        default: return;
     }
 }
 
@@ -255,31 +255,31 @@ void load_controller::tick_step(std::int64_t now) {
     print_ready_rows();
     const std::uint32_t step_done = plan_.index + 1;
     switch (state_) {
-    case step_state::sending: {
-        for (const worker_mailbox& b : shared_.boxes) {
-            if (b.sends_done.load(std::memory_order_acquire) < step_done) return;
+        case step_state::sending: {
+            for (const worker_mailbox& b : shared_.boxes) {
+                if (b.sends_done.load(std::memory_order_acquire) < step_done) return;
+            }
+            state_ = step_state::draining;
+            [[fallthrough]];
         }
-        state_ = step_state::draining;
-        [[fallthrough]];
-    }
-    case step_state::draining: {
-        const std::uint64_t expected = sum([](const worker_mailbox& b) -> auto& { return b.expected_all; });
-        const std::uint64_t delivered = sum([](const worker_mailbox& b) -> auto& { return b.delivered_all; });
-        const bool timed_out = seconds(now - plan_.t_end) > shared_.opt.drain_timeout_s;
-        if (delivered < expected && !timed_out) return;
-        drained_ = delivered >= expected;
-        t_drained_ = now;
-        shared_.finish_request.store(step_done, std::memory_order_release);
-        state_ = step_state::finalizing;
-        return;
-    }
-    case step_state::finalizing:
-        for (worker_mailbox& b : shared_.boxes) {
-            std::lock_guard<std::mutex> lock(b.mu);
-            if (b.finished < step_done) return;
+        case step_state::draining: {
+            const std::uint64_t expected = sum([](const worker_mailbox& b) -> auto& { return b.expected_all; });
+            const std::uint64_t delivered = sum([](const worker_mailbox& b) -> auto& { return b.delivered_all; });
+            const bool timed_out = seconds(now - plan_.t_end) > shared_.opt.drain_timeout_s;
+            if (delivered < expected && !timed_out) return;
+            drained_ = delivered >= expected;
+            t_drained_ = now;
+            shared_.finish_request.store(step_done, std::memory_order_release);
+            state_ = step_state::finalizing;
+            return;
         }
-        finalize(now);
-        return;
+        case step_state::finalizing:
+            for (worker_mailbox& b : shared_.boxes) {
+                std::lock_guard<std::mutex> lock(b.mu);
+                if (b.finished < step_done) return;
+            }
+            finalize(now);
+            return;
     }
 }
 
@@ -350,9 +350,11 @@ void load_controller::judge(step_result& r) const {
     if (r.lost != 0) {
         // Once every delivery owed has had --drain-timeout to arrive, a shortfall is a loss; a
         // timed-out drain may still be a backlog (decided hard only in a normal run, below).
-        add(soft, std::to_string(r.lost) + (r.drained ? " deliveries lost" : " deliveries outstanding when the drain timed out"));
+        add(soft, std::to_string(r.lost) +
+                      (r.drained ? " deliveries lost" : " deliveries outstanding when the drain timed out"));
     }
-    if (overload_errors != 0) add(soft, std::to_string(overload_errors) + " requests refused (rate_limited/server_busy)");
+    if (overload_errors != 0)
+        add(soft, std::to_string(overload_errors) + " requests refused (rate_limited/server_busy)");
     if (all.disconnects != 0) add(soft, std::to_string(all.disconnects) + " disconnects");
     if (r.total.sent == 0) add(hard, "nothing was sent in the measured window");
     r.hard_failure = !hard.empty();

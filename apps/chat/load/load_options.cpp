@@ -16,8 +16,8 @@ namespace {
 
 bool valid_name_chars(const std::string& s) {
     for (char c : s) {
-        const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                        c == '_' || c == '.' || c == '-';
+        const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+                        c == '.' || c == '-';
         if (!ok) return false;
     }
     return true;
@@ -31,14 +31,13 @@ load_options parse_load_options(int argc, char** argv) {
         if (i > 0) o.command_line += ' ';
         o.command_line += argv[i];
     }
-    CLI::App app{
-        "strix-chat-load: seed 004's DummyClient load test for strix-chat-server. Logs in --clients\n"
-        "accounts, makes --rooms rooms (client i joins room i % rooms), sends chat at --rps per\n"
-        "client and verifies every delivery: room seq order, text content, exactly-once fan-out.\n"
-        "Exit status 0 only when nothing was lost, duplicated, reordered or corrupted and the\n"
-        "server answered no request with an error (--sweep: 0 unless a step duplicated, reordered,\n"
-        "skipped or corrupted messages, or got errors other than rate_limited / server_busy).",
-        "strix-chat-load"};
+    CLI::App app{"strix-chat-load: seed 004's DummyClient load test for strix-chat-server. Logs in --clients\n"
+                 "accounts, makes --rooms rooms (client i joins room i % rooms), sends chat at --rps per\n"
+                 "client and verifies every delivery: room seq order, text content, exactly-once fan-out.\n"
+                 "Exit status 0 only when nothing was lost, duplicated, reordered or corrupted and the\n"
+                 "server answered no request with an error (--sweep: 0 unless a step duplicated, reordered,\n"
+                 "skipped or corrupted messages, or got errors other than rate_limited / server_busy).",
+                 "strix-chat-load"};
     app.add_option("--host", o.host, "server IPv4 address")->capture_default_str();
     app.add_option("--port", o.port, "server port")->capture_default_str();
     app.add_option("--unix", o.unix_path, "connect over this Unix socket path instead of --host/--port");
@@ -46,22 +45,20 @@ load_options parse_load_options(int argc, char** argv) {
     app.add_option("--rooms", o.rooms, "rooms; the first --rooms clients create them")->capture_default_str();
     app.add_option("--rps", o.rps, "chat messages per second per client (start rate in --sweep)")
         ->capture_default_str();
-    app.add_option("--payload-mix", o.mix_spec, "text lengths LEN:W or LO-HI:W, weights in %")
-        ->capture_default_str();
+    app.add_option("--payload-mix", o.mix_spec, "text lengths LEN:W or LO-HI:W, weights in %")->capture_default_str();
     auto* dur = app.add_option("--duration", o.duration_s, "measured seconds (per step in --sweep, default 10)")
                     ->capture_default_str();
     app.add_option("--report-every", o.report_every_s, "seconds per interval row")->capture_default_str();
-    auto* warm = app.add_option("--warmup", o.warmup_s, "seconds of load before measuring (--sweep: per step, default 1)")
-                     ->capture_default_str();
+    auto* warm =
+        app.add_option("--warmup", o.warmup_s, "seconds of load before measuring (--sweep: per step, default 1)")
+            ->capture_default_str();
     app.add_option("--json", o.json, "write the summary and interval rows as JSON to FILE");
     app.add_flag("--sweep", o.sweep, "raise --rps by --sweep-factor per step until p99 or delivery fails");
     app.add_option("--sweep-factor", o.sweep_factor, "rps multiplier per sweep step")->capture_default_str();
     app.add_option("--sweep-steps", o.sweep_steps, "most sweep steps")->capture_default_str();
-    app.add_option("--sweep-p99-ms", o.sweep_p99_ms, "a step with a higher p99 ends the sweep")
-        ->capture_default_str();
+    app.add_option("--sweep-p99-ms", o.sweep_p99_ms, "a step with a higher p99 ends the sweep")->capture_default_str();
     app.add_option("--password", o.password, "password of every load account")->capture_default_str();
-    app.add_option("--name-prefix", o.name_prefix, "account names are PREFIX0, PREFIX1, ...")
-        ->capture_default_str();
+    app.add_option("--name-prefix", o.name_prefix, "account names are PREFIX0, PREFIX1, ...")->capture_default_str();
     app.add_option("--connect-rate", o.connect_rate, "new connections per second, N or N/s (0: unlimited)")
         ->capture_default_str()
         ->transform([](std::string v) { return v.ends_with("/s") ? v.substr(0, v.size() - 2) : v; });
@@ -104,7 +101,8 @@ load_options parse_load_options(int argc, char** argv) {
     if (!(o.sweep_factor > 1)) bad("--sweep-factor must be greater than 1");
     if (o.sweep_steps == 0) bad("--sweep-steps must be at least 1");
     if (!(o.sweep_p99_ms > 0)) bad("--sweep-p99-ms must be positive");
-    if (o.threads == 0 || o.threads > 64 || o.threads > o.clients) bad("--threads must be between 1 and min(64, --clients)");
+    if (o.threads == 0 || o.threads > 64 || o.threads > o.clients)
+        bad("--threads must be between 1 and min(64, --clients)");
     if (!(o.drain_timeout_s >= 0)) bad("--drain-timeout must not be negative");
     if (!(o.setup_timeout_s > 0)) bad("--setup-timeout must be positive");
     const std::string longest = o.name_prefix + std::to_string(o.clients - 1);

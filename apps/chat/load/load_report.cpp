@@ -172,8 +172,7 @@ void print_run_summary(const load_options& o, const step_result& r, double setup
     std::printf("  latency     avg %s | p50 %s | p90 %s | p99 %s | p99.9 %s | max %s (us, send to receipt)\n",
                 thousands(static_cast<std::uint64_t>(h.mean_ns() / 1000.0 + 0.5)).c_str(),
                 us_str(h.percentile_ns(50)).c_str(), us_str(h.percentile_ns(90)).c_str(),
-                us_str(h.percentile_ns(99)).c_str(), us_str(h.percentile_ns(99.9)).c_str(),
-                us_str(h.max_ns()).c_str());
+                us_str(h.percentile_ns(99)).c_str(), us_str(h.percentile_ns(99.9)).c_str(), us_str(h.max_ns()).c_str());
     std::printf("  split       sender to server p50 %s | p99 %s | p99.9 %s; server to receiver p50 %s | p99 %s | "
                 "p99.9 %s (us, at the server's timestamp)\n",
                 us_str(t.to_server.percentile_ns(50)).c_str(), us_str(t.to_server.percentile_ns(99)).c_str(),
@@ -184,12 +183,13 @@ void print_run_summary(const load_options& o, const step_result& r, double setup
         std::printf(" %s %s (%.2f%%)%s", band_names[b], thousands(h.bands()[b]).c_str(), pct(h.bands()[b], h.count()),
                     b + 1 < latency_histogram::band_count ? " |" : "\n");
     }
-    std::printf("  load tool   io r/s %s, io s/s %s, deliveries per read %.2f, loop busy %.0f %%, longest turn %.0f us, "
-                "worst send lag %.0f us, drain %.3f s\n",
-                thousands(per_s(t.reads, r.measured_s)).c_str(), thousands(per_s(t.writes, r.measured_s)).c_str(),
-                t.reads == 0 ? 0.0 : static_cast<double>(t.delivered) / static_cast<double>(t.reads),
-                100.0 * static_cast<double>(t.busy_ns) / 1e9 / r.measured_s, us(t.max_turn_ns),
-                us(std::max(t.send_lag_max_ns, r.warmup.send_lag_max_ns)), r.drain_s);
+    std::printf(
+        "  load tool   io r/s %s, io s/s %s, deliveries per read %.2f, loop busy %.0f %%, longest turn %.0f us, "
+        "worst send lag %.0f us, drain %.3f s\n",
+        thousands(per_s(t.reads, r.measured_s)).c_str(), thousands(per_s(t.writes, r.measured_s)).c_str(),
+        t.reads == 0 ? 0.0 : static_cast<double>(t.delivered) / static_cast<double>(t.reads),
+        100.0 * static_cast<double>(t.busy_ns) / 1e9 / r.measured_s, us(t.max_turn_ns),
+        us(std::max(t.send_lag_max_ns, r.warmup.send_lag_max_ns)), r.drain_s);
     if (r.load_cpu_s >= 0 && r.wall_s > 0) {
         std::printf("  cpu         load tool %.1f %%", 100.0 * r.load_cpu_s / r.wall_s);
         if (r.server_cpu_s >= 0) std::printf(", server %.1f %%", 100.0 * r.server_cpu_s / r.wall_s);
@@ -207,9 +207,9 @@ void print_run_summary(const load_options& o, const step_result& r, double setup
 }
 
 void print_sweep_header() {
-    std::printf("%4s %9s %11s %11s %12s %11s %8s %8s %8s %8s %6s %8s %6s %6s  %s\n", "step", "rps/cl",
-                "app in/s", "sent", "delivered", "deliv/s", "p50(us)", "p99(us)", "p999(us)", "lost", "dup+ooo",
-                "drain(s)", "tool%", "srv%", "result");
+    std::printf("%4s %9s %11s %11s %12s %11s %8s %8s %8s %8s %6s %8s %6s %6s  %s\n", "step", "rps/cl", "app in/s",
+                "sent", "delivered", "deliv/s", "p50(us)", "p99(us)", "p999(us)", "lost", "dup+ooo", "drain(s)",
+                "tool%", "srv%", "result");
     std::fflush(stdout);
 }
 
@@ -219,15 +219,15 @@ void print_sweep_step(const load_options& o, const step_result& r) {
     char srv[16] = "-";
     if (r.load_cpu_s >= 0 && r.wall_s > 0) std::snprintf(tool, sizeof(tool), "%.0f", 100.0 * r.load_cpu_s / r.wall_s);
     if (r.server_cpu_s >= 0 && r.wall_s > 0) std::snprintf(srv, sizeof(srv), "%.0f", 100.0 * r.server_cpu_s / r.wall_s);
-    std::printf("%4u %9.1f %11s %11s %12s %11s %8s %8s %8s %8s %6s %8.3f %6s %6s  %s%s%s\n", r.plan.index + 1, r.plan.rps,
-                thousands(per_s(r.total.sent, r.measured_s)).c_str(), thousands(r.total.sent).c_str(),
-                thousands(r.total.delivered).c_str(), thousands(per_s(r.total.delivered, r.measured_s)).c_str(),
-                us_str(h.percentile_ns(50)).c_str(), us_str(h.percentile_ns(99)).c_str(),
-                us_str(h.percentile_ns(99.9)).c_str(), thousands(r.lost).c_str(),
-                thousands(r.total.duplicates + r.total.out_of_order + r.warmup.duplicates + r.warmup.out_of_order)
-                    .c_str(),
-                r.drain_s, tool, srv, r.sustained ? "sustained" : "not sustained", r.verdict.empty() ? "" : ": ",
-                r.verdict.c_str());
+    std::printf(
+        "%4u %9.1f %11s %11s %12s %11s %8s %8s %8s %8s %6s %8.3f %6s %6s  %s%s%s\n", r.plan.index + 1, r.plan.rps,
+        thousands(per_s(r.total.sent, r.measured_s)).c_str(), thousands(r.total.sent).c_str(),
+        thousands(r.total.delivered).c_str(), thousands(per_s(r.total.delivered, r.measured_s)).c_str(),
+        us_str(h.percentile_ns(50)).c_str(), us_str(h.percentile_ns(99)).c_str(), us_str(h.percentile_ns(99.9)).c_str(),
+        thousands(r.lost).c_str(),
+        thousands(r.total.duplicates + r.total.out_of_order + r.warmup.duplicates + r.warmup.out_of_order).c_str(),
+        r.drain_s, tool, srv, r.sustained ? "sustained" : "not sustained", r.verdict.empty() ? "" : ": ",
+        r.verdict.c_str());
     (void)o;
     std::fflush(stdout);
 }
@@ -280,8 +280,8 @@ bool write_json(const load_options& o, const std::vector<step_result>& steps, do
             json intervals = json::array();
             for (std::size_t i = 0; i < r.rows.size(); ++i) {
                 const load_stats& row = r.rows[i];
-                const double len = i + 1 < r.rows.size() ? o.report_every_s
-                                                         : r.measured_s - o.report_every_s * static_cast<double>(i);
+                const double len =
+                    i + 1 < r.rows.size() ? o.report_every_s : r.measured_s - o.report_every_s * static_cast<double>(i);
                 json row_json = {{"sec", figure(std::min(r.measured_s, o.report_every_s * static_cast<double>(i + 1)))},
                                  {"seconds", figure(len)},
                                  {"io_r_s", per_s(row.reads, len)},

@@ -28,16 +28,16 @@ struct step_result {
     std::uint64_t lost = 0;        ///< deliveries owed (warmup included) that never arrived
     bool verified = false;         ///< no loss, duplicate, reordering, corruption, error or disconnect
     bool hard_failure = false;     ///< duplicates, reordering, seq gaps, corruption, non-overload errors:
-                                   ///< wrong at any load (loss, refusals and disconnects may be overload)
-    bool sustained = false;        ///< verified, p99 within the sweep limit, no backlog
-    std::string verdict;           ///< why not verified / not sustained; empty when all is well
-    double load_cpu_s = -1;        ///< CPU seconds the load tool used from step start to finalize
-    double server_cpu_s = -1;      ///< the same for --server-pid; -1 when unknown
-    double load_wait_s = -1;       ///< seconds the load tool's threads were runnable but had no CPU
-                                   ///< (run-queue wait, /proc schedstat), same span; -1 when unknown
-    double server_wait_s = -1;     ///< the same for --server-pid's threads
-    double steal_s = -1;           ///< CPU seconds the hypervisor took ("steal", all CPUs), same span
-    double wall_s = 0;             ///< wall seconds from step start to finalize
+                                ///< wrong at any load (loss, refusals and disconnects may be overload)
+    bool sustained = false;  ///< verified, p99 within the sweep limit, no backlog
+    std::string verdict;  ///< why not verified / not sustained; empty when all is well
+    double load_cpu_s = -1;  ///< CPU seconds the load tool used from step start to finalize
+    double server_cpu_s = -1;  ///< the same for --server-pid; -1 when unknown
+    double load_wait_s = -1;  ///< seconds the load tool's threads were runnable but had no CPU
+                              ///< (run-queue wait, /proc schedstat), same span; -1 when unknown
+    double server_wait_s = -1;  ///< the same for --server-pid's threads
+    double steal_s = -1;  ///< CPU seconds the hypervisor took ("steal", all CPUs), same span
+    double wall_s = 0;  ///< wall seconds from step start to finalize
 
     /// Measured deliveries per second. Any thread.
     double deliveries_per_s() const noexcept {

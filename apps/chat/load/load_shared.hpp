@@ -66,12 +66,7 @@ struct alignas(64) worker_mailbox {
 
 struct load_shared {
     load_shared(const load_options& o, std::size_t workers)
-        : opt(o),
-          text(o.mix),
-          player_ids(o.clients),
-          room_ids(o.rooms),
-          room_members(o.rooms, 0),
-          boxes(workers) {
+        : opt(o), text(o.mix), player_ids(o.clients), room_ids(o.rooms), room_members(o.rooms, 0), boxes(workers) {
         for (std::uint32_t i = 0; i < o.clients; ++i) ++room_members[i % o.rooms];
     }
 

@@ -46,10 +46,15 @@ std::string describe(const peer_address& a) {
     return std::string(host) + ":" + std::to_string(ntohs(in->sin_port));
 }
 
-load_worker::load_worker(load_shared& shared, const peer_address& addr, std::uint32_t id,
-                         std::uint32_t workers)
-    : shared_(shared), box_(shared.boxes[id]), addr_(addr), id_(id), workers_(workers),
-      read_buf_(read_buffer_size), text_buf_(shared.text.max_len()), fbb_(4096) {
+load_worker::load_worker(load_shared& shared, const peer_address& addr, std::uint32_t id, std::uint32_t workers)
+    : shared_(shared),
+      box_(shared.boxes[id]),
+      addr_(addr),
+      id_(id),
+      workers_(workers),
+      read_buf_(read_buffer_size),
+      text_buf_(shared.text.max_len()),
+      fbb_(4096) {
     const load_options& o = shared.opt;
     for (std::uint32_t i = id; i < o.clients; i += workers) {
         clients_.push_back(std::make_unique<load_client>(i, o.rooms, shared.room_members[i % o.rooms]));
@@ -414,8 +419,8 @@ void load_worker::send_chat(load_client& c, std::int64_t now) {
 
 void load_worker::append_frame(load_client& c, proto::msg_type type) {
     if (c.state == client_state::closed) return;
-    const auto body = std::span<const std::byte>(reinterpret_cast<const std::byte*>(fbb_.GetBufferPointer()),
-                                                 fbb_.GetSize());
+    const auto body =
+        std::span<const std::byte>(reinterpret_cast<const std::byte*>(fbb_.GetBufferPointer()), fbb_.GetSize());
     const std::size_t at = c.out.size();
     c.out.resize(at + frame_header_size + body.size());
     encode_header(c.out.data() + at, make_header(static_cast<std::uint16_t>(type), body, false));
@@ -497,14 +502,15 @@ void load_worker::on_readable(load_client& c, bool hangup) {
         if (n > 0) {
             now_sink_->bytes_in += static_cast<std::uint64_t>(n);
             const std::int64_t now = now_ns();
-            const frame_errc e = c.decoder.feed(
-                std::span<const std::byte>(read_buf_.data(), static_cast<std::size_t>(n)),
-                [&](const frame_view& f) {
-                    // The header sits right before the body in either buffer the decoder uses.
-                    on_frame(c, std::span<const std::byte>(f.body.data() - frame_header_size,
-                                                           f.body.size() + frame_header_size),
-                             now);
-                });
+            const frame_errc e =
+                c.decoder.feed(std::span<const std::byte>(read_buf_.data(), static_cast<std::size_t>(n)),
+                               [&](const frame_view& f) {
+                                   // The header sits right before the body in either buffer the decoder uses.
+                                   on_frame(c,
+                                            std::span<const std::byte>(f.body.data() - frame_header_size,
+                                                                       f.body.size() + frame_header_size),
+                                            now);
+                               });
             if (c.state == client_state::closed) return;
             if (e != frame_errc::ok && e != frame_errc::need_more) {
                 ++now_sink_->corrupt;
@@ -533,76 +539,69 @@ void load_worker::on_readable(load_client& c, bool hangup) {
 void load_worker::on_frame(load_client& c, std::span<const std::byte> frame, std::int64_t now) {
     const proto::msg_type type = type_of(frame);
     switch (type) {
-    case proto::msg_type::chat_msg:
-        on_chat(c, frame, now);
-        return;
-    case proto::msg_type::login_res: {
-        const auto* res = body_as<proto::login_res>(frame);
-        if (res == nullptr || res->player() == nullptr || c.state != client_state::logging_in) {
-            setup_failure(c, "bad or unexpected login_res");
+        case proto::msg_type::chat_msg: on_chat(c, frame, now); return;
+        case proto::msg_type::login_res: {
+            const auto* res = body_as<proto::login_res>(frame);
+            if (res == nullptr || res->player() == nullptr || c.state != client_state::logging_in) {
+                setup_failure(c, "bad or unexpected login_res");
+                return;
+            }
+            c.player_id = res->player()->id();
+            c.state = client_state::logged_in;
+            login_window_ = std::min(login_window_ + 1, max_logins_in_flight);
+            shared_.player_ids[c.index].store(c.player_id, std::memory_order_release);
+            --in_flight_;
+            ++logged_in_;
             return;
         }
-        c.player_id = res->player()->id();
-        c.state = client_state::logged_in;
-        login_window_ = std::min(login_window_ + 1, max_logins_in_flight);
-        shared_.player_ids[c.index].store(c.player_id, std::memory_order_release);
-        --in_flight_;
-        ++logged_in_;
-        return;
-    }
-    case proto::msg_type::create_room_res: {
-        const auto* res = body_as<proto::create_room_res>(frame);
-        if (res == nullptr || res->room() == nullptr || c.state != client_state::entering) {
-            setup_failure(c, "bad or unexpected create_room_res");
+        case proto::msg_type::create_room_res: {
+            const auto* res = body_as<proto::create_room_res>(frame);
+            if (res == nullptr || res->room() == nullptr || c.state != client_state::entering) {
+                setup_failure(c, "bad or unexpected create_room_res");
+                return;
+            }
+            shared_.room_ids[c.room].store(res->room()->id(), std::memory_order_release);
+            c.state = client_state::in_room;
+            ++created_;
             return;
         }
-        shared_.room_ids[c.room].store(res->room()->id(), std::memory_order_release);
-        c.state = client_state::in_room;
-        ++created_;
-        return;
-    }
-    case proto::msg_type::join_room_res: {
-        const auto* res = body_as<proto::join_room_res>(frame);
-        const std::uint64_t want = shared_.room_ids[c.room].load(std::memory_order_acquire);
-        if (res == nullptr || res->room() == nullptr || c.state != client_state::entering) {
-            setup_failure(c, "bad or unexpected join_room_res");
+        case proto::msg_type::join_room_res: {
+            const auto* res = body_as<proto::join_room_res>(frame);
+            const std::uint64_t want = shared_.room_ids[c.room].load(std::memory_order_acquire);
+            if (res == nullptr || res->room() == nullptr || c.state != client_state::entering) {
+                setup_failure(c, "bad or unexpected join_room_res");
+                return;
+            }
+            if (res->room()->id() != want) {
+                setup_failure(c, "join_room_res names room " + std::to_string(res->room()->id()) + ", asked for " +
+                                     std::to_string(want));
+                return;
+            }
+            c.state = client_state::in_room;
+            ++joined_;
             return;
         }
-        if (res->room()->id() != want) {
-            setup_failure(c, "join_room_res names room " + std::to_string(res->room()->id()) + ", asked for " +
-                                 std::to_string(want));
+        case proto::msg_type::list_rooms_res: on_room_list(frame); return;
+        case proto::msg_type::error_res: on_error_res(c, frame); return;
+        case proto::msg_type::member_joined:
+            // Expected while the rooms fill up; nobody joins once the steps run. The server may hold
+            // a notice back briefly (--notice-delay-ms) but sends it before the room's next chat_msg,
+            // so one after a chat_msg is a join nobody made.
+            if (phase_ == load_phase::running && c.heard_chat) ++now_sink_->unexpected;
             return;
-        }
-        c.state = client_state::in_room;
-        ++joined_;
-        return;
-    }
-    case proto::msg_type::list_rooms_res:
-        on_room_list(frame);
-        return;
-    case proto::msg_type::error_res:
-        on_error_res(c, frame);
-        return;
-    case proto::msg_type::member_joined:
-        // Expected while the rooms fill up; nobody joins once the steps run. The server may hold
-        // a notice back briefly (--notice-delay-ms) but sends it before the room's next chat_msg,
-        // so one after a chat_msg is a join nobody made.
-        if (phase_ == load_phase::running && c.heard_chat) ++now_sink_->unexpected;
-        return;
-    case proto::msg_type::member_left:
-        // Once the run is over, other workers' clients are closing: their departures are expected.
-        if (shared_.stop.load(std::memory_order_relaxed)) return;
-        ++now_sink_->unexpected;
-        shared_.warn(shared_.warned_other, 10, "client {}: member_left received; nobody was meant to leave",
-                     c.index);
-        return;
-    case proto::msg_type::pong_res:
-        return;
-    default:
-        ++now_sink_->unexpected;
-        shared_.warn(shared_.warned_other, 10, "client {}: unexpected frame type {}", c.index,
-                     static_cast<unsigned>(type));
-        return;
+        case proto::msg_type::member_left:
+            // Once the run is over, other workers' clients are closing: their departures are expected.
+            if (shared_.stop.load(std::memory_order_relaxed)) return;
+            ++now_sink_->unexpected;
+            shared_.warn(shared_.warned_other, 10, "client {}: member_left received; nobody was meant to leave",
+                         c.index);
+            return;
+        case proto::msg_type::pong_res: return;
+        default:
+            ++now_sink_->unexpected;
+            shared_.warn(shared_.warned_other, 10, "client {}: unexpected frame type {}", c.index,
+                         static_cast<unsigned>(type));
+            return;
     }
 }
 
@@ -642,8 +641,7 @@ void load_worker::on_error_res(load_client& c, std::span<const std::byte> frame)
         now_sink_->refused += owed;
         expected_all_ -= owed;
     }
-    shared_.warn(shared_.warned_errors, 20, "client {}: {} failed: {}: {}", c.index, request, error_name(code),
-                 reason);
+    shared_.warn(shared_.warned_errors, 20, "client {}: {} failed: {}: {}", c.index, request, error_name(code), reason);
 }
 
 void load_worker::on_chat(load_client& c, std::span<const std::byte> frame, std::int64_t now) {
@@ -672,28 +670,28 @@ void load_worker::on_chat(load_client& c, std::span<const std::byte> frame, std:
     const std::uint32_t slot = it->second / shared_.opt.rooms;
     const delivery_verdict v = c.checker.on_message(msg->seq(), slot, msg->client_seq());
     switch (v) {
-    case delivery_verdict::duplicate:
-        ++s.duplicates;
-        shared_.warn(shared_.warned_order, 20, "client {}: duplicate chat_msg room seq {} (client_seq {} of {})",
-                     c.index, msg->seq(), msg->client_seq(), sender);
-        return;
-    case delivery_verdict::out_of_order:
-        ++s.out_of_order;
-        shared_.warn(shared_.warned_order, 20, "client {}: chat_msg room seq {} arrived after seq {}",
-                     c.index, msg->seq(), c.checker.last_seq());
-        break;
-    case delivery_verdict::gap:
-        ++s.gaps;
-        shared_.warn(shared_.warned_order, 20, "client {}: room seq jumped to {} (messages missing)", c.index,
-                     msg->seq());
-        break;
-    case delivery_verdict::in_order:
-        break;
+        case delivery_verdict::duplicate:
+            ++s.duplicates;
+            shared_.warn(shared_.warned_order, 20, "client {}: duplicate chat_msg room seq {} (client_seq {} of {})",
+                         c.index, msg->seq(), msg->client_seq(), sender);
+            return;
+        case delivery_verdict::out_of_order:
+            ++s.out_of_order;
+            shared_.warn(shared_.warned_order, 20, "client {}: chat_msg room seq {} arrived after seq {}", c.index,
+                         msg->seq(), c.checker.last_seq());
+            break;
+        case delivery_verdict::gap:
+            ++s.gaps;
+            shared_.warn(shared_.warned_order, 20, "client {}: room seq jumped to {} (messages missing)", c.index,
+                         msg->seq());
+            break;
+        case delivery_verdict::in_order: break;
     }
     const auto* text = msg->text();
     if (!shared_.text.matches(sender, msg->client_seq(), str(text))) {
         ++s.corrupt;
-        shared_.warn(shared_.warned_corrupt, 20, "client {}: text of room seq {} (client_seq {} of player {}) "
+        shared_.warn(shared_.warned_corrupt, 20,
+                     "client {}: text of room seq {} (client_seq {} of player {}) "
                      "differs from what was sent ({} bytes received)",
                      c.index, msg->seq(), msg->client_seq(), sender, text == nullptr ? 0u : text->size());
         return;

@@ -80,7 +80,8 @@ int main(int argc, char** argv) {
     peer_address addr;
     if (!opt.unix_path.empty()) {
         if (!unix_address(opt.unix_path, addr)) {
-            std::fprintf(stderr, "strix-chat-load: --unix path must be 1 to %zu bytes\n", sizeof(sockaddr_un::sun_path) - 1);
+            std::fprintf(stderr, "strix-chat-load: --unix path must be 1 to %zu bytes\n",
+                         sizeof(sockaddr_un::sun_path) - 1);
             return 2;
         }
     } else if (!resolve(opt.host, opt.port, addr)) {

@@ -102,11 +102,10 @@ inline std::optional<payload_mix> payload_mix::parse(std::string_view spec, std:
         const std::string_view weight = item.substr(colon + 1);
         payload_band b;
         const std::size_t dash = lens.find('-');
-        const bool ok_lens =
-            dash == std::string_view::npos
-                ? detail::parse_u32(lens, min_len, max_text, b.lo) && (b.hi = b.lo, true)
-                : detail::parse_u32(lens.substr(0, dash), min_len, max_text, b.lo) &&
-                      detail::parse_u32(lens.substr(dash + 1), min_len, max_text, b.hi);
+        const bool ok_lens = dash == std::string_view::npos
+                                 ? detail::parse_u32(lens, min_len, max_text, b.lo) && (b.hi = b.lo, true)
+                                 : detail::parse_u32(lens.substr(0, dash), min_len, max_text, b.lo) &&
+                                       detail::parse_u32(lens.substr(dash + 1), min_len, max_text, b.hi);
         if (!ok_lens) {
             return fail("band '" + std::string(item) + "': lengths must be integers in 1..60000");
         }

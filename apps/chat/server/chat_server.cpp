@@ -30,7 +30,8 @@ void prepare_sqlite_dir(const std::string& url) {
 }  // namespace
 
 chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
-    const password_policy policy = opts_.fast_passwords ? password_policy::fast_for_tests() : password_policy::interactive();
+    const password_policy policy =
+        opts_.fast_passwords ? password_policy::fast_for_tests() : password_policy::interactive();
     prepare_sqlite_dir(opts_.db);
 
     // The writer's own connection also tells where room ids must resume (above every id the
@@ -48,19 +49,23 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
     chat_log_writer_config wcfg;
     wcfg.capacity = opts_.db_queue;
     wcfg.commit_delay = std::chrono::microseconds(opts_.commit_delay_us);
-    if (opts_.ack == ack_mode::stored) wcfg.committed = [this](std::span<const std::uint64_t> tags) { committed(tags); };
+    if (opts_.ack == ack_mode::stored)
+        wcfg.committed = [this](std::span<const std::uint64_t> tags) { committed(tags); };
     writer_ = std::make_unique<chat_log_writer>(std::move(writer_store), wcfg);
 
     engine_ = std::make_unique<engine>(opts_.engine);
     throttle_ = std::make_unique<login_throttle>(opts_.login_throttle);
 
-    ctx_ = std::unique_ptr<chat_context>(new chat_context{opts_, *engine_, *pool_, *writer_, room_id(max_room).counter() + 1});
+    ctx_ = std::unique_ptr<chat_context>(
+        new chat_context{opts_, *engine_, *pool_, *writer_, room_id(max_room).counter() + 1});
     ctx_->throttle = throttle_.get();
     // What an unknown account's password is verified against: a hash of the current policy, so
     // that "no such account" takes as long to answer as "wrong password".
     ctx_->dummy_hash = hash_password("strix: no such account", policy);
     auto* ctx = ctx_.get();
-    services_ = std::make_unique<sharded<chat_service>>(*engine_, [ctx](shard& sh) { return std::make_unique<chat_service>(sh, *ctx); });
+    services_ = std::make_unique<sharded<chat_service>>(*engine_, [ctx](shard& sh) {
+        return std::make_unique<chat_service>(sh, *ctx);
+    });
     // Rooms come back on their owner shards, with no one present; their accounts rejoin at login.
     std::size_t memberships = 0;
     const std::size_t restored = rooms.size();
@@ -90,7 +95,8 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
         try {
             metrics_ = std::make_unique<metrics_endpoint>(engine_->at(0), opts_.metrics_port, metrics_registry_);
         } catch (const std::runtime_error& e) {
-            throw std::runtime_error(std::string(e.what()) + " (choose another --metrics-port, or 0 to turn metrics off)");
+            throw std::runtime_error(std::string(e.what()) +
+                                     " (choose another --metrics-port, or 0 to turn metrics off)");
         }
     }
 }
@@ -179,27 +185,30 @@ void chat_server::register_metrics() {
     db_pool* pool = pool_.get();
     counter_fn("strix_job_queue_enqueued_total", "database jobs accepted", [pool] { return pool->stats().submitted; });
     counter_fn("strix_job_queue_executed_total", "database jobs run", [pool] { return pool->stats().executed; });
-    counter_fn("strix_job_queue_rejected_total", "database jobs refused (queue full)", [pool] { return pool->stats().rejected; });
+    counter_fn("strix_job_queue_rejected_total", "database jobs refused (queue full)",
+               [pool] { return pool->stats().rejected; });
     gauge_fn("strix_job_queue_depth", "database jobs waiting", [pool] { return pool->stats().queue_depth; });
     gauge_fn("strix_job_queue_peak", "most database jobs ever waiting", [pool] { return pool->stats().queue_peak; });
     chat_log_writer* w = writer_.get();
     gauge_fn("strix_db_write_lag_us", "age of the oldest entry of the last committed chat log batch",
-          [w] { return w->stats().last_lag_us; });
-    gauge_fn("strix_db_write_lag_max_us", "largest chat log batch age at commit", [w] { return w->stats().max_lag_us; });
-    gauge_fn("strix_db_queue_depth", "chat log entries waiting for the database", [w] { return w->stats().queue_depth; });
+             [w] { return w->stats().last_lag_us; });
+    gauge_fn("strix_db_write_lag_max_us", "largest chat log batch age at commit",
+             [w] { return w->stats().max_lag_us; });
+    gauge_fn("strix_db_queue_depth", "chat log entries waiting for the database",
+             [w] { return w->stats().queue_depth; });
     gauge_fn("strix_db_queue_peak", "most chat log entries ever waiting", [w] { return w->stats().queue_peak; });
     counter_fn("strix_db_written_total", "chat log rows committed", [w] { return w->stats().written; });
     counter_fn("strix_db_room_changes_total", "room changes committed (created, deleted, joined, left)",
-            [w] { return w->stats().room_changes; });
+               [w] { return w->stats().room_changes; });
     counter_fn("strix_db_batches_total", "chat log transactions committed", [w] { return w->stats().batches; });
     counter_fn("strix_db_failures_total", "failed chat log commits (retried)", [w] { return w->stats().failures; });
     counter_fn("strix_db_rejected_total", "chat log entries refused (queue full)", [w] { return w->stats().rejected; });
     chat_context* ctx = ctx_.get();
     gauge_fn("strix_login_hashes_pending", "logins (password hashes) queued or running",
-          [ctx] { return ctx->logins_in_flight.load(std::memory_order_relaxed); });
+             [ctx] { return ctx->logins_in_flight.load(std::memory_order_relaxed); });
     login_throttle* throttle = throttle_.get();
     gauge_fn("strix_login_throttle_keys", "account names and addresses with failed logins remembered",
-          [throttle] { return throttle->tracked(); });
+             [throttle] { return throttle->tracked(); });
 }
 
 std::string chat_server::render_metrics() const { return metrics_registry_.render(); }

@@ -18,8 +18,7 @@ std::unique_ptr<chat_store> open_postgres_store(const std::string& url, const pa
 
 /// Wall clock in microseconds since the Unix epoch (created_at_us, applied_at_us).
 inline std::int64_t wall_clock_us() noexcept {
-    return std::chrono::duration_cast<std::chrono::microseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
         .count();
 }
 

@@ -139,8 +139,10 @@ bool chat_log_writer::commit_with_retry(const batch_buffer& batch, clock::time_p
                     batch.size(), attempt, why);
                 return false;
             }
-            log(log_level::error, "chat_log_writer: commit of {} entries failed (attempt {}, stopping): {}; "
-                "retrying", batch.size(), attempt, why);
+            log(log_level::error,
+                "chat_log_writer: commit of {} entries failed (attempt {}, stopping): {}; "
+                "retrying",
+                batch.size(), attempt, why);
             // Shutdown is bounded: short fixed pauses instead of the growing backoff.
             lk.unlock();
             std::this_thread::sleep_for(cfg_.retry_initial);

@@ -9,9 +9,7 @@ namespace strix::chat {
 
 chat_store::~chat_store() = default;
 
-std::uint32_t latest_schema_version() noexcept {
-    return storage_detail::all_migrations().back().version;
-}
+std::uint32_t latest_schema_version() noexcept { return storage_detail::all_migrations().back().version; }
 
 std::string redact_url(std::string_view url) {
     std::string out(url);
@@ -26,8 +24,7 @@ std::string redact_url(std::string_view url) {
         }
     }
     // query parameter: ...password=secret&... -> ...password=***&...
-    for (std::size_t pos = out.find("password="); pos != std::string::npos;
-         pos = out.find("password=", pos + 1)) {
+    for (std::size_t pos = out.find("password="); pos != std::string::npos; pos = out.find("password=", pos + 1)) {
         const auto value = pos + 9;
         const auto end = out.find('&', value);
         out.replace(value, (end == std::string::npos ? out.size() : end) - value, "***");

@@ -155,9 +155,9 @@ public:
 /// Opens one connection and brings the schema up to date (idempotent; concurrent openers
 /// serialize on a database lock). `url` is "sqlite:PATH" (the file is created if missing; its
 /// directory must exist) or "postgresql://..." / "postgres://..." (a libpq URI; the database
-/// must exist; connect_timeout defaults to 10 s unless the URL sets it). Throws std::runtime_error with one sentence naming the cause and the fix (bad
-/// URL, missing directory, cannot connect, failed migration). Any non-shard thread; the store
-/// may then be handed to the one thread that will use it.
+/// must exist; connect_timeout defaults to 10 s unless the URL sets it). Throws std::runtime_error with one sentence
+/// naming the cause and the fix (bad URL, missing directory, cannot connect, failed migration). Any non-shard thread;
+/// the store may then be handed to the one thread that will use it.
 std::unique_ptr<chat_store> open_chat_store(const std::string& url, const password_policy& policy);
 
 /// `url` with any password replaced by "***", for log lines and error messages. Any thread.

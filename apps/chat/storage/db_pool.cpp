@@ -20,7 +20,8 @@ std::vector<std::unique_ptr<chat_store>> open_stores(const db_pool_config& cfg) 
 
 db_pool::db_pool(const db_pool_config& cfg) : db_pool(open_stores(cfg), cfg.queue_capacity) {}
 
-db_pool::db_pool(std::vector<std::unique_ptr<chat_store>> stores, std::size_t queue_capacity) : stores_(std::move(stores)) {
+db_pool::db_pool(std::vector<std::unique_ptr<chat_store>> stores, std::size_t queue_capacity)
+    : stores_(std::move(stores)) {
     if (stores_.empty()) throw std::invalid_argument("db_pool needs at least one chat_store");
     pool_ = std::make_unique<blocking_pool>(blocking_pool_config{stores_.size(), queue_capacity, "database"});
 }

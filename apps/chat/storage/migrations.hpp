@@ -17,15 +17,13 @@ struct migration {
     const char* postgres_sql;  // the same tables in PostgreSQL's dialect
 };
 
-inline constexpr const char* sqlite_schema_version_table =
-    "CREATE TABLE IF NOT EXISTS schema_version ("
-    " version INTEGER PRIMARY KEY,"
-    " applied_at_us INTEGER NOT NULL)";
+inline constexpr const char* sqlite_schema_version_table = "CREATE TABLE IF NOT EXISTS schema_version ("
+                                                           " version INTEGER PRIMARY KEY,"
+                                                           " applied_at_us INTEGER NOT NULL)";
 
-inline constexpr const char* postgres_schema_version_table =
-    "CREATE TABLE IF NOT EXISTS schema_version ("
-    " version INTEGER PRIMARY KEY,"
-    " applied_at_us BIGINT NOT NULL)";
+inline constexpr const char* postgres_schema_version_table = "CREATE TABLE IF NOT EXISTS schema_version ("
+                                                             " version INTEGER PRIMARY KEY,"
+                                                             " applied_at_us BIGINT NOT NULL)";
 
 inline constexpr migration migrations[] = {
     {1, "accounts",

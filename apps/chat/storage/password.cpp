@@ -54,8 +54,8 @@ std::string hash_password(std::string_view password, const password_policy& poli
         throw std::invalid_argument("password_policy is below libsodium's argon2id minimums");
     }
     char out[crypto_pwhash_STRBYTES];
-    if (::crypto_pwhash_str_alg(out, password.data(), password.size(), policy.opslimit,
-                                policy.memlimit, crypto_pwhash_ALG_ARGON2ID13) != 0) {
+    if (::crypto_pwhash_str_alg(out, password.data(), password.size(), policy.opslimit, policy.memlimit,
+                                crypto_pwhash_ALG_ARGON2ID13) != 0) {
         // The only documented failure is that the memory limit could not be allocated.
         throw std::bad_alloc();
     }

@@ -122,7 +122,8 @@ const prepared statements[] = {
     {"strix_insert_room",
      "INSERT INTO rooms (id, name, created_at_us) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
      {int8_oid, text_oid, int8_oid}},
-    {"strix_delete_room", "UPDATE rooms SET deleted_at_us = $2 WHERE id = $1 AND deleted_at_us IS NULL",
+    {"strix_delete_room",
+     "UPDATE rooms SET deleted_at_us = $2 WHERE id = $1 AND deleted_at_us IS NULL",
      {int8_oid, int8_oid}},
     {"strix_clear_members", "DELETE FROM account_rooms WHERE room_id = $1", {int8_oid}},
     {"strix_set_member",
@@ -220,7 +221,8 @@ public:
                 const auto room = static_cast<std::uint64_t>(from_be64(::PQgetvalue(m.get(), i, 0)));
                 while (it != out.end() && it->id < room) ++it;
                 if (it == out.end()) break;
-                if (it->id == room) it->members.push_back(static_cast<std::uint64_t>(from_be64(::PQgetvalue(m.get(), i, 1))));
+                if (it->id == room)
+                    it->members.push_back(static_cast<std::uint64_t>(from_be64(::PQgetvalue(m.get(), i, 1))));
             }
             return out;
         });
@@ -338,7 +340,8 @@ private:
 
     void configure() {
         // "relation already exists, skipping" and friends are expected during migrations.
-        ::PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+        ::PQsetNoticeProcessor(
+            conn_, [](void*, const char*) {}, nullptr);
     }
 
     void migrate() {
@@ -348,8 +351,7 @@ private:
             // Concurrent openers queue here; the lock is released by COMMIT or ROLLBACK.
             exec(migration_lock_sql, PGRES_TUPLES_OK);
             exec(postgres_schema_version_table);
-            const auto v = exec("SELECT COALESCE(MAX(version), 0)::BIGINT FROM schema_version",
-                                PGRES_TUPLES_OK, true);
+            const auto v = exec("SELECT COALESCE(MAX(version), 0)::BIGINT FROM schema_version", PGRES_TUPLES_OK, true);
             const auto current = static_cast<std::uint32_t>(from_be64(::PQgetvalue(v.get(), 0, 0)));
             if (current > latest_schema_version()) {
                 throw std::runtime_error("PostgreSQL database at '" + redact_url(url_) + "' has schema version " +
@@ -375,11 +377,11 @@ private:
             exec("COMMIT");
         } catch (const storage_error& e) {
             rollback_quietly();
-            throw std::runtime_error("cannot migrate PostgreSQL database at '" + redact_url(url_) + "'" +
-                                     (failed ? " (step " + std::to_string(failed->version) + ", " +
-                                                   failed->description + ")"
-                                             : std::string()) +
-                                     ": " + e.what() + "; check that the user may create tables");
+            throw std::runtime_error(
+                "cannot migrate PostgreSQL database at '" + redact_url(url_) + "'" +
+                (failed ? " (step " + std::to_string(failed->version) + ", " + failed->description + ")"
+                        : std::string()) +
+                ": " + e.what() + "; check that the user may create tables");
         } catch (...) {
             rollback_quietly();
             throw;
@@ -474,8 +476,7 @@ private:
     }
 
     result_ptr exec_prepared(const char* name, const params& p, ExecStatusType want) {
-        result_ptr r(::PQexecPrepared(conn_, name, p.count(), p.values(), p.lengths(), p.formats(), 1),
-                     &::PQclear);
+        result_ptr r(::PQexecPrepared(conn_, name, p.count(), p.values(), p.lengths(), p.formats(), 1), &::PQclear);
         check(r, want, name);
         return r;
     }

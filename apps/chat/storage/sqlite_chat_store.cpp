@@ -173,8 +173,7 @@ public:
         const int rc = ::sqlite3_step(stmt_);
         if (rc == SQLITE_ROW) return true;
         if (rc == SQLITE_DONE) return false;
-        throw storage_error(std::string("sqlite: ") + ::sqlite3_errmsg(db_) + " (in '" +
-                            ::sqlite3_sql(stmt_) + "')");
+        throw storage_error(std::string("sqlite: ") + ::sqlite3_errmsg(db_) + " (in '" + ::sqlite3_sql(stmt_) + "')");
     }
 
     std::int64_t column_i64(int c) const noexcept { return ::sqlite3_column_int64(stmt_, c); }
@@ -215,8 +214,8 @@ public:
             db_ = nullptr;
             const auto dir = std::filesystem::path(path).parent_path();
             if (!dir.empty() && !std::filesystem::is_directory(dir)) {
-                throw std::runtime_error("cannot open SQLite database '" + path + "': directory '" +
-                                         dir.string() + "' does not exist; create it or choose another path");
+                throw std::runtime_error("cannot open SQLite database '" + path + "': directory '" + dir.string() +
+                                         "' does not exist; create it or choose another path");
             }
             throw std::runtime_error("cannot open SQLite database '" + path + "': " + why +
                                      "; check the path and its permissions");
@@ -359,41 +358,33 @@ private:
                                      "; check that it is a SQLite database file and writable");
         }
         migrate(path);
-        select_account_ = statement(db_,
-                                    "SELECT a.id, a.password_hash, COALESCE(m.room_id, 0) FROM accounts a "
-                                    "LEFT JOIN account_rooms m ON m.account_id = a.id WHERE a.name = ?1");
-        insert_account_ = statement(db_,
-                                    "INSERT INTO accounts (name, password_hash, created_at_us) "
-                                    "VALUES (?1, ?2, ?3) ON CONFLICT (name) DO NOTHING");
-        insert_log_ = statement(db_,
-                                "INSERT INTO chat_logs (room_id, seq, sender_id, sender_name, "
-                                "server_ts_us, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
-                                "ON CONFLICT (room_id, seq) DO NOTHING");
-        history_ = statement(db_,
-                             "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text "
-                             "FROM chat_logs WHERE room_id = ?1 ORDER BY seq DESC LIMIT ?2");
+        select_account_ = statement(db_, "SELECT a.id, a.password_hash, COALESCE(m.room_id, 0) FROM accounts a "
+                                         "LEFT JOIN account_rooms m ON m.account_id = a.id WHERE a.name = ?1");
+        insert_account_ = statement(db_, "INSERT INTO accounts (name, password_hash, created_at_us) "
+                                         "VALUES (?1, ?2, ?3) ON CONFLICT (name) DO NOTHING");
+        insert_log_ = statement(db_, "INSERT INTO chat_logs (room_id, seq, sender_id, sender_name, "
+                                     "server_ts_us, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+                                     "ON CONFLICT (room_id, seq) DO NOTHING");
+        history_ = statement(db_, "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text "
+                                  "FROM chat_logs WHERE room_id = ?1 ORDER BY seq DESC LIMIT ?2");
         count_logs_ = statement(db_, "SELECT COUNT(*) FROM chat_logs");
-        max_room_ = statement(db_,
-                              "SELECT MAX(COALESCE((SELECT MAX(room_id) FROM chat_logs), 0), "
-                              "COALESCE((SELECT MAX(id) FROM rooms), 0))");
-        insert_room_ = statement(db_,
-                                 "INSERT INTO rooms (id, name, created_at_us) VALUES (?1, ?2, ?3) "
-                                 "ON CONFLICT (id) DO NOTHING");
+        max_room_ = statement(db_, "SELECT MAX(COALESCE((SELECT MAX(room_id) FROM chat_logs), 0), "
+                                   "COALESCE((SELECT MAX(id) FROM rooms), 0))");
+        insert_room_ = statement(db_, "INSERT INTO rooms (id, name, created_at_us) VALUES (?1, ?2, ?3) "
+                                      "ON CONFLICT (id) DO NOTHING");
         delete_room_ = statement(db_, "UPDATE rooms SET deleted_at_us = ?2 WHERE id = ?1 AND deleted_at_us IS NULL");
         clear_members_ = statement(db_, "DELETE FROM account_rooms WHERE room_id = ?1");
-        set_member_ = statement(db_,
-                                "INSERT INTO account_rooms (account_id, room_id, joined_at_us) VALUES (?1, ?2, ?3) "
-                                "ON CONFLICT (account_id) DO UPDATE SET room_id = excluded.room_id, "
-                                "joined_at_us = excluded.joined_at_us");
+        set_member_ =
+            statement(db_, "INSERT INTO account_rooms (account_id, room_id, joined_at_us) VALUES (?1, ?2, ?3) "
+                           "ON CONFLICT (account_id) DO UPDATE SET room_id = excluded.room_id, "
+                           "joined_at_us = excluded.joined_at_us");
         unset_member_ = statement(db_, "DELETE FROM account_rooms WHERE account_id = ?1 AND room_id = ?2");
-        load_rooms_ = statement(db_,
-                                "SELECT r.id, r.name, COALESCE((SELECT MAX(c.seq) FROM chat_logs c "
-                                "WHERE c.room_id = r.id), 0) FROM rooms r WHERE r.deleted_at_us IS NULL "
-                                "ORDER BY r.id");
-        load_members_ = statement(db_,
-                                  "SELECT m.room_id, m.account_id FROM account_rooms m JOIN rooms r "
-                                  "ON r.id = m.room_id WHERE r.deleted_at_us IS NULL "
-                                  "ORDER BY m.room_id, m.account_id");
+        load_rooms_ = statement(db_, "SELECT r.id, r.name, COALESCE((SELECT MAX(c.seq) FROM chat_logs c "
+                                     "WHERE c.room_id = r.id), 0) FROM rooms r WHERE r.deleted_at_us IS NULL "
+                                     "ORDER BY r.id");
+        load_members_ = statement(db_, "SELECT m.room_id, m.account_id FROM account_rooms m JOIN rooms r "
+                                       "ON r.id = m.room_id WHERE r.deleted_at_us IS NULL "
+                                       "ORDER BY m.room_id, m.account_id");
         version_ = statement(db_, "SELECT COALESCE(MAX(version), 0) FROM schema_version");
     }
 
@@ -455,11 +446,11 @@ private:
             exec("COMMIT");
         } catch (const storage_error& e) {
             ::sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-            throw std::runtime_error("cannot migrate SQLite database '" + path + "'" +
-                                     (failed ? " (step " + std::to_string(failed->version) + ", " +
-                                                   failed->description + ")"
-                                             : std::string()) +
-                                     ": " + e.what() + "; check that the file is writable and not corrupt");
+            throw std::runtime_error(
+                "cannot migrate SQLite database '" + path + "'" +
+                (failed ? " (step " + std::to_string(failed->version) + ", " + failed->description + ")"
+                        : std::string()) +
+                ": " + e.what() + "; check that the file is writable and not corrupt");
         } catch (...) {
             ::sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
             throw;

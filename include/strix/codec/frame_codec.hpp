@@ -58,8 +58,8 @@ decode_result decode_frame(std::span<const std::byte> input, const codec_limits&
 /// Writes one frame (header + body) at the front of `out` and returns its size, 12 + body.size().
 /// Returns 0 and writes nothing when `out` is too small or the frame would not fit the 32-bit
 /// length field. Pure; any thread.
-std::size_t encode_frame(std::span<std::byte> out, std::uint16_t type,
-                         std::span<const std::byte> body, bool with_crc) noexcept;
+std::size_t encode_frame(std::span<std::byte> out, std::uint16_t type, std::span<const std::byte> body,
+                         bool with_crc) noexcept;
 
 /// Streaming decoder: feed it a byte stream in pieces of any size (one byte at a time works) and
 /// it calls back once per complete frame, in stream order.

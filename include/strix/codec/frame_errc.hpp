@@ -25,9 +25,7 @@ enum class frame_errc {
 const std::error_category& frame_category() noexcept;
 
 /// Wraps a frame_errc in a std::error_code of frame_category(); ok maps to "no error". Any thread.
-inline std::error_code make_error_code(frame_errc e) noexcept {
-    return {static_cast<int>(e), frame_category()};
-}
+inline std::error_code make_error_code(frame_errc e) noexcept { return {static_cast<int>(e), frame_category()}; }
 
 /// Short stable name of the enumerator ("crc_mismatch"), for logs and test output. Any thread.
 const char* to_string(frame_errc e) noexcept;

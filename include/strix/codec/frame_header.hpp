@@ -41,7 +41,6 @@ frame_header parse_header(const std::byte* in12) noexcept;
 /// with_crc, frame_flag_crc with the body's CRC32C (otherwise flags = 0, crc = 0).
 /// Precondition: body.size() <= 2^32 - 1 - 12; a larger body aborts (no length can describe it).
 /// Pure; any thread.
-frame_header make_header(std::uint16_t type, std::span<const std::byte> body,
-                         bool with_crc) noexcept;
+frame_header make_header(std::uint16_t type, std::span<const std::byte> body, bool with_crc) noexcept;
 
 }  // namespace strix

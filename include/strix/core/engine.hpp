@@ -125,7 +125,9 @@ private:
 
     void shard_finished_draining() noexcept;
     bool all_drained() const noexcept { return draining_.load(std::memory_order_acquire) == 0; }
-    bool has_exited(unsigned shard_index) const noexcept { return exited_[shard_index].load(std::memory_order_acquire); }
+    bool has_exited(unsigned shard_index) const noexcept {
+        return exited_[shard_index].load(std::memory_order_acquire);
+    }
 
     engine_config cfg_;
     std::vector<std::unique_ptr<shard>> shards_;

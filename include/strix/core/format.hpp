@@ -37,8 +37,10 @@ constexpr std::size_t count_placeholders(std::string_view fmt) noexcept {
     for (std::size_t i = 0; i < fmt.size(); ++i) {
         if (fmt[i] != '{' && fmt[i] != '}') continue;
         const char next = i + 1 < fmt.size() ? fmt[i + 1] : '\0';
-        if (fmt[i] == '{' && next == '}') ++n;
-        else if (next != fmt[i]) return bad_format;
+        if (fmt[i] == '{' && next == '}')
+            ++n;
+        else if (next != fmt[i])
+            return bad_format;
         ++i;
     }
     return n;

@@ -68,7 +68,9 @@ public:
     }
 
     /// Adds n. The owning shard only: a relaxed load and store, no locked instruction.
-    void add(std::uint64_t n = 1) noexcept { v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+    void add(std::uint64_t n = 1) noexcept {
+        v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    }
     /// The count now. Any thread.
     std::uint64_t value() const noexcept { return v_.load(std::memory_order_relaxed); }
     operator std::uint64_t() const noexcept { return value(); }

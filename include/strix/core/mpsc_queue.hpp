@@ -54,8 +54,7 @@ public:
     /// least 2 (with one cell "holds item i" and "free for i + 1" would be the same seq).
     /// Throws std::invalid_argument when capacity is 0 or too large to round, std::bad_alloc
     /// when the ring cannot be allocated. Construct before sharing with other threads.
-    explicit mpsc_queue(std::size_t capacity)
-        : mask_(round_capacity(capacity) - 1), cells_(new cell[mask_ + 1]) {
+    explicit mpsc_queue(std::size_t capacity) : mask_(round_capacity(capacity) - 1), cells_(new cell[mask_ + 1]) {
         for (std::size_t i = 0; i <= mask_; ++i) cells_[i].seq.store(i, std::memory_order_relaxed);
     }
 
@@ -73,9 +72,7 @@ public:
     }
 
     /// Copies `item` in. Returns false (and leaves the queue unchanged) when full. Any thread.
-    bool try_push(const T& item) noexcept(std::is_nothrow_copy_constructible_v<T>) {
-        return try_emplace(item);
-    }
+    bool try_push(const T& item) noexcept(std::is_nothrow_copy_constructible_v<T>) { return try_emplace(item); }
 
     /// Moves `item` in. Returns false (and leaves `item` untouched) when full. Any thread.
     bool try_push(T&& item) noexcept { return try_emplace(std::move(item)); }
@@ -199,13 +196,9 @@ private:
     }
 
     // Hands the cell of `index` to the producer of index + capacity.
-    void release(cell& c, std::size_t index) noexcept {
-        c.seq.store(index + capacity(), std::memory_order_release);
-    }
+    void release(cell& c, std::size_t index) noexcept { c.seq.store(index + capacity(), std::memory_order_release); }
 
-    T* at(std::size_t index) const noexcept {
-        return std::launder(reinterpret_cast<T*>(cells_[index & mask_].bytes));
-    }
+    T* at(std::size_t index) const noexcept { return std::launder(reinterpret_cast<T*>(cells_[index & mask_].bytes)); }
 
     alignas(line_size) std::atomic<std::size_t> tail_{0};
     alignas(line_size) std::atomic<std::size_t> head_{0};

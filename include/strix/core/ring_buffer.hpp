@@ -115,9 +115,7 @@ public:
     void clear() noexcept { read_ = write_ = 0; }
 
 private:
-    std::size_t offset(std::uint64_t pos) const noexcept {
-        return static_cast<std::size_t>(pos) & (capacity_ - 1);
-    }
+    std::size_t offset(std::uint64_t pos) const noexcept { return static_cast<std::size_t>(pos) & (capacity_ - 1); }
 
     std::unique_ptr<std::byte[]> owned_;  // set when the storage is ours, null when borrowed
     std::byte* data_ = nullptr;

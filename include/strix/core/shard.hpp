@@ -74,7 +74,8 @@ struct shard_stats : metric_group {
     // everything else due on the shard. Observed in nanoseconds, rendered in seconds.
     static constexpr std::array<std::uint64_t, 4> turn_time_bounds_ns{50'000, 200'000, 1'000'000, 5'000'000};
     histogram turn_time{*this, "strix_loop_turn_seconds",
-                        "event-loop turns that found work, by how long they ran (all shards)", turn_time_bounds_ns, 1e9};
+                        "event-loop turns that found work, by how long they ran (all shards)", turn_time_bounds_ns,
+                        1e9};
     gauge max_turn_us{*this, "strix_loop_turn_max_us", "longest event-loop turn so far (any shard)", merge_by::max};
 };
 

@@ -30,9 +30,7 @@ public:
     /// The bytes. Write only before the buffer is shared; read from any holder's thread.
     std::byte* data() noexcept { return reinterpret_cast<std::byte*>(this) + data_offset(); }
     /// The bytes, read-only. Any thread holding a reference.
-    const std::byte* data() const noexcept {
-        return reinterpret_cast<const std::byte*>(this) + data_offset();
-    }
+    const std::byte* data() const noexcept { return reinterpret_cast<const std::byte*>(this) + data_offset(); }
     /// Byte count given to create(). Any thread holding a reference.
     std::size_t size() const noexcept { return size_; }
 

@@ -47,8 +47,7 @@ public:
     /// Creates an empty queue holding up to `capacity` rounded up to a power of two items.
     /// Throws std::invalid_argument when capacity is 0 or too large to round, std::bad_alloc
     /// when the ring cannot be allocated. Construct before sharing with the two threads.
-    explicit spsc_queue(std::size_t capacity)
-        : mask_(round_capacity(capacity) - 1), cells_(new cell[mask_ + 1]) {}
+    explicit spsc_queue(std::size_t capacity) : mask_(round_capacity(capacity) - 1), cells_(new cell[mask_ + 1]) {}
 
     spsc_queue(const spsc_queue&) = delete;
     spsc_queue& operator=(const spsc_queue&) = delete;
@@ -62,14 +61,10 @@ public:
     }
 
     /// Copies `item` in. Returns false (and leaves the queue unchanged) when full. Producer only.
-    bool try_push(const T& item) noexcept(std::is_nothrow_copy_constructible_v<T>) {
-        return try_emplace(item);
-    }
+    bool try_push(const T& item) noexcept(std::is_nothrow_copy_constructible_v<T>) { return try_emplace(item); }
 
     /// Moves `item` in. Returns false (and leaves `item` untouched) when full. Producer only.
-    bool try_push(T&& item) noexcept(std::is_nothrow_move_constructible_v<T>) {
-        return try_emplace(std::move(item));
-    }
+    bool try_push(T&& item) noexcept(std::is_nothrow_move_constructible_v<T>) { return try_emplace(std::move(item)); }
 
     /// Constructs an item in place from `args`. Returns false when full (nothing is constructed).
     /// If the constructor throws, the queue is unchanged. Producer only.
@@ -101,8 +96,7 @@ public:
         }
         const std::size_t count = n < room ? n : room;
         index_publisher publish{tail_, tail};
-        for (; publish.done < count; ++publish.done, ++first)
-            ::new (raw(tail + publish.done)) T(std::move(*first));
+        for (; publish.done < count; ++publish.done, ++first) ::new (raw(tail + publish.done)) T(std::move(*first));
         return count;
     }
 

@@ -116,8 +116,9 @@ bool for_each_property(bytes_view data, F&& f) {
         if (nlen == 0 || i + 1 + nlen + 4 > data.size()) return false;
         std::string_view name(reinterpret_cast<const char*>(data.data() + i + 1), nlen);
         i += 1 + nlen;
-        const std::uint64_t vlen = (static_cast<std::uint64_t>(data[i]) << 24) | (static_cast<std::uint64_t>(data[i + 1]) << 16) |
-                                   (static_cast<std::uint64_t>(data[i + 2]) << 8) | static_cast<std::uint64_t>(data[i + 3]);
+        const std::uint64_t vlen =
+            (static_cast<std::uint64_t>(data[i]) << 24) | (static_cast<std::uint64_t>(data[i + 1]) << 16) |
+            (static_cast<std::uint64_t>(data[i + 2]) << 8) | static_cast<std::uint64_t>(data[i + 3]);
         i += 4;
         if (vlen > data.size() - i) return false;
         f(name, data.subspan(i, static_cast<std::size_t>(vlen)));

@@ -39,7 +39,8 @@ public:
     /// the system refuses it. n == 0 yields a non-null pointer that must not be dereferenced.
     /// Owning shard thread only.
     void* allocate(std::size_t n, std::size_t align = alignof(std::max_align_t)) {
-        if (!std::has_single_bit(align)) [[unlikely]] bad_align(align);
+        if (!std::has_single_bit(align)) [[unlikely]]
+            bad_align(align);
         if (cur_ != nullptr) {
             const std::size_t start = aligned_offset(cur_, offset_, align);
             if (start <= cur_->size && n <= cur_->size - start) return take(start, n);
@@ -78,8 +79,8 @@ private:
     static std::byte* data(block* b) noexcept { return reinterpret_cast<std::byte*>(b) + header_bytes; }
     static std::size_t aligned_offset(block* b, std::size_t offset, std::size_t align) noexcept {
         const auto base = reinterpret_cast<std::uintptr_t>(data(b));
-        return static_cast<std::size_t>(
-            ((base + offset + (align - 1)) & ~static_cast<std::uintptr_t>(align - 1)) - base);
+        return static_cast<std::size_t>(((base + offset + (align - 1)) & ~static_cast<std::uintptr_t>(align - 1)) -
+                                        base);
     }
 
     // Hands out [start, start + n) of cur_; the caller checked that it fits.

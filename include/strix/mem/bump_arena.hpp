@@ -38,7 +38,8 @@ public:
     /// what is left of the buffer. n == 0 yields a non-null pointer that must not be dereferenced.
     /// Owning shard thread only.
     void* allocate(std::size_t n, std::size_t align = alignof(std::max_align_t)) noexcept {
-        if (!std::has_single_bit(align)) [[unlikely]] bad_align(align);
+        if (!std::has_single_bit(align)) [[unlikely]]
+            bad_align(align);
         const auto base = reinterpret_cast<std::uintptr_t>(buf_);
         const std::size_t start =
             static_cast<std::size_t>(((base + used_ + (align - 1)) & ~static_cast<std::uintptr_t>(align - 1)) - base);

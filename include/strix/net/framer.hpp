@@ -32,7 +32,8 @@ namespace strix {
 class frame_error {
 public:
     constexpr frame_error() noexcept = default;
-    frame_error(std::error_code ec) noexcept : value_(ec.value()), category_(ec ? &ec.category() : nullptr) {}  // NOLINT
+    frame_error(std::error_code ec) noexcept
+        : value_(ec.value()), category_(ec ? &ec.category() : nullptr) {}  // NOLINT
     template <class E>
         requires std::is_error_code_enum_v<E>
     frame_error(E e) noexcept : frame_error(make_error_code(e)) {}  // NOLINT

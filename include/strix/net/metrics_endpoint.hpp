@@ -58,7 +58,8 @@ public:
     /// for each scrape. Call on the engine's owning thread before the engine starts. Throws
     /// std::runtime_error with one sentence when the port cannot be bound.
     metrics_endpoint(shard& sh, std::uint16_t port, renderer render, limits lim);
-    metrics_endpoint(shard& sh, std::uint16_t port, renderer render) : metrics_endpoint(sh, port, std::move(render), limits{}) {}
+    metrics_endpoint(shard& sh, std::uint16_t port, renderer render)
+        : metrics_endpoint(sh, port, std::move(render), limits{}) {}
 
     /// The same, serving r.render(); the endpoint also counts itself in r
     /// (strix_metrics_requests_total, strix_metrics_timeouts_total) until it is destroyed. r must

@@ -11,7 +11,8 @@ struct net_counters : metric_group {
     // Sessions opened: accepted, or connected (below).
     counter accepted{*this, "strix_connections_accepted_total", "connections accepted"};
     counter connected{*this, "strix_connections_connected_total", "outbound connections established"};
-    counter connect_failures{*this, "strix_connect_failures_total", "outbound connection attempts that failed or timed out"};
+    counter connect_failures{*this, "strix_connect_failures_total",
+                             "outbound connection attempts that failed or timed out"};
     counter closed{*this, "strix_sessions_closed_total", "sessions closed"};
     gauge active{*this, "strix_sessions_active", "sessions open (accepted or connected)"};
     counter reads{*this, "strix_io_reads_total", "read system calls that returned data"};
@@ -24,17 +25,22 @@ struct net_counters : metric_group {
     counter slow_consumers{*this, "strix_slow_consumer_disconnects_total", "sessions closed because they did not read"};
     counter idle_timeouts{*this, "strix_idle_timeouts_total",
                           "connections closed after session_limits::idle_timeout without receiving anything"};
-    counter frame_timeouts{*this, "strix_frame_timeouts_total",
-                           "connections closed for a frame not completed within session_limits::frame_timeout of its first byte"};
-    counter handshake_timeouts{*this, "strix_handshake_timeouts_total",
-                               "connections closed for not completing the handshake within session_limits::handshake_timeout"};
+    counter frame_timeouts{
+        *this, "strix_frame_timeouts_total",
+        "connections closed for a frame not completed within session_limits::frame_timeout of its first byte"};
+    counter handshake_timeouts{
+        *this, "strix_handshake_timeouts_total",
+        "connections closed for not completing the handshake within session_limits::handshake_timeout"};
     // Accepted and closed at once (see admission.hpp).
     counter refused_max_sessions{*this, "strix_connections_refused_max_total",
                                  "connections refused at accept: server_config::max_sessions open"};
-    counter refused_per_address{*this, "strix_connections_refused_per_address_total",
-                                "connections refused at accept: server_config::max_sessions_per_address open from that address"};
-    counter accept_pauses{*this, "strix_accept_pauses_total", "times accepting paused on EMFILE, ENFILE, ENOBUFS or ENOMEM"};
-    counter read_pauses{*this, "strix_read_pauses_total", "times a session stopped reading: its output passed the high-water mark"};
+    counter refused_per_address{
+        *this, "strix_connections_refused_per_address_total",
+        "connections refused at accept: server_config::max_sessions_per_address open from that address"};
+    counter accept_pauses{*this, "strix_accept_pauses_total",
+                          "times accepting paused on EMFILE, ENFILE, ENOBUFS or ENOMEM"};
+    counter read_pauses{*this, "strix_read_pauses_total",
+                        "times a session stopped reading: its output passed the high-water mark"};
     gauge recv_buffers_in_use{*this, "strix_pool_in_use", "receive buffers taken from the per-shard pools"};
     gauge recv_buffers_peak{*this, "strix_pool_peak", "most receive buffers ever taken at once (summed over shards)"};
     counter recv_buffer_takes{*this, "strix_pool_allocs_total", "receive buffers taken from the per-shard pools"};

@@ -55,8 +55,7 @@ public:
     /// the server).
     template <class H>
         requires std::derived_from<H, session_handler>
-    server(engine& e, server_config cfg, sharded<H>& handlers)
-        : server(e, std::move(cfg), borrow(handlers), nullptr) {}
+    server(engine& e, server_config cfg, sharded<H>& handlers) : server(e, std::move(cfg), borrow(handlers), nullptr) {}
 
     /// Closes this server's listeners and sessions (handlers hear on_close) and frees its state,
     /// on each shard while the engine keeps running for whatever else it serves. The engine's

@@ -32,7 +32,8 @@ inline ssize_t sys_sendmsg(int fd, const msghdr* msg) noexcept { return ::syscal
 
 class epoll_stream final : public stream_io {
 public:
-    epoll_stream(poller& p, int fd, reactor_object& owner, stream_user& user) : poller_(p), fd_(fd), owner_(owner), user_(user) {}
+    epoll_stream(poller& p, int fd, reactor_object& owner, stream_user& user)
+        : poller_(p), fd_(fd), owner_(owner), user_(user) {}
 
     // Write readiness is asked for only while a write waits for socket buffer space (see
     // want_writable): on a Unix socket every read by the peer wakes the writer's watchers.
@@ -155,15 +156,16 @@ private:
     const int fd_;
     reactor_object& owner_;
     stream_user& user_;
-    bool paused_ = false;          // the user does not take bytes now
-    bool pending_ = false;         // the socket may still hold bytes we did not read
+    bool paused_ = false;  // the user does not take bytes now
+    bool pending_ = false;  // the socket may still hold bytes we did not read
     bool write_interest_ = false;  // EPOLLOUT registered: a write hit a full socket buffer
     bool closed_ = false;
 };
 
 class epoll_acceptor final : public acceptor_io {
 public:
-    epoll_acceptor(poller& p, int fd, reactor_object& owner, accept_user& user) : poller_(p), fd_(fd), owner_(owner), user_(user) {}
+    epoll_acceptor(poller& p, int fd, reactor_object& owner, accept_user& user)
+        : poller_(p), fd_(fd), owner_(owner), user_(user) {}
 
     std::error_code start() override { return poller_.add(fd_, io_events::readable, &owner_); }
     void ready(std::uint32_t) override {

@@ -182,7 +182,8 @@ public:
         if (!returned_.empty()) {
             const int mask = io_uring_buf_ring_mask(buffer_count);
             int i = 0;
-            for (unsigned short bid : returned_) io_uring_buf_ring_add(bufring_, buffer(bid), buffer_size, bid, mask, i++);
+            for (unsigned short bid : returned_)
+                io_uring_buf_ring_add(bufring_, buffer(bid), buffer_size, bid, mask, i++);
             io_uring_buf_ring_advance(bufring_, i);
             returned_.clear();
         }
@@ -210,7 +211,8 @@ private:
             // Submission queue full: hand what is there to the kernel (only the issuer may).
             if (started_ && on_issuer()) io_uring_submit(&ring_);
             sqe = io_uring_get_sqe(&ring_);
-            if (!sqe && !started_) throw std::system_error(EBUSY, std::generic_category(), "io_uring submission queue full before start");
+            if (!sqe && !started_)
+                throw std::system_error(EBUSY, std::generic_category(), "io_uring submission queue full before start");
         }
         return sqe;
     }

@@ -21,7 +21,8 @@ std::error_code errno_code(int e) noexcept { return {e, std::generic_category()}
 
 class uring_stream final : public stream_io, public completion_target {
 public:
-    uring_stream(uring_poller& p, int fd, reactor_object& owner, stream_user& user) : poller_(p), fd_(fd), owner_(owner), user_(user) {}
+    uring_stream(uring_poller& p, int fd, reactor_object& owner, stream_user& user)
+        : poller_(p), fd_(fd), owner_(owner), user_(user) {}
 
     std::error_code start() override {
         arm();
@@ -164,7 +165,8 @@ private:
 
 class uring_acceptor final : public acceptor_io, public completion_target {
 public:
-    uring_acceptor(uring_poller& p, int fd, reactor_object& owner, accept_user& user) : poller_(p), fd_(fd), owner_(owner), user_(user) {}
+    uring_acceptor(uring_poller& p, int fd, reactor_object& owner, accept_user& user)
+        : poller_(p), fd_(fd), owner_(owner), user_(user) {}
 
     std::error_code start() override {
         arm();

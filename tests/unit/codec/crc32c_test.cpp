@@ -29,8 +29,8 @@ bytes random_bytes(std::size_t n, std::mt19937_64& rng) {
 
 // Every implementation this CPU can run, so each vector is checked against each.
 std::vector<std::uint32_t (*)(std::span<const std::byte>, std::uint32_t) noexcept> impls() {
-    std::vector<std::uint32_t (*)(std::span<const std::byte>, std::uint32_t) noexcept> v{
-        &strix::crc32c, &strix::crc32c_sw};
+    std::vector<std::uint32_t (*)(std::span<const std::byte>, std::uint32_t) noexcept> v{&strix::crc32c,
+                                                                                         &strix::crc32c_sw};
     if (strix::crc32c_hw_available()) v.push_back(&strix::crc32c_hw);
     return v;
 }
@@ -73,8 +73,7 @@ TEST(crc32c, incremental_equals_one_shot) {
         }
         // And through the dispatching front door with a three-way split.
         const std::span<const std::byte> all(data);
-        EXPECT_EQ(strix::crc32c(all.subspan(2000), strix::crc32c(all.subspan(5, 1995),
-                                                                  strix::crc32c(all.first(5)))),
+        EXPECT_EQ(strix::crc32c(all.subspan(2000), strix::crc32c(all.subspan(5, 1995), strix::crc32c(all.first(5)))),
                   whole);
     }
 }
@@ -109,8 +108,7 @@ TEST(crc32c, hardware_matches_software_on_long_inputs_and_random_splits) {
             bool hw = (trial % 2) == 0;
             while (pos < len) {
                 const std::size_t n = std::min<std::size_t>(len - pos, rng() % 2000);
-                const std::span<const std::byte> piece =
-                    std::span<const std::byte>(data).subspan(pos, n);
+                const std::span<const std::byte> piece = std::span<const std::byte>(data).subspan(pos, n);
                 crc = hw ? strix::crc32c_hw(piece, crc) : strix::crc32c_sw(piece, crc);
                 hw = !hw;
                 pos += n;

@@ -139,8 +139,7 @@ TEST(frame_codec, decode_takes_only_the_first_frame_of_a_longer_input) {
     auto r = decode_frame(stream, {});
     ASSERT_EQ(r.error, frame_errc::ok);
     EXPECT_EQ(r.consumed, 17u);
-    EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(r.frame.body.data()), r.frame.body.size()),
-              "first");
+    EXPECT_EQ(std::string_view(reinterpret_cast<const char*>(r.frame.body.data()), r.frame.body.size()), "first");
     r = decode_frame(std::span<const std::byte>(stream).subspan(r.consumed), {});
     ASSERT_EQ(r.error, frame_errc::ok);
     EXPECT_EQ(r.frame.header.type, 2);
@@ -226,12 +225,9 @@ TEST(frame_codec, every_unknown_flag_bit_is_rejected) {
     int rejected = 0;
     for (unsigned bit = 1; bit < 16; ++bit) {
         const auto flags = static_cast<std::uint16_t>(1u << bit);
-        EXPECT_EQ(decode_frame(header_bytes({12, 1, flags, 0}), {}).error, frame_errc::unknown_flags)
-            << bit;
+        EXPECT_EQ(decode_frame(header_bytes({12, 1, flags, 0}), {}).error, frame_errc::unknown_flags) << bit;
         const auto with_crc = static_cast<std::uint16_t>(flags | strix::frame_flag_crc);
-        EXPECT_EQ(decode_frame(header_bytes({12, 1, with_crc, 0}), {}).error,
-                  frame_errc::unknown_flags)
-            << bit;
+        EXPECT_EQ(decode_frame(header_bytes({12, 1, with_crc, 0}), {}).error, frame_errc::unknown_flags) << bit;
         ++rejected;
     }
     EXPECT_EQ(rejected, 15);
@@ -244,8 +240,7 @@ TEST(frame_codec, nonzero_crc_without_the_flag_is_rejected) {
     EXPECT_EQ(r.error, frame_errc::crc_without_flag);
     EXPECT_EQ(r.consumed, 0u);
     // It is a header check: detected before the body is present.
-    EXPECT_EQ(decode_frame(std::span<const std::byte>(frame).first(12), {}).error,
-              frame_errc::crc_without_flag);
+    EXPECT_EQ(decode_frame(std::span<const std::byte>(frame).first(12), {}).error, frame_errc::crc_without_flag);
 }
 
 TEST(frame_codec, corrupted_body_or_crc_field_is_crc_mismatch) {
@@ -274,14 +269,11 @@ TEST(frame_codec, checks_run_in_the_documented_order) {
     const codec_limits limits{100};
     const std::uint16_t bad_flags = 0x8001;
     // length_too_small beats everything after it.
-    EXPECT_EQ(decode_frame(header_bytes({3, 0, bad_flags, 9}), limits).error,
-              frame_errc::length_too_small);
+    EXPECT_EQ(decode_frame(header_bytes({3, 0, bad_flags, 9}), limits).error, frame_errc::length_too_small);
     // length_too_large beats the flag checks.
-    EXPECT_EQ(decode_frame(header_bytes({101, 0, bad_flags, 9}), limits).error,
-              frame_errc::length_too_large);
+    EXPECT_EQ(decode_frame(header_bytes({101, 0, bad_flags, 9}), limits).error, frame_errc::length_too_large);
     // unknown_flags beats crc_without_flag.
-    EXPECT_EQ(decode_frame(header_bytes({20, 0, 0x0002, 9}), limits).error,
-              frame_errc::unknown_flags);
+    EXPECT_EQ(decode_frame(header_bytes({20, 0, 0x0002, 9}), limits).error, frame_errc::unknown_flags);
     // Header checks beat need_more.
     EXPECT_EQ(decode_frame(header_bytes({20, 0, 0, 9}), limits).error, frame_errc::crc_without_flag);
     EXPECT_EQ(decode_frame(header_bytes({20, 0, 0, 0}), limits).error, frame_errc::need_more);
@@ -296,10 +288,14 @@ TEST(frame_codec, errors_are_std_error_codes_with_distinct_messages) {
     EXPECT_EQ(ec.message(), "The CRC32C of the frame body does not match the header's crc field.");
     EXPECT_FALSE(static_cast<bool>(std::error_code(frame_errc::ok))) << "ok must mean no error";
 
-    const frame_errc all[] = {frame_errc::ok,           frame_errc::need_more,
-                              frame_errc::length_too_small, frame_errc::length_too_large,
-                              frame_errc::unknown_flags, frame_errc::crc_mismatch,
-                              frame_errc::crc_without_flag, frame_errc::buffer_too_small};
+    const frame_errc all[] = {frame_errc::ok,
+                              frame_errc::need_more,
+                              frame_errc::length_too_small,
+                              frame_errc::length_too_large,
+                              frame_errc::unknown_flags,
+                              frame_errc::crc_mismatch,
+                              frame_errc::crc_without_flag,
+                              frame_errc::buffer_too_small};
     std::set<int> values;
     std::set<std::string> messages;
     std::set<std::string> names;
@@ -363,9 +359,7 @@ TEST(frame_decoder, byte_at_a_time_and_random_splits_match_one_shot) {
     ASSERT_EQ(one_shot, expect);
 
     auto collect = [](std::vector<seen_frame>& into) {
-        return [&into](const strix::frame_view& f) {
-            into.push_back({f.header, bytes(f.body.begin(), f.body.end())});
-        };
+        return [&into](const strix::frame_view& f) { into.push_back({f.header, bytes(f.body.begin(), f.body.end())}); };
     };
 
     {  // one byte at a time
@@ -406,8 +400,7 @@ TEST(frame_decoder, whole_frames_in_one_piece_are_delivered_without_copy) {
 
     strix::frame_decoder dec;
     std::vector<const std::byte*> bodies;
-    EXPECT_EQ(dec.feed(stream, [&](const strix::frame_view& f) { bodies.push_back(f.body.data()); }),
-              frame_errc::ok);
+    EXPECT_EQ(dec.feed(stream, [&](const strix::frame_view& f) { bodies.push_back(f.body.data()); }), frame_errc::ok);
     ASSERT_EQ(bodies.size(), 2u);
     EXPECT_EQ(bodies[0], stream.data() + 12);
     EXPECT_EQ(bodies[1], stream.data() + 17 + 12);
@@ -446,8 +439,7 @@ TEST(frame_decoder, oversize_header_fails_once_its_12th_byte_arrives) {
     for (std::size_t i = 0; i < 11; ++i) {
         EXPECT_EQ(dec.feed(std::span<const std::byte>(hdr).subspan(i, 1), on), frame_errc::need_more);
     }
-    EXPECT_EQ(dec.feed(std::span<const std::byte>(hdr).subspan(11, 1), on),
-              frame_errc::length_too_large);
+    EXPECT_EQ(dec.feed(std::span<const std::byte>(hdr).subspan(11, 1), on), frame_errc::length_too_large);
     EXPECT_LE(dec.buffer_capacity(), frame_header_size);
     EXPECT_EQ(dec.error(), frame_errc::length_too_large);
     EXPECT_EQ(frames, 0);

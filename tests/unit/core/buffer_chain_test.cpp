@@ -380,8 +380,7 @@ TEST(BufferChain, RandomOpsMatchStringModel) {
                 const std::size_t n = avail ? rng() % (avail + 1) : 0;
                 std::string got;
                 for (int i = 0; i < k && got.size() < n; ++i)
-                    got.append(static_cast<const char*>(iov[i].iov_base),
-                               std::min(n - got.size(), iov[i].iov_len));
+                    got.append(static_cast<const char*>(iov[i].iov_base), std::min(n - got.size(), iov[i].iov_len));
                 ASSERT_EQ(got, model.substr(0, n));
                 c.consume(n);
                 model.erase(0, n);

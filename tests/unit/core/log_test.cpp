@@ -62,10 +62,9 @@ TEST_F(log_test, writes_one_prefixed_line_at_or_above_the_threshold) {
     strix::log(log_level::warn, "session {}: {}; closing", std::string("10.0.0.1:5000"),
                std::make_error_code(std::errc::timed_out));
     strix::log(log_level::error, "no arguments");
-    EXPECT_EQ(cap.text(),
-              "strix info: shard 2: 40 sessions\n"
-              "strix warn: session 10.0.0.1:5000: Connection timed out; closing\n"
-              "strix error: no arguments\n");
+    EXPECT_EQ(cap.text(), "strix info: shard 2: 40 sessions\n"
+                          "strix warn: session 10.0.0.1:5000: Connection timed out; closing\n"
+                          "strix error: no arguments\n");
 }
 
 TEST_F(log_test, off_writes_nothing) {

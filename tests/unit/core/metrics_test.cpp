@@ -49,38 +49,37 @@ void fill(demo& a, demo& b) {
     b.sizes.observe(5000);
 }
 
-const char* const expected_scrape =
-    "# HELP demo_requests_total requests served\n"
-    "# TYPE demo_requests_total counter\n"
-    "demo_requests_total 7\n"
-    "# HELP demo_jobs_total jobs run, by queue\n"
-    "# TYPE demo_jobs_total counter\n"
-    "demo_jobs_total{queue=\"fast\"} 3\n"
-    "demo_jobs_total{queue=\"slow\"} 5\n"
-    "# HELP demo_open connections open\n"
-    "# TYPE demo_open gauge\n"
-    "demo_open 5\n"
-    "# HELP demo_longest_us longest wait so far\n"
-    "# TYPE demo_longest_us gauge\n"
-    "demo_longest_us 70\n"
-    "# HELP demo_latency_seconds request latency\n"
-    "# TYPE demo_latency_seconds histogram\n"
-    "demo_latency_seconds_bucket{le=\"5e-05\"} 1\n"
-    "demo_latency_seconds_bucket{le=\"0.0002\"} 2\n"
-    "demo_latency_seconds_bucket{le=\"0.001\"} 3\n"
-    "demo_latency_seconds_bucket{le=\"+Inf\"} 4\n"
-    "demo_latency_seconds_sum 0.00311\n"
-    "demo_latency_seconds_count 4\n"
-    "# HELP demo_size_bytes request sizes\\nwith a \\\\ in the help\n"
-    "# TYPE demo_size_bytes histogram\n"
-    "demo_size_bytes_bucket{dir=\"in\",le=\"64\"} 2\n"
-    "demo_size_bytes_bucket{dir=\"in\",le=\"1024\"} 3\n"
-    "demo_size_bytes_bucket{dir=\"in\",le=\"+Inf\"} 4\n"
-    "demo_size_bytes_sum{dir=\"in\"} 5139\n"
-    "demo_size_bytes_count{dir=\"in\"} 4\n"
-    "# HELP demo_queue_depth jobs waiting\n"
-    "# TYPE demo_queue_depth gauge\n"
-    "demo_queue_depth 9\n";
+const char* const expected_scrape = "# HELP demo_requests_total requests served\n"
+                                    "# TYPE demo_requests_total counter\n"
+                                    "demo_requests_total 7\n"
+                                    "# HELP demo_jobs_total jobs run, by queue\n"
+                                    "# TYPE demo_jobs_total counter\n"
+                                    "demo_jobs_total{queue=\"fast\"} 3\n"
+                                    "demo_jobs_total{queue=\"slow\"} 5\n"
+                                    "# HELP demo_open connections open\n"
+                                    "# TYPE demo_open gauge\n"
+                                    "demo_open 5\n"
+                                    "# HELP demo_longest_us longest wait so far\n"
+                                    "# TYPE demo_longest_us gauge\n"
+                                    "demo_longest_us 70\n"
+                                    "# HELP demo_latency_seconds request latency\n"
+                                    "# TYPE demo_latency_seconds histogram\n"
+                                    "demo_latency_seconds_bucket{le=\"5e-05\"} 1\n"
+                                    "demo_latency_seconds_bucket{le=\"0.0002\"} 2\n"
+                                    "demo_latency_seconds_bucket{le=\"0.001\"} 3\n"
+                                    "demo_latency_seconds_bucket{le=\"+Inf\"} 4\n"
+                                    "demo_latency_seconds_sum 0.00311\n"
+                                    "demo_latency_seconds_count 4\n"
+                                    "# HELP demo_size_bytes request sizes\\nwith a \\\\ in the help\n"
+                                    "# TYPE demo_size_bytes histogram\n"
+                                    "demo_size_bytes_bucket{dir=\"in\",le=\"64\"} 2\n"
+                                    "demo_size_bytes_bucket{dir=\"in\",le=\"1024\"} 3\n"
+                                    "demo_size_bytes_bucket{dir=\"in\",le=\"+Inf\"} 4\n"
+                                    "demo_size_bytes_sum{dir=\"in\"} 5139\n"
+                                    "demo_size_bytes_count{dir=\"in\"} 4\n"
+                                    "# HELP demo_queue_depth jobs waiting\n"
+                                    "# TYPE demo_queue_depth gauge\n"
+                                    "demo_queue_depth 9\n";
 
 TEST(metrics, cells_count_and_read_back) {
     counter c;
@@ -185,7 +184,9 @@ TEST(metrics, an_application_may_show_a_metric_under_its_own_name) {
     reg.rename("demo_open", "app_open");  // keeps the declared help
     auto r = reg.add(a);
     const std::string text = reg.render();
-    EXPECT_EQ(text.rfind("# HELP app_calls_total calls answered\n# TYPE app_calls_total counter\napp_calls_total 2\n", 0), 0u)
+    EXPECT_EQ(text.rfind("# HELP app_calls_total calls answered\n# TYPE app_calls_total counter\napp_calls_total 2\n",
+                         0),
+              0u)
         << text;
     EXPECT_NE(text.find("# HELP app_open connections open\n# TYPE app_open gauge\napp_open 0\n"), std::string::npos);
     EXPECT_EQ(text.find("demo_requests_total"), std::string::npos);

@@ -220,9 +220,12 @@ void run_tagged_producers(int producers, std::uint32_t per_producer, std::size_t
         threads.emplace_back([&q, &watch, p, per_producer] {
             const std::uint64_t tag = static_cast<std::uint64_t>(p) << 32;
             for (std::uint32_t seq = 0; seq < per_producer;) {
-                if (q.try_push(tag | seq)) ++seq;
-                else if (watch.abandon.load()) return;
-                else std::this_thread::yield();  // full: let the consumer run on a busy machine
+                if (q.try_push(tag | seq))
+                    ++seq;
+                else if (watch.abandon.load())
+                    return;
+                else
+                    std::this_thread::yield();  // full: let the consumer run on a busy machine
             }
         });
     }
@@ -288,9 +291,12 @@ TEST(mpsc_queue, move_only_items_cross_threads_intact) {
     for (int p = 0; p < producers; ++p) {
         threads.emplace_back([&q, &watch, per_producer] {
             for (int i = 0; i < per_producer;) {
-                if (q.try_emplace(std::make_unique<int>(i))) ++i;
-                else if (watch.abandon.load()) return;
-                else std::this_thread::yield();
+                if (q.try_emplace(std::make_unique<int>(i)))
+                    ++i;
+                else if (watch.abandon.load())
+                    return;
+                else
+                    std::this_thread::yield();
             }
         });
     }
@@ -305,8 +311,10 @@ TEST(mpsc_queue, move_only_items_cross_threads_intact) {
             continue;
         }
         ++received;
-        if (v == nullptr) ++null_items;
-        else sum += *v;
+        if (v == nullptr)
+            ++null_items;
+        else
+            sum += *v;
     }
     watch.abandon.store(true);
     for (auto& t : threads) t.join();

@@ -219,9 +219,11 @@ TEST(RingBuffer, LinearizeContiguousDoesNotMoveData) {
 
 TEST(RingBuffer, LinearizeStraddlingReturnsIdenticalBytes) {
     // Small region (two-copy path) and nearly-full region (in-place rotate path), and prefixes.
-    struct shape { std::size_t at, n, want; };
+    struct shape {
+        std::size_t at, n, want;
+    };
     const shape shapes[] = {{60, 10, 10}, {60, 10, 5}, {50, 30, 20}, {10, 60, 60},
-                            {20, 64, 64}, {1, 64, 64}, {63, 64, 2}, {33, 40, 40}};
+                            {20, 64, 64}, {1, 64, 64}, {63, 64, 2},  {33, 40, 40}};
     for (const auto& sh : shapes) {
         ring_buffer rb(64);
         const std::byte* base = rb.write_span().data();

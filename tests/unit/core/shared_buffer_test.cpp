@@ -14,8 +14,7 @@ using strix::shared_buffer;
 using strix::shared_buffer_ptr;
 
 TEST(SharedBuffer, CreateGivesSizeDataAndOneReference) {
-    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{4096},
-                          std::size_t{1} << 20}) {
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{4096}, std::size_t{1} << 20}) {
         shared_buffer_ptr b = shared_buffer::create(n);
         ASSERT_TRUE(b);
         EXPECT_EQ(b->size(), n);

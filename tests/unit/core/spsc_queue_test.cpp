@@ -295,9 +295,12 @@ TEST(spsc_queue, batch_push_and_batch_pop_mixed_deliver_every_value_once_in_orde
         while (next < total) {
             ++round;
             if (round % 5 == 0) {  // every fifth round a single push, to interleave both paths
-                if (q.try_push(next)) ++next;
-                else if (watch.abandon.load()) return;
-                else std::this_thread::yield();
+                if (q.try_push(next))
+                    ++next;
+                else if (watch.abandon.load())
+                    return;
+                else
+                    std::this_thread::yield();
                 continue;
             }
             const std::uint64_t want = round % 97 + 1;
@@ -352,9 +355,12 @@ TEST(spsc_queue, move_only_items_cross_threads_intact) {
     stall_watch watch;
     std::thread producer([&] {
         for (int i = 0; i < total;) {
-            if (q.try_emplace(std::make_unique<int>(i))) ++i;
-            else if (watch.abandon.load()) return;
-            else std::this_thread::yield();
+            if (q.try_emplace(std::make_unique<int>(i)))
+                ++i;
+            else if (watch.abandon.load())
+                return;
+            else
+                std::this_thread::yield();
         }
     });
     int expected = 0;

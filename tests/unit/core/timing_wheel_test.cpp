@@ -23,16 +23,14 @@ struct probe {
     int id = 0;
     std::vector<std::pair<int, std::uint64_t>>* log = nullptr;  // (id, tick) per fire, in order
 
-    probe(timing_wheel& w, std::vector<std::pair<int, std::uint64_t>>& l, int i = 0)
-        : wheel(&w), id(i), log(&l) {
+    probe(timing_wheel& w, std::vector<std::pair<int, std::uint64_t>>& l, int i = 0) : wheel(&w), id(i), log(&l) {
         node.set_callback([this] { log->emplace_back(id, wheel->now()); });
     }
 };
 
 using fire_log = std::vector<std::pair<int, std::uint64_t>>;
 
-constexpr std::uint64_t delays[] = {0,     1,     255,   256,  257, 65535,
-                                    65536, (1u << 24) + 3, (std::uint64_t{1} << 32) + 5};
+constexpr std::uint64_t delays[] = {0, 1, 255, 256, 257, 65535, 65536, (1u << 24) + 3, (std::uint64_t{1} << 32) + 5};
 
 // Start ticks: zero, just before a level-3 boundary, and an arbitrary unaligned value.
 constexpr std::uint64_t starts[] = {0, (std::uint64_t{1} << 32) - 7, 123'456'789'012ull};
@@ -105,8 +103,7 @@ TEST(timing_wheel, fires_exactly_at_the_deadline_with_single_steps) {
             for (std::size_t k = log.size() - n; k < log.size(); ++k) {
                 ASSERT_EQ(log[k].second, t);
                 ASSERT_EQ(start + delays[static_cast<std::size_t>(log[k].first)], t)
-                    << "delay " << delays[static_cast<std::size_t>(log[k].first)] << " fired at "
-                    << t;
+                    << "delay " << delays[static_cast<std::size_t>(log[k].first)] << " fired at " << t;
             }
         }
         EXPECT_EQ(fired, std::size(delays) - 1);
@@ -456,10 +453,14 @@ TEST(timing_wheel, random_timers_match_a_multimap_model) {
 
         const auto r = rng() % 100;
         std::uint64_t step;
-        if (r < 40) step = 1;
-        else if (r < 70) step = 1 + rng() % 1000;
-        else if (r < 92) step = 1 + rng() % (std::uint64_t{1} << 20);
-        else step = 1 + rng() % (std::uint64_t{1} << 34);
+        if (r < 40)
+            step = 1;
+        else if (r < 70)
+            step = 1 + rng() % 1000;
+        else if (r < 92)
+            step = 1 + rng() % (std::uint64_t{1} << 20);
+        else
+            step = 1 + rng() % (std::uint64_t{1} << 34);
         advance(w.now() + step);
         if (HasFatalFailure()) return;
     }

@@ -15,9 +15,7 @@ constexpr bool asan = false;
 #endif
 
 // Reads through a pointer the optimizer cannot reason about.
-int touch(const void* p, std::size_t offset) {
-    return static_cast<const volatile char*>(p)[offset];
-}
+int touch(const void* p, std::size_t offset) { return static_cast<const volatile char*>(p)[offset]; }
 
 TEST(asan_poison_death, slab_slot_used_after_deallocate_is_reported) {
     if (!asan) GTEST_SKIP() << "needs -fsanitize=address";

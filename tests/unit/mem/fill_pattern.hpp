@@ -28,8 +28,6 @@ inline bool holds(const void* p, std::size_t n, std::uint64_t id) {
     return true;
 }
 
-inline bool aligned_to(const void* p, std::size_t align) {
-    return reinterpret_cast<std::uintptr_t>(p) % align == 0;
-}
+inline bool aligned_to(const void* p, std::size_t align) { return reinterpret_cast<std::uintptr_t>(p) % align == 0; }
 
 }  // namespace strix_test

@@ -67,8 +67,7 @@ TEST(slab_pool, grows_by_one_page_per_objects_per_page) {
         EXPECT_EQ(pool.pages(), want) << "after " << live.size() << " allocations";
     }
     // Slots within one page are consecutive, object_size() apart.
-    for (std::size_t i = 1; i < 4; ++i)
-        EXPECT_EQ(static_cast<char*>(live[i]) - static_cast<char*>(live[i - 1]), 48);
+    for (std::size_t i = 1; i < 4; ++i) EXPECT_EQ(static_cast<char*>(live[i]) - static_cast<char*>(live[i - 1]), 48);
     // Freeing everything keeps the pages, and reallocating as many needs no new one.
     for (void* p : live) pool.deallocate(p);
     EXPECT_EQ(pool.pages(), 3u);

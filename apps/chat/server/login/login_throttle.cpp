@@ -47,13 +47,16 @@ void login_throttle::admit(table& t, std::string_view key, unsigned free, unsign
 }
 
 // The provisional failure stands; its wait runs from now.
-void login_throttle::fail(table& t, std::string_view key, unsigned free, unsigned lockout_after, clock::time_point now) {
+void login_throttle::fail(table& t, std::string_view key, unsigned free, unsigned lockout_after,
+                          clock::time_point now) {
     entry* e = nullptr;
     if (auto it = t.find(std::string(key)); it != t.end()) {
         e = &it->second;
         if (e->pending) --e->pending;
-        if (e->provisional) --e->provisional;  // its provisional failure stands
-        else ++e->failures;  // not provisional, admitted untracked, or cleared by a success meanwhile
+        if (e->provisional)
+            --e->provisional;  // its provisional failure stands
+        else
+            ++e->failures;  // not provisional, admitted untracked, or cleared by a success meanwhile
     } else {
         e = make_room_for(t, key, free, now);
         if (!e) return;
@@ -81,10 +84,13 @@ void login_throttle::take_back(table& t, std::string_view key, unsigned free, un
     e.blocked_until = e.last_failure + wait_after(e.failures, free, lockout_after);
 }
 
-login_throttle::entry* login_throttle::make_room_for(table& t, std::string_view key, unsigned free, clock::time_point now) {
+login_throttle::entry* login_throttle::make_room_for(table& t, std::string_view key, unsigned free,
+                                                     clock::time_point now) {
     if (t.size() >= cfg_.max_tracked) {
         // Forgotten keys first, then keys that are not waiting yet; the throttled ones stay.
-        std::erase_if(t, [&](const auto& kv) { return kv.second.pending == 0 && now >= kv.second.blocked_until + cfg_.lockout; });
+        std::erase_if(t, [&](const auto& kv) {
+            return kv.second.pending == 0 && now >= kv.second.blocked_until + cfg_.lockout;
+        });
         if (t.size() >= cfg_.max_tracked)
             std::erase_if(t, [&](const auto& kv) { return kv.second.pending == 0 && kv.second.failures < free; });
         if (t.size() >= cfg_.max_tracked) {
@@ -95,7 +101,8 @@ login_throttle::entry* login_throttle::make_room_for(table& t, std::string_view 
     return &t.try_emplace(std::string(key)).first->second;
 }
 
-login_throttle::verdict login_throttle::check(std::string_view account, std::string_view address, clock::time_point now) {
+login_throttle::verdict login_throttle::check(std::string_view account, std::string_view address,
+                                              clock::time_point now) {
     std::lock_guard lock(mu_);
     clock::duration left{};
     verdict v;

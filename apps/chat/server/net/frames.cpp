@@ -12,7 +12,8 @@ flatbuffers::Offset<proto::room_info> room_info(flatbuffers::FlatBufferBuilder& 
     return proto::Createroom_info(fbb, r.id, name, r.members);
 }
 
-flatbuffers::Offset<proto::player_info> player(flatbuffers::FlatBufferBuilder& fbb, std::uint64_t id, std::string_view name) {
+flatbuffers::Offset<proto::player_info> player(flatbuffers::FlatBufferBuilder& fbb, std::uint64_t id,
+                                               std::string_view name) {
     auto n = str(fbb, name);
     return proto::Createplayer_info(fbb, id, n);
 }

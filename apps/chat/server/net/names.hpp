@@ -11,7 +11,8 @@ namespace strix::chat {
 inline bool valid_player_name(std::string_view s) noexcept {
     if (s.empty() || s.size() > 32) return false;
     for (unsigned char c : s) {
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+                  c == '-';
         if (!ok) return false;
     }
     return true;

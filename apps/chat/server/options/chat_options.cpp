@@ -24,16 +24,19 @@ public:
         std::vector<CLI::ConfigItem> read = CLI::ConfigTOML::from_config(input);
         for (const CLI::ConfigItem& item : read) {
             if (!item.parents.empty())
-                throw CLI::ConfigError("table [" + item.parents.front() + "] is not allowed: write every key at the top");
+                throw CLI::ConfigError("table [" + item.parents.front() +
+                                       "] is not allowed: write every key at the top");
             if (app_.get_option_no_throw("--" + item.name) == nullptr)
-                throw CLI::ConfigError("unknown key '" + item.name + "' (the keys are the long option names, see --help)");
+                throw CLI::ConfigError("unknown key '" + item.name +
+                                       "' (the keys are the long option names, see --help)");
             // `key = []` or an unclosed `[`: no value at all, and CLI11 2.1 would read the first of
             // none (SIGSEGV; found by fuzz/chat_config_fuzz.cpp).
             if (item.inputs.empty())
                 throw CLI::ConfigError("key '" + item.name + "' has no value (leave the key out to keep the default)");
             for (const std::string& value : item.inputs) {
                 if (value.empty())
-                    throw CLI::ConfigError("key '" + item.name + "' has no value (leave the key out to keep the default)");
+                    throw CLI::ConfigError("key '" + item.name +
+                                           "' has no value (leave the key out to keep the default)");
             }
         }
         return read;
@@ -80,13 +83,16 @@ std::string validate(const chat_options& o) {
     if (o.db.rfind("sqlite:", 0) != 0 && o.db.rfind("postgresql://", 0) != 0 && o.db.rfind("postgres://", 0) != 0)
         return "--db must be sqlite:<path> or a postgresql:// URL, got '" + o.db + "'";
     if (o.db == "sqlite:") return "--db sqlite: needs a file path, e.g. sqlite:var/strix.db";
-    if (o.engine.shards > shard_stamp::max_shards) return "--shards must be at most 256 (room ids carry the owner shard in 8 bits)";
-    if (!(o.chat_rate > 0) || !std::isfinite(o.chat_rate)) return "--chat-rate must be a positive number of messages per second";
+    if (o.engine.shards > shard_stamp::max_shards)
+        return "--shards must be at most 256 (room ids carry the owner shard in 8 bits)";
+    if (!(o.chat_rate > 0) || !std::isfinite(o.chat_rate))
+        return "--chat-rate must be a positive number of messages per second";
     if (!(o.chat_burst >= 1) || !std::isfinite(o.chat_burst)) return "--chat-burst must be at least 1";
     if (o.db_workers == 0 || o.db_workers > 64) return "--db-workers must be between 1 and 64";
     if (o.db_queue == 0) return "--db-queue must be at least 1";
     if (o.login_queue == 0) return "--login-queue must be at least 1";
-    if (!(o.room_rate > 0) || !std::isfinite(o.room_rate)) return "--room-rate must be a positive number of room changes per second";
+    if (!(o.room_rate > 0) || !std::isfinite(o.room_rate))
+        return "--room-rate must be a positive number of room changes per second";
     if (!(o.room_burst >= 1) || !std::isfinite(o.room_burst)) return "--room-burst must be at least 1";
     const login_throttle_config& t = o.login_throttle;
     if (t.account_free == 0 || t.account_lockout < t.account_free)
@@ -123,7 +129,8 @@ parse_result parse_options(int argc, char** argv) {
     app.add_option("--unix", o.server.unix_path, "also accept clients on this Unix socket path (same protocol)");
     app.add_option("--db", o.db, "database: sqlite:<path> (parent directory created) or postgresql://...")
         ->capture_default_str();
-    app.add_option("--metrics-port", o.metrics_port, "Prometheus /metrics on 127.0.0.1 (0 = off)")->capture_default_str();
+    app.add_option("--metrics-port", o.metrics_port, "Prometheus /metrics on 127.0.0.1 (0 = off)")
+        ->capture_default_str();
     app.add_option("--shards", o.engine.shards, "shards (threads); 0 = one per online CPU")->capture_default_str();
     // One option with a negated name, so `auto-register = false` in the file means what it says.
     app.add_flag("--auto-register,!--no-auto-register", o.auto_register,
@@ -153,14 +160,17 @@ parse_result parse_options(int argc, char** argv) {
                                "close connections silent this long (0 = never)");
     add_duration<std::int64_t>(app, "--login-timeout-ms", limits.handshake_timeout, negative_timeout,
                                "close connections not logged in this long after connecting (0 = never)");
-    add_duration<std::int64_t>(app, "--frame-timeout-ms", limits.frame_timeout, negative_timeout,
-                               "close connections whose frame is not complete this long after its first byte (0 = never)");
-    app.add_option("--max-connections", o.server.max_sessions, "connections open at once; more are refused (0 = no cap)")
+    add_duration<std::int64_t>(
+        app, "--frame-timeout-ms", limits.frame_timeout, negative_timeout,
+        "close connections whose frame is not complete this long after its first byte (0 = never)");
+    app.add_option("--max-connections", o.server.max_sessions,
+                   "connections open at once; more are refused (0 = no cap)")
         ->capture_default_str();
     app.add_option("--max-connections-per-address", o.server.max_sessions_per_address,
                    "connections open at once from one IP address; more are refused (0 = no cap)")
         ->capture_default_str();
-    app.add_option("--login-queue", o.login_queue, "logins (password hashes) queued or running at once; more get server_busy")
+    app.add_option("--login-queue", o.login_queue,
+                   "logins (password hashes) queued or running at once; more get server_busy")
         ->capture_default_str();
     app.add_option("--login-free-failures", throttle.account_free, "failed logins of one account before backoff")
         ->capture_default_str();
@@ -168,24 +178,30 @@ parse_result parse_options(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--address-free-failures", throttle.address_free, "failed logins from one address before backoff")
         ->capture_default_str();
-    app.add_option("--address-lockout-failures", throttle.address_lockout, "failed logins from one address before lockout")
+    app.add_option("--address-lockout-failures", throttle.address_lockout,
+                   "failed logins from one address before lockout")
         ->capture_default_str();
     add_duration<std::int64_t>(app, "--login-backoff-ms", throttle.backoff, negative_timeout,
                                "first wait after the free failures; doubles per failure");
     add_duration<std::int64_t>(app, "--login-lockout-ms", throttle.lockout, negative_timeout,
                                "lockout after the lockout failures (also how long failures are remembered)");
-    app.add_option("--room-rate", o.room_rate, "room changes (create, join) per second per session")->capture_default_str();
+    app.add_option("--room-rate", o.room_rate, "room changes (create, join) per second per session")
+        ->capture_default_str();
     app.add_option("--room-burst", o.room_burst, "room changes a session may make at once")->capture_default_str();
-    add_duration<std::int64_t>(app, "--notice-delay-ms", o.notice_delay, negative_timeout,
-                               "member_joined/member_left wait this long so a quick join+leave sends neither (0 = at once)");
-    app.add_flag("--pin,!--no-pin", o.engine.pin_threads, "pin shard i to the i-th allowed CPU (docs/architecture.md, \"Pinning\")")
+    add_duration<std::int64_t>(
+        app, "--notice-delay-ms", o.notice_delay, negative_timeout,
+        "member_joined/member_left wait this long so a quick join+leave sends neither (0 = at once)");
+    app.add_flag("--pin,!--no-pin", o.engine.pin_threads,
+                 "pin shard i to the i-th allowed CPU (docs/architecture.md, \"Pinning\")")
         ->capture_default_str();
     std::string io = "auto";
-    app.add_option("--io", io, "I/O backend: auto (STRIX_IO, else io_uring where the kernel allows it, else epoll), uring or epoll")
+    app.add_option("--io", io,
+                   "I/O backend: auto (STRIX_IO, else io_uring where the kernel allows it, else epoll), uring or epoll")
         ->check(CLI::IsMember({"auto", "epoll", "uring"}))
         ->capture_default_str();
-    add_duration<std::uint32_t>(app, "--poll-spin-us", o.engine.poll_spin, negative_timeout,
-                                "after a loop turn with work, shards keep polling this many microseconds before sleeping (0 = off)");
+    add_duration<std::uint32_t>(
+        app, "--poll-spin-us", o.engine.poll_spin, negative_timeout,
+        "after a loop turn with work, shards keep polling this many microseconds before sleeping (0 = off)");
 
     try {
         app.parse(argc, argv);

@@ -54,7 +54,8 @@ struct chat_options {
     unsigned db_workers = 2;                 // database threads (logins, chat log writes)
     std::size_t db_queue = 65536;            // chat log records the writer may hold before refusing
     ack_mode ack = ack_mode::stored;         // --ack stored|early (docs/protocol.md, "Durability")
-    std::uint32_t commit_delay_us = 0;       // group commit gathers this long after a batch's first entry (0: commit when free)
+    std::uint32_t commit_delay_us =
+        0;       // group commit gathers this long after a batch's first entry (0: commit when free)
     // Logins: password hashes queued or running at once (beyond: server_busy).
     std::size_t login_queue = 64;
     // Room changes (create_room_req, join_room_req) per session: token bucket like chat.

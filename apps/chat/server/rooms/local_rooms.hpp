@@ -31,7 +31,8 @@ public:
         auto it = rooms_.find(id);
         if (it == rooms_.end()) return;
         auto& v = it->second;
-        v.erase(std::remove_if(v.begin(), v.end(), [&](const session_ptr& s) { return s->id() == session_id; }), v.end());
+        v.erase(std::remove_if(v.begin(), v.end(), [&](const session_ptr& s) { return s->id() == session_id; }),
+                v.end());
         if (v.empty()) rooms_.erase(it);
     }
 

@@ -17,7 +17,8 @@ bool room::add(member m) {
 
 std::optional<member> room::remove(std::uint64_t session_id) {
     if (!session_ids_.erase(session_id)) return std::nullopt;
-    auto it = std::find_if(members_.begin(), members_.end(), [&](const member& m) { return m.session_id == session_id; });
+    auto it =
+        std::find_if(members_.begin(), members_.end(), [&](const member& m) { return m.session_id == session_id; });
     if (it == members_.end()) return std::nullopt;
     member m = std::move(*it);
     // Keep join order for the member lists sent to joiners.

@@ -17,14 +17,20 @@ namespace strix::chat {
 namespace {
 
 std::int64_t wall_clock_us() {
-    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
 }
 
 }  // namespace
 
 room_host::room_host(chat_service& service, chat_context& ctx, unsigned self, chat_counters& counters)
-    : service_(service), ctx_(ctx), self_(self), counters_(counters), next_counter_(ctx.first_room_counter),
-      notice_timer_([this] { flush_notices(); }), ack_stored_(ctx.options.ack == ack_mode::stored) {}
+    : service_(service),
+      ctx_(ctx),
+      self_(self),
+      counters_(counters),
+      next_counter_(ctx.first_room_counter),
+      notice_timer_([this] { flush_notices(); }),
+      ack_stored_(ctx.options.ack == ack_mode::stored) {}
 
 void room_host::restore(stored_room stored) {
     const room_id id(stored.id);
@@ -81,7 +87,8 @@ void room_host::committed(std::uint64_t upto) {
 }
 
 void room_host::fan_out(const room& r, room_event::kind what, std::uint64_t subject, unsigned subject_shard,
-                        const shared_buffer_ptr& to_subject, const shared_buffer_ptr& to_members, std::uint64_t ticket) {
+                        const shared_buffer_ptr& to_subject, const shared_buffer_ptr& to_members,
+                        std::uint64_t ticket) {
     bump(counters_.broadcasts);
     for (unsigned s = 0; s < r.shard_count(); ++s) {
         bool subject_here = subject != 0 && s == subject_shard;
@@ -116,7 +123,8 @@ void room_host::create(room_id id, std::string name, member creator) {
              "the database queue is full; retry later");
         return;
     }
-    const std::uint64_t ticket = *write(room_change{room_change::kind::joined, id.value(), creator.player_id, {}, now}, true);
+    const std::uint64_t ticket =
+        *write(room_change{room_change::kind::joined, id.value(), creator.player_id, {}, now}, true);
     auto [it, inserted] = rooms_.try_emplace(id, id, std::move(name), ctx_.eng.shard_count());
     room& r = it->second;
     r.add(std::move(creator));
@@ -246,7 +254,8 @@ void room_host::chat(chat_request& req) {
     fan_out(r, room_event::kind::message, 0, 0, nullptr, frame, *ticket);
 }
 
-void room_host::notify(const room& r, std::uint64_t subject, unsigned subject_shard, bool joined, shared_buffer_ptr frame) {
+void room_host::notify(const room& r, std::uint64_t subject, unsigned subject_shard, bool joined,
+                       shared_buffer_ptr frame) {
     // After stop() (the shard is exiting) nothing may arm the timer: late leaves go out at once.
     if (ctx_.options.notice_delay.count() <= 0 || stopped_) {
         fan_out(r, room_event::kind::notice, subject, subject_shard, nullptr, frame);

@@ -123,8 +123,8 @@ private:
     // when the queue is full. `beyond_capacity` for changes that must not fail (see the writer).
     template <class Write>
     std::optional<std::uint64_t> write(Write w, bool beyond_capacity = false);
-    void fail(unsigned shard, std::uint64_t session_id, room_id id, proto::msg_type request,
-              proto::error_code code, const char* reason);
+    void fail(unsigned shard, std::uint64_t session_id, room_id id, proto::msg_type request, proto::error_code code,
+              const char* reason);
     // Member notices (see member_notices.hpp): queue one, or send a room's pending ones now.
     void notify(const room& r, std::uint64_t subject, unsigned subject_shard, bool joined, shared_buffer_ptr frame);
     void flush_notices(const room& r);

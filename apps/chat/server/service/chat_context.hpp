@@ -28,7 +28,8 @@ struct chat_context {
     std::uint64_t first_room_counter = 1;   // room ids start above any id found in the chat log
     login_throttle* throttle = nullptr;         // failed logins per account and address (any thread)
     std::string dummy_hash;                     // verified when the account does not exist (same reply time)
-    std::atomic<std::size_t> logins_in_flight{0};  // password hashes queued or running (bound: options.login_queue; see login_slot)
+    std::atomic<std::size_t> logins_in_flight{
+        0};  // password hashes queued or running (bound: options.login_queue; see login_slot)
 };
 
 }  // namespace strix::chat

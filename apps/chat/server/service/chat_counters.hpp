@@ -17,14 +17,17 @@ struct chat_counters : metric_group {
     counter errors{*this, "strix_errors_total", "error_res replies sent"};
     counter bad_requests{*this, "strix_bad_requests_total", "malformed or unknown requests"};
     counter rate_limited{*this, "strix_rate_limited_total", "chat messages refused by the rate limit"};
-    counter room_rate_limited{*this, "strix_room_rate_limited_total", "create/join refused by the room-change rate limit"};
+    counter room_rate_limited{*this, "strix_room_rate_limited_total",
+                              "create/join refused by the room-change rate limit"};
     counter login_throttled{*this, "strix_login_throttled_total",
                             "logins refused by the failed-login backoff or lockout (nothing hashed)"};
-    counter login_queue_full{*this, "strix_login_queue_full_total", "logins refused with server_busy: --login-queue hashes pending"};
+    counter login_queue_full{*this, "strix_login_queue_full_total",
+                             "logins refused with server_busy: --login-queue hashes pending"};
     counter notices_coalesced{*this, "strix_member_notices_coalesced_total",
                               "join+leave pairs that cancelled out within --notice-delay-ms (two notices not sent)"};
     counter server_busy{*this, "strix_server_busy_total", "requests refused because a database queue was full"};
-    counter chat_messages{*this, "strix_chat_messages_total", "chat messages accepted (sequenced and queued for the database)"};
+    counter chat_messages{*this, "strix_chat_messages_total",
+                          "chat messages accepted (sequenced and queued for the database)"};
     counter broadcasts{*this, "strix_broadcasts_total", "room events fanned out (messages, joins, leaves)"};
     counter deliveries{*this, "strix_broadcast_deliveries_total", "frames handed to room members by broadcasts"};
     counter cross_shard_posts{*this, "strix_cross_shard_posts_total", "broadcast tasks posted to other shards"};

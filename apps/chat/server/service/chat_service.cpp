@@ -161,12 +161,14 @@ void chat_service::on_protocol_error(session& s, std::error_code ec) {
     // The session closes after flushing this; the client learns why.
     if (ec == net_errc::handshake_timeout) {
         send_error(s, msg_type::none, error_code::not_logged_in,
-                   "no login within " + std::to_string(ctx_.options.server.limits.handshake_timeout.count()) + " ms; closing");
+                   "no login within " + std::to_string(ctx_.options.server.limits.handshake_timeout.count()) +
+                       " ms; closing");
         return;
     }
     if (ec == net_errc::frame_timeout) {
         send_error(s, msg_type::none, error_code::bad_request,
-                   "frame not completed within " + std::to_string(ctx_.options.server.limits.frame_timeout.count()) + " ms; closing");
+                   "frame not completed within " + std::to_string(ctx_.options.server.limits.frame_timeout.count()) +
+                       " ms; closing");
         return;
     }
     bump(counters_.bad_requests);
@@ -182,12 +184,9 @@ void chat_service::on_close(session& s, std::error_code) {
         const room_id room = p.room;
         const std::uint64_t sid = s.id();
         const unsigned self = self_;
-        on_owner(room, [room, sid, self](chat_service& owner) {
-            owner.host().leave(room, sid, self, false);
-        });
+        on_owner(room, [room, sid, self](chat_service& owner) { owner.host().leave(room, sid, self, false); });
     }
-    if (p.login == player::login_state::logged_in)
-        counters_.players.sub();
+    if (p.login == player::login_state::logged_in) counters_.players.sub();
     players_.erase(it);
     set_gauge(counters_.sessions, players_.size());
 }
@@ -265,14 +264,15 @@ void chat_service::hash_login(player& p, const credentials& c, std::string addre
     const std::uint64_t sid = p.sess->id();
     // std::function copies the job it holds, so the copies share the slot; it goes back once,
     // after the verdict, or when a job that never ran (refused here) is destroyed.
-    bool queued = ctx_.pool.try_submit([services, ctx, shard_index, sid, n = std::string(c.name),
-                                        pw = std::string(c.password), address,
-                                        slot = std::make_shared<login_slot>(std::move(slot))](chat_store& store) {
-        std::optional<login_result> r = verify_login(store, *ctx, n, pw, address);
-        slot->release();
-        services->invoke_on(shard_index,
-                            [sid, r = std::move(r)](chat_service& svc) mutable { svc.login_done(sid, std::move(r)); });
-    });
+    bool queued =
+        ctx_.pool.try_submit([services, ctx, shard_index, sid, n = std::string(c.name), pw = std::string(c.password),
+                              address, slot = std::make_shared<login_slot>(std::move(slot))](chat_store& store) {
+            std::optional<login_result> r = verify_login(store, *ctx, n, pw, address);
+            slot->release();
+            services->invoke_on(shard_index, [sid, r = std::move(r)](chat_service& svc) mutable {
+                svc.login_done(sid, std::move(r));
+            });
+        });
     if (!queued) {
         ctx_.throttle->abandoned(c.name, address);
         p.login = player::login_state::anonymous;
@@ -331,9 +331,7 @@ void chat_service::rejoin(player& p, room_id room) {
     p.room = room;
     p.in_room = player::room_state::joining;
     p.pending = player::pending_op::join;
-    on_owner(room, [room, m = as_member(p)](chat_service& svc) mutable {
-        svc.host().join(room, std::move(m), true);
-    });
+    on_owner(room, [room, m = as_member(p)](chat_service& svc) mutable { svc.host().join(room, std::move(m), true); });
 }
 
 void chat_service::handle_create(player& p, std::span<const std::byte> frame) {
@@ -382,9 +380,7 @@ void chat_service::handle_join(player& p, std::span<const std::byte> frame) {
     p.room = room;
     p.in_room = player::room_state::joining;
     p.pending = player::pending_op::join;
-    on_owner(room, [room, m = as_member(p)](chat_service& svc) mutable {
-        svc.host().join(room, std::move(m));
-    });
+    on_owner(room, [room, m = as_member(p)](chat_service& svc) mutable { svc.host().join(room, std::move(m)); });
 }
 
 void chat_service::handle_leave(player& p) {
@@ -398,9 +394,7 @@ void chat_service::handle_leave(player& p) {
     const std::uint64_t sid = s.id();
     const unsigned self = self_;
     p.pending = player::pending_op::leave;
-    on_owner(room, [room, sid, self](chat_service& owner) {
-        owner.host().leave(room, sid, self, true);
-    });
+    on_owner(room, [room, sid, self](chat_service& owner) { owner.host().leave(room, sid, self, true); });
 }
 
 void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
@@ -428,9 +422,7 @@ void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
     cr.text.assign(text);
     cr.client_ts = req->client_ts();
     cr.client_seq = req->client_seq();
-    on_owner(cr.room, [cr = std::move(cr)](chat_service& owner) mutable {
-        owner.host().chat(cr);
-    });
+    on_owner(cr.room, [cr = std::move(cr)](chat_service& owner) mutable { owner.host().chat(cr); });
 }
 
 void chat_service::handle_list(player& p) {
@@ -439,17 +431,19 @@ void chat_service::handle_list(player& p) {
     // waits behind it like any request).
     p.pending = player::pending_op::list;
     container().gather([](chat_service& svc) { return svc.host().summaries(); },
-                          [this, sid = p.sess->id()](std::vector<std::vector<room_summary>> parts) {
-                              player* q = find(sid);
-                              if (!q) return;
-                              std::vector<room_summary> all;
-                              for (auto& part : parts)
-                                  all.insert(all.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
-                              std::sort(all.begin(), all.end(), [](const room_summary& a, const room_summary& b) { return a.id < b.id; });
-                              if (all.size() > max_listed_rooms) all.resize(max_listed_rooms);
-                              send(*q->sess, frames::list_rooms_res(all));
-                              complete(*q, player::pending_op::list);
-                          });
+                       [this, sid = p.sess->id()](std::vector<std::vector<room_summary>> parts) {
+                           player* q = find(sid);
+                           if (!q) return;
+                           std::vector<room_summary> all;
+                           for (auto& part : parts)
+                               all.insert(all.end(), std::make_move_iterator(part.begin()),
+                                          std::make_move_iterator(part.end()));
+                           std::sort(all.begin(), all.end(),
+                                     [](const room_summary& a, const room_summary& b) { return a.id < b.id; });
+                           if (all.size() > max_listed_rooms) all.resize(max_listed_rooms);
+                           send(*q->sess, frames::list_rooms_res(all));
+                           complete(*q, player::pending_op::list);
+                       });
 }
 
 void chat_service::handle_ping(player& p, std::span<const std::byte> frame) {

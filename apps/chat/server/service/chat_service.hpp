@@ -65,8 +65,8 @@ public:
     /// The database answered a login (nullopt: the database failed).
     void login_done(std::uint64_t session_id, std::optional<login_result> result);
     /// A request of this session failed on another shard (reason null: answer nothing).
-    void request_failed(std::uint64_t session_id, room_id room, proto::msg_type request,
-                        proto::error_code code, const char* reason);
+    void request_failed(std::uint64_t session_id, room_id room, proto::msg_type request, proto::error_code code,
+                        const char* reason);
     /// Room operations for rooms this shard owns.
     room_host& host() noexcept { return host_; }
 
