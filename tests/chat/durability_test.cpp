@@ -28,6 +28,9 @@ public:
     chat_log_lock(backend b, const std::string& url) {
         if (b == backend::sqlite) {
             ::sqlite3_open(url.substr(7).c_str(), &lite_);
+            // The server may be committing (the room just created) or checkpointing right now:
+            // wait for its write lock instead of failing at once with SQLITE_BUSY.
+            ::sqlite3_busy_timeout(lite_, 5000);
             ok_ = ::sqlite3_exec(lite_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
         } else {
             pg_ = ::PQconnectdb(url.c_str());
