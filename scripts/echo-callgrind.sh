@@ -28,18 +28,25 @@ trap 'rm -rf "$work"' EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
+# start_server <port> <out>: the server under callgrind (one shard, --io $io), in server_pid once
+# it listens; its counters go to <out>.cg, its output to <out>.log.
+start_server() {
+  valgrind --tool=callgrind --callgrind-out-file="$2.cg" "$bin/strix-echo-server" --port "$1" --shards 1 \
+    --io "$io" >"$2.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 100); do
+    grep -q "listening on" "$2.log" 2>/dev/null && break
+    sleep 0.2
+  done
+}
+
 # run <depth> <seconds>: prints "<Ir> <messages>"
 run() {
   local depth=$1 secs=$2 port out pid ir msgs
   port=$(free_port)
   out=$work/cg.$depth.$secs
-  valgrind --tool=callgrind --callgrind-out-file="$out.cg" "$bin/strix-echo-server" --port "$port" --shards 1 \
-    --io "$io" >"$out.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 100); do
-    grep -q "listening on" "$out.log" 2>/dev/null && break
-    sleep 0.2
-  done
+  start_server "$port" "$out"
+  pid=$server_pid
   "$bin/strix-echo-bench" --port "$port" --connections 100 --size 8 --depth "$depth" --duration "$secs" \
     --warmup 0 --json "$out.json" >/dev/null
   kill -TERM "$pid"
@@ -61,13 +68,8 @@ window() {
   local depth=$1 port out pid ir msgs
   port=$(free_port)
   out=$work/win.$depth
-  valgrind --tool=callgrind --callgrind-out-file="$out.cg" "$bin/strix-echo-server" --port "$port" --shards 1 \
-    --io "$io" >"$out.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 100); do
-    grep -q "listening on" "$out.log" 2>/dev/null && break
-    sleep 0.2
-  done
+  start_server "$port" "$out"
+  pid=$server_pid
   "$bin/strix-echo-bench" --port "$port" --connections 100 --size 8 --depth "$depth" --duration "$short" \
     --warmup 0 >/dev/null
   callgrind_control -z "$pid" >/dev/null 2>&1
