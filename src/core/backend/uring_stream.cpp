@@ -8,6 +8,8 @@
 
 #include <strix/core/unique_fd.hpp>
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <span>
 #include <vector>
@@ -184,6 +186,10 @@ public:
     void close() noexcept override {
         if (closed_) return;
         closed_ = true;
+        // A pending accept holds its own reference to the socket, so closing the descriptor
+        // alone leaves the port listening until the cancel completes on a later loop turn.
+        // shutdown takes the socket out of listening now: new connects are refused at once.
+        ::shutdown(fd_, SHUT_RDWR);
         poller_.cancel_fd(fd_);
     }
     reactor_object& keep_alive() noexcept override { return owner_; }
