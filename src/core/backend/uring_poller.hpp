@@ -51,6 +51,20 @@ inline std::uint64_t user_data(const void* obj, tag t) noexcept {
     return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(obj) | t);
 }
 
+// A stream or acceptor of this backend. The poller counts its operations in flight here (each
+// holds a reference on keep_alive(), whose owner owns this object, so it lives until the last
+// one ends) and links it into a list while it has any: the ring's teardown releases those
+// references, and the per-operation path stays two increments instead of a hash-map update.
+class uring_target : public completion_target {
+    friend class uring_poller;
+    uring_target* prev_ = nullptr;
+    uring_target* next_ = nullptr;
+    std::uint32_t ops_ = 0;
+
+protected:
+    ~uring_target() = default;
+};
+
 class uring_poller final : public poller {
 public:
     uring_poller(io_uring& ring, bool defer) : ring_(ring), defer_(defer) {
@@ -78,8 +92,12 @@ public:
     ~uring_poller() override {
         io_uring_queue_exit(&ring_);
         ::munmap(bufring_, sizeof(io_uring_buf) * buffer_count);
-        // Operations still in flight die with the ring; drop the references they held.
-        for (auto& [t, n] : held_)
+        // Operations still in flight die with the ring; drop the references they held (a release
+        // may free a target and with it the list node, hence the copy first).
+        std::vector<std::pair<reactor_object*, std::uint32_t>> held;
+        for (uring_target* t = inflight_; t; t = t->next_) held.emplace_back(&t->keep_alive(), t->ops_);
+        for (auto& [t, n] : polls_) held.emplace_back(t, n);
+        for (auto& [t, n] : held)
             for (std::uint32_t i = 0; i < n; ++i) intrusive_release(t);
         delete &ring_;
     }
@@ -117,7 +135,7 @@ public:
 
     // --- completions: for uring_stream.cpp -----------------------------------------------------
     /// Receives on fd until cancelled: a completion per chunk, its bytes in a provided buffer.
-    void recv_multishot(int fd, completion_target& t) {
+    void recv_multishot(int fd, uring_target& t) {
         io_uring_sqe* sqe = sqe_for(t);
         io_uring_prep_recv_multishot(sqe, fd, nullptr, 0, 0);
         sqe->flags |= IOSQE_BUFFER_SELECT;
@@ -125,28 +143,28 @@ public:
         io_uring_sqe_set_data64(sqe, user_data(&t, t_recv));
     }
     /// Sends msg (which must stay valid until the completion) on fd.
-    void send(int fd, const msghdr* msg, completion_target& t) {
+    void send(int fd, const msghdr* msg, uring_target& t) {
         io_uring_sqe* sqe = sqe_for(t);
         io_uring_prep_sendmsg(sqe, fd, msg, MSG_NOSIGNAL);
         io_uring_sqe_set_data64(sqe, user_data(&t, t_send));
     }
     /// Completes once when fd can take more bytes: a sendmsg on a non-blocking socket whose buffer
     /// is full completes with -EAGAIN instead of waiting (io_uring honours O_NONBLOCK).
-    void wait_writable(int fd, completion_target& t) {
+    void wait_writable(int fd, uring_target& t) {
         io_uring_sqe* sqe = sqe_for(t);
         io_uring_prep_poll_add(sqe, fd, POLLOUT);
         io_uring_sqe_set_data64(sqe, user_data(&t, t_writable));
     }
     /// Accepts on a listening fd until cancelled.
-    void accept_multishot(int fd, completion_target& t) {
+    void accept_multishot(int fd, uring_target& t) {
         io_uring_sqe* sqe = sqe_for(t);
         io_uring_prep_multishot_accept(sqe, fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         io_uring_sqe_set_data64(sqe, user_data(&t, t_accept));
     }
     /// Cancels t's receive (its last completion still comes, with -ECANCELED or data).
-    void cancel_recv(completion_target& t) { cancel_data(user_data(&t, t_recv)); }
+    void cancel_recv(uring_target& t) { cancel_data(user_data(&t, t_recv)); }
     /// Cancels t's multishot accept.
-    void cancel_accept(completion_target& t) { cancel_data(user_data(&t, t_accept)); }
+    void cancel_accept(uring_target& t) { cancel_data(user_data(&t, t_accept)); }
     /// Cancels every operation on fd, at once (before the caller closes it).
     void cancel_fd(int fd) {
         io_uring_sqe* sqe = raw_sqe();
@@ -189,6 +207,8 @@ public:
         }
         for (auto* t : releases_) drop(t);
         releases_.clear();
+        for (auto* t : done_) drop(t);
+        done_.clear();
     }
 
 private:
@@ -221,10 +241,20 @@ private:
     io_uring_sqe* sqe_for(reactor_object& target) {
         io_uring_sqe* sqe = raw_sqe();
         intrusive_add_ref(&target);
-        ++held_[&target];
+        ++polls_[&target];
         return sqe;
     }
-    io_uring_sqe* sqe_for(completion_target& t) { return sqe_for(t.keep_alive()); }
+    io_uring_sqe* sqe_for(uring_target& t) {
+        io_uring_sqe* sqe = raw_sqe();
+        intrusive_add_ref(&t.keep_alive());
+        if (t.ops_++ == 0) {
+            t.prev_ = nullptr;
+            t.next_ = inflight_;
+            if (inflight_) inflight_->prev_ = &t;
+            inflight_ = &t;
+        }
+        return sqe;
+    }
 
     void cancel_data(std::uint64_t data) {
         io_uring_sqe* sqe = raw_sqe();
@@ -233,10 +263,19 @@ private:
     }
 
     void drop(reactor_object* t) noexcept {
-        auto it = held_.find(t);
-        if (it == held_.end()) return;
-        if (--it->second == 0) held_.erase(it);
+        auto it = polls_.find(t);
+        if (it == polls_.end()) return;
+        if (--it->second == 0) polls_.erase(it);
         intrusive_release(t);
+    }
+    void drop(uring_target* t) noexcept {
+        reactor_object& owner = t->keep_alive();
+        if (--t->ops_ == 0) {
+            if (t->prev_) t->prev_->next_ = t->next_;
+            else inflight_ = t->next_;
+            if (t->next_) t->next_->prev_ = t->prev_;
+        }
+        intrusive_release(&owner);  // last: it may free t
     }
 
     // Turns a CQE into a poll_event; false when there is nothing to tell (cancels, stale polls).
@@ -261,8 +300,8 @@ private:
             }
             return true;
         }
-        auto* done = reinterpret_cast<completion_target*>(data & ~tag_mask);
-        if (!more) releases_.push_back(&done->keep_alive());
+        auto* done = reinterpret_cast<uring_target*>(data & ~tag_mask);
+        if (!more) done_.push_back(done);
         ev.target = nullptr;
         ev.done_target = done;
         ev.events = 0;
@@ -292,8 +331,10 @@ private:
     io_uring_buf_ring* bufring_ = nullptr;
     std::vector<std::byte> buffers_;
     std::vector<unsigned short> returned_;    // buffers lent to this batch's recv completions
-    std::vector<reactor_object*> releases_;   // targets whose operation ended in this batch
-    boost::unordered_flat_map<reactor_object*, std::uint32_t> held_;  // references operations hold
+    std::vector<reactor_object*> releases_;   // poll targets whose operation ended in this batch
+    std::vector<uring_target*> done_;         // streams and acceptors whose operation ended in it
+    boost::unordered_flat_map<reactor_object*, std::uint32_t> polls_;  // references polls hold
+    uring_target* inflight_ = nullptr;        // streams and acceptors with operations in flight
     pthread_t issuer_{};
 };
 

@@ -21,7 +21,7 @@ constexpr int max_iov = 64;
 
 std::error_code errno_code(int e) noexcept { return {e, std::generic_category()}; }
 
-class uring_stream final : public stream_io, public completion_target {
+class uring_stream final : public stream_io, public uring_target {
 public:
     uring_stream(uring_poller& p, int fd, reactor_object& owner, stream_user& user)
         : poller_(p), fd_(fd), owner_(owner), user_(user) {}
@@ -165,7 +165,7 @@ private:
     std::vector<std::byte> parked_;  // received while the user took no bytes
 };
 
-class uring_acceptor final : public acceptor_io, public completion_target {
+class uring_acceptor final : public acceptor_io, public uring_target {
 public:
     uring_acceptor(uring_poller& p, int fd, reactor_object& owner, accept_user& user)
         : poller_(p), fd_(fd), owner_(owner), user_(user) {}
