@@ -11,6 +11,7 @@ packages=(
   libflatbuffers-dev flatbuffers-compiler
   libsqlite3-dev libpq-dev postgresql
   libsodium-dev
+  libssl-dev                  # TLS in strix::net (OpenSSL 3)
   liburing-dev                # the io_uring backend (engine_config::io, --io uring)
   libcli11-dev nlohmann-json3-dev
   libzmq3-dev                 # strix::link interop tests and the libzmq baseline only

@@ -1,5 +1,7 @@
 #include <strix/net/connection.hpp>
 
+#include "net/tls/tls_stream.hpp"
+
 #include "net/socket_util.hpp"
 
 #include <strix/core/log.hpp>
@@ -114,10 +116,19 @@ void connection::on_timer() {
     }
 }
 
-void connection::session_closed() {
+void connection::session_closed(std::error_code never_opened) {
     session_ = nullptr;
     if (status_ != status::open) return;
+    if (never_opened) {
+        failed(never_opened);  // on_connect_failed, then retry_later
+        return;
+    }
     retry_later();
+}
+
+detail::tls_resume_slot& connection::tls_resume() {
+    if (!tls_resume_) tls_resume_.reset(new detail::tls_resume_slot);
+    return *tls_resume_;
 }
 
 void connection::close() {

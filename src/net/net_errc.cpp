@@ -20,6 +20,10 @@ public:
             case net_errc::closed_by_app: return "closed by the application";
             case net_errc::frame_timeout: return "frame timeout: a frame was not completed in time";
             case net_errc::handshake_timeout: return "handshake timeout: no login or greeting in time";
+            case net_errc::tls_handshake_failed: return "TLS handshake failed";
+            case net_errc::tls_handshake_timeout: return "TLS handshake timeout";
+            case net_errc::tls_handshakes_capped: return "too many TLS handshakes in progress";
+            case net_errc::tls_record_error: return "TLS record error";
         }
         return "unknown strix.net error";
     }

@@ -2,11 +2,14 @@
 #include <strix/core/shard.hpp>
 #include <strix/net/connection.hpp>
 #include <strix/net/framer.hpp>
+#include <strix/net/admission.hpp>
 #include <strix/net/net_errc.hpp>
 #include <strix/net/session.hpp>
 #include <strix/net/session_group.hpp>
+#include <strix/net/tls.hpp>
 
 #include "core/backend/poller.hpp"
+#include "net/tls/tls_stream.hpp"
 
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -46,16 +49,78 @@ session::~session() { release_rx(); }
 connection* session::origin() const noexcept { return origin_.get(); }
 
 void session::start() {
-    io_ = detail::backend_of(owner_).open_stream(fd_.get(), *this, *this);
-    if (auto ec = io_->start()) {
-        log(log_level::error, "session {}: cannot register with the reactor: {}", peer_, ec);
+    if (auto ec = open_stream()) {
+        if (ec != net_errc::tls_handshakes_capped)
+            log(log_level::error, "session {}: cannot register with the reactor: {}", peer_, ec);
         finalize(ec);
         return;
     }
+    if (life_.state != phase::open) return;  // a TLS client's first flight failed
     in_.last_rx_tick = life_.opened_tick = owner().now_tick();
     arm_timer();
+    if (!tls_) open_handler();  // a TLS session opens when its handshake is done (established)
+}
+
+// The stream under the session: the backend's own, or TLS over it for a group that serves TLS
+// (accepted sessions) or a connection that asked for it.
+std::error_code session::open_stream() {
+    auto& backend = detail::backend_of(owner_);
+    const tls_server* server_tls = origin_ ? nullptr : group_.tls_.get();
+    const tls_client* client_tls = origin_ ? origin_->opts_.tls.get() : nullptr;
+    if (!server_tls && !client_tls) {
+        io_ = backend.open_stream(fd_.get(), *this, *this);
+        return io_->start();
+    }
+    detail::tls_stream_config tc;
+    tc.owner = &owner_;
+    tc.counters = &group_.counters_;
+    tc.address = std::string(admission::address_of(peer_));
+    if (tc.address.empty()) tc.address = peer_;
+    detail::ssl_ptr ssl;
+    if (server_tls) {
+        const tls_server_config& c = server_tls->config();
+        if (!group_.tls_gate().enter(tc.address, c.max_handshakes_per_shard, c.max_handshakes_per_address)) {
+            bump(group_.counters_.tls_refused);
+            log_limited(log_level::warn, "session {}: {} handshakes in progress on this shard, cap {} (and {} per address); closing",
+                        peer_, group_.tls_gate().in_progress(), c.max_handshakes_per_shard, c.max_handshakes_per_address);
+            return net_errc::tls_handshakes_capped;
+        }
+        tc.gate = &group_.tls_gate();
+        tc.handshake_timeout = c.handshake_timeout;
+        ssl = detail::new_server_ssl(*server_tls);
+    } else {
+        tc.handshake_timeout = client_tls->config().handshake_timeout;
+        tc.resume = &origin_->tls_resume();
+        const std::string& name = origin_->opts_.server_name.empty() ? origin_->target_.host : origin_->opts_.server_name;
+        ssl = detail::new_client_ssl(*client_tls, name);
+    }
+    if (!ssl) {
+        if (tc.gate) tc.gate->leave(tc.address);
+        return std::make_error_code(std::errc::not_enough_memory);
+    }
+    stream_user& self = *this;
+    auto t = std::make_unique<detail::tls_stream>(std::move(ssl), server_tls != nullptr, self, std::move(tc));
+    t->attach(backend.open_stream(fd_.get(), *this, *t));
+    tls_ = t.get();
+    io_ = std::move(t);
+    return io_->start();
+}
+
+void session::open_handler() {
+    life_.handler_open = true;
     group_.handler().on_open(*this);
 }
+
+// The TLS handshake is done: the handler meets the session now, with a fresh handshake and idle
+// clock (the TLS handshake had its own deadline).
+void session::established() {
+    if (life_.state != phase::open) return;
+    in_.last_rx_tick = life_.opened_tick = owner().now_tick();
+    arm_timer();
+    open_handler();
+}
+
+const tls_info* session::tls() const noexcept { return tls_ ? tls_->info() : nullptr; }
 
 bool session::trim_if_idle(std::uint64_t quiet_ticks) noexcept {
     if (life_.state != phase::open || !out_.tx.empty()) return false;
@@ -344,7 +409,7 @@ void session::on_flush() {
     flush_now();
     if (life_.state == phase::closed) return;
     if (in_.paused && out_.tx.size() <= group_.limits().low_water) resume_reading();
-    if (life_.state == phase::closing && out_.tx.empty()) {
+    if (life_.state == phase::closing && out_.tx.empty() && io_->finish()) {
         finalize(life_.close_reason);
         return;
     }
@@ -363,10 +428,11 @@ void session::close(std::error_code reason) {
     STRIX_ASSERT_OWNER(owner(), "session::close");
     if (life_.state != phase::open) return;
     life_.close_reason = reason ? reason : make_error_code(net_errc::closed_by_app);
-    if (out_.tx.empty()) {
+    if (out_.tx.empty() && (!io_ || io_->finish())) {
         finalize(life_.close_reason);
         return;
     }
+    if (life_.state != phase::open) return;  // finish() found the stream broken: finalized
     life_.state = phase::closing;
     ::shutdown(fd_.get(), SHUT_RD);
     owner().hold();
@@ -483,10 +549,10 @@ void session::finalize(std::error_code reason) {
     release_rx();
     // Keep this object alive for the rest of the turn: events already fetched may name it.
     sh.retire(session_ptr(this));
-    group_.handler().on_close(*this, reason);
+    if (life_.handler_open) group_.handler().on_close(*this, reason);
     state_.reset();
     group_.forget(*this);
-    if (origin_) origin_->session_closed();
+    if (origin_) origin_->session_closed(life_.handler_open ? std::error_code{} : reason);
 }
 
 }  // namespace strix

@@ -1,6 +1,7 @@
 #include <strix/net/session_group.hpp>
 
 #include "net/listener.hpp"
+#include "net/tls/tls_stream.hpp"
 #include "net/socket_util.hpp"
 
 #include <strix/core/log.hpp>
@@ -39,6 +40,7 @@ struct session_group::impl {
         : rx_pool(ring_size, static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)), 16) {
     }  // page-aligned: see give_rx_buffer
 
+    detail::tls_gate tls_gate;         // TLS handshakes in progress (first: outlives the sessions)
     slab_pool rx_pool;                 // carves new receive rings; never given one back
     std::vector<std::byte*> free_rx;   // rings not in use (idle ones with their pages returned)
     boost::unordered_flat_map<std::uint64_t, session_ptr> sessions;
@@ -55,6 +57,7 @@ session_group::session_group(shard& sh, session_handler& handler, session_group_
       limits_(normalized(cfg.limits)),
       framer_(cfg.framing ? cfg.framing : &length_prefix_framer()),
       admit_(cfg.admit),
+      tls_(std::move(cfg.tls)),
       frame_ticks_(sh.ticks_for(limits_.frame_timeout)),
       impl_(std::make_unique<impl>(limits_.recv_buffer)) {
     impl_->sweep.set_callback([this] {
@@ -169,6 +172,8 @@ void session_group::forget(session& s) noexcept {
         counters_.active.sub();
     }
 }
+
+detail::tls_gate& session_group::tls_gate() { return impl_->tls_gate; }
 
 void session_group::forget(connection& c) noexcept { impl_->connections.erase(c.id_); }
 

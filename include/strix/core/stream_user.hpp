@@ -44,6 +44,10 @@ public:
     /// from within the user's own send().
     virtual void send_ready() = 0;
 
+    /// A transport with a handshake (TLS) completed it: the stream carries the user's bytes from
+    /// now on. Streams without a handshake never call it.
+    virtual void established() {}
+
 protected:
     ~stream_user() = default;
 };

@@ -18,9 +18,12 @@
 #include <strix/core/timing_wheel.hpp>
 #include <strix/core/unique_fd.hpp>
 #include <strix/net/endpoint.hpp>
+#include <strix/net/tls.hpp>
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <system_error>
 
 namespace strix {
@@ -33,6 +36,11 @@ struct connect_options {
     bool reconnect = false;                             // retry after a failure or a disconnect
     std::chrono::milliseconds reconnect_initial{100};   // first delay before retrying
     std::chrono::milliseconds reconnect_max{5000};      // the delay doubles up to this
+    // TLS over the connection (strix/net/tls.hpp); nullptr = plain. The server's certificate must
+    // match server_name (a DNS name, also sent as SNI, or a numeric address); empty = the
+    // endpoint's host. A failed handshake is a failed attempt: on_connect_failed, then the retry.
+    std::shared_ptr<tls_client> tls;
+    std::string server_name;
 };
 
 class connection final : public reactor_object {
@@ -65,7 +73,10 @@ private:
     void retry_later();
     void finish();
     void on_timer();
-    void session_closed();  // called by the session as it finalizes
+    // Called by the session as it finalizes; never_opened: why a session the handler never met
+    // (its TLS handshake failed) ended, which counts as a failed attempt.
+    void session_closed(std::error_code never_opened = {});
+    detail::tls_resume_slot& tls_resume();
 
     session_group& group_;
     const std::uint64_t id_;
@@ -79,6 +90,7 @@ private:
     unsigned failures_ = 0;
     status status_ = status::waiting;
     bool closing_ = false;
+    std::unique_ptr<detail::tls_resume_slot, detail::tls_resume_slot_deleter> tls_resume_;  // TLS only
 };
 
 using connection_ptr = intrusive_ptr<connection>;

@@ -16,6 +16,11 @@ enum class net_errc {
     closed_by_app,       // the application called close()
     frame_timeout,       // a frame was not complete within frame_timeout of its first byte
     handshake_timeout,   // the application's handshake (e.g. a login) did not complete in time
+    tls_handshake_failed,   // the TLS handshake failed: not TLS, no common version or cipher, a
+                            // certificate refused, the peer left mid-handshake
+    tls_handshake_timeout,  // the TLS handshake did not complete within its timeout
+    tls_handshakes_capped,  // too many TLS handshakes in progress (on the shard or from the address)
+    tls_record_error,       // a TLS record failed to decrypt or verify after the handshake
 };
 
 const std::error_category& net_category() noexcept;

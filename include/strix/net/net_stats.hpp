@@ -37,7 +37,16 @@ struct net_counters : metric_group {
     counter refused_per_address{
         *this, "strix_connections_refused_per_address_total",
         "connections refused at accept: server_config::max_sessions_per_address open from that address"};
-    counter accept_pauses{*this, "strix_accept_pauses_total",
+    // TLS (server_config::tls, connect_options::tls).
+    counter tls_handshakes{*this, "strix_tls_handshakes_total", "TLS handshakes completed"};
+    counter tls_resumed{*this, "strix_tls_resumed_total", "TLS handshakes that resumed an earlier session"};
+    counter tls_failures{*this, "strix_tls_handshake_failures_total",
+                         "TLS handshakes that failed (not TLS, refused certificate, peer left mid-handshake)"};
+    counter tls_timeouts{*this, "strix_tls_handshake_timeouts_total",
+                         "connections closed for not completing the TLS handshake in time"};
+    counter tls_refused{*this, "strix_tls_handshakes_refused_total",
+                        "connections closed at once: TLS handshakes in progress at the per-shard or per-address cap"};
+        counter accept_pauses{*this, "strix_accept_pauses_total",
                           "times accepting paused on EMFILE, ENFILE, ENOBUFS or ENOMEM"};
     counter read_pauses{*this, "strix_read_pauses_total",
                         "times a session stopped reading: its output passed the high-water mark"};

@@ -18,6 +18,7 @@
 #include <strix/net/net_stats.hpp>
 #include <strix/net/session.hpp>
 #include <strix/net/session_group.hpp>
+#include <strix/net/tls.hpp>
 #include <strix/net/session_handler.hpp>
 
 #include <concepts>
@@ -41,6 +42,9 @@ struct server_config {
     // refused_per_address.
     std::size_t max_sessions = 0;
     std::size_t max_sessions_per_address = 0;  // TCP peers; Unix-socket peers count only in the total
+    // TLS on every listener of this server (tcp and Unix socket alike; strix/net/tls.hpp);
+    // nullptr = plain. Load it with tls_server::load before building the server.
+    std::shared_ptr<tls_server> tls;
 };
 
 class server {

@@ -43,7 +43,9 @@ namespace strix {
 
 namespace detail {
 class stream_io;
+class tls_stream;
 }
+struct tls_info;
 class shard;
 class framer;
 class connection;
@@ -161,6 +163,9 @@ public:
     bool is_open() const noexcept { return life_.state == phase::open; }
     std::size_t queued_bytes() const noexcept { return out_.tx.size(); }
     const std::string& peer() const noexcept { return peer_; }
+    /// What TLS negotiated, or nullptr for a plain session (and before a TLS handshake is done:
+    /// handlers hear on_open only after it, so from on_open on this is set for a TLS session).
+    const tls_info* tls() const noexcept;
 
 private:
     friend class session_group;
@@ -169,6 +174,8 @@ private:
 
     session(session_group& g, unique_fd fd, std::uint64_t id, std::string peer, intrusive_ptr<connection> origin);
     void start();
+    std::error_code open_stream();
+    void open_handler();
     void on_io(std::uint32_t events) override;
     void on_flush() override;
     // stream_user: what the backend tells the session.
@@ -178,6 +185,7 @@ private:
     void stream_failed(std::error_code ec) override;
     void sent(std::size_t n) override;
     void send_ready() override;
+    void established() override;
 
     bool trim_if_idle(std::uint64_t quiet_ticks) noexcept;
     void queued();
@@ -201,7 +209,8 @@ private:
     session_group& group_;
     shard& owner_;
     unique_fd fd_;
-    std::unique_ptr<detail::stream_io> io_;  // the backend's half: moves the bytes
+    std::unique_ptr<detail::stream_io> io_;  // the backend's half: moves the bytes (or TLS over it)
+    detail::tls_stream* tls_ = nullptr;      // io_, when it is TLS
     const std::uint64_t id_;
     std::string peer_;
     intrusive_ptr<connection> origin_;  // keeps the connection alive to hear of the close
@@ -233,6 +242,7 @@ private:
         bool holds_shard = false;     // a graceful close holds the shard's drain
         bool handshake_done = false;  // handshake_done(): handshake_timeout no longer applies
         bool admitted = false;        // counted by the group's admission (released on close)
+        bool handler_open = false;    // the handler heard on_open (and so will hear on_close)
         std::error_code close_reason;
     } life_;
 };

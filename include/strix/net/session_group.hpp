@@ -29,6 +29,7 @@
 #include <strix/net/net_stats.hpp>
 #include <strix/net/session.hpp>
 #include <strix/net/session_handler.hpp>
+#include <strix/net/tls.hpp>
 
 #include <functional>
 #include <memory>
@@ -40,6 +41,7 @@ namespace strix {
 class shard;
 namespace detail {
 class listener;
+class tls_gate;
 }
 
 struct session_group_config {
@@ -48,6 +50,9 @@ struct session_group_config {
     // Caps on accepted (and adopted) sessions, possibly shared with other groups (a server's
     // shards share one); nullptr = none. Must outlive the group.
     admission* admit = nullptr;
+    // TLS on the sessions this group accepts (strix/net/tls.hpp); nullptr = plain. Outbound
+    // connections choose for themselves (connect_options::tls).
+    std::shared_ptr<tls_server> tls;
 };
 
 class session_group {
@@ -115,6 +120,7 @@ private:
     void forget(connection& c) noexcept;
     std::byte* take_rx_buffer();
     void give_rx_buffer(std::byte* p, bool cold) noexcept;
+    detail::tls_gate& tls_gate();
     session& make_session(unique_fd fd, std::string peer, connection* origin, bool admitted = false);
 
     shard& owner_;
@@ -123,6 +129,7 @@ private:
     const framer* framer_;
     net_counters counters_;
     admission* admit_;
+    std::shared_ptr<tls_server> tls_;
     std::uint64_t frame_ticks_;  // limits_.frame_timeout in ticks (read per batch of frames)
     std::size_t released_bytes_ = 0;  // queued output freed by closed sessions since the last sweep
     std::unique_ptr<impl> impl_;

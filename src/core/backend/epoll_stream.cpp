@@ -49,6 +49,7 @@ public:
             return;
         }
         if (events & (io_events::readable | io_events::hangup | io_events::read_hangup)) {
+            if (events & (io_events::hangup | io_events::read_hangup)) hangup_ = true;
             if (paused_)
                 pending_ = true;
             else
@@ -123,7 +124,9 @@ private:
                     pending_ = true;  // the user stopped taking bytes; the rest waits for resume
                     return;
                 }
-                if (static_cast<std::size_t>(r) < want) return;  // drained: skip the read that would say EAGAIN
+                // Drained: skip the read that would say EAGAIN, unless the peer's FIN came with the
+                // data (one edge for both): only the read that returns 0 tells of it.
+                if (static_cast<std::size_t>(r) < want && !hangup_) return;
                 continue;
             }
             if (r == 0) {
@@ -159,6 +162,7 @@ private:
     bool paused_ = false;  // the user does not take bytes now
     bool pending_ = false;  // the socket may still hold bytes we did not read
     bool write_interest_ = false;  // EPOLLOUT registered: a write hit a full socket buffer
+    bool hangup_ = false;  // the peer shut its side: read until 0, not just until a short read
     bool closed_ = false;
 };
 

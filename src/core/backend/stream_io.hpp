@@ -39,6 +39,10 @@ public:
     virtual void send(buffer_chain& tx) = 0;
     /// An asynchronous send still reads tx's front bytes.
     virtual bool send_busy() const noexcept = 0;
+    /// The user will send nothing more (a graceful close whose chain is empty): ends the stream in
+    /// order where the transport has a way to (TLS: close_notify). True once everything, that
+    /// included, has left; else the user hears send_ready() and asks again.
+    virtual bool finish() { return true; }
     /// Stops every operation on the socket; call before closing it. The user hears nothing more,
     /// except that a send in flight still consumes (or, closed, clears) tx when it completes.
     virtual void close() noexcept = 0;
