@@ -4,7 +4,8 @@
 // during and after such a flood; a client without a token is still refused. And the token rules:
 // a token counts its own failures, expired and other names' tokens are ignored, made-up tokens
 // are failures of their address and exempt nothing, the database holds only the token's hash,
-// and a flood of made-up tokens costs no more password hashes than a flood without.
+// a flood of made-up tokens costs no more password hashes than a flood without, and revoked
+// tokens (strix-chat-server --revoke-device-tokens) exempt nothing.
 #include "chat_fixture.hpp"
 #include "metrics_scrape.hpp"
 
@@ -388,6 +389,36 @@ TEST_P(device_tokens, with_device_tokens_off_none_is_handed_out_and_presented_on
     ASSERT_NE(r, nullptr);
     EXPECT_EQ(r->device_token(), nullptr);
     EXPECT_EQ(metric("strix_device_tokens_unknown_total"), 0);
+    stop_cleanly(*srv);
+}
+
+TEST_P(device_tokens, revoked_tokens_exempt_nothing_any_more) {
+    auto srv = start_with_metrics({"--login-free-failures", "1", "--login-backoff-ms", "60000"});
+    chat_client c(srv->port());
+    const bytes token = c.login_for_token("ann", "pw");
+    c.close();
+    chat_client attacker;
+    ASSERT_TRUE(attacker.connect_from(srv->port(), "127.0.0.5"));
+    EXPECT_EQ(login_error(attacker, "ann", "guess").code, error_code::wrong_password);  // ann waits now
+    // The operator revokes ann's tokens while the server runs.
+    auto revoke = [&](const std::string& name) {
+        const std::string log = dir_.path() + "/revoke-" + name + ".log";
+        child tool("strix-chat-server", {"--db", db_url_, "--revoke-device-tokens", name}, log);
+        const int st = tool.wait_exit(std::chrono::seconds(20));
+        return std::make_pair(st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1, read_file(log));
+    };
+    auto [status, out] = revoke("ann");
+    EXPECT_EQ(status, 0) << out;
+    EXPECT_NE(out.find("revoked 1 device token of ann"), std::string::npos) << out;
+    auto [missing_status, missing_out] = revoke("nobody");
+    EXPECT_EQ(missing_status, 1) << missing_out;
+    EXPECT_NE(missing_out.find("no account called 'nobody'"), std::string::npos) << missing_out;
+    chat_client owner;
+    ASSERT_TRUE(owner.connect_from(srv->port(), "127.0.0.9"));
+    auto r = login_error(owner, "ann", "pw", token);
+    EXPECT_EQ(r.code, error_code::rate_limited);
+    EXPECT_NE(r.reason.find("for this account"), std::string::npos) << r.reason;
+    EXPECT_EQ(metric("strix_device_tokens_unknown_total"), 1);
     stop_cleanly(*srv);
 }
 

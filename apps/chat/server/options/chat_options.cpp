@@ -189,6 +189,11 @@ parse_result parse_options(int argc, char** argv) {
     add_duration<std::int64_t>(app, "--device-token-days", o.device_token_ttl, negative_timeout,
                                "a successful login hands the client a device token valid this long, which exempts "
                                "its next logins from the per-name lockout (0 = no device tokens)");
+    app.add_option("--revoke-device-tokens", o.revoke_device_tokens,
+                   "do not serve: delete every device token of this account from --db (log it out of the "
+                   "lockout exemption everywhere, e.g. after its password leaked) and exit")
+        ->type_name("NAME")
+        ->configurable(false);
     app.add_option("--room-rate", o.room_rate, "room changes (create, join) per second per session")
         ->capture_default_str();
     app.add_option("--room-burst", o.room_burst, "room changes a session may make at once")->capture_default_str();
