@@ -24,6 +24,7 @@
 
 #include <strix/net/framer.hpp>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -64,7 +65,11 @@ std::size_t read_as_client(bytes frame, msg_type type) {
     std::string seen;
     switch (type) {
         case msg_type::login_res:
-            if (auto* m = body_as<proto::login_res>(frame)) seen = walk(m->player()) + (m->created() ? "c" : "");
+            if (auto* m = body_as<proto::login_res>(frame)) {
+                seen = walk(m->player()) + (m->created() ? "c" : "");
+                if (m->device_token())
+                    for (std::uint8_t b : *m->device_token()) seen += static_cast<char>(b);
+            }
             break;
         case msg_type::create_room_res:
             if (auto* m = body_as<proto::create_room_res>(frame)) seen = walk(m->room());
@@ -125,9 +130,17 @@ void handle(bytes frame) {
             if (!req) return;
             const std::string name = str(req->name()), password = str(req->password());
             if (!valid_player_name(name) || password.empty() || password.size() > 1024) return;
-            const auto res = frames::login_res(42, name, true);
+            // chat_service_login.cpp: an empty or absent token is none; any size but 32 is refused.
+            const auto* t = req->device_token();
+            if (t != nullptr && t->size() != 0 && t->size() != device_token_size) return;
+            device_token token;
+            if (t != nullptr && t->size() == device_token_size) std::memcpy(token.bytes.data(), t->data(), t->size());
+            // The server answers with a token of its own; here the presented one, to check the bytes.
+            const auto res = frames::login_res(42, name, true, &token);
             const auto* back = body_as<proto::login_res>(view_of(res));
             STRIX_FUZZ_CHECK(back && back->player() && str(back->player()->name()) == name && back->created());
+            STRIX_FUZZ_CHECK(back->device_token() && back->device_token()->size() == device_token_size &&
+                             std::memcmp(back->device_token()->data(), token.bytes.data(), device_token_size) == 0);
             return;
         }
         case msg_type::create_room_req: {

@@ -162,7 +162,10 @@ void chat_request_seeds() {
     std::vector<std::pair<msg_type, bytes>> bodies;
     {
         flatbuffers::FlatBufferBuilder fbb;
-        fbb.Finish(proto::Createlogin_req(fbb, fbb.CreateString("alice"), fbb.CreateString("pw")));
+        // With a device token (32 bytes), so the optional field is in the corpus from the start.
+        std::vector<std::uint8_t> token(32);
+        for (std::size_t i = 0; i < token.size(); ++i) token[i] = static_cast<std::uint8_t>(i);
+        fbb.Finish(proto::Createlogin_req(fbb, fbb.CreateString("alice"), fbb.CreateString("pw"), fbb.CreateVector(token)));
         bodies.emplace_back(msg_type::login_req, finished(fbb));
     }
     {

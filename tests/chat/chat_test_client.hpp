@@ -138,6 +138,16 @@ public:
         fbb.Finish(proto::Createlogin_req(fbb, n, p));
         return send(fbb, proto::msg_type::login_req);
     }
+    /// A login_req that presents a device token (empty: the field is left out, as an old client does).
+    bool send_login(const std::string& name, const std::string& password, std::span<const std::byte> token) {
+        flatbuffers::FlatBufferBuilder fbb;
+        auto n = fbb.CreateString(name);
+        auto p = fbb.CreateString(password);
+        flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>> t;
+        if (!token.empty()) t = fbb.CreateVector(reinterpret_cast<const std::uint8_t*>(token.data()), token.size());
+        fbb.Finish(proto::Createlogin_req(fbb, n, p, t));
+        return send(fbb, proto::msg_type::login_req);
+    }
     bool send_create(const std::string& name) {
         flatbuffers::FlatBufferBuilder fbb;
         auto n = fbb.CreateString(name);
@@ -259,6 +269,24 @@ public:
         if (created) *created = r->created();
         EXPECT_EQ(r->player()->name()->str(), name);
         return r->player()->id();
+    }
+
+    /// Logs in presenting `token` (may be empty) and returns the device token of the login_res
+    /// (empty, and a failure, if the server refused or handed out none).
+    std::vector<std::byte> login_for_token(const std::string& name, const std::string& password,
+                                           std::span<const std::byte> token = {}) {
+        send_login(name, password, token);
+        auto f = expect(proto::msg_type::login_res);
+        auto* r = f.as<proto::login_res>();
+        std::vector<std::byte> out;
+        if (!r || !r->player()) return out;
+        EXPECT_EQ(r->player()->name()->str(), name);
+        if (r->device_token()) {
+            const auto* b = reinterpret_cast<const std::byte*>(r->device_token()->data());
+            out.assign(b, b + r->device_token()->size());
+        }
+        EXPECT_EQ(out.size(), 32u) << "login_res carries no device token";
+        return out;
     }
 
     /// Creates a room and returns its id.

@@ -1,5 +1,6 @@
 // login_throttle on its own, with explicit clocks: the backoff sequence, the lockout, one attempt
-// at a time while in backoff, what a success clears, forgetting quiet keys, and the table bound.
+// at a time while in backoff, what a success clears, device-token keys and their fall-back to
+// the name, forgetting quiet keys, and the table bound.
 #include "apps/chat/server/login/login_throttle.hpp"
 
 #include <gtest/gtest.h>
@@ -94,6 +95,79 @@ TEST(login_throttle, concurrent_logins_from_one_address_do_not_trip_its_backoff)
     EXPECT_FALSE(v.allowed);
     EXPECT_FALSE(v.by_account);
     EXPECT_EQ(v.retry_after, 100ms);
+}
+
+// Device tokens: a token's key waits for its own failures and not for the name's; fall_back
+// turns an attempt whose token did not hold into one of the name (refused while the name waits,
+// holding nothing afterwards), and a made-up token is a failure of the address.
+TEST(login_throttle, a_device_key_is_checked_in_place_of_the_name_and_falls_back_to_it) {
+    login_throttle t(small());
+    auto now = clk::time_point{} + 1h;
+    const std::byte hash[32] = {std::byte{0xab}, std::byte{0x01}};
+    const std::string device = login_throttle::device_key(hash);
+    EXPECT_EQ(device, "#ab01" + std::string(28, '0'));
+    // The name waits (two failures: 100 ms); the token does not.
+    t.failed("ann", "", now);
+    t.failed("ann", "", now);
+    ASSERT_FALSE(t.check("ann", "10.0.0.1", now).allowed);
+    auto v = t.check(device, "10.0.0.1", now);
+    ASSERT_TRUE(v.allowed);
+    t.succeeded(device, "10.0.0.1", now);
+    EXPECT_FALSE(t.check("ann", "", now).allowed) << "a token's success cleared the name";
+    // The token's own failures: free, free, then waits.
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_TRUE(t.check(device, "", now).allowed) << i;
+        t.failed(device, "", now);
+    }
+    v = t.check(device, "", now);
+    EXPECT_FALSE(v.allowed);
+    EXPECT_TRUE(v.by_account);
+    EXPECT_EQ(v.retry_after, 100ms);
+
+    // An unusable token while the name waits: refused, and the attempt holds nothing.
+    const std::byte other[32] = {std::byte{0x02}};
+    const std::string forged = login_throttle::device_key(other);
+    const std::size_t before = t.tracked();
+    ASSERT_TRUE(t.check(forged, "", now).allowed);
+    v = t.fall_back(forged, "ann", "", false, now);
+    EXPECT_FALSE(v.allowed);
+    EXPECT_TRUE(v.by_account);
+    EXPECT_EQ(t.tracked(), before) << "the refused attempt still holds a key";
+    // Once the name's wait is over the attempt goes on as the name's: its failure is the name's.
+    now += 100ms;
+    ASSERT_TRUE(t.check(forged, "", now).allowed);
+    ASSERT_TRUE(t.fall_back(forged, "ann", "", false, now).allowed);
+    EXPECT_FALSE(t.check("ann", "", now).allowed) << "one attempt at a time while the name is in backoff";
+    t.failed("ann", "", now);
+    EXPECT_EQ(t.check("ann", "", now).retry_after, 200ms);
+    EXPECT_TRUE(t.check(forged, "", now).allowed) << "the token key kept a failure it never had";
+    t.abandoned(forged, "", now);
+
+    // Made-up tokens from one address (address_free = 4) with the right password for a name
+    // that does not wait: each is a failure of the address, the 4th is refused.
+    for (int i = 0; i < 3; ++i) {
+        const std::byte h[32] = {std::byte{static_cast<unsigned char>(0x10 + i)}};
+        const std::string key = login_throttle::device_key(h);
+        ASSERT_TRUE(t.check(key, "10.0.0.2", now).allowed) << i;
+        ASSERT_TRUE(t.fall_back(key, "bob", "10.0.0.2", true, now).allowed) << i;
+        t.succeeded("bob", "10.0.0.2", now);
+    }
+    const std::byte h4[32] = {std::byte{0x20}};
+    const std::string key4 = login_throttle::device_key(h4);
+    ASSERT_TRUE(t.check(key4, "10.0.0.2", now).allowed);
+    v = t.fall_back(key4, "bob", "10.0.0.2", true, now);
+    EXPECT_FALSE(v.allowed);
+    EXPECT_FALSE(v.by_account);
+    EXPECT_EQ(v.retry_after, 100ms);
+    EXPECT_FALSE(t.check("bob", "10.0.0.2", now).allowed) << "the address does not wait";
+    // An expired token (not forged) is no failure of the address.
+    EXPECT_TRUE(t.check(key4, "10.0.0.3", now).allowed);
+    for (int i = 0; i < 6; ++i) {
+        ASSERT_TRUE(t.fall_back(key4, "bob", "10.0.0.3", false, now).allowed) << i;
+        t.succeeded("bob", "10.0.0.3", now);
+        ASSERT_TRUE(t.check(key4, "10.0.0.3", now).allowed) << i;
+    }
+    t.abandoned(key4, "10.0.0.3", now);
 }
 
 TEST(login_throttle, quiet_keys_are_forgotten_and_the_table_is_bounded) {

@@ -3,6 +3,8 @@
 // schema is documented.
 #include "chat_fixture.hpp"
 
+#include "apps/chat/server/net/frames.hpp"
+
 #include <filesystem>
 #include <sstream>
 
@@ -80,6 +82,46 @@ TEST(protocol_doc, examples_are_what_the_encoder_produces) {
         fbb.Finish(proto::Createleave_room_req(fbb));
         EXPECT_EQ(bytes_of(chat::finish_frame(fbb, msg_type::leave_room_req)), doc_frame(doc, "leave_room_req"));
     }
+    // The device token examples: tokens 00 01 ... 1f.
+    std::uint8_t token[32];
+    for (int i = 0; i < 32; ++i) token[i] = static_cast<std::uint8_t>(i);
+    {
+        flatbuffers::FlatBufferBuilder fbb;
+        auto n = fbb.CreateString("ann");
+        auto p = fbb.CreateString("pw");
+        auto t = fbb.CreateVector(token, 32);
+        fbb.Finish(proto::Createlogin_req(fbb, n, p, t));
+        EXPECT_EQ(bytes_of(chat::finish_frame(fbb, msg_type::login_req)), doc_frame(doc, "login_req ann pw token"));
+    }
+    {
+        flatbuffers::FlatBufferBuilder fbb;
+        auto n = fbb.CreateString("ann");
+        auto p = fbb.CreateString("pw");
+        fbb.Finish(proto::Createlogin_req(fbb, n, p));
+        EXPECT_EQ(bytes_of(chat::finish_frame(fbb, msg_type::login_req)), doc_frame(doc, "login_req ann pw"));
+    }
+    {
+        device_token t;
+        std::memcpy(t.bytes.data(), token, 32);
+        EXPECT_EQ(bytes_of(frames::login_res(7, "ann", false, &t)), doc_frame(doc, "login_res 7 ann token"));
+    }
+    {
+        // The old client's login_req reads as one without a token; the login_res decodes as
+        // documented.
+        auto old = doc_frame(doc, "login_req ann pw");
+        auto* r = chat::body_as<proto::login_req>(std::span<const std::byte>(old.data(), old.size()));
+        ASSERT_NE(r, nullptr);
+        EXPECT_EQ(r->name()->str(), "ann");
+        EXPECT_EQ(r->device_token(), nullptr);
+        auto res = doc_frame(doc, "login_res 7 ann token");
+        auto* l = chat::body_as<proto::login_res>(std::span<const std::byte>(res.data(), res.size()));
+        ASSERT_NE(l, nullptr);
+        EXPECT_EQ(l->player()->id(), 7u);
+        EXPECT_FALSE(l->created());
+        ASSERT_NE(l->device_token(), nullptr);
+        ASSERT_EQ(l->device_token()->size(), 32u);
+        EXPECT_EQ(l->device_token()->Get(31), 31);
+    }
     // And the documented bytes decode as documented.
     auto ping = doc_frame(doc, "ping_req ts=1");
     ASSERT_EQ(ping.size(), 36u);
@@ -90,7 +132,7 @@ TEST(protocol_doc, examples_are_what_the_encoder_produces) {
     EXPECT_EQ(p->ts(), 1u);
 }
 
-TEST(protocol_doc, a_running_server_answers_the_documented_ping_with_the_documented_pong) {
+TEST(protocol_doc, a_running_server_answers_the_documented_ping_and_logins) {
     auto doc = protocol_doc();
     temp_dir dir;
     server_process srv("sqlite:" + dir.path() + "/chat.db", dir.path() + "/server.log");
@@ -100,6 +142,18 @@ TEST(protocol_doc, a_running_server_answers_the_documented_ping_with_the_documen
     auto f = c.recv();
     ASSERT_TRUE(f);
     EXPECT_EQ(f->bytes, doc_frame(doc, "pong_res ts=1"));
+    // Both documented logins get in: the old client's, and the one whose token the server does
+    // not know (an ordinary login). The second is a new session of the same account.
+    for (const char* example : {"login_req ann pw", "login_req ann pw token"}) {
+        chat_client l(srv.port());
+        ASSERT_TRUE(l.send_raw(doc_frame(doc, example)));
+        auto res = l.expect(msg_type::login_res);
+        auto* r = res.as<proto::login_res>();
+        ASSERT_NE(r, nullptr) << example;
+        EXPECT_EQ(r->player()->name()->str(), "ann");
+        ASSERT_NE(r->device_token(), nullptr) << example;
+        EXPECT_EQ(r->device_token()->size(), 32u);
+    }
     EXPECT_EQ(srv.stop(), 0);
 }
 

@@ -2,6 +2,7 @@
 // database of a real PostgreSQL server (one server per test binary, see pg_server.hpp).
 
 #include "apps/chat/storage/chat_store.hpp"
+#include "apps/chat/storage/device_token.hpp"
 #include "apps/chat/storage/password.hpp"
 
 #include "storage_test_support.hpp"
@@ -42,12 +43,12 @@ protected:
 };
 
 TEST_P(chat_store_test, MigrationsApplyOnceAndReopenIsIdempotent) {
-    ASSERT_EQ(latest_schema_version(), 3u);
+    ASSERT_EQ(latest_schema_version(), 4u);
     std::uint64_t alice_id = 0;
     {
         auto store = open();
         EXPECT_EQ(store->schema_version(), latest_schema_version());
-        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "3");
+        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "4");
         auto r = store->login("alice", "pw", true);
         ASSERT_EQ(r.outcome, login_outcome::created);
         alice_id = r.acct.id;
@@ -56,7 +57,7 @@ TEST_P(chat_store_test, MigrationsApplyOnceAndReopenIsIdempotent) {
         auto store = open();
         EXPECT_EQ(store->schema_version(), latest_schema_version());
         // Re-opening applies nothing again: still one row per step, and the data is untouched.
-        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "3");
+        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "4");
         EXPECT_EQ(raw("SELECT version FROM schema_version ORDER BY version LIMIT 1"), "1");
         auto found = store->find_account("alice");
         ASSERT_TRUE(found.has_value());
@@ -85,7 +86,7 @@ TEST_P(chat_store_test, ConcurrentOpenersOfAFreshDatabaseMigrateOnce) {
         EXPECT_EQ(errors[static_cast<std::size_t>(i)], "") << "opener " << i;
         EXPECT_EQ(versions[static_cast<std::size_t>(i)], latest_schema_version()) << "opener " << i;
     }
-    EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "3");
+    EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "4");
 }
 
 TEST_P(chat_store_test, LoginCreatesVerifiesAndRejects) {
@@ -123,6 +124,76 @@ TEST_P(chat_store_test, LoginCreatesVerifiesAndRejects) {
     EXPECT_EQ(found->id, created.acct.id);
     EXPECT_EQ(found->name, "alice");
     EXPECT_EQ(raw("SELECT COUNT(*) FROM accounts"), "2");
+}
+
+// Device tokens: found by their hash with their account's name; the database holds the BLAKE2b
+// hash, never the token; storing one deletes the token it replaces, the account's expired ones
+// and all but its `keep` newest; revoking deletes an account's tokens and nobody else's.
+TEST_P(chat_store_test, DeviceTokensAreStoredHashedRotatedTrimmedAndRevoked) {
+    auto store = open();
+    const auto ann = store->login("ann", "pw", true).acct.id;
+    const auto bob = store->login("bob", "pw", true).acct.id;
+    ASSERT_NE(ann, 0u);
+    ASSERT_NE(bob, 0u);
+    // Hex of a bytes column, the same spelling on both back ends.
+    const auto hex_of = [&](const std::string& where) {
+        return raw(GetParam() == backend::sqlite ? "SELECT lower(hex(token_hash)) FROM device_tokens WHERE " + where
+                                                 : "SELECT encode(token_hash, 'hex') FROM device_tokens WHERE " + where);
+    };
+    const std::int64_t t0 = 1'700'000'000'000'000;
+    const std::int64_t day = 86'400'000'000;
+
+    const device_token first = make_device_token();
+    const device_token_hash first_hash = hash_device_token(first);
+    ASSERT_NE(to_hex(first.bytes), to_hex(first_hash.bytes));
+    store->store_device_token({ann, first_hash, t0, t0 + 30 * day, std::nullopt, 4});
+    auto found = store->find_device_token(first_hash);
+    ASSERT_TRUE(found.has_value());
+    EXPECT_EQ(found->account_id, ann);
+    EXPECT_EQ(found->account_name, "ann");
+    EXPECT_EQ(found->created_at_us, t0);
+    EXPECT_EQ(found->expires_at_us, t0 + 30 * day);
+    EXPECT_EQ(hex_of("account_id = " + std::to_string(ann)), to_hex(first_hash.bytes));
+    EXPECT_EQ(raw("SELECT COUNT(*) FROM device_tokens"), "1");
+    // The token's own bytes, read as a hash, find nothing.
+    device_token_hash as_hash;
+    as_hash.bytes = first.bytes;
+    EXPECT_FALSE(store->find_device_token(as_hash).has_value());
+    // Storing the same hash again (a retried transaction) changes nothing.
+    store->store_device_token({ann, first_hash, t0, t0 + 30 * day, std::nullopt, 4});
+    EXPECT_EQ(raw("SELECT COUNT(*) FROM device_tokens"), "1");
+
+    // Rotation: the presented token goes in the transaction that stores its successor.
+    const device_token_hash second = hash_device_token(make_device_token());
+    store->store_device_token({ann, second, t0 + 1, t0 + 30 * day, first_hash, 4});
+    EXPECT_FALSE(store->find_device_token(first_hash).has_value());
+    ASSERT_TRUE(store->find_device_token(second).has_value());
+
+    // An expired token is still found (the caller decides), and goes at the account's next store.
+    const device_token_hash old = hash_device_token(make_device_token());
+    store->store_device_token({ann, old, t0 - 40 * day, t0 - 10 * day, std::nullopt, 4});
+    ASSERT_TRUE(store->find_device_token(old).has_value());
+    EXPECT_EQ(store->find_device_token(old)->expires_at_us, t0 - 10 * day);
+    // bob's tokens are not ann's business: his expired one stays through her clean-up.
+    const device_token_hash bobs = hash_device_token(make_device_token());
+    store->store_device_token({bob, bobs, t0 - 40 * day, t0 - 10 * day, std::nullopt, 4});
+    std::vector<device_token_hash> anns;
+    for (int i = 0; i < 5; ++i) {
+        anns.push_back(hash_device_token(make_device_token()));
+        store->store_device_token({ann, anns.back(), t0 + 10 + i, t0 + 30 * day, std::nullopt, 4});
+    }
+    EXPECT_FALSE(store->find_device_token(old).has_value()) << "an expired token outlived a new one";
+    EXPECT_TRUE(store->find_device_token(bobs).has_value());
+    // keep = 4: `second` and the first of the five are the oldest, so they went.
+    EXPECT_FALSE(store->find_device_token(second).has_value());
+    EXPECT_FALSE(store->find_device_token(anns[0]).has_value());
+    for (int i = 1; i < 5; ++i) EXPECT_TRUE(store->find_device_token(anns[static_cast<std::size_t>(i)]).has_value());
+    EXPECT_EQ(raw("SELECT COUNT(*) FROM device_tokens WHERE account_id = " + std::to_string(ann)), "4");
+
+    EXPECT_EQ(store->revoke_device_tokens(ann), 4u);
+    EXPECT_EQ(store->revoke_device_tokens(ann), 0u);
+    for (const auto& h : anns) EXPECT_FALSE(store->find_device_token(h).has_value());
+    EXPECT_TRUE(store->find_device_token(bobs).has_value()) << "revoking ann's tokens took bob's";
 }
 
 TEST_P(chat_store_test, StoredHashIsArgon2idAndNotThePassword) {

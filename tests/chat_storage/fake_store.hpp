@@ -72,6 +72,9 @@ public:
     std::uint64_t max_room_id() override { return 0; }
     std::optional<account> find_account(std::string_view) override { return std::nullopt; }
     std::uint32_t schema_version() override { return latest_schema_version(); }
+    std::optional<device_token_record> find_device_token(const device_token_hash&) override { return std::nullopt; }
+    void store_device_token(const device_token_change&) override {}
+    std::size_t revoke_device_tokens(std::uint64_t) override { return 0; }
 
 private:
     std::shared_ptr<fake_state> s_;

@@ -4,7 +4,9 @@
 # alice gives her name and password as input lines, creates a room and talks; bob (name and
 # password as options) lists the rooms, joins, answers, provokes an error, leaves and quits; both
 # must see the same messages with the same room seqs, in order, and the notices. A wrong password
-# must end a client with status 1 and the server's reason.
+# must end a client with status 1 and the server's reason. Device tokens: alice's client keeps
+# hers in a 0600 file under $XDG_STATE_HOME (a fresh one after each login), bob's, run with
+# --no-device-token, keeps none.
 set -euo pipefail
 
 client=$1 server=$2 work=$3
@@ -36,8 +38,13 @@ wait_for() {
   fail "no line matching '$2' in $1 within 10 s"
 }
 
+# Device tokens go under the work directory, never into the real home.
+export XDG_STATE_HOME="$work/state"
+tokens="$work/state/strix-chat/device-tokens"
+
 port=$(free_port)
-"$server" --db "sqlite:$work/chat.db" --password-cost fast --port "$port" --metrics-port 0 >"$work/server.log" 2>&1 &
+mport=$(free_port)
+"$server" --db "sqlite:$work/chat.db" --password-cost fast --port "$port" --metrics-port "$mport" >"$work/server.log" 2>&1 &
 server_pid=$!
 pids+=("$server_pid")
 for _ in $(seq 100); do
@@ -60,7 +67,7 @@ printf 'hello from alice\n' >&3
 wait_for "$work/alice.out" "^\[$room#1\] alice: hello from alice$"
 
 # bob: name and password as options.
-"$client" --port "$port" --name bob --password bob-pw <"$work/bob.in" >"$work/bob.out" 2>&1 &
+"$client" --port "$port" --name bob --password bob-pw --no-device-token <"$work/bob.in" >"$work/bob.out" 2>&1 &
 bob=$!
 pids+=("$bob")
 exec 4>"$work/bob.in"
@@ -99,11 +106,33 @@ rc=0
 wait "$alice" || rc=$?
 [ "$rc" -eq 0 ] || fail "alice's client exited $rc at the end of its input"
 
-# A wrong password: status 1 and the server's reason.
+# alice's device token: 64 hex digits, readable by her alone; bob asked for none.
+alice_token="$tokens/127.0.0.1_${port}_alice"
+[ -f "$alice_token" ] || fail "alice's device token was not stored in $alice_token"
+[ "$(stat -c %a "$alice_token")" = 600 ] || fail "alice's device token file has mode $(stat -c %a "$alice_token")"
+[ "$(stat -c %a "$tokens")" = 700 ] || fail "the device token directory has mode $(stat -c %a "$tokens")"
+grep -Eqx '[0-9a-f]{64}' "$alice_token" || fail "alice's device token file does not hold 64 hex digits"
+[ ! -e "$tokens/127.0.0.1_${port}_bob" ] || fail "bob's client stored a device token despite --no-device-token"
+first_token=$(cat "$alice_token")
+
+# A wrong password: status 1 and the server's reason (alice's token does not stand in for it).
 rc=0
 printf 'alice\nnot-her-password\n' | timeout 20 "$client" --port "$port" >"$work/wrong.out" 2>&1 || rc=$?
 [ "$rc" -eq 1 ] || fail "a wrong password gave status $rc, expected 1"
 grep -q "^error: login_req: wrong_password" "$work/wrong.out" || fail "the wrong password was not reported"
+[ "$(cat "$alice_token")" = "$first_token" ] || fail "a failed login replaced alice's device token"
+
+# The next login presents the token and stores the fresh one the server hands out.
+rc=0
+printf 'alice\nalice-pw\n/quit\n' | timeout 20 "$client" --port "$port" >"$work/again.out" 2>&1 || rc=$?
+[ "$rc" -eq 0 ] || fail "alice's second login gave status $rc"
+grep -q "^logged in as alice" "$work/again.out" || fail "alice's second login failed"
+grep -Eqx '[0-9a-f]{64}' "$alice_token" || fail "alice's new device token file does not hold 64 hex digits"
+[ "$(cat "$alice_token")" != "$first_token" ] || fail "alice's device token was not replaced after her login"
+token_logins=$(python3 -c 'import sys, urllib.request
+for line in urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=10).read().decode().splitlines():
+    if line.startswith("strix_device_token_logins_total "): print(line.split()[1])' "$mport")
+[ "$token_logins" = 1 ] || fail "the server saw $token_logins logins with a valid device token, expected 1 (alice's second)"
 
 kill -TERM "$server_pid"
 for _ in $(seq 100); do

@@ -1,5 +1,7 @@
 #include "chat_console.hpp"
 
+#include "token_file.hpp"
+
 #include "apps/chat/common/chat_frame.hpp"
 
 #include <arpa/inet.h>
@@ -248,7 +250,17 @@ void chat_console::login() {
         out("connected to {}:{}", opt_.host, opt_.port);
     }
     fbb_.Clear();
-    fbb_.Finish(proto::Createlogin_req(fbb_, fbb_.CreateString(opt_.name), fbb_.CreateString(opt_.password)));
+    // A device token from an earlier login of this name on this server exempts this login from
+    // the lockout that other people's wrong guesses at the name can cause.
+    flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>> token;
+    if (opt_.device_token) {
+        token_path_ = token_file::path_for(opt_.state_dir, opt_.host, opt_.port, opt_.name);
+        if (auto t = token_file::load(token_path_))
+            token = fbb_.CreateVector(reinterpret_cast<const std::uint8_t*>(t->data()), t->size());
+    }
+    const auto name = fbb_.CreateString(opt_.name);
+    const auto password = fbb_.CreateString(opt_.password);
+    fbb_.Finish(proto::Createlogin_req(fbb_, name, password, token));
     send(proto::msg_type::login_req);
     waiting_ = waiting::login;
     waiting_since_ = std::chrono::steady_clock::now();
@@ -361,6 +373,14 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
             if (res == nullptr || res->player() == nullptr) break;
             player_id_ = res->player()->id();
             logged_in_ = true;
+            if (opt_.device_token && res->device_token() != nullptr && res->device_token()->size() == 32) {
+                token_file::token t;
+                std::memcpy(t.data(), res->device_token()->data(), t.size());
+                if (auto err = token_file::save(token_path_, t); !err.empty())
+                    out("warning: the device token was not stored ({}); the next login may be locked out by "
+                        "others' wrong guesses",
+                        err);
+            }
             out("logged in as {} (player {}){}", str(res->player()->name()), player_id_,
                 res->created() ? ", new account" : "");
             help();

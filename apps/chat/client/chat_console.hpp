@@ -32,6 +32,8 @@ struct console_options {
     std::string name;      ///< empty: the first input line (prompted on a terminal)
     std::string password;  ///< empty: the next input line (prompted, without echo, on a terminal)
     std::chrono::milliseconds reply_timeout{10000};
+    bool device_token = true;  ///< present the stored device token and store the new one (token_file.hpp)
+    std::string state_dir;     ///< where device tokens are kept; empty: the XDG state directory
 };
 
 class chat_console {
@@ -86,6 +88,7 @@ private:
     std::string room_name_;
     std::uint64_t client_seq_ = 0;
     bool logged_in_ = false;
+    std::string token_path_;  // this server's and name's device token file (empty: none kept)
 };
 
 }  // namespace strix::chat

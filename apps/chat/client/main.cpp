@@ -16,6 +16,13 @@ int main(int argc, char** argv) {
     app.add_option("--port", o.port, "server port")->capture_default_str();
     app.add_option("--name", o.name, "account name (asked for when missing)");
     app.add_option("--password", o.password, "password (asked for when missing)");
+    app.add_flag("!--no-device-token", o.device_token,
+                 "neither present a stored device token nor store the one the server hands out (by default "
+                 "it is kept per server and name, mode 0600, and exempts the next login from lockouts "
+                 "caused by others' wrong guesses)");
+    app.add_option("--state-dir", o.state_dir,
+                   "where device tokens are kept (default: $XDG_STATE_HOME/strix-chat, else "
+                   "~/.local/state/strix-chat)");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

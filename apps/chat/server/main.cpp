@@ -33,6 +33,23 @@ std::string one_line(const std::string& s) {
     return out;
 }
 
+// --revoke-device-tokens NAME: one database connection, no engine.
+int revoke_device_tokens(const strix::chat::chat_options& o) {
+    using namespace strix::chat;
+    // The policy only matters for new password hashes, and none is made here.
+    auto store = open_chat_store(o.db, password_policy::interactive());
+    const auto acct = store->find_account(o.revoke_device_tokens);
+    if (!acct) {
+        strix::print(stderr, "strix-chat-server: no account called '{}' in {}; check the name and --db\n",
+                     o.revoke_device_tokens, redact_url(o.db));
+        return 1;
+    }
+    const std::size_t n = store->revoke_device_tokens(acct->id);
+    strix::print(stdout, "strix-chat-server: revoked {} device token{} of {}\n", n, n == 1 ? "" : "s",
+                 o.revoke_device_tokens);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -48,6 +65,7 @@ int main(int argc, char** argv) {
     if (!parsed.options) return parsed.exit_code;
     const auto& o = *parsed.options;
     try {
+        if (!o.revoke_device_tokens.empty()) return revoke_device_tokens(o);
         strix::chat::chat_server srv(o);
         const std::string also_unix = o.server.unix_path.empty() ? std::string() : " and unix:" + o.server.unix_path;
         const std::string metrics =

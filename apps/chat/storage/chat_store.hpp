@@ -16,12 +16,15 @@
 //   rooms(id PK, name, created_at_us, deleted_at_us NULL)      a deleted room keeps its row, so
 //                                                              its id is never handed out again
 //   account_rooms(account_id PK, room_id, joined_at_us)         the room each account belongs to
+//   device_tokens(token_hash PK, account_id, created_at_us,     a login's device token, by its
+//                 expires_at_us)                                BLAKE2b hash (device_token.hpp)
 // 64-bit unsigned ids are stored bit-for-bit in signed 64-bit columns; chat text is stored as
 // bytes (BLOB / BYTEA), so text that is not valid UTF-8 can never wedge the log writer.
 //
 // Errors: expected outcomes are values (login_outcome). A failing database (connection lost, disk
 // full, I/O error) throws storage_error; the store stays usable and reconnects on the next call.
 
+#include "apps/chat/storage/device_token.hpp"
 #include "apps/chat/storage/password.hpp"
 
 #include <cstddef>
@@ -94,6 +97,24 @@ struct stored_room {
     friend bool operator==(const stored_room&, const stored_room&) = default;
 };
 
+/// A stored device token and the account it belongs to.
+struct device_token_record {
+    std::uint64_t account_id = 0;
+    std::string account_name;
+    std::int64_t created_at_us = 0;  // wall clock, microseconds since the Unix epoch
+    std::int64_t expires_at_us = 0;  // ditto; the token is void from then on
+};
+
+/// What store_device_token does besides storing the new token, in the same transaction.
+struct device_token_change {
+    std::uint64_t account_id = 0;
+    device_token_hash hash;                  // the new token's
+    std::int64_t now_us = 0;                 // created_at_us; tokens expired by then are deleted
+    std::int64_t expires_at_us = 0;
+    std::optional<device_token_hash> replaces;  // the token the login presented: deleted (rotation)
+    std::size_t keep = 16;                   // the account keeps at most this many, the newest
+};
+
 /// A database operation failed (not a wrong password or an unknown name: those are outcomes).
 class storage_error : public std::runtime_error {
 public:
@@ -150,6 +171,20 @@ public:
 
     /// The schema version recorded in the database. Worker thread; throws storage_error.
     virtual std::uint32_t schema_version() = 0;
+
+    /// The device token stored under `hash`, with its account's name (expired ones too: the
+    /// caller compares expires_at_us with its clock). Worker thread; throws storage_error.
+    virtual std::optional<device_token_record> find_device_token(const device_token_hash& hash) = 0;
+
+    /// In ONE transaction: deletes c.replaces (if any), stores c.hash for c.account_id, then
+    /// deletes the account's tokens that expired by c.now_us and all but its c.keep newest.
+    /// Storing a hash that is already stored changes nothing (so a retry is safe). Worker
+    /// thread; throws storage_error (nothing changed).
+    virtual void store_device_token(const device_token_change& c) = 0;
+
+    /// Deletes every device token of `account_id` (log out everywhere, or after a password
+    /// change); returns how many there were. Worker thread; throws storage_error.
+    virtual std::size_t revoke_device_tokens(std::uint64_t account_id) = 0;
 };
 
 /// Opens one connection and brings the schema up to date (idempotent; concurrent openers

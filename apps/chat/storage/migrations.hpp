@@ -79,6 +79,21 @@ inline constexpr migration migrations[] = {
      " room_id BIGINT NOT NULL,"
      " joined_at_us BIGINT NOT NULL);"
      "CREATE INDEX account_rooms_by_room ON account_rooms (room_id)"},
+    // Device tokens (device_token.hpp): only their BLAKE2b hashes are stored. The index serves
+    // an account's clean-up at each new token (expired ones and all but the newest few go).
+    {4, "device tokens",
+     "CREATE TABLE device_tokens ("
+     " token_hash BLOB PRIMARY KEY,"
+     " account_id INTEGER NOT NULL,"
+     " created_at_us INTEGER NOT NULL,"
+     " expires_at_us INTEGER NOT NULL) WITHOUT ROWID;"
+     "CREATE INDEX device_tokens_by_account ON device_tokens (account_id, created_at_us)",
+     "CREATE TABLE device_tokens ("
+     " token_hash BYTEA PRIMARY KEY,"
+     " account_id BIGINT NOT NULL,"
+     " created_at_us BIGINT NOT NULL,"
+     " expires_at_us BIGINT NOT NULL);"
+     "CREATE INDEX device_tokens_by_account ON device_tokens (account_id, created_at_us)"},
 };
 
 inline std::span<const migration> all_migrations() noexcept { return migrations; }

@@ -1,5 +1,7 @@
 #include "apps/chat/storage/password.hpp"
 
+#include "apps/chat/storage/sodium_init.hpp"
+
 #include <sodium.h>
 
 #include <cstdio>
@@ -10,7 +12,7 @@
 
 namespace strix::chat {
 
-namespace {
+namespace storage_detail {
 
 // sodium_init() picks the fastest implementations and seeds the RNG; it must run before any
 // other libsodium call. A function-local static is initialised exactly once even when several
@@ -19,13 +21,19 @@ void ensure_sodium() {
     static const bool ready = [] {
         if (::sodium_init() < 0) {
             // Without a working RNG every salt would be predictable: refuse to continue.
-            std::fprintf(stderr, "strix: sodium_init failed; cannot hash passwords safely\n");
+            std::fprintf(stderr, "strix: sodium_init failed; cannot hash passwords or make device tokens safely\n");
             std::abort();
         }
         return true;
     }();
     (void)ready;
 }
+
+}  // namespace storage_detail
+
+namespace {
+
+using storage_detail::ensure_sodium;
 
 // libsodium wants NUL-terminated hash strings of at most crypto_pwhash_STRBYTES - 1 bytes.
 bool copy_hash(std::string_view hash, char (&out)[crypto_pwhash_STRBYTES]) noexcept {

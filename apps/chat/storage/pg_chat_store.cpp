@@ -140,6 +140,21 @@ const prepared statements[] = {
      "WHERE r.deleted_at_us IS NULL ORDER BY m.room_id, m.account_id",
      {}},
     {"strix_schema_version", "SELECT COALESCE(MAX(version), 0)::BIGINT FROM schema_version", {}},
+    {"strix_find_token",
+     "SELECT t.account_id, a.name, t.created_at_us, t.expires_at_us FROM device_tokens t "
+     "JOIN accounts a ON a.id = t.account_id WHERE t.token_hash = $1",
+     {bytea_oid}},
+    {"strix_delete_token", "DELETE FROM device_tokens WHERE token_hash = $1", {bytea_oid}},
+    {"strix_insert_token",
+     "INSERT INTO device_tokens (token_hash, account_id, created_at_us, expires_at_us) VALUES ($1, $2, $3, $4) "
+     "ON CONFLICT (token_hash) DO NOTHING",
+     {bytea_oid, int8_oid, int8_oid, int8_oid}},
+    {"strix_trim_tokens",
+     "DELETE FROM device_tokens WHERE account_id = $1 AND (expires_at_us <= $2 OR token_hash NOT IN "
+     "(SELECT token_hash FROM device_tokens WHERE account_id = $1 ORDER BY created_at_us DESC, token_hash DESC "
+     "LIMIT $3))",
+     {int8_oid, int8_oid, int8_oid}},
+    {"strix_revoke_tokens", "DELETE FROM device_tokens WHERE account_id = $1", {int8_oid}},
 };
 
 std::string insert_logs_sql(std::size_t rows) {
@@ -246,7 +261,61 @@ public:
 
     std::uint32_t schema_version() override { return static_cast<std::uint32_t>(scalar("strix_schema_version")); }
 
+    std::optional<device_token_record> find_device_token(const device_token_hash& hash) override {
+        return retrying([&]() -> std::optional<device_token_record> {
+            params p(1);
+            p.add_bytes(as_chars(hash));
+            auto r = exec_prepared("strix_find_token", p, PGRES_TUPLES_OK);
+            if (::PQntuples(r.get()) == 0) return std::nullopt;
+            return device_token_record{static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 0))),
+                                       value(r, 0, 1), from_be64(::PQgetvalue(r.get(), 0, 2)),
+                                       from_be64(::PQgetvalue(r.get(), 0, 3))};
+        });
+    }
+
+    void store_device_token(const device_token_change& c) override {
+        retrying([&] {
+            exec("BEGIN");
+            try {
+                if (c.replaces) {
+                    params d(1);
+                    d.add_bytes(as_chars(*c.replaces));
+                    exec_prepared("strix_delete_token", d, PGRES_COMMAND_OK);
+                }
+                params i(4);
+                i.add_bytes(as_chars(c.hash));
+                i.add(c.account_id);
+                i.add(c.now_us);
+                i.add(c.expires_at_us);
+                exec_prepared("strix_insert_token", i, PGRES_COMMAND_OK);
+                params t(3);
+                t.add(c.account_id);
+                t.add(c.now_us);
+                t.add(static_cast<std::int64_t>(std::min<std::size_t>(c.keep, INT64_MAX)));
+                exec_prepared("strix_trim_tokens", t, PGRES_COMMAND_OK);
+                exec("COMMIT");
+            } catch (...) {
+                rollback_quietly();
+                throw;
+            }
+            return 0;
+        });
+    }
+
+    std::size_t revoke_device_tokens(std::uint64_t account_id) override {
+        return retrying([&] {
+            params p(1);
+            p.add(account_id);
+            auto r = exec_prepared("strix_revoke_tokens", p, PGRES_COMMAND_OK);
+            return static_cast<std::size_t>(std::strtoull(::PQcmdTuples(r.get()), nullptr, 10));
+        });
+    }
+
 private:
+    static std::string_view as_chars(const device_token_hash& h) noexcept {
+        return {reinterpret_cast<const char*>(h.bytes.data()), h.bytes.size()};
+    }
+
     // A connection the server dropped (restart, idle timeout, failover) only shows when a query
     // fails. Every operation here may safely run twice (reads; inserts skip existing keys), so
     // after such a failure reconnect and try once more before reporting the error.

@@ -340,7 +340,56 @@ public:
 
     std::uint32_t schema_version() override { return static_cast<std::uint32_t>(scalar(version_)); }
 
+    std::optional<device_token_record> find_device_token(const device_token_hash& hash) override {
+        reset_guard g{find_token_};
+        find_token_.bind_blob(1, as_chars(hash));
+        if (!find_token_.step()) return std::nullopt;
+        return device_token_record{static_cast<std::uint64_t>(find_token_.column_i64(0)),
+                                   find_token_.column_string(1), find_token_.column_i64(2),
+                                   find_token_.column_i64(3)};
+    }
+
+    void store_device_token(const device_token_change& c) override {
+        exec("BEGIN IMMEDIATE");
+        try {
+            if (c.replaces) {
+                reset_guard g{delete_token_};
+                delete_token_.bind_blob(1, as_chars(*c.replaces));
+                delete_token_.step();
+            }
+            {
+                reset_guard g{insert_token_};
+                insert_token_.bind_blob(1, as_chars(c.hash));
+                insert_token_.bind(2, c.account_id);
+                insert_token_.bind(3, c.now_us);
+                insert_token_.bind(4, c.expires_at_us);
+                insert_token_.step();
+            }
+            reset_guard g{trim_tokens_};
+            trim_tokens_.bind(1, c.account_id);
+            trim_tokens_.bind(2, c.now_us);
+            trim_tokens_.bind(3, static_cast<std::int64_t>(
+                                     std::min<std::size_t>(c.keep, std::numeric_limits<std::int64_t>::max())));
+            trim_tokens_.step();
+            exec("COMMIT");
+        } catch (...) {
+            ::sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+            throw;
+        }
+    }
+
+    std::size_t revoke_device_tokens(std::uint64_t account_id) override {
+        reset_guard g{revoke_tokens_};
+        revoke_tokens_.bind(1, account_id);
+        revoke_tokens_.step();
+        return static_cast<std::size_t>(::sqlite3_changes(db_));
+    }
+
 private:
+    static std::string_view as_chars(const device_token_hash& h) noexcept {
+        return {reinterpret_cast<const char*>(h.bytes.data()), h.bytes.size()};
+    }
+
     void setup(const std::string& path) {
         if (::sqlite3_threadsafe() == 0) {
             throw std::runtime_error("this SQLite library was built without thread support; "
@@ -386,6 +435,16 @@ private:
                                        "ON r.id = m.room_id WHERE r.deleted_at_us IS NULL "
                                        "ORDER BY m.room_id, m.account_id");
         version_ = statement(db_, "SELECT COALESCE(MAX(version), 0) FROM schema_version");
+        find_token_ = statement(db_, "SELECT t.account_id, a.name, t.created_at_us, t.expires_at_us "
+                                     "FROM device_tokens t JOIN accounts a ON a.id = t.account_id "
+                                     "WHERE t.token_hash = ?1");
+        delete_token_ = statement(db_, "DELETE FROM device_tokens WHERE token_hash = ?1");
+        insert_token_ = statement(db_, "INSERT INTO device_tokens (token_hash, account_id, created_at_us, "
+                                       "expires_at_us) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (token_hash) DO NOTHING");
+        trim_tokens_ = statement(db_, "DELETE FROM device_tokens WHERE account_id = ?1 AND (expires_at_us <= ?2 "
+                                      "OR token_hash NOT IN (SELECT token_hash FROM device_tokens "
+                                      "WHERE account_id = ?1 ORDER BY created_at_us DESC, token_hash DESC LIMIT ?3))");
+        revoke_tokens_ = statement(db_, "DELETE FROM device_tokens WHERE account_id = ?1");
     }
 
     // Switching to WAL needs an exclusive lock for a moment and does not always go through the
@@ -525,6 +584,11 @@ private:
         unset_member_ = {};
         load_rooms_ = {};
         load_members_ = {};
+        find_token_ = {};
+        delete_token_ = {};
+        insert_token_ = {};
+        trim_tokens_ = {};
+        revoke_tokens_ = {};
         if (db_ != nullptr) ::sqlite3_close_v2(db_);
         db_ = nullptr;
         checkpoints_.reset();  // after the connection: its hook points at the checkpointer
@@ -535,6 +599,7 @@ private:
     password_policy policy_;
     statement select_account_, insert_account_, insert_log_, history_, count_logs_, max_room_, version_;
     statement insert_room_, delete_room_, clear_members_, set_member_, unset_member_, load_rooms_, load_members_;
+    statement find_token_, delete_token_, insert_token_, trim_tokens_, revoke_tokens_;
 };
 
 }  // namespace

@@ -123,6 +123,34 @@ login_throttle::verdict login_throttle::check(std::string_view account, std::str
     return v;
 }
 
+login_throttle::verdict login_throttle::fall_back(std::string_view token_key, std::string_view account,
+                                                  std::string_view address, bool forged, clock::time_point now) {
+    std::lock_guard lock(mu_);
+    take_back(accounts_, token_key, cfg_.account_free, cfg_.account_lockout);
+    if (forged && !address.empty()) {
+        // A made-up token is a guess like a wrong password: the address pays for it (its own
+        // key is new every time, so only the address can hold such guesses back). The attempt
+        // goes on, so it is pending again.
+        fail(addresses_, address, cfg_.address_free, cfg_.address_lockout, now);
+        admit(addresses_, address, cfg_.address_free, cfg_.address_lockout, false, now);
+    }
+    clock::duration left{};
+    verdict v;
+    if (blocked(accounts_, account, now, left)) {
+        v.allowed = false;
+        v.by_account = true;
+    } else if (!address.empty() && blocked(addresses_, address, now, left)) {
+        v.allowed = false;
+    }
+    if (!v.allowed) {
+        if (!address.empty()) take_back(addresses_, address, cfg_.address_free, cfg_.address_lockout);
+        v.retry_after = std::max(std::chrono::milliseconds(1), std::chrono::ceil<std::chrono::milliseconds>(left));
+        return v;
+    }
+    admit(accounts_, account, cfg_.account_free, cfg_.account_lockout, true, now);
+    return v;
+}
+
 void login_throttle::failed(std::string_view account, std::string_view address, clock::time_point now) {
     std::lock_guard lock(mu_);
     fail(accounts_, account, cfg_.account_free, cfg_.account_lockout, now);
@@ -141,6 +169,19 @@ void login_throttle::abandoned(std::string_view account, std::string_view addres
     std::lock_guard lock(mu_);
     take_back(accounts_, account, cfg_.account_free, cfg_.account_lockout);
     if (!address.empty()) take_back(addresses_, address, cfg_.address_free, cfg_.address_lockout);
+}
+
+std::string login_throttle::device_key(std::span<const std::byte> token_hash) {
+    static constexpr char digits[] = "0123456789abcdef";
+    // 128 bits tell tokens apart as well as the whole hash would, in half the memory.
+    const std::size_t n = std::min<std::size_t>(token_hash.size(), 16);
+    std::string key(1 + 2 * n, '#');
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto v = static_cast<unsigned>(token_hash[i]);
+        key[1 + 2 * i] = digits[v >> 4];
+        key[2 + 2 * i] = digits[v & 0xf];
+    }
+    return key;
 }
 
 std::size_t login_throttle::tracked() const {

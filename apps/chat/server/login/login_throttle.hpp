@@ -21,6 +21,12 @@
 // `max_tracked` keys: when full, forgotten keys and keys below `free` go first; if that frees
 // nothing the new key is not tracked (counted in untracked()), so memory stays bounded.
 //
+// Device tokens (docs/protocol.md, "Device tokens"): a login that presents one is checked with
+// the token's key in place of the account name: device_key() ('#' and hex digits, which no player
+// name can contain), with the account's limits. So a token holder is not held up by guesses at its
+// name, while its own wrong passwords earn its token the same waits. When the database then finds
+// the token unusable, fall_back() turns the attempt into an ordinary login of the name.
+//
 // Thread safety: every function may be called from any thread (one mutex; logins are rare next
 // to chat, and the critical section is a hash-map update).
 
@@ -28,6 +34,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -67,6 +74,20 @@ public:
     /// The attempt never reached a verdict (queue full, database error): takes its provisional
     /// failure back. Any thread.
     void abandoned(std::string_view account, std::string_view address, clock::time_point now = clock::now());
+
+    /// An attempt admitted by check(token_key, address) whose device token did not hold (unknown
+    /// to the database, expired, or another account's) goes on as an ordinary login of
+    /// `account`: the token key's hold is dropped; a `forged` token (unknown) is a failure of
+    /// the address; then the account's and the address's waits are checked as check() does.
+    /// Refused: the attempt holds nothing any more, and nothing may follow. Allowed: it holds
+    /// `account` and `address`, and exactly one of failed/succeeded/abandoned(account, address)
+    /// must follow. Any thread.
+    verdict fall_back(std::string_view token_key, std::string_view account, std::string_view address, bool forged,
+                      clock::time_point now = clock::now());
+
+    /// The key a device token is throttled under: '#' and the first 16 bytes of its hash in hex.
+    /// Any thread.
+    static std::string device_key(std::span<const std::byte> token_hash);
 
     /// Keys tracked now (accounts + addresses); keys refused tracking because a table was full.
     std::size_t tracked() const;

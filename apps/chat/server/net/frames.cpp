@@ -27,10 +27,14 @@ shared_buffer_ptr error(proto::msg_type request, proto::error_code code, std::st
     return finish_frame(fbb, proto::msg_type::error_res);
 }
 
-shared_buffer_ptr login_res(std::uint64_t player_id, std::string_view name, bool created) {
-    flatbuffers::FlatBufferBuilder fbb(128);
+shared_buffer_ptr login_res(std::uint64_t player_id, std::string_view name, bool created,
+                            const device_token* token) {
+    flatbuffers::FlatBufferBuilder fbb(192);
     auto p = player(fbb, player_id, name);
-    fbb.Finish(proto::Createlogin_res(fbb, p, created));
+    flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>> t;
+    if (token != nullptr)
+        t = fbb.CreateVector(reinterpret_cast<const std::uint8_t*>(token->bytes.data()), token->bytes.size());
+    fbb.Finish(proto::Createlogin_res(fbb, p, created, t));
     return finish_frame(fbb, proto::msg_type::login_res);
 }
 

@@ -6,6 +6,7 @@
 #include "apps/chat/server/rooms/member.hpp"
 
 #include "apps/chat/common/chat_frame.hpp"
+#include "apps/chat/storage/device_token.hpp"
 
 #include <span>
 #include <string_view>
@@ -14,7 +15,9 @@
 namespace strix::chat::frames {
 
 shared_buffer_ptr error(proto::msg_type request, proto::error_code code, std::string_view reason);
-shared_buffer_ptr login_res(std::uint64_t player_id, std::string_view name, bool created);
+/// `token`: the device token to hand the client (null: none; the field is left out).
+shared_buffer_ptr login_res(std::uint64_t player_id, std::string_view name, bool created,
+                            const device_token* token = nullptr);
 shared_buffer_ptr create_room_res(const room_summary& room);
 shared_buffer_ptr join_room_res(const room_summary& room, std::span<const member> members);
 shared_buffer_ptr leave_room_res(std::uint64_t room_id);

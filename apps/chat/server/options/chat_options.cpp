@@ -101,6 +101,7 @@ std::string validate(const chat_options& o) {
         return "--address-free-failures must be at least 1 and at most --address-lockout-failures";
     if (t.backoff.count() <= 0 || t.lockout < t.backoff)
         return "--login-backoff-ms must be positive and at most --login-lockout-ms";
+    if (o.device_token_ttl > std::chrono::days(3650)) return "--device-token-days must be at most 3650 (ten years)";
     if (o.engine.poll_spin > std::chrono::seconds(1)) return "--poll-spin-us must be at most 1000000 (one second)";
     if (o.commit_delay_us > 1'000'000) return "--commit-delay-us must be at most 1000000 (one second)";
     if (o.server.port != 0 && o.metrics_port == o.server.port) return "--metrics-port must differ from --port";
@@ -185,6 +186,14 @@ parse_result parse_options(int argc, char** argv) {
                                "first wait after the free failures; doubles per failure");
     add_duration<std::int64_t>(app, "--login-lockout-ms", throttle.lockout, negative_timeout,
                                "lockout after the lockout failures (also how long failures are remembered)");
+    add_duration<std::int64_t>(app, "--device-token-days", o.device_token_ttl, negative_timeout,
+                               "a successful login hands the client a device token valid this long, which exempts "
+                               "its next logins from the per-name lockout (0 = no device tokens)");
+    app.add_option("--revoke-device-tokens", o.revoke_device_tokens,
+                   "do not serve: delete every device token of this account from --db (log it out of the "
+                   "lockout exemption everywhere, e.g. after its password leaked) and exit")
+        ->type_name("NAME")
+        ->configurable(false);
     app.add_option("--room-rate", o.room_rate, "room changes (create, join) per second per session")
         ->capture_default_str();
     app.add_option("--room-burst", o.room_burst, "room changes a session may make at once")->capture_default_str();
@@ -212,7 +221,7 @@ parse_result parse_options(int argc, char** argv) {
     }
     o.fast_passwords = password_cost == "fast";
     if (negative_timeout) {
-        std::fprintf(stderr, "strix-chat-server: timeouts must not be negative\n");
+        std::fprintf(stderr, "strix-chat-server: timeouts and durations must not be negative\n");
         return {std::nullopt, 2};
     }
     o.engine.io = io == "uring" ? io_backend::uring : io == "epoll" ? io_backend::epoll : io_backend::automatic;

@@ -45,6 +45,12 @@ struct chat_options {
     // (per account name), --address-free-failures, --address-lockout-failures (per source
     // address), --login-backoff-ms (the first wait, doubled per failure), --login-lockout-ms.
     login_throttle_config login_throttle;
+    // --device-token-days: how long a device token a login hands out stays valid (docs/protocol.md,
+    // "Device tokens"); 0 = none handed out, and presented ones are ignored.
+    std::chrono::days device_token_ttl{30};
+    // --revoke-device-tokens NAME: instead of serving, delete every device token of NAME from --db
+    // and exit (the server may be running meanwhile: its next lookup finds none).
+    std::string revoke_device_tokens;
     std::string db = "sqlite:var/strix.db";  // sqlite:<path> or postgresql://...
     std::uint16_t metrics_port = 9100;       // 0 = no metrics endpoint
     bool auto_register = true;               // first login of an unknown name creates the account

@@ -21,6 +21,13 @@ struct chat_counters : metric_group {
                               "create/join refused by the room-change rate limit"};
     counter login_throttled{*this, "strix_login_throttled_total",
                             "logins refused by the failed-login backoff or lockout (nothing hashed)"};
+    counter device_token_logins{*this, "strix_device_token_logins_total",
+                                "logins with a valid device token (the per-name wait did not apply)"};
+    counter device_tokens_ignored{*this, "strix_device_tokens_ignored_total",
+                                  "device tokens presented expired or for another name (an ordinary login followed)"};
+    counter device_tokens_unknown{*this, "strix_device_tokens_unknown_total",
+                                  "device tokens presented that the database does not know: made up, replaced or "
+                                  "revoked (an ordinary login followed; a failure of the address)"};
     counter login_queue_full{*this, "strix_login_queue_full_total",
                              "logins refused with server_busy: --login-queue hashes pending"};
     counter notices_coalesced{*this, "strix_member_notices_coalesced_total",

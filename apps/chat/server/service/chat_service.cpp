@@ -1,15 +1,10 @@
 #include "chat_service.hpp"
 
-#include "apps/chat/server/login/login_slot.hpp"
-#include "apps/chat/server/login/login_throttle.hpp"
 #include "apps/chat/server/net/frames.hpp"
 #include "apps/chat/server/net/names.hpp"
 
 #include <strix/core/log.hpp>
-#include <strix/net/admission.hpp>
 #include <strix/net/net_errc.hpp>
-#include "apps/chat/storage/db_pool.hpp"
-#include "apps/chat/storage/password.hpp"
 
 #include <algorithm>
 #include <string>
@@ -20,31 +15,8 @@ namespace {
 using proto::error_code;
 using proto::msg_type;
 
-constexpr std::size_t max_password = 1024;
 constexpr std::size_t max_text = 60000;
 constexpr std::chrono::milliseconds sample_period{1000};
-
-// A database worker's half of a login: the account's verdict (nullopt: the database failed),
-// reported to the failed-login throttle too.
-std::optional<login_result> verify_login(chat_store& store, chat_context& ctx, const std::string& name,
-                                         const std::string& password, const std::string& address) {
-    std::optional<login_result> r;
-    try {
-        r = store.login(name, password, ctx.options.auto_register);
-        // An unknown name costs what a wrong password costs: one verify against a hash of the
-        // current policy, so the reply time does not tell which it was.
-        if (r->outcome == login_outcome::unknown_account) (void)verify_password(ctx.dummy_hash, password);
-    } catch (const std::exception& e) {
-        log_limited(log_level::warn, "login of {} failed: {}", name, e.what());
-    }
-    if (!r)
-        ctx.throttle->abandoned(name, address);
-    else if (r->outcome == login_outcome::ok || r->outcome == login_outcome::created)
-        ctx.throttle->succeeded(name, address);
-    else
-        ctx.throttle->failed(name, address);
-    return r;
-}
 
 }  // namespace
 
@@ -192,137 +164,6 @@ void chat_service::on_close(session& s, std::error_code) {
 }
 
 // --- requests --------------------------------------------------------------------------------
-
-// A login in four steps, each answering the session itself when it refuses: the request is
-// valid, a --login-queue place is free, the failed-login throttle lets it through, and then the
-// password is checked on a database worker (login_done brings the verdict back here).
-void chat_service::handle_login(player& p, std::span<const std::byte> frame) {
-    const std::optional<credentials> c = validate_login(p, frame);
-    if (!c) return;
-    login_slot slot = admit_login(p);
-    if (!slot) return;
-    std::string address(admission::address_of(p.sess->peer()));
-    if (!throttle_login(p, c->name, address)) return;
-    hash_login(p, *c, std::move(address), std::move(slot));
-}
-
-std::optional<chat_service::credentials> chat_service::validate_login(player& p, std::span<const std::byte> frame) {
-    auto* req = decode<proto::login_req>(p, frame, msg_type::login_req, "malformed login_req");
-    if (!req) return std::nullopt;
-    session& s = *p.sess;
-    if (p.login != player::login_state::anonymous) {
-        send_error(s, msg_type::login_req, error_code::already_logged_in, "this session is already logged in");
-        return std::nullopt;
-    }
-    credentials c;
-    c.name = req->name() ? req->name()->string_view() : std::string_view{};
-    c.password = req->password() ? req->password()->string_view() : std::string_view{};
-    if (!valid_player_name(c.name)) {
-        send_error(s, msg_type::login_req, error_code::invalid_name, "names are 1-32 bytes of A-Z a-z 0-9 _ . -");
-        return std::nullopt;
-    }
-    if (c.password.empty() || c.password.size() > max_password) {
-        bump(counters_.bad_requests);
-        send_error(s, msg_type::login_req, error_code::bad_request, "passwords are 1-1024 bytes");
-        return std::nullopt;
-    }
-    return c;
-}
-
-// Bounded hashing: at most login_queue logins queued or running over all shards. Asked before
-// the throttle, whose admission holds keys until the attempt's verdict.
-login_slot chat_service::admit_login(player& p) {
-    login_slot slot = login_slot::try_take(ctx_.logins_in_flight, ctx_.options.login_queue);
-    if (!slot) {
-        bump(counters_.server_busy);
-        bump(counters_.login_queue_full);
-        send_error(*p.sess, msg_type::login_req, error_code::server_busy, "too many logins in progress; retry later");
-    }
-    return slot;
-}
-
-// The failed-login throttle, answered here without hashing anything. An allowed attempt holds
-// its keys until the worker reports its verdict (or hash_login abandons it).
-bool chat_service::throttle_login(player& p, std::string_view name, const std::string& address) {
-    const login_throttle::verdict v = ctx_.throttle->check(name, address);
-    if (v.allowed) return true;
-    bump(counters_.login_throttled);
-    const auto secs = (v.retry_after.count() + 999) / 1000;
-    send_error(*p.sess, msg_type::login_req, error_code::rate_limited,
-               std::string("too many failed logins ") + (v.by_account ? "for this account" : "from this address") +
-                   "; retry in " + std::to_string(secs) + " s");
-    return false;
-}
-
-// The password check, on a database worker; the session's later requests wait for its verdict.
-void chat_service::hash_login(player& p, const credentials& c, std::string address, login_slot slot) {
-    p.login = player::login_state::pending;
-    p.pending = player::pending_op::login;
-    sharded<chat_service>* services = &container();
-    chat_context* ctx = &ctx_;
-    const unsigned shard_index = self_;
-    const std::uint64_t sid = p.sess->id();
-    // std::function copies the job it holds, so the copies share the slot; it goes back once,
-    // after the verdict, or when a job that never ran (refused here) is destroyed.
-    bool queued =
-        ctx_.pool.try_submit([services, ctx, shard_index, sid, n = std::string(c.name), pw = std::string(c.password),
-                              address, slot = std::make_shared<login_slot>(std::move(slot))](chat_store& store) {
-            std::optional<login_result> r = verify_login(store, *ctx, n, pw, address);
-            slot->release();
-            services->invoke_on(shard_index, [sid, r = std::move(r)](chat_service& svc) mutable {
-                svc.login_done(sid, std::move(r));
-            });
-        });
-    if (!queued) {
-        ctx_.throttle->abandoned(c.name, address);
-        p.login = player::login_state::anonymous;
-        p.pending = player::pending_op::none;
-        bump(counters_.server_busy);
-        send_error(*p.sess, msg_type::login_req, error_code::server_busy, "the database queue is full; retry later");
-    }
-}
-
-void chat_service::login_done(std::uint64_t session_id, std::optional<login_result> result) {
-    player* p = find(session_id);
-    if (!p) return;  // the session closed while the database worked
-    finish_login(*p, std::move(result));
-    complete(*p, player::pending_op::login);
-}
-
-void chat_service::finish_login(player& pl, std::optional<login_result> result) {
-    player* p = &pl;
-    session& s = *p->sess;
-    if (!result) {
-        p->login = player::login_state::anonymous;
-        bump(counters_.login_failures);
-        send_error(s, msg_type::login_req, error_code::internal_error, "the database is unavailable; retry later");
-        return;
-    }
-    switch (result->outcome) {
-        case login_outcome::ok:
-        case login_outcome::created:
-            p->login = player::login_state::logged_in;
-            p->player_id = result->acct.id;
-            p->name = result->acct.name;
-            s.set_max_frame(max_frame_logged_in);
-            s.handshake_done();  // the login timeout no longer applies
-            bump(counters_.logins);
-            bump(counters_.players);
-            send(s, frames::login_res(p->player_id, p->name, result->outcome == login_outcome::created));
-            if (result->room_id != 0) rejoin(*p, room_id(result->room_id));
-            return;
-        case login_outcome::wrong_password:
-            p->login = player::login_state::anonymous;
-            bump(counters_.login_failures);
-            send_error(s, msg_type::login_req, error_code::wrong_password, "wrong password");
-            return;
-        case login_outcome::unknown_account:
-            p->login = player::login_state::anonymous;
-            bump(counters_.login_failures);
-            send_error(s, msg_type::login_req, error_code::unknown_account, "no such account (registration is off)");
-            return;
-    }
-}
 
 // The account belongs to a room (it disconnected without leaving, or the server restarted): the
 // session goes back in as if it had sent join_room_req, without spending a room-change token;
@@ -518,6 +359,10 @@ const T* chat_service::decode(player& p, std::span<const std::byte> frame, msg_t
     }
     return req;
 }
+
+// The login requests (chat_service_login.cpp) decode with it too.
+template const proto::login_req* chat_service::decode<proto::login_req>(player&, std::span<const std::byte>, msg_type,
+                                                                          const char*);
 
 void chat_service::send(session& s, shared_buffer_ptr frame) {
     bump(counters_.app_out);

@@ -14,7 +14,9 @@
 #include "chat_context.hpp"
 #include "chat_counters.hpp"
 #include "player.hpp"
+#include "apps/chat/server/login/login_job.hpp"
 #include "apps/chat/server/login/login_slot.hpp"
+#include "apps/chat/server/login/login_throttle.hpp"
 #include "apps/chat/server/rooms/local_rooms.hpp"
 #include "apps/chat/server/rooms/room_host.hpp"
 
@@ -62,8 +64,8 @@ public:
 
     /// A room's owner decided something: update local membership and send the frames.
     void apply(room_event& ev);
-    /// The database answered a login (nullopt: the database failed).
-    void login_done(std::uint64_t session_id, std::optional<login_result> result);
+    /// The database worker's verdict on a login (login_job.hpp).
+    void login_done(std::uint64_t session_id, login_verdict verdict);
     /// A request of this session failed on another shard (reason null: answer nothing).
     void request_failed(std::uint64_t session_id, room_id room, proto::msg_type request, proto::error_code code,
                         const char* reason);
@@ -78,17 +80,20 @@ private:
     void dispatch(player& p, std::span<const std::byte> frame);
     void hold(player& p, std::span<const std::byte> frame);
     void complete(player& p, player::pending_op op);
-    void finish_login(player& p, std::optional<login_result> result);
-    // handle_login's steps, in order; each answers the session itself when it refuses.
+    // handle_login's steps, in order (chat_service_login.cpp); each answers the session itself
+    // when it refuses.
     struct credentials {
         std::string_view name;  // views into the request frame
         std::string_view password;
+        std::optional<device_token_hash> token;  // the presented device token's hash
     };
     void handle_login(player& p, std::span<const std::byte> frame);
     std::optional<credentials> validate_login(player& p, std::span<const std::byte> frame);
     login_slot admit_login(player& p);
-    bool throttle_login(player& p, std::string_view name, const std::string& address);
+    bool throttle_login(player& p, const credentials& c, const std::string& address);
+    void refuse_throttled(player& p, const login_throttle::verdict& v, bool device);
     void hash_login(player& p, const credentials& c, std::string address, login_slot slot);
+    void finish_login(player& p, login_verdict v);
     void rejoin(player& p, room_id room);
     void handle_create(player& p, std::span<const std::byte> frame);
     void handle_join(player& p, std::span<const std::byte> frame);

@@ -1,0 +1,191 @@
+// chat_service's login requests (the rest of the service is in chat_service.cpp): a login in four
+// steps on the shard, each answering the session itself when it refuses, then the database
+// worker's verdict (login_job.hpp) brought back to the shard.
+//
+//   validate_login ─ admit_login ─ throttle_login ─ hash_login ══> worker: run_login_job
+//   (well-formed)    (--login-queue) (name or token   (queue the         ══> login_done
+//                                     key, address)    job)                  finish_login
+
+#include "chat_service.hpp"
+
+#include "apps/chat/server/login/login_job.hpp"
+#include "apps/chat/server/login/login_throttle.hpp"
+#include "apps/chat/server/net/frames.hpp"
+#include "apps/chat/server/net/names.hpp"
+
+#include <strix/net/admission.hpp>
+#include "apps/chat/storage/db_pool.hpp"
+
+#include <memory>
+#include <string>
+
+namespace strix::chat {
+namespace {
+
+using proto::error_code;
+using proto::msg_type;
+
+constexpr std::size_t max_password = 1024;
+
+}  // namespace
+
+void chat_service::handle_login(player& p, std::span<const std::byte> frame) {
+    const std::optional<credentials> c = validate_login(p, frame);
+    if (!c) return;
+    login_slot slot = admit_login(p);
+    if (!slot) return;
+    std::string address(admission::address_of(p.sess->peer()));
+    if (!throttle_login(p, *c, address)) return;
+    hash_login(p, *c, std::move(address), std::move(slot));
+}
+
+std::optional<chat_service::credentials> chat_service::validate_login(player& p, std::span<const std::byte> frame) {
+    auto* req = decode<proto::login_req>(p, frame, msg_type::login_req, "malformed login_req");
+    if (!req) return std::nullopt;
+    session& s = *p.sess;
+    if (p.login != player::login_state::anonymous) {
+        send_error(s, msg_type::login_req, error_code::already_logged_in, "this session is already logged in");
+        return std::nullopt;
+    }
+    credentials c;
+    c.name = req->name() ? req->name()->string_view() : std::string_view{};
+    c.password = req->password() ? req->password()->string_view() : std::string_view{};
+    if (!valid_player_name(c.name)) {
+        send_error(s, msg_type::login_req, error_code::invalid_name, "names are 1-32 bytes of A-Z a-z 0-9 _ . -");
+        return std::nullopt;
+    }
+    if (c.password.empty() || c.password.size() > max_password) {
+        bump(counters_.bad_requests);
+        send_error(s, msg_type::login_req, error_code::bad_request, "passwords are 1-1024 bytes");
+        return std::nullopt;
+    }
+    // An empty vector is no token (a client may always send the field).
+    if (const auto* t = req->device_token(); t != nullptr && t->size() != 0) {
+        device_token token;
+        if (!device_token_from(std::as_bytes(std::span(t->data(), t->size())), token)) {
+            bump(counters_.bad_requests);
+            send_error(s, msg_type::login_req, error_code::bad_request, "a device token is 32 bytes");
+            return std::nullopt;
+        }
+        // With device tokens off a presented one is ignored: the login is an ordinary one.
+        if (ctx_.options.device_token_ttl.count() > 0) c.token = hash_device_token(token);
+    }
+    return c;
+}
+
+// Bounded hashing: at most login_queue logins queued or running over all shards. Asked before
+// the throttle, whose admission holds keys until the attempt's verdict.
+login_slot chat_service::admit_login(player& p) {
+    login_slot slot = login_slot::try_take(ctx_.logins_in_flight, ctx_.options.login_queue);
+    if (!slot) {
+        bump(counters_.server_busy);
+        bump(counters_.login_queue_full);
+        send_error(*p.sess, msg_type::login_req, error_code::server_busy, "too many logins in progress; retry later");
+    }
+    return slot;
+}
+
+// The failed-login throttle, answered here without hashing anything: under the name, or under
+// the device token's own key when one is presented (the worker falls back to the name if the
+// token does not hold). An allowed attempt holds its keys until the worker reports its verdict
+// (or hash_login abandons it).
+bool chat_service::throttle_login(player& p, const credentials& c, const std::string& address) {
+    const std::string device = c.token ? login_throttle::device_key(c.token->bytes) : std::string();
+    const login_throttle::verdict v = ctx_.throttle->check(c.token ? std::string_view(device) : c.name, address);
+    if (v.allowed) return true;
+    refuse_throttled(p, v, c.token.has_value());
+    return false;
+}
+
+void chat_service::refuse_throttled(player& p, const login_throttle::verdict& v, bool device) {
+    bump(counters_.login_throttled);
+    const auto secs = (v.retry_after.count() + 999) / 1000;
+    const char* whose = !v.by_account ? "from this address" : device ? "with this device token" : "for this account";
+    send_error(*p.sess, msg_type::login_req, error_code::rate_limited,
+               std::string("too many failed logins ") + whose + "; retry in " + std::to_string(secs) + " s");
+}
+
+// The password check, on a database worker; the session's later requests wait for its verdict.
+void chat_service::hash_login(player& p, const credentials& c, std::string address, login_slot slot) {
+    p.login = player::login_state::pending;
+    p.pending = player::pending_op::login;
+    sharded<chat_service>* services = &container();
+    chat_context* ctx = &ctx_;
+    const unsigned shard_index = self_;
+    const std::uint64_t sid = p.sess->id();
+    const std::string held_key = c.token ? login_throttle::device_key(c.token->bytes) : std::string(c.name);
+    // std::function copies the job it holds, so the copies share the request and the slot; the
+    // slot goes back once, after the verdict, or when a job that never ran (refused here) is
+    // destroyed.
+    auto req = std::make_shared<login_request>(
+        login_request{std::string(c.name), std::string(c.password), std::move(address), c.token});
+    bool queued = ctx_.pool.try_submit([services, ctx, shard_index, sid, req,
+                                        slot = std::make_shared<login_slot>(std::move(slot))](chat_store& store) {
+        login_verdict v = run_login_job(store, *ctx, *req);
+        slot->release();
+        services->invoke_on(shard_index,
+                            [sid, v = std::move(v)](chat_service& svc) mutable { svc.login_done(sid, std::move(v)); });
+    });
+    if (!queued) {
+        ctx_.throttle->abandoned(held_key, req->address);
+        p.login = player::login_state::anonymous;
+        p.pending = player::pending_op::none;
+        bump(counters_.server_busy);
+        send_error(*p.sess, msg_type::login_req, error_code::server_busy, "the database queue is full; retry later");
+    }
+}
+
+void chat_service::login_done(std::uint64_t session_id, login_verdict verdict) {
+    player* p = find(session_id);
+    if (!p) return;  // the session closed while the database worked
+    finish_login(*p, std::move(verdict));
+    complete(*p, player::pending_op::login);
+}
+
+void chat_service::finish_login(player& pl, login_verdict v) {
+    player* p = &pl;
+    session& s = *p->sess;
+    if (v.token == token_use::ignored) bump(counters_.device_tokens_ignored);
+    if (v.token == token_use::unknown) bump(counters_.device_tokens_unknown);
+    if (v.refused) {
+        // The token did not hold and the name (or the address) waits: as if none was presented.
+        p->login = player::login_state::anonymous;
+        refuse_throttled(*p, *v.refused, false);
+        return;
+    }
+    if (!v.result) {
+        p->login = player::login_state::anonymous;
+        bump(counters_.login_failures);
+        send_error(s, msg_type::login_req, error_code::internal_error, "the database is unavailable; retry later");
+        return;
+    }
+    const login_result& result = *v.result;
+    switch (result.outcome) {
+        case login_outcome::ok:
+        case login_outcome::created:
+            p->login = player::login_state::logged_in;
+            p->player_id = result.acct.id;
+            p->name = result.acct.name;
+            s.set_max_frame(max_frame_logged_in);
+            s.handshake_done();  // the login timeout no longer applies
+            bump(counters_.logins);
+            bump(counters_.players);
+            if (v.token == token_use::accepted) bump(counters_.device_token_logins);
+            send(s, frames::login_res(p->player_id, p->name, result.outcome == login_outcome::created,
+                                      v.new_token ? &*v.new_token : nullptr));
+            if (result.room_id != 0) rejoin(*p, room_id(result.room_id));
+            return;
+        case login_outcome::wrong_password:
+            p->login = player::login_state::anonymous;
+            bump(counters_.login_failures);
+            send_error(s, msg_type::login_req, error_code::wrong_password, "wrong password");
+            return;
+        case login_outcome::unknown_account:
+            p->login = player::login_state::anonymous;
+            bump(counters_.login_failures);
+            send_error(s, msg_type::login_req, error_code::unknown_account, "no such account (registration is off)");
+            return;
+    }
+}
+
+}  // namespace strix::chat
