@@ -28,4 +28,8 @@ struct echo_bench_options {
     bool resume = false;      // --resume: offer the last session of the same slot
 };
 
+/// Parses strix-echo-bench's command line; prints --help and exits 0, or prints a usage error and
+/// exits 2 (echo_args.hpp). Main thread.
+echo_bench_options parse_echo_bench_options(int argc, char** argv);
+
 }  // namespace strix

@@ -187,14 +187,10 @@ private:
         if (!s.handshaken) {
             switch (echo_tls_result(s.ssl, ::SSL_connect(s.ssl), why)) {
                 case echo_tls_io::want_read:
-                case echo_tls_io::want_write:
-                    return;
+                case echo_tls_io::want_write: return;
                 case echo_tls_io::closed:
-                case echo_tls_io::failed:
-                    fail(s, "TLS handshake failed: %s", why.c_str());
-                    return;
-                case echo_tls_io::ok:
-                    break;
+                case echo_tls_io::failed: fail(s, "TLS handshake failed: %s", why.c_str()); return;
+                case echo_tls_io::ok: break;
             }
             if (const std::string bad = tls_.check(s.ssl); !bad.empty()) {
                 fail(s, "%s", bad.c_str());
@@ -210,31 +206,21 @@ private:
             echo_fill_body(message_.data() + echo_header_size, opt_.size, s.id, s.seq);
             switch (echo_tls_result(s.ssl, ::SSL_write(s.ssl, message_.data(), static_cast<int>(wire_)), why)) {
                 case echo_tls_io::want_read:
-                case echo_tls_io::want_write:
-                    return;  // retried with the same bytes: message_ is rebuilt identically
+                case echo_tls_io::want_write: return;  // retried with the same bytes: message_ is rebuilt identically
                 case echo_tls_io::closed:
-                case echo_tls_io::failed:
-                    fail(s, "SSL_write failed: %s", why.c_str());
-                    return;
-                case echo_tls_io::ok:
-                    s.sent = true;
-                    break;
+                case echo_tls_io::failed: fail(s, "SSL_write failed: %s", why.c_str()); return;
+                case echo_tls_io::ok: s.sent = true; break;
             }
         }
         while (s.in.size() < wire_) {
             std::uint8_t* p = s.in.prepare(wire_);
             const int n = ::SSL_read(s.ssl, p, static_cast<int>(s.in.writable()));
             switch (echo_tls_result(s.ssl, n, why)) {
-                case echo_tls_io::ok:
-                    s.in.commit(static_cast<std::size_t>(n));
-                    continue;
+                case echo_tls_io::ok: s.in.commit(static_cast<std::size_t>(n)); continue;
                 case echo_tls_io::want_read:
-                case echo_tls_io::want_write:
-                    return;
+                case echo_tls_io::want_write: return;
                 case echo_tls_io::closed:
-                case echo_tls_io::failed:
-                    fail(s, "the echo did not come back: %s", why.c_str());
-                    return;
+                case echo_tls_io::failed: fail(s, "the echo did not come back: %s", why.c_str()); return;
             }
         }
         if (!check_echo(s)) return;
@@ -257,7 +243,7 @@ private:
         return true;
     }
 
-  // Counts the connection, keeps its session for the next one, closes it and opens the next.
+    // Counts the connection, keeps its session for the next one, closes it and opens the next.
     void finish(slot& s) {
         ++(s.reused ? resumed_ : full_);
         if (opt_.resume) {

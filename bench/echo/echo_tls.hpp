@@ -54,13 +54,9 @@ inline echo_tls_io echo_tls_result(SSL* ssl, int ret, std::string& why) {
     if (ret > 0) return echo_tls_io::ok;
     const int err = ::SSL_get_error(ssl, ret);
     switch (err) {
-        case SSL_ERROR_WANT_READ:
-            return echo_tls_io::want_read;
-        case SSL_ERROR_WANT_WRITE:
-            return echo_tls_io::want_write;
-        case SSL_ERROR_ZERO_RETURN:
-            why = "the server sent close_notify";
-            return echo_tls_io::closed;
+        case SSL_ERROR_WANT_READ: return echo_tls_io::want_read;
+        case SSL_ERROR_WANT_WRITE: return echo_tls_io::want_write;
+        case SSL_ERROR_ZERO_RETURN: why = "the server sent close_notify"; return echo_tls_io::closed;
         case SSL_ERROR_SYSCALL: {
             const int saved = errno;
             why = echo_tls_errors();
@@ -71,8 +67,8 @@ inline echo_tls_io echo_tls_result(SSL* ssl, int ret, std::string& why) {
             why = echo_tls_errors();
             const long vr = ::SSL_get_verify_result(ssl);
             if (vr != X509_V_OK) {
-                why += std::string(why.empty() ? "" : "; ") + "certificate verification: " +
-                       ::X509_verify_cert_error_string(vr);
+                why += std::string(why.empty() ? "" : "; ") +
+                       "certificate verification: " + ::X509_verify_cert_error_string(vr);
             }
             if (why.empty()) why = "SSL error " + std::to_string(err);
             return echo_tls_io::failed;
@@ -99,8 +95,8 @@ public:
         ::SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
         if (!o.ca.empty()) {
             if (::SSL_CTX_load_verify_locations(ctx, o.ca.c_str(), nullptr) != 1) {
-                throw std::runtime_error("--ca " + o.ca + ": cannot load it as PEM certificates (" +
-                                         echo_tls_errors() + ")");
+                throw std::runtime_error("--ca " + o.ca + ": cannot load it as PEM certificates (" + echo_tls_errors() +
+                                         ")");
             }
             ::SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
         } else {
@@ -116,7 +112,6 @@ public:
             }
         }
     }
-
 
   /// A client SSL on connected-or-connecting socket fd, with SNI and the name to verify set;
   /// nullptr (and why) on failure. Any thread.

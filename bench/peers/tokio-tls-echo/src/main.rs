@@ -48,7 +48,8 @@ struct Options {
     alpn: Option<String>,
 }
 
-const USAGE: &str = "usage: tokio-tls-echo --cert FILE --key FILE [--port P] [--threads N] [--alpn NAME]";
+const USAGE: &str =
+    "usage: tokio-tls-echo --cert FILE --key FILE [--port P] [--threads N] [--alpn NAME]";
 
 fn usage_error(why: &str) -> ! {
     eprintln!("tokio-tls-echo: {why}");
@@ -119,7 +120,8 @@ fn tls_config(opts: &Options) -> Result<rustls::ServerConfig, String> {
     if certs.is_empty() {
         return Err(format!("--cert {}: no CERTIFICATE in the file", opts.cert));
     }
-    let key = PrivateKeyDer::from_pem_file(&opts.key).map_err(|e| format!("--key {}: {e}", opts.key))?;
+    let key =
+        PrivateKeyDer::from_pem_file(&opts.key).map_err(|e| format!("--key {}: {e}", opts.key))?;
     let mut config = rustls::ServerConfig::builder_with_protocol_versions(&[
         &rustls::version::TLS13,
         &rustls::version::TLS12,
@@ -127,7 +129,8 @@ fn tls_config(opts: &Options) -> Result<rustls::ServerConfig, String> {
     .with_no_client_auth()
     .with_single_cert(certs, key)
     .map_err(|e| format!("--cert {} / --key {}: {e}", opts.cert, opts.key))?;
-    config.ticketer = rustls::crypto::aws_lc_rs::Ticketer::new().map_err(|e| format!("session tickets: {e}"))?;
+    config.ticketer =
+        rustls::crypto::aws_lc_rs::Ticketer::new().map_err(|e| format!("session tickets: {e}"))?;
     if let Some(alpn) = &opts.alpn {
         config.alpn_protocols = vec![alpn.as_bytes().to_vec()];
     }
