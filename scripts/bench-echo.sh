@@ -33,7 +33,13 @@
 # report, and makes this script exit 1 after the report is written.
 # Then scripts/echo_report.py writes <build_dir>/bench/echo.md and echo.png.
 #
-# Environment (defaults in brackets; a full run on 2 CPUs takes about 39 minutes):
+# Then the TLS section (issue 17), scripts/bench-echo-tls.sh with the same environment: strix
+# over TLS against the tokio-rustls and Go crypto/tls peers, depths 1/16/128, and handshakes/s
+# (full and resumed), into <build_dir>/bench/echo-tls.md; ECHO_TLS=0 leaves it out, and
+# `make bench-echo-tls` runs it alone. Its options are described in its header.
+#
+# Environment (defaults in brackets; a full run on 2 CPUs takes about 39 minutes, plus about 9 for
+# the TLS section):
 #   ECHO_DURATION [3]  measured seconds per run     ECHO_WARMUP [1]  warmup seconds per run
 #   ECHO_REPS [5]      runs per cell                ECHO_DEPTHS ["1 16 128"]
 #   ECHO_LAYOUTS ["pinned free"]                    ECHO_MODES ["multi single loop"]
@@ -51,6 +57,7 @@
 #   ECHO_SERVER_CPUS, ECHO_CLIENT_CPUS [first and second CPU this script may use]: the pinned layout
 #   ECHO_STRIX_ARGS [none]   extra strix-echo-server options (e.g. "--pin"), in both layouts
 #   ECHO_BUILD_PEERS [1]     0 reuses the peers already in <build_dir>/peers/ without building
+#   ECHO_TLS [1]             0 leaves out the TLS section
 set -euo pipefail
 
 build=${1:?usage: scripts/bench-echo.sh <build_dir>}
@@ -288,6 +295,13 @@ python3 "$here/echo_report.py" --runs "$runs" --out "$out" --reps "$reps" --dept
   --command "strix-echo-bench --host 127.0.0.1 --port P --connections $connections --size $size --depth D --duration $duration --warmup $warmup --server-pid PID --json FILE" \
   --client-threads "$client_threads" --server-cpus "$server_cpus" --client-cpus "$client_cpus" \
   --loadavg "$loadavg_start" --loadavg-end "$loadavg_end"
+
+# The TLS section: the peers were built (or not) above.
+tls_rc=0
+if [ "${ECHO_TLS:-1}" != 0 ]; then
+  ECHO_BUILD_PEERS=0 "$here/bench-echo-tls.sh" "$build" || tls_rc=$?
+fi
 if [ "$failures" -gt 0 ]; then
   die "$failures of $total_runs runs failed (see FAILED above and $runs/*.failed); the report flags them"
 fi
+[ "$tls_rc" -eq 0 ] || die "the TLS section failed (bench-echo-tls.sh exited $tls_rc; see above)"

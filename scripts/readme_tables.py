@@ -72,6 +72,22 @@ if echo:
         parts.append(section(echo, rf"^## Depth {depth}$") + "\n")
 else:
     keep("### Echo shoot-out (the [echo server shoot-out](docs/references.md#echo-server-shoot-out): 100 connections, 8-byte messages, one send() per message)")
+tls = read("echo-tls.md")
+tls_heading = "### Echo shoot-out over TLS (issue 17: strix vs tokio-rustls and Go crypto/tls)"
+if tls:
+    parts.append("\n" + tls_heading + "\n")
+    parts.append("`make bench-echo` (its TLS section; `make bench-echo-tls` alone): the same 100 connections and "
+                 "8-byte messages over TLS, certificate verified by the client, million msgs/s, medians of 5 "
+                 "interleaved runs (min-max); handshakes/s with one server thread; details in "
+                 "build/bench/echo-tls.md:\n")
+    summary = section(tls, r"^## Summary: strix over TLS against the best TLS peer$")
+    if summary:
+        parts.append(summary + "\n")
+    parts.append(section(tls, r"^## Echo over TLS$") + "\n")
+    parts.append("Handshakes:\n")
+    parts.append(section(tls, r"^## Handshakes$") + "\n")
+else:
+    keep(tls_heading)
 link = read("link.md")
 if link:
     parts.append("\n### strix::link vs libzmq (the [ServerLink porting log](docs/references.md#serverlink-porting-log)'s tables)\n")

@@ -15,6 +15,11 @@
 // Every connection appends to its own send buffer and is flushed with one write() per loop turn,
 // so the client does no more syscalls per message than the servers it measures (both share the
 // same cores).
+//
+// --tls puts OpenSSL 3 between the socket and the buffers (echo_tls.hpp): each connection's
+// non-blocking handshake runs in the same epoll loop, then one SSL_write of the connection's
+// pending bytes per loop turn and SSL_read until it wants more input; the checks are the same.
+// --handshakes measures connection setup instead (echo_handshake.cpp).
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -46,27 +51,17 @@
 #include <vector>
 
 #include "echo_args.hpp"
+#include "echo_bench_options.hpp"
 #include "echo_buffer.hpp"
+#include "echo_handshake.hpp"
 #include "echo_stats.hpp"
+#include "echo_tls.hpp"
 #include "echo_wire.hpp"
 
 namespace strix {
 namespace {
 
-struct options {
-    std::string host = "127.0.0.1";
-    std::uint16_t port = 0;
-    std::uint32_t connections = 100;
-    std::size_t size = 8;
-    std::uint32_t depth = 1;
-    int duration_s = 5;
-    int warmup_s = 1;
-    long server_pid = 0;
-    std::string json;
-    std::string mode = "multi";
-    std::uint32_t threads = 1;
-    int drain_timeout_s = 10;
-};
+using options = echo_bench_options;
 
 // State every thread sees. Errors abort the whole run: a benchmark that lost a byte is void.
 struct shared_state {
@@ -75,6 +70,7 @@ struct shared_state {
     std::atomic<std::uint64_t> errors{0};
     std::mutex print_mu;
     std::uint32_t printed = 0;  // guarded by print_mu
+    std::string tls_session;    // guarded by print_mu: the first handshake's version and cipher
 };
 
 /// Counts one error, prints it (the first 20 only) and aborts the run. Any thread.
@@ -108,16 +104,26 @@ struct connection {
     echo_buffer out;
     bool dirty = false;  // queued for this turn's flush
     bool dead = false;
+    SSL* ssl = nullptr;            // --tls only
+    bool handshaking = false;      // SSL_connect not finished yet
+    bool read_wants_write = false;  // SSL_read asked for writability (a TLS key update)
 
     connection(int f, std::uint32_t i, std::size_t in_cap, std::size_t out_cap)
         : fd(f), id(i), in(in_cap), out(out_cap) {}
+    connection(const connection&) = delete;
+    connection& operator=(const connection&) = delete;
+    ~connection() {
+        ::SSL_free(ssl);
+        if (fd >= 0) ::close(fd);
+    }
 };
 
 class worker {
 public:
     worker(const options& opt, shared_state& shared, worker_counters& counters,
-           std::vector<std::unique_ptr<connection>> conns)
+           std::vector<std::unique_ptr<connection>> conns, const echo_tls_context* tls)
         : opt_(opt),
+          tls_(tls),
           shared_(shared),
           counters_(counters),
           conns_(std::move(conns)),
@@ -146,8 +152,12 @@ public:
             }
         }
         for (auto& c : conns_) {
-            append(*c, opt_.depth);
-            flush(*c);
+            if (tls_ != nullptr) {
+                start_tls(*c);
+            } else {
+                append(*c, opt_.depth);
+                flush(*c);
+            }
         }
         publish();
         std::vector<epoll_event> events(256);
@@ -172,7 +182,13 @@ public:
                 auto& c = *static_cast<connection*>(events[static_cast<std::size_t>(i)].data.ptr);
                 const std::uint32_t ev = events[static_cast<std::size_t>(i)].events;
                 if (c.dead) continue;
-                if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) on_readable(c, ev);
+                if (c.handshaking) {
+                    handshake(c);
+                    continue;
+                }
+                if ((ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) || (c.read_wants_write && (ev & EPOLLOUT))) {
+                    on_readable(c, ev);
+                }
                 if (!c.dead && (ev & EPOLLOUT) && !c.out.empty()) mark_dirty(c);
             }
       // One write per connection per loop turn, after the whole batch has been parsed.
@@ -185,7 +201,7 @@ public:
         }
         publish();
         ::close(ep_);
-        for (auto& c : conns_) ::close(c->fd);
+        conns_.clear();  // closes the sockets
     }
 
 private:
@@ -217,6 +233,10 @@ private:
 
     void flush(connection& c) {
         if (c.out.empty()) return;
+        if (c.ssl != nullptr) {
+            flush_tls(c);
+            return;
+        }
         ssize_t n;
         do {
             n = ::write(c.fd, c.out.data(), c.out.size());
@@ -231,6 +251,10 @@ private:
     }
 
     void on_readable(connection& c, std::uint32_t ev) {
+        if (c.ssl != nullptr) {
+            read_tls(c);
+            return;
+        }
         const bool hangup = (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
         for (;;) {
             std::uint8_t* p = c.in.prepare(read_chunk_);
@@ -265,6 +289,93 @@ private:
             return;
         }
     }
+
+  // ---- --tls --------------------------------------------------------------------------------------
+
+    void start_tls(connection& c) {
+        std::string why;
+        c.ssl = tls_->open(c.fd, why);
+        if (c.ssl == nullptr) {
+            fail(c, "%s", why.c_str());
+            return;
+        }
+        c.handshaking = true;
+        handshake(c);
+    }
+
+  // Drives SSL_connect; once it completes, the connection's first --depth messages go out.
+    void handshake(connection& c) {
+        std::string why;
+        switch (echo_tls_result(c.ssl, ::SSL_connect(c.ssl), why)) {
+            case echo_tls_io::want_read:
+            case echo_tls_io::want_write: return;  // epoll's next edge calls again
+            case echo_tls_io::closed:
+            case echo_tls_io::failed: fail(c, "TLS handshake failed: %s", why.c_str()); return;
+            case echo_tls_io::ok: break;
+        }
+        if (const std::string bad = tls_->check(c.ssl); !bad.empty()) {
+            fail(c, "%s", bad.c_str());
+            return;
+        }
+        c.handshaking = false;
+        {
+            std::lock_guard<std::mutex> lock(shared_.print_mu);
+            if (shared_.tls_session.empty()) shared_.tls_session = echo_tls_describe(c.ssl);
+        }
+        append(c, opt_.depth);
+        // The records that finished the handshake may have brought application data already.
+        read_tls(c);
+    }
+
+  // One SSL_write of everything pending. Without SSL_MODE_ENABLE_PARTIAL_WRITE it seals and
+  // writes every record or reports WANT_WRITE; then the same bytes (and any appended since) are
+  // retried on the next EPOLLOUT edge, as OpenSSL requires.
+    void flush_tls(connection& c) {
+        const std::size_t len = std::min<std::size_t>(c.out.size(), INT32_MAX);
+        const int n = ::SSL_write(c.ssl, c.out.data(), static_cast<int>(len));
+        std::string why;
+        switch (echo_tls_result(c.ssl, n, why)) {
+            case echo_tls_io::ok:
+                c.out.consume(static_cast<std::size_t>(n));
+                bytes_out_ += static_cast<std::uint64_t>(n);
+                if (!c.out.empty()) mark_dirty(c);  // more than INT32_MAX pending: next turn
+                return;
+            case echo_tls_io::want_read:   // a renegotiation we never start: retried on input
+            case echo_tls_io::want_write:  // the socket is full: the EPOLLOUT edge retries
+                return;
+            case echo_tls_io::closed:
+            case echo_tls_io::failed: fail(c, "SSL_write failed: %s", why.c_str()); return;
+        }
+    }
+
+  // SSL_read until OpenSSL needs more from the socket: the edge-triggered loop gets no new event
+  // for bytes OpenSSL already holds.
+    void read_tls(connection& c) {
+        c.read_wants_write = false;
+        for (;;) {
+            std::uint8_t* p = c.in.prepare(read_chunk_);
+            const std::size_t room = std::min<std::size_t>(c.in.writable(), INT32_MAX);
+            const int n = ::SSL_read(c.ssl, p, static_cast<int>(room));
+            std::string why;
+            switch (echo_tls_result(c.ssl, n, why)) {
+                case echo_tls_io::ok:
+                    c.in.commit(static_cast<std::size_t>(n));
+                    bytes_in_ += static_cast<std::uint64_t>(n);
+                    parse(c);
+                    if (c.dead) return;
+                    continue;
+                case echo_tls_io::want_read: return;
+                case echo_tls_io::want_write: c.read_wants_write = true; return;
+                case echo_tls_io::closed:
+                    fail(c, "the server closed the connection (%s; %llu of %llu echoes received)", why.c_str(),
+                         static_cast<unsigned long long>(c.next_recv), static_cast<unsigned long long>(c.next_send));
+                    return;
+                case echo_tls_io::failed: fail(c, "SSL_read failed: %s", why.c_str()); return;
+            }
+        }
+    }
+
+  // ---- both -----------------------------------------------------------------------------------
 
   // Checks and consumes every complete echo in c's input buffer.
     void parse(connection& c) {
@@ -326,6 +437,7 @@ private:
     }
 
     const options& opt_;
+    const echo_tls_context* tls_;  // nullptr without --tls
     shared_state& shared_;
     worker_counters& counters_;
     std::vector<std::unique_ptr<connection>> conns_;
@@ -428,62 +540,6 @@ nlohmann::ordered_json json_figure(double v) {
 
 // ---- main --------------------------------------------------------------------------------------
 
-options parse_options(int argc, char** argv) {
-    options o;
-    CLI::App app{"strix-echo-bench: the load tool of seed 001's echo shoot-out; verifies every echoed byte "
-                 "and the order of the echoes",
-                 "strix-echo-bench"};
-    app.footer("MB/s counts wire bytes (header + body), 1 MB = 10^6 bytes.");
-  // A repeated option keeps its last value, so a wrapper script can override what it passed.
-    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-    app.add_option("--host", o.host, "numeric IPv4 address of the echo server")->capture_default_str();
-    app.add_option("--port", o.port, "server port")->required()->check(CLI::Range(1, 65535));
-    app.add_option("--connections", o.connections, "TCP connections")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 100000));
-    app.add_option("--size", o.size, "body bytes per message; on the wire 4 + B")
-        ->capture_default_str()
-        ->check(CLI::Range(0, 16 << 20));
-    app.add_option("--depth", o.depth, "messages kept in flight per connection")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 1 << 20));
-    app.add_option("--duration", o.duration_s, "measured seconds after the warmup")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 86400));
-    app.add_option("--warmup", o.warmup_s, "seconds run before measuring")
-        ->capture_default_str()
-        ->check(CLI::Range(0, 3600));
-    app.add_option("--server-pid", o.server_pid, "report the server's CPU % and RSS from /proc/PID")
-        ->check(CLI::Range(0LL, 1LL << 31));
-    app.add_option("--json", o.json, "write the summary as JSON to FILE");
-    app.add_option("--mode", o.mode,
-                   "single: one thread, one epoll loop for every connection, sampling between loop turns; "
-                   "multi: --threads worker threads with a slice of the connections each, sampled by the "
-                   "main thread")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"single", "multi"}));
-    app.add_option("--threads", o.threads, "client worker threads in --mode multi")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 1024));
-    app.add_option("--drain-timeout", o.drain_timeout_s, "how long to wait for outstanding echoes at the end, seconds")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 3600));
-    echo_parse_args(app, argc, argv);
-    if (o.mode == "single") {
-        if (app.count("--threads") > 0 && o.threads != 1)
-            echo_usage_error(app, "--mode single runs one thread; drop --threads");
-        o.threads = 1;
-    }
-    o.threads = std::min(o.threads, o.connections);
-    if (static_cast<double>(o.depth) * static_cast<double>(echo_header_size + o.size) > double(1 << 30)) {
-        echo_usage_error(app, "--depth x (4 + --size) must stay under 1 GiB in flight per connection");
-    }
-    if (o.server_pid != 0 && !read_proc(o.server_pid).ok) {
-        echo_usage_error(app, "cannot read /proc/" + std::to_string(o.server_pid) + "/stat: is --server-pid right?");
-    }
-    return o;
-}
-
 // Blocking connect (bounded by SO_SNDTIMEO), then non-blocking with TCP_NODELAY.
 int connect_one(const options& o, const sockaddr_in& addr, std::uint32_t i) {
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -506,7 +562,7 @@ int connect_one(const options& o, const sockaddr_in& addr, std::uint32_t i) {
 }
 
 int run(int argc, char** argv) {
-    const options o = parse_options(argc, argv);
+    const options o = parse_echo_bench_options(argc, argv);
     std::signal(SIGPIPE, SIG_IGN);
     const std::size_t wire = echo_header_size + o.size;
 
@@ -518,33 +574,44 @@ int run(int argc, char** argv) {
         return 2;
     }
 
+    std::optional<echo_tls_context> tls;
+    if (o.tls.enabled) {
+        try {
+            tls.emplace(o.tls);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "strix-echo-bench: %s\n", e.what());
+            return 2;
+        }
+    }
+    if (o.handshakes) return run_handshakes(o, addr, *tls);
+
     std::vector<std::vector<std::unique_ptr<connection>>> slices(o.threads);
   // Initial sizes for the common small-message case; the buffers grow when a run needs more.
     const std::size_t in_cap = 32768;
     const std::size_t out_cap = std::clamp<std::size_t>(2 * static_cast<std::size_t>(o.depth) * wire, 4096, 1 << 20);
     for (std::uint32_t i = 0; i < o.connections; ++i) {
         const int fd = connect_one(o, addr, i);
-        if (fd < 0) {
-            for (auto& s : slices)
-                for (auto& c : s) ::close(c->fd);
-            return 1;
-        }
+        if (fd < 0) return 1;  // the connections made so far close with slices
         slices[i % o.threads].push_back(std::make_unique<connection>(fd, i, in_cap, out_cap));
     }
 
     const bool single = o.mode == "single";
     const std::string client_cpus = cpus_allowed();
     std::printf("strix-echo-bench: %s:%u, %u connections, body %zu B (wire %zu B), depth %u, "
-                "warmup %d s, duration %d s, mode %s (%u worker thread(s)%s), client CPUs %s\n",
+                "warmup %d s, duration %d s, mode %s (%u worker thread(s)%s), client CPUs %s%s\n",
                 o.host.c_str(), o.port, o.connections, o.size, wire, o.depth, o.warmup_s, o.duration_s, o.mode.c_str(),
-                o.threads, single ? ", sampling in the same thread" : " + a sampler", client_cpus.c_str());
+                o.threads, single ? ", sampling in the same thread" : " + a sampler", client_cpus.c_str(),
+                !tls              ? ""
+                : tls->verifies() ? ", TLS (server certificate verified against --ca)"
+                                  : ", TLS (server certificate NOT verified: no --ca)");
     std::fflush(stdout);
 
     shared_state shared;
     std::vector<worker_counters> counters(o.threads);
     std::vector<std::unique_ptr<worker>> workers;
     for (std::uint32_t t = 0; t < o.threads; ++t) {
-        workers.push_back(std::make_unique<worker>(o, shared, counters[t], std::move(slices[t])));
+        workers.push_back(
+            std::make_unique<worker>(o, shared, counters[t], std::move(slices[t]), tls ? &*tls : nullptr));
     }
 
     sampler smp(o, shared, counters);
@@ -592,6 +659,8 @@ int run(int argc, char** argv) {
                 static_cast<unsigned long long>(verified), static_cast<unsigned long long>(outstanding),
                 static_cast<unsigned long long>(errors));
     if (!completed && errors == 0) std::printf("run did not complete its %d s\n", o.warmup_s + o.duration_s);
+    if (tls)
+        std::printf("TLS: %s\n", shared.tls_session.empty() ? "no handshake completed" : shared.tls_session.c_str());
     std::printf("result: %s\n", ok ? "PASS" : "FAIL");
 
     if (!o.json.empty()) {
@@ -619,6 +688,9 @@ int run(int argc, char** argv) {
             {"mode", o.mode},
             {"client_threads", single ? 1U : o.threads + 1U},
             {"client_cpus", client_cpus},
+            {"tls", tls.has_value()},
+            {"tls_session", shared.tls_session},
+            {"tls_verified", tls && tls->verifies()},
         };
         std::ofstream js(o.json);
         js << summary.dump(2) << '\n';
