@@ -11,10 +11,9 @@ packages=(
   libflatbuffers-dev flatbuffers-compiler
   libsqlite3-dev libpq-dev postgresql
   libsodium-dev
-  libssl-dev                  # TLS in strix::net (OpenSSL 3)
   liburing-dev                # the io_uring backend (engine_config::io, --io uring)
   libcli11-dev nlohmann-json3-dev
-  libssl-dev openssl          # TLS: OpenSSL 3 (strix-echo-bench --tls); the openssl command writes the test certificates
+  libssl-dev openssl          # TLS in strix::net and strix-echo-bench --tls (OpenSSL 3); openssl writes the bench certificates
   libzmq3-dev                 # strix::link interop tests and the libzmq baseline only
   gnuplot-nox                 # echo.png and other plots written by make bench
   clang-16 libclang-rt-16-dev llvm-16   # make fuzz only: libFuzzer + sanitizers, llvm-symbolizer (fuzz/)

@@ -4,6 +4,7 @@
 #include <strix/core/engine.hpp>
 #include <strix/core/format.hpp>
 #include <strix/net/server.hpp>
+#include <strix/net/tls.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -41,6 +42,9 @@ int main(int argc, char** argv) {
                    "I/O backend: auto (STRIX_IO, else io_uring where the kernel allows it, else epoll), uring or epoll")
         ->check(CLI::IsMember({"auto", "epoll", "uring"}))
         ->capture_default_str();
+    std::string tls_cert, tls_key;
+    app.add_option("--tls-cert", tls_cert, "serve TLS with this PEM certificate chain (needs --tls-key)");
+    app.add_option("--tls-key", tls_key, "the PEM private key of --tls-cert");
     bool pin = ecfg.pin_threads;
     app.add_flag("--pin,!--no-pin", pin, "pin shard i to the i-th allowed CPU (docs/architecture.md, \"Pinning\")")
         ->capture_default_str();
@@ -52,12 +56,18 @@ int main(int argc, char** argv) {
     scfg.limits.idle_timeout = std::chrono::milliseconds(idle_ms);
     scfg.limits.frame_timeout = std::chrono::milliseconds(frame_ms);
 
+    if (tls_cert.empty() != tls_key.empty()) {
+        std::fprintf(stderr, "strix-echo-server: --tls-cert and --tls-key go together\n");
+        return 2;
+    }
+
     try {
+        if (!tls_cert.empty()) scfg.tls = strix::tls_server::load({.cert_file = tls_cert, .key_file = tls_key});
         strix::engine eng(ecfg);
         strix::server srv(eng, scfg, [](strix::shard&) { return std::make_unique<echo_handler>(); });
         srv.start();
-        strix::print(stdout, "strix-echo-server: listening on {}:{} with {} shards ({})\n", scfg.host, srv.port(),
-                     eng.shard_count(), eng.io_name());
+        strix::print(stdout, "strix-echo-server: listening on {}:{} with {} shards ({}{})\n", scfg.host, srv.port(),
+                     eng.shard_count(), eng.io_name(), scfg.tls ? ", TLS" : "");
         std::fflush(stdout);
         eng.run_until_signal();
         auto st = srv.stats();
