@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-"frame_decoder framers zmtp chat_request chat_config metrics_http"}
+targets=${FUZZ_TARGETS:-"frame_decoder framers zmtp chat_request chat_config metrics_http tls_stream"}
 cxx=${FUZZ_CXX:-clang++-16}
 cc=${FUZZ_CC:-clang-16}
 out=build-fuzz
@@ -55,6 +55,7 @@ declare -A under_test=(
   [chat_request]='/apps/chat/|chat_generated\.h|/flatbuffers/verifier\.h'
   [chat_config]='/apps/chat/server/options/chat_options\.cpp'
   [metrics_http]='http_head::cut|http_response_for|namespace\)::response\('
+  [tls_stream]='/src/net/tls/'
 )
 
 failed=()
@@ -69,6 +70,8 @@ for t in $targets; do
   # parse_options prints one sentence per rejected file: closed for the run (libFuzzer keeps
   # its own output and the sanitizers' reports).
   [ "$t" = chat_config ] && extra+=(-close_fd_mask=2)
+  # The TLS transport logs each failed handshake (rate-limited): closed for the run.
+  [ "$t" = tls_stream ] && extra+=(-close_fd_mask=2)
   echo "== fuzz: $t for ${seconds}s"
   status=0
   "$bin" "$corpus" "fuzz/corpus/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \

@@ -110,7 +110,6 @@ private:
     bool closed_ = false;
     bool failed_ = false;
     bool shutdown_sent_ = false;
-    buffer_chain* plain_tx_ = nullptr;  // the session's chain, waiting for the handshake
 
     // Ciphertext received and not yet read by OpenSSL: [cin_head_, cin_tail_).
     std::unique_ptr<std::byte[]> cin_;
