@@ -137,10 +137,12 @@ void tls_stream::on_handshake_timeout() {
     user_.stream_failed(make_error_code(net_errc::tls_handshake_timeout));
 }
 
+// Empties the thread's OpenSSL error queue whatever happens: a stale entry would make the next
+// SSL_get_error on this shard, for another connection, report a failure.
 void tls_stream::fail(std::error_code ec, const char* what) {
+    const std::string why = drain_ssl_errors(what);
     if (failed_ || closed_) return;
     failed_ = true;
-    const std::string why = drain_ssl_errors(what);
     if (!established_) bump(cfg_.counters->tls_failures);
     log_limited(log_level::info, "TLS {}: {}: {}", cfg_.address, established_ ? "record error" : "handshake failed",
                 why);
@@ -196,7 +198,8 @@ bool tls_stream::read_plain() {
             auto* base = static_cast<char*>(iov[i].iov_base);
             std::size_t off = 0;
             while (off < iov[i].iov_len) {
-                ERR_clear_error();
+                // No ERR_clear_error per record (a thread-local lookup, 1.5 % of a busy shard):
+                // the queue is emptied wherever an error is reported (fail), so it is empty here.
                 r = SSL_read(ssl_.get(), base + off, static_cast<int>(std::min<std::size_t>(iov[i].iov_len - off, INT_MAX)));
                 if (r <= 0) {
                     e = SSL_get_error(ssl_.get(), r);  // now: the handler may call OpenSSL (a close) below
@@ -322,7 +325,6 @@ void tls_stream::encrypt(buffer_chain& tx) {
             }
             p = stage;
         }
-        ERR_clear_error();
         const int w = SSL_write(ssl_.get(), p, static_cast<int>(len));
         if (w <= 0) {
             fail(make_error_code(net_errc::tls_record_error), "cannot encrypt");
@@ -343,6 +345,7 @@ bool tls_stream::finish() {
         shutdown_sent_ = true;
         ERR_clear_error();
         SSL_shutdown(ssl_.get());  // close_notify; the peer's is not awaited
+        ERR_clear_error();
         push();
     }
     return cout_.empty() && !inner_->send_busy();
