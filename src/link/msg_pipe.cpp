@@ -32,11 +32,14 @@ msg_pipe::~msg_pipe() {
         delete c;
         c = n;
     }
-    delete spare_.load(std::memory_order_acquire);
+    for (auto& s : spare_) delete s.load(std::memory_order_acquire);
 }
 
 msg_pipe::chunk* msg_pipe::take_chunk() {
-    chunk* c = spare_.exchange(nullptr, std::memory_order_acquire);
+    chunk* c = nullptr;
+    for (auto& s : spare_) {
+        if (s.load(std::memory_order_relaxed) && (c = s.exchange(nullptr, std::memory_order_acquire))) break;
+    }
     if (!c) c = new chunk;
     c->next = nullptr;
     return c;
@@ -44,7 +47,11 @@ msg_pipe::chunk* msg_pipe::take_chunk() {
 
 void msg_pipe::give_chunk(chunk* c) noexcept {
     // The release makes our last reads of c happen before the producer writes into it again.
-    delete spare_.exchange(c, std::memory_order_acq_rel);
+    for (auto& s : spare_) {
+        chunk* empty = nullptr;
+        if (s.compare_exchange_strong(empty, c, std::memory_order_release, std::memory_order_relaxed)) return;
+    }
+    delete c;
 }
 
 std::byte* msg_pipe::reserve(std::size_t n) {

@@ -17,7 +17,7 @@
 // Small parts (up to inline_max) are copied into the record, so a stream of small messages costs
 // no allocation and no reference count; larger ones travel as a `part` (a shared buffer). The
 // consumer hands each chunk it finished back through spare_, and the producer takes it from
-// there before allocating: a steady stream reuses two chunks.
+// there before allocating: a steady stream reuses the same few chunks.
 //
 // Positions are byte counts since the start (64-bit, they never wrap). The producer publishes
 // its position with a release store (tail_), the consumer reads records below it; a message's
@@ -139,7 +139,10 @@ private:
     std::uint64_t ppos_ = 0;
     // Written by the consumer, read by the producer.
     alignas(64) std::atomic<std::uint64_t> consumed_{0};
-    std::atomic<chunk*> spare_{nullptr};
+    // Emptied chunks waiting for the producer: a reader a few chunks behind gives back as many
+    // as the writer takes, so neither side goes to malloc in a steady stream.
+    static constexpr int spares = 4;
+    std::atomic<chunk*> spare_[spares] = {};
 };
 
 }  // namespace strix::link::detail

@@ -27,6 +27,13 @@ namespace {
 constexpr std::string_view role = TOOL_ROLE;
 constexpr auto patience = std::chrono::milliseconds(lp::timeout_ms);
 
+// The libzmq tools' 30 s linger: what was sent is delivered, a dead peer cannot hold the process.
+socket_options options() {
+    socket_options o;
+    o.linger = std::chrono::milliseconds(30000);
+    return o;
+}
+
 const std::string tool_name = "strix-link-blocking-" + std::string(role);
 
 std::string usage_text() {
@@ -112,27 +119,27 @@ int main(int argc, char** argv) {
     try {
         context ctx(1);
         if (role == "local-thr") {
-            blocking_socket s(ctx, socket_type::pull);
+            blocking_socket s(ctx, socket_type::pull, options());
             s.bind(endpoint);
             const double seconds = receive_all(t, s, size, count);
             lp::print_thr(size, count, seconds);
         } else if (role == "remote-thr") {
-            blocking_socket s(ctx, socket_type::push);
+            blocking_socket s(ctx, socket_type::push, options());
             s.connect(endpoint);
             send_all(t, s, size, count);
         } else if (role == "local-lat") {
-            blocking_socket s(ctx, socket_type::rep);
+            blocking_socket s(ctx, socket_type::rep, options());
             s.bind(endpoint);
             echo_all(t, s, size, count);
         } else if (role == "remote-lat") {
-            blocking_socket s(ctx, socket_type::req);
+            blocking_socket s(ctx, socket_type::req, options());
             s.connect(endpoint);
             lp::print_lat(size, count, request_all(t, s, size, count));
         } else if (role == "inproc-thr") {
-            blocking_socket in(ctx, socket_type::pull);
+            blocking_socket in(ctx, socket_type::pull, options());
             in.bind(endpoint);
             std::thread sender([&] {
-                blocking_socket out(ctx, socket_type::push);
+                blocking_socket out(ctx, socket_type::push, options());
                 out.connect(endpoint);
                 send_all(t, out, size, count);
             });
@@ -140,10 +147,10 @@ int main(int argc, char** argv) {
             sender.join();
             lp::print_thr(size, count, seconds);
         } else if (role == "inproc-lat") {
-            blocking_socket rep(ctx, socket_type::rep);
+            blocking_socket rep(ctx, socket_type::rep, options());
             rep.bind(endpoint);
             std::thread echo([&] { echo_all(t, rep, size, count); });
-            blocking_socket req(ctx, socket_type::req);
+            blocking_socket req(ctx, socket_type::req, options());
             req.connect(endpoint);
             const lp::roundtrips r = request_all(t, req, size, count);
             echo.join();
