@@ -4,7 +4,7 @@
 #
 #   scripts/bench-link.sh <build_dir>
 #
-# Suites (LINK_SUITES, default all of "thr pubsub fanout lat cross"):
+# Suites (LINK_SUITES, default all of "thr pubsub fanout lat cross blocking"):
 #   thr     PUSH/PULL throughput at 64 B, 1 KB, 8 KB, 64 KB over tcp, ipc (local-thr + remote-thr,
 #           two processes) and inproc (inproc-thr, one process, two threads)
 #   pubsub  XPUB -> SUB throughput (--pattern pubsub) at 64 B and 64 KB over tcp
@@ -13,6 +13,9 @@
 #           inproc (inproc-lat): p50 and p99 round trip
 #   cross   tcp, 64 B: strix sender -> libzmq receiver and back (throughput), strix REQ -> libzmq
 #           REP and back (latency): interop proof, and a check of which side limits
+#   blocking  both libraries called from application threads, 64 B over tcp, ipc and inproc:
+#           strix's blocking_socket (strix-link-blocking-*) against zmq_send/zmq_recv
+#           (zmq-blocking-*), PUSH/PULL throughput (suite bthr) and REQ/REP p50 round trip (blat)
 # For every repetition, every configuration and each family in turn (strix, libzmq, strix, ...,
 # so drift on the shared machine hits both alike): start the receiver (bounded by timeout), wait
 # until its tcp port listens or its ipc socket exists, run the sender (bounded too), check both
@@ -29,7 +32,8 @@
 #   LINK_COUNT_64 (2000000), LINK_COUNT_1024 (500000), LINK_COUNT_8192 (100000),
 #   LINK_COUNT_65536 (20000)   messages per throughput run, by message size (about 0.5-2 s each
 #                           on a 2-core machine)
-#   LINK_ROUNDTRIPS (10000) round trips per latency run
+#   LINK_ROUNDTRIPS (10000) round trips per latency run (the blocking family's too)
+#   LINK_BLOCKING_COUNT (300000) messages per blocking-family throughput run
 #   LINK_FANOUT_COUNT (300000), LINK_SUBSCRIBERS (8)
 #   LINK_TIMEOUT (60)       seconds any one process may run before it is killed (run failed)
 #   LINK_SUITES             the suites to run (see above)
@@ -56,7 +60,8 @@ limit=${LINK_TIMEOUT:-60}
 roundtrips=${LINK_ROUNDTRIPS:-10000}
 fanout_count=${LINK_FANOUT_COUNT:-300000}
 subscribers=${LINK_SUBSCRIBERS:-8}
-read -r -a suites <<<"${LINK_SUITES:-thr pubsub fanout lat cross}"
+blocking_count=${LINK_BLOCKING_COUNT:-300000}
+read -r -a suites <<<"${LINK_SUITES:-thr pubsub fanout lat cross blocking}"
 declare -A count=(
   [64]=${LINK_COUNT_64:-2000000}
   [1024]=${LINK_COUNT_1024:-500000}
@@ -64,21 +69,35 @@ declare -A count=(
   [65536]=${LINK_COUNT_65536:-20000}
 )
 tools=(local-thr remote-thr local-lat remote-lat inproc-thr inproc-lat fanout)
+# The blocking family's tools: <prefix>blocking-<tool>.
+blocking_tools=(local-thr remote-thr local-lat remote-lat inproc-thr inproc-lat)
+want_blocking=0
+for s in "${suites[@]}"; do [ "$s" = blocking ] && want_blocking=1; done
 
 die() { echo "bench-link: FAILED: $*" >&2; exit 1; }
 
 for t in "${tools[@]}"; do
   [ -x "$bin/$zmq_prefix$t" ] || die "$bin/$zmq_prefix$t is missing; build first (make build)"
 done
+if [ "$want_blocking" = 1 ]; then
+  for t in "${blocking_tools[@]}"; do
+    [ -x "$bin/${zmq_prefix}blocking-$t" ] || die "$bin/${zmq_prefix}blocking-$t is missing; build first (make build)"
+  done
+fi
 missing=()
 for t in "${tools[@]}"; do
   [ -x "$bin/$strix_prefix$t" ] || missing+=("$strix_prefix$t")
 done
+if [ "$want_blocking" = 1 ]; then
+  for t in "${blocking_tools[@]}"; do
+    [ -x "$bin/${strix_prefix}blocking-$t" ] || missing+=("${strix_prefix}blocking-$t")
+  done
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "bench-link: note: not built: ${missing[*]}; those strix runs are recorded as 'not built'"
 fi
 for s in "${suites[@]}"; do
-  case $s in thr|pubsub|fanout|lat|cross) ;; *) die "LINK_SUITES: unknown suite '$s'" ;; esac
+  case $s in thr|pubsub|fanout|lat|cross|blocking) ;; *) die "LINK_SUITES: unknown suite '$s'" ;; esac
 done
 pin_recv=() pin_send=()
 if [ "$pin" = 1 ]; then
@@ -245,7 +264,7 @@ pair() {
   recv_pid=
   t1=$(date +%s.%N)
   rm -f "$where"
-  if [ "$suite" = lat ] || [ "$suite" = cross-lat ]; then printer=send; else printer=recv; fi
+  if [ "$suite" = lat ] || [ "$suite" = cross-lat ] || [ "$suite" = blat ]; then printer=send; else printer=recv; fi
   if [ "$rrc" != 0 ]; then
     why=$(exit_why "receiver $recv" "$rrc" "$runs/$tag.recv.err")
   elif [ "$src" != 0 ]; then
@@ -289,8 +308,9 @@ fan_count_re='^deliveries: \([0-9]*\)$'
 one() {
   local suite=$1 transport=$2 size=$3 family=$4 p=$5 rep=$6
   local cnt=${count[$size]:-}
+  [ "$suite" = bthr ] && cnt=$blocking_count
   case $suite in
-    thr|pubsub)
+    thr|pubsub|bthr)
       local extra=()
       [ "$suite" = pubsub ] && extra=(--pattern pubsub)
       if [ "$transport" = inproc ]; then
@@ -308,20 +328,20 @@ one() {
         pair "$suite" "$transport" "$size" "$cnt" "$family" "$rep" "${p}local-thr" "${p}remote-thr" \
           "$thr_count_re" "$cnt" "${extra[@]}"
       fi ;;
-    lat)
+    lat|blat)
       cnt=$roundtrips
       if [ "$transport" = inproc ]; then
         if ! built "$p" inproc-lat; then
-          record lat inproc "$size" "$cnt" "$family" "$rep" not_built "${p}inproc-lat not built" "" "" ""
+          record "$suite" inproc "$size" "$cnt" "$family" "$rep" not_built "${p}inproc-lat not built" "" "" ""
           return
         fi
-        single lat inproc "$size" "$cnt" "$family" "$rep" "${p}inproc-lat" "$lat_count_re" "$cnt" "$size" "$cnt"
+        single "$suite" inproc "$size" "$cnt" "$family" "$rep" "${p}inproc-lat" "$lat_count_re" "$cnt" "$size" "$cnt"
       else
         if ! built "$p" local-lat remote-lat; then
-          record lat "$transport" "$size" "$cnt" "$family" "$rep" not_built "${p}local-lat/remote-lat not built" "" "" ""
+          record "$suite" "$transport" "$size" "$cnt" "$family" "$rep" not_built "${p}local-lat/remote-lat not built" "" "" ""
           return
         fi
-        pair lat "$transport" "$size" "$cnt" "$family" "$rep" "${p}local-lat" "${p}remote-lat" \
+        pair "$suite" "$transport" "$size" "$cnt" "$family" "$rep" "${p}local-lat" "${p}remote-lat" \
           "$lat_count_re" "$cnt"
       fi ;;
     fanout)
@@ -366,6 +386,9 @@ for s in "${suites[@]}"; do
     fanout) configs+=("fanout tcp 64" "fanout inproc 64") ;;
     lat) for tr in tcp ipc inproc; do for sz in 64 1024 8192; do configs+=("lat $tr $sz"); done; done ;;
     cross) configs+=("cross tcp 64") ;;
+    blocking)
+      for tr in tcp ipc inproc; do configs+=("bthr $tr 64"); done
+      for tr in tcp ipc inproc; do configs+=("blat $tr 64"); done ;;
   esac
 done
 
@@ -378,8 +401,8 @@ loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
     "$reps" "$([ "$pin" = 1 ] && echo true || echo false)" "$strix_prefix" "$zmq_prefix" "$limit"
   printf '"counts":{"64":%s,"1024":%s,"8192":%s,"65536":%s},' \
     "${count[64]}" "${count[1024]}" "${count[8192]}" "${count[65536]}"
-  printf '"roundtrips":%s,"fanout_count":%s,"subscribers":%s,"suites":"%s",' \
-    "$roundtrips" "$fanout_count" "$subscribers" "${suites[*]}"
+  printf '"roundtrips":%s,"fanout_count":%s,"subscribers":%s,"blocking_count":%s,"suites":"%s",' \
+    "$roundtrips" "$fanout_count" "$subscribers" "$blocking_count" "${suites[*]}"
   printf '"commit":"%s","dirty_files":%s,"tests_line":%s,"loadavg_start":"%s","nproc":%s,' \
     "$commit" "$dirty" "$(json_str "$tests_line")" "$loadavg" "$(nproc)"
   printf '"started":"%s","missing":%s}\n' "$(date '+%Y-%m-%d %H:%M %Z')" "$(json_str "${missing[*]:-}")"
@@ -397,6 +420,9 @@ for rep in $(seq "$reps"); do
       cross thr "$zmq_prefix" "$strix_prefix" "zmq->strix" "$rep"
       cross lat "$strix_prefix" "$zmq_prefix" "strix->zmq" "$rep"
       cross lat "$zmq_prefix" "$strix_prefix" "zmq->strix" "$rep"
+    elif [ "$suite" = bthr ] || [ "$suite" = blat ]; then
+      one "$suite" "$transport" "$size" strix "${strix_prefix}blocking-" "$rep"
+      one "$suite" "$transport" "$size" zmq "${zmq_prefix}blocking-" "$rep"
     else
       one "$suite" "$transport" "$size" strix "$strix_prefix" "$rep"
       one "$suite" "$transport" "$size" zmq "$zmq_prefix" "$rep"

@@ -41,6 +41,9 @@ def build_targets(subscribers):
     t += [(f"64 KB throughput, {tr}", "thr", tr, 65536, "msg_s", ">=", 1.0) for tr in TRANSPORTS]
     t += [(f"p50 round trip {size_label(s)}, {tr}", "lat", tr, s, "p50_us", "<=", 0.7)
           for tr in TRANSPORTS for s in LAT_SIZES]
+    # Issue 16: the blocking API against zmq_send/zmq_recv, both from application threads.
+    t += [(f"blocking API 64 B throughput, {tr}", "bthr", tr, 64, "msg_s", ">=", 1.5) for tr in TRANSPORTS]
+    t += [(f"blocking API p50 round trip 64 B, {tr}", "blat", tr, 64, "p50_us", "<=", 1.0) for tr in TRANSPORTS]
     return t
 
 
@@ -221,6 +224,11 @@ def write_markdown(meta, data, out_md, targets):
     lines.append(f"F-fanout tcp://127.0.0.1:PORT {meta['subscribers']} 64 {meta['fanout_count']}")
     lines.append(f"F-fanout inproc://strix-link-fanout {meta['subscribers']} 64 {meta['fanout_count']}")
     lines.append("# cross-runs: one family's sender (or REQ) against the other's receiver (or REP), tcp, 64 B")
+    lines.append("# blocking API (suite blocking): F = strix-link-blocking or zmq-blocking, 64 B")
+    lines.append(f"F-local-thr tcp://127.0.0.1:PORT 64 {meta.get('blocking_count', 300000)} &  "
+                 f"F-remote-thr tcp://127.0.0.1:PORT 64 {meta.get('blocking_count', 300000)}   (and ipc, inproc-thr)")
+    lines.append(f"F-local-lat tcp://127.0.0.1:PORT 64 {meta['roundtrips']} &  "
+                 f"F-remote-lat tcp://127.0.0.1:PORT 64 {meta['roundtrips']}   (and ipc, inproc-lat)")
     lines.append("```")
     lines.append("")
     lines.append(f"Messages per throughput run (COUNT): 64 B: {c['64']:,}; 1 KB: {c['1024']:,}; "
@@ -278,6 +286,8 @@ def write_markdown(meta, data, out_md, targets):
         family_table(lines, data, "lat", TRANSPORTS, LAT_SIZES, "p99_us", fmt_us, lower_better=True)
     if data.has("cross-thr") or data.has("cross-lat"):
         write_cross(lines, data)
+    if data.has("bthr") or data.has("blat"):
+        write_blocking(lines, meta, data)
     write_targets(lines, data, targets)
     write_failures(lines, data)
     lines.append("![strix / libzmq ratios per configuration](link.png)")
@@ -328,6 +338,33 @@ def write_cross(lines, data):
     lines.append("")
 
 
+def write_blocking(lines, meta, data):
+    """The blocking-API family: throughput and round trips with both libraries called from
+    application threads."""
+    lines.append("## Blocking API: both libraries called from application threads, 64 B")
+    lines.append("")
+    lines.append("strix: `blocking_socket::send`/`recv` (`strix-link-blocking-*`: each call goes through "
+                 "the socket's shard, one shard per process); libzmq: `zmq_send`/`zmq_recv` "
+                 "(`zmq-blocking-*`, one I/O thread per process). PUSH/PULL throughput over "
+                 f"{meta.get('blocking_count', 300000):,} messages, REQ/REP round trips over "
+                 f"{meta['roundtrips']:,}; inproc runs both halves in one process on two application "
+                 "threads. Client and server processes share the machine's cores.")
+    lines.append("")
+    lines.append("| Transport | | msg/s | p50 round trip (µs) | p99 round trip (µs) |")
+    lines.append("|---|---|---:|---:|---:|")
+    for tr in TRANSPORTS:
+        thr = {fam: data.cell("bthr", tr, 64, fam, "msg_s") for fam, _ in FAMILIES}
+        p50 = {fam: data.cell("blat", tr, 64, fam, "p50_us") for fam, _ in FAMILIES}
+        p99 = {fam: data.cell("blat", tr, 64, fam, "p99_us") for fam, _ in FAMILIES}
+        for fam, name in FAMILIES:
+            lines.append(f"| {tr} | {name} | {thr[fam].text(fmt_int)} | {p50[fam].text(fmt_us)} "
+                         f"| {p99[fam].text(fmt_us)} |")
+        r = [fmt_ratio(ratio(c["strix"], c["zmq"]), c["strix"], c["zmq"]) for c in (thr, p50, p99)]
+        lines.append(f"| {tr} | **strix/libzmq** | **{r[0]}** | **{r[1]}** (lower is better) "
+                     f"| **{r[2]}** (lower is better) |")
+    lines.append("")
+
+
 def write_targets(lines, data, targets):
     lines.append("## Targets")
     lines.append("")
@@ -374,7 +411,7 @@ def write_failures(lines, data):
 
 
 def short_label(suite, tr, size):
-    base = {"thr": "", "pubsub": "pubsub ", "fanout": "fan-out "}[suite]
+    base = {"thr": "", "lat": "", "pubsub": "pubsub ", "fanout": "fan-out ", "bthr": "blocking ", "blat": "blocking "}[suite]
     return f"{base}{tr} {size_label(size).replace(' ', '')}"
 
 
@@ -384,8 +421,10 @@ def write_plot(meta, data, out_dir):
         die("gnuplot is not installed (scripts/install-deps.sh installs gnuplot-nox)")
     thr_cfgs = [("thr", tr, s) for tr in TRANSPORTS for s in SIZES]
     thr_cfgs += [("pubsub", "tcp", 64), ("pubsub", "tcp", 65536), ("fanout", "tcp", 64), ("fanout", "inproc", 64)]
+    thr_cfgs += [("bthr", tr, 64) for tr in TRANSPORTS]
     thr_cfgs = [c for c in thr_cfgs if data.select(c[0], c[1], c[2], "zmq")]
     lat_cfgs = [("lat", tr, s) for tr in TRANSPORTS for s in LAT_SIZES]
+    lat_cfgs += [("blat", tr, 64) for tr in TRANSPORTS]
     lat_cfgs = [c for c in lat_cfgs if data.select(c[0], c[1], c[2], "zmq")]
     targets = {(t[1], t[2], t[3]): t[6] for t in build_targets(meta["subscribers"])}
 
@@ -412,7 +451,7 @@ def write_plot(meta, data, out_dir):
     with open(dat2, "w") as f:
         for c in lat_cfgs:
             v = ratio_of(c, "p50_us") if have_ratio else data.cell(*c, "zmq", "p50_us").median
-            f.write(f"\"{c[1]} {size_label(c[2]).replace(' ', '')}\" {num(v)} {num(targets.get(c))}\n")
+            f.write(f"\"{short_label(*c)}\" {num(v)} {num(targets.get(c))}\n")
             tops[dat2] = max([tops.get(dat2, 0), v or 0] + ([targets[c]] if have_ratio and c in targets else []))
     terms = subprocess.run([gnuplot, "-e", "set terminal"], capture_output=True, text=True)
     term = "pngcairo size 1100,820" if "pngcairo" in (terms.stdout + terms.stderr) else "png size 1100,820"

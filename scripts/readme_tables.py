@@ -89,7 +89,7 @@ if tls:
 else:
     keep(tls_heading)
 link = read("link.md")
-if link:
+if link and re.search(r"(?m)^## Throughput, PUSH/PULL", link):
     parts.append("\n### strix::link vs libzmq (the [ServerLink porting log](docs/references.md#serverlink-porting-log)'s tables)\n")
     parts.append("`make bench-link`: the same perf tools written against strix::link and against libzmq's C API, "
                  "interleaved in one run; full tables (bandwidth, PUB/SUB, fan-out, p99, cross-runs) in build/bench/link.md.\n")
@@ -101,6 +101,26 @@ if link:
     parts.append(section(link, r"^## Targets$") + "\n")
 else:
     keep("### strix::link vs libzmq (the [ServerLink porting log](docs/references.md#serverlink-porting-log)'s tables)")
+# The blocking-API family (bench-link's suite 'blocking'), its own subsection so that a run of that
+# suite alone (LINK_SUITES=blocking) refreshes it without touching the tables above.
+BLOCKING = "### strix::link's blocking API vs libzmq's zmq_send/zmq_recv (application threads)"
+if link and re.search(r"(?m)^## Blocking API", link):
+    written = re.search(r"Written by `scripts/bench-link.sh` on ([^,]*), commit `([^`]*)`", link)
+    load = re.search(r"Load average when the run started: (.*)", link)
+    parts.append("\n" + BLOCKING + "\n")
+    parts.append("`make bench-link` (suite `blocking`; `LINK_SUITES=blocking make bench-link` runs it alone): "
+                 "strix-link-blocking-* against zmq-blocking-*, 64 B, medians of 5 interleaved runs (min-max)"
+                 + (f", {written.group(1)}, commit `{written.group(2)}`" if written else "")
+                 + (f", load average {load.group(1)} on the 2 shared cores" if load else "")
+                 + "; client and server share the cores. Details in build/bench/link.md.\n")
+    table = section(link, r"^## Blocking API")
+    parts.append("\n".join(l for l in table.splitlines() if l.startswith("|")) + "\n")
+    targets = [l for l in section(link, r"^## Targets$").splitlines() if l.startswith("| blocking API")]
+    if targets:
+        parts.append("| target | strix | libzmq | strix/libzmq | required | status |\n|---|---:|---:|---:|---:|---|\n"
+                     + "\n".join(targets) + "\n")
+else:
+    keep(BLOCKING)
 scal = read("scaling.md")
 if scal:
     cmd = re.search(r"Command: `([^`]*)`", scal)

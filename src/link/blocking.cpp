@@ -1,15 +1,19 @@
+// context and blocking_socket: the application thread's half of the blocking API. The shard's
+// half, and the pipes between the two, are in blocking_bridge.hpp.
 #include <strix/link/blocking.hpp>
+
+#include "link/blocking_bridge.hpp"
+#include "link/socket_types.hpp"
 
 #include <strix/core/engine.hpp>
 #include <strix/core/shard.hpp>
 
-#include <condition_variable>
-#include <deque>
-#include <mutex>
-
 namespace strix::link {
 
-context::context(unsigned shards) {
+using detail::app_wait;
+using detail::blocking_shared;
+
+context::context(unsigned shards) : closing_(std::make_shared<detail::closing_sockets>()) {
     engine_config c;
     c.shards = shards == 0 ? 1 : shards;
     c.pin_threads = false;  // the application's threads share the machine with these
@@ -18,10 +22,11 @@ context::context(unsigned shards) {
     eng_ = owned_.get();
 }
 
-context::context(engine& e) : eng_(&e) {}
+context::context(engine& e) : closing_(std::make_shared<detail::closing_sockets>()), eng_(&e) {}
 
 context::~context() {
     if (owned_) {
+        closing_->wait_none();
         owned_->stop();
         owned_->join();
     }
@@ -29,151 +34,234 @@ context::~context() {
 
 unsigned context::next_shard() noexcept { return next_++ % eng_->shard_count(); }
 
-// What the shard and the calling thread share: the inbox, the writable signal, events.
-struct blocking_socket::shared {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::deque<message> inbox;
-    std::deque<socket_event> events;
-    std::size_t cap = 1000;
-    bool paused = false;        // the socket was paused because the inbox is full
-    std::uint64_t writable = 0;  // bumped by every on_writable
-};
+namespace {
+
+// Sleeps until ready() or the timeout (negative: none); true when ready. The shard wakes the
+// thread through wake_seq when something it waits for (`why`) may have happened.
+template <class Ready>
+bool wait_until(blocking_shared& s, app_wait why, blocking_socket::duration timeout, Ready&& ready) {
+    if (ready()) return true;
+    if (timeout.count() == 0) return false;
+    const bool forever = timeout.count() < 0;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        const std::uint32_t seq = s.wake_seq.load(std::memory_order_acquire);
+        s.waiting.store(why, std::memory_order_relaxed);
+        // Dekker with the shard's on_flush: it publishes, fences, then reads `waiting`.
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (ready()) {
+            s.waiting.store(app_wait::none, std::memory_order_relaxed);
+            return true;
+        }
+        timespec ts{};
+        if (!forever) {
+            const auto left = deadline - std::chrono::steady_clock::now();
+            if (left <= std::chrono::steady_clock::duration::zero()) {
+                s.waiting.store(app_wait::none, std::memory_order_relaxed);
+                return false;
+            }
+            const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+            ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+            ts.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+        }
+        detail::futex_wait(s.wake_seq, seq, forever ? nullptr : &ts);
+        s.waiting.store(app_wait::none, std::memory_order_relaxed);
+        if (ready()) return true;
+    }
+}
+
+}  // namespace
 
 template <class F>
 auto blocking_socket::on_shard(F&& f) -> decltype(f()) {
-    return ctx_.eng().run_on(shard_, std::forward<F>(f));
+    // What was sent before the call goes first (stats, subscriptions in order).
+    return ctx_.eng().run_on(shard_, [&] {
+        bridge_->drain(SIZE_MAX);
+        return f();
+    });
 }
 
 blocking_socket::blocking_socket(context& ctx, socket_type type, socket_options opts)
-    : ctx_(ctx), shard_(ctx.next_shard()), st_(std::make_shared<shared>()) {
-    st_->cap = opts.rcvhwm ? opts.rcvhwm : 1000;
-    sock_ = on_shard([&] {
-        auto s = std::make_unique<socket>(ctx_.eng().at(shard_), type, opts);
-        socket* raw = s.get();
-        auto st = st_;
-        s->on_message([st, raw](message_view m) {
-            message copy = m.copy();
-            std::lock_guard lk(st->mu);
-            st->inbox.push_back(std::move(copy));
-            if (!st->paused && st->inbox.size() >= st->cap) {
-                st->paused = true;
-                raw->pause_receiving(true);
-            }
-            st->cv.notify_all();
-        });
-        s->on_writable([st] {
-            std::lock_guard lk(st->mu);
-            ++st->writable;
-            st->cv.notify_all();
-        });
-        s->on_event([st](const socket_event& e) {
-            std::lock_guard lk(st->mu);
-            st->events.push_back(e);
-            if (st->events.size() > 1000) st->events.pop_front();
-            st->cv.notify_all();
-        });
-        return s;
+    : ctx_(ctx),
+      shard_(ctx.next_shard()),
+      type_(type),
+      can_send_(detail::find_type_info(type) && detail::find_type_info(type)->send != detail::send_rule::none),
+      sync_sends_(type == socket_type::router && opts.router_mandatory),
+      st_(std::make_shared<blocking_shared>(opts)) {
+    bridge_ = ctx_.eng().run_on(shard_, [&] {
+        return detail::blocking_bridge::create(ctx_.eng().at(shard_), type, opts, st_, ctx_.closing_);
     });
 }
 
 blocking_socket::~blocking_socket() {
-    on_shard([&] { sock_.reset(); });
+    ctx_.eng().run_on(shard_, [&] { bridge_->close(); });
 }
 
 std::string blocking_socket::bind(std::string_view address) {
-    return on_shard([&] { return sock_->bind(address); });
+    return on_shard([&] { return bridge_->sock().bind(address); });
 }
 
 void blocking_socket::connect(std::string_view address) {
-    on_shard([&] { sock_->connect(address); });
+    on_shard([&] { bridge_->sock().connect(address); });
+}
+
+// Sends whose result only the shard knows (out of turn, ROUTER with router_mandatory) ask it.
+bool blocking_socket::queueable() const noexcept {
+    if (sync_sends_) return false;
+    if (type_ == socket_type::req) return !req_waiting_;
+    if (type_ == socket_type::rep) return rep_holding_;
+    return true;
+}
+
+// The message is in the pipe: publish it and wake the drainer if it went idle.
+void blocking_socket::queued() {
+    st_->out.end_message();
+    st_->out.publish();
+    // Dekker with the drainer going idle: it stores drain_idle, fences, looks at the pipe.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (st_->drain_idle.load(std::memory_order_relaxed) && st_->drain_idle.exchange(false, std::memory_order_acq_rel)) {
+        auto* b = bridge_;
+        ctx_.eng().post(shard_, [b] { b->drain(); });
+    }
+    turn_taken();
+}
+
+void blocking_socket::turn_taken() noexcept {
+    if (type_ == socket_type::req) req_waiting_ = true;
+    if (type_ == socket_type::rep) rep_holding_ = false;
 }
 
 std::error_code blocking_socket::send(const message& m, duration timeout) {
+    if (!can_send_) return link_errc::not_supported;
+    if (!queueable()) {
+        const std::error_code ec = send_sync(m, timeout);
+        if (!ec) turn_taken();
+        return ec;
+    }
+    if (const std::error_code ec = send_queued(timeout)) return ec;
+    auto& out = st_->out;
+    if (m.empty()) out.put_empty();
+    for (std::size_t i = 0; i < m.size(); ++i) {
+        const bool more = i + 1 < m.size();
+        const part& p = m[i];
+        if (p.size() <= detail::msg_pipe::inline_max)
+            out.put(p.bytes(), more);
+        else
+            out.put(p, more);  // a reference: the bytes are immutable
+    }
+    queued();
+    return {};
+}
+
+std::error_code blocking_socket::send(bytes_view bytes, duration timeout) {
+    if (!can_send_) return link_errc::not_supported;
+    if (bytes.size() > detail::msg_pipe::inline_max || !queueable()) return send(message(bytes), timeout);
+    // The common small message: straight into the pipe, no message object.
+    if (const std::error_code ec = send_queued(timeout)) return ec;
+    st_->out.put(bytes, false);
+    queued();
+    return {};
+}
+
+// Waits for room in the outgoing pipe: it holds fewer than sndhwm messages.
+std::error_code blocking_socket::send_queued(duration timeout) {
+    auto& s = *st_;
+    if (s.out_limit == 0 || !s.out.backlog_at_least(s.out_limit)) return {};
+    const bool room = wait_until(s, app_wait::space, timeout, [&] { return s.out.backlog() < s.out_limit; });
+    return room ? std::error_code{} : make_error_code(link_errc::would_block);
+}
+
+std::error_code blocking_socket::send_sync(const message& m, duration timeout) {
+    const bool req = type_ == socket_type::req;
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
-        std::uint64_t seen;
-        {
-            std::lock_guard lk(st_->mu);
-            seen = st_->writable;
-        }
-        const std::error_code ec = on_shard([&] { return sock_->send(m); });
+        const std::uint64_t seen = st_->writable.load(std::memory_order_acquire);
+        const std::error_code ec = ctx_.eng().run_on(shard_, [&] { return bridge_->send_now(m, req); });
         if (ec != link_errc::would_block) return ec;
         // Wait for on_writable (which follows a would_block once sending can go on).
-        std::unique_lock lk(st_->mu);
-        auto ready = [&] { return st_->writable != seen; };
-        if (timeout == forever) {
-            st_->cv.wait(lk, ready);
-        } else if (!st_->cv.wait_until(lk, deadline, ready)) {
-            return ec;
+        duration left = timeout;
+        if (timeout.count() >= 0) {
+            left = std::chrono::duration_cast<duration>(deadline - std::chrono::steady_clock::now());
+            if (left.count() <= 0) return ec;
         }
+        if (!wait_until(*st_, app_wait::any, left,
+                        [&] { return st_->writable.load(std::memory_order_acquire) != seen; }))
+            return ec;
     }
 }
 
 std::optional<message> blocking_socket::recv(duration timeout) {
-    std::unique_lock lk(st_->mu);
-    auto ready = [&] { return !st_->inbox.empty(); };
-    if (timeout == forever) {
-        st_->cv.wait(lk, ready);
-    } else if (!st_->cv.wait_for(lk, timeout, ready)) {
-        return std::nullopt;
+    auto& s = *st_;
+    auto& parts = s.app_entries;
+    if (!s.in.front(parts)) {
+        if (!wait_until(s, app_wait::recv, timeout, [&] { return !s.in.empty(); })) return std::nullopt;
+        s.in.front(parts);
     }
-    message m = std::move(st_->inbox.front());
-    st_->inbox.pop_front();
+    message m;
+    for (auto& e : parts) {
+        if (e.ref)
+            m.add(std::move(*e.ref));
+        else
+            m.add(e.bytes);
+    }
+    s.in.pop(parts);
     // Below half the bound again: let the shard read from its peers once more.
-    if (st_->paused && st_->inbox.size() <= st_->cap / 2) {
-        st_->paused = false;
-        socket* raw = sock_.get();
-        ctx_.eng().post(shard_, [raw] { raw->pause_receiving(false); });
+    if (s.in_paused.load(std::memory_order_acquire) && s.in.backlog_seen_by_consumer() <= s.in_cap / 2 &&
+        s.in_paused.exchange(false, std::memory_order_acq_rel)) {
+        auto* b = bridge_;
+        ctx_.eng().post(shard_, [b] { b->resume_receiving(); });
     }
+    // REQ: the reply came (the socket passes on nothing else); REP: a request to answer.
+    if (type_ == socket_type::req) req_waiting_ = false;
+    if (type_ == socket_type::rep) rep_holding_ = true;
     return m;
 }
 
 void blocking_socket::subscribe(std::string_view topic) {
-    on_shard([&] { sock_->subscribe(topic); });
+    on_shard([&] { bridge_->sock().subscribe(topic); });
 }
 
 void blocking_socket::unsubscribe(std::string_view topic) {
-    on_shard([&] { sock_->unsubscribe(topic); });
+    on_shard([&] { bridge_->sock().unsubscribe(topic); });
 }
 
 // Polls a count on the shard, waking early for any event (subscriptions and handshakes are
 // announced as events) and at least every 10 ms.
 template <class Count>
-static bool wait_for_count(blocking_socket::duration timeout, std::mutex& mu, std::condition_variable& cv,
-                           std::size_t n, Count&& count) {
+static bool wait_for_count(blocking_shared& s, blocking_socket::duration timeout, std::size_t n, Count&& count) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
+        const std::uint64_t seen = s.event_seq.load(std::memory_order_acquire);
         if (count() >= n) return true;
         if (timeout != blocking_socket::forever && std::chrono::steady_clock::now() >= deadline) return false;
-        std::unique_lock lk(mu);
-        cv.wait_for(lk, std::chrono::milliseconds(10));
+        wait_until(s, app_wait::any, std::chrono::milliseconds(10),
+                   [&] { return s.event_seq.load(std::memory_order_acquire) != seen; });
     }
 }
 
 bool blocking_socket::wait_for_subscribers(std::size_t n, duration timeout) {
-    return wait_for_count(timeout, st_->mu, st_->cv, n, [&] { return on_shard([&] { return sock_->subscribers(); }); });
+    return wait_for_count(*st_, timeout, n, [&] { return on_shard([&] { return bridge_->sock().subscribers(); }); });
 }
 
 bool blocking_socket::wait_for_peers(std::size_t n, duration timeout) {
-    return wait_for_count(timeout, st_->mu, st_->cv, n, [&] { return on_shard([&] { return sock_->peers(); }); });
+    return wait_for_count(*st_, timeout, n, [&] { return on_shard([&] { return bridge_->sock().peers(); }); });
 }
 
 std::optional<socket_event> blocking_socket::next_event(duration timeout) {
-    std::unique_lock lk(st_->mu);
-    auto ready = [&] { return !st_->events.empty(); };
-    if (timeout == forever) {
-        st_->cv.wait(lk, ready);
-    } else if (!st_->cv.wait_for(lk, timeout, ready)) {
-        return std::nullopt;
-    }
-    socket_event e = std::move(st_->events.front());
-    st_->events.pop_front();
+    auto& s = *st_;
+    auto have = [&] {
+        std::lock_guard lk(s.mu);
+        return !s.events.empty();
+    };
+    if (!wait_until(s, app_wait::any, timeout, have)) return std::nullopt;
+    std::lock_guard lk(s.mu);
+    socket_event e = std::move(s.events.front());
+    s.events.pop_front();
     return e;
 }
 
 socket_stats blocking_socket::stats() {
-    return on_shard([&] { return sock_->stats(); });
+    return on_shard([&] { return bridge_->sock().stats(); });
 }
 
 }  // namespace strix::link

@@ -202,7 +202,8 @@ public:
             held_.push_back(std::move(b));
             return;
         }
-        process(b);
+        // Paused midway (the application's receive queue filled up): the rest waits, in order.
+        if (!process(b)) held_.push_back(std::move(b));
         if (consumed_) core_.owner.mark_dirty(*this);  // the ack goes out with the next flush
     }
 

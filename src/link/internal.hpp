@@ -11,6 +11,7 @@
 //   inproc peer ──batch──> inproc_pipe ────────────────────────────────────────────┴─> pattern::receive ──> on_message
 
 #include <strix/core/reactor_object.hpp>
+#include <strix/core/shard.hpp>
 #include <strix/core/shared_buffer.hpp>
 #include <strix/core/timing_wheel.hpp>
 #include <strix/link/socket.hpp>
@@ -18,6 +19,7 @@
 #include <strix/net/session.hpp>
 #include <strix/net/session_group.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -167,6 +169,14 @@ public:
     socket_core(shard& sh, socket_type t, socket_options o);
     ~socket_core() override;
 
+    /// Ends c (socket::~socket says what goes now and what lingers). When tcp/ipc peers still
+    /// have output queued and the shard runs (not stopping), c deletes itself once that output
+    /// is written, the peers are gone, `linger` passes (negative: no limit) or the shard exits;
+    /// else it is deleted now. `done` runs as it is deleted. On c's shard, or on the owning
+    /// thread before the shard runs.
+    static void close(std::unique_ptr<socket_core> c, std::chrono::milliseconds linger,
+                      std::function<void()> done = {});
+
     std::string bind(std::string_view address);
     void connect(std::string_view address);
     std::error_code send_part(bytes_view part, bool more);
@@ -203,6 +213,13 @@ public:
     void pause(bool on);
 
 private:
+    void linger_check();
+
+    std::function<void()> linger_done_;  // close()'s `done`
+    timer_node linger_timer_;
+    shard::hook_id exit_hook_ = 0;
+    bool lingering_ = false;
+    bool check_pending_ = false;
     std::unique_ptr<session_group> group_;  // declared last: destroyed first, while the pattern lives
     std::vector<connection_ptr> connections_;
     std::vector<bytes_view> pending_;  // parts of a message being sent with more = true
@@ -210,6 +227,15 @@ private:
     std::uint64_t pipe_ids_ = 0;
     bool want_writable_ = false;
     bool notifying_ = false;
+};
+
+/// What the rest of strix::link reaches inside a socket (the blocking API's bridge).
+struct socket_access {
+    static socket_core& core(socket& s) noexcept { return *s.core_; }
+    /// Closes s's core with this linger and `done` (s is left empty: destroy it next).
+    static void close(socket& s, std::chrono::milliseconds linger, std::function<void()> done) {
+        socket_core::close(std::move(s.core_), linger, std::move(done));
+    }
 };
 
 // tcp:// and ipc:// (zmtp_pipe.cpp)

@@ -15,16 +15,61 @@ namespace strix::link {
 namespace detail {
 
 socket_core::socket_core(shard& sh, socket_type t, socket_options o)
-    : owner(sh), type(t), opts(std::move(o)), pat(make_pattern(*this, t)) {
+    : owner(sh), type(t), opts(std::move(o)), pat(make_pattern(*this, t)), linger_timer_([this] {
+          // The linger is over: what is still queued is dropped (on_close ends the lingering).
+          group_->abort_all(make_error_code(link_errc::closed));
+      }) {
     group_ = std::make_unique<session_group>(sh, *this, zmtp_group_config(opts));
 }
 
 socket_core::~socket_core() {
     closing = true;
+    if (exit_hook_) owner.remove_hook(exit_hook_);
+    if (linger_timer_.armed()) owner.timers().cancel(linger_timer_);
     inproc_close_all(*this);
     for (auto& c : connections_) c->close();
     connections_.clear();
     group_.reset();  // aborts sessions: on_close detaches their pipes while the pattern lives
+    if (linger_done_) linger_done_();
+}
+
+void socket_core::close(std::unique_ptr<socket_core> c, std::chrono::milliseconds linger, std::function<void()> done) {
+    c->linger_done_ = std::move(done);
+    // The application is gone: nothing is delivered or announced to it any more.
+    c->on_message = nullptr;
+    c->on_writable = nullptr;
+    c->on_event = nullptr;
+    c->closing = true;
+    shard& sh = c->owner;
+    // Lingering needs the loop: before it runs, or once the engine stops (its stop hooks close
+    // every session gracefully within the drain timeout), the core goes now.
+    if (linger.count() == 0 || !sh.running() || shard::current() != &sh || sh.stopping()) return;
+    // inproc: what was sent is in the pipes' batches; closing hands it over, then the close.
+    inproc_close_all(*c);
+    for (auto& conn : c->connections_) conn->close();  // its session flushes, then closes
+    c->connections_.clear();
+    c->group_->close_all(make_error_code(link_errc::closed));  // listeners go; sessions flush
+    if (c->group_->size() == 0) return;
+    socket_core* self = c.release();
+    self->lingering_ = true;
+    // At the shard's exit the group aborts its sessions; on_close then ends the lingering.
+    self->exit_hook_ = sh.on_exit([self] {
+        self->exit_hook_ = 0;
+        self->group_->abort_all(make_error_code(link_errc::closed));
+        self->linger_check();
+    });
+    if (linger.count() > 0) sh.timers().schedule(self->linger_timer_, sh.ticks_for(linger));
+}
+
+// Called as sessions close while lingering: the core goes, after the turn (the session that
+// closed still refers to the group), once the last one is gone.
+void socket_core::linger_check() {
+    if (check_pending_) return;
+    check_pending_ = true;
+    owner.post_after_turn([this] {
+        check_pending_ = false;
+        if (group_->size() == 0) delete this;
+    });
 }
 
 std::string socket_core::bind(std::string_view address) {
@@ -135,7 +180,11 @@ const char* to_string(socket_event::kind k) noexcept {
 socket::socket(shard& sh, socket_type type, socket_options opts)
     : core_(std::make_unique<detail::socket_core>(sh, type, std::move(opts))) {}
 
-socket::~socket() = default;
+socket::~socket() {
+    if (!core_) return;  // closed already (the blocking API's bridge closes with its own linger)
+    const auto linger = core_->opts.linger;
+    detail::socket_core::close(std::move(core_), linger);
+}
 
 std::string socket::bind(std::string_view address) {
     STRIX_ASSERT_OWNER(core_->owner, "link::socket::bind");

@@ -229,7 +229,12 @@ private:
     void drop(std::error_code ec, std::string detail = {}) {
         core_.detach(*this);
         core_.event(socket_event::kind::disconnected, addr_, ec, std::move(detail));
-        sess_->close(ec);
+        // A peer that stopped answering reads nothing either: waiting to flush its output would
+        // last the socket's linger (which may have no end), so it goes now, as in libzmq.
+        if (ec == link_errc::heartbeat_timeout)
+            sess_->abort(ec);
+        else
+            sess_->close(ec);
     }
 
     void fail(std::error_code ec, std::string detail = {}) {
@@ -359,6 +364,9 @@ session_group_config zmtp_group_config(const socket_options& o) {
     g.limits.stall_timeout = std::chrono::milliseconds(0);
     g.limits.high_water = 4 * 1024 * 1024;
     g.limits.low_water = 1024 * 1024;
+    // A closed socket's sessions flush for as long as its linger allows (socket_core::close ends
+    // them at the linger's end; a negative linger waits as long as the peer reads).
+    g.limits.close_linger = o.linger.count() < 0 ? std::chrono::hours(24 * 365) : o.linger;
     return g;
 }
 
@@ -401,6 +409,7 @@ void socket_core::on_close(session& s, std::error_code ec) {
         ++stats.handshake_failures;
         event(socket_event::kind::handshake_failed, p->address(), ec);
     }
+    if (lingering_) linger_check();
 }
 
 void socket_core::on_connect_failed(connection& c, std::error_code ec) {

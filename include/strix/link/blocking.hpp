@@ -9,15 +9,37 @@
 //     auto reply = req.recv();                                    // std::optional<message>
 //     std::cout << (*reply)[0].text() << '\n';
 //
-// Each blocking_socket wraps a link::socket living on one of the context's shards; calls post
-// to that shard and wait. send() waits while the socket says would_block (a peer at its
-// high-water mark, or none connected yet); recv() waits for a message. Both take a timeout.
-// Received messages wait in a queue bounded by rcvhwm: when it is full the socket pauses
-// receiving (pause_receiving), so a slow reader pushes back on its peers instead of growing
-// memory. The shard-native socket (socket.hpp) is the fast path; this is the convenient one.
+// Each blocking_socket wraps a link::socket living on one of the context's shards. Between the
+// calling thread and that shard run two lock-free single-producer single-consumer pipes:
+//
+//   send() ──> [ outgoing pipe, up to sndhwm messages ] ──> shard: socket::send
+//   recv() <── [ incoming pipe, up to rcvhwm messages ] <── shard: on_message
+//
+// send() copies (small parts) or references (large parts) the message into the outgoing pipe
+// and returns; it waits only while the pipe holds sndhwm messages the shard could not pass on
+// (every peer at its high-water mark, or none connected yet). It wakes the shard only when the
+// shard's side went idle. recv() takes the next message from the incoming pipe and sleeps (a
+// futex) only when it is empty; the shard wakes it once per loop turn that brought messages.
+// When the incoming pipe holds rcvhwm messages the socket pauses receiving, so a slow reader
+// pushes back on its peers instead of growing memory.
+//
+// Errors: a type's own refusals come back from the call (not_supported; REQ/REP out of turn:
+// bad_state; ROUTER with router_mandatory: no_peer), and would_block when the timeout passed
+// with sndhwm messages waiting. REQ and REP in turn and every other type take the pipe; a send
+// out of turn and ROUTER with router_mandatory ask the shard and wait for its answer. A message
+// taken into the pipe is the socket's: a pattern that drops it (PUB with no subscriber, ROUTER
+// to an unknown id) counts it in stats(), as the shard-native socket does. With no peer yet,
+// up to sndhwm messages wait in the pipe for one (as in libzmq without ZMQ_IMMEDIATE).
+//
+// Closing: the destructor returns after a round trip to the shard; what is still in the
+// outgoing pipe and the connections' queues keeps going out until delivered or the linger passes
+// (socket_options::linger, default -1: until delivered, as libzmq's). Binds and listeners go
+// once the pipe is empty (at once, unless messages wait at a high-water mark). ~context waits
+// for its closing sockets, as zmq_ctx_term does.
 //
 // Thread contract: a blocking_socket may be used from any one thread at a time (not a shard of
-// its context's engine: it would wait on itself).
+// its context's engine: it would wait on itself); handing it to another thread needs the
+// usual happens-before (a mutex, a join).
 
 #include <strix/link/socket.hpp>
 
@@ -30,6 +52,11 @@
 namespace strix {
 class engine;
 }
+namespace strix::link::detail {
+struct blocking_shared;
+class blocking_bridge;
+struct closing_sockets;
+}  // namespace strix::link::detail
 
 namespace strix::link {
 
@@ -39,16 +66,22 @@ public:
     explicit context(unsigned shards = 1);
     /// Places sockets on an engine the application runs (started, and outliving the context).
     explicit context(engine& e);
-    /// Stops and joins an engine of its own. Destroy the sockets first.
+    /// With an engine of its own: waits until every socket closed on it delivered its queued
+    /// output or its linger passed (as zmq_ctx_term does: a socket with linger -1 whose peer
+    /// never takes its output keeps it waiting), then stops and joins the engine. Destroy the
+    /// sockets first. The thread that built it.
     ~context();
     context(const context&) = delete;
     context& operator=(const context&) = delete;
 
+    /// The engine the sockets live on. Any thread.
     engine& eng() noexcept { return *eng_; }
-    /// The shard the next socket goes to (round-robin).
+    /// The shard the next socket goes to (round-robin). Any one thread at a time.
     unsigned next_shard() noexcept;
 
 private:
+    friend class blocking_socket;
+    std::shared_ptr<detail::closing_sockets> closing_;
     std::unique_ptr<engine> owned_;
     engine* eng_;
     unsigned next_ = 0;
@@ -59,48 +92,73 @@ public:
     using duration = std::chrono::milliseconds;
     static constexpr duration forever{-1};
 
+    /// A socket on the context's next shard (a round trip to it). The calling thread.
     blocking_socket(context& ctx, socket_type type, socket_options opts = {});
-    /// Closes the socket on its shard (queued output is flushed within the session linger).
+    /// Closes the socket (a round trip to the shard): queued output keeps going out in the
+    /// background until delivered or the linger passes (socket_options::linger), and ~context
+    /// waits for that. Binds go once the outgoing pipe is empty. The socket's thread.
     ~blocking_socket();
     blocking_socket(const blocking_socket&) = delete;
     blocking_socket& operator=(const blocking_socket&) = delete;
 
-    /// See socket::bind / socket::connect. Errors are thrown here, on the calling thread.
+    /// See socket::bind / socket::connect. Errors are thrown here, on the calling thread (a round
+    /// trip to the shard). The socket's thread.
     std::string bind(std::string_view address);
     void connect(std::string_view address);
 
-    /// Sends a message, waiting while the socket reports would_block, up to `timeout`
-    /// (returns would_block then). Other errors come back at once.
+    /// Queues a message for the socket's peers and returns. Waits only while sndhwm messages
+    /// are queued (none while sndhwm is 0), up to `timeout` (then would_block); type errors
+    /// (not_supported, REQ/REP bad_state, ROUTER no_peer with router_mandatory) come back at
+    /// once. Parts up to 512 bytes are copied, larger ones referenced (message parts are
+    /// immutable). The socket's thread.
     std::error_code send(const message& m, duration timeout = forever);
-    std::error_code send(std::string_view text, duration timeout = forever) { return send(message(text), timeout); }
+    /// A one-part message of these bytes (copied). The socket's thread.
+    std::error_code send(bytes_view bytes, duration timeout = forever);
+    std::error_code send(std::string_view text, duration timeout = forever) { return send(as_bytes(text), timeout); }
 
-    /// The next message, or nullopt after `timeout`.
+    /// The next message, or nullopt after `timeout` (0: only what is already there). The
+    /// socket's thread.
     std::optional<message> recv(duration timeout = forever);
 
+    /// SUB/XSUB (a round trip to the shard, after the messages sent before it). The socket's
+    /// thread.
     void subscribe(std::string_view topic);
     void unsubscribe(std::string_view topic);
 
     /// PUB/XPUB: waits until at least n peers hold a subscription (ZeroMQ's "slow joiner": a
     /// publisher that starts sending before its subscribers' subscriptions arrived loses the
-    /// first messages). False after timeout.
+    /// first messages). False after timeout. The socket's thread.
     bool wait_for_subscribers(std::size_t n, duration timeout = forever);
-    /// Waits until at least n peers completed the handshake. False after timeout.
+    /// Waits until at least n peers completed the handshake. False after timeout. The socket's
+    /// thread.
     bool wait_for_peers(std::size_t n, duration timeout = forever);
 
-    /// The next monitor event (the most recent 1,000 are kept), or nullopt after timeout.
+    /// The next monitor event (the most recent 1,000 are kept), or nullopt after timeout. The
+    /// socket's thread.
     std::optional<socket_event> next_event(duration timeout = duration(0));
 
+    /// The socket's counters, after the messages sent before the call were taken from the
+    /// outgoing pipe (a round trip to the shard). The socket's thread.
     socket_stats stats();
 
 private:
-    struct shared;
     template <class F>
     auto on_shard(F&& f) -> decltype(f());
+    bool queueable() const noexcept;
+    void queued();
+    void turn_taken() noexcept;
+    std::error_code send_sync(const message& m, duration timeout);
+    std::error_code send_queued(duration timeout);
 
     context& ctx_;
     unsigned shard_;
-    std::shared_ptr<shared> st_;
-    std::unique_ptr<socket> sock_;  // lives on shard_; built and destroyed there
+    socket_type type_;
+    bool can_send_;
+    bool sync_sends_;            // ROUTER with router_mandatory: every send asks the shard
+    bool req_waiting_ = false;   // REQ: a request went out, its reply not yet received
+    bool rep_holding_ = false;   // REP: a request was received, its reply not yet sent
+    std::shared_ptr<detail::blocking_shared> st_;
+    detail::blocking_bridge* bridge_;  // lives on shard_ until it finished closing
 };
 
 }  // namespace strix::link

@@ -80,6 +80,10 @@ struct socket_options {
     /// Reconnect delay of connecting sides: starts here, doubles up to reconnect_ivl_max.
     std::chrono::milliseconds reconnect_ivl{100};
     std::chrono::milliseconds reconnect_ivl_max{5000};
+    /// How long a closed socket keeps sending what it had queued for its peers: negative = until
+    /// it is delivered (libzmq's default, -1), 0 = dropped at once, else up to this long. The
+    /// blocking API's queue counts too. See docs/link.md, "Linger".
+    std::chrono::milliseconds linger{-1};
 };
 
 /// What a monitor hears (socket::on_event). endpoint is the bound or connected address.
@@ -116,13 +120,17 @@ struct socket_stats {
 
 namespace detail {
 class socket_core;
-}
+struct socket_access;
+}// namespace detail
 
 class socket {
 public:
     socket(shard& sh, socket_type type, socket_options opts = {});
-    /// Closes every connection and listener (queued output is flushed within the session
-    /// linger) and unbinds inproc names. On the socket's shard.
+    /// Closes the socket: inproc names and listeners go now, inproc peers get what was sent to
+    /// them, and tcp/ipc peers keep receiving what is queued for them until it is written or
+    /// the linger (socket_options::linger) passes; the socket's callbacks are not called any
+    /// more. The output outlives the object only while the shard runs and is not stopping (an
+    /// engine's stop drains it instead, bounded by its drain timeout). On the socket's shard.
     ~socket();
     socket(const socket&) = delete;
     socket& operator=(const socket&) = delete;
@@ -178,6 +186,7 @@ public:
     socket_stats stats() const noexcept;
 
 private:
+    friend struct detail::socket_access;
     std::unique_ptr<detail::socket_core> core_;
 };
 

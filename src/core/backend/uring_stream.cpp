@@ -3,7 +3,8 @@
 //
 // Bytes a receive brought while the user takes none (paused, suspended) are kept here, in order,
 // and handed over first on resume: the receive is cancelled when the user pauses, but chunks
-// already completed still arrive (at most a few buffers' worth).
+// already completed still arrive (at most a few buffers' worth), and so may the peer's end,
+// which is then held until the bytes before it are taken.
 #include "core/backend/uring_poller.hpp"
 
 #include <strix/core/unique_fd.hpp>
@@ -43,6 +44,14 @@ public:
             std::vector<std::byte> backlog;
             backlog.swap(parked_);
             deliver(backlog);
+        }
+        if (eof_parked_) {
+            // The end goes after the bytes before it, once the user took them all.
+            if (parked_.empty() && !paused_ && !closed_) {
+                eof_parked_ = false;
+                user_.peer_closed();
+            }
+            return;
         }
         arm();
     }
@@ -111,6 +120,12 @@ public:
             else
                 deliver(data);
         } else if (c.result == 0) {
+            // The peer's end arrived while the user takes no bytes: it waits behind them (a
+            // session suspended with frames in its ring would otherwise close and lose them).
+            if (paused_ || !parked_.empty()) {
+                eof_parked_ = true;
+                return;
+            }
             user_.peer_closed();
             return;
         } else if (c.result != -ENOBUFS && c.result != -ECANCELED) {
@@ -159,6 +174,7 @@ private:
     bool sending_ = false;  // a sendmsg (or the wait for room after one) is in flight: msg_, iov_
                             // and tx_'s front bytes are the kernel's
     bool closed_ = false;
+    bool eof_parked_ = false;  // the peer closed after the parked bytes (resume_receive tells)
     msghdr msg_{};
     std::unique_ptr<iovec[]> iov_;   // the in-flight send's gather list (allocated on first send)
     buffer_chain* tx_ = nullptr;     // the chain the in-flight send reads
