@@ -176,7 +176,8 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
 
     counts c;
-    const auto end = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(o.duration));
+    const auto end =
+        clock_type::now() + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(o.duration));
     std::thread hs([&] { handshake_loop(o, c, end); });
     stall_loop(o, c, end);
     hs.join();
@@ -185,18 +186,20 @@ int main(int argc, char** argv) {
                 "new handshakes at %u/s: %llu completed (%.0f/s), %llu refused, %llu failed; %llu connects failed\n",
                 o.stalled, o.source.c_str(), o.duration, static_cast<unsigned long long>(c.stalled_opened),
                 static_cast<unsigned long long>(c.stalled_closed_by_server), o.rate,
-                static_cast<unsigned long long>(c.hs_completed), hs_per_s, static_cast<unsigned long long>(c.hs_refused),
-                static_cast<unsigned long long>(c.hs_failed), static_cast<unsigned long long>(c.open_failures));
+                static_cast<unsigned long long>(c.hs_completed), hs_per_s,
+                static_cast<unsigned long long>(c.hs_refused), static_cast<unsigned long long>(c.hs_failed),
+                static_cast<unsigned long long>(c.open_failures));
     if (!o.json.empty()) {
         if (FILE* f = std::fopen(o.json.c_str(), "w")) {
-            std::fprintf(f,
-                         "{\"stalled\": %u, \"rate\": %u, \"duration_s\": %.1f, \"stalled_opened\": %llu, "
-                         "\"stalled_closed_by_server\": %llu, \"handshakes_completed\": %llu, \"handshakes_refused\": %llu, "
-                         "\"handshakes_failed\": %llu, \"connect_failures\": %llu}\n",
-                         o.stalled, o.rate, o.duration, static_cast<unsigned long long>(c.stalled_opened),
-                         static_cast<unsigned long long>(c.stalled_closed_by_server),
-                         static_cast<unsigned long long>(c.hs_completed), static_cast<unsigned long long>(c.hs_refused),
-                         static_cast<unsigned long long>(c.hs_failed), static_cast<unsigned long long>(c.open_failures));
+            std::fprintf(
+                f,
+                "{\"stalled\": %u, \"rate\": %u, \"duration_s\": %.1f, \"stalled_opened\": %llu, "
+                "\"stalled_closed_by_server\": %llu, \"handshakes_completed\": %llu, \"handshakes_refused\": %llu, "
+                "\"handshakes_failed\": %llu, \"connect_failures\": %llu}\n",
+                o.stalled, o.rate, o.duration, static_cast<unsigned long long>(c.stalled_opened),
+                static_cast<unsigned long long>(c.stalled_closed_by_server),
+                static_cast<unsigned long long>(c.hs_completed), static_cast<unsigned long long>(c.hs_refused),
+                static_cast<unsigned long long>(c.hs_failed), static_cast<unsigned long long>(c.open_failures));
             std::fclose(f);
         }
     }

@@ -78,17 +78,6 @@ engine_config two_shards() {
     return c;
 }
 
-// Runs f on shard i and waits for it.
-template <class F>
-void on_shard(engine& eng, unsigned i, F f) {
-    std::atomic<bool> done{false};
-    eng.post(i, [&] {
-        f();
-        done = true;
-    });
-    ASSERT_TRUE(test::eventually([&] { return done.load(); }));
-}
-
 TEST(connect, a_tcp_connection_opens_a_session_that_talks_to_a_server) {
     test::server_fixture fx;
     recording_client h;
@@ -96,11 +85,11 @@ TEST(connect, a_tcp_connection_opens_a_session_that_talks_to_a_server) {
     auto group = std::make_unique<session_group>(fx.eng.at(1), h);
     session_group& client = *group;
     connection_ptr c;
-    on_shard(fx.eng, 1, [&] { c = client.connect(endpoint::tcp("127.0.0.1", fx.srv.port())); });
+    test::on_shard(fx.eng, 1, [&] { c = client.connect(endpoint::tcp("127.0.0.1", fx.srv.port())); });
     ASSERT_TRUE(test::eventually([&] { return h.read([&] { return h.frames.size() == 1; }); }));
     EXPECT_EQ(h.read([&] { return h.frames[0]; }), le32_frame("hello over connect"));
     EXPECT_TRUE(h.read([&] { return h.had_origin; }));
-    on_shard(fx.eng, 1, [&] {
+    test::on_shard(fx.eng, 1, [&] {
         EXPECT_EQ(c->state(), connection::status::open);
         ASSERT_NE(c->current(), nullptr);
         EXPECT_EQ(c->current()->origin(), c.get());
@@ -109,7 +98,7 @@ TEST(connect, a_tcp_connection_opens_a_session_that_talks_to_a_server) {
         EXPECT_EQ(c->state(), connection::status::closed);
     });
     ASSERT_TRUE(test::eventually([&] { return h.read([&] { return h.closes == 1; }); }));
-    on_shard(fx.eng, 1, [&] {
+    test::on_shard(fx.eng, 1, [&] {
         c.reset();
         group.reset();  // a group belongs to its shard while the engine runs
     });
@@ -125,10 +114,10 @@ TEST(connect, a_unix_socket_connection_works_the_same_way) {
     recording_client h;
     h.send_on_open = le32_frame("over a unix socket");
     auto client = std::make_unique<session_group>(fx.eng.at(0), h);
-    on_shard(fx.eng, 0, [&] { client->connect(endpoint::parse("ipc://" + path)); });
+    test::on_shard(fx.eng, 0, [&] { client->connect(endpoint::parse("ipc://" + path)); });
     ASSERT_TRUE(test::eventually([&] { return h.read([&] { return h.frames.size() == 1; }); }));
     EXPECT_EQ(h.read([&] { return h.frames[0]; }), le32_frame("over a unix socket"));
-    on_shard(fx.eng, 0, [&] { client.reset(); });
+    test::on_shard(fx.eng, 0, [&] { client.reset(); });
     EXPECT_EQ(h.read([&] { return h.closes; }), 1) << "destroying a group closes its sessions";
 }
 
@@ -143,7 +132,7 @@ TEST(connect, a_refused_connection_is_reported_once_without_reconnect) {
     EXPECT_EQ(h.read([&] { return h.failures[0]; }), std::make_error_code(std::errc::connection_refused));
     std::this_thread::sleep_for(200ms);
     EXPECT_EQ(h.read([&] { return h.failures.size(); }), 1u) << "no reconnect was asked for";
-    on_shard(eng, 0, [&] {
+    test::on_shard(eng, 0, [&] {
         EXPECT_EQ(c->state(), connection::status::closed);
         EXPECT_EQ(c->failures(), 1u);
         EXPECT_EQ(client.counters().connect_failures.value(), 1u);
@@ -177,7 +166,7 @@ TEST(connect, reconnect_backs_off_until_a_late_server_starts_then_connects) {
     srv.start();
     ASSERT_TRUE(test::eventually([&] { return h.read([&] { return h.frames.size() == 1; }); }));
     EXPECT_EQ(h.read([&] { return h.opens; }), 1);
-    on_shard(eng, 1, [&] {
+    test::on_shard(eng, 1, [&] {
         EXPECT_EQ(c->failures(), 0u) << "a successful connect resets the count";
         c->close();
         c.reset();
@@ -216,11 +205,11 @@ TEST(connect, reconnect_follows_a_dropped_session_and_close_stops_it) {
     eng.start();
     ASSERT_TRUE(test::eventually([&] { return h.read([&] { return h.opens >= 3 && h.closes >= 3; }); }))
         << "each drop is followed by a new connection";
-    on_shard(eng, 0, [&] { c->close(); });
+    test::on_shard(eng, 0, [&] { c->close(); });
     const int opens = h.read([&] { return h.opens; });
     std::this_thread::sleep_for(150ms);
     EXPECT_EQ(h.read([&] { return h.opens; }), opens) << "close() stops reconnecting";
-    on_shard(eng, 0, [&] { c.reset(); });
+    test::on_shard(eng, 0, [&] { c.reset(); });
     eng.stop();
     eng.join();
 }
@@ -259,7 +248,7 @@ TEST(connect, an_attempt_that_hangs_times_out) {
     EXPECT_EQ(h.read([&] { return h.failures[0]; }), std::make_error_code(std::errc::timed_out));
     EXPECT_GE(took, 140ms);
     EXPECT_LT(took, 2s);
-    on_shard(eng, 0, [&] { c.reset(); });
+    test::on_shard(eng, 0, [&] { c.reset(); });
     eng.stop();
     eng.join();
     for (int f : fillers) ::close(f);

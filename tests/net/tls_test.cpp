@@ -67,21 +67,26 @@ struct recording_echo : session_handler {
     void on_frame(session& s, std::span<const std::byte> f) override { s.send(f); }
 };
 
+// Every shard's handler reports to one recording_echo.
+server::handler_factory forward_to(recording_echo& h) {
+    return [&h](shard&) {
+        struct fwd : session_handler {
+            recording_echo* r;
+            void on_open(session& s) override { r->on_open(s); }
+            void on_frame(session& s, std::span<const std::byte> f) override { r->on_frame(s, f); }
+        };
+        auto p = std::make_unique<fwd>();
+        p->r = &h;
+        return p;
+    };
+}
+
 TEST(tls, a_strix_server_echoes_to_an_openssl_client_over_tls_1_3_and_1_2) {
     recording_echo h;
-    test::server_fixture fx(tls_config(server_identity({.alpn = {"strix-echo", "h2"}})),
-                            [&](shard&) {
-                                struct fwd : session_handler {
-                                    recording_echo* r;
-                                    void on_open(session& s) override { r->on_open(s); }
-                                    void on_frame(session& s, std::span<const std::byte> f) override { r->on_frame(s, f); }
-                                };
-                                auto p = std::make_unique<fwd>();
-                                p->r = &h;
-                                return p;
-                            });
+    test::server_fixture fx(tls_config(server_identity({.alpn = {"strix-echo", "h2"}})), forward_to(h));
     for (int max : {0, TLS1_2_VERSION}) {
-        test::tls_peer c(fx.srv.port(), {.ca = certs().ca, .host = "localhost", .alpn = {"h2", "strix-echo"}, .max_version = max});
+        test::tls_peer c(fx.srv.port(),
+                         {.ca = certs().ca, .host = "localhost", .alpn = {"h2", "strix-echo"}, .max_version = max});
         ASSERT_TRUE(c.handshake()) << c.error();
         for (int i = 0; i < 50; ++i) ASSERT_TRUE(c.echo(body_of("message " + std::to_string(i))));
         std::mt19937 rng(7);
@@ -195,16 +200,7 @@ TEST(tls, handshakes_beyond_the_per_address_cap_are_closed_at_once) {
 
 TEST(tls, a_second_connection_resumes_the_first_session) {
     recording_echo h;
-    test::server_fixture fx(tls_config(server_identity()), [&](shard&) {
-        struct fwd : session_handler {
-            recording_echo* r;
-            void on_open(session& s) override { r->on_open(s); }
-            void on_frame(session& s, std::span<const std::byte> f) override { r->on_frame(s, f); }
-        };
-        auto p = std::make_unique<fwd>();
-        p->r = &h;
-        return p;
-    });
+    test::server_fixture fx(tls_config(server_identity()), forward_to(h));
     SSL_SESSION* saved = nullptr;
     {
         test::tls_peer c(fx.srv.port(), {.ca = certs().ca});
@@ -359,16 +355,6 @@ struct client_log : session_handler {
     }
 };
 
-template <class F>
-void on_shard(engine& eng, unsigned i, F f) {
-    std::atomic<bool> done{false};
-    eng.post(i, [&] {
-        f();
-        done = true;
-    });
-    ASSERT_TRUE(test::eventually([&] { return done.load(); }));
-}
-
 TEST(tls, a_strix_client_verifies_and_talks_to_a_strix_server_and_resumes_on_reconnect) {
     test::server_fixture fx(tls_config(server_identity()));
     client_log h;
@@ -379,13 +365,13 @@ TEST(tls, a_strix_client_verifies_and_talks_to_a_strix_server_and_resumes_on_rec
     o.reconnect = true;
     o.reconnect_initial = 10ms;
     connection_ptr c;
-    on_shard(fx.eng, 1, [&] { c = group->connect(endpoint::tcp("127.0.0.1", fx.srv.port()), o); });
+    test::on_shard(fx.eng, 1, [&] { c = group->connect(endpoint::tcp("127.0.0.1", fx.srv.port()), o); });
     // Each session says ping, gets the echo and closes; the connection reconnects.
     ASSERT_TRUE(test::eventually([&] {
         std::lock_guard lk(h.mu);
         return h.frames.size() >= 3;
     }));
-    on_shard(fx.eng, 1, [&] {
+    test::on_shard(fx.eng, 1, [&] {
         c->close();
         c.reset();
         group.reset();
@@ -401,19 +387,20 @@ TEST(tls, a_strix_client_verifies_and_talks_to_a_strix_server_and_resumes_on_rec
 
 TEST(tls, a_strix_client_refuses_a_server_its_ca_did_not_sign_or_of_another_name) {
     test::server_fixture fx(tls_config(server_identity()));
-    for (auto [ca, name] : {std::pair{certs().other_ca, std::string("localhost")}, std::pair{certs().ca, std::string("other.example")}}) {
+    for (auto [ca, name] :
+         {std::pair{certs().other_ca, std::string("localhost")}, std::pair{certs().ca, std::string("other.example")}}) {
         client_log h;
         auto group = std::make_unique<session_group>(fx.eng.at(1), h);
         connect_options o;
         o.tls = tls_client::load({.ca_file = ca});
         o.server_name = name;
         connection_ptr c;
-        on_shard(fx.eng, 1, [&] { c = group->connect(endpoint::tcp("127.0.0.1", fx.srv.port()), o); });
+        test::on_shard(fx.eng, 1, [&] { c = group->connect(endpoint::tcp("127.0.0.1", fx.srv.port()), o); });
         ASSERT_TRUE(test::eventually([&] {
             std::lock_guard lk(h.mu);
             return !h.failures.empty();
         }));
-        on_shard(fx.eng, 1, [&] {
+        test::on_shard(fx.eng, 1, [&] {
             EXPECT_EQ(c->state(), connection::status::closed);
             c.reset();
             group.reset();

@@ -6,6 +6,9 @@
 
 #include "support/loopback.hpp"
 
+#include <gtest/gtest.h>
+
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -38,5 +41,16 @@ struct server_fixture {
     engine eng;
     server srv;
 };
+
+/// Runs f on shard i of a running engine and waits for it (a test assertion if it never runs).
+template <class F>
+void on_shard(engine& eng, unsigned i, F f) {
+    std::atomic<bool> done{false};
+    eng.post(i, [&] {
+        f();
+        done = true;
+    });
+    ASSERT_TRUE(eventually([&] { return done.load(); }));
+}
 
 }  // namespace strix::test

@@ -30,7 +30,8 @@ struct test_certs {
         EVP_PKEY* ca_key = new_key();
         X509* ca_cert = make_cert("strix test CA", ca_key, nullptr, nullptr, "", 0, 30, true);
         ca = write_cert("ca.pem", ca_cert);
-        auto issue = [&](const char* name, const char* san, long from_days, long to_days, std::string& c, std::string& k) {
+        auto issue = [&](const char* name, const char* san, long from_days, long to_days, std::string& c,
+                         std::string& k) {
             EVP_PKEY* pkey = new_key();
             X509* x = make_cert(name, pkey, ca_cert, ca_key, san, from_days, to_days, false);
             c = write_cert(std::string(name) + ".pem", x);

@@ -32,7 +32,8 @@ public:
         if (!o.alpn.empty()) {
             std::string w;
             for (auto& a : o.alpn) w += static_cast<char>(a.size()) + a;
-            SSL_CTX_set_alpn_protos(ctx_, reinterpret_cast<const unsigned char*>(w.data()), static_cast<unsigned>(w.size()));
+            SSL_CTX_set_alpn_protos(ctx_, reinterpret_cast<const unsigned char*>(w.data()),
+                                    static_cast<unsigned>(w.size()));
         }
         fd_ = connect_tcp(port);
         ssl_ = SSL_new(ctx_);
@@ -116,7 +117,8 @@ public:
 
 private:
     static bool interrupted(int ssl_error, int sys) {
-        return (ssl_error == SSL_ERROR_WANT_READ || ssl_error == SSL_ERROR_WANT_WRITE || ssl_error == SSL_ERROR_SYSCALL) &&
+        return (ssl_error == SSL_ERROR_WANT_READ || ssl_error == SSL_ERROR_WANT_WRITE ||
+                ssl_error == SSL_ERROR_SYSCALL) &&
                sys == EINTR;
     }
 

@@ -133,8 +133,8 @@ ssl_ptr new_client_ssl(const tls_client& cl, const std::string& server_name) {
     if (!server_name.empty()) {
         in6_addr a6;
         in_addr a4;
-        const bool numeric = ::inet_pton(AF_INET, server_name.c_str(), &a4) == 1 ||
-                             ::inet_pton(AF_INET6, server_name.c_str(), &a6) == 1;
+        const bool numeric =
+            ::inet_pton(AF_INET, server_name.c_str(), &a4) == 1 || ::inet_pton(AF_INET6, server_name.c_str(), &a6) == 1;
         if (!numeric) SSL_set_tlsext_host_name(ssl.get(), server_name.c_str());  // SNI: names only
         if (cl.config().verify) {
             X509_VERIFY_PARAM* p = SSL_get0_param(ssl.get());
@@ -199,9 +199,8 @@ std::shared_ptr<tls_client> tls_client::load(tls_client_config cfg) {
         SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
     }
     const std::string alpn = detail::alpn_wire(c->cfg_.alpn);
-    if (!alpn.empty() &&
-        SSL_CTX_set_alpn_protos(ctx, reinterpret_cast<const unsigned char*>(alpn.data()),
-                                static_cast<unsigned>(alpn.size())) != 0)
+    if (!alpn.empty() && SSL_CTX_set_alpn_protos(ctx, reinterpret_cast<const unsigned char*>(alpn.data()),
+                                                 static_cast<unsigned>(alpn.size())) != 0)
         throw tls_error("TLS: cannot set ALPN: " + detail::drain_ssl_errors());
     // Sessions to resume are kept per connection by the transport (tls_stream), not by OpenSSL.
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
@@ -215,7 +214,9 @@ std::shared_ptr<tls_client> tls_client::load(tls_client_config cfg) {
 // loopback pair.
 std::string kernel_tls_status() {
     static const std::string status = [] {
-        auto fail = [](const char* step) { return std::string("kernel TLS absent (") + step + ": " + std::strerror(errno) + ")"; };
+        auto fail = [](const char* step) {
+            return std::string("kernel TLS absent (") + step + ": " + std::strerror(errno) + ")";
+        };
         int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (l < 0) return fail("socket");
         sockaddr_in a{};
@@ -228,7 +229,8 @@ std::string kernel_tls_status() {
             ::getsockname(l, reinterpret_cast<sockaddr*>(&a), &len) < 0) {
             result = fail("loopback listen");
         } else if ((c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
-                   ::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0 || (s = ::accept(l, nullptr, nullptr)) < 0) {
+                   ::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) < 0 ||
+                   (s = ::accept(l, nullptr, nullptr)) < 0) {
             result = fail("loopback connect");
         } else if (::setsockopt(c, SOL_TCP, TCP_ULP, "tls", 4) < 0) {
             result = fail("setsockopt TCP_ULP \"tls\"");

@@ -176,7 +176,8 @@ bool tls_stream::handshake() {
     }
     const int e = SSL_get_error(ssl_.get(), r);
     if (e == SSL_ERROR_WANT_READ) return true;
-    fail(make_error_code(net_errc::tls_handshake_failed), e == SSL_ERROR_SYSCALL ? "the peer left" : "handshake failed");
+    fail(make_error_code(net_errc::tls_handshake_failed),
+         e == SSL_ERROR_SYSCALL ? "the peer left" : "handshake failed");
     return false;
 }
 
@@ -200,7 +201,8 @@ bool tls_stream::read_plain() {
             while (off < iov[i].iov_len) {
                 // No ERR_clear_error per record (a thread-local lookup, 1.5 % of a busy shard):
                 // the queue is emptied wherever an error is reported (fail), so it is empty here.
-                r = SSL_read(ssl_.get(), base + off, static_cast<int>(std::min<std::size_t>(iov[i].iov_len - off, INT_MAX)));
+                r = SSL_read(ssl_.get(), base + off,
+                             static_cast<int>(std::min<std::size_t>(iov[i].iov_len - off, INT_MAX)));
                 if (r <= 0) {
                     e = SSL_get_error(ssl_.get(), r);  // now: the handler may call OpenSSL (a close) below
                     break;

@@ -55,7 +55,7 @@ struct tls_stream_config {
     shard* owner = nullptr;
     net_counters* counters = nullptr;
     tls_gate* gate = nullptr;  // nullptr: no place was taken
-    std::string address;       // the peer's address, for the gate and the logs
+    std::string address;  // the peer's address, for the gate and the logs
     std::chrono::milliseconds handshake_timeout{10000};
     tls_resume_slot* resume = nullptr;  // client side
 };
