@@ -263,10 +263,12 @@ TEST_P(chat_tls, a_server_other_machines_can_reach_needs_tls_or_insecure_plainte
         EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << read_file(log("insecure"));
     }
     {
-        // With a certificate the same address starts without a warning and speaks TLS.
-        auto args = server_process::args(db_url_, 1, {"--host", "0.0.0.0"});
-        for (auto& a : tls_args()) args.push_back(a);
-        child srv("strix-chat-server", args, log("tls-any"));
+        // With a certificate (here from the config file's keys) the same address starts without a
+        // warning and speaks TLS.
+        const std::string config = dir_.path() + "/tls.toml";
+        std::ofstream(config) << "host = \"0.0.0.0\"\ntls-cert = \"" << certs_.cert << "\"\ntls-key = \"" << certs_.key
+                              << "\"\n";
+        child srv("strix-chat-server", server_process::args(db_url_, 1, {"--config", config}), log("tls-any"));
         const std::uint16_t port = listening_port(log("tls-any"), "0.0.0.0");
         ASSERT_NE(port, 0) << read_file(log("tls-any"));
         EXPECT_EQ(read_file(log("tls-any")).find("warning"), std::string::npos) << read_file(log("tls-any"));
