@@ -362,7 +362,7 @@ def tls_cost_line(plain, tls):
 def tls_negotiated(runs_dir):
     """The load tool's "TLS: <version> <cipher>, certificate ..." line, version and cipher only."""
     text = read(os.path.join(runs_dir, "run-tls.log"), "")
-    m = re.search(r"strix-chat-load: TLS: (\S+) (\S+)", text)
+    m = re.search(r"strix-chat-load: TLS: (\S+) ([^\s,]+)", text)
     return f"{m.group(1)} {m.group(2)}" if m else "TLS"
 
 
