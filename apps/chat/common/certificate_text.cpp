@@ -47,8 +47,8 @@ std::string serial_text(const ASN1_INTEGER* serial) {
 
 std::string describe_certificate(const x509_st* x) {
     if (x == nullptr) return "(no certificate)";
-    return name_text(X509_get_subject_name(x)) + ", serial " + serial_text(X509_get0_serialNumber(x)) +
-           ", issued by " + name_text(X509_get_issuer_name(x)) + ", valid until " + time_text(X509_get0_notAfter(x));
+    return name_text(X509_get_subject_name(x)) + ", serial " + serial_text(X509_get0_serialNumber(x)) + ", issued by " +
+           name_text(X509_get_issuer_name(x)) + ", valid until " + time_text(X509_get0_notAfter(x));
 }
 
 std::string describe_certificate_file(const std::string& path) {
