@@ -10,8 +10,11 @@
 #    listening on 127.0.0.1 TCP and on a Unix socket, its shards pinned to the first CPUs; the load
 #    tool is pinned to the CPUs the shards leave free;
 # 3. seed 004's workload: 500 clients, 10 rooms, 10 chat messages per second per client, payload
-#    64 B 80 % / 256 B 18 % / 1-2 KB 2 %, for CHAT_DURATION seconds, a row every 10 s, over TCP
-#    (the seed's transport) and then over the Unix socket (same server, same code above the socket);
+#    64 B 80 % / 256 B 18 % / 1-2 KB 2 %, for CHAT_DURATION seconds, a row every 10 s: first over
+#    TLS (tag run-tls: a server like step 2's with --tls-cert, a self-signed P-256 certificate made
+#    with openssl for 127.0.0.1, the load tool with --tls --ca verifying it), then, on a fresh
+#    server, over TCP (the seed's transport) and over the Unix socket (same server, same code above
+#    the socket), so TLS and plain TCP are measured one right after the other;
 # 4. the sweep over each transport: the same clients and rooms, the rate starting at 2 messages/s
 #    per client and raised x1.5 per 10 s step until p99 passes 10 ms or deliveries fall behind;
 # 5. a second server with --ack early (acknowledged when queued for the database, the behaviour
@@ -33,7 +36,8 @@
 #              CHAT_RPS (10), CHAT_PAYLOAD_MIX (64:80,256:18,1024-2048:2), CHAT_SWEEP_RPS (2),
 #              CHAT_SWEEP_DURATION (10), CHAT_SWEEP_STEPS (12), CHAT_SHARDS (nproc - 1, at least 1:
 #              the load tool shares the machine and gets a core of its own), CHAT_LOAD_THREADS (1),
-#              CHAT_SWEEP=0 skips the sweeps, CHAT_UNIX=0 skips the Unix socket runs,
+#              CHAT_SWEEP=0 skips the sweeps, CHAT_UNIX=0 skips the Unix socket runs, CHAT_TLS=0
+#              skips the TLS run,
 #              CHAT_PROBE=0 skips the platform probe, CHAT_EARLY=0 skips the --ack early runs,
 #              CHAT_SERVER_ARGS adds arguments to both servers (e.g. --commit-delay-us 500),
 #              CHAT_README_RUNS (3; 0 skips step 6), CHAT_README_DURATION (20),
@@ -60,6 +64,7 @@ do_sweep=${CHAT_SWEEP:-1}
 do_unix=${CHAT_UNIX:-1}
 do_probe=${CHAT_PROBE:-1}
 do_early=${CHAT_EARLY:-1}
+do_tls=${CHAT_TLS:-1}
 readme_runs=${CHAT_README_RUNS:-3}
 readme_duration=${CHAT_README_DURATION:-20}
 read -r -a readme_rates <<<"${CHAT_README_RPS:-10 2}"
@@ -70,6 +75,9 @@ die() { echo "bench-chat: FAILED: $*" >&2; exit 1; }
 for b in strix-chat-server strix-chat-load strix-platform-probe; do
   [ -x "$bin/$b" ] || die "$bin/$b is missing; build first (make build)"
 done
+if [ "$do_tls" = 1 ]; then
+  command -v openssl >/dev/null || die "openssl (the command) is missing: it makes the TLS run's certificate; CHAT_TLS=0 skips the run"
+fi
 
 rm -rf "$runs"
 mkdir -p "$runs"
@@ -105,10 +113,11 @@ if [ "$ncpu" -gt "$shards" ] && command -v taskset >/dev/null; then
 fi
 echo "bench-chat: $(nproc) CPUs, load average at start $(cat "$runs/loadavg.start")"
 
-# start_server <ack mode> <suffix>: a server on a fresh database; its command line goes to
-# server<suffix>.cmd, its output to server<suffix>.log.
+# start_server <ack mode> <suffix> [args...]: a server on a fresh database, with the args added;
+# its command line goes to server<suffix>.cmd, its output to server<suffix>.log.
 start_server() {
   local ack=$1 suffix=$2
+  shift 2
   port=$(free_port)
   metrics_port=$(free_port)
   sock=$tmp/chat$suffix.sock
@@ -117,7 +126,7 @@ start_server() {
   server_cmd=("$bin/strix-chat-server" --db "sqlite:$tmp/chat$suffix.db" --password-cost fast --port "$port"
               --unix "$sock" --metrics-port "$metrics_port" --chat-rate 1000000 --chat-burst 1000000
               --max-connections-per-address 0 --login-queue 1024 --shards "$shards" --pin --ack "$ack"
-              "${extra_args[@]}")
+              "${extra_args[@]}" "$@")
   launch_server "server$suffix"
 }
 
@@ -171,7 +180,10 @@ run_load() {
   local tag=$1 limit=$2
   shift 2
   local target=(--host 127.0.0.1 --port "$port")
-  case $tag in *-unix|*-unix-early) target=(--unix "$sock") ;; esac
+  case $tag in
+    *-unix|*-unix-early) target=(--unix "$sock") ;;
+    *-tls) target+=(--tls --ca "$tls_cert") ;;
+  esac
   local cmd=("${pin[@]}" "$bin/strix-chat-load" "${target[@]}" --clients "$clients" --rooms "$rooms"
              --payload-mix "$mix" --threads "$load_threads" --server-pid "$server_pid"
              --name-prefix "$tag." --json "$runs/$tag.json" "$@")
@@ -194,6 +206,17 @@ run_load() {
 # with -early appended for the --ack early server.
 transports=("")
 if [ "$do_unix" = 1 ]; then transports+=(-unix); fi
+if [ "$do_tls" = 1 ]; then
+  # The README's test certificate (self-signed, for 127.0.0.1): the load tool verifies it as a CA.
+  tls_cert=$tmp/tls-cert.pem
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \
+    -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" -keyout "$tmp/tls-key.pem" -out "$tls_cert" 2>/dev/null ||
+    die "openssl could not make the test certificate"
+  start_server stored -tls --tls-cert "$tls_cert" --tls-key "$tmp/tls-key.pem"
+  run_load run-tls $((duration + warmup + 300)) --rps "$rps" --duration "$duration" --warmup "$warmup" \
+    --report-every 10
+  stop_server
+fi
 start_server stored ""
 for t in "${transports[@]}"; do
   run_load "run$t" $((duration + warmup + 300)) --rps "$rps" --duration "$duration" --warmup "$warmup" \

@@ -3,7 +3,8 @@
 
 Every figure of ours comes from the strix-chat-load JSON files in --runs (run.json, and sweep.json
 when the sweep ran; run-early.json and run-unix-early.json from the --ack early server when those
-ran); a missing file or a run that did not verify fails the report. Seed 004's
+ran; run-tls.json from the TLS server when that ran); a missing file or a run that did not verify
+fails the report. Seed 004's
 figures are quoted from its portfolio (IOCP chat server, Windows) and always labelled as theirs.
 """
 import argparse
@@ -346,6 +347,25 @@ def readme_section(runs_dir):
     return L
 
 
+def tls_cost_line(plain, tls):
+    """What TLS costs: the same workload over TLS next to plain TCP, fresh servers one after the other."""
+    a, b = tls["latency_us"], plain["latency_us"]
+    parts = [f"deliveries/s {n(tls['deliveries_per_s'])} vs {n(plain['deliveries_per_s'])}"]
+    parts += [f"{k.replace('p999', 'p99.9')} {ms(a[k])} vs {ms(b[k])} ms ({(a[k] - b[k]) / 1000:+.3f})"
+              for k in ("p50", "p99", "p999")]
+    for key, who in (("server_cpu_pct", "server"), ("load_cpu_pct", "load tool")):
+        if key in tls and key in plain:
+            parts.append(f"{who} CPU {tls[key]:.0f} % vs {plain[key]:.0f} %")
+    return "; ".join(parts)
+
+
+def tls_negotiated(runs_dir):
+    """The load tool's "TLS: <version> <cipher>, certificate ..." line, version and cipher only."""
+    text = read(os.path.join(runs_dir, "run-tls.log"), "")
+    m = re.search(r"strix-chat-load: TLS: (\S+) ([^\s,]+)", text)
+    return f"{m.group(1)} {m.group(2)}" if m else "TLS"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", required=True)
@@ -359,6 +379,8 @@ def main():
     erun = check_run(early_path, "run-early.json") if os.path.exists(early_path) else None
     uearly_path = os.path.join(args.runs, "run-unix-early.json")
     uerun = check_run(uearly_path, "run-unix-early.json") if os.path.exists(uearly_path) else None
+    tls_path = os.path.join(args.runs, "run-tls.json")
+    trun = check_run(tls_path, "run-tls.json") if os.path.exists(tls_path) else None
     sweep = optional_json(os.path.join(args.runs, "sweep.json"), "sweep.json", sweep=True)
     usweep = optional_json(os.path.join(args.runs, "sweep-unix.json"), "sweep-unix.json", sweep=True)
     probe = optional_json(os.path.join(args.runs, "platform.json"), "platform.json")
@@ -399,6 +421,13 @@ def main():
     L.append("")
     ulat = urun["latency_us"] if urun else None
     early = erun is not None or uerun is not None
+    tls_col = " TCP+TLS, ack stored (ours) |" if early else " TCP+TLS (ours) |"
+    if trun is not None:
+        L.append(f"TCP+TLS: the same workload over TLS ({tls_negotiated(args.runs)}, a self-signed P-256 certificate "
+                 "verified by the load tool), against a server started like the TCP one, right before it. Server and "
+                 "load tool share this machine's CPUs, so the load tool's own TLS work (decrypting every delivery, "
+                 "500 connections) competes with the server's.")
+        L.append("")
     if early:
         # Acknowledge-after-write (--ack stored, the default) next to acknowledge-when-queued
         # (--ack early, the behaviour before it), each transport measured against both servers.
@@ -407,19 +436,18 @@ def main():
                  "`--ack early` (once it is queued for the database, as before; a crash can lose what was "
                  "acknowledged but not yet committed).")
         L.append("")
-        L.append("| | TCP, ack stored (ours) | TCP, ack early (ours) | Unix, ack stored (ours) | "
-                 "Unix, ack early (ours) | portfolio (theirs) |")
-        L.append("|---|---:|---:|---:|---:|---:|")
+        L.append("| | TCP, ack stored (ours) |" + (tls_col if trun else "") + " TCP, ack early (ours) | "
+                 "Unix, ack stored (ours) | Unix, ack early (ours) | portfolio (theirs) |")
+        L.append("|---|---:|---:|---:|---:|---:|" + ("---:|" if trun else ""))
     else:
-        L.append("| | TCP (ours) | Unix socket (ours) | portfolio (theirs) |")
-        L.append("|---|---:|---:|---:|")
+        L.append("| | TCP (ours) |" + (tls_col if trun else "") + " Unix socket (ours) | portfolio (theirs) |")
+        L.append("|---|---:|---:|---:|" + ("---:|" if trun else ""))
 
     def row(label, f, theirs):
-        if early:
-            cells = [f(r) if r else "not run" for r in (run, erun, urun, uerun)]
-            L.append(f"| {label} | " + " | ".join(cells) + f" | {theirs} |")
-        else:
-            L.append(f"| {label} | {f(run)} | {f(urun) if urun else 'not run'} | {theirs} |")
+        tls_cell = [trun] if trun else []
+        cols = [run] + tls_cell + ([erun, urun, uerun] if early else [urun])
+        cells = [f(r) if r else "not run" for r in cols]
+        L.append(f"| {label} | " + " | ".join(cells) + f" | {theirs} |")
 
     lat = run["latency_us"]
     row("chat requests sent", lambda r: f"{n(r['sent'])} ({n(r['app_in_per_s'])}/s)", f"{n(SEED_APP_IN_PER_S)}/s")
@@ -443,6 +471,9 @@ def main():
     L.append(f"Target p99 <= 1 ms: TCP **{verdict}** ({ms(lat['p99'])} ms); Unix socket **{uverdict}**"
              + (f" ({ms(ulat['p99'])} ms)." if ulat else ".") + (" (With the default `--ack stored`.)" if early else ""))
     L.append("")
+    if trun:
+        L.append(f"**What TLS costs** (TCP+TLS vs plain TCP, this run): {tls_cost_line(run, trun)}.")
+        L.append("")
     if early:
         L.append("**What acknowledge-after-write costs** (ack stored minus ack early, same workload, this run): "
                  + "; ".join(cost_line(name, a, b) for name, a, b in (("TCP", run, erun), ("Unix", urun, uerun))
@@ -460,9 +491,13 @@ def main():
              "write() calls on the client sockets, `bytes r/s` what the clients received (the server's output), "
              "`app in/s` chat requests sent, `app out/s` messages acknowledged (each sender's own copy), "
              "`bc-deliv/s` verified deliveries to room members. Latency: from the sender's send (client_ts) "
-             "to each member's receipt, same clock. The last row also holds the drain after sending stopped.")
+             "to each member's receipt, same clock. The last row also holds the drain after sending stopped. "
+             "Over TLS `io r/s` / `io s/s` count SSL_read() / SSL_write() calls (a read returns at most one record) "
+             "and the byte columns count plaintext.")
     L.append("")
     L.extend(run_sections(run, "TCP (127.0.0.1)" + (", --ack stored" if early else ""), args.runs, "run"))
+    if trun:
+        L.extend(run_sections(trun, "TCP+TLS (127.0.0.1)" + (", --ack stored" if early else ""), args.runs, "run-tls"))
     if urun:
         L.extend(run_sections(urun, "Unix socket" + (", --ack stored" if early else ""), args.runs, "run-unix"))
     if erun:
@@ -499,6 +534,9 @@ def main():
     L.append("## Commands")
     L.append("")
     L.append("```")
+    if trun:
+        L.append(read(os.path.join(args.runs, "server-tls.cmd")))
+        L.append(read(os.path.join(args.runs, "run-tls.cmd")))
     L.append(read(os.path.join(args.runs, "server.cmd")))
     for tag in ("run", "run-unix", "sweep", "sweep-unix"):
         path = os.path.join(args.runs, tag + ".cmd")

@@ -14,6 +14,7 @@ strix-chat-server on 127.0.0.1:$port, database $db, metrics http://127.0.0.1:$me
   load test (seed 004):        $bin/strix-chat-load --port $port --clients 500 --rooms 10 --rps 10 --duration 60
   (the load test logs in 500 accounts; the first run creates them with argon2id, which takes a while
    at the interactive cost: start the server with --password-cost fast for load runs)
+TLS (for other machines): $bin/strix-chat-server --host 0.0.0.0 --tls-cert CERT --tls-key KEY, clients --tls --ca CERT (README, "Chat over TLS")
 Ctrl-C stops the server gracefully (queued chat logs are written first).
 MSG
 exec "$bin/strix-chat-server" --host 127.0.0.1 --port "$port" --metrics-port "$metrics" --db "$db" --auto-register

@@ -12,9 +12,12 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 
 namespace strix::chat {
 namespace {
@@ -41,6 +44,14 @@ std::uint64_t steady_us() {
             .count());
 }
 
+// Whether the server is this machine by address or name: elsewhere, plain TCP carries the password
+// in clear over a network.
+bool loopback(const std::string& host) {
+    if (host == "localhost" || host == "::1") return true;
+    in_addr a{};
+    return ::inet_pton(AF_INET, host.c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
 // Drops a trailing '\r' (input typed on Windows or through some terminals) and surrounding blanks.
 std::string trim(std::string s) {
     while (!s.empty() && (s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
@@ -55,6 +66,7 @@ chat_console::chat_console(console_options o)
     : opt_(std::move(o)), tty_(::isatty(STDIN_FILENO) == 1), decoder_(codec_limits{16u << 20}), fbb_(1024) {}
 
 chat_console::~chat_console() {
+    tls_.reset();  // its close_notify goes out on the socket before the socket closes
     if (fd_ >= 0) ::close(fd_);
     if (tty_) echo(true);
 }
@@ -113,15 +125,69 @@ bool chat_console::connect_server() {
     }
     int one = 1;
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (tls_ctx_) return start_tls();
+    out("connected to {}:{}", opt_.host, opt_.port);
     return true;
 }
 
+// The handshake and the certificate check, before a byte of the login goes out. The socket turns
+// non-blocking for good: OpenSSL may read part of a record and must not block the console there.
+bool chat_console::start_tls() {
+    ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
+    const std::string& name = opt_.server_name.empty() ? opt_.host : opt_.server_name;
+    try {
+        tls_ = std::make_unique<client_tls_conn>(*tls_ctx_, fd_, name);
+    } catch (const std::runtime_error& e) {
+        out("error: {}", e.what());
+        return false;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + opt_.reply_timeout;
+    for (;;) {
+        const tls_status s = tls_->handshake();
+        if (s == tls_status::done) break;
+        if (s == tls_status::failed || s == tls_status::closed) {
+            out("error: {}", tls_->error());
+            return false;
+        }
+        if (!wait_socket(s == tls_status::want_write ? POLLOUT : POLLIN, deadline)) {
+            out("error: no TLS handshake with {}:{} within {} ms (does it serve TLS on this port?)", opt_.host,
+                opt_.port, opt_.reply_timeout.count());
+            return false;
+        }
+    }
+    out("connected to {}:{} over {}", opt_.host, opt_.port, tls_->describe());
+    return true;
+}
+
+// Waits until the socket is ready for `events`, until `deadline` at most.
+bool chat_console::wait_socket(short events, std::chrono::steady_clock::time_point deadline) {
+    for (;;) {
+        const auto left = deadline - std::chrono::steady_clock::now();
+        // Rounded up: poll() with 0 would not wait for the last fraction of a millisecond.
+        const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+        if (ms <= 0) return false;
+        pollfd p{fd_, events, 0};
+        const int r = ::poll(&p, 1, static_cast<int>(ms));
+        if (r > 0) return true;
+        if (r < 0 && errno != EINTR) return false;
+    }
+}
+
 int chat_console::run() {
+    if (opt_.tls) {
+        try {
+            tls_ctx_ = std::make_unique<client_tls_context>(client_tls_config{.ca_file = opt_.ca_file});
+        } catch (const std::runtime_error& e) {
+            out("error: {}", e.what());
+            return 1;
+        }
+    } else if (!loopback(opt_.host)) {
+        out("warning: without --tls the password and the device token reach {} in clear", opt_.host);
+    }
     // With credentials still to type, connect once they are given: the server closes a connection
     // that has not logged in within its login timeout (10 s by default).
     if (!opt_.name.empty() && !opt_.password.empty()) {
         if (!connect_server()) return 1;
-        out("connected to {}:{}", opt_.host, opt_.port);
     }
     if (opt_.name.empty())
         prompt("name: ");
@@ -183,11 +249,14 @@ void chat_console::read_stdin() {
 }
 
 bool chat_console::read_socket() {
+    if (tls_) return read_tls();
     std::byte buf[65536];
     const ssize_t n = ::read(fd_, buf, sizeof(buf));
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
     if (n <= 0) {
-        out("connection closed by the server{}{}", n < 0 ? ": " : "", n < 0 ? std::strerror(errno) : "");
+        // A TLS port closes on a login that arrives as plain bytes.
+        const char* hint = logged_in_ ? "" : " (if it serves TLS, strix-chat-server --tls-cert, connect with --tls)";
+        out("connection closed by the server{}{}{}", n < 0 ? ": " : "", n < 0 ? std::strerror(errno) : "", hint);
         status_ = 1;
         return false;
     }
@@ -201,6 +270,34 @@ bool chat_console::read_socket() {
         return false;
     }
     return true;
+}
+
+// Everything the socket has, record by record, until OpenSSL needs more bytes from the network.
+bool chat_console::read_tls() {
+    std::byte buf[65536];
+    for (;;) {
+        const tls_result r = tls_->read(buf, sizeof(buf));
+        if (r.status == tls_status::want_read) return true;
+        if (r.status == tls_status::want_write) {
+            // A read that must send first (a TLS 1.3 key update): rare and short.
+            if (!wait_socket(POLLOUT, std::chrono::steady_clock::now() + opt_.reply_timeout)) return true;
+            continue;
+        }
+        if (r.status != tls_status::done) {
+            out("connection closed by the server{}{}", r.status == tls_status::failed ? ": " : "",
+                r.status == tls_status::failed ? tls_->error() : std::string());
+            status_ = 1;
+            return false;
+        }
+        const frame_errc e = decoder_.feed(std::span<const std::byte>(buf, r.n), [this](const frame_view& f) {
+            on_frame(std::span<const std::byte>(f.body.data() - frame_header_size, f.body.size() + frame_header_size));
+        });
+        if (e != frame_errc::ok && e != frame_errc::need_more) {
+            out("undecodable data from the server ({}); disconnecting", make_error_code(e));
+            status_ = 1;
+            return false;
+        }
+    }
 }
 
 void chat_console::next_lines() {
@@ -247,7 +344,6 @@ void chat_console::login() {
             quit_ = true;
             return;
         }
-        out("connected to {}:{}", opt_.host, opt_.port);
     }
     fbb_.Clear();
     // A device token from an earlier login of this name on this server exempts this login from
@@ -352,6 +448,19 @@ void chat_console::send(proto::msg_type type) {
     const shared_buffer_ptr frame = finish_frame(fbb_, type);
     const std::byte* p = frame->data();
     std::size_t left = frame->size();
+    while (tls_ && left > 0) {
+        const tls_result r = tls_->write(p, left);
+        if (r.status == tls_status::done) {
+            p += r.n;
+            left -= r.n;
+            continue;
+        }
+        // The socket is full (or OpenSSL must read first): wait as a blocking send would.
+        const bool ready = (r.status == tls_status::want_write || r.status == tls_status::want_read) &&
+                           wait_socket(r.status == tls_status::want_write ? POLLOUT : POLLIN,
+                                       std::chrono::steady_clock::now() + opt_.reply_timeout);
+        if (!ready) return;  // the read side reports the close and ends the session
+    }
     while (left > 0) {
         const ssize_t n = ::send(fd_, p, left, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR) continue;

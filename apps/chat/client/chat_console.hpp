@@ -1,6 +1,8 @@
 #pragma once
 // chat_console: the interactive terminal client, seed 004's console client with commands instead
-// of a numbered menu. One thread, poll() on stdin and the socket.
+// of a numbered menu. One thread, poll() on stdin and the socket; with --tls the socket is
+// non-blocking and OpenSSL runs on it (apps/chat/common/client_tls.hpp), the handshake done and
+// the certificate verified before the login (password, device token) is sent.
 //
 // Input is taken one line at a time and each request waits for its answer before the next line
 // is looked at (a chat line waits for its own chat_msg, which is its acknowledgement). So a script
@@ -11,6 +13,8 @@
 //   * name joined room R        join / leave notices
 //   error: <request>: <code>: <reason>
 
+#include "apps/chat/common/client_tls.hpp"
+
 #include <strix/codec/frame_codec.hpp>
 #include <strix/core/format.hpp>
 
@@ -20,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -34,6 +39,9 @@ struct console_options {
     std::chrono::milliseconds reply_timeout{10000};
     bool device_token = true;  ///< present the stored device token and store the new one (token_file.hpp)
     std::string state_dir;     ///< where device tokens are kept; empty: the XDG state directory
+    bool tls = false;          ///< TLS to the server, its certificate verified
+    std::string ca_file;       ///< trust anchors for --tls; empty: the system's trust store
+    std::string server_name;   ///< the name (or address) to verify and send as SNI; empty: host
 };
 
 class chat_console {
@@ -53,6 +61,9 @@ private:
     enum class waiting { nothing, login, rooms, create, join, leave, chat, pong };
 
     bool connect_server();
+    bool start_tls();
+    bool read_tls();
+    bool wait_socket(short events, std::chrono::steady_clock::time_point deadline);
     void read_stdin();
     bool read_socket();
     void next_lines();
@@ -73,6 +84,8 @@ private:
 
     console_options opt_;
     int fd_ = -1;
+    std::unique_ptr<client_tls_context> tls_ctx_;  // loaded before anything is typed (--ca errors first)
+    std::unique_ptr<client_tls_conn> tls_;         // the connection's TLS, once connected
     bool tty_ = false;
     bool stdin_eof_ = false;
     bool quit_ = false;

@@ -14,6 +14,16 @@ int main(int argc, char** argv) {
     CLI::App app{"strix-chat-client: chat with strix-chat-server from a terminal (or a pipe)", "strix-chat-client"};
     app.add_option("--host", o.host, "server address")->capture_default_str();
     app.add_option("--port", o.port, "server port")->capture_default_str();
+    auto* tls = app.add_flag("--tls", o.tls,
+                             "TLS to the server (strix-chat-server --tls-cert), its certificate verified against "
+                             "--ca and the host name before the password is sent");
+    app.add_option("--ca", o.ca_file, "CA certificate(s) to verify the server with (PEM; default: the system's)")
+        ->type_name("FILE")
+        ->needs(tls);
+    app.add_option("--server-name", o.server_name,
+                   "the name (or address) the server's certificate must carry, sent as SNI (default: --host)")
+        ->type_name("NAME")
+        ->needs(tls);
     app.add_option("--name", o.name, "account name (asked for when missing)");
     app.add_option("--password", o.password, "password (asked for when missing)");
     app.add_flag("!--no-device-token", o.device_token,

@@ -9,10 +9,13 @@
 
 #include "delivery_checker.hpp"
 
+#include "apps/chat/common/client_tls.hpp"
+
 #include <strix/codec/frame_codec.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace strix::chat {
@@ -20,6 +23,7 @@ namespace strix::chat {
 enum class client_state : std::uint8_t {
     idle,        ///< not connected yet
     connecting,  ///< non-blocking connect() in progress
+    handshaking, ///< --tls: TLS handshake in progress (nothing of the login sent yet)
     logging_in,  ///< login_req sent
     logged_in,   ///< waiting for its room to exist
     entering,    ///< create_room_req or join_room_req sent
@@ -46,6 +50,9 @@ struct load_client {
     std::int64_t login_retry_at = 0;   ///< when the next login_req goes, while in the worker's login_waiting_
     std::uint64_t client_seq = 0;  ///< last chat_req sequence number sent
     bool heard_chat = false;       ///< a chat_msg of its room arrived (every earlier join notice came before it)
+    std::unique_ptr<client_tls_conn> tls;  ///< --tls: the connection's TLS (freed before the socket closes)
+    bool read_wants_write = false;         ///< a TLS read must send first: retried on EPOLLOUT
+    bool write_wants_read = false;         ///< a TLS write must receive first: retried on EPOLLIN
     frame_decoder decoder;
     std::vector<std::byte> out;
     std::size_t out_head = 0;

@@ -41,6 +41,16 @@ load_options parse_load_options(int argc, char** argv) {
     app.add_option("--host", o.host, "server IPv4 address")->capture_default_str();
     app.add_option("--port", o.port, "server port")->capture_default_str();
     app.add_option("--unix", o.unix_path, "connect over this Unix socket path instead of --host/--port");
+    auto* tls = app.add_flag("--tls", o.tls,
+                             "TLS on every connection (strix-chat-server --tls-cert), the server's certificate "
+                             "verified against --ca and --host");
+    app.add_option("--ca", o.ca_file, "CA certificate(s) to verify the server with (PEM; default: the system's)")
+        ->type_name("FILE")
+        ->needs(tls);
+    app.add_option("--server-name", o.server_name,
+                   "the name (or address) the server's certificate must carry, sent as SNI (default: --host)")
+        ->type_name("NAME")
+        ->needs(tls);
     app.add_option("--clients", o.clients, "connections, one account each")->capture_default_str();
     app.add_option("--rooms", o.rooms, "rooms; the first --rooms clients create them")->capture_default_str();
     app.add_option("--rps", o.rps, "chat messages per second per client (start rate in --sweep)")
@@ -93,6 +103,7 @@ load_options parse_load_options(int argc, char** argv) {
     o.mix = std::move(*mix);
     if (!(o.connect_rate >= 0)) bad("--connect-rate must be a number of connections per second, like 500 or 500/s");
     if (o.clients == 0) bad("--clients must be at least 1");
+    if (o.tls && !o.unix_path.empty()) bad("--tls is for TCP: strix-chat-server serves its Unix socket plain");
     if (o.rooms == 0 || o.rooms > o.clients) bad("--rooms must be between 1 and --clients");
     if (!(o.rps > 0) || o.rps > 1e6) bad("--rps must be a positive number of messages per second");
     if (!(o.duration_s > 0)) bad("--duration must be positive");

@@ -14,6 +14,9 @@ struct load_options {
     std::string host = "127.0.0.1";
     std::uint16_t port = 7000;
     std::string unix_path;  ///< when set, connect over this Unix socket instead of host:port
+    bool tls = false;         ///< TLS on every connection, the server's certificate verified
+    std::string ca_file;      ///< trust anchors for --tls; empty: the system's trust store
+    std::string server_name;  ///< the name the certificate must carry (and SNI); empty: host
     std::uint32_t clients = 500;
     std::uint32_t rooms = 10;
     double rps = 10.0;  ///< chat_req per second per client

@@ -255,6 +255,7 @@ bool write_json(const load_options& o, const std::vector<step_result>& steps, do
               {"ok", ok},
               {"failure", failure},
               {"command", o.command_line},
+              {"tls", o.tls},
               {"clients", o.clients},
               {"rooms", o.rooms},
               {"rps", figure(o.rps)},

@@ -11,6 +11,7 @@
 // index_of_player is filled by the controller before it publishes `creating` and is read-only
 // from then on.
 
+#include "apps/chat/common/client_tls.hpp"
 #include "load_options.hpp"
 #include "load_clock.hpp"
 #include "load_stats.hpp"
@@ -77,6 +78,7 @@ struct load_shared {
     std::vector<std::atomic<std::uint64_t>> player_ids;  ///< by client index; 0 until logged in
     std::vector<std::atomic<std::uint64_t>> room_ids;    ///< by room index; 0 until created
     std::vector<std::uint32_t> room_members;             ///< fixed: clients in each room
+    const client_tls_context* tls = nullptr;             ///< --tls: what every connection verifies with
     std::unordered_map<std::uint64_t, std::uint32_t> index_of_player;
 
     // The current step. The controller writes `plan` under plan_mu, then bumps plan_gen.

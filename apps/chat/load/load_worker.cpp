@@ -15,8 +15,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 
 namespace strix::chat {
 namespace {
@@ -63,6 +65,7 @@ load_worker::load_worker(load_shared& shared, const peer_address& addr, std::uin
 
 load_worker::~load_worker() {
     for (auto& c : clients_) {
+        c->tls.reset();
         if (c->fd >= 0) ::close(c->fd);
     }
     if (ep_ >= 0) ::close(ep_);
@@ -116,6 +119,7 @@ void load_worker::run(load_controller* ctl) {
     }
     publish();
     for (auto& c : clients_) {
+        c->tls.reset();  // close_notify before the socket goes
         if (c->fd >= 0) {
             ::close(c->fd);
             c->fd = -1;
@@ -286,10 +290,46 @@ void load_worker::on_connected(load_client& c) {
         return;
     }
     ++connected_;
+    if (shared_.tls != nullptr) {
+        const load_options& o = shared_.opt;
+        try {
+            c.tls = std::make_unique<client_tls_conn>(*shared_.tls, c.fd, o.server_name.empty() ? o.host : o.server_name);
+        } catch (const std::runtime_error& e) {
+            setup_failure(c, e.what());
+            return;
+        }
+        c.state = client_state::handshaking;
+        step_handshake(c);
+        return;
+    }
     c.state = client_state::logging_in;
     write_interest(c, false);
     if (c.state == client_state::closed) return;
     send_login(c);
+}
+
+// --tls: one step of the handshake per readiness event; the login goes out once it is done (and
+// the certificate accepted), so no password or device token ever crosses unencrypted.
+void load_worker::step_handshake(load_client& c) {
+    const tls_status s = c.tls->handshake();
+    if (s == tls_status::want_read || s == tls_status::want_write) {
+        write_interest(c, s == tls_status::want_write);
+        return;
+    }
+    if (s != tls_status::done) {
+        setup_failure(c, c.tls->error());
+        return;
+    }
+    if (c.index == 0) {
+        std::printf("strix-chat-load: TLS: %s\n", c.tls->describe().c_str());
+        std::fflush(stdout);
+    }
+    c.state = client_state::logging_in;
+    write_interest(c, false);
+    if (c.state == client_state::closed) return;
+    send_login(c);
+    // Records that came with the handshake's last flight (TLS 1.3 session tickets) raise no new edge.
+    read_tls(c);
 }
 
 void load_worker::send_login(load_client& c) {
@@ -443,7 +483,25 @@ void load_worker::flush_dirty() {
 }
 
 void load_worker::flush(load_client& c) {
-    if (c.state == client_state::closed || c.state == client_state::connecting) return;
+    if (c.state == client_state::closed || c.state == client_state::connecting ||
+        c.state == client_state::handshaking)
+        return;
+    while (c.tls && c.out_head < c.out.size()) {
+        const tls_result r = c.tls->write(c.out.data() + c.out_head, c.out.size() - c.out_head);
+        ++now_sink_->writes;
+        if (r.status == tls_status::done) {
+            c.out_head += r.n;
+            now_sink_->bytes_out += r.n;
+            continue;
+        }
+        if (r.status == tls_status::want_write) break;  // EPOLLOUT resumes it
+        if (r.status == tls_status::want_read) {
+            c.write_wants_read = true;  // EPOLLIN resumes it
+            break;
+        }
+        close_client(c, c.tls->error());
+        return;
+    }
     while (c.out_head < c.out.size()) {
         const ssize_t n = ::write(c.fd, c.out.data() + c.out_head, c.out.size() - c.out_head);
         ++now_sink_->writes;
@@ -457,7 +515,7 @@ void load_worker::flush(load_client& c) {
         close_client(c, std::string("write: ") + std::strerror(errno));
         return;
     }
-    write_interest(c, c.out_head < c.out.size());
+    write_interest(c, c.out_head < c.out.size() || c.read_wants_write);
     if (c.state == client_state::closed) return;
     if (c.out_head == c.out.size()) {
         c.out.clear();  // keeps the capacity: no allocation next turn
@@ -488,35 +546,75 @@ void load_worker::on_event(load_client& c, std::uint32_t ev) {
         if ((ev & (EPOLLOUT | EPOLLERR | EPOLLHUP)) == 0) return;
         on_connected(c);
         if (c.state == client_state::closed || shared_.failed()) return;
+        if (c.state == client_state::handshaking) return;  // its first step ran
+    } else if (c.state == client_state::handshaking) {
+        step_handshake(c);
+        return;
     }
-    if ((ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
+    const bool in = (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
+    if (in || (c.read_wants_write && (ev & EPOLLOUT) != 0)) {
         on_readable(c, (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0);
     }
-    if (c.state != client_state::closed && (ev & EPOLLOUT) != 0 && c.out_head < c.out.size()) mark_dirty(c);
+    if (c.state == client_state::closed) return;
+    if (in && c.write_wants_read) {
+        c.write_wants_read = false;
+        mark_dirty(c);
+    }
+    if ((ev & EPOLLOUT) != 0 && c.out_head < c.out.size()) mark_dirty(c);
+}
+
+// n bytes of the stream in read_buf_: decoded, verified and acted on. False when the client
+// closed meanwhile.
+bool load_worker::take(load_client& c, std::size_t n) {
+    now_sink_->bytes_in += n;
+    const std::int64_t now = now_ns();
+    const frame_errc e = c.decoder.feed(std::span<const std::byte>(read_buf_.data(), n), [&](const frame_view& f) {
+        // The header sits right before the body in either buffer the decoder uses.
+        on_frame(c, std::span<const std::byte>(f.body.data() - frame_header_size, f.body.size() + frame_header_size),
+                 now);
+    });
+    if (c.state == client_state::closed) return false;
+    if (e != frame_errc::ok && e != frame_errc::need_more) {
+        ++now_sink_->corrupt;
+        close_client(c, "undecodable stream from the server: " + make_error_code(e).message());
+        return false;
+    }
+    return true;
+}
+
+// --tls: record by record until OpenSSL needs more from the socket (edge-triggered: it must be
+// drained). A hangup shows up as closed or failed.
+void load_worker::read_tls(load_client& c) {
+    c.read_wants_write = false;
+    for (;;) {
+        const tls_result r = c.tls->read(read_buf_.data(), read_buf_.size());
+        ++now_sink_->reads;
+        if (r.status == tls_status::done) {
+            if (!take(c, r.n)) return;
+            continue;
+        }
+        if (r.status == tls_status::want_read) return;
+        if (r.status == tls_status::want_write) {
+            c.read_wants_write = true;  // EPOLLOUT resumes it
+            write_interest(c, true);
+            return;
+        }
+        close_client(c, r.status == tls_status::closed ? std::string("the server closed the connection")
+                                                        : c.tls->error());
+        return;
+    }
 }
 
 void load_worker::on_readable(load_client& c, bool hangup) {
+    if (c.tls) {
+        read_tls(c);
+        return;
+    }
     for (;;) {
         const ssize_t n = ::read(c.fd, read_buf_.data(), read_buf_.size());
         ++now_sink_->reads;
         if (n > 0) {
-            now_sink_->bytes_in += static_cast<std::uint64_t>(n);
-            const std::int64_t now = now_ns();
-            const frame_errc e =
-                c.decoder.feed(std::span<const std::byte>(read_buf_.data(), static_cast<std::size_t>(n)),
-                               [&](const frame_view& f) {
-                                   // The header sits right before the body in either buffer the decoder uses.
-                                   on_frame(c,
-                                            std::span<const std::byte>(f.body.data() - frame_header_size,
-                                                                       f.body.size() + frame_header_size),
-                                            now);
-                               });
-            if (c.state == client_state::closed) return;
-            if (e != frame_errc::ok && e != frame_errc::need_more) {
-                ++now_sink_->corrupt;
-                close_client(c, "undecodable stream from the server: " + make_error_code(e).message());
-                return;
-            }
+            if (!take(c, static_cast<std::size_t>(n))) return;
             // A short read drained the socket; new data raises a new edge. After a hangup, read
             // on to the end so the close is seen.
             if (static_cast<std::size_t>(n) < read_buf_.size() && !hangup) return;
@@ -713,6 +811,7 @@ void load_worker::on_chat(load_client& c, std::span<const std::byte> frame, std:
 void load_worker::close_client(load_client& c, const std::string& why) {
     if (c.state == client_state::closed) return;
     const client_state was = c.state;
+    c.tls.reset();
     ::epoll_ctl(ep_, EPOLL_CTL_DEL, c.fd, nullptr);
     ::close(c.fd);
     c.fd = -1;

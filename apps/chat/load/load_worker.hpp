@@ -8,7 +8,7 @@
 //   1. adopt what the controller published (phase, step plan, finish request)
 //   2. connect / log in / create / join as the phase asks
 //   3. append the chat_req frames that are due (paced by a per-worker schedule)
-//   4. one write() per client with pending bytes
+//   4. one write() per client with pending bytes (with --tls: SSL_write, a record per call)
 //   5. epoll_wait until the next send, interval boundary or control check
 //   6. read, decode and verify what arrived; flush replies; publish counters
 // Worker 0 additionally ticks the controller between turns.
@@ -75,9 +75,12 @@ private:
     void send_chat(load_client& c, std::int64_t now);
     void on_event(load_client& c, std::uint32_t ev);
     void on_connected(load_client& c);
+    void step_handshake(load_client& c);
     void send_login(load_client& c);
     std::int64_t retry_logins(std::int64_t now);
     void on_readable(load_client& c, bool hangup);
+    void read_tls(load_client& c);
+    bool take(load_client& c, std::size_t n);
     void on_frame(load_client& c, std::span<const std::byte> frame, std::int64_t now);
     void on_chat(load_client& c, std::span<const std::byte> frame, std::int64_t now);
     void on_error_res(load_client& c, std::span<const std::byte> frame);

@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -89,15 +90,25 @@ int main(int argc, char** argv) {
         return 2;
     }
     raise_fd_limit(opt.clients);
+    std::unique_ptr<client_tls_context> tls;
+    if (opt.tls) {
+        try {
+            tls = std::make_unique<client_tls_context>(client_tls_config{.ca_file = opt.ca_file});
+        } catch (const std::runtime_error& e) {
+            std::fprintf(stderr, "strix-chat-load: %s\n", e.what());
+            return 2;
+        }
+    }
 
     const std::string target = describe(addr);
     std::printf("strix-chat-load: %u clients, %u rooms, %.1f rps per client, payload %s (mean %.0f B), %s, "
                 "%u thread(s)%s\n",
-                opt.clients, opt.rooms, opt.rps, opt.mix.to_string().c_str(), opt.mix.mean_len(), target.c_str(),
-                opt.threads, opt.sweep ? ", sweep" : "");
+                opt.clients, opt.rooms, opt.rps, opt.mix.to_string().c_str(), opt.mix.mean_len(),
+                (target + (opt.tls ? " over TLS" : "")).c_str(), opt.threads, opt.sweep ? ", sweep" : "");
     std::fflush(stdout);
 
     load_shared shared(opt, opt.threads);
+    shared.tls = tls.get();
     std::vector<std::unique_ptr<load_worker>> workers;
     for (std::uint32_t w = 0; w < opt.threads; ++w) {
         workers.push_back(std::make_unique<load_worker>(shared, addr, w, opt.threads));

@@ -5,8 +5,14 @@
 #include <strix/core/log.hpp>
 #include "apps/chat/storage/password.hpp"
 
+#include "apps/chat/common/certificate_text.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
 #include <array>
+#include <ctime>
 #include <filesystem>
 #include <stdexcept>
 
@@ -30,6 +36,16 @@ void prepare_sqlite_dir(const std::string& url) {
 }  // namespace
 
 chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
+    // The certificate first: reading it blocks, so it happens here before any shard runs, and a
+    // wrong file is reported before the database is touched.
+    if (!opts_.tls.cert_file.empty()) {
+        try {
+            tls_ = tls_server::load(opts_.tls);
+        } catch (const tls_error& e) {
+            throw std::runtime_error(std::string(e.what()) + " (check --tls-cert and --tls-key)");
+        }
+        log(log_level::info, "TLS certificate {}", describe_certificate_file(opts_.tls.cert_file));
+    }
     const password_policy policy =
         opts_.fast_passwords ? password_policy::fast_for_tests() : password_policy::interactive();
     prepare_sqlite_dir(opts_.db);
@@ -82,9 +98,22 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
     scfg.framing = &strix_header_framer();
     scfg.limits.max_frame = chat_service::max_frame_anonymous;
     scfg.limits.recv_buffer = chat_service::max_frame_logged_in;  // so set_max_frame can raise the limit after login
+    if (tls_) {
+        // TLS is for the TCP port. A strix::server puts its TLS on every listener it has, so the
+        // Unix socket (reachable only through the file system) gets a plain server of its own,
+        // with the same per-shard services and limits; its --max-connections cap is its own.
+        if (!scfg.unix_path.empty()) {
+            server_config ucfg = scfg;
+            ucfg.tcp = false;
+            unix_server_ = std::make_unique<server>(*engine_, ucfg, *services_);
+            scfg.unix_path.clear();
+        }
+        scfg.tls = tls_;
+    }
     server_ = std::make_unique<server>(*engine_, scfg, *services_);
     try {
         server_->start();
+        if (unix_server_) unix_server_->start();
     } catch (const std::system_error& e) {
         throw std::runtime_error(std::string(e.what()) + " (is another server running? choose another --port)");
     }
@@ -115,8 +144,42 @@ void chat_server::start() {
 
 std::uint64_t chat_server::run() {
     begin();
-    engine_->run_until_signal();
+    // engine::run_until_signal(), plus SIGHUP when there is a certificate to reload: the reload
+    // reads files, which may block, so it runs here on the main thread while the shards serve.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    if (tls_) sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    engine_->start();
+    timespec poll{0, 100 * 1000 * 1000};
+    while (engine_->running()) {
+        const int s = sigtimedwait(&set, nullptr, &poll);
+        if (s == SIGHUP) {
+            reload_tls();
+        } else if (s > 0) {
+            log(log_level::info, "signal {}: stopping gracefully", s);
+            break;
+        }
+    }
     return shutdown();
+}
+
+bool chat_server::reload_tls() {
+    if (!tls_) {
+        log(log_level::warn, "no TLS certificate to reload: the server runs without --tls-cert");
+        return false;
+    }
+    try {
+        tls_->reload();
+    } catch (const tls_error& e) {
+        log(log_level::error, "TLS reload failed, new connections keep the previous certificate: {}", e.what());
+        return false;
+    }
+    log(log_level::info, "TLS certificate reloaded for new connections (open ones keep theirs): {}",
+        describe_certificate_file(opts_.tls.cert_file));
+    return true;
 }
 
 std::uint64_t chat_server::shutdown() {
@@ -162,6 +225,7 @@ void chat_server::committed(std::span<const std::uint64_t> tags) {
 void chat_server::register_metrics() {
     metrics_registry& r = metrics_registry_;
     server_->register_metrics(r);
+    if (unix_server_) unix_server_->register_metrics(r);  // same names: summed with the TCP server's
     engine_->register_metrics(r);
     for (unsigned i = 0; i < services_->size(); ++i) metric_regs_.push_back(r.add(services_->on(i).counters()));
     // The engine's session limits, in the words of this server's options.

@@ -43,9 +43,18 @@ public:
     chat_server(const chat_server&) = delete;
     chat_server& operator=(const chat_server&) = delete;
 
-    /// Serves until SIGINT or SIGTERM, then shuts down gracefully. Returns the number of chat
-    /// log entries that could not be written (0 normally). The main thread.
+    /// Serves until SIGINT or SIGTERM, then shuts down gracefully; with --tls-cert, SIGHUP reloads
+    /// the certificate meanwhile (reload_tls()). Returns the number of chat log entries that could
+    /// not be written (0 normally). The main thread, with SIGHUP blocked too when TLS is on.
     std::uint64_t run();
+
+    /// Reads --tls-cert and --tls-key again (blocking file reads: never on a shard). Connections
+    /// accepted from now on get the new certificate, open ones keep theirs. When the files are
+    /// unusable the old certificate stays and the file and reason are logged. Returns whether the
+    /// new one is in use. Any thread but a shard's.
+    bool reload_tls();
+    /// Whether the TCP port speaks TLS. Any thread.
+    bool tls() const noexcept { return tls_ != nullptr; }
 
     /// In-process use (tests, embedding): starts serving and returns; stop() shuts down as
     /// run() does after a signal and returns the same count.
@@ -79,7 +88,9 @@ private:
     std::unique_ptr<login_throttle> throttle_;
     std::unique_ptr<chat_context> ctx_;
     std::unique_ptr<sharded<chat_service>> services_;
-    std::unique_ptr<server> server_;
+    std::shared_ptr<tls_server> tls_;   // the TCP listeners' identity; nullptr = plain
+    std::unique_ptr<server> server_;      // TCP (with TLS when tls_), and the Unix socket when plain
+    std::unique_ptr<server> unix_server_; // the Unix socket beside a TLS port: it stays plain
     std::unique_ptr<metrics_endpoint> metrics_;
     std::vector<metrics_registry::registration> metric_regs_;  // dropped first
     bool shut_down_ = false;

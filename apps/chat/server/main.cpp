@@ -1,5 +1,6 @@
 // strix-chat-server: rooms and chat over strix frames (docs/protocol.md), with accounts and chat
-// logs in SQLite or PostgreSQL, Prometheus metrics, and a graceful shutdown on SIGTERM/SIGINT.
+// logs in SQLite or PostgreSQL, Prometheus metrics, TLS on the TCP port (--tls-cert, reloaded on
+// SIGHUP), and a graceful shutdown on SIGTERM/SIGINT.
 #include "chat_server.hpp"
 #include "apps/chat/server/options/chat_options.hpp"
 
@@ -64,15 +65,28 @@ int main(int argc, char** argv) {
     auto parsed = strix::chat::parse_options(argc, argv);
     if (!parsed.options) return parsed.exit_code;
     const auto& o = *parsed.options;
+    // With a certificate, SIGHUP reloads it (chat_server::run); blocked before any thread exists
+    // for the same reason. Without one it keeps its default (the process ends).
+    if (!o.tls.cert_file.empty()) {
+        sigaddset(&set, SIGHUP);
+        pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    }
     try {
         if (!o.revoke_device_tokens.empty()) return revoke_device_tokens(o);
         strix::chat::chat_server srv(o);
-        const std::string also_unix = o.server.unix_path.empty() ? std::string() : " and unix:" + o.server.unix_path;
+        const std::string also_unix = o.server.unix_path.empty() ? std::string()
+                                      : " and unix:" + o.server.unix_path + (srv.tls() ? " (plain)" : "");
         const std::string metrics =
             srv.metrics_port() ? strix::format("http://127.0.0.1:{}/metrics", srv.metrics_port()) : std::string("off");
-        strix::print(stdout, "strix-chat-server: listening on {}:{}{} with {} shards ({}); database {}; metrics {}\n",
-                     o.server.host, srv.port(), also_unix, srv.shard_count(), srv.io_name(),
-                     strix::chat::redact_url(o.db), metrics);
+        strix::print(stdout,
+                     "strix-chat-server: listening on {}:{} ({}){} with {} shards ({}); database {}; metrics {}\n",
+                     o.server.host, srv.port(), srv.tls() ? "TLS" : "plain TCP", also_unix, srv.shard_count(),
+                     srv.io_name(), strix::chat::redact_url(o.db), metrics);
+        if (o.insecure_plaintext && !strix::chat::is_loopback_host(o.server.host))
+            strix::print(stderr,
+                         "strix-chat-server: warning: --insecure-plaintext: passwords and device tokens reach {}:{} "
+                         "in clear\n",
+                         o.server.host, srv.port());
         std::fflush(stdout);
         std::uint64_t lost = srv.run();
         std::printf("strix-chat-server: stopped\n");

@@ -4,6 +4,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <arpa/inet.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -77,7 +80,38 @@ CLI::Option* add_duration(CLI::App& app, const std::string& name, Duration& targ
         ->default_str(std::to_string(target.count()));
 }
 
+// A numeric address that other hosts can reach ("*" is every address). A name is neither: the
+// listener refuses it later with its own sentence (addresses must be numeric).
+bool listens_beyond_loopback(const std::string& host) {
+    if (host == "*") return true;
+    in_addr a4{};
+    in6_addr a6{};
+    const bool numeric = ::inet_pton(AF_INET, host.c_str(), &a4) == 1 || ::inet_pton(AF_INET6, host.c_str(), &a6) == 1;
+    return numeric && !is_loopback_host(host);
+}
+
+// The query parameter `key` in a postgresql:// URL (libpq's URI form: ?key=value&...).
+bool url_has_param(const std::string& url, const std::string& key) {
+    const std::size_t q = url.find('?');
+    if (q == std::string::npos) return false;
+    for (std::size_t at = q + 1; at < url.size();) {
+        const std::size_t end = std::min(url.find('&', at), url.size());
+        if (url.compare(at, key.size() + 1, key + "=") == 0) return true;
+        at = end + 1;
+    }
+    return false;
+}
+
 }  // namespace
+
+bool is_loopback_host(const std::string& host) {
+    in_addr a4{};
+    if (::inet_pton(AF_INET, host.c_str(), &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
+    in6_addr a6{};
+    if (::inet_pton(AF_INET6, host.c_str(), &a6) != 1) return false;
+    if (IN6_IS_ADDR_LOOPBACK(&a6)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127;
+}
 
 std::string validate(const chat_options& o) {
     if (o.db.rfind("sqlite:", 0) != 0 && o.db.rfind("postgresql://", 0) != 0 && o.db.rfind("postgres://", 0) != 0)
@@ -106,6 +140,23 @@ std::string validate(const chat_options& o) {
     if (o.commit_delay_us > 1'000'000) return "--commit-delay-us must be at most 1000000 (one second)";
     if (o.server.port != 0 && o.metrics_port == o.server.port) return "--metrics-port must differ from --port";
     if (o.server.unix_path.size() >= 108) return "--unix path must be shorter than 108 bytes (sockaddr_un's limit)";
+    if (o.tls.cert_file.empty() != o.tls.key_file.empty())
+        return "--tls-cert and --tls-key go together: give both PEM files (the certificate chain and its key), or neither";
+    const bool tls = !o.tls.cert_file.empty();
+    if (tls && o.insecure_plaintext)
+        return "--insecure-plaintext contradicts --tls-cert: leave out one of them";
+    // Secure by default: a client that reaches the port from another machine would send its
+    // password and device token in clear.
+    if (o.server.tcp && !tls && !o.insecure_plaintext && listens_beyond_loopback(o.server.host))
+        return "--host " + o.server.host +
+               " is reachable from other machines and plain TCP would carry passwords and device tokens in clear: "
+               "give --tls-cert FILE --tls-key FILE (README, \"Chat over TLS\", shows how to make a certificate), "
+               "listen on 127.0.0.1, or pass --insecure-plaintext to serve plain TCP anyway";
+    if (!o.pg_sslmode.empty()) {
+        if (o.db.rfind("sqlite:", 0) == 0) return "--pg-sslmode applies to a postgresql:// --db only";
+        if (url_has_param(o.db, "sslmode"))
+            return "--pg-sslmode and the --db URL's sslmode= both set the mode: leave out one of them";
+    }
     return {};
 }
 
@@ -130,6 +181,18 @@ parse_result parse_options(int argc, char** argv) {
     app.add_option("--unix", o.server.unix_path, "also accept clients on this Unix socket path (same protocol)");
     app.add_option("--db", o.db, "database: sqlite:<path> (parent directory created) or postgresql://...")
         ->capture_default_str();
+    app.add_option("--tls-cert", o.tls.cert_file,
+                   "TLS on the TCP port: the server's certificate (PEM, then its chain); reloaded on SIGHUP")
+        ->type_name("FILE");
+    app.add_option("--tls-key", o.tls.key_file, "the private key of --tls-cert (PEM); reloaded on SIGHUP")
+        ->type_name("FILE");
+    app.add_flag("--insecure-plaintext", o.insecure_plaintext,
+                 "serve plain TCP on a --host other machines can reach (without it, such a server needs --tls-cert)");
+    app.add_option("--pg-sslmode", o.pg_sslmode,
+                   "libpq sslmode for a postgresql:// --db (default: libpq's, prefer); verify-full also needs "
+                   "sslrootcert=FILE in the URL or ~/.postgresql/root.crt")
+        ->check(CLI::IsMember({"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}))
+        ->type_name("MODE");
     app.add_option("--metrics-port", o.metrics_port, "Prometheus /metrics on 127.0.0.1 (0 = off)")
         ->capture_default_str();
     app.add_option("--shards", o.engine.shards, "shards (threads); 0 = one per online CPU")->capture_default_str();
@@ -229,6 +292,11 @@ parse_result parse_options(int argc, char** argv) {
     if (auto err = validate(o); !err.empty()) {
         std::fprintf(stderr, "strix-chat-server: %s\n", err.c_str());
         return {std::nullopt, 2};
+    }
+    // libpq reads the mode from the URL like any of its parameters.
+    if (!o.pg_sslmode.empty()) {
+        o.db += (o.db.find('?') == std::string::npos ? "?sslmode=" : "&sslmode=") + o.pg_sslmode;
+        o.pg_sslmode.clear();
     }
     return {o, 0};
 }

@@ -8,6 +8,7 @@
 
 #include <strix/core/engine.hpp>
 #include <strix/net/server.hpp>
+#include <strix/net/tls.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -41,6 +42,15 @@ struct chat_options {
                                     .handshake_timeout = std::chrono::milliseconds(10000)},
                          .max_sessions = 10000,
                          .max_sessions_per_address = 256};  // Unix-socket clients count in the total only
+    // --tls-cert FILE --tls-key FILE: TLS on the TCP port (the Unix socket stays plain), loaded as
+    // strix::tls_server takes it before the engine starts, reloaded on SIGHUP. Empty: plain TCP,
+    // which validate() allows only on a loopback --host unless --insecure-plaintext is given.
+    tls_server_config tls;
+    bool insecure_plaintext = false;
+    // --pg-sslmode MODE: libpq's sslmode for a postgresql:// --db (disable, allow, prefer, require,
+    // verify-ca, verify-full), added to the URL as ?sslmode=MODE by parse_options (and then
+    // cleared); the URL's own parameters (sslmode, sslrootcert, sslcert, sslkey) pass through.
+    std::string pg_sslmode;
     // The failed-login throttle (login_throttle.hpp): --login-free-failures, --login-lockout-failures
     // (per account name), --address-free-failures, --address-lockout-failures (per source
     // address), --login-backoff-ms (the first wait, doubled per failure), --login-lockout-ms.
@@ -83,8 +93,13 @@ struct parse_result {
 /// Main thread, before the server starts.
 parse_result parse_options(int argc, char** argv);
 
-/// Checks value ranges; returns an empty string when valid, else one sentence naming the
-/// problem and the fix. Any thread.
+/// Checks value ranges and the secure-by-default rule (plain TCP only on a loopback address);
+/// returns an empty string when valid, else one sentence naming the problem and the fix. Any
+/// thread.
 std::string validate(const chat_options& o);
+
+/// True for an address that only this host can reach: 127.0.0.0/8, ::1 (and ::ffff:127.x.y.z).
+/// "*", 0.0.0.0, :: and every other address are not. Any thread.
+bool is_loopback_host(const std::string& host);
 
 }  // namespace strix::chat
