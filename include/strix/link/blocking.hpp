@@ -56,6 +56,7 @@ namespace strix::link::detail {
 struct blocking_shared;
 class blocking_bridge;
 struct closing_sockets;
+struct poll_access;
 }  // namespace strix::link::detail
 
 namespace strix::link {
@@ -141,7 +142,11 @@ public:
     /// outgoing pipe (a round trip to the shard). The socket's thread.
     socket_stats stats();
 
+    /// The socket's type. Any thread.
+    socket_type type() const noexcept { return type_; }
+
 private:
+    friend struct detail::poll_access;
     template <class F>
     auto on_shard(F&& f) -> decltype(f());
     bool queueable() const noexcept;
