@@ -154,12 +154,15 @@ private:
     void turn_taken() noexcept;
     std::error_code send_sync(const message& m, duration timeout);
     std::error_code send_queued(duration timeout);
+    std::error_code await_peer(duration timeout);
 
     context& ctx_;
     unsigned shard_;
     socket_type type_;
     bool can_send_;
     bool sync_sends_;            // ROUTER with router_mandatory: every send asks the shard
+    bool conflate_;              // socket_options::conflate
+    bool immediate_;             // socket_options::immediate
     bool req_waiting_ = false;   // REQ: a request went out, its reply not yet received
     bool rep_holding_ = false;   // REP: a request was received, its reply not yet sent
     std::shared_ptr<detail::blocking_shared> st_;
