@@ -112,9 +112,6 @@ TEST(proxy, router_dealer_broker_between_libzmq_clients_and_workers) {
     const std::string fa = front.bind("tcp://127.0.0.1:*");
     const std::string ba = back.bind("tcp://127.0.0.1:*");
     steering ctl(ctx, "proxy-rd-control");
-    proxy_stats result;
-    std::thread broker([&] { result = proxy(front, back, nullptr, &ctl.proxy_side); });
-
     constexpr int clients = 3, workers = 2, requests = 50;
     zmq::context zctx;
     std::atomic<bool> stop{false};
@@ -131,6 +128,10 @@ TEST(proxy, router_dealer_broker_between_libzmq_clients_and_workers) {
                 rep.send({"re:" + (*q)[0], "w" + std::to_string(w)});
             }
         });
+    // Both workers are there before the first request, so the DEALER spreads over both.
+    EXPECT_TRUE(back.wait_for_peers(workers, 5s));
+    proxy_stats result;
+    std::thread broker([&] { result = proxy(front, back, nullptr, &ctl.proxy_side); });
     std::atomic<int> answered{0};
     std::vector<std::thread> cs;
     for (int c = 0; c < clients; ++c)
