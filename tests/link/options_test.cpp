@@ -222,15 +222,21 @@ TEST(options, reconnect_ivl_spaces_attempts_and_doubles_up_to_reconnect_ivl_max)
     for (std::size_t i = 1; i < retried.size(); ++i)
         gaps.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(retried[i] - retried[i - 1]).count());
     // Delays of 100, 200, then 400 ms for good (libzmq's ZMQ_RECONNECT_IVL doubling up to
-    // ZMQ_RECONNECT_IVL_MAX).
-    EXPECT_GE(gaps[0], 80);
+    // ZMQ_RECONNECT_IVL_MAX). Each gap is measured as the application hears the event, so one
+    // may move by a scheduling delay; their mean may not.
+    EXPECT_GE(gaps[0], 70);
     EXPECT_LT(gaps[0], 180);
-    EXPECT_GE(gaps[1], 170);
+    EXPECT_GE(gaps[1], 150);
     EXPECT_LT(gaps[1], 330);
+    long long sum = 0;
     for (std::size_t i = 2; i < gaps.size(); ++i) {
-        EXPECT_GE(gaps[i], 350) << "capped at reconnect_ivl_max, gap " << i;
-        EXPECT_LT(gaps[i], 600) << "gap " << i;
+        EXPECT_GE(gaps[i], 300) << "capped at reconnect_ivl_max, gap " << i;
+        EXPECT_LT(gaps[i], 700) << "gap " << i;
+        sum += gaps[i];
     }
+    const long long mean = sum / static_cast<long long>(gaps.size() - 2);
+    EXPECT_GE(mean, 370);
+    EXPECT_LT(mean, 470);
 }
 
 }  // namespace
