@@ -108,6 +108,19 @@ TEST(options, probe_router_sends_an_empty_message_a_libzmq_router_receives) {
     ASSERT_TRUE(m);
     EXPECT_EQ(*m, (strs{"probe-router", ""}));
 
+    // And the other way: a libzmq DEALER's probe reaches a strix ROUTER as [id, ""].
+    blocking_socket srouter(ctx, socket_type::router, quick());
+    const std::string sa = srouter.bind("tcp://127.0.0.1:*");
+    zmq::socket zdealer(zctx, ZMQ_DEALER);
+    zdealer.set(ZMQ_ROUTING_ID, std::string("zd"));
+    zdealer.set(ZMQ_PROBE_ROUTER, 1);
+    zdealer.connect(sa);
+    auto p = srouter.recv(5s);
+    ASSERT_TRUE(p);
+    ASSERT_EQ(p->size(), 2u);
+    EXPECT_EQ(text(*p, 0), "zd");
+    EXPECT_EQ((*p)[1].size(), 0u);
+
     // Without the option nothing comes.
     socket_options plain = quick();
     plain.routing_id = "quiet";
