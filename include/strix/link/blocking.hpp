@@ -29,7 +29,9 @@
 // out of turn and ROUTER with router_mandatory ask the shard and wait for its answer. A message
 // taken into the pipe is the socket's: a pattern that drops it (PUB with no subscriber, ROUTER
 // to an unknown id) counts it in stats(), as the shard-native socket does. With no peer yet,
-// up to sndhwm messages wait in the pipe for one (as in libzmq without ZMQ_IMMEDIATE).
+// up to sndhwm messages wait in the pipe for one (as in libzmq without ZMQ_IMMEDIATE; with
+// socket_options::immediate a send waits for a peer instead, and with conflate only the newest
+// message waits). Several sockets are waited on together with poll() (strix/link/poll.hpp).
 //
 // Closing: the destructor returns after a round trip to the shard; what is still in the
 // outgoing pipe and the connections' queues keeps going out until delivered or the linger passes
