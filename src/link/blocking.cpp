@@ -87,6 +87,8 @@ blocking_socket::blocking_socket(context& ctx, socket_type type, socket_options 
       type_(type),
       can_send_(detail::find_type_info(type) && detail::find_type_info(type)->send != detail::send_rule::none),
       sync_sends_(type == socket_type::router && opts.router_mandatory),
+      conflate_(opts.conflate),
+      immediate_(opts.immediate),
       st_(std::make_shared<blocking_shared>(opts)) {
     bridge_ = ctx_.eng().run_on(shard_, [&] {
         return detail::blocking_bridge::create(ctx_.eng().at(shard_), type, opts, st_, ctx_.closing_);
@@ -131,8 +133,16 @@ void blocking_socket::turn_taken() noexcept {
     if (type_ == socket_type::rep) rep_holding_ = false;
 }
 
+// ZMQ_IMMEDIATE: no completed connection, no queueing. The shard publishes its peer count once
+// per turn; a zero is checked with the shard before waiting.
+std::error_code blocking_socket::await_peer(duration timeout) {
+    if (!immediate_ || st_->peers.load(std::memory_order_acquire) > 0) return {};
+    return wait_for_peers(1, timeout) ? std::error_code{} : make_error_code(link_errc::would_block);
+}
+
 std::error_code blocking_socket::send(const message& m, duration timeout) {
     if (!can_send_) return link_errc::not_supported;
+    if (const std::error_code ec = await_peer(timeout)) return ec;
     if (!queueable()) {
         const std::error_code ec = send_sync(m, timeout);
         if (!ec) turn_taken();
@@ -156,6 +166,7 @@ std::error_code blocking_socket::send(const message& m, duration timeout) {
 std::error_code blocking_socket::send(bytes_view bytes, duration timeout) {
     if (!can_send_) return link_errc::not_supported;
     if (bytes.size() > detail::msg_pipe::inline_max || !queueable()) return send(message(bytes), timeout);
+    if (const std::error_code ec = await_peer(timeout)) return ec;
     // The common small message: straight into the pipe, no message object.
     if (const std::error_code ec = send_queued(timeout)) return ec;
     st_->out.put(bytes, false);
@@ -167,6 +178,12 @@ std::error_code blocking_socket::send(bytes_view bytes, duration timeout) {
 std::error_code blocking_socket::send_queued(duration timeout) {
     auto& s = *st_;
     if (s.out_limit == 0 || !s.out.backlog_at_least(s.out_limit)) return {};
+    if (conflate_) {
+        // Only the newest waiting message counts: the drainer drops the older ones, which
+        // makes room even while no peer takes anything.
+        auto* b = bridge_;
+        ctx_.eng().post(shard_, [b] { b->drain(); });
+    }
     const bool room = wait_until(s, app_wait::space, timeout, [&] { return s.out.backlog() < s.out_limit; });
     return room ? std::error_code{} : make_error_code(link_errc::would_block);
 }
@@ -196,6 +213,13 @@ std::optional<message> blocking_socket::recv(duration timeout) {
     if (!s.in.front(parts)) {
         if (!wait_until(s, app_wait::recv, timeout, [&] { return !s.in.empty(); })) return std::nullopt;
         s.in.front(parts);
+    }
+    if (conflate_) {
+        // ZMQ_CONFLATE: the newest message waiting replaces the older ones.
+        while (s.in.backlog_seen_by_consumer() > 1) {
+            s.in.pop(parts);
+            s.in.front(parts);
+        }
     }
     message m;
     for (auto& e : parts) {

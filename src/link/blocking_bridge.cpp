@@ -63,6 +63,10 @@ void blocking_bridge::drain(std::size_t budget) {
     blocked_ = false;
     msg_pipe& out = st_->out;
     std::size_t n = 0;
+    if (st_->conflate) {
+        // ZMQ_CONFLATE: of what waits, only the newest goes out.
+        while (out.backlog_seen_by_consumer() > 1 && out.front(entries_)) out.pop(entries_);
+    }
     while (n < budget && out.front(entries_)) {
         if (send_front() == link_errc::would_block) {
             blocked_ = true;  // the socket calls on_writable once it can go on
@@ -167,6 +171,7 @@ void blocking_bridge::on_event(const socket_event& e) {
 }
 
 void blocking_bridge::on_flush() {
+    if (sock_) st_->peers.store(sock_->peers(), std::memory_order_release);
     if (pushed_) {
         pushed_ = false;
         st_->in.publish();

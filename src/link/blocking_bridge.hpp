@@ -56,7 +56,8 @@ enum class app_wait : std::uint8_t { none, recv, space, any };
 
 /// Shared by a blocking_socket (its thread) and its bridge (the shard).
 struct blocking_shared {
-    explicit blocking_shared(const socket_options& o) : out_limit(o.sndhwm), in_cap(o.rcvhwm ? o.rcvhwm : 1000) {}
+    explicit blocking_shared(const socket_options& o)
+        : out_limit(o.sndhwm), in_cap(o.rcvhwm ? o.rcvhwm : 1000), conflate(o.conflate) {}
 
     msg_pipe out;  // application -> shard
     msg_pipe in;  // shard -> application
@@ -72,6 +73,8 @@ struct blocking_shared {
     std::atomic<bool> in_paused{false};
     std::atomic<std::uint64_t> writable{0};  // on_writable calls (a send that must wait for one)
     std::atomic<std::uint64_t> event_seq{0};  // monitor events so far
+    std::atomic<std::uint64_t> peers{0};  // the socket's peers, as of the shard's last turn
+    const bool conflate;  // socket_options::conflate: the drainer sends only the newest message
     std::mutex mu;
     std::deque<socket_event> events;  // the most recent 1,000
 

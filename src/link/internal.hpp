@@ -184,6 +184,7 @@ public:
 
     // --- called by pipes and patterns ----------------------------------------------------------
     void attach(pipe& p);
+    void greet(pipe& p);  // probe_router, xpub_welcome_msg
     void detach(pipe& p);
     void deliver(std::span<const bytes_view> parts);  // to the application
     void event(socket_event::kind k, const std::string& ep, std::error_code ec = {}, std::string detail = {});

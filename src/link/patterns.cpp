@@ -317,6 +317,7 @@ public:
     void attach(pipe& p) override { pipes_.push_back(&p); }
     void detach(pipe& p) override {
         std::erase(pipes_, &p);
+        if (last_ == &p) last_ = nullptr;
         trie_.remove_all(&p, [&](bytes_view topic, bool gone) {
             if (xpub_ && gone) notify(false, topic);
         });
@@ -357,6 +358,26 @@ public:
         if (xpub_) core_.deliver(parts);  // XSUB peers may send other messages upstream
     }
     void subscription(pipe& p, bool on, bytes_view topic) override {
+        if (xpub_ && core_.opts.xpub_manual) {
+            // The application decides: it hears every (un)subscription and applies it with
+            // subscribe()/unsubscribe(), which act for the peer that sent the last one.
+            last_ = &p;
+            notify(on, topic);
+            return;
+        }
+        apply(p, on, topic);
+    }
+    std::error_code subscribe(bool on, bytes_view topic) override {
+        if (!xpub_ || !core_.opts.xpub_manual) return link_errc::not_supported;
+        if (last_) apply(*last_, on, topic);
+        return {};
+    }
+    std::size_t subscribers() const noexcept override { return subscribers_; }
+
+private:
+    static constexpr std::size_t shared_min_bytes = 256;
+
+    void apply(pipe& p, bool on, bytes_view topic) {
         const auto c = on ? trie_.add(topic, &p) : trie_.remove(topic, &p);
         if (c.pipe_first) {
             if (on && p.topics++ == 0) ++subscribers_;
@@ -364,12 +385,9 @@ public:
             core_.event(on ? socket_event::kind::subscribed : socket_event::kind::unsubscribed, p.address(), {},
                         std::string(as_text(topic)));
         }
-        if (xpub_ && (core_.opts.xpub_verbose ? (on || c.topic_first) : c.topic_first)) notify(on, topic);
+        if (xpub_ && !core_.opts.xpub_manual && (core_.opts.xpub_verbose ? (on || c.topic_first) : c.topic_first))
+            notify(on, topic);
     }
-    std::size_t subscribers() const noexcept override { return subscribers_; }
-
-private:
-    static constexpr std::size_t shared_min_bytes = 256;
 
     void notify(bool on, bytes_view topic) {
         std::vector<std::byte> m;
@@ -386,6 +404,7 @@ private:
     topic_trie trie_{false};
     std::uint64_t gen_ = 0;
     std::size_t subscribers_ = 0;
+    pipe* last_ = nullptr;  // xpub_manual: the peer whose subscription came last
 };
 
 class sub_pattern final : public pattern {

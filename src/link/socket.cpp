@@ -119,8 +119,24 @@ void socket_core::attach(pipe& p) {
     p.attached = true;
     ++stats.peers;
     pat->attach(p);
+    greet(p);
     // A new peer is room to send: a sender that was told would_block may go on.
     pipe_writable(p);
+}
+
+// What a new peer gets before anything else: ZMQ_PROBE_ROUTER's empty message, ZMQ_XPUB_WELCOME_MSG.
+// Straight onto the pipe, past the pattern (a REQ's probe is not a request), as libzmq does.
+void socket_core::greet(pipe& p) {
+    bytes_view body;
+    if (opts.probe_router && (type == socket_type::router || type == socket_type::dealer || type == socket_type::req)) {
+        body = {};
+    } else if (type == socket_type::xpub && !opts.xpub_welcome_msg.empty()) {
+        body = as_bytes(opts.xpub_welcome_msg);
+    } else {
+        return;
+    }
+    outgoing o(std::span(&body, 1));
+    p.write(o);
 }
 
 void socket_core::detach(pipe& p) {
@@ -227,13 +243,17 @@ void socket::on_event(std::function<void(const socket_event&)> f) { core_->on_ev
 
 void socket::subscribe(bytes_view topic) {
     const auto* row = detail::find_type_info(core_->type);
-    if (!row || !row->subscribes()) throw std::invalid_argument("subscribe() is for SUB and XSUB sockets");
+    const bool manual = core_->type == socket_type::xpub && core_->opts.xpub_manual;
+    if (!manual && (!row || !row->subscribes()))
+        throw std::invalid_argument("subscribe() is for SUB and XSUB sockets (and XPUB with xpub_manual)");
     core_->pat->subscribe(true, topic);
 }
 
 void socket::unsubscribe(bytes_view topic) {
     const auto* row = detail::find_type_info(core_->type);
-    if (!row || !row->subscribes()) throw std::invalid_argument("unsubscribe() is for SUB and XSUB sockets");
+    const bool manual = core_->type == socket_type::xpub && core_->opts.xpub_manual;
+    if (!manual && (!row || !row->subscribes()))
+        throw std::invalid_argument("unsubscribe() is for SUB and XSUB sockets (and XPUB with xpub_manual)");
     core_->pat->subscribe(false, topic);
 }
 

@@ -29,7 +29,9 @@
 // out of turn and ROUTER with router_mandatory ask the shard and wait for its answer. A message
 // taken into the pipe is the socket's: a pattern that drops it (PUB with no subscriber, ROUTER
 // to an unknown id) counts it in stats(), as the shard-native socket does. With no peer yet,
-// up to sndhwm messages wait in the pipe for one (as in libzmq without ZMQ_IMMEDIATE).
+// up to sndhwm messages wait in the pipe for one (as in libzmq without ZMQ_IMMEDIATE; with
+// socket_options::immediate a send waits for a peer instead, and with conflate only the newest
+// message waits). Several sockets are waited on together with poll() (strix/link/poll.hpp).
 //
 // Closing: the destructor returns after a round trip to the shard; what is still in the
 // outgoing pipe and the connections' queues keeps going out until delivered or the linger passes
@@ -56,6 +58,7 @@ namespace strix::link::detail {
 struct blocking_shared;
 class blocking_bridge;
 struct closing_sockets;
+struct poll_access;
 }  // namespace strix::link::detail
 
 namespace strix::link {
@@ -141,7 +144,11 @@ public:
     /// outgoing pipe (a round trip to the shard). The socket's thread.
     socket_stats stats();
 
+    /// The socket's type. Any thread.
+    socket_type type() const noexcept { return type_; }
+
 private:
+    friend struct detail::poll_access;
     template <class F>
     auto on_shard(F&& f) -> decltype(f());
     bool queueable() const noexcept;
@@ -149,12 +156,15 @@ private:
     void turn_taken() noexcept;
     std::error_code send_sync(const message& m, duration timeout);
     std::error_code send_queued(duration timeout);
+    std::error_code await_peer(duration timeout);
 
     context& ctx_;
     unsigned shard_;
     socket_type type_;
     bool can_send_;
     bool sync_sends_;            // ROUTER with router_mandatory: every send asks the shard
+    bool conflate_;              // socket_options::conflate
+    bool immediate_;             // socket_options::immediate
     bool req_waiting_ = false;   // REQ: a request went out, its reply not yet received
     bool rep_holding_ = false;   // REP: a request was received, its reply not yet sent
     std::shared_ptr<detail::blocking_shared> st_;

@@ -84,6 +84,26 @@ struct socket_options {
     /// it is delivered (libzmq's default, -1), 0 = dropped at once, else up to this long. The
     /// blocking API's queue counts too. See docs/link.md, "Linger".
     std::chrono::milliseconds linger{-1};
+
+    // --- more of libzmq's options (docs/link.md, "Socket options", has libzmq's names) --------
+    /// ROUTER, DEALER, REQ: send an empty message to every peer as its handshake completes, so
+    /// a ROUTER on the other side learns the new peer's routing id at once (ZMQ_PROBE_ROUTER).
+    bool probe_router = false;
+    /// XPUB: subscriptions are not applied by the socket; every one goes to the application,
+    /// which applies it with subscribe()/unsubscribe() for the peer that sent the last one
+    /// (ZMQ_XPUB_MANUAL).
+    bool xpub_manual = false;
+    /// XPUB: sent to every peer as its handshake completes, when not empty (ZMQ_XPUB_WELCOME_MSG;
+    /// a SUB receives it only when subscribed to a prefix of it).
+    std::string xpub_welcome_msg;
+    /// The blocking API: keep only the newest message in each direction (ZMQ_CONFLATE): recv()
+    /// returns the newest one waiting and drops the older ones, and messages waiting for a peer
+    /// are replaced by the newest. For one-part messages on PUSH, PULL, PUB, SUB and DEALER.
+    bool conflate = false;
+    /// The blocking API: a send with no completed connection waits for one (up to its timeout,
+    /// then would_block) instead of queueing up to sndhwm messages (ZMQ_IMMEDIATE). Messages are
+    /// never handed to a connection before its handshake completes, whatever this says.
+    bool immediate = false;
 };
 
 /// What a monitor hears (socket::on_event). endpoint is the bound or connected address.
@@ -161,7 +181,8 @@ public:
     void on_event(std::function<void(const socket_event&)> f);
 
     /// SUB/XSUB: receive messages whose first part starts with topic (empty = everything).
-    /// Counted: two subscribes of one topic need two unsubscribes.
+    /// Counted: two subscribes of one topic need two unsubscribes. XPUB with xpub_manual: the
+    /// peer whose (un)subscription came last gets (or loses) the topic.
     void subscribe(bytes_view topic);
     void subscribe(std::string_view topic) { subscribe(as_bytes(topic)); }
     void unsubscribe(bytes_view topic);
