@@ -89,6 +89,7 @@ void socket_core::connect(std::string_view address) {
     co.reconnect = true;
     co.reconnect_initial = opts.reconnect_ivl;
     co.reconnect_max = std::max(opts.reconnect_ivl_max, opts.reconnect_ivl);
+    co.keepalive = {opts.tcp_keepalive, opts.tcp_keepalive_idle, opts.tcp_keepalive_intvl, opts.tcp_keepalive_cnt};
     connections_.push_back(group_->connect(endpoint::parse(address), co));
 }
 

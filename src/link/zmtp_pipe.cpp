@@ -367,6 +367,7 @@ session_group_config zmtp_group_config(const socket_options& o) {
     // A closed socket's sessions flush for as long as its linger allows (socket_core::close ends
     // them at the linger's end; a negative linger waits as long as the peer reads).
     g.limits.close_linger = o.linger.count() < 0 ? std::chrono::hours(24 * 365) : o.linger;
+    g.keepalive = {o.tcp_keepalive, o.tcp_keepalive_idle, o.tcp_keepalive_intvl, o.tcp_keepalive_cnt};
     return g;
 }
 

@@ -20,7 +20,7 @@ server::server(engine& e, server_config cfg, std::vector<session_handler*> handl
 void server::make_groups() {
     if (cfg_.max_sessions || cfg_.max_sessions_per_address)
         admission_ = std::make_unique<admission>(admission_limits{cfg_.max_sessions, cfg_.max_sessions_per_address});
-    session_group_config gcfg{cfg_.limits, cfg_.framing, admission_.get(), cfg_.tls};
+    session_group_config gcfg{cfg_.limits, cfg_.framing, admission_.get(), cfg_.tls, cfg_.keepalive};
     for (unsigned i = 0; i < engine_.shard_count(); ++i) {
         alive_.push_back(std::make_shared<bool>(true));
         groups_.push_back(std::make_unique<session_group>(engine_.at(i), *handlers_[i], gcfg));

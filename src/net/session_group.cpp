@@ -58,6 +58,7 @@ session_group::session_group(shard& sh, session_handler& handler, session_group_
       framer_(cfg.framing ? cfg.framing : &length_prefix_framer()),
       admit_(cfg.admit),
       tls_(std::move(cfg.tls)),
+      keepalive_(cfg.keepalive),
       frame_ticks_(sh.ticks_for(limits_.frame_timeout)),
       impl_(std::make_unique<impl>(limits_.recv_buffer)) {
     impl_->sweep.set_callback([this] {
@@ -156,6 +157,7 @@ void session_group::adopt(unique_fd fd, std::string peer) {
 session& session_group::make_session(unique_fd fd, std::string peer, connection* origin, bool admitted) {
     install_hooks();
     const std::uint64_t id = owner_.next_object_id();
+    detail::set_keepalive(fd.get(), origin ? origin->opts_.keepalive : keepalive_);
     session_ptr s(new session(*this, std::move(fd), id, std::move(peer), intrusive_ptr<connection>(origin)));
     s->life_.admitted = admitted;  // before start(): on_open may close it, and the close releases it
     impl_->sessions.emplace(id, s);

@@ -1,5 +1,7 @@
 #include "net/socket_util.hpp"
 
+#include <strix/core/log.hpp>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -114,6 +116,22 @@ unique_fd start_connect(const endpoint& ep, bool& in_progress, std::error_code& 
     // EAGAIN on a Unix socket: the listener's backlog is full; the caller retries like a refusal.
     ec = {errno, std::generic_category()};
     return {};
+}
+
+void set_keepalive(int fd, const tcp_keepalive& ka) noexcept {
+    if (ka.enable < 0 && ka.idle_s < 0 && ka.interval_s < 0 && ka.count < 0) return;
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) < 0 || (a.ss_family != AF_INET && a.ss_family != AF_INET6))
+        return;
+    auto set = [fd](int level, int opt, int v) {
+        if (v >= 0 && ::setsockopt(fd, level, opt, &v, sizeof v) < 0)
+            log_limited(log_level::warn, "TCP keepalive option {}: {}", opt, std::strerror(errno));
+    };
+    set(SOL_SOCKET, SO_KEEPALIVE, ka.enable);
+    set(IPPROTO_TCP, TCP_KEEPIDLE, ka.idle_s);
+    set(IPPROTO_TCP, TCP_KEEPINTVL, ka.interval_s);
+    set(IPPROTO_TCP, TCP_KEEPCNT, ka.count);
 }
 
 void set_nodelay(int fd) noexcept {

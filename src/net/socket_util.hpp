@@ -3,6 +3,7 @@
 // address and the fix; per-connection calls return values.
 
 #include <strix/core/unique_fd.hpp>
+#include <strix/net/connection.hpp>
 #include <strix/net/endpoint.hpp>
 
 #include <sys/socket.h>
@@ -28,6 +29,8 @@ unique_fd start_connect(const endpoint& ep, bool& in_progress, std::error_code& 
 
 /// TCP_NODELAY on a TCP socket (no-op for other families).
 void set_nodelay(int fd) noexcept;
+/// Applies what ka sets (nothing for -1 fields) to a TCP socket; other sockets are left alone.
+void set_keepalive(int fd, const tcp_keepalive& ka) noexcept;
 
 /// The port a bound socket got (for port 0).
 std::uint16_t local_port(int fd);

@@ -2,11 +2,15 @@
 // immediate and the reconnect interval, each with a libzmq socket on the other end (and, where
 // libzmq's own behaviour is the point, libzmq doing the same thing in the same test).
 #include "link/interop_support.hpp"
+#include "support/proc_tcp.hpp"
 
 #include <strix/link/blocking.hpp>
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <optional>
+#include <sstream>
 #include <thread>
 
 namespace {
@@ -250,6 +254,69 @@ TEST(options, reconnect_ivl_spaces_attempts_and_doubles_up_to_reconnect_ivl_max)
     const long long mean = sum / static_cast<long long>(gaps.size() - 2);
     EXPECT_GE(mean, 370);
     EXPECT_LT(mean, 470);
+}
+
+}  // namespace
+
+namespace {
+
+std::uint16_t port_of(const std::string& address) {
+    return static_cast<std::uint16_t>(std::stoul(address.substr(address.rfind(':') + 1)));
+}
+
+// The keepalive timer of the client end of a connection to `server_port` (/proc/net/tcp).
+std::optional<strix::test::tcp_timer> client_timer(std::uint16_t server_port) {
+    std::ifstream f("/proc/net/tcp");
+    std::string line;
+    std::getline(f, line);
+    std::optional<strix::test::tcp_timer> found;
+    while (std::getline(f, line)) {
+        std::istringstream in(line);
+        std::string sl, loc, rem;
+        in >> sl >> loc >> rem;
+        auto port = [](const std::string& x) { return static_cast<std::uint16_t>(std::stoul(x.substr(x.find(':') + 1), nullptr, 16)); };
+        if (port(rem) == server_port) found = strix::test::proc_tcp_timer(port(loc), server_port);
+    }
+    return found;
+}
+
+TEST(options, tcp_keepalive_arms_the_sockets_keepalive_timer_as_libzmqs_does) {
+    zmq::context zctx;
+    // libzmq, for reference: ZMQ_TCP_KEEPALIVE + _IDLE on a connecting PUSH.
+    zmq::socket zpull(zctx, ZMQ_PULL);
+    const std::string za = zpull.bind("tcp://127.0.0.1:*");
+    zmq::socket zpush(zctx, ZMQ_PUSH);
+    zpush.set(ZMQ_TCP_KEEPALIVE, 1);
+    zpush.set(ZMQ_TCP_KEEPALIVE_IDLE, 44);
+    zpush.connect(za);
+    ASSERT_EQ(zpush.send({"z"}), 0);
+    ASSERT_TRUE(zpull.recv(5s));
+    // Timer 2 once nothing is in flight (right after a send the retransmit timer, 1, may show).
+    std::optional<strix::test::tcp_timer> zt;
+    ASSERT_TRUE(strix::test::eventually([&] {
+        zt = client_timer(port_of(za));
+        return zt && zt->kind == 2;
+    }));
+    EXPECT_GT(zt->due_s, 30);
+
+    // strix, the same options on its connecting PUSH.
+    context ctx(1);
+    socket_options o = quick();
+    o.tcp_keepalive = 1;
+    o.tcp_keepalive_idle = 44;
+    zmq::socket pull(zctx, ZMQ_PULL);
+    const std::string a = pull.bind("tcp://127.0.0.1:*");
+    blocking_socket push(ctx, socket_type::push, o);
+    push.connect(a);
+    ASSERT_FALSE(push.send("s", 5s));
+    ASSERT_TRUE(pull.recv(5s));
+    std::optional<strix::test::tcp_timer> st;
+    ASSERT_TRUE(strix::test::eventually([&] {
+        st = client_timer(port_of(a));
+        return st && st->kind == 2;
+    })) << "keepalive timer armed, as libzmq's";
+    EXPECT_GT(st->due_s, 30);
+    EXPECT_LE(st->due_s, 44.01);
 }
 
 }  // namespace

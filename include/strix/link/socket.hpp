@@ -104,6 +104,12 @@ struct socket_options {
     /// then would_block) instead of queueing up to sndhwm messages (ZMQ_IMMEDIATE). Messages are
     /// never handed to a connection before its handshake completes, whatever this says.
     bool immediate = false;
+    /// TCP keepalive on this socket's tcp connections, bound and connected (ZMQ_TCP_KEEPALIVE,
+    /// _IDLE, _INTVL, _CNT): -1 leaves the system's setting, as libzmq's defaults do.
+    int tcp_keepalive = -1;
+    int tcp_keepalive_idle = -1;
+    int tcp_keepalive_intvl = -1;
+    int tcp_keepalive_cnt = -1;
 };
 
 /// What a monitor hears (socket::on_event). endpoint is the bound or connected address.

@@ -31,6 +31,15 @@ namespace strix {
 class session;
 class session_group;
 
+/// TCP keepalive on a session's socket: SO_KEEPALIVE and Linux's TCP_KEEPIDLE, TCP_KEEPINTVL and
+/// TCP_KEEPCNT. -1 leaves the system's setting; Unix-socket sessions ignore it.
+struct tcp_keepalive {
+    int enable = -1;      // 1 on, 0 off
+    int idle_s = -1;      // seconds idle before the first probe
+    int interval_s = -1;  // seconds between probes
+    int count = -1;       // unanswered probes before the connection is dropped
+};
+
 struct connect_options {
     std::chrono::milliseconds timeout{5000};            // one attempt, until the handshake completes
     bool reconnect = false;                             // retry after a failure or a disconnect
@@ -41,6 +50,7 @@ struct connect_options {
     // endpoint's host. A failed handshake is a failed attempt: on_connect_failed, then the retry.
     std::shared_ptr<tls_client> tls;
     std::string server_name;
+    tcp_keepalive keepalive;
 };
 
 class connection final : public reactor_object {

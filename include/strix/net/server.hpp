@@ -45,6 +45,7 @@ struct server_config {
     // TLS on every listener of this server (tcp and Unix socket alike; strix/net/tls.hpp);
     // nullptr = plain. Load it with tls_server::load before building the server.
     std::shared_ptr<tls_server> tls;
+    tcp_keepalive keepalive;  // on every accepted TCP connection
 };
 
 class server {

@@ -53,6 +53,7 @@ struct session_group_config {
     // TLS on the sessions this group accepts (strix/net/tls.hpp); nullptr = plain. Outbound
     // connections choose for themselves (connect_options::tls).
     std::shared_ptr<tls_server> tls;
+    tcp_keepalive keepalive;  // on the sessions this group accepts (connections: connect_options)
 };
 
 class session_group {
@@ -130,6 +131,7 @@ private:
     net_counters counters_;
     admission* admit_;
     std::shared_ptr<tls_server> tls_;
+    tcp_keepalive keepalive_;
     std::uint64_t frame_ticks_;  // limits_.frame_timeout in ticks (read per batch of frames)
     std::size_t released_bytes_ = 0;  // queued output freed by closed sessions since the last sweep
     std::unique_ptr<impl> impl_;
