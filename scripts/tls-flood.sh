@@ -3,9 +3,12 @@
 # everyone else? strix-chat-server serves TLS (a throwaway certificate from
 # bench/echo/echo_tls_cert.sh); strix-chat-load runs seed 004's workload over TLS from 127.0.0.1
 # (its defaults: 500 clients, 10 rooms, 10 messages/s each, every delivery verified), once alone
-# and once while strix-tls-flood, bound to 127.0.0.2, keeps STALLED handshakes open (each one the
+# and once while strix-tls-flood, bound to 127.0.0.254 (strix-chat-load spreads its clients over 127.0.0.1, .2,
+# .3: see --clients-per-source), keeps STALLED handshakes open (each one the
 # server closes is reopened at once) and starts RATE new full handshakes per second. Runs
-# alternate (alone, flooded, alone, ...) so drift hits both alike; nothing is pinned.
+# alternate (alone, flooded, alone, ...) so drift hits both alike; nothing is pinned. As in
+# make bench-chat, the server hashes passwords cheaply (--password-cost fast): the logins are not
+# what is measured.
 #
 #   scripts/tls-flood.sh <build_dir> [runs] [duration_s] [stalled] [rate]   (defaults 3 15 2000 200)
 #
@@ -42,7 +45,7 @@ one() {  # <label> <run>
   port=$(free_port)
   mport=$(free_port)
   tag=$work/$label.$run
-  "$bin/strix-chat-server" --port "$port" --db "sqlite:$tag.db" --metrics-port "$mport" \
+  "$bin/strix-chat-server" --port "$port" --db "sqlite:$tag.db" --password-cost fast --metrics-port "$mport" \
     --tls-cert "$cert" --tls-key "$key" >"$tag.server.log" 2>&1 &
   server_pid=$!
   for _ in $(seq 200); do
@@ -50,7 +53,7 @@ one() {  # <label> <run>
     sleep 0.05
   done
   if [ "$label" = flooded ]; then
-    "$bin/strix-tls-flood" --port "$port" --source 127.0.0.2 --stalled "$stalled" --rate "$rate" \
+    "$bin/strix-tls-flood" --port "$port" --source 127.0.0.254 --stalled "$stalled" --rate "$rate" \
       --duration $((duration + 8)) --ca "$ca" --json "$tag.flood.json" >"$tag.flood.log" 2>&1 &
     flood_pid=$!
     sleep 3  # the flood at full strength before the workload starts

@@ -7,7 +7,7 @@
 //   --rate R     new full handshakes per second (each: handshake, close_notify, close), from a
 //                thread of their own, counted as completed, refused (closed before or during the
 //                handshake) or failed otherwise.
-// Every connection is bound to --source (default 127.0.0.2) so that the server sees one address.
+// Every connection is bound to --source (default 127.0.0.254) so that the server sees one address.
 // Prints one summary line and, with --json, writes the counts.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -37,7 +37,7 @@ using clock_type = std::chrono::steady_clock;
 struct options {
     std::string host = "127.0.0.1";
     std::uint16_t port = 0;
-    std::string source = "127.0.0.2";
+    std::string source = "127.0.0.254";  // not one strix-chat-load uses (127.0.0.1, .2, ...)
     unsigned stalled = 2000;
     unsigned rate = 200;
     double duration = 10;
