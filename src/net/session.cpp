@@ -134,6 +134,7 @@ bool session::trim_if_idle(std::uint64_t quiet_ticks) noexcept {
         release_rx(true);
         freed = true;
     }
+    io_->trim();
     return freed;
 }
 

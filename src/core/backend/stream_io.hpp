@@ -43,6 +43,9 @@ public:
     /// order where the transport has a way to (TLS: close_notify). True once everything, that
     /// included, has left; else the user hears send_ready() and asks again.
     virtual bool finish() { return true; }
+    /// The user has been idle a while: give back buffers the stream keeps between reads (TLS:
+    /// its ciphertext buffer), to be taken again when bytes come.
+    virtual void trim() noexcept {}
     /// Stops every operation on the socket; call before closing it. The user hears nothing more,
     /// except that a send in flight still consumes (or, closed, clears) tx when it completes.
     virtual void close() noexcept = 0;

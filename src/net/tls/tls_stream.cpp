@@ -98,8 +98,7 @@ tls_stream::tls_stream(ssl_ptr ssl, bool server, stream_user& user, tls_stream_c
       user_(user),
       cfg_(std::move(cfg)),
       handshake_timer_([this] { on_handshake_timeout(); }),
-      server_(server),
-      cin_(std::make_unique<std::byte[]>(cin_capacity)) {
+      server_(server) {
     BIO* bio = BIO_new(tls_bio::method());
     BIO_set_data(bio, this);
     SSL_set_bio(ssl_.get(), bio, bio);  // one BIO both ways; the SSL owns it
@@ -236,6 +235,7 @@ bool tls_stream::read_plain() {
 
 int tls_stream::recv_space(iovec (&iov)[2]) {
     if (closed_ || failed_) return -1;
+    if (!cin_) cin_ = std::make_unique_for_overwrite<std::byte[]>(cin_capacity);
     if (cin_head_ > 0 && cin_tail_ == cin_capacity) {
         std::memmove(cin_.get(), cin_.get() + cin_head_, cin_tail_ - cin_head_);
         cin_tail_ -= cin_head_;
@@ -339,6 +339,11 @@ void tls_stream::encrypt(buffer_chain& tx) {
 
 void tls_stream::push() {
     if (!cout_.empty() && !closed_) inner_->send(cout_);
+}
+
+void tls_stream::trim() noexcept {
+    if (cin_head_ == cin_tail_) cin_.reset();
+    if (cout_.empty()) cout_.trim();
 }
 
 bool tls_stream::finish() {

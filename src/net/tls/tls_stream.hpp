@@ -79,6 +79,7 @@ public:
     void send(buffer_chain& tx) override;
     bool send_busy() const noexcept override { return false; }  // the session's chain is never the kernel's
     bool finish() override;
+    void trim() noexcept override;
     void close() noexcept override;
 
     // stream_user, for the backend's stream
@@ -111,7 +112,8 @@ private:
     bool failed_ = false;
     bool shutdown_sent_ = false;
 
-    // Ciphertext received and not yet read by OpenSSL: [cin_head_, cin_tail_).
+    // Ciphertext received and not yet read by OpenSSL: [cin_head_, cin_tail_). Taken at the first
+    // receive and given back by trim() while empty: an idle connection holds none.
     std::unique_ptr<std::byte[]> cin_;
     std::size_t cin_head_ = 0, cin_tail_ = 0;
     buffer_chain cout_;  // records to send
