@@ -69,9 +69,17 @@ for tr in tcp ipc; do
     pair strix-link-local-thr plain-remote-thr "$ep" "$size" "$cnt" &&
     expect_line "$work/recv.out" "^message count: $cnt$" &&
     expect_line "$work/recv.out" "^message size: $size \\[B\\]$"
-    # strix's sender into libzmq's local_thr.
-    pair plain-local-thr strix-link-remote-thr "$ep" "$size" "$cnt" &&
-    expect_line "$work/recv.out" "^message count: $cnt$" &&
+    # strix's sender into libzmq's local_thr. Over ipc, fewer messages than libzmq's receive
+    # high-water mark (1000): a libzmq PULL whose input is throttled at the mark when the sender
+    # closes a unix socket (EPOLLHUP) stops reading and drops what the kernel still holds
+    # (libzmq issue 4660, "IPC socket drops messages, ignores LINGER"); measured here with 20000
+    # messages of 64 B: 400-2500 lost in 5 of 6 runs, on both backends, after strix had written
+    # every byte (strace), and the same with zmq-local-thr. Over tcp the close is only a FIN and
+    # libzmq reads on.
+    rcnt=$cnt
+    [ "$tr" = ipc ] && rcnt=900
+    pair plain-local-thr strix-link-remote-thr "$ep" "$size" "$rcnt" &&
+    expect_line "$work/recv.out" "^message count: $rcnt$" &&
     expect_line "$work/recv.out" '^mean throughput: [0-9]+ \[msg/s\]$'
   done
   if [ "$tr" = tcp ]; then ep="tcp://127.0.0.1:$(free_port)"; else ep="ipc://$work/lat.sock"; fi
