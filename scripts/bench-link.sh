@@ -4,9 +4,11 @@
 #
 #   scripts/bench-link.sh <build_dir>
 #
-# Suites (LINK_SUITES, default all of "thr pubsub fanout lat cross blocking"):
-#   thr     PUSH/PULL throughput at 64 B, 1 KB, 8 KB, 64 KB over tcp, ipc (local-thr + remote-thr,
-#           two processes) and inproc (inproc-thr, one process, two threads)
+# Suites (LINK_SUITES, default all of "thr dr pubsub fanout lat cross blocking"):
+#   thr     PUSH/PULL throughput at 64 B, 256 B, 1 KB, 8 KB, 64 KB over tcp, ipc (local-thr +
+#           remote-thr, two processes) and inproc (inproc-thr, one process, two threads)
+#   dr      DEALER -> ROUTER throughput (--pattern dealerrouter) at 64 B, 256 B and 1 KB over tcp,
+#           ipc and inproc (seed 003's grid)
 #   pubsub  XPUB -> SUB throughput (--pattern pubsub) at 64 B and 64 KB over tcp
 #   fanout  one XPUB to LINK_SUBSCRIBERS (8) SUB threads at 64 B over tcp and inproc
 #   lat     REQ/REP round trips at 64 B, 1 KB, 8 KB over tcp, ipc (local-lat + remote-lat) and
@@ -29,9 +31,9 @@
 #   PIN (0)                 1: receiver on CPU 0 and sender on CPU 1 (taskset); one-process runs
 #                           (inproc, fan-out) are never pinned. Default: not pinned, the two
 #                           processes share the machine's cores with the scheduler's placement
-#   LINK_COUNT_64 (2000000), LINK_COUNT_1024 (500000), LINK_COUNT_8192 (100000),
-#   LINK_COUNT_65536 (20000)   messages per throughput run, by message size (about 0.5-2 s each
-#                           on a 2-core machine)
+#   LINK_COUNT_64 (2000000), LINK_COUNT_256 (1000000), LINK_COUNT_1024 (500000),
+#   LINK_COUNT_8192 (100000), LINK_COUNT_65536 (20000)   messages per throughput run, by message
+#                           size (about 0.5-2 s each on a 2-core machine)
 #   LINK_ROUNDTRIPS (10000) round trips per latency run (the blocking family's too)
 #   LINK_BLOCKING_COUNT (300000) messages per blocking-family throughput run
 #   LINK_FANOUT_COUNT (300000), LINK_SUBSCRIBERS (8)
@@ -61,9 +63,10 @@ roundtrips=${LINK_ROUNDTRIPS:-10000}
 fanout_count=${LINK_FANOUT_COUNT:-300000}
 subscribers=${LINK_SUBSCRIBERS:-8}
 blocking_count=${LINK_BLOCKING_COUNT:-300000}
-read -r -a suites <<<"${LINK_SUITES:-thr pubsub fanout lat cross blocking}"
+read -r -a suites <<<"${LINK_SUITES:-thr dr pubsub fanout lat cross blocking}"
 declare -A count=(
   [64]=${LINK_COUNT_64:-2000000}
+  [256]=${LINK_COUNT_256:-1000000}
   [1024]=${LINK_COUNT_1024:-500000}
   [8192]=${LINK_COUNT_8192:-100000}
   [65536]=${LINK_COUNT_65536:-20000}
@@ -97,7 +100,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
   echo "bench-link: note: not built: ${missing[*]}; those strix runs are recorded as 'not built'"
 fi
 for s in "${suites[@]}"; do
-  case $s in thr|pubsub|fanout|lat|cross|blocking) ;; *) die "LINK_SUITES: unknown suite '$s'" ;; esac
+  case $s in thr|dr|pubsub|fanout|lat|cross|blocking) ;; *) die "LINK_SUITES: unknown suite '$s'" ;; esac
 done
 pin_recv=() pin_send=()
 if [ "$pin" = 1 ]; then
@@ -310,9 +313,10 @@ one() {
   local cnt=${count[$size]:-}
   [ "$suite" = bthr ] && cnt=$blocking_count
   case $suite in
-    thr|pubsub|bthr)
+    thr|dr|pubsub|bthr)
       local extra=()
       [ "$suite" = pubsub ] && extra=(--pattern pubsub)
+      [ "$suite" = dr ] && extra=(--pattern dealerrouter)
       if [ "$transport" = inproc ]; then
         if ! built "$p" inproc-thr; then
           record "$suite" "$transport" "$size" "$cnt" "$family" "$rep" not_built "${p}inproc-thr not built" "" "" ""
@@ -381,7 +385,8 @@ cross() {
 configs=()
 for s in "${suites[@]}"; do
   case $s in
-    thr) for tr in tcp ipc inproc; do for sz in 64 1024 8192 65536; do configs+=("thr $tr $sz"); done; done ;;
+    thr) for tr in tcp ipc inproc; do for sz in 64 256 1024 8192 65536; do configs+=("thr $tr $sz"); done; done ;;
+    dr) for tr in tcp ipc inproc; do for sz in 64 256 1024; do configs+=("dr $tr $sz"); done; done ;;
     pubsub) configs+=("pubsub tcp 64" "pubsub tcp 65536") ;;
     fanout) configs+=("fanout tcp 64" "fanout inproc 64") ;;
     lat) for tr in tcp ipc inproc; do for sz in 64 1024 8192; do configs+=("lat $tr $sz"); done; done ;;
@@ -399,8 +404,8 @@ loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
 {
   printf '{"runs":%s,"pin":%s,"strix_prefix":"%s","zmq_prefix":"%s","timeout_s":%s,' \
     "$reps" "$([ "$pin" = 1 ] && echo true || echo false)" "$strix_prefix" "$zmq_prefix" "$limit"
-  printf '"counts":{"64":%s,"1024":%s,"8192":%s,"65536":%s},' \
-    "${count[64]}" "${count[1024]}" "${count[8192]}" "${count[65536]}"
+  printf '"counts":{"64":%s,"256":%s,"1024":%s,"8192":%s,"65536":%s},' \
+    "${count[64]}" "${count[256]}" "${count[1024]}" "${count[8192]}" "${count[65536]}"
   printf '"roundtrips":%s,"fanout_count":%s,"subscribers":%s,"blocking_count":%s,"suites":"%s",' \
     "$roundtrips" "$fanout_count" "$subscribers" "$blocking_count" "${suites[*]}"
   printf '"commit":"%s","dirty_files":%s,"tests_line":%s,"loadavg_start":"%s","nproc":%s,' \

@@ -17,7 +17,8 @@ import sys
 
 from report_common import cpu_model
 
-SIZES = [64, 1024, 8192, 65536]
+SIZES = [64, 256, 1024, 8192, 65536]
+DR_SIZES = [64, 256, 1024]
 LAT_SIZES = [64, 1024, 8192]
 TRANSPORTS = ["tcp", "ipc", "inproc"]
 FAMILIES = [("strix", "strix"), ("zmq", "libzmq")]
@@ -39,6 +40,9 @@ def build_targets(subscribers):
     t += [(f"{size_label(s)} throughput, {tr}", "thr", tr, s, "msg_s", ">=", 1.2)
           for s in (1024, 8192) for tr in TRANSPORTS]
     t += [(f"64 KB throughput, {tr}", "thr", tr, 65536, "msg_s", ">=", 1.0) for tr in TRANSPORTS]
+    # Issue 16 (seed 003's grid): DEALER -> ROUTER.
+    t += [(f"DEALER/ROUTER {size_label(s)}, {tr}", "dr", tr, s, "msg_s", ">=", 2.0 if s == 64 else 1.5)
+          for s in DR_SIZES for tr in TRANSPORTS]
     t += [(f"p50 round trip {size_label(s)}, {tr}", "lat", tr, s, "p50_us", "<=", 0.7)
           for tr in TRANSPORTS for s in LAT_SIZES]
     # Issue 16: the blocking API against zmq_send/zmq_recv, both from application threads.
@@ -217,6 +221,7 @@ def write_markdown(meta, data, out_md, targets):
     lines.append("F-local-thr tcp://127.0.0.1:PORT SIZE COUNT &  F-remote-thr tcp://127.0.0.1:PORT SIZE COUNT")
     lines.append("F-local-thr ipc:///tmp/strix-link-bench.XXXXXX/rN.sock SIZE COUNT &  F-remote-thr ipc://... SIZE COUNT")
     lines.append("F-inproc-thr SIZE COUNT")
+    lines.append("# DEALER -> ROUTER (suite dr): the same three, with --pattern dealerrouter on each")
     lines.append("# latency")
     lines.append(f"F-local-lat tcp://127.0.0.1:PORT SIZE {meta['roundtrips']} &  F-remote-lat tcp://127.0.0.1:PORT SIZE {meta['roundtrips']}")
     lines.append(f"F-inproc-lat SIZE {meta['roundtrips']}")
@@ -231,15 +236,16 @@ def write_markdown(meta, data, out_md, targets):
                  f"F-remote-lat tcp://127.0.0.1:PORT 64 {meta['roundtrips']}   (and ipc, inproc-lat)")
     lines.append("```")
     lines.append("")
-    lines.append(f"Messages per throughput run (COUNT): 64 B: {c['64']:,}; 1 KB: {c['1024']:,}; "
+    lines.append(f"Messages per throughput run (COUNT): 64 B: {c['64']:,}; 256 B: {c.get('256', 0):,}; "
+                 f"1 KB: {c['1024']:,}; "
                  f"8 KB: {c['8192']:,}; 64 KB: {c['65536']:,} (LINK_COUNT_<size>). Round trips per latency "
                  f"run: {meta['roundtrips']:,}. Fan-out: {meta['fanout_count']:,} messages to "
                  f"{meta['subscribers']} subscribers. Suites run: {meta['suites']}.")
     lines.append("")
     lines.append("Throughput is the receiver's count over the time from its first message to its last "
                  "(libzmq's local_thr clock); MB/s = msg/s x size / 10^6. Every message carries its "
-                 "sequence number and every receiver checks size, count and order, so a lossy run fails "
-                 "rather than scores. Latency: each round trip timed alone on the REQ side; p50 and p99 "
+                 "sequence number (message 0 the marker that turns the check on) and every receiver "
+                 "checks size, count and order, so a lossy run fails rather than scores. Latency: each round trip timed alone on the REQ side; p50 and p99 "
                  "are nearest-rank percentiles of the whole round trips (libzmq's 'average latency', "
                  "half a round trip, is in the JSON). PUB/SUB and fan-out use HWM 0 on both sides and "
                  "the publisher waits for every subscription before sending.")
@@ -254,6 +260,12 @@ def write_markdown(meta, data, out_md, targets):
         lines.append("## Bandwidth, PUSH/PULL (MB/s)")
         lines.append("")
         family_table(lines, data, "thr", TRANSPORTS, SIZES, "mb_s", fmt_mb)
+    if data.has("dr"):
+        lines.append("## Throughput, DEALER -> ROUTER (msg/s)")
+        lines.append("")
+        lines.append("The ROUTER receives [identity, message] and checks the message part.")
+        lines.append("")
+        family_table(lines, data, "dr", TRANSPORTS, DR_SIZES, "msg_s", fmt_int)
     if data.has("pubsub"):
         lines.append("## PUB/SUB throughput (msg/s), XPUB -> SUB, HWM 0")
         lines.append("")
@@ -411,7 +423,7 @@ def write_failures(lines, data):
 
 
 def short_label(suite, tr, size):
-    base = {"thr": "", "lat": "", "pubsub": "pubsub ", "fanout": "fan-out ", "bthr": "blocking ", "blat": "blocking "}[suite]
+    base = {"thr": "", "lat": "", "dr": "dealer/router ", "pubsub": "pubsub ", "fanout": "fan-out ", "bthr": "blocking ", "blat": "blocking "}[suite]
     return f"{base}{tr} {size_label(size).replace(' ', '')}"
 
 
@@ -420,6 +432,7 @@ def write_plot(meta, data, out_dir):
     if not gnuplot:
         die("gnuplot is not installed (scripts/install-deps.sh installs gnuplot-nox)")
     thr_cfgs = [("thr", tr, s) for tr in TRANSPORTS for s in SIZES]
+    thr_cfgs += [("dr", tr, s) for tr in TRANSPORTS for s in DR_SIZES]
     thr_cfgs += [("pubsub", "tcp", 64), ("pubsub", "tcp", 65536), ("fanout", "tcp", 64), ("fanout", "inproc", 64)]
     thr_cfgs += [("bthr", tr, 64) for tr in TRANSPORTS]
     thr_cfgs = [c for c in thr_cfgs if data.select(c[0], c[1], c[2], "zmq")]

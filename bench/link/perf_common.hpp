@@ -6,8 +6,11 @@
 // back) and a difference in their output is a difference in the libraries, not in the tools:
 //
 //   - Message i (from 0) carries i as a little-endian integer in its first min(size, 8) bytes;
-//     the other bytes are unspecified. Every receiver checks each message's size and stamp, so a
-//     lost, duplicated or reordered message fails the run (exit 1) instead of scoring.
+//     message 0 of 16 bytes or more carries the marker "strixseq" in bytes 8-15; the other bytes
+//     are unspecified. Every receiver checks each message's size, and its stamp when message 0
+//     carried the marker (or --seq on), so a lost, duplicated or reordered message from one of
+//     these tools fails the run (exit 1) instead of scoring, while libzmq's own perf programs
+//     (whose messages carry no stamp) pair with the receivers as they pair with libzmq's.
 //   - A receive that waits more than 30 s, or a send blocked for 30 s, says how many messages got
 //     through and exits 1: a benchmark never hangs.
 //   - Wrong arguments: usage on stderr, exit 2. --help: usage on stdout, exit 0.
@@ -37,19 +40,30 @@ inline double seconds_between(perf_clock::time_point a, perf_clock::time_point b
     return std::chrono::duration<double>(b - a).count();
 }
 
-enum class pattern { pushpull, pubsub };
+enum class pattern { pushpull, pubsub, dealerrouter };
+
+/// When a receiver checks sequence numbers: auto (when message 0 carries the marker), on, off.
+enum class seq_mode { automatic, on, off };
+
+/// The marker in bytes 8-15 of message 0 that says "every message carries its stamp".
+inline constexpr char seq_marker[8] = {'s', 't', 'r', 'i', 'x', 's', 'e', 'q'};
+inline constexpr std::size_t seq_marker_min_size = 16;
 
 /// The common tail of every tool's --help text.
 inline constexpr std::string_view contract_help =
-    "Every message carries its sequence number in its first 8 bytes (fewer when it is smaller);\n"
-    "receivers check each message's size and number and exit 1 on a mismatch. A receive that\n"
-    "waits 30 s, or a send blocked for 30 s, reports how many messages got through and exits 1.\n"
+    "Every message carries its sequence number in its first 8 bytes (fewer when it is smaller),\n"
+    "and message 0 of 16 bytes or more the marker \"strixseq\" in bytes 8-15. Receivers check\n"
+    "each message's size, and its number when message 0 carried the marker (--seq auto, the\n"
+    "default: libzmq's own perf programs send no numbers), always (--seq on) or never (--seq off);\n"
+    "they exit 1 on a mismatch. A receive that waits 30 s, or a send blocked for 30 s, reports\n"
+    "how many messages got through and exits 1.\n"
     "Exit status: 0 done, 1 failed run, 2 wrong arguments.\n";
 
 struct parsed_args {
     std::vector<std::string> positional;
     pattern pat = pattern::pushpull;
     std::optional<int> hwm;
+    seq_mode seq = seq_mode::automatic;
 };
 
 /// One tool: its name and usage text, the error exits and the argument parsing.
@@ -95,7 +109,7 @@ public:
             if (const auto eq = arg.find('='); eq != std::string_view::npos) {
                 opt = arg.substr(0, eq);
                 value = std::string(arg.substr(eq + 1));
-            } else if (thr_options && (opt == "--pattern" || opt == "--hwm")) {
+            } else if ((thr_options && (opt == "--pattern" || opt == "--hwm")) || opt == "--seq") {
                 if (i + 1 >= argc) usage_error("option " + std::string(opt) + " needs a value");
                 value = argv[++i];
             }
@@ -104,8 +118,20 @@ public:
                     a.pat = pattern::pushpull;
                 } else if (value == "pubsub") {
                     a.pat = pattern::pubsub;
+                } else if (value == "dealerrouter") {
+                    a.pat = pattern::dealerrouter;
                 } else {
-                    usage_error("--pattern must be pushpull or pubsub, got '" + value + "'");
+                    usage_error("--pattern must be pushpull, pubsub or dealerrouter, got '" + value + "'");
+                }
+            } else if (opt == "--seq") {
+                if (value == "auto") {
+                    a.seq = seq_mode::automatic;
+                } else if (value == "on") {
+                    a.seq = seq_mode::on;
+                } else if (value == "off") {
+                    a.seq = seq_mode::off;
+                } else {
+                    usage_error("--seq must be auto, on or off, got '" + value + "'");
                 }
             } else if (thr_options && opt == "--hwm") {
                 a.hwm = static_cast<int>(number(value, "--hwm", 0, 0x7fffffff));
@@ -154,10 +180,12 @@ inline std::optional<int> hwm_for(const parsed_args& a) {
     return std::nullopt;
 }
 
+/// Writes message seq's stamp (and, in message 0, the marker) into a message of `size` bytes.
 inline void stamp(void* data, std::size_t size, std::uint64_t seq) {
     unsigned char b[8];
     for (int i = 0; i < 8; ++i) b[i] = static_cast<unsigned char>(seq >> (8 * i));
     if (size > 0) std::memcpy(data, b, std::min<std::size_t>(size, 8));
+    if (seq == 0 && size >= seq_marker_min_size) std::memcpy(static_cast<char*>(data) + 8, seq_marker, 8);
 }
 
 /// The sequence number in a message's first min(size, 8) bytes.
@@ -202,6 +230,44 @@ inline void check_message(const tool& t, const void* data, std::size_t got, std:
         return;
     fail_message(t, data, got, size, seq, what);
 }
+
+/// Fails the run unless message `seq` has `size` bytes (the check on messages without stamps).
+inline void check_size(const tool& t, std::size_t got, std::size_t size, std::uint64_t seq,
+                       std::string_view what = {}) {
+    if (got == size) [[likely]]
+        return;
+    t.fail(std::string(what) + "message " + std::to_string(seq) + " has " + std::to_string(got) +
+           " bytes, expected " + std::to_string(size));
+}
+
+/// One receiver's checks of a stream of messages: the size of each, and the stamp of each when
+/// --seq says so (auto: when message 0 carries the marker, i.e. came from one of these tools).
+/// Owner: the thread that receives the stream.
+class stream_check {
+public:
+    explicit stream_check(seq_mode mode) : mode_(mode), stamps_(mode == seq_mode::on) {}
+
+  /// Checks message `seq` (`got` bytes at data); fails the run on a mismatch.
+    void operator()(const tool& t, const void* data, std::size_t got, std::size_t size, std::uint64_t seq,
+                    std::string_view what = {}) {
+        if (seq == 0 && mode_ == seq_mode::automatic) {
+            stamps_ = got == size && size >= seq_marker_min_size &&
+                      std::memcmp(static_cast<const char*>(data) + 8, seq_marker, 8) == 0;
+        }
+        if (stamps_) {
+            check_message(t, data, got, size, seq, what);
+        } else {
+            check_size(t, got, size, seq, what);
+        }
+    }
+
+  /// Whether stamps are being checked (decided at message 0 in auto mode).
+    bool stamps() const { return stamps_; }
+
+private:
+    seq_mode mode_;
+    bool stamps_;
+};
 
 /// "no message for 30 s; received 12 of 100 messages" (what a receive timeout reports).
 inline std::string receive_timeout(std::uint64_t received, std::uint64_t count) {

@@ -6,12 +6,13 @@
 namespace lp = strix::link_perf;
 
 static const std::string usage =
-    std::string("usage: strix-link-local-lat <bind-to> <message-size> <roundtrip-count>\n"
+    std::string("usage: strix-link-local-lat <bind-to> <message-size> <roundtrip-count> [--seq auto|on|off]\n"
                 "\n"
                 "The echoing half of the latency test: binds a REP socket at <bind-to> (tcp://HOST:PORT,\n"
                 "ipc://PATH), receives <roundtrip-count> requests of <message-size> bytes from\n"
                 "strix-link-remote-lat or zmq-remote-lat, checks each and sends it back. Prints nothing on\n"
-                "success. Start it before the requester. One strix shard (thread).\n"
+                "success. Start it before the requester. One strix shard (thread). It answers libzmq's own\n"
+                "remote_lat too: --seq (below) says when request numbers are checked.\n"
                 "\n") +
     std::string(lp::contract_help);
 
@@ -23,7 +24,7 @@ int main(int argc, char** argv) {
 
     try {
         strix::engine eng(lp::engine_for(1));
-        lp::lat_echoer rep(t, eng.at(0), size, count, true);
+        lp::lat_echoer rep(t, eng.at(0), size, count, true, a.seq);
         rep.socket().bind(a.positional[0]);
         eng.start();
         eng.join();  // the echoer stops the engine after its last reply; the stop flushes it

@@ -37,10 +37,14 @@ namespace strix::link_perf {
 
 /// The throughput tools' options (--pattern, --hwm), explained once.
 inline constexpr std::string_view thr_options_help =
-    "  --pattern pushpull|pubsub   PUSH -> PULL (default), or PUB -> SUB subscribed to \"\";\n"
+    "  --pattern pushpull|pubsub|dealerrouter\n"
+    "                              PUSH -> PULL (default), PUB -> SUB subscribed to \"\", or\n"
+    "                              DEALER -> ROUTER (the ROUTER receives [identity, message]);\n"
     "                              the PUB sends only once its subscribed event says the\n"
     "                              subscription has arrived, so no message is lost to a slow\n"
     "                              joiner\n"
+    "  --seq auto|on|off           receivers: check sequence numbers when message 0 carries the\n"
+    "                              marker (auto, default), always, or never (sizes only)\n"
     "  --hwm N                     sndhwm on the sender and rcvhwm on the receiver (messages);\n"
     "                              default: 1000 (strix's and libzmq's) for pushpull, 0\n"
     "                              (unlimited) for pubsub, since PUB drops what exceeds the HWM\n"
@@ -80,6 +84,36 @@ void post_checked(const tool& t, engine& e, unsigned i, F fn) {
             t.fail(ex.what());
         }
     });
+}
+
+/// The sender's and the receiver's socket types for a --pattern.
+inline link::socket_type sender_type(pattern p) {
+    switch (p) {
+        case pattern::pubsub: return link::socket_type::pub;
+        case pattern::dealerrouter: return link::socket_type::dealer;
+        case pattern::pushpull: break;
+    }
+    return link::socket_type::push;
+}
+inline link::socket_type receiver_type(pattern p) {
+    switch (p) {
+        case pattern::pubsub: return link::socket_type::sub;
+        case pattern::dealerrouter: return link::socket_type::router;
+        case pattern::pushpull: break;
+    }
+    return link::socket_type::pull;
+}
+
+/// Checks a received message's parts (`parts`: 1, or 2 for a ROUTER's [identity, message]) and
+/// its last part with `check`; fails the run otherwise.
+inline void check_received(const tool& t, stream_check& check, link::message_view m, std::size_t parts,
+                           std::size_t size, std::uint64_t seq, std::string_view what = {}) {
+    if (m.size() != parts) [[unlikely]] {
+        t.fail(std::string(what) + "message " + std::to_string(seq) + " has " + std::to_string(m.size()) +
+               " parts, expected " + std::to_string(parts));
+    }
+    const auto& p = m[parts - 1];
+    check(t, p.data(), p.size(), size, seq, what);
 }
 
 /// Checks a received message: one part, of `size` bytes, carrying message seq's stamp
@@ -147,7 +181,7 @@ public:
           sh_(sh),
           stop_(stop_when_done),
           pubsub_(a.pat == pattern::pubsub),
-          s_(sh, pubsub_ ? link::socket_type::pub : link::socket_type::push, options_for(a, size)),
+          s_(sh, sender_type(a.pat), options_for(a, size)),
           buf_(size),
           count_(count),
           batch_(std::max<std::size_t>(1, batch_bytes / (size + 9))),
@@ -237,9 +271,11 @@ public:
                  std::uint64_t count)
         : t_(t),
           sh_(sh),
-          s_(sh, a.pat == pattern::pubsub ? link::socket_type::sub : link::socket_type::pull, options_for(a, size)),
+          s_(sh, receiver_type(a.pat), options_for(a, size)),
           size_(size),
           count_(count),
+          parts_(a.pat == pattern::dealerrouter ? 2 : 1),
+          check_(a.seq),
           dog_(t, sh, got_, [this] { return receive_timeout(got_, count_); }) {
         if (a.pat == pattern::pubsub) s_.subscribe(std::string_view());
         s_.on_message([this](link::message_view m) { on_message(m); });
@@ -256,7 +292,7 @@ public:
 private:
     void on_message(link::message_view m) {
         if (got_ == count_) return;
-        check_received(t_, m, size_, got_);
+        check_received(t_, check_, m, parts_, size_, got_);
         if (got_ == 0) first_ = perf_clock::now();
         if (++got_ == count_) {
             last_ = perf_clock::now();
@@ -270,6 +306,8 @@ private:
     link::socket s_;
     const std::size_t size_;
     const std::uint64_t count_;
+    const std::size_t parts_;
+    stream_check check_;
     std::uint64_t got_ = 0;
     perf_clock::time_point first_, last_;
     watchdog dog_;
@@ -279,10 +317,12 @@ private:
 /// with stop_when_done, stops the engine after the last reply (which the stop still flushes).
 class lat_echoer {
 public:
-    lat_echoer(const tool& t, shard& sh, std::size_t size, std::uint64_t count, bool stop_when_done)
+    lat_echoer(const tool& t, shard& sh, std::size_t size, std::uint64_t count, bool stop_when_done,
+               seq_mode seq = seq_mode::automatic)
         : t_(t),
           sh_(sh),
           s_(sh, link::socket_type::rep, options_for({}, size)),
+          check_(seq),
           size_(size),
           count_(count),
           stop_(stop_when_done),
@@ -294,7 +334,7 @@ public:
 
 private:
     void on_request(link::message_view m) {
-        check_received(t_, m, size_, got_);
+        check_received(t_, check_, m, 1, size_, got_);
     // A reply is never refused for the high-water mark (it is one message owed).
         if (const std::error_code ec = s_.send(m[0])) t_.fail("send reply: " + ec.message());
         if (++got_ < count_) return;
@@ -305,6 +345,7 @@ private:
     const tool& t_;
     shard& sh_;
     link::socket s_;
+    stream_check check_;
     const std::size_t size_;
     const std::uint64_t count_;
     const bool stop_;

@@ -95,8 +95,9 @@ pair strix-link-local-thr strix-link-remote-thr "ipc://$work/thr.sock" 8192 2000
 thr_lines "$work/recv.out" 8192 2000
 pair strix-link-local-thr strix-link-remote-thr "tcp://127.0.0.1:$(free_port)" 64 20000 --pattern=pubsub --hwm 0
 thr_lines "$work/recv.out" 64 20000
-# 1-byte messages carry the stamp's low byte only (it wraps at 256); 0-byte ones carry none.
-pair strix-link-local-thr strix-link-remote-thr "tcp://127.0.0.1:$(free_port)" 1 1000 --hwm 10
+# 1-byte messages carry the stamp's low byte only (it wraps at 256); 0-byte ones carry none. Too small
+# for the marker, so the receiver is told to check the stamps (--seq on).
+pair strix-link-local-thr strix-link-remote-thr "tcp://127.0.0.1:$(free_port)" 1 1000 --hwm 10 --seq on
 thr_lines "$work/recv.out" 1 1000
 pair strix-link-local-thr strix-link-remote-thr "tcp://127.0.0.1:$(free_port)" 0 100
 thr_lines "$work/recv.out" 0 100

@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
         std::thread echoer([&] {
             lp::zsocket rep(t, ctx, ZMQ_REP);
             rep.connect(endpoint);
-            lp::echo_all(t, rep.get(), size, count);
+            lp::echo_all(t, rep.get(), size, count, a.seq);
         });
         r = lp::request_all(t, req.get(), size, count);
         echoer.join();

@@ -27,19 +27,19 @@ int main(int argc, char** argv) {
     lp::zcontext ctx(t);
     double seconds = 0;
     {
-        lp::zsocket s(t, ctx, pubsub ? ZMQ_SUB : ZMQ_PULL);
+        lp::zsocket s(t, ctx, lp::receiver_type(a.pat));
         lp::apply_hwm(s, a, false);
         if (pubsub) s.subscribe_all();
         s.bind(endpoint);
 
         std::thread sender([&] {
-            lp::zsocket out(t, ctx, pubsub ? ZMQ_XPUB : ZMQ_PUSH);
+            lp::zsocket out(t, ctx, lp::sender_type(a.pat));
             lp::apply_hwm(out, a, true);
             out.connect(endpoint);
             if (pubsub) lp::wait_subscriptions(t, out.get(), 1);
             lp::send_all(t, out.get(), size, count);
         });
-        seconds = lp::receive_all(t, s.get(), size, count);
+        seconds = lp::receive_all(t, s.get(), a, size, count);
         sender.join();
     }
     lp::print_thr(size, count, seconds);

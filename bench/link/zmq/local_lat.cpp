@@ -5,7 +5,7 @@
 namespace lp = strix::link_perf;
 
 static const std::string usage =
-    std::string("usage: zmq-local-lat <bind-to> <message-size> <roundtrip-count>\n"
+    std::string("usage: zmq-local-lat <bind-to> <message-size> <roundtrip-count> [--seq auto|on|off]\n"
                 "\n"
                 "The echoing half of the latency test: binds a REP socket at <bind-to> (tcp://HOST:PORT,\n"
                 "ipc://PATH), receives <roundtrip-count> requests of <message-size> bytes from\n"
@@ -23,6 +23,6 @@ int main(int argc, char** argv) {
     lp::zcontext ctx(t);
     lp::zsocket s(t, ctx, ZMQ_REP);
     s.bind(a.positional[0]);
-    lp::echo_all(t, s.get(), size, count);
+    lp::echo_all(t, s.get(), size, count, a.seq);
     return 0;
 }

@@ -24,12 +24,12 @@ int main(int argc, char** argv) {
     const std::uint64_t count = t.message_count(a.positional[2], "message-count");
 
     lp::zcontext ctx(t);
-    lp::zsocket s(t, ctx, a.pat == lp::pattern::pubsub ? ZMQ_SUB : ZMQ_PULL);
+    lp::zsocket s(t, ctx, lp::receiver_type(a.pat));
     lp::apply_hwm(s, a, false);
     if (a.pat == lp::pattern::pubsub) s.subscribe_all();
     s.bind(a.positional[0]);
 
-    const double seconds = lp::receive_all(t, s.get(), size, count);
+    const double seconds = lp::receive_all(t, s.get(), a, size, count);
     lp::print_thr(size, count, seconds);
     return 0;
 }

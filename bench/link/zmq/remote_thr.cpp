@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
 
     lp::zcontext ctx(t);
     const bool pubsub = a.pat == lp::pattern::pubsub;
-    lp::zsocket s(t, ctx, pubsub ? ZMQ_XPUB : ZMQ_PUSH);
+    lp::zsocket s(t, ctx, lp::sender_type(a.pat));
     lp::apply_hwm(s, a, true);
     s.connect(a.positional[0]);
     if (pubsub) lp::wait_subscriptions(t, s.get(), 1);

@@ -25,9 +25,13 @@ inline constexpr int linger_ms = 30000;
 
 /// The throughput tools' options (--pattern, --hwm), explained once.
 inline constexpr std::string_view thr_options_help =
-    "  --pattern pushpull|pubsub   PUSH -> PULL (default), or XPUB -> SUB subscribed to \"\";\n"
+    "  --pattern pushpull|pubsub|dealerrouter\n"
+    "                              PUSH -> PULL (default), XPUB -> SUB subscribed to \"\", or\n"
+    "                              DEALER -> ROUTER (the ROUTER receives [identity, message]);\n"
     "                              the XPUB sends only after it has received the subscription,\n"
     "                              so no message is lost to a slow joiner\n"
+    "  --seq auto|on|off           receivers: check sequence numbers when message 0 carries the\n"
+    "                              marker (auto, default), always, or never (sizes only)\n"
     "  --hwm N                     ZMQ_SNDHWM on the sender and ZMQ_RCVHWM on the receiver;\n"
     "                              default: libzmq's (1000) for pushpull, 0 (unlimited) for\n"
     "                              pubsub, since PUB drops what exceeds the HWM and a dropped\n"
@@ -106,16 +110,46 @@ struct zmessage {
     zmessage& operator=(const zmessage&) = delete;
 };
 
-/// Receives one message into msg (message `seq` of `count`); fails on timeout, wrong size or
-/// wrong sequence number. `what` names the stream in the messages ("subscriber 3: ").
-inline void receive_checked(const tool& t, void* s, zmessage& msg, std::size_t size, std::uint64_t seq,
-                            std::uint64_t count, const std::string& what = "") {
+/// The sender's and the receiver's socket types for a --pattern (pubsub's sender is an XPUB,
+/// which sees the subscription arrive).
+inline int sender_type(pattern p) {
+    return p == pattern::pubsub ? ZMQ_XPUB : p == pattern::dealerrouter ? ZMQ_DEALER : ZMQ_PUSH;
+}
+inline int receiver_type(pattern p) {
+    return p == pattern::pubsub ? ZMQ_SUB : p == pattern::dealerrouter ? ZMQ_ROUTER : ZMQ_PULL;
+}
+
+/// Receives one frame into msg; fails on timeout or error.
+inline void receive_frame(const tool& t, void* s, zmessage& msg, std::uint64_t seq, std::uint64_t count,
+                          const std::string& what) {
     while (zmq_msg_recv(&msg.m, s, 0) == -1) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN) t.fail(what + receive_timeout(seq, count));
         t.fail(what + "zmq_msg_recv: " + zmq_strerror(errno));
     }
+}
+
+/// Receives one message into msg (message `seq` of `count`); fails on timeout, wrong size or
+/// wrong sequence number. `what` names the stream in the messages ("subscriber 3: ").
+inline void receive_checked(const tool& t, void* s, zmessage& msg, std::size_t size, std::uint64_t seq,
+                            std::uint64_t count, const std::string& what = "") {
+    receive_frame(t, s, msg, seq, count, what);
     check_message(t, zmq_msg_data(&msg.m), zmq_msg_size(&msg.m), size, seq, what);
+}
+
+/// Receives message `seq` into msg and checks it with `check`; with `router`, first the
+/// identity frame a ROUTER puts ahead of each message (which must be followed by exactly one).
+inline void receive_checked(const tool& t, void* s, zmessage& msg, stream_check& check, bool router,
+                            std::size_t size, std::uint64_t seq, std::uint64_t count, const std::string& what = "") {
+    if (router) {
+        receive_frame(t, s, msg, seq, count, what);
+        if (!zmq_msg_more(&msg.m)) t.fail(what + "message " + std::to_string(seq) + " has 1 part, expected 2");
+    }
+    receive_frame(t, s, msg, seq, count, what);
+    if (zmq_msg_more(&msg.m)) {
+        t.fail(what + "message " + std::to_string(seq) + " has more parts than " + (router ? "2" : "1"));
+    }
+    check(t, zmq_msg_data(&msg.m), zmq_msg_size(&msg.m), size, seq, what);
 }
 
 /// Sends msg; fails on a send blocked for the timeout. Closes/reuses msg as zmq_msg_send does.
@@ -127,13 +161,15 @@ inline void send_checked(const tool& t, void* s, zmq_msg_t* msg, std::uint64_t s
     }
 }
 
-/// Receives and checks `count` messages; returns the seconds from the first message's arrival
-/// to the last's (libzmq's local_thr clock).
-inline double receive_all(const tool& t, void* s, std::size_t size, std::uint64_t count) {
+/// Receives and checks `count` messages (as --seq and --pattern say); returns the seconds from
+/// the first message's arrival to the last's (libzmq's local_thr clock).
+inline double receive_all(const tool& t, void* s, const parsed_args& a, std::size_t size, std::uint64_t count) {
     zmessage msg;
-    receive_checked(t, s, msg, size, 0, count);
+    stream_check check(a.seq);
+    const bool router = a.pat == pattern::dealerrouter;
+    receive_checked(t, s, msg, check, router, size, 0, count);
     const auto start = perf_clock::now();
-    for (std::uint64_t i = 1; i < count; ++i) receive_checked(t, s, msg, size, i, count);
+    for (std::uint64_t i = 1; i < count; ++i) receive_checked(t, s, msg, check, router, size, i, count);
     return seconds_between(start, perf_clock::now());
 }
 
@@ -165,11 +201,12 @@ inline void wait_subscriptions(const tool& t, void* xpub, int n) {
     }
 }
 
-/// The REP side: receives, checks and echoes `count` requests.
-inline void echo_all(const tool& t, void* rep, std::size_t size, std::uint64_t count) {
+/// The REP side: receives, checks (as --seq says) and echoes `count` requests.
+inline void echo_all(const tool& t, void* rep, std::size_t size, std::uint64_t count, seq_mode seq) {
     zmessage msg;
+    stream_check check(seq);
     for (std::uint64_t i = 0; i < count; ++i) {
-        receive_checked(t, rep, msg, size, i, count);
+        receive_checked(t, rep, msg, check, false, size, i, count);
         send_checked(t, rep, &msg.m, i, count);
     }
 }
