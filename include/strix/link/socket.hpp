@@ -31,6 +31,7 @@
 // starts; destroy it on the shard.
 
 #include <strix/link/message.hpp>
+#include <strix/link/security.hpp>
 #include <strix/link/zmtp.hpp>
 #include <strix/net/endpoint.hpp>
 
@@ -84,6 +85,9 @@ struct socket_options {
     /// it is delivered (libzmq's default, -1), 0 = dropped at once, else up to this long. The
     /// blocking API's queue counts too. See docs/link.md, "Linger".
     std::chrono::milliseconds linger{-1};
+    /// CURVE or PLAIN with their keys, credentials and ZAP handler (strix/link/security.hpp);
+    /// NULL when left empty. Applies to tcp:// and ipc:// peers (inproc needs none).
+    security_options security;
 };
 
 /// What a monitor hears (socket::on_event). endpoint is the bound or connected address.
