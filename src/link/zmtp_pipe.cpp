@@ -186,6 +186,10 @@ public:
         // Handshake: READY (or ERROR) and nothing else.
         const zmtp::frame f = zmtp::split(whole);
         zmtp::command cmd;
+        if (f.command() && mech_ && libzmq_plain_error(f.body)) {
+            fail(link_errc::peer_error, error_reason(f.body.subspan(5)));
+            return;
+        }
         if (!f.command() || !zmtp::parse_command(f.body, cmd)) {
             fail(link_errc::bad_handshake);
             return;
@@ -307,6 +311,12 @@ private:
         f.flags = flags;
         f.body = bytes_view(rx_).subspan(1);
         return true;
+    }
+
+    // libzmq 4.3.4's PLAIN server writes its ERROR as 0x5E "RROR" (the C literal "\x05ERROR"
+    // reads \x05E as one hex escape) followed by the reason: read it as the ERROR it means.
+    static bool libzmq_plain_error(bytes_view body) {
+        return body.size() >= 6 && body[0] == std::byte{0x5E} && std::memcmp(body.data() + 1, "RROR", 4) == 0;
     }
 
     static std::string error_reason(bytes_view data) {
