@@ -163,6 +163,8 @@ private:
         if (cmd.name != "HELLO" || cmd.data.size() != hello_size) return fail(link_errc::bad_handshake, "malformed HELLO");
         const std::byte* d = cmd.data.data();
         if (d[0] != std::byte{1} || d[1] != std::byte{0}) return fail(link_errc::bad_handshake, "CurveZMQ version not 1.0");
+        for (std::size_t i = 2; i < 74; ++i)
+            if (d[i] != std::byte{0}) return fail(link_errc::bad_handshake, "HELLO's padding is not zero");
         std::memcpy(peer_transient_.data(), d + 74, 32);
         const std::uint64_t n = load_be64(d + 106);
         const nonce nn = short_nonce("CurveZMQHELLO---", n);
