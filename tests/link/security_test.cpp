@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 namespace {
@@ -349,6 +350,54 @@ TEST(curve_refused, zap_allow_list_by_client_key) {
     for (int i = 0; i < 50; ++i) ASSERT_TRUE(same(box.pop(), strs{"m" + std::to_string(i)}));
     EXPECT_TRUE(box.stays_empty());  // nothing from the refused client
     EXPECT_EQ(env.on(0, [&] { return pull.peers(); }), 1u);
+}
+
+TEST(curve_refused, zmq_server_zap_refuses_strix_client_key) {
+    NEED_CURVE();
+    zmq::context ctx;
+    const auto allowed = link::curve_keypair::generate();
+    const std::string allowed_raw(reinterpret_cast<const char*>(allowed.public_key.data()), 32);
+    // libzmq's ZAP handler: accepts only `allowed`'s key.
+    zmq::socket zap(ctx, ZMQ_REP);
+    zap.bind("inproc://zeromq.zap.01");
+    std::atomic<bool> stop{false};
+    std::atomic<int> asked{0};
+    std::thread handler([&] {
+        while (!stop) {
+            auto req = zap.recv(std::chrono::milliseconds(50));
+            if (!req) continue;
+            const bool ok = req->size() == 7 && (*req)[5] == "CURVE" && (*req)[6] == allowed_raw;
+            zap.send({"1.0", (*req)[1], ok ? "200" : "400", ok ? "OK" : "unknown key", "", ""});
+            ++asked;
+        }
+    });
+    link_env env;
+    const zkeys server;
+    zmq::socket pull(ctx, ZMQ_PULL);
+    zmq::monitor mon(ctx, pull);
+    zmq_curve_server(pull, server);
+    const std::string a = pull.bind("tcp://127.0.0.1:*");
+
+    auto& blog = env.new_log();
+    auto& bad = env.make(0, socket_type::push, curve_client(link::curve_keypair::generate(), server.pub), nullptr, &blog);
+    env.on(0, [&] { bad.connect(a); });
+    EXPECT_TRUE(blog.saw(socket_event::kind::handshake_failed));
+    bool said = false;
+    for (auto& e : blog.all()) said |= e.error == link::link_errc::peer_error && e.detail == "400";
+    EXPECT_TRUE(said);  // libzmq's CURVE server answers the refused INITIATE with ERROR "400"
+    EXPECT_GE(mon.count(ZMQ_EVENT_HANDSHAKE_FAILED_AUTH, 1, 5s), 1);
+    EXPECT_EQ(env.on(0, [&] { return bad.peers(); }), 0u);
+    env.destroy(bad);
+
+    auto& good = env.make(1, socket_type::push, curve_client(allowed, server.pub));
+    env.on(1, [&] { good.connect(a); });
+    ASSERT_TRUE(wait_peers(env, good, 1));
+    for (int i = 0; i < 100; ++i) ASSERT_FALSE(env.send(good, {"k" + std::to_string(i)}));
+    for (int i = 0; i < 100; ++i) ASSERT_TRUE(same(pull.recv(), strs{"k" + std::to_string(i)}));
+    EXPECT_FALSE(pull.recv(200ms));
+    stop = true;
+    handler.join();
+    EXPECT_GE(asked.load(), 2);
 }
 
 TEST(curve_refused, zap_allow_list_by_address) {
