@@ -128,6 +128,39 @@ TEST(security, bad_options_throw_at_construction) {
     EXPECT_THROW(env.make(0, socket_type::pull, both), std::invalid_argument);
 }
 
+TEST(security, allow_list_rules) {
+    const auto k1 = link::curve_keypair::generate(), k2 = link::curve_keypair::generate();
+    link::allow_list allow;
+    const auto h = allow.handler();
+    auto ask = [&](std::string mech, std::string addr, std::vector<std::string> creds) {
+        link::zap_request r;
+        r.mechanism = std::move(mech);
+        r.address = std::move(addr);
+        r.credentials = std::move(creds);
+        return h(r);
+    };
+    const std::string raw1(reinterpret_cast<const char*>(k1.public_key.data()), 32);
+    const std::string raw2(reinterpret_cast<const char*>(k2.public_key.data()), 32);
+    // Nothing listed: everyone passes.
+    EXPECT_TRUE(ask("CURVE", "10.0.0.1", {raw2}).accepted());
+    allow.allow_key(k1.public_z85());  // added after handler(): still counts
+    EXPECT_TRUE(ask("CURVE", "10.0.0.1", {raw1}).accepted());
+    EXPECT_EQ(ask("CURVE", "10.0.0.1", {raw1}).user_id, k1.public_z85());
+    EXPECT_EQ(ask("CURVE", "10.0.0.1", {raw2}).status_code, "400");
+    EXPECT_TRUE(ask("PLAIN", "10.0.0.1", {"any", "thing"}).accepted());  // no users listed
+    allow.allow_user("bob", "pw");
+    EXPECT_TRUE(ask("PLAIN", "10.0.0.1", {"bob", "pw"}).accepted());
+    EXPECT_FALSE(ask("PLAIN", "10.0.0.1", {"bob", "pW"}).accepted());
+    EXPECT_FALSE(ask("PLAIN", "10.0.0.1", {"bob"}).accepted());
+    allow.deny_address("10.0.0.66");
+    EXPECT_EQ(ask("CURVE", "10.0.0.66", {raw1}).status_code, "400");
+    allow.allow_address("10.0.0.1");
+    EXPECT_TRUE(ask("CURVE", "10.0.0.1", {raw1}).accepted());
+    EXPECT_FALSE(ask("CURVE", "10.0.0.2", {raw1}).accepted());
+    EXPECT_EQ(allow.refused(), 5u);
+    EXPECT_THROW(allow.allow_key("not a key"), std::invalid_argument);
+}
+
 // --- CURVE with libzmq ---------------------------------------------------------------------------
 
 TEST(curve_interop, strix_pull_server_zmq_push_client) {
