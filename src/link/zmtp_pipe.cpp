@@ -1,6 +1,8 @@
 // zmtp_pipe: one tcp:// or ipc:// peer of a socket, a session running ZMTP 3.1 (greeting, READY,
 // commands, multipart assembly, heartbeats), and socket_core's session_handler side that gives
-// each session its pipe. inproc.cpp holds the other transport's pipe.
+// each session its pipe. inproc.cpp holds the other transport's pipe. With CURVE or PLAIN the
+// pipe hands the handshake's commands to its mechanism (mechanism.hpp) instead of READY, and
+// with CURVE boxes every frame after it (put_boxed, unbox).
 #include "link/internal.hpp"
 #include "link/mechanism.hpp"
 #include "link/socket_types.hpp"

@@ -18,7 +18,8 @@
 //
 // Patterns follow RFC 28-31 (rfc.zeromq.org) and libzmq 4.3: PAIR, PUB/SUB, XPUB/XSUB, PUSH/PULL,
 // REQ/REP, DEALER/ROUTER. Transports: tcp://, ipc:// (Unix socket), inproc:// (same process).
-// Wire: ZMTP 3.1 with the NULL mechanism, so libzmq peers interoperate (strix/link/zmtp.hpp).
+// Wire: ZMTP 3.1, so libzmq peers interoperate (strix/link/zmtp.hpp); NULL by default, CURVE or
+// PLAIN with ZAP through socket_options::security (strix/link/security.hpp).
 //
 // Sending never blocks the shard. send() returns an error_code: empty (queued), would_block
 // (every eligible peer is at its high-water mark, or none is connected yet: messages are never
