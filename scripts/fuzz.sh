@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-"frame_decoder framers zmtp chat_request chat_config metrics_http tls_stream"}
+targets=${FUZZ_TARGETS:-"frame_decoder framers zmtp chat_request chat_config metrics_http tls_stream curve"}
 cxx=${FUZZ_CXX:-clang++-16}
 cc=${FUZZ_CC:-clang-16}
 out=build-fuzz
@@ -56,6 +56,7 @@ declare -A under_test=(
   [chat_config]='/apps/chat/server/options/chat_options\.cpp'
   [metrics_http]='http_head::cut|http_response_for|namespace\)::response\('
   [tls_stream]='/src/net/tls/'
+  [curve]='/src/link/curve\.cpp|/src/link/mechanism\.cpp'
 )
 
 failed=()

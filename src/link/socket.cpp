@@ -2,6 +2,7 @@
 // The transports' pipes live beside it: zmtp_pipe.cpp (tcp://, ipc://) and inproc.cpp; what a
 // socket type means is in socket_types.cpp.
 #include "link/internal.hpp"
+#include "link/mechanism.hpp"
 #include "link/socket_types.hpp"
 
 #include <strix/core/log.hpp>
@@ -19,6 +20,7 @@ socket_core::socket_core(shard& sh, socket_type t, socket_options o)
           // The linger is over: what is still queued is dropped (on_close ends the lingering).
           group_->abort_all(make_error_code(link_errc::closed));
       }) {
+    check_security(opts.security);  // a malformed key throws here, not at the first connection
     group_ = std::make_unique<session_group>(sh, *this, zmtp_group_config(opts));
 }
 

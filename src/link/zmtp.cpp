@@ -13,7 +13,7 @@ public:
         switch (static_cast<link_errc>(v)) {
             case link_errc::bad_greeting: return "not a ZMTP peer (bad greeting signature)";
             case link_errc::unsupported_version: return "ZMTP version below 3.0";
-            case link_errc::unsupported_mechanism: return "security mechanism other than NULL";
+            case link_errc::unsupported_mechanism: return "the peer's security mechanism is not this socket's";
             case link_errc::bad_frame: return "malformed ZMTP frame or command";
             case link_errc::bad_handshake: return "unexpected command during the ZMTP handshake";
             case link_errc::socket_type_mismatch: return "the peer's socket type cannot talk to this one";
@@ -27,6 +27,8 @@ public:
             case link_errc::not_supported: return "operation not supported by this socket type";
             case link_errc::address_in_use: return "inproc name already bound";
             case link_errc::closed: return "socket closed";
+            case link_errc::auth_failed: return "the peer failed authentication (ZAP)";
+            case link_errc::bad_crypto: return "a CURVE box did not open (wrong key) or a nonce was reused";
         }
         return "unknown strix.link error";
     }
@@ -99,6 +101,13 @@ void write_greeting(std::span<std::byte, greeting_size> out) noexcept {
     out[10] = std::byte{3};
     out[11] = std::byte{1};
     std::memcpy(out.data() + 12, "NULL", 4);
+}
+
+void write_greeting(std::span<std::byte, greeting_size> out, std::string_view mechanism, bool as_server) noexcept {
+    write_greeting(out);
+    std::memset(out.data() + 12, 0, 20);
+    std::memcpy(out.data() + 12, mechanism.data(), std::min<std::size_t>(mechanism.size(), 20));
+    out[32] = as_server ? std::byte{1} : std::byte{0};
 }
 
 std::error_code parse_greeting(std::span<const std::byte, greeting_size> in, greeting& out) noexcept {

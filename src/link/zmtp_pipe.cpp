@@ -1,7 +1,10 @@
 // zmtp_pipe: one tcp:// or ipc:// peer of a socket, a session running ZMTP 3.1 (greeting, READY,
 // commands, multipart assembly, heartbeats), and socket_core's session_handler side that gives
-// each session its pipe. inproc.cpp holds the other transport's pipe.
+// each session its pipe. inproc.cpp holds the other transport's pipe. With CURVE or PLAIN the
+// pipe hands the handshake's commands to its mechanism (mechanism.hpp) instead of READY, and
+// with CURVE boxes every frame after it (put_boxed, unbox).
 #include "link/internal.hpp"
+#include "link/mechanism.hpp"
 #include "link/socket_types.hpp"
 
 #include <strix/core/shard.hpp>
@@ -31,6 +34,18 @@ public:
           ping_timer_([this] { on_ping_timer(); }),
           ttl_timer_([this] { on_ttl_timer(); }) {
         id = c.next_pipe_id();
+        const mechanism_kind k = check_security(c.opts.security);
+        if (k != mechanism_kind::null) {
+            mechanism_context ctx;
+            ctx.opts = &c.opts.security;
+            ctx.peer_address = addr_;
+            ctx.zap_request_id = id;
+            const socket_type_info* me = find_type_info(c.type);
+            const std::string_view type_name = to_string(c.type);
+            put_property(ctx.metadata, "Socket-Type", as_bytes(type_name));
+            if (me && me->announces_identity) put_property(ctx.metadata, "Identity", as_bytes(c.opts.routing_id));
+            mech_ = make_mechanism(k, std::move(ctx));
+        }
     }
     ~zmtp_pipe() override {
         auto& w = core_.owner.timers();
@@ -41,7 +56,10 @@ public:
 
     void start() {
         std::byte g[zmtp::greeting_size];
-        zmtp::write_greeting(std::span<std::byte, zmtp::greeting_size>(g));
+        if (mech_)
+            zmtp::write_greeting(std::span<std::byte, zmtp::greeting_size>(g), mech_->name(), mech_->as_server());
+        else
+            zmtp::write_greeting(std::span<std::byte, zmtp::greeting_size>(g));
         put(bytes_view(g, sizeof g));
         // READY waits for the peer's greeting (on_frame), as libzmq's does: sent right behind
         // ours, it reached libzmq before libzmq's own READY left, and libzmq, finding our type
@@ -66,6 +84,12 @@ public:
     }
 
     void write_frames(outgoing& m) {
+        if (boxed_) {
+            const auto parts = m.parts();
+            for (std::size_t i = 0; i < parts.size(); ++i)
+                put_boxed(i + 1 < parts.size() ? zmtp::flag_more : 0, parts[i]);
+            return;
+        }
         if (m.shared && !m.by_reference()) {
             put(m.wire());  // one encoding referenced by every peer
             return;
@@ -94,13 +118,17 @@ public:
 
     void send_subscription(bool on, bytes_view topic) override {
         if (v31_) {
-            put(bytes_view(zmtp::command_frame(on ? "SUBSCRIBE" : "CANCEL", topic)));
+            put_command(zmtp::command_frame(on ? "SUBSCRIBE" : "CANCEL", topic));
             return;
         }
         std::vector<std::byte> body;
         body.reserve(topic.size() + 1);
         body.push_back(on ? std::byte{1} : std::byte{0});
         body.insert(body.end(), topic.begin(), topic.end());
+        if (boxed_) {
+            put_boxed(0, body);
+            return;
+        }
         std::byte hdr[zmtp::max_header];
         put(bytes_view(hdr, zmtp::write_header(hdr, 0, body.size())));
         put(bytes_view(body));
@@ -122,7 +150,8 @@ public:
     void on_frame(std::span<const std::byte> whole) {
         last_rx_tick_ = core_.owner.now_tick();
         if (phase_ == phase::ready) {
-            const zmtp::frame f = zmtp::split(whole);
+            zmtp::frame f = zmtp::split(whole);
+            if (boxed_ && !unbox(f)) return;
             if (f.command()) {
                 on_command(f.body);
                 return;
@@ -136,14 +165,21 @@ public:
                 fail(ec);
                 return;
             }
-            if (g.mechanism != "NULL") {
+            const char* mine = mech_ ? mech_->name() : "NULL";
+            if (g.mechanism != mine) {
                 put(bytes_view(zmtp::error_frame("unsupported security mechanism " + g.mechanism)));
-                fail(link_errc::unsupported_mechanism);
+                fail(link_errc::unsupported_mechanism, g.mechanism);
                 return;
             }
             v31_ = g.major > 3 || g.minor >= 1;
             phase_ = phase::handshake;
             sess_->set_framer(zmtp::frame_framer());
+            if (mech_) {
+                std::vector<std::byte> out;
+                mech_->start(out);
+                if (!out.empty()) put(bytes_view(out));
+                return;
+            }
             const socket_type_info* me = find_type_info(core_.type);
             const bytes_view idv = as_bytes(core_.opts.routing_id);
             put(bytes_view(zmtp::ready_frame(to_string(core_.type), me && me->announces_identity ? &idv : nullptr)));
@@ -152,6 +188,10 @@ public:
         // Handshake: READY (or ERROR) and nothing else.
         const zmtp::frame f = zmtp::split(whole);
         zmtp::command cmd;
+        if (f.command() && mech_ && libzmq_plain_error(f.body)) {
+            fail(link_errc::peer_error, error_reason(f.body.subspan(5)));
+            return;
+        }
         if (!f.command() || !zmtp::parse_command(f.body, cmd)) {
             fail(link_errc::bad_handshake);
             return;
@@ -160,12 +200,30 @@ public:
             fail(link_errc::peer_error, error_reason(cmd.data));
             return;
         }
+        if (mech_) {
+            std::vector<std::byte> out;
+            const step st = mech_->on_command(cmd, out);
+            if (!out.empty()) put(bytes_view(out));  // WELCOME, INITIATE, READY or ERROR
+            if (st.st == step::status::failed) {
+                fail(st.error, st.detail);
+            } else if (st.st == step::status::done) {
+                boxed_ = mech_->boxes();
+                accept_peer(bytes_view(mech_->peer_metadata()));
+            }
+            return;
+        }
         if (cmd.name != "READY") {
             fail(link_errc::bad_handshake);
             return;
         }
+        accept_peer(cmd.data);
+    }
+
+    // The peer's READY properties (NULL's READY, or what the mechanism received): its socket
+    // type must talk to ours; then the peer is attached.
+    void accept_peer(bytes_view props) {
         bool have_type = false, type_ok = false;
-        const bool props_ok = zmtp::for_each_property(cmd.data, [&](std::string_view name, bytes_view value) {
+        const bool props_ok = zmtp::for_each_property(props, [&](std::string_view name, bytes_view value) {
             if (zmtp::iequals(name, "Socket-Type")) {
                 have_type = true;
                 const std::string_view t = as_text(value);
@@ -183,7 +241,7 @@ public:
             return;
         }
         if (!type_ok) {
-            put(bytes_view(zmtp::error_frame("Invalid socket type")));
+            put_command(zmtp::error_frame("Invalid socket type"));
             fail(link_errc::socket_type_mismatch, peer_type_name_);
             return;
         }
@@ -216,6 +274,51 @@ private:
     void put(const shared_buffer_ptr& buf, std::size_t off, std::size_t len) {
         appended_ += len;
         sess_->send(buf, off, len);
+    }
+
+    // A command frame (header included) as it goes out: itself, or boxed after a CURVE handshake.
+    void put_command(const std::vector<std::byte>& whole) {
+        if (!boxed_) {
+            put(bytes_view(whole));
+            return;
+        }
+        put_boxed(zmtp::flag_command, zmtp::split(bytes_view(whole)).body);
+    }
+
+    // One frame as a CURVE MESSAGE: small ones through the stack, large ones through tx_.
+    void put_boxed(std::uint8_t flags, bytes_view body) {
+        const std::size_t need = body.size() + mechanism::boxed_overhead;
+        if (need <= sizeof(boxbuf_)) {
+            put(bytes_view(boxbuf_, mech_->encode(flags, body, boxbuf_)));
+            return;
+        }
+        tx_.resize(need);
+        put(bytes_view(tx_.data(), mech_->encode(flags, body, tx_.data())));
+        if (tx_.capacity() > 256 * 1024) std::vector<std::byte>().swap(tx_);
+    }
+
+    // Opens a CURVE MESSAGE in place of the frame f; false (the peer dropped) when it does not.
+    bool unbox(zmtp::frame& f) {
+        std::uint8_t flags = 0;
+        if (!mech_->decode(f.body, flags, rx_)) {
+            ++core_.stats.protocol_errors;
+            drop(link_errc::bad_crypto);
+            return false;
+        }
+        if (rx_.size() - 1 > core_.opts.max_msg_size) {
+            ++core_.stats.protocol_errors;
+            drop(link_errc::message_too_large);
+            return false;
+        }
+        f.flags = flags;
+        f.body = bytes_view(rx_).subspan(1);
+        return true;
+    }
+
+    // libzmq 4.3.4's PLAIN server writes its ERROR as 0x5E "RROR" (the C literal "\x05ERROR"
+    // reads \x05E as one hex escape) followed by the reason: read it as the ERROR it means.
+    static bool libzmq_plain_error(bytes_view body) {
+        return body.size() >= 6 && body[0] == std::byte{0x5E} && std::memcmp(body.data() + 1, "RROR", 4) == 0;
     }
 
     static std::string error_reason(bytes_view data) {
@@ -254,7 +357,7 @@ private:
         if (cmd.name == "PING") {
             if (cmd.data.size() < 2) return;
             const unsigned ttl = (static_cast<unsigned>(cmd.data[0]) << 8) | static_cast<unsigned>(cmd.data[1]);
-            put(bytes_view(zmtp::pong_frame(cmd.data.subspan(2))));
+            put_command(zmtp::pong_frame(cmd.data.subspan(2)));
             if (ttl > 0 && !ttl_timer_.armed()) {
                 peer_ttl_ = std::chrono::milliseconds(ttl * 100u);
                 core_.owner.timers().schedule(ttl_timer_, core_.owner.ticks_for(peer_ttl_));
@@ -313,7 +416,7 @@ private:
         if (!ping_outstanding_ || last_rx_tick_ >= ping_sent_tick_) {
             const auto ttl =
                 static_cast<std::uint16_t>(std::min<long long>(core_.opts.heartbeat_ttl.count() / 100, 65535));
-            put(bytes_view(zmtp::ping_frame(ttl, {})));
+            put_command(zmtp::ping_frame(ttl, {}));
             ping_outstanding_ = true;
             ping_sent_tick_ = sh.now_tick();
         }
@@ -347,6 +450,11 @@ private:
     bool watching_ = false;
     bool ping_outstanding_ = false;
     bool failed_ = false;  // the handshake failure was counted (fail, on_protocol_error)
+    std::unique_ptr<mechanism> mech_;  // PLAIN or CURVE; null for NULL
+    bool boxed_ = false;               // CURVE after the handshake: every frame is a MESSAGE
+    std::vector<std::byte> rx_;        // an opened MESSAGE: flags, then the body
+    std::vector<std::byte> tx_;        // a large frame being boxed
+    std::byte boxbuf_[small_copy + mechanism::boxed_overhead];
     std::vector<std::byte> asm_;
     std::vector<std::pair<std::size_t, std::size_t>> asm_parts_;
     std::vector<bytes_view> views_;
@@ -358,7 +466,9 @@ session_group_config zmtp_group_config(const socket_options& o) {
     session_group_config g;
     g.framing = &zmtp::greeting_framer();
     // The session refuses a frame above max_frame from its header, before buffering it.
-    const std::size_t frame = std::min<std::size_t>(o.max_msg_size, UINT32_MAX - zmtp::max_header) + zmtp::max_header;
+    // CURVE's MESSAGE adds its name, nonce, MAC and flags around each part.
+    const std::size_t overhead = zmtp::max_header + (check_security(o.security) == mechanism_kind::curve ? 64 : 0);
+    const std::size_t frame = std::min<std::size_t>(o.max_msg_size, UINT32_MAX - overhead) + overhead;
     g.limits.max_frame = static_cast<std::uint32_t>(frame);
     g.limits.max_queued = SIZE_MAX;        // the high-water mark (messages) bounds output instead
     g.limits.stall_timeout = std::chrono::milliseconds(0);

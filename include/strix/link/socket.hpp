@@ -18,7 +18,8 @@
 //
 // Patterns follow RFC 28-31 (rfc.zeromq.org) and libzmq 4.3: PAIR, PUB/SUB, XPUB/XSUB, PUSH/PULL,
 // REQ/REP, DEALER/ROUTER. Transports: tcp://, ipc:// (Unix socket), inproc:// (same process).
-// Wire: ZMTP 3.1 with the NULL mechanism, so libzmq peers interoperate (strix/link/zmtp.hpp).
+// Wire: ZMTP 3.1, so libzmq peers interoperate (strix/link/zmtp.hpp); NULL by default, CURVE or
+// PLAIN with ZAP through socket_options::security (strix/link/security.hpp).
 //
 // Sending never blocks the shard. send() returns an error_code: empty (queued), would_block
 // (every eligible peer is at its high-water mark, or none is connected yet: messages are never
@@ -31,6 +32,7 @@
 // starts; destroy it on the shard.
 
 #include <strix/link/message.hpp>
+#include <strix/link/security.hpp>
 #include <strix/link/zmtp.hpp>
 #include <strix/net/endpoint.hpp>
 
@@ -84,6 +86,7 @@ struct socket_options {
     /// it is delivered (libzmq's default, -1), 0 = dropped at once, else up to this long. The
     /// blocking API's queue counts too. See docs/link.md, "Linger".
     std::chrono::milliseconds linger{-1};
+<<<<<<< HEAD
 
     // --- more of libzmq's options (docs/link.md, "Socket options", has libzmq's names) --------
     /// ROUTER, DEALER, REQ: send an empty message to every peer as its handshake completes, so
@@ -110,6 +113,11 @@ struct socket_options {
     int tcp_keepalive_idle = -1;
     int tcp_keepalive_intvl = -1;
     int tcp_keepalive_cnt = -1;
+=======
+    /// CURVE or PLAIN with their keys, credentials and ZAP handler (strix/link/security.hpp);
+    /// NULL when left empty. Applies to tcp:// and ipc:// peers (inproc needs none).
+    security_options security;
+>>>>>>> curve
 };
 
 /// What a monitor hears (socket::on_event). endpoint is the bound or connected address.

@@ -1,7 +1,8 @@
 #pragma once
 // ZMTP 3.1 wire codec (rfc.zeromq.org/spec/23 and /37), NULL mechanism: what strix::link writes
 // to and reads from a tcp:// or ipc:// peer. Pure functions and stateless framers; a socket's
-// ZMTP pipe (src/link/zmtp_pipe.cpp) drives the handshake.
+// ZMTP pipe (src/link/zmtp_pipe.cpp) drives the handshake. CURVE and PLAIN replace READY with
+// their own commands (src/link/mechanism.hpp); the greeting below names them instead of NULL.
 //
 //   greeting (64 bytes, each side sends one at once):
 //     0    0xFF, 8 bytes of padding, 0x7F        signature (libzmq puts 0..01 in the padding)
@@ -38,7 +39,7 @@ using bytes_view = std::span<const std::byte>;
 enum class link_errc {
     bad_greeting = 1,        // not a ZMTP signature
     unsupported_version,     // ZMTP major version below 3
-    unsupported_mechanism,   // a security mechanism other than NULL
+    unsupported_mechanism,   // the peer's security mechanism is not this socket's
     bad_frame,               // reserved flag bits set, or a malformed command
     bad_handshake,           // something other than READY (or ERROR) during the handshake
     socket_type_mismatch,    // the peer's socket type cannot talk to ours
@@ -52,6 +53,8 @@ enum class link_errc {
     not_supported,           // the operation does not exist for this socket type
     address_in_use,          // inproc: the name is bound already
     closed,                  // the socket is closed
+    auth_failed,             // ZAP refused the peer (the status code in the event's detail)
+    bad_crypto,              // a CURVE box did not open (wrong key), or a nonce went backwards
 };
 const std::error_category& link_category() noexcept;
 inline std::error_code make_error_code(link_errc e) noexcept { return {static_cast<int>(e), link_category()}; }
@@ -66,6 +69,8 @@ inline constexpr std::size_t max_header = 9;
 
 /// Writes strix's greeting (ZMTP 3.1, NULL, not as-server) into out.
 void write_greeting(std::span<std::byte, greeting_size> out) noexcept;
+/// The same with another mechanism ("PLAIN", "CURVE": up to 20 characters) and as-server flag.
+void write_greeting(std::span<std::byte, greeting_size> out, std::string_view mechanism, bool as_server) noexcept;
 
 struct greeting {
     std::uint8_t major = 0;
