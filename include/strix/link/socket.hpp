@@ -86,7 +86,6 @@ struct socket_options {
     /// it is delivered (libzmq's default, -1), 0 = dropped at once, else up to this long. The
     /// blocking API's queue counts too. See docs/link.md, "Linger".
     std::chrono::milliseconds linger{-1};
-<<<<<<< HEAD
 
     // --- more of libzmq's options (docs/link.md, "Socket options", has libzmq's names) --------
     /// ROUTER, DEALER, REQ: send an empty message to every peer as its handshake completes, so
@@ -113,11 +112,10 @@ struct socket_options {
     int tcp_keepalive_idle = -1;
     int tcp_keepalive_intvl = -1;
     int tcp_keepalive_cnt = -1;
-=======
+
     /// CURVE or PLAIN with their keys, credentials and ZAP handler (strix/link/security.hpp);
     /// NULL when left empty. Applies to tcp:// and ipc:// peers (inproc needs none).
     security_options security;
->>>>>>> curve
 };
 
 /// What a monitor hears (socket::on_event). endpoint is the bound or connected address.
