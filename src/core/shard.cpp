@@ -337,6 +337,10 @@ void shard::record_turn(std::chrono::steady_clock::duration took) noexcept {
 
 void shard::run() {
     t_current = this;
+    // The wheel's clock stood still since construction: timers armed before the shard runs (a
+    // connect timeout, a retry) count from now, not from when the shard was built, so none
+    // fires early.
+    epoch_ = std::chrono::steady_clock::now() - tick_ * static_cast<std::int64_t>(wheel_.now());
     poller_->thread_start();
     for (;;) {
         if (!stopping_ && stop_requested_.load(std::memory_order_acquire)) {
