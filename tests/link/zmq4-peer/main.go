@@ -139,7 +139,17 @@ func main() {
 		case "send":
 			parts, err := decode(fields[1:])
 			if err == nil {
-				err = sock.SendMulti(zmq4.NewMsgFrom(parts...))
+				// zmq4's REQ fails a send at once while its connection is not in its pool yet
+				// (libzmq's would queue it): the peer's handshake may end before ours. Retry
+				// that one error for up to 5 s.
+				deadline := time.Now().Add(5 * time.Second)
+				for {
+					err = sock.SendMulti(zmq4.NewMsgFrom(parts...))
+					if err == nil || !strings.Contains(err.Error(), "no connections available") || time.Now().After(deadline) {
+						break
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
 			}
 			if err != nil {
 				say("error %v", err)
