@@ -10,7 +10,8 @@
 # make bench-chat, the server hashes passwords cheaply (--password-cost fast): the logins are not
 # what is measured.
 #
-#   scripts/tls-flood.sh <build_dir> [runs] [duration_s] [stalled] [rate]   (defaults 3 15 2000 200)
+#   scripts/tls-flood.sh <build_dir> [runs] [duration_s] [stalled] [rate] [reopen_ms]
+#                                         (defaults 3 15 2000 200 1000; reopen_ms 0 = a storm)
 #
 # Prints one line per run and the medians (p50/p99 delivery latency, deliveries/s), the flood's
 # own counts, and the server's TLS counters from /metrics.
@@ -21,6 +22,7 @@ runs=${2:-3}
 duration=${3:-15}
 stalled=${4:-2000}
 rate=${5:-200}
+reopen=${6:-1000}
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$build/bin
 work=$(mktemp -d)
@@ -53,7 +55,7 @@ one() {  # <label> <run>
     sleep 0.05
   done
   if [ "$label" = flooded ]; then
-    "$bin/strix-tls-flood" --port "$port" --source 127.0.0.254 --stalled "$stalled" --rate "$rate" \
+    "$bin/strix-tls-flood" --port "$port" --source 127.0.0.254 --stalled "$stalled" --rate "$rate" --reopen-ms "$reopen" \
       --duration $((duration + 8)) --ca "$ca" --json "$tag.flood.json" >"$tag.flood.log" 2>&1 &
     flood_pid=$!
     sleep 3  # the flood at full strength before the workload starts

@@ -2,8 +2,9 @@
 // does to everyone else (scripts/tls-flood.sh runs a chat workload beside it).
 //
 //   --stalled N  connections that open a handshake and stall: each sends the first bytes of a
-//                ClientHello and nothing more; one the server closes is opened again at once, so
-//                N stay in flight for the whole run.
+//                ClientHello and nothing more; one the server closes (its timeout, or a cap) is
+//                opened again --reopen-ms later (0: at once, a connection storm), so N attempts
+//                stay in flight for the whole run.
 //   --rate R     new full handshakes per second (each: handshake, close_notify, close), from a
 //                thread of their own, counted as completed, refused (closed before or during the
 //                handshake) or failed otherwise.
@@ -26,6 +27,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +43,7 @@ struct options {
     unsigned stalled = 2000;
     unsigned rate = 200;
     double duration = 10;
+    unsigned reopen_ms = 1000;
     std::string ca;
     std::string json;
 };
@@ -95,8 +98,14 @@ void stall_loop(const options& o, counts& c, clock_type::time_point end) {
     };
     for (unsigned i = 0; i < o.stalled; ++i) open_one();
     std::vector<epoll_event> evs(1024);
+    std::deque<clock_type::time_point> reopen;  // when each closed slot opens again
     while (clock_type::now() < end) {
-        const int n = ::epoll_wait(ep, evs.data(), static_cast<int>(evs.size()), 50);
+        const auto now = clock_type::now();
+        while (!reopen.empty() && reopen.front() <= now) {
+            reopen.pop_front();
+            open_one();
+        }
+        const int n = ::epoll_wait(ep, evs.data(), static_cast<int>(evs.size()), 10);
         for (int i = 0; i < n; ++i) {
             const int fd = evs[static_cast<std::size_t>(i)].data.fd;
             const auto e = evs[static_cast<std::size_t>(i)].events;
@@ -105,7 +114,10 @@ void stall_loop(const options& o, counts& c, clock_type::time_point end) {
                 ::epoll_ctl(ep, EPOLL_CTL_DEL, fd, nullptr);
                 ::close(fd);
                 ++c.stalled_closed_by_server;
-                open_one();
+                if (o.reopen_ms == 0)
+                    open_one();
+                else
+                    reopen.push_back(clock_type::now() + std::chrono::milliseconds(o.reopen_ms));
                 continue;
             }
             if (e & EPOLLOUT) {  // connected: start the ClientHello, then wait for the close
@@ -169,6 +181,8 @@ int main(int argc, char** argv) {
     app.add_option("--port", o.port, "server TLS port")->required();
     app.add_option("--source", o.source, "local address every connection is bound to")->capture_default_str();
     app.add_option("--stalled", o.stalled, "handshakes kept open and stalled")->capture_default_str();
+    app.add_option("--reopen-ms", o.reopen_ms, "a stalled connection the server closed opens again this much later (0: at once)")
+        ->capture_default_str();
     app.add_option("--rate", o.rate, "new full handshakes per second (0 = none)")->capture_default_str();
     app.add_option("--duration", o.duration, "seconds")->capture_default_str();
     app.add_option("--ca", o.ca, "verify the server against this CA file (default: no verification)");

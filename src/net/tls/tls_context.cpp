@@ -59,8 +59,8 @@ ssl_ctx_ptr new_ctx(const SSL_METHOD* method) {
     // The transport's writes never block (they append to the session's output), so a record is
     // always written whole; moving buffers between calls is allowed for the same reason.
     SSL_CTX_set_mode(ctx.get(), SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-    // Buffers of idle connections go back to the allocator between reads.
-    SSL_CTX_set_mode(ctx.get(), SSL_MODE_RELEASE_BUFFERS);
+    // No SSL_MODE_RELEASE_BUFFERS: it frees and allocates OpenSSL's record buffers around every
+    // record. An idle connection gives them back through the idle sweep instead (tls_stream::trim).
     return ctx;
 }
 

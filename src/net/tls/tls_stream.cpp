@@ -343,6 +343,7 @@ void tls_stream::push() {
 
 void tls_stream::trim() noexcept {
     if (cin_head_ == cin_tail_) cin_.reset();
+    SSL_free_buffers(ssl_.get());  // OpenSSL's record buffers, when it holds nothing in them
     if (cout_.empty()) cout_.trim();
 }
 
