@@ -71,24 +71,18 @@ struct tls_bio {
 
 bool tls_gate::enter(const std::string& addr, std::size_t max_total, std::size_t max_per_address) {
     if (max_total && total_ >= max_total) return false;
-    auto it = std::find_if(per_address_.begin(), per_address_.end(), [&](auto& e) { return e.first == addr; });
-    if (it != per_address_.end() && max_per_address && it->second >= max_per_address) return false;
-    if (it == per_address_.end())
-        per_address_.emplace_back(addr, 1);
-    else
-        ++it->second;
+    std::size_t& n = per_address_[addr];
+    if (max_per_address && n >= max_per_address) return false;
+    ++n;
     ++total_;
     return true;
 }
 
 void tls_gate::leave(const std::string& addr) noexcept {
-    auto it = std::find_if(per_address_.begin(), per_address_.end(), [&](auto& e) { return e.first == addr; });
+    auto it = per_address_.find(addr);
     if (it == per_address_.end()) return;
     --total_;
-    if (--it->second == 0) {
-        *it = std::move(per_address_.back());
-        per_address_.pop_back();
-    }
+    if (--it->second == 0) per_address_.erase(it);
 }
 
 // --- the stream -----------------------------------------------------------------------------------

@@ -22,6 +22,8 @@
 #include <strix/net/net_stats.hpp>
 #include <strix/net/tls.hpp>
 
+#include <boost/unordered/unordered_flat_map.hpp>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,7 +44,8 @@ public:
 
 private:
     std::size_t total_ = 0;
-    std::vector<std::pair<std::string, std::size_t>> per_address_;  // few addresses at once
+    // Up to max_handshakes_per_shard entries (a flood from many addresses): a hash map, not a scan.
+    boost::unordered_flat_map<std::string, std::size_t> per_address_;
 };
 
 /// Where a client keeps the session to offer on its next connection (one per connection).
