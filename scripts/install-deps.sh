@@ -15,6 +15,9 @@ packages=(
   libcli11-dev nlohmann-json3-dev
   libssl-dev openssl          # TLS in strix::net and strix-echo-bench --tls (OpenSSL 3); openssl writes the bench certificates
   libzmq3-dev                 # strix::link interop tests and the libzmq baseline only
+  redis-server libhiredis-dev # chat cluster mode: the backplane (tests start their own on a free port); hiredis's RESP reader
+  chromium-headless-shell     # the web chat page's browser test (driven through Playwright, fetched by its build step)
+  python3-websockets python3-venv  # WebSocket protocol tests; venvs for PyPI tools (Autobahn case runner, Playwright)
   gnuplot-nox                 # echo.png and other plots written by make bench
   clang-16 libclang-rt-16-dev llvm-16   # make fuzz only: libFuzzer + sanitizers, llvm-symbolizer (fuzz/)
   clang-format-16             # make format only: .clang-format
