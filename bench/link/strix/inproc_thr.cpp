@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
     try {
         strix::engine eng(lp::engine_for(2));
         lp::thr_receiver r(t, eng.at(0), a, endpoint, size, count);
-        lp::thr_sender s(t, eng.at(1), a, size, count, false);
+        lp::thr_sender s(t, eng.at(1), a, size, count, false, true);
         eng.start();
     // Connect on the sender's shard: its pipe's far half then travels the same mesh channel as
     // its messages, ahead of them.

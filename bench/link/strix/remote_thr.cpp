@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
 
     try {
         strix::engine eng(lp::engine_for(1));
-        lp::thr_sender s(t, eng.at(0), a, size, count, true);
+        lp::thr_sender s(t, eng.at(0), a, size, count, true, false);
         eng.start();
         lp::post_checked(t, eng, 0, [&] { s.start(a.positional[0]); });
         eng.join();  // the sender stops the engine after its last message; the stop flushes it
