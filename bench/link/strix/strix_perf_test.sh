@@ -116,6 +116,11 @@ thr_lines "$work/ithr.out" 64 20000
 timeout 60 "$bin/strix-link-inproc-thr" 1024 20000 --pattern pubsub >"$work/ithr.out" 2>&1 ||
   { cat "$work/ithr.out" >&2; fail "strix-link-inproc-thr --pattern pubsub failed"; }
 thr_lines "$work/ithr.out" 1024 20000
+# Large messages go by reference, 62 to a sender's turn, here past the pair's mark (--hwm 10:
+# 20 in flight), so the sender also waits for on_writable; every stamp is checked.
+timeout 60 "$bin/strix-link-inproc-thr" 65536 3000 --hwm 10 >"$work/ithr.out" 2>&1 ||
+  { cat "$work/ithr.out" >&2; fail "strix-link-inproc-thr 65536 failed"; }
+thr_lines "$work/ithr.out" 65536 3000
 timeout 60 "$bin/strix-link-inproc-lat" 64 1000 >"$work/ilat.out" 2>&1 ||
   { cat "$work/ilat.out" >&2; fail "strix-link-inproc-lat failed"; }
 lat_lines "$work/ilat.out" 64 1000
