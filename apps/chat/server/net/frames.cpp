@@ -117,9 +117,6 @@ shared_buffer_ptr chat_msg(const chat_fields& f) {
 
 namespace {
 
-// A stored message's encoded size, roughly: the text, the name and the fixed fields.
-std::size_t encoded_size(const chat_log_entry& e) { return e.text.size() + e.sender_name.size() + 96; }
-
 flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<proto::chat_msg>>> stored_messages(
     flatbuffers::FlatBufferBuilder& fbb, std::span<const chat_log_entry> logs) {
     std::vector<flatbuffers::Offset<proto::chat_msg>> list;
@@ -139,7 +136,7 @@ flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<proto::chat_msg>>> s
 std::size_t messages_that_fit(std::span<const chat_log_entry> logs) {
     std::size_t bytes = 0, n = 0;
     for (const auto& e : logs) {
-        bytes += encoded_size(e);
+        bytes += message_size(e);
         if (n > 0 && bytes > max_messages_bytes) break;
         ++n;
     }

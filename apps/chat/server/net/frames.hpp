@@ -48,6 +48,8 @@ shared_buffer_ptr chat_msg(const chat_fields& f);
 /// messages (the largest chat_msg, 60000 bytes of text, still fits one alone).
 inline constexpr std::size_t max_messages_bytes = 60 * 1024;
 
+/// A stored message's share of that budget (its text, its sender's name and the fixed fields).
+inline std::size_t message_size(const chat_log_entry& e) { return e.text.size() + e.sender_name.size() + 96; }
 /// How many of `logs` (from the front) fit one frame's message budget; at least one.
 std::size_t messages_that_fit(std::span<const chat_log_entry> logs);
 /// history_res with logs (ascending; all of them: the caller cut them with messages_that_fit).

@@ -4,6 +4,7 @@
 // this shard's replica of room membership (local_rooms).
 //
 //   session --frame--> on_frame --login--> db_pool worker --post--> login_done (this shard)
+//                              --history/resume--> db_pool worker --post--> read_done
 //                              --room op--> owner shard's room_host --room_event--> member shards
 //                              --ping/errors--> reply at once
 //

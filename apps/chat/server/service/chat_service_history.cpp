@@ -81,7 +81,7 @@ void chat_service::handle_history(player& p, std::span<const std::byte> frame) {
             if (newest_first) {
                 std::size_t n = 0, bytes = 0;
                 for (auto it = page.rbegin(); it != page.rend(); ++it) {
-                    bytes += it->text.size() + it->sender_name.size() + 96;
+                    bytes += frames::message_size(*it);
                     if (n > 0 && bytes > frames::max_messages_bytes) break;
                     ++n;
                 }

@@ -37,8 +37,9 @@ struct player {
     token_bucket chat_bucket;
     token_bucket room_bucket;  // create_room_req and join_room_req (a leave always follows one)
 
-    // Requests that arrived while an earlier one is decided elsewhere (a login on the database
-    // pool, a join or leave at the room's owner shard, a room list gathered from every shard)
+    // Requests that arrived while an earlier one is decided elsewhere (a login, a history or
+    // resume read on the database pool, a join or leave at the room's owner shard, a room list
+    // gathered from every shard)
     // wait here and run in order once it completes: a session's requests take effect, and are
     // answered, in the order sent, whatever shard owns what.
     enum class pending_op : std::uint8_t { none, login, join, leave, list, history };
