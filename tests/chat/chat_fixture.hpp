@@ -69,6 +69,13 @@ public:
     bool ready() const { return port_ != 0; }
     std::uint16_t port() const { return port_; }
     std::string log() const { return read_file(log_); }
+    /// The WebSocket port the server announced with --ws-port (0: none).
+    std::uint16_t ws_port() const {
+        const std::string marker = "ws://127.0.0.1:";
+        auto text = log();
+        auto pos = text.find(marker);
+        return pos == std::string::npos ? 0 : static_cast<std::uint16_t>(std::stoi(text.substr(pos + marker.size())));
+    }
 
     /// Sends sig and waits for the exit; returns the wait status (-1 on timeout).
     int stop(int sig = SIGTERM, std::chrono::milliseconds within = std::chrono::seconds(30)) {

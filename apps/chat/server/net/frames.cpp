@@ -1,5 +1,7 @@
 #include "frames.hpp"
 
+#include <strix/net/websocket.hpp>
+
 namespace strix::chat::frames {
 namespace {
 
@@ -98,6 +100,10 @@ shared_buffer_ptr chat_msg(const chat_fields& f) {
     auto text = str(fbb, f.text);
     fbb.Finish(proto::Createchat_msg(fbb, f.room_id, f.seq, sender, f.server_ts_us, text, f.client_ts, f.client_seq));
     return finish_frame(fbb, proto::msg_type::chat_msg);
+}
+
+shared_buffer_ptr ws_message(const shared_buffer_ptr& frame) {
+    return ws_encode(ws_opcode::binary, std::span<const std::byte>(frame->data(), frame->size()));
 }
 
 }  // namespace strix::chat::frames

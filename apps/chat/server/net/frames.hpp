@@ -38,4 +38,8 @@ struct chat_fields {
 };
 shared_buffer_ptr chat_msg(const chat_fields& f);
 
+/// `frame` as one binary WebSocket message (an unmasked header, then the frame's bytes
+/// unchanged) for WebSocket sessions; like the frame, built once and shared by every recipient.
+shared_buffer_ptr ws_message(const shared_buffer_ptr& frame);
+
 }  // namespace strix::chat::frames

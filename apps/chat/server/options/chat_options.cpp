@@ -117,6 +117,15 @@ std::string validate_ws(const chat_options& o) {
     if (!ws.enabled) return {};
     if (ws.path.size() < 2 || ws.path[0] != '/' || ws.path.find_first_of("?# ") != std::string::npos)
         return "--ws-path must start with / and name a path other than / (which serves the web page), e.g. /ws";
+    // The page's origin follows from a specific address; behind a wildcard only the operator knows it.
+    in_addr a4{};
+    in6_addr a6{};
+    const bool wildcard = o.server.host == "*" ||
+                          (::inet_pton(AF_INET, o.server.host.c_str(), &a4) == 1 && a4.s_addr == htonl(INADDR_ANY)) ||
+                          (::inet_pton(AF_INET6, o.server.host.c_str(), &a6) == 1 && IN6_IS_ADDR_UNSPECIFIED(&a6));
+    if (wildcard && ws.origins.empty())
+        return "--ws-port on --host " + o.server.host +
+               " needs --ws-origins naming the web page's origins (e.g. https://chat.example.com), or * for any";
     if (ws.port != 0 && (ws.port == o.server.port || ws.port == o.metrics_port))
         return "--ws-port must differ from --port and --metrics-port";
     for (const std::string& origin : ws.origins) {

@@ -11,6 +11,7 @@ bool room::add(member m) {
     if (!session_ids_.insert(m.session_id).second) return false;
     absent_.erase(m.player_id);
     ++per_shard_[m.shard];
+    if (m.ws) ++ws_members_;
     members_.push_back(std::move(m));
     return true;
 }
@@ -24,6 +25,7 @@ std::optional<member> room::remove(std::uint64_t session_id) {
     // Keep join order for the member lists sent to joiners.
     members_.erase(it);
     --per_shard_[m.shard];
+    if (m.ws) --ws_members_;
     return m;
 }
 

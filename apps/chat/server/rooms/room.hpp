@@ -53,6 +53,8 @@ public:
     /// Members living on shard s. Owner shard only.
     unsigned members_on(unsigned s) const noexcept { return per_shard_[s]; }
     unsigned shard_count() const noexcept { return static_cast<unsigned>(per_shard_.size()); }
+    /// Members on WebSocket sessions (member::ws), on any shard. Owner shard only.
+    std::size_t ws_members() const noexcept { return ws_members_; }
 
     /// The seq the next message gets (starts at 1). Owner shard only.
     std::uint64_t next_seq() const noexcept { return last_seq_ + 1; }
@@ -69,6 +71,7 @@ private:
     std::vector<member> members_;                         // join order
     boost::unordered_flat_set<std::uint64_t> session_ids_;  // O(1) membership for every message
     std::vector<unsigned> per_shard_;
+    std::size_t ws_members_ = 0;
     boost::unordered_flat_set<std::uint64_t> absent_;  // account ids
     std::uint64_t last_seq_ = 0;
 };
