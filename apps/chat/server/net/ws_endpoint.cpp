@@ -65,14 +65,21 @@ std::vector<std::string> ws_origins(const chat_options& o, std::uint16_t port, b
         out.push_back(origin);
     }
     if (!out.empty()) return out;
-    const std::string scheme = tls ? "https://" : "http://";
-    const std::string p = ":" + std::to_string(port);
+    // Built by append: GCC 12 misreads chains of std::string + as overlapping copies (-Wrestrict).
     const std::string& h = o.server.host;
-    out.push_back(scheme + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + p);
+    auto origin = [&](std::string_view host, bool bracket) {
+        std::string s(tls ? "https://" : "http://");
+        if (bracket) s.append("[");
+        s.append(host);
+        if (bracket) s.append("]");
+        s.append(":").append(std::to_string(port));
+        return s;
+    };
+    out.push_back(origin(h, h.find(':') != std::string::npos));
     if (is_loopback_host(h)) {
-        for (const char* name : {"localhost", "127.0.0.1", "[::1]"}) {
-            std::string origin = scheme + name + p;
-            if (origin != out.front()) out.push_back(std::move(origin));
+        for (std::string_view name : {"localhost", "127.0.0.1", "::1"}) {
+            std::string other = origin(name, name == "::1");
+            if (other != out.front()) out.push_back(std::move(other));
         }
     }
     out.emplace_back();  // no Origin header: not a browser

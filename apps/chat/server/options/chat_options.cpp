@@ -113,7 +113,7 @@ bool valid_origin(const std::string& o) {
 }
 
 std::string validate_ws(const chat_options& o) {
-    const ws_options& ws = o.ws;
+    const ws_listen_options& ws = o.ws;
     if (!ws.enabled) return {};
     if (ws.path.size() < 2 || ws.path[0] != '/' || ws.path.find_first_of("?# ") != std::string::npos)
         return "--ws-path must start with / and name a path other than / (which serves the web page), e.g. /ws";

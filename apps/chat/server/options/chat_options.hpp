@@ -21,7 +21,7 @@ namespace strix::chat {
 /// The WebSocket listener (--ws-port, --ws-path, --ws-origins): browsers and other WebSocket
 /// clients, as ordinary chat members, on its own port beside the TCP one, with the web chat page
 /// at `/`. It listens on --host, with TLS (wss://) when --tls-cert is given.
-struct ws_options {
+struct ws_listen_options {
     bool enabled = false;       // --ws-port was given
     std::uint16_t port = 0;     // 0 = any free port (the server tells which)
     std::string path = "/ws";   // where the upgrade is accepted; `/` serves the page
@@ -62,7 +62,7 @@ struct chat_options {
     // which validate() allows only on a loopback --host unless --insecure-plaintext is given.
     tls_server_config tls;
     bool insecure_plaintext = false;
-    ws_options ws;
+    ws_listen_options ws;
     // --pg-sslmode MODE: libpq's sslmode for a postgresql:// --db (disable, allow, prefer, require,
     // verify-ca, verify-full), added to the URL as ?sslmode=MODE by parse_options (and then
     // cleared); the URL's own parameters (sslmode, sslrootcert, sslcert, sslkey) pass through.
