@@ -5,6 +5,9 @@
 // and the chat throttle hold for WebSocket members too; the origin allow list; the web page at /.
 #include "chat_fixture.hpp"
 
+#include <support/test_certs.hpp>
+
+#include <cstdio>
 #include <set>
 
 using namespace strix;
@@ -24,6 +27,39 @@ protected:
         return s;
     }
 };
+
+// Runs a shell command; its exit status and output.
+std::pair<int, std::string> shell(const std::string& cmd) {
+    std::string out;
+    FILE* f = ::popen((cmd + " 2>&1").c_str(), "r");
+    if (!f) return {-1, out};
+    char buf[512];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+    const int st = ::pclose(f);
+    return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+std::string hex(std::span<const std::byte> b) {
+    static const char* digits = "0123456789abcdef";
+    std::string out;
+    for (std::byte x : b) {
+        out += digits[std::to_integer<unsigned>(x) >> 4];
+        out += digits[std::to_integer<unsigned>(x) & 15];
+    }
+    return out;
+}
+
+// Debian's python3-websockets (so /usr/bin/python3, not whatever python3 PATH finds) over wss://: sends one binary message (hex argument),
+// prints the reply's bytes in hex.
+constexpr const char* wss_client = R"(
+import asyncio, ssl, sys, websockets
+async def main():
+    ctx = ssl.create_default_context(cafile=sys.argv[2])
+    async with websockets.connect(sys.argv[1], ssl=ctx, origin=sys.argv[3]) as ws:
+        await ws.send(bytes.fromhex(sys.argv[4]))
+        print(bytes(await asyncio.wait_for(ws.recv(), 10)).hex())
+asyncio.run(main())
+)";
 
 // A plain HTTP/1.1 GET on the WebSocket port: the status code and the body.
 std::pair<int, std::string> get(std::uint16_t port, const std::string& path) {
@@ -223,6 +259,33 @@ TEST_P(ws_chat, origins_are_checked_and_the_page_is_served_at_the_root) {
     EXPECT_EQ(g.upgrade_reply().status, 403);
     EXPECT_NE(get(q, "/").second.find("content=\"/chat\""), std::string::npos);
     stop_cleanly(*listed);
+}
+
+TEST_P(ws_chat, with_a_certificate_the_websocket_port_speaks_wss) {
+    test_certs certs;
+    auto srv = start_ws({"--tls-cert", certs.cert, "--tls-key", certs.key});
+    EXPECT_NE(srv->log().find("web chat page https://127.0.0.1:"), std::string::npos) << srv->log();
+    flatbuffers::FlatBufferBuilder fbb;
+    auto n = fbb.CreateString("secure");
+    auto pw = fbb.CreateString("pw");
+    fbb.Finish(proto::Createlogin_req(fbb, n, pw));
+    auto login = finish_frame(fbb, msg_type::login_req);
+    const std::string port = std::to_string(srv->ws_port());
+    const std::string script = dir_.path() + "/wss_client.py";
+    std::ofstream(script) << wss_client;
+    auto [status, out] = shell("timeout 30 /usr/bin/python3 " + script + " wss://127.0.0.1:" + port + "/ws " + certs.ca +
+                               " https://127.0.0.1:" + port + " " + hex({login->data(), login->size()}));
+    ASSERT_EQ(status, 0) << out;
+    // The reply is one frame: header length = message length, type login_res (2).
+    ASSERT_GE(out.size(), 24u) << out;
+    EXPECT_EQ(out.substr(8, 4), "0200") << out;
+    EXPECT_EQ(std::stoul(out.substr(6, 2) + out.substr(4, 2) + out.substr(2, 2) + out.substr(0, 2), nullptr, 16),
+              (out.size() - 1) / 2)
+        << out;
+    // Plain ws:// on the TLS port is not understood.
+    chat_client plain;
+    EXPECT_FALSE(plain.connect_ws(srv->ws_port()));
+    stop_cleanly(*srv);
 }
 
 STRIX_CHAT_BACKENDS(ws_chat);
