@@ -127,6 +127,44 @@ std::string upgrade_request(const std::string& path, const std::string& extra = 
            version + "\r\n" + extra + "\r\n";
 }
 
+std::vector<std::byte> bytes_of(std::initializer_list<int> v) {
+    std::vector<std::byte> out;
+    for (int x : v) out.push_back(static_cast<std::byte>(x));
+    return out;
+}
+
+frame_cut cut(const framer& f, std::initializer_list<int> v, std::size_t max_frame = 1000) {
+    const auto b = bytes_of(v);
+    return f.cut(b, max_frame);
+}
+
+TEST(websocket, the_frame_framer_sizes_and_refuses_frames_from_their_header) {
+    const framer& srv = ws_server_framer();
+    EXPECT_EQ(cut(srv, {0x81}).size, 0u) << "one byte: wait";
+    EXPECT_EQ(cut(srv, {0x81, 0x85, 1, 2}).size, 0u) << "mask key incomplete: wait";
+    EXPECT_EQ(cut(srv, {0x81, 0x85, 1, 2, 3, 4}).size, 6u + 5u);
+    EXPECT_EQ(cut(srv, {0x82, 0xFE, 0x01, 0x00, 1, 2, 3, 4}).size, 8u + 256u) << "16-bit length";
+    EXPECT_EQ(cut(srv, {0x81, 0x05}).error, ws_errc::protocol_error) << "unmasked client frame";
+    EXPECT_EQ(cut(srv, {0xC1, 0x85}).error, ws_errc::protocol_error) << "RSV1";
+    EXPECT_EQ(cut(srv, {0x83, 0x80}).error, ws_errc::protocol_error) << "opcode 3";
+    EXPECT_EQ(cut(srv, {0x09, 0x80}).error, ws_errc::protocol_error) << "fragmented ping";
+    EXPECT_EQ(cut(srv, {0x89, 0xFE}).error, ws_errc::protocol_error) << "ping longer than 125";
+    EXPECT_EQ(cut(srv, {0x82, 0xFF, 0x80, 0, 0, 0, 0, 0, 0, 0}).error, ws_errc::protocol_error)
+        << "2^63: refused once the length is in, before the mask key";
+    EXPECT_EQ(cut(srv, {0x82, 0xFF, 0, 0, 0, 1, 0, 0, 0, 0}).error, ws_errc::message_too_big)
+        << "2^32 bytes against a 1000-byte limit, before the mask key";
+    EXPECT_EQ(cut(srv, {0x82, 0xFE, 0x03, 0xE8, 1, 2, 3, 4}).error, ws_errc::message_too_big)
+        << "1000 bytes of payload plus the header exceed 1000";
+    const framer& cli = ws_client_framer();
+    EXPECT_EQ(cut(cli, {0x81, 0x05}).size, 7u);
+    EXPECT_EQ(cut(cli, {0x81, 0x85, 1, 2, 3, 4}).error, ws_errc::protocol_error) << "masked server frame";
+    const framer& http = ws_http_framer();
+    const std::string head = "GET / HTTP/1.1\r\nHost: x\r\n\r\n\x81";
+    EXPECT_EQ(http.cut(std::as_bytes(std::span(head.data(), head.size())), 100).size, head.size() - 1);
+    EXPECT_EQ(http.cut(std::as_bytes(std::span(head.data(), 20)), 100).size, 0u);
+    EXPECT_GT(http.cut(std::as_bytes(std::span(head.data(), 20)), 10).size, 10u) << "no end within the limit";
+}
+
 TEST(websocket, a_strix_client_and_server_echo_text_and_binary_messages) {
     ws_server srv({.path = "/ws", .max_message = 128 * 1024});
     ws_client cli(srv.fx->eng, {.max_message = 128 * 1024});
