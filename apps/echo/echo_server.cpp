@@ -66,6 +66,11 @@ int main(int argc, char** argv) {
     app.add_option("--max-message", wo.max_message, "with --ws: largest message, bytes (above: close 1009)")
         ->capture_default_str();
     app.add_option("--max-fragments", wo.max_fragments, "with --ws: most frames in one message")->capture_default_str();
+    std::int64_t ws_handshake_ms = wo.handshake_timeout.count();
+    app.add_option("--ws-handshake-timeout-ms", ws_handshake_ms, "with --ws: close connections not upgraded by then (0 = never)")
+        ->capture_default_str();
+    app.add_option("--max-pings-per-second", wo.max_pings_per_second, "with --ws: above this, close 1008 (0 = no limit)")
+        ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     ecfg.io = io == "uring"   ? strix::io_backend::uring
               : io == "epoll" ? strix::io_backend::epoll
@@ -82,6 +87,7 @@ int main(int argc, char** argv) {
     try {
         if (!tls_cert.empty()) scfg.tls = strix::tls_server::load({.cert_file = tls_cert, .key_file = tls_key});
         strix::engine eng(ecfg);
+        wo.handshake_timeout = std::chrono::milliseconds(ws_handshake_ms);
         if (ws) wo.apply(scfg);
         strix::server srv(eng, scfg, [&](strix::shard&) -> std::unique_ptr<strix::session_handler> {
             if (ws) return std::make_unique<strix::ws_protocol>(std::make_unique<ws_echo>(), wo);
@@ -98,6 +104,13 @@ int main(int argc, char** argv) {
                      "{} frame errors, {} slow consumers\n",
                      st.accepted.value(), st.frames_in.value(), st.bytes_out.value(), st.frame_errors.value(),
                      st.slow_consumers.value());
+        if (ws)
+            strix::print(stdout,
+                         "strix-echo-server: websocket: {} handshakes, {} refused, {} handshake timeouts, {} messages in; "
+                         "closes: {} handshake, {} protocol, {} invalid payload, {} too big, {} policy\n",
+                         st.ws_handshakes.value(), st.ws_handshakes_refused.value(), st.handshake_timeouts.value(),
+                         st.ws_messages_in.value(), st.ws_closes_normal.value(), st.ws_closes_protocol.value(),
+                         st.ws_closes_utf8.value(), st.ws_closes_too_big.value(), st.ws_closes_policy.value());
         for (unsigned i = 0; i < eng.shard_count(); ++i) {
             const auto& ss = eng.at(i).stats();
             strix::print(stdout, "  shard {}: {} loop turns, {} I/O events, {} wake-ups by other threads\n", i,

@@ -16,6 +16,7 @@ struct ws_header {
     std::uint8_t rsv = 0;     // RSV1-3 bits, as they sit in byte 0 (0x70)
     bool masked = false;
     std::size_t header_size = 0;  // 0: the header is not complete yet
+    bool length_known = false;    // the length bytes are in (the mask key may not be)
     std::uint64_t length = 0;     // payload length
     std::byte mask[4] = {};
 };
@@ -42,12 +43,13 @@ inline ws_header ws_read_header(std::span<const std::byte> b) noexcept {
         for (std::size_t i = 2; i < 10; ++i) len = len << 8 | static_cast<std::uint64_t>(b[i]);
         n = 10;
     }
+    h.length = len;
+    h.length_known = true;
     if (h.masked) {
         if (b.size() < n + 4) return h;
         for (std::size_t i = 0; i < 4; ++i) h.mask[i] = b[n + i];
         n += 4;
     }
-    h.length = len;
     h.header_size = n;
     return h;
 }

@@ -44,9 +44,12 @@ public:
                 return {0, ws_errc::protocol_error};  // control frames: short and never fragmented
             if (((b1 & 0x80) != 0) != from_client_) return {0, ws_errc::protocol_error};  // masking by role
         }
-        if (h.header_size == 0) return {0, {}};
+        if (!h.length_known) return {0, {}};
+        // The length is judged as soon as its bytes are in, without waiting for the mask key.
         if (h.length >> 63) return {0, ws_errc::protocol_error};  // the RFC forbids the top bit
-        if (h.length > max_frame || h.header_size + h.length > max_frame) return {0, ws_errc::message_too_big};
+        if (h.length > max_frame) return {0, ws_errc::message_too_big};
+        if (h.header_size == 0) return {0, {}};
+        if (h.header_size + h.length > max_frame) return {0, ws_errc::message_too_big};
         return {h.header_size + static_cast<std::size_t>(h.length), {}};
     }
     const char* name() const noexcept override { return from_client_ ? "ws-client-frames" : "ws-server-frames"; }

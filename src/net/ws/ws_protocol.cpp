@@ -21,6 +21,8 @@ void ws_options::apply(session_group_config& cfg) const {
     const std::uint64_t frame = static_cast<std::uint64_t>(max_message) + 14;
     cfg.limits.max_frame = static_cast<std::uint32_t>(std::min<std::uint64_t>(std::max<std::uint64_t>(frame, max_handshake), UINT32_MAX));
     cfg.limits.recv_buffer = std::max<std::size_t>(cfg.limits.recv_buffer, cfg.limits.max_frame);
+    // An echo (or a reply as large as the request) must fit in the output a session may queue.
+    cfg.limits.max_queued = std::max<std::size_t>(cfg.limits.max_queued, 2 * std::size_t{cfg.limits.max_frame});
     cfg.limits.handshake_timeout = handshake_timeout;
 }
 
