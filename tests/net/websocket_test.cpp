@@ -187,6 +187,7 @@ TEST(websocket, a_strix_client_and_server_echo_text_and_binary_messages) {
         EXPECT_EQ(cli.group->counters().ws_handshakes.value(), 1u);
         EXPECT_EQ(cli.group->counters().ws_messages_in.value(), 3u);
         ws_close(*cli.conn->current(), 4001, "bye");
+        EXPECT_EQ(cli.group->counters().ws_closes_normal.value(), 1u);
     });
     ASSERT_TRUE(test::eventually([&] { return srv.app.read([&] { return srv.app.closes.size() == 1; }); }));
     EXPECT_EQ(srv.app.read([&] { return srv.app.closes[0]; }), ws_close_reason(4001))
