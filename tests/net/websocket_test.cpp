@@ -187,6 +187,7 @@ TEST(websocket, a_strix_client_and_server_echo_text_and_binary_messages) {
         EXPECT_EQ(cli.group->counters().ws_handshakes.value(), 1u);
         EXPECT_EQ(cli.group->counters().ws_messages_in.value(), 3u);
         ws_close(*cli.conn->current(), 4001, "bye");
+        EXPECT_EQ(cli.group->counters().ws_closes_normal.value(), 1u);
     });
     ASSERT_TRUE(test::eventually([&] { return srv.app.read([&] { return srv.app.closes.size() == 1; }); }));
     EXPECT_EQ(srv.app.read([&] { return srv.app.closes[0]; }), ws_close_reason(4001))
@@ -333,6 +334,56 @@ TEST(websocket, a_broadcast_frame_is_encoded_once_and_sent_to_every_member) {
         room.all.clear();
         group.reset();
     });
+}
+
+// A masked client frame, built by hand (key 1 2 3 4).
+std::string client_frame(int first_byte, const std::string& payload) {
+    std::string f;
+    f += static_cast<char>(first_byte);
+    f += static_cast<char>(0x80 | payload.size());  // short payloads only
+    const char key[4] = {1, 2, 3, 4};
+    f.append(key, 4);
+    for (std::size_t i = 0; i < payload.size(); ++i) f += static_cast<char>(payload[i] ^ key[i % 4]);
+    return f;
+}
+
+TEST(websocket, an_application_may_close_from_on_message_and_frames_may_ride_with_the_request) {
+    // Closes the session from inside on_message of a reassembled message (whose buffer the
+    // protocol must not touch afterwards), and echoes anything else.
+    struct closer : ws_handler {
+        void on_message(session& s, ws_opcode op, std::span<const std::byte> m) override {
+            if (text_of(m) == "quit") {
+                ws_close(s, 4000, "bye");
+                return;
+            }
+            ws_send(s, op, m);
+        }
+    } app;
+    ws_options o;
+    server_config cfg;
+    o.apply(cfg);
+    test::server_fixture fx(cfg, [&](shard&) { return std::make_unique<ws_protocol>(app, o); });
+    const int fd = test::connect_tcp(fx.srv.port());
+    ASSERT_GE(fd, 0);
+    // The upgrade and two frames in one write: the framer switch takes effect within the read.
+    const std::string out = upgrade_request("/") + client_frame(0x81, "first") + client_frame(0x01, "qu") +
+                            client_frame(0x89, "ping") + client_frame(0x80, "it");
+    ASSERT_TRUE(test::send_all(fd, out.data(), out.size()));
+    std::string got;
+    char buf[4096];
+    for (;;) {
+        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        got.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    const auto body = got.find("\r\n\r\n");
+    ASSERT_NE(body, std::string::npos) << got;
+    EXPECT_TRUE(got.starts_with("HTTP/1.1 101 ")) << got;
+    const std::string frames = got.substr(body + 4);
+    const std::string expect = std::string("\x81\x05" "first") + "\x8a\x04" "ping" + "\x88\x05" "\x0f\xa0" "bye";
+    EXPECT_EQ(frames, expect) << "echo, pong, then the application's close, then EOF";
+    EXPECT_EQ(fx.srv.stats().ws_closes_normal.value(), 1u);
 }
 
 }  // namespace

@@ -294,6 +294,7 @@ def main():
         out, _ = server.communicate(timeout=20)
     m = re.search(r"websocket: (\d+) handshakes, (\d+) refused, (\d+) handshake timeouts, \d+ messages in; "
                   r"closes: (\d+) handshake, (\d+) protocol, (\d+) invalid payload, (\d+) too big, (\d+) policy", out)
+    check(server.returncode == 0, f"server exited cleanly (status {server.returncode}; a sanitizer report fails it)")
     check(m is not None, "server printed its WebSocket counters")
     if m:
         names = ["handshakes", "refused", "handshake timeouts", "handshake", "protocol", "invalid payload", "too big",

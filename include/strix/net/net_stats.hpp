@@ -52,7 +52,7 @@ struct net_counters : metric_group {
                                   "WebSocket upgrades refused: bad request, origin, path, version, size (or a bad 101 seen by a client)"};
     counter ws_http_requests{*this, "strix_ws_http_requests_total", "plain HTTP requests answered on WebSocket ports"};
     counter ws_messages_in{*this, "strix_ws_messages_in_total", "WebSocket messages received (reassembled)"};
-    counter ws_closes_normal{*this, "strix_ws_closes_handshake_total", "WebSocket close handshakes (close frames received or sent by the application)"};
+    counter ws_closes_normal{*this, "strix_ws_closes_handshake_total", "WebSocket close handshakes: close frames received, or sent by ws_close"};
     counter ws_closes_protocol{*this, "strix_ws_closes_protocol_error_total",
                                "WebSocket sessions closed with 1002: malformed or unmasked frames, RSV bits, bad control frames"};
     counter ws_closes_utf8{*this, "strix_ws_closes_invalid_payload_total",

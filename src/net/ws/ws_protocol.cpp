@@ -77,11 +77,13 @@ void ws_protocol::on_protocol_error(session& s, std::error_code ec) {
     if (!c.open) {
         // The HTTP phase: a head too long gets 431; a timed-out one just the close (the session
         // counted it).
-        if (ec == net_errc::frame_too_large) {
-            bump(counters.ws_handshakes_refused);
+        if (ec == net_errc::frame_too_large) bump(counters.ws_handshakes_refused);
+        if (s.origin()) {
+            c.failure_told = true;
+            app_.on_connect_failed(*s.origin(), ec);
+        } else if (ec == net_errc::frame_too_large) {
             impl_->refuse(s, 431, false);
         }
-        if (s.origin()) app_.on_connect_failed(*s.origin(), ec);
         return;
     }
     // An open session: the framer refused a header (its ws_errc is the close code), or a
@@ -98,8 +100,14 @@ void ws_protocol::on_close(session& s, std::error_code ec) {
     auto it = impl_->conns.find(&s);
     if (it == impl_->conns.end()) return;
     const bool was_open = it->second.open;
+    const bool told = it->second.failure_told;
     impl_->conns.erase(it);
-    if (was_open) app_.on_close(s, ec);
+    if (was_open) {
+        app_.on_close(s, ec);
+    } else if (s.origin() && !told) {
+        // A client whose upgrade never completed (the server closed first): a failed attempt.
+        app_.on_connect_failed(*s.origin(), ec);
+    }
 }
 
 void ws_protocol::on_drained(session& s) { app_.on_drained(s); }

@@ -18,6 +18,7 @@ namespace detail {
 struct ws_conn {
     bool open = false;        // upgraded: frames from here on
     bool in_message = false;  // a fragmented message is being reassembled
+    bool failure_told = false;  // client: on_connect_failed already heard about this attempt
     ws_opcode message_op = ws_opcode::binary;
     std::uint32_t fragments = 0;
     std::vector<std::byte> message;  // the fragments so far, never above max_message

@@ -149,6 +149,7 @@ void ws_protocol::impl::on_response(session& s, ws_conn& c, std::span<const std:
     }
     if (ec) {
         bump(s.group().counters().ws_handshakes_refused);
+        c.failure_told = true;
         self.app_.on_connect_failed(*s.origin(), ec);
         s.abort(ec);
         return;

@@ -1,6 +1,7 @@
 // WebSocket wire pieces (strix/net/websocket.hpp): the error category, frame headers, encoding,
 // masking, and sending on a session.
 #include <strix/net/session.hpp>
+#include <strix/net/session_group.hpp>
 #include <strix/net/websocket.hpp>
 
 #include "net/ws/ws_random.hpp"
@@ -136,6 +137,7 @@ void ws_close(session& s, std::uint16_t code, std::string_view reason) {
     const std::size_t n = std::min<std::size_t>(reason.size(), 123);
     if (n) std::memcpy(body + 2, reason.data(), n);
     ws_send(s, ws_opcode::close, std::span<const std::byte>(body, 2 + n));
+    bump(s.group().counters().ws_closes_normal);
     s.close(ws_close_reason(code));
 }
 

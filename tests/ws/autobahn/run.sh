@@ -61,6 +61,16 @@ includes=()
 for s in 1 2 3 4 5 6 7 9 10; do includes+=(-i "$s.*"); done
 "$venv/bin/kosoku" "127.0.0.1:$port" "${includes[@]}" -p 4 -o "$out" >"$root/kosoku-$backend.log" 2>&1
 runner=$?
+# The server must stop cleanly: a sanitizer report (ASan/UBSan build) makes its exit status non-zero.
+kill -TERM "$server"
+wait "$server"
+server_status=$?
+trap - EXIT
+if [ "$server_status" -ne 0 ]; then
+  echo "ws-conf: strix-echo-server exited with status $server_status:"
+  tail -40 "$root/server-$backend.log"
+  exit 1
+fi
 
 "$py" - "$out" "$root/summary-$backend.md" "$backend" "$runner" <<'PY'
 import collections, glob, json, sys
