@@ -14,7 +14,9 @@
 #    TLS (tag run-tls: a server like step 2's with --tls-cert, a self-signed P-256 certificate made
 #    with openssl for 127.0.0.1, the load tool with --tls --ca verifying it), then, on a fresh
 #    server, over TCP (the seed's transport) and over the Unix socket (same server, same code above
-#    the socket), so TLS and plain TCP are measured one right after the other;
+#    the socket), so TLS and plain TCP are measured one right after the other, then over WebSocket
+#    (tag run-ws: the same server's --ws-port, strix-chat-load --ws: every frame one binary
+#    message, the same verification) in the same run;
 # 4. the sweep over each transport: the same clients and rooms, the rate starting at 2 messages/s
 #    per client and raised x1.5 per 10 s step until p99 passes 10 ms or deliveries fall behind;
 # 5. a second server with --ack early (acknowledged when queued for the database, the behaviour
@@ -37,7 +39,7 @@
 #              CHAT_SWEEP_DURATION (10), CHAT_SWEEP_STEPS (12), CHAT_SHARDS (nproc - 1, at least 1:
 #              the load tool shares the machine and gets a core of its own), CHAT_LOAD_THREADS (1),
 #              CHAT_SWEEP=0 skips the sweeps, CHAT_UNIX=0 skips the Unix socket runs, CHAT_TLS=0
-#              skips the TLS run,
+#              skips the TLS run, CHAT_WS=0 skips the WebSocket run,
 #              CHAT_PROBE=0 skips the platform probe, CHAT_EARLY=0 skips the --ack early runs,
 #              CHAT_SERVER_ARGS adds arguments to both servers (e.g. --commit-delay-us 500),
 #              CHAT_README_RUNS (3; 0 skips step 6), CHAT_README_DURATION (20),
@@ -65,6 +67,7 @@ do_unix=${CHAT_UNIX:-1}
 do_probe=${CHAT_PROBE:-1}
 do_early=${CHAT_EARLY:-1}
 do_tls=${CHAT_TLS:-1}
+do_ws=${CHAT_WS:-1}
 readme_runs=${CHAT_README_RUNS:-3}
 readme_duration=${CHAT_README_DURATION:-20}
 read -r -a readme_rates <<<"${CHAT_README_RPS:-10 2}"
@@ -120,13 +123,14 @@ start_server() {
   shift 2
   port=$(free_port)
   metrics_port=$(free_port)
+  wsport=$(free_port)
   sock=$tmp/chat$suffix.sock
   # Every client comes from 127.0.0.1 and logs in at once: the per-address connection cap (256)
   # and the pending-login bound (64) are for hostile clients, not for a load test of 500 known ones.
   server_cmd=("$bin/strix-chat-server" --db "sqlite:$tmp/chat$suffix.db" --password-cost fast --port "$port"
               --unix "$sock" --metrics-port "$metrics_port" --chat-rate 1000000 --chat-burst 1000000
               --max-connections-per-address 0 --login-queue 1024 --shards "$shards" --pin --ack "$ack"
-              "${extra_args[@]}" "$@")
+              --ws-port "$wsport" "${extra_args[@]}" "$@")
   launch_server "server$suffix"
 }
 
@@ -183,6 +187,7 @@ run_load() {
   case $tag in
     *-unix|*-unix-early) target=(--unix "$sock") ;;
     *-tls) target+=(--tls --ca "$tls_cert") ;;
+    *-ws) target=(--host 127.0.0.1 --port "$wsport" --ws) ;;
   esac
   local cmd=("${pin[@]}" "$bin/strix-chat-load" "${target[@]}" --clients "$clients" --rooms "$rooms"
              --payload-mix "$mix" --threads "$load_threads" --server-pid "$server_pid"
@@ -222,6 +227,11 @@ for t in "${transports[@]}"; do
   run_load "run$t" $((duration + warmup + 300)) --rps "$rps" --duration "$duration" --warmup "$warmup" \
     --report-every 10
 done
+# WebSocket on the same server, right after TCP and Unix (no sweep: the run is the comparison).
+if [ "$do_ws" = 1 ]; then
+  run_load run-ws $((duration + warmup + 300)) --rps "$rps" --duration "$duration" --warmup "$warmup" \
+    --report-every 10
+fi
 if [ "$do_sweep" = 1 ]; then
   for t in "${transports[@]}"; do
     run_load "sweep$t" $(((sweep_duration + 15) * sweep_steps + 300)) --sweep --rps "$sweep_rps" \

@@ -3,9 +3,8 @@
 
 Every figure of ours comes from the strix-chat-load JSON files in --runs (run.json, and sweep.json
 when the sweep ran; run-early.json and run-unix-early.json from the --ack early server when those
-ran; run-tls.json from the TLS server when that ran); a missing file or a run that did not verify
-fails the report. Seed 004's
-figures are quoted from its portfolio (IOCP chat server, Windows) and always labelled as theirs.
+ran; run-tls.json from the TLS server when that ran; run-ws.json, over WebSocket, when that ran); a
+missing file or a run that did not verify fails the report. Seed 004's figures are quoted from its portfolio (IOCP chat server, Windows) and always labelled as theirs.
 """
 import argparse
 import re
@@ -348,7 +347,7 @@ def readme_section(runs_dir):
 
 
 def tls_cost_line(plain, tls):
-    """What TLS costs: the same workload over TLS next to plain TCP, fresh servers one after the other."""
+    """What a transport costs (TLS, WebSocket): the same workload over it next to plain TCP."""
     a, b = tls["latency_us"], plain["latency_us"]
     parts = [f"deliveries/s {n(tls['deliveries_per_s'])} vs {n(plain['deliveries_per_s'])}"]
     parts += [f"{k.replace('p999', 'p99.9')} {ms(a[k])} vs {ms(b[k])} ms ({(a[k] - b[k]) / 1000:+.3f})"
@@ -379,6 +378,8 @@ def main():
     erun = check_run(early_path, "run-early.json") if os.path.exists(early_path) else None
     uearly_path = os.path.join(args.runs, "run-unix-early.json")
     uerun = check_run(uearly_path, "run-unix-early.json") if os.path.exists(uearly_path) else None
+    ws_path = os.path.join(args.runs, "run-ws.json")
+    wrun = check_run(ws_path, "run-ws.json") if os.path.exists(ws_path) else None
     tls_path = os.path.join(args.runs, "run-tls.json")
     trun = check_run(tls_path, "run-tls.json") if os.path.exists(tls_path) else None
     sweep = optional_json(os.path.join(args.runs, "sweep.json"), "sweep.json", sweep=True)
@@ -422,6 +423,12 @@ def main():
     ulat = urun["latency_us"] if urun else None
     early = erun is not None or uerun is not None
     tls_col = " TCP+TLS, ack stored (ours) |" if early else " TCP+TLS (ours) |"
+    ws_col = (" WebSocket, ack stored (ours) |" if early else " WebSocket (ours) |") if wrun else ""
+    if wrun is not None:
+        L.append("WebSocket: the same workload through the same server's `--ws-port` (`strix-chat-load --ws`: "
+                 "every frame one masked binary message, the server's frames one binary message each), right "
+                 "after the TCP and Unix runs; the same verification.")
+        L.append("")
     if trun is not None:
         L.append(f"TCP+TLS: the same workload over TLS ({tls_negotiated(args.runs)}, a self-signed P-256 certificate "
                  "verified by the load tool), against a server started like the TCP one, right before it. Server and "
@@ -437,15 +444,16 @@ def main():
                  "acknowledged but not yet committed).")
         L.append("")
         L.append("| | TCP, ack stored (ours) |" + (tls_col if trun else "") + " TCP, ack early (ours) | "
-                 "Unix, ack stored (ours) | Unix, ack early (ours) | portfolio (theirs) |")
-        L.append("|---|---:|---:|---:|---:|---:|" + ("---:|" if trun else ""))
+                 "Unix, ack stored (ours) | Unix, ack early (ours) |" + ws_col + " portfolio (theirs) |")
+        L.append("|---|---:|---:|---:|---:|---:|" + ("---:|" if trun else "") + ("---:|" if wrun else ""))
     else:
-        L.append("| | TCP (ours) |" + (tls_col if trun else "") + " Unix socket (ours) | portfolio (theirs) |")
-        L.append("|---|---:|---:|---:|" + ("---:|" if trun else ""))
+        L.append("| | TCP (ours) |" + (tls_col if trun else "") + " Unix socket (ours) |" + ws_col +
+                 " portfolio (theirs) |")
+        L.append("|---|---:|---:|---:|" + ("---:|" if trun else "") + ("---:|" if wrun else ""))
 
     def row(label, f, theirs):
         tls_cell = [trun] if trun else []
-        cols = [run] + tls_cell + ([erun, urun, uerun] if early else [urun])
+        cols = [run] + tls_cell + ([erun, urun, uerun] if early else [urun]) + ([wrun] if wrun else [])
         cells = [f(r) if r else "not run" for r in cols]
         L.append(f"| {label} | " + " | ".join(cells) + f" | {theirs} |")
 
@@ -469,10 +477,16 @@ def main():
     verdict = "met" if lat["p99"] <= 1000 else "not met"
     uverdict = ("met" if ulat["p99"] <= 1000 else "not met") if ulat else "not run"
     L.append(f"Target p99 <= 1 ms: TCP **{verdict}** ({ms(lat['p99'])} ms); Unix socket **{uverdict}**"
-             + (f" ({ms(ulat['p99'])} ms)." if ulat else ".") + (" (With the default `--ack stored`.)" if early else ""))
+             + (f" ({ms(ulat['p99'])} ms)" if ulat else "")
+             + (f"; WebSocket **{'met' if wrun['latency_us']['p99'] <= 1000 else 'not met'}** "
+                f"({ms(wrun['latency_us']['p99'])} ms)" if wrun else "")
+             + "." + (" (With the default `--ack stored`.)" if early else ""))
     L.append("")
     if trun:
         L.append(f"**What TLS costs** (TCP+TLS vs plain TCP, this run): {tls_cost_line(run, trun)}.")
+        L.append("")
+    if wrun:
+        L.append(f"**What WebSocket costs** (WebSocket vs TCP, same server, this run): {tls_cost_line(run, wrun)}.")
         L.append("")
     if early:
         L.append("**What acknowledge-after-write costs** (ack stored minus ack early, same workload, this run): "
@@ -500,6 +514,9 @@ def main():
         L.extend(run_sections(trun, "TCP+TLS (127.0.0.1)" + (", --ack stored" if early else ""), args.runs, "run-tls"))
     if urun:
         L.extend(run_sections(urun, "Unix socket" + (", --ack stored" if early else ""), args.runs, "run-unix"))
+    if wrun:
+        L.extend(run_sections(wrun, "WebSocket (ws://127.0.0.1)" + (", --ack stored" if early else ""), args.runs,
+                              "run-ws"))
     if erun:
         L.extend(run_sections(erun, "TCP (127.0.0.1), --ack early", args.runs, "run-early"))
     if uerun:
@@ -538,7 +555,7 @@ def main():
         L.append(read(os.path.join(args.runs, "server-tls.cmd")))
         L.append(read(os.path.join(args.runs, "run-tls.cmd")))
     L.append(read(os.path.join(args.runs, "server.cmd")))
-    for tag in ("run", "run-unix", "sweep", "sweep-unix"):
+    for tag in ("run", "run-unix", "run-ws", "sweep", "sweep-unix"):
         path = os.path.join(args.runs, tag + ".cmd")
         if os.path.exists(path):
             L.append(read(path))

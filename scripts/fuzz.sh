@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-"frame_decoder framers zmtp chat_request chat_config metrics_http tls_stream curve"}
+targets=${FUZZ_TARGETS:-"frame_decoder framers zmtp chat_request chat_config metrics_http tls_stream curve ws"}
 cxx=${FUZZ_CXX:-clang++-16}
 cc=${FUZZ_CC:-clang-16}
 out=build-fuzz

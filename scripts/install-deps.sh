@@ -17,6 +17,7 @@ packages=(
   libzmq3-dev                 # strix::link interop tests and the libzmq baseline only
   redis-server libhiredis-dev # chat cluster mode: the backplane (tests start their own on a free port); hiredis's RESP reader
   chromium-headless-shell     # the web chat page's browser test (driven through Playwright, fetched by its build step)
+  nodejs                      # (with npm) the web chat page's build: flatc --ts output bundled by esbuild (scripts/build-web.sh; npm packages pinned in apps/chat/web/package-lock.json)
   python3-websockets python3-venv  # WebSocket protocol tests; venvs for PyPI tools (Autobahn case runner, Playwright)
   gnuplot-nox                 # echo.png and other plots written by make bench
   clang-16 libclang-rt-16-dev llvm-16   # make fuzz only: libFuzzer + sanitizers, llvm-symbolizer (fuzz/)

@@ -69,6 +69,15 @@ public:
     bool ready() const { return port_ != 0; }
     std::uint16_t port() const { return port_; }
     std::string log() const { return read_file(log_); }
+    /// The WebSocket port the server announced with --ws-port (0: none).
+    std::uint16_t ws_port() const {
+        // "web chat page http(s)://127.0.0.1:PORT/ (WebSocket ws(s)://127.0.0.1:PORT/ws)"
+        const std::string page = "web chat page http", host = "://127.0.0.1:";
+        auto text = log();
+        auto pos = text.find(page);
+        if (pos != std::string::npos) pos = text.find(host, pos);
+        return pos == std::string::npos ? 0 : static_cast<std::uint16_t>(std::stoi(text.substr(pos + host.size())));
+    }
 
     /// Sends sig and waits for the exit; returns the wait status (-1 on timeout).
     int stop(int sig = SIGTERM, std::chrono::milliseconds within = std::chrono::seconds(30)) {

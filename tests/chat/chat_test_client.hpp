@@ -1,9 +1,11 @@
 #pragma once
 // A small blocking chat client for the black-box tests: it writes request frames and reads the
 // server's frames one at a time, with timeouts, so a test can assert exactly which frames each
-// client receives and in which order.
+// client receives and in which order. connect_ws() makes it a WebSocket client (ws_test_wire.hpp):
+// the same frames, one per binary WebSocket message.
 
 #include "apps/chat/common/chat_frame.hpp"
+#include "ws_test_wire.hpp"
 
 #include <support/loopback.hpp>
 
@@ -66,7 +68,7 @@ public:
     ~chat_client() { close(); }
     chat_client(const chat_client&) = delete;
     chat_client& operator=(const chat_client&) = delete;
-    chat_client(chat_client&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+    chat_client(chat_client&& o) noexcept : fd_(std::exchange(o.fd_, -1)), ws_(o.ws_) {}
 
     /// Connects to 127.0.0.1:port; rcvbuf > 0 shrinks the receive buffer first (slow readers).
     bool connect(std::uint16_t port, int rcvbuf = 0) {
@@ -103,9 +105,28 @@ public:
         fd_ = fd;
         return true;
     }
+    /// Connects to 127.0.0.1:port and upgrades to WebSocket at `path` (with an Origin header
+    /// when `origin` is not empty); true once the server accepted with the right key.
+    bool connect_ws(std::uint16_t port, const std::string& path = "/ws", const std::string& origin = {}) {
+        if (!connect(port)) return false;
+        upgrade_ = ws::upgrade(fd_, port, path, origin);
+        ws_ = ws::accepted(upgrade_);
+        return ws_;
+    }
+    /// The server's answer to the last connect_ws() (status and head).
+    const ws::upgrade_reply& upgrade_reply() const { return upgrade_; }
+    /// The code of the WebSocket close frame the server sent (0: none seen yet).
+    std::uint16_t close_code() const { return close_code_; }
+    /// One WebSocket frame with any opcode and payload (protocol tests).
+    bool send_ws(ws::opcode op, std::span<const std::byte> payload, bool fin = true) {
+        return send_all(fd_, ws::encode(op, payload.data(), payload.size(), fin));
+    }
+
     void close() {
         if (fd_ >= 0) ::close(fd_);
         fd_ = -1;
+        ws_ = false;
+        close_code_ = 0;
     }
     int fd() const { return fd_; }
     /// Why the last connect_from() failed.
@@ -129,6 +150,7 @@ public:
 
     bool send(flatbuffers::FlatBufferBuilder& fbb, proto::msg_type type) {
         auto buf = strix::chat::finish_frame(fbb, type);
+        if (ws_) return send_ws(ws::binary, std::span<const std::byte>(buf->data(), buf->size()));
         return send_all(fd_, buf->data(), buf->size());
     }
     bool send_login(const std::string& name, const std::string& password) {
@@ -187,6 +209,7 @@ public:
     std::optional<frame> recv(std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
         pollfd p{fd_, POLLIN, 0};
         if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return std::nullopt;
+        if (ws_) return recv_ws();
         std::byte head[frame_header_size];
         if (!recv_exact(fd_, head, sizeof head)) return std::nullopt;
         auto h = parse_header(head);
@@ -379,7 +402,36 @@ public:
     }
 
 private:
+    // One binary message must hold exactly one frame (docs/protocol.md, "WebSocket").
+    std::optional<frame> recv_ws() {
+        for (;;) {
+            auto m = ws::read(fd_);
+            if (!m) return std::nullopt;
+            EXPECT_FALSE(m->masked) << "a server's frames are never masked";
+            if (m->op == ws::close) {
+                close_code_ = m->close_code();
+                return std::nullopt;
+            }
+            if (m->op == ws::ping || m->op == ws::pong) continue;
+            EXPECT_EQ(m->op, ws::binary) << "the chat server sends binary messages only";
+            EXPECT_TRUE(m->fin) << "one frame per message, unfragmented";
+            if (m->payload.size() < frame_header_size) {
+                ADD_FAILURE() << "a WebSocket message shorter than a frame header";
+                return std::nullopt;
+            }
+            auto h = parse_header(m->payload.data());
+            EXPECT_EQ(h.length, m->payload.size()) << "a WebSocket message carries exactly one frame";
+            frame f;
+            f.type = static_cast<proto::msg_type>(h.type);
+            f.bytes = std::move(m->payload);
+            return f;
+        }
+    }
+
     int fd_ = -1;
+    bool ws_ = false;
+    std::uint16_t close_code_ = 0;
+    ws::upgrade_reply upgrade_;
     std::string last_error_;
     bool refused_at_connect_ = false;
 };

@@ -122,6 +122,17 @@ TEST(protocol_doc, examples_are_what_the_encoder_produces) {
         ASSERT_EQ(l->device_token()->size(), 32u);
         EXPECT_EQ(l->device_token()->Get(31), 31);
     }
+    {
+        // The WebSocket examples: the frames inside masked client frames (the test client's key)
+        // and an unmasked server frame.
+        auto wrap = [](const std::vector<std::byte>& f) { return ws::encode(ws::binary, f.data(), f.size()); };
+        EXPECT_EQ(wrap(doc_frame(doc, "login_req ann pw")), doc_frame(doc, "ws login_req ann pw"));
+        EXPECT_EQ(wrap(doc_frame(doc, "ping_req ts=1")), doc_frame(doc, "ws ping_req ts=1"));
+        flatbuffers::FlatBufferBuilder fbb;
+        fbb.Finish(proto::Createpong_res(fbb, 1));
+        EXPECT_EQ(bytes_of(frames::ws_message(chat::finish_frame(fbb, msg_type::pong_res))),
+                  doc_frame(doc, "ws pong_res ts=1"));
+    }
     // And the documented bytes decode as documented.
     auto ping = doc_frame(doc, "ping_req ts=1");
     ASSERT_EQ(ping.size(), 36u);
@@ -154,6 +165,27 @@ TEST(protocol_doc, a_running_server_answers_the_documented_ping_and_logins) {
         ASSERT_NE(r->device_token(), nullptr) << example;
         EXPECT_EQ(r->device_token()->size(), 32u);
     }
+    EXPECT_EQ(srv.stop(), 0);
+}
+
+TEST(protocol_doc, a_running_server_answers_the_documented_websocket_frames) {
+    auto doc = protocol_doc();
+    temp_dir dir;
+    server_process srv("sqlite:" + dir.path() + "/chat.db", dir.path() + "/server.log", 2, {"--ws-port", "0"});
+    ASSERT_TRUE(srv.ready()) << srv.log();
+    chat_client c;
+    ASSERT_TRUE(c.connect_ws(srv.ws_port())) << c.upgrade_reply().head;
+    // Raw bytes after the upgrade: exactly the documented server frame comes back.
+    ASSERT_TRUE(c.send_raw(doc_frame(doc, "ws ping_req ts=1")));
+    const auto want = doc_frame(doc, "ws pong_res ts=1");
+    std::vector<std::byte> got(want.size());
+    ASSERT_TRUE(recv_exact(c.fd(), got.data(), got.size()));
+    EXPECT_EQ(got, want);
+    ASSERT_TRUE(c.send_raw(doc_frame(doc, "ws login_req ann pw")));
+    auto res = c.expect(msg_type::login_res);
+    auto* r = res.as<proto::login_res>();
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->player()->name()->str(), "ann");
     EXPECT_EQ(srv.stop(), 0);
 }
 

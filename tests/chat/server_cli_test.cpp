@@ -142,6 +142,43 @@ TEST(server_cli, bad_options_and_config_files_are_rejected_with_a_reason) {
     EXPECT_NE(missing.output.find("none.toml"), std::string::npos) << missing.output;
 }
 
+TEST(server_cli, websocket_options_are_checked_and_read_from_the_config_file) {
+    temp_dir dir;
+    const std::string db = "sqlite:" + dir.path() + "/x.db";
+    struct bad {
+        std::vector<std::string> args;
+        const char* says;
+    };
+    for (const bad& b : std::vector<bad>{
+             {{"--ws-port", "0", "--ws-path", "/"}, "--ws-path must start with / and name a path other than /"},
+             {{"--ws-port", "0", "--ws-path", "ws"}, "--ws-path must start with /"},
+             {{"--ws-port", "0", "--ws-origins", "https://a.example,chat.example"}, "got 'chat.example'"},
+             {{"--ws-port", "0", "--ws-origins", "https://a.example/page"}, "no path"},
+             {{"--ws-port", "7000", "--port", "7000"}, "--ws-port must differ from --port"},
+             {{"--ws-port", "0", "--host", "0.0.0.0", "--insecure-plaintext"}, "needs --ws-origins"},
+         }) {
+        std::vector<std::string> args = b.args;
+        args.insert(args.end(), {"--db", db, "--metrics-port", "0"});
+        auto o = run_to_exit(args);
+        EXPECT_EQ(o.status, 2) << o.output;
+        EXPECT_NE(o.output.find(b.says), std::string::npos) << o.output;
+        EXPECT_EQ(lines(o.output), 1u) << o.output;
+    }
+    // Keys named like the options; the page is then served on the configured port.
+    const std::uint16_t ws = free_port();
+    auto cfg = dir.path() + "/ws.toml";
+    std::ofstream(cfg) << "ws-port = " << ws << "\nws-path = \"/chat\"\nws-origins = \"https://chat.example\"\n"
+                       << "port = 0\nmetrics-port = 0\nshards = 1\nno-pin = true\ndb = \"" << db << "\"\n";
+    child c("strix-chat-server", {"--config", cfg}, dir.path() + "/log");
+    ASSERT_TRUE(wait_listening(ws)) << read_file(dir.path() + "/log");
+    chat_client ok, refused;
+    EXPECT_TRUE(ok.connect_ws(ws, "/chat", "https://chat.example")) << ok.upgrade_reply().head;
+    EXPECT_FALSE(refused.connect_ws(ws, "/chat", "http://127.0.0.1:" + std::to_string(ws)));
+    EXPECT_EQ(refused.upgrade_reply().status, 403);
+    c.signal(SIGTERM);
+    EXPECT_EQ(c.wait_exit(std::chrono::seconds(20)), 0);
+}
+
 TEST(server_cli, a_config_file_sets_options_and_the_command_line_wins) {
     temp_dir dir;
     auto port = free_port();

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # ctest driver: strix-chat-load against a fresh strix-chat-server (new SQLite database, cheap
 # password hashes), which must stop cleanly on SIGTERM afterwards.
-#   chat_load_smoke_test.sh clean|unix|faults <strix-chat-load> <strix-chat-server> <work dir>
+#   chat_load_smoke_test.sh clean|unix|ws|limits|faults <strix-chat-load> <strix-chat-server> <work dir>
 # clean  (chat.load_smoke): 40 clients in 4 rooms send 5 messages per second each for 3 s. The load
 #        tool must exit 0 and its JSON must show every delivery verified: lost = duplicates =
 #        out_of_order = corrupt = 0, delivered = expected = sent x 10 (the room size).
 # unix   (chat.load_smoke_unix): the same run over the server's --unix socket instead of TCP.
+# ws     (chat.load_smoke_ws): the same run over the server's --ws-port (strix-chat-load --ws).
 # limits (chat.load_server_limits): the clean run against a server that admits 2 logins at a time
 #        and 12 connections per address: the tool must retry the logins it is told to retry later
 #        (and say how many) and spread its 40 clients over 4 loopback source addresses.
@@ -36,6 +37,11 @@ port=$(free_port)
 sock=$work/chat.sock
 server_extra=()
 load_extra=()
+wsport=
+if [ "$mode" = ws ]; then
+  wsport=$(free_port)
+  server_extra=(--ws-port "$wsport")
+fi
 if [ "$mode" = limits ]; then
   server_extra=(--login-queue 2 --max-connections-per-address 12)
   load_extra=(--clients-per-source 10)
@@ -104,6 +110,9 @@ if [ "$mode" = unix ]; then
   for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
   target=(--unix "$sock")
 fi
+if [ "$mode" = ws ]; then
+  target=(--host 127.0.0.1 --port "$wsport" --ws)
+fi
 rc=0
 timeout 90 "$load" "${target[@]}" --clients 40 --rooms 4 --rps 5 --duration 3 \
   --warmup 1 --report-every 1 "${load_extra[@]}" --json "$work/load.json" >"$work/load.log" 2>&1 || rc=$?
@@ -148,6 +157,9 @@ if "steal_ms_per_s" in d:
 print("load.json: sent %d, delivered %d of %d, p99 %.0f us" % (d["sent"], d["delivered"], d["expected_deliveries"], d["latency_us"]["p99"]))
 PY
 grep -q "result      PASS" "$work/load.log" || fail "summary does not say PASS"
+if [ "$mode" = ws ]; then
+  grep -q "127.0.0.1:$wsport" "$work/load.log" || fail "the load tool did not report connecting to the WebSocket port"
+fi
 if [ "$mode" = unix ]; then
   grep -q "unix:$sock" "$work/load.log" || fail "the load tool did not report connecting to unix:$sock"
 fi

@@ -8,6 +8,7 @@
 //   out: [ written | pending: out_head .. size() ]
 
 #include "delivery_checker.hpp"
+#include "load_ws.hpp"
 
 #include "apps/chat/common/client_tls.hpp"
 
@@ -24,6 +25,7 @@ enum class client_state : std::uint8_t {
     idle,        ///< not connected yet
     connecting,  ///< non-blocking connect() in progress
     handshaking, ///< --tls: TLS handshake in progress (nothing of the login sent yet)
+    upgrading,   ///< --ws: WebSocket upgrade sent, waiting for the 101
     logging_in,  ///< login_req sent
     logged_in,   ///< waiting for its room to exist
     entering,    ///< create_room_req or join_room_req sent
@@ -53,6 +55,7 @@ struct load_client {
     std::unique_ptr<client_tls_conn> tls;  ///< --tls: the connection's TLS (freed before the socket closes)
     bool read_wants_write = false;         ///< a TLS read must send first: retried on EPOLLOUT
     bool write_wants_read = false;         ///< a TLS write must receive first: retried on EPOLLIN
+    std::unique_ptr<load_ws> ws;           ///< --ws: the WebSocket framing of this connection
     frame_decoder decoder;
     std::vector<std::byte> out;
     std::size_t out_head = 0;

@@ -1,14 +1,18 @@
 // The load tool's verification logic without a server: if these are wrong, a broken server could
 // score. Payload mix parsing and draws, the deterministic texts, the latency histogram and the
-// delivery checker's classification of in-order, gap, late and duplicate messages.
+// delivery checker's classification of in-order, gap, late and duplicate messages; --ws's framing.
 
 #include "delivery_checker.hpp"
 #include "latency_histogram.hpp"
 #include "load_stats.hpp"
+#include "load_ws.hpp"
 #include "message_text.hpp"
 #include "payload_mix.hpp"
 
 #include <gtest/gtest.h>
+
+#include <openssl/evp.h>
+#include <openssl/sha.h>
 
 #include <map>
 #include <set>
@@ -273,6 +277,99 @@ TEST(LoadStats, MergeSumsCountersAndKeepsTheWorstLag) {
     EXPECT_EQ(a.error_total(), 8u);
     EXPECT_EQ(a.send_lag_max_ns, 70u);
     EXPECT_EQ(a.latency.count(), 2u);
+}
+
+// The server's messages, however the reads cut them, come out as the frames' bytes in order;
+// control frames are dropped, a close frame is an error naming its code.
+TEST(LoadWs, UnwrapsMessagesAcrossAnyReadBoundaries) {
+    std::vector<std::byte> in, want;
+    auto message = [&](std::uint8_t first, std::size_t n, bool data) {
+        in.push_back(std::byte{first});
+        if (n < 126) {
+            in.push_back(static_cast<std::byte>(n));
+        } else {
+            in.insert(in.end(), {std::byte{126}, static_cast<std::byte>(n >> 8), static_cast<std::byte>(n & 0xFF)});
+        }
+        for (std::size_t i = 0; i < n; ++i) {
+            in.push_back(static_cast<std::byte>(i * 7 + n));
+            if (data) want.push_back(in.back());
+        }
+    };
+    message(0x82, 5, true);
+    message(0x82, 300, true);
+    message(0x89, 4, false);  // a ping between messages
+    message(0x82, 0, true);
+    message(0x82, 125, true);
+    for (std::size_t chunk : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}, std::size_t{64},
+                              in.size()}) {
+        load_ws ws(1);
+        std::vector<std::byte> got;
+        for (std::size_t at = 0; at < in.size(); at += chunk) {
+            std::vector<std::byte> buf(in.begin() + static_cast<std::ptrdiff_t>(at),
+                                       in.begin() + static_cast<std::ptrdiff_t>(std::min(in.size(), at + chunk)));
+            const std::size_t n = ws.unwrap(buf.data(), buf.size());
+            got.insert(got.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
+        }
+        EXPECT_EQ(got, want) << "reads of " << chunk << " bytes";
+        EXPECT_EQ(ws.error(), "") << chunk;
+    }
+    load_ws closed(2);
+    std::vector<std::byte> close{std::byte{0x88}, std::byte{2}, std::byte{0x03}, std::byte{0xF1}};
+    EXPECT_EQ(closed.unwrap(close.data(), close.size()), 0u);
+    EXPECT_NE(closed.error().find("code 1009"), std::string::npos) << closed.error();
+    load_ws masked(3);
+    std::vector<std::byte> bad{std::byte{0x82}, std::byte{0x81}, std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4},
+                               std::byte{5}};
+    masked.unwrap(bad.data(), bad.size());
+    EXPECT_NE(masked.error(), "") << "a server's frame is never masked";
+}
+
+// What the tool sends: the upgrade with a key whose Accept it checks, then masked binary messages
+// that unmask to the frame.
+TEST(LoadWs, UpgradesAndMasksEveryFrame) {
+    load_ws ws(42);
+    std::vector<std::byte> out;
+    ws.request(out, "127.0.0.1", 8080, "/ws");
+    const std::string req(reinterpret_cast<const char*>(out.data()), out.size());
+    EXPECT_EQ(req.rfind("GET /ws HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n", 0), 0u) << req;
+    const std::string field = "Sec-WebSocket-Key: ";
+    const auto at = req.find(field);
+    ASSERT_NE(at, std::string::npos) << req;
+    std::string keyed = req.substr(at + field.size(), 24);
+    keyed.append("258EAFA5-E914-47DA-95CA-C5AB0DC85B11");
+    unsigned char digest[SHA_DIGEST_LENGTH];
+    SHA1(reinterpret_cast<const unsigned char*>(keyed.data()), keyed.size(), digest);
+    char accept[64] = {};
+    EVP_EncodeBlock(reinterpret_cast<unsigned char*>(accept), digest, sizeof digest);
+
+    const std::string wrong = "HTTP/1.1 101 Switching Protocols\r\nSec-WebSocket-Accept: xyz=\r\n\r\n";
+    load_ws other(42);
+    std::vector<std::byte> ignored;
+    other.request(ignored, "127.0.0.1", 8080, "/ws");
+    auto r = other.read_head(std::as_bytes(std::span(wrong)));
+    EXPECT_FALSE(r.done);
+    EXPECT_NE(other.error().find("Sec-WebSocket-Accept"), std::string::npos) << other.error();
+
+    // The head, then the first frame's bytes in the same read: the head's length is reported.
+    std::string reply = "HTTP/1.1 101 Switching Protocols\r\nsec-websocket-accept: ";
+    reply.append(accept).append("\r\n\r\n");
+    const std::size_t head = reply.size();
+    reply.append("\x82\x01Z");
+    r = ws.read_head(std::as_bytes(std::span(reply)));
+    EXPECT_TRUE(r.done) << ws.error();
+    EXPECT_EQ(r.used, head);
+
+    std::vector<std::byte> frames{std::byte{9}};
+    const std::size_t from = frames.size();
+    for (int i = 0; i < 200; ++i) frames.push_back(static_cast<std::byte>(i));
+    ws.wrap_tail(frames, from);
+    ASSERT_EQ(frames.size(), 1u + 4 + 4 + 200);
+    EXPECT_EQ(frames[1], std::byte{0x82});
+    EXPECT_EQ(frames[2], std::byte{0x80 | 126}) << "masked, 16-bit length";
+    EXPECT_EQ(frames[4], std::byte{200});
+    const std::byte* key = frames.data() + 5;
+    for (int i = 0; i < 200; ++i)
+        ASSERT_EQ(frames[9 + static_cast<std::size_t>(i)] ^ key[i % 4], static_cast<std::byte>(i)) << i;
 }
 
 }  // namespace

@@ -51,6 +51,10 @@ load_options parse_load_options(int argc, char** argv) {
                    "the name (or address) the server's certificate must carry, sent as SNI (default: --host)")
         ->type_name("NAME")
         ->needs(tls);
+    auto* ws = app.add_flag("--ws", o.ws,
+                            "WebSocket: --port is strix-chat-server's --ws-port, every frame one binary message "
+                            "(wss:// with --tls)");
+    app.add_option("--ws-path", o.ws_path, "the server's --ws-path")->capture_default_str()->needs(ws);
     app.add_option("--clients", o.clients, "connections, one account each")->capture_default_str();
     app.add_option("--rooms", o.rooms, "rooms; the first --rooms clients create them")->capture_default_str();
     app.add_option("--rps", o.rps, "chat messages per second per client (start rate in --sweep)")
@@ -104,6 +108,7 @@ load_options parse_load_options(int argc, char** argv) {
     if (!(o.connect_rate >= 0)) bad("--connect-rate must be a number of connections per second, like 500 or 500/s");
     if (o.clients == 0) bad("--clients must be at least 1");
     if (o.tls && !o.unix_path.empty()) bad("--tls is for TCP: strix-chat-server serves its Unix socket plain");
+    if (o.ws && !o.unix_path.empty()) bad("--ws is for TCP: strix-chat-server serves WebSocket on its --ws-port");
     if (o.rooms == 0 || o.rooms > o.clients) bad("--rooms must be between 1 and --clients");
     if (!(o.rps > 0) || o.rps > 1e6) bad("--rps must be a positive number of messages per second");
     if (!(o.duration_s > 0)) bad("--duration must be positive");

@@ -17,6 +17,8 @@ struct load_options {
     bool tls = false;         ///< TLS on every connection, the server's certificate verified
     std::string ca_file;      ///< trust anchors for --tls; empty: the system's trust store
     std::string server_name;  ///< the name the certificate must carry (and SNI); empty: host
+    bool ws = false;             ///< WebSocket: --port is the server's --ws-port (load_ws.hpp)
+    std::string ws_path = "/ws";  ///< the server's --ws-path
     std::uint32_t clients = 500;
     std::uint32_t rooms = 10;
     double rps = 10.0;  ///< chat_req per second per client

@@ -305,7 +305,7 @@ void load_worker::on_connected(load_client& c) {
     c.state = client_state::logging_in;
     write_interest(c, false);
     if (c.state == client_state::closed) return;
-    send_login(c);
+    start_session(c);
 }
 
 // --tls: one step of the handshake per readiness event; the login goes out once it is done (and
@@ -327,9 +327,21 @@ void load_worker::step_handshake(load_client& c) {
     c.state = client_state::logging_in;
     write_interest(c, false);
     if (c.state == client_state::closed) return;
-    send_login(c);
+    start_session(c);
     // Records that came with the handshake's last flight (TLS 1.3 session tickets) raise no new edge.
     read_tls(c);
+}
+
+// The login, or with --ws first the upgrade (take() sends the login once the 101 is in).
+void load_worker::start_session(load_client& c) {
+    if (!shared_.opt.ws) {
+        send_login(c);
+        return;
+    }
+    c.ws = std::make_unique<load_ws>(c.index);
+    c.state = client_state::upgrading;
+    c.ws->request(c.out, shared_.opt.host, shared_.opt.port, shared_.opt.ws_path);
+    mark_dirty(c);
 }
 
 void load_worker::send_login(load_client& c) {
@@ -465,6 +477,7 @@ void load_worker::append_frame(load_client& c, proto::msg_type type) {
     c.out.resize(at + frame_header_size + body.size());
     encode_header(c.out.data() + at, make_header(static_cast<std::uint16_t>(type), body, false));
     std::memcpy(c.out.data() + at + frame_header_size, body.data(), body.size());
+    if (c.ws) c.ws->wrap_tail(c.out, at);
     mark_dirty(c);
 }
 
@@ -567,8 +580,25 @@ void load_worker::on_event(load_client& c, std::uint32_t ev) {
 // closed meanwhile.
 bool load_worker::take(load_client& c, std::size_t n) {
     now_sink_->bytes_in += n;
+    std::span<const std::byte> in(read_buf_.data(), n);
+    if (c.ws) {
+        std::size_t head = 0;
+        if (c.state == client_state::upgrading) {
+            const load_ws::head_result r = c.ws->read_head(in);
+            head = r.used;
+            if (r.done) {
+                c.state = client_state::logging_in;
+                send_login(c);
+            }
+        }
+        in = in.subspan(head, c.ws->error().empty() ? c.ws->unwrap(read_buf_.data() + head, n - head) : 0);
+        if (!c.ws->error().empty()) {
+            close_client(c, c.ws->error());
+            return false;
+        }
+    }
     const std::int64_t now = now_ns();
-    const frame_errc e = c.decoder.feed(std::span<const std::byte>(read_buf_.data(), n), [&](const frame_view& f) {
+    const frame_errc e = c.decoder.feed(in, [&](const frame_view& f) {
         // The header sits right before the body in either buffer the decoder uses.
         on_frame(c, std::span<const std::byte>(f.body.data() - frame_header_size, f.body.size() + frame_header_size),
                  now);

@@ -76,6 +76,7 @@ private:
     void on_event(load_client& c, std::uint32_t ev);
     void on_connected(load_client& c);
     void step_handshake(load_client& c);
+    void start_session(load_client& c);
     void send_login(load_client& c);
     std::int64_t retry_logins(std::int64_t now);
     void on_readable(load_client& c, bool hangup);

@@ -1,5 +1,6 @@
 #include "chat_server.hpp"
 
+#include "apps/chat/server/net/ws_endpoint.hpp"
 #include "apps/chat/server/rooms/room_id.hpp"
 
 #include <strix/core/log.hpp>
@@ -126,6 +127,7 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
     } catch (const std::system_error& e) {
         throw std::runtime_error(std::string(e.what()) + " (is another server running? choose another --port)");
     }
+    if (opts_.ws.enabled) make_ws_server(scfg);
 
     register_metrics();
     // Served by shard 0's reactor: slow or half-open scrapers cost a session each, never a wait.
@@ -140,6 +142,27 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
 }
 
 chat_server::~chat_server() { shutdown(); }
+
+// The WebSocket listener: the TCP listener's caps, limits and TLS, strix::ws_protocol on each
+// shard in front of a chat_ws that feeds the shard's chat_service.
+void chat_server::make_ws_server(const server_config& base) {
+    server_config wcfg = base;
+    wcfg.unix_path.clear();
+    wcfg.tcp = true;
+    wcfg.port = opts_.ws.port != 0 ? opts_.ws.port : pick_free_port(opts_.server.host);
+    const ws_options wo = chat_ws_options(opts_, wcfg.port, tls_ != nullptr);
+    wo.apply(wcfg);
+    ws_apps_.resize(engine_->shard_count());
+    ws_server_ = std::make_unique<server>(*engine_, wcfg, [this, &wo](shard& sh) {
+        ws_apps_[sh.id()] = std::make_unique<chat_ws>(services_->on(sh.id()));
+        return std::make_unique<ws_protocol>(*ws_apps_[sh.id()], wo);
+    });
+    try {
+        ws_server_->start();
+    } catch (const std::system_error& e) {
+        throw std::runtime_error(std::string(e.what()) + " (is another server running? choose another --ws-port)");
+    }
+}
 
 void chat_server::begin() {
     // Housekeeping timers start on each shard's own thread, once it runs.
@@ -236,6 +259,7 @@ void chat_server::register_metrics() {
     metrics_registry& r = metrics_registry_;
     server_->register_metrics(r);
     if (unix_server_) unix_server_->register_metrics(r);  // same names: summed with the TCP server's
+    if (ws_server_) ws_server_->register_metrics(r);      // likewise
     engine_->register_metrics(r);
     for (unsigned i = 0; i < services_->size(); ++i) metric_regs_.push_back(r.add(services_->on(i).counters()));
     // The engine's session limits, in the words of this server's options.

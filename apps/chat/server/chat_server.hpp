@@ -16,6 +16,7 @@
 #include "apps/chat/server/options/chat_options.hpp"
 #include "apps/chat/server/service/chat_context.hpp"
 #include "apps/chat/server/service/chat_service.hpp"
+#include "apps/chat/server/service/chat_ws.hpp"
 
 #include <strix/core/engine.hpp>
 #include <strix/core/metrics_registry.hpp>
@@ -67,6 +68,8 @@ public:
     engine& eng() noexcept { return *engine_; }
 
     std::uint16_t port() const noexcept { return server_->port(); }
+    /// The WebSocket port (--ws-port; 0 when off). Any thread.
+    std::uint16_t ws_port() const noexcept { return ws_server_ ? ws_server_->port() : 0; }
     std::uint16_t metrics_port() const noexcept { return metrics_ ? metrics_->port() : 0; }
     unsigned shard_count() const noexcept { return engine_->shard_count(); }
     /// The shards' I/O backend after any fallback: "epoll" or "io_uring".
@@ -80,6 +83,7 @@ private:
     std::uint64_t shutdown();
     void committed(std::span<const std::uint64_t> tags);
     void register_metrics();
+    void make_ws_server(const server_config& base);
 
     chat_options opts_;
     metrics_registry metrics_registry_;  // outlives every registration below
@@ -93,6 +97,8 @@ private:
     std::shared_ptr<tls_server> tls_;   // the TCP listeners' identity; nullptr = plain
     std::unique_ptr<server> server_;      // TCP (with TLS when tls_), and the Unix socket when plain
     std::unique_ptr<server> unix_server_; // the Unix socket beside a TLS port: it stays plain
+    std::vector<std::unique_ptr<chat_ws>> ws_apps_;  // per shard, beside services_; outlive ws_server_
+    std::unique_ptr<server> ws_server_;   // --ws-port: WebSocket (wss:// when tls_) and the web page
     std::unique_ptr<metrics_endpoint> metrics_;
     std::vector<metrics_registry::registration> metric_regs_;  // dropped first
     bool shut_down_ = false;

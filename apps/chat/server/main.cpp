@@ -92,6 +92,11 @@ int main(int argc, char** argv) {
                          "strix-chat-server: warning: --insecure-plaintext: passwords and device tokens reach {}:{} "
                          "in clear\n",
                          o.server.host, srv.port());
+        if (srv.ws_port() != 0) {
+            const char* s = srv.tls() ? "s" : "";
+            strix::print(stdout, "strix-chat-server: web chat page http{}://{}:{}/ (WebSocket ws{}://{}:{}{})\n", s,
+                         o.server.host, srv.ws_port(), s, o.server.host, srv.ws_port(), o.ws.path);
+        }
         std::fflush(stdout);
         std::uint64_t lost = srv.run();
         std::printf("strix-chat-server: stopped\n");

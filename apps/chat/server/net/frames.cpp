@@ -1,5 +1,7 @@
 #include "frames.hpp"
 
+#include <strix/net/websocket.hpp>
+
 namespace strix::chat::frames {
 namespace {
 
@@ -159,6 +161,10 @@ shared_buffer_ptr resume_res(std::uint64_t room_id, bool gap, std::span<const ch
     fbb.Finish(proto::Createresume_res(fbb, room_id, gap ? proto::resume_status::gap : proto::resume_status::complete,
                                        v, to_seq, oldest_seq, more));
     return finish_frame(fbb, proto::msg_type::resume_res);
+}
+
+shared_buffer_ptr ws_message(const shared_buffer_ptr& frame) {
+    return ws_encode(ws_opcode::binary, std::span<const std::byte>(frame->data(), frame->size()));
 }
 
 }  // namespace strix::chat::frames

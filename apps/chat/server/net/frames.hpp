@@ -58,5 +58,8 @@ shared_buffer_ptr history_res(std::uint64_t room_id, std::span<const chat_log_en
 /// resume_res: complete with logs (more: another resume_res follows), or gap without.
 shared_buffer_ptr resume_res(std::uint64_t room_id, bool gap, std::span<const chat_log_entry> logs,
                              std::uint64_t to_seq, std::uint64_t oldest_seq, bool more);
+/// `frame` as one binary WebSocket message (an unmasked header, then the frame's bytes
+/// unchanged) for WebSocket sessions; like the frame, built once and shared by every recipient.
+shared_buffer_ptr ws_message(const shared_buffer_ptr& frame);
 
 }  // namespace strix::chat::frames

@@ -102,6 +102,40 @@ bool url_has_param(const std::string& url, const std::string& key) {
     return false;
 }
 
+// An --ws-origins entry: "*" or scheme://host[:port] with an http or https scheme, nothing after.
+bool valid_origin(const std::string& o) {
+    if (o == "*") return true;
+    std::size_t host = 0;
+    if (o.rfind("http://", 0) == 0) host = 7;
+    else if (o.rfind("https://", 0) == 0) host = 8;
+    else return false;
+    return o.size() > host && o.find('/', host) == std::string::npos;
+}
+
+std::string validate_ws(const chat_options& o) {
+    const ws_listen_options& ws = o.ws;
+    if (!ws.enabled) return {};
+    if (ws.path.size() < 2 || ws.path[0] != '/' || ws.path.find_first_of("?# ") != std::string::npos)
+        return "--ws-path must start with / and name a path other than / (which serves the web page), e.g. /ws";
+    // The page's origin follows from a specific address; behind a wildcard only the operator knows it.
+    in_addr a4{};
+    in6_addr a6{};
+    const bool wildcard = o.server.host == "*" ||
+                          (::inet_pton(AF_INET, o.server.host.c_str(), &a4) == 1 && a4.s_addr == htonl(INADDR_ANY)) ||
+                          (::inet_pton(AF_INET6, o.server.host.c_str(), &a6) == 1 && IN6_IS_ADDR_UNSPECIFIED(&a6));
+    if (wildcard && ws.origins.empty())
+        return "--ws-port on --host " + o.server.host +
+               " needs --ws-origins naming the web page's origins (e.g. https://chat.example.com), or * for any";
+    if (ws.port != 0 && (ws.port == o.server.port || ws.port == o.metrics_port))
+        return "--ws-port must differ from --port and --metrics-port";
+    for (const std::string& origin : ws.origins) {
+        if (!valid_origin(origin))
+            return "--ws-origins takes * or origins like https://chat.example.com (scheme://host[:port], no path), "
+                   "got '" + origin + "'";
+    }
+    return {};
+}
+
 }  // namespace
 
 bool is_loopback_host(const std::string& host) {
@@ -158,6 +192,12 @@ std::string validate(const chat_options& o) {
                " is reachable from other machines and plain TCP would carry passwords and device tokens in clear: "
                "give --tls-cert FILE --tls-key FILE (README, \"Chat over TLS\", shows how to make a certificate), "
                "listen on 127.0.0.1, or pass --insecure-plaintext to serve plain TCP anyway";
+    if (!tls && !o.insecure_plaintext && o.ws.enabled && listens_beyond_loopback(o.server.host))
+        return "--host " + o.server.host +
+               " is reachable from other machines and plain ws:// would carry passwords and device tokens in clear: "
+               "give --tls-cert FILE --tls-key FILE (the WebSocket port then serves wss://), listen on 127.0.0.1, "
+               "or pass --insecure-plaintext";
+    if (auto err = validate_ws(o); !err.empty()) return err;
     if (!o.pg_sslmode.empty()) {
         if (o.db.rfind("sqlite:", 0) == 0) return "--pg-sslmode applies to a postgresql:// --db only";
         if (url_has_param(o.db, "sslmode"))
@@ -199,6 +239,22 @@ parse_result parse_options(int argc, char** argv) {
                    "sslrootcert=FILE in the URL or ~/.postgresql/root.crt")
         ->check(CLI::IsMember({"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}))
         ->type_name("MODE");
+    app.add_option_function<std::uint16_t>(
+           "--ws-port",
+           [&o](const std::uint16_t& port) {
+               o.ws.enabled = true;
+               o.ws.port = port;
+           },
+           "WebSocket clients (browsers) on this port of --host, and the web chat page at / (0 = any free port; "
+           "wss:// with --tls-cert); off without it")
+        ->type_name("PORT");
+    app.add_option("--ws-path", o.ws.path, "the path of the WebSocket upgrade on --ws-port")->capture_default_str();
+    app.add_option("--ws-origins", o.ws.origins,
+                   "browser origins allowed to open a WebSocket, comma-separated, or *; default: only the page's own "
+                   "origin (and clients that send no Origin)")
+        ->delimiter(',')
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->type_name("ORIGINS");
     app.add_option("--metrics-port", o.metrics_port, "Prometheus /metrics on 127.0.0.1 (0 = off)")
         ->capture_default_str();
     app.add_option("--shards", o.engine.shards, "shards (threads); 0 = one per online CPU")->capture_default_str();

@@ -15,8 +15,23 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace strix::chat {
+
+/// The WebSocket listener (--ws-port, --ws-path, --ws-origins): browsers and other WebSocket
+/// clients, as ordinary chat members, on its own port beside the TCP one, with the web chat page
+/// at `/`. It listens on --host, with TLS (wss://) when --tls-cert is given.
+struct ws_listen_options {
+    bool enabled = false;       // --ws-port was given
+    std::uint16_t port = 0;     // 0 = any free port (the server tells which)
+    std::string path = "/ws";   // where the upgrade is accepted; `/` serves the page
+    // Origin header values allowed to upgrade. Empty (the default): the page's own origin only,
+    // i.e. an Origin equal to http(s)://<the request's Host>, and clients that send no Origin
+    // (programs, not browsers: a browser always sends one). "*": any origin. Otherwise exact
+    // origins such as "https://chat.example.com" (scheme://host[:port], no path).
+    std::vector<std::string> origins;
+};
 
 /// When a chat message is acknowledged (its chat_msg goes out, the sender's copy included).
 enum class ack_mode : std::uint8_t {
@@ -48,6 +63,7 @@ struct chat_options {
     // which validate() allows only on a loopback --host unless --insecure-plaintext is given.
     tls_server_config tls;
     bool insecure_plaintext = false;
+    ws_listen_options ws;
     // --pg-sslmode MODE: libpq's sslmode for a postgresql:// --db (disable, allow, prefer, require,
     // verify-ca, verify-full), added to the URL as ?sslmode=MODE by parse_options (and then
     // cleared); the URL's own parameters (sslmode, sslrootcert, sslcert, sslkey) pass through.

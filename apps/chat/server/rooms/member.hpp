@@ -11,6 +11,7 @@ struct member {
     unsigned shard = 0;            // the shard the session lives on
     std::uint64_t player_id = 0;
     std::string name;
+    bool ws = false;  // a WebSocket session: it takes frames wrapped in a WebSocket message
 };
 
 /// An account that belongs to a room, as the room's owner shard knows it: a member until it

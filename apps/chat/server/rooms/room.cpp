@@ -20,6 +20,7 @@ room::added room::add(member m) {
     }
     ++a->sessions;
     ++per_shard_[m.shard];
+    if (m.ws) ++ws_members_;
     members_.push_back(std::move(m));
     return what;
 }
@@ -33,6 +34,7 @@ std::optional<member> room::remove(std::uint64_t session_id) {
     members_.erase(it);
     --per_shard_[m.shard];
     if (room_member* a = account_mut(m.player_id); a != nullptr && a->sessions > 0) --a->sessions;
+    if (m.ws) --ws_members_;
     return m;
 }
 

@@ -59,6 +59,8 @@ public:
     /// Sessions living on shard s. Owner shard only.
     unsigned members_on(unsigned s) const noexcept { return per_shard_[s]; }
     unsigned shard_count() const noexcept { return static_cast<unsigned>(per_shard_.size()); }
+    /// Members on WebSocket sessions (member::ws), on any shard. Owner shard only.
+    std::size_t ws_members() const noexcept { return ws_members_; }
 
     // --- accounts (who belongs) ------------------------------------------------------------
 
@@ -99,6 +101,7 @@ private:
     boost::unordered_flat_set<std::uint64_t> session_ids_;  // O(1) membership for every message
     std::vector<unsigned> per_shard_;
     std::vector<room_member> accounts_;                     // join order
+    std::size_t ws_members_ = 0;
     std::uint64_t last_seq_ = 0;
 };
 

@@ -28,6 +28,10 @@ struct room_event {
     std::uint64_t subject = 0;      // the joining or leaving session; 0 for messages
     shared_buffer_ptr to_subject;   // join_room_res / leave_room_res; null when the subject gets nothing
     shared_buffer_ptr to_members;   // chat_msg / member_joined / member_left; null for nothing
+    // to_members as one WebSocket message (header and frame), built once by the owner for every
+    // shard when the room has WebSocket members; null otherwise (a shard that finds a WebSocket
+    // member anyway builds it there, once for the event).
+    shared_buffer_ptr to_members_ws;
     kind what = kind::message;
     std::uint64_t seq = 0;          // joined: the room's last seq at the join (the subject's resume bound)
 };

@@ -306,7 +306,7 @@ void chat_service::apply(room_event& ev) {
                 p->joined_seq = ev.seq;
                 local_.add(ev.room, p->sess);
                 if (ev.to_subject) {
-                    p->sess->send(ev.to_subject);
+                    p->sess->send(p->ws ? frames::ws_message(ev.to_subject) : ev.to_subject);
                     ++sent;
                 }
                 complete(*p, player::pending_op::join);
@@ -319,7 +319,7 @@ void chat_service::apply(room_event& ev) {
             p->room = room_id();
             p->in_room = player::room_state::none;
             if (ev.to_subject) {
-                p->sess->send(ev.to_subject);
+                p->sess->send(p->ws ? frames::ws_message(ev.to_subject) : ev.to_subject);
                 ++sent;
             }
             complete(*p, player::pending_op::leave);
@@ -329,8 +329,16 @@ void chat_service::apply(room_event& ev) {
         const std::uint64_t skip = ev.what == room_event::kind::message ? 0 : ev.subject;
         local_.for_each(ev.room, [&](session& s) {
             if (s.id() == skip) return;
-            s.send(ev.to_members);
             ++delivered;
+            const player* q = s.state<player>();
+            if (!q || !q->ws) {
+                s.send(ev.to_members);
+                return;
+            }
+            // The owner built the WebSocket message when it knew of WebSocket members; if it did
+            // not, the first one here builds it for the rest.
+            if (!ev.to_members_ws) ev.to_members_ws = frames::ws_message(ev.to_members);
+            s.send(ev.to_members_ws);
         });
     }
     bump(counters_.deliveries, delivered);
@@ -373,6 +381,7 @@ template const proto::resume_req* chat_service::decode<proto::resume_req>(player
 
 void chat_service::send(session& s, shared_buffer_ptr frame) {
     bump(counters_.app_out);
+    if (const player* p = s.state<player>(); p && p->ws) frame = frames::ws_message(frame);
     s.send(std::move(frame));
 }
 
@@ -386,7 +395,9 @@ player* chat_service::find(std::uint64_t session_id) noexcept {
     return it == players_.end() ? nullptr : it->second;
 }
 
-member chat_service::as_member(const player& p) const { return member{p.sess->id(), self_, p.player_id, p.name}; }
+member chat_service::as_member(const player& p) const {
+    return member{p.sess->id(), self_, p.player_id, p.name, p.ws};
+}
 
 // Output queued on this shard's sessions, sampled once a second for the metrics endpoint (the
 // per-send path stays free of bookkeeping).

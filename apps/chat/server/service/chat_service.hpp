@@ -42,6 +42,8 @@ public:
     /// Frame limit before login (a login request is small) and after.
     static constexpr std::uint32_t max_frame_anonymous = 4 * 1024;
     static constexpr std::uint32_t max_frame_logged_in = 64 * 1024;
+    /// A session's frame limit when the frame comes wrapped in a masked WebSocket frame.
+    static constexpr std::uint32_t ws_frame_limit(std::uint32_t frame) noexcept { return frame + 14; }
     /// list_rooms_res carries at most this many rooms (smallest ids first), so it fits a frame.
     static constexpr std::size_t max_listed_rooms = 500;
     /// Requests one session may have waiting behind a login, join or leave in progress before

@@ -193,7 +193,7 @@ void chat_service::finish_login(player& pl, login_verdict v) {
             p->login = player::login_state::logged_in;
             p->player_id = result.acct.id;
             p->name = result.acct.name;
-            s.set_max_frame(max_frame_logged_in);
+            s.set_max_frame(p->ws ? ws_frame_limit(max_frame_logged_in) : max_frame_logged_in);
             s.handshake_done();  // the login timeout no longer applies
             bump(counters_.logins);
             bump(counters_.players);

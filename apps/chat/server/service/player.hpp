@@ -24,6 +24,7 @@ struct player {
         : sess(std::move(s)), chat_bucket(chat_rate, chat_burst), room_bucket(room_rate, room_burst) {}
 
     session_ptr sess;
+    bool ws = false;  // a WebSocket session (chat_ws): every frame goes out as a binary message
     login_state login = login_state::anonymous;
     std::uint64_t player_id = 0;
     std::string name;
