@@ -63,7 +63,7 @@ export function login(name: string, password: string): Uint8Array {
   const fbb = new flatbuffers.Builder(128);
   const n = fbb.createString(name);
   const p = fbb.createString(password);
-  return frame(msg_type.login_req, fbb, login_req.createlogin_req(fbb, n, p, 0));
+  return frame(msg_type.login_req, fbb, login_req.createlogin_req(fbb, n, p, 0, 0));
 }
 
 export function create_room(name: string): Uint8Array {
