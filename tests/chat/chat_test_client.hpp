@@ -348,6 +348,36 @@ public:
         EXPECT_EQ(who, name);
     }
 
+    /// The next frame must be member_presence about `name` in the room, online or not.
+    void expect_presence(std::uint64_t room_id, const std::string& name, bool online) {
+        auto f = expect(proto::msg_type::member_presence);
+        auto* m = f.as<proto::member_presence>();
+        ASSERT_TRUE(m && m->player() && m->player()->name());
+        EXPECT_EQ(m->room_id(), room_id);
+        EXPECT_EQ(m->player()->name()->str(), name);
+        EXPECT_EQ(m->online(), online) << name;
+    }
+
+    /// A join_room_res's members as "name" (online) or "name-" (offline), in its order.
+    static std::vector<std::string> member_states(const frame& f) {
+        std::vector<std::string> out;
+        auto* r = f.as<proto::join_room_res>();
+        if (!r || !r->members()) return out;
+        for (auto* m : *r->members()) out.push_back(m->name()->str() + (m->online() ? "" : "-"));
+        return out;
+    }
+
+    /// Lists rooms: (id, members, online).
+    std::vector<std::tuple<std::uint64_t, std::uint32_t, std::uint32_t>> list_online() {
+        send_list();
+        auto f = expect(proto::msg_type::list_rooms_res);
+        std::vector<std::tuple<std::uint64_t, std::uint32_t, std::uint32_t>> out;
+        auto* r = f.as<proto::list_rooms_res>();
+        if (!r || !r->rooms()) return out;
+        for (auto* x : *r->rooms()) out.emplace_back(x->id(), x->members(), x->online());
+        return out;
+    }
+
 private:
     int fd_ = -1;
     std::string last_error_;

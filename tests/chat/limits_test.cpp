@@ -160,7 +160,7 @@ TEST_P(limits, a_member_that_stops_reading_is_disconnected_and_the_others_get_ev
                 l.text = l.text == payload ? "ok" : "corrupt";
                 b_seen.push_back(l);
                 b_count = static_cast<int>(b_seen.size());
-            } else if (f->type == msg_type::member_left) {
+            } else if (f->type == msg_type::member_presence) {
                 b_saw_left = true;
             } else {
                 b_problem = "unexpected " + type_name(f->type);
@@ -181,7 +181,7 @@ TEST_P(limits, a_member_that_stops_reading_is_disconnected_and_the_others_get_ev
         for (;;) {
             auto f = a.recv();
             ASSERT_TRUE(f) << "sender lost its connection at message " << i;
-            if (f->type == msg_type::member_left) {
+            if (f->type == msg_type::member_presence) {
                 a_saw_left = true;
                 continue;
             }
@@ -199,11 +199,13 @@ TEST_P(limits, a_member_that_stops_reading_is_disconnected_and_the_others_get_ev
         EXPECT_EQ(b_seen[static_cast<std::size_t>(i)].text, "ok");
     }
     EXPECT_EQ(a_got, n);
-    // The stalled member was cut off: the room tells the others and no longer counts it.
-    if (!a_saw_left) a.expect_member_event(msg_type::member_left, room, "sloth");
-    if (!b_saw_left) b.expect_member_event(msg_type::member_left, room, "sloth");
-    auto rooms = a.list();
+    // The stalled member was cut off: the room tells the others it is offline (it is still a
+    // member: it did not leave) and no longer counts it online.
+    if (!a_saw_left) a.expect_presence(room, "sloth", false);
+    if (!b_saw_left) b.expect_presence(room, "sloth", false);
+    auto rooms = a.list_online();
     ASSERT_EQ(rooms.size(), 1u);
+    EXPECT_EQ(std::get<1>(rooms[0]), 3u);
     EXPECT_EQ(std::get<2>(rooms[0]), 2u);
     EXPECT_TRUE(wait_closed(slow.fd(), std::chrono::seconds(10))) << "the stalled member is disconnected";
     stop_cleanly(*srv);

@@ -27,12 +27,12 @@ member who(std::uint64_t session, unsigned shard, std::uint64_t player = 1) {
     return member{session, shard, player, "p" + std::to_string(player)};
 }
 
-TEST(room_logic, membership_is_per_session_and_counted_per_shard) {
+TEST(room_logic, sessions_are_counted_per_shard_and_accounts_stay_members) {
     room r(room_id(42), "lobby", 3);
-    EXPECT_TRUE(r.add(who(1, 0)));
-    EXPECT_TRUE(r.add(who(2, 2)));
-    EXPECT_TRUE(r.add(who(3, 2)));
-    EXPECT_FALSE(r.add(who(2, 2))) << "one session joins once";
+    EXPECT_EQ(r.add(who(1, 0, 1)), room::added::new_member);
+    EXPECT_EQ(r.add(who(2, 2, 2)), room::added::new_member);
+    EXPECT_EQ(r.add(who(3, 2, 3)), room::added::new_member);
+    EXPECT_EQ(r.add(who(2, 2, 2)), room::added::duplicate) << "one session joins once";
     EXPECT_EQ(r.size(), 3u);
     EXPECT_EQ(r.members_on(0), 1u);
     EXPECT_EQ(r.members_on(1), 0u);
@@ -44,11 +44,21 @@ TEST(room_logic, membership_is_per_session_and_counted_per_shard) {
     EXPECT_FALSE(r.remove(2)) << "already gone";
     EXPECT_FALSE(r.contains(2));
     EXPECT_TRUE(r.contains(3));
-    // Join order is kept for join_room_res.
     ASSERT_EQ(r.members().size(), 2u);
     EXPECT_EQ(r.members()[0].session_id, 1u);
     EXPECT_EQ(r.members()[1].session_id, 3u);
-    EXPECT_EQ(r.summary().members, 2u);
+    // The account of the removed session is still a member, offline, in its join order.
+    ASSERT_EQ(r.accounts().size(), 3u);
+    EXPECT_EQ(r.accounts()[0].player_id, 1u);
+    EXPECT_EQ(r.accounts()[1].player_id, 2u);
+    EXPECT_FALSE(r.accounts()[1].online());
+    EXPECT_TRUE(r.accounts()[2].online());
+    EXPECT_EQ(r.summary().members, 3u);
+    EXPECT_EQ(r.summary().online, 2u);
+    EXPECT_EQ(r.add(who(4, 1, 2)), room::added::came_online);
+    EXPECT_EQ(r.summary().online, 3u);
+    EXPECT_EQ(r.add(who(5, 1, 2)), room::added::more_sessions);
+    EXPECT_EQ(r.summary().members, 3u) << "a second session is not a second member";
 }
 
 TEST(room_logic, a_sequence_number_is_only_consumed_by_an_accepted_message) {
@@ -64,21 +74,23 @@ TEST(room_logic, belonging_is_per_account_and_outlives_a_disconnect) {
     room r(room_id(1), "x", 2);
     r.restore_seq(41);
     EXPECT_EQ(r.next_seq(), 42u) << "a restored room goes on after its last stored message";
-    r.mark_absent(7);  // account 7 belongs (loaded from the database) but has no session here
+    EXPECT_EQ(r.last_seq(), 41u);
+    r.mark_absent(7, "p7");  // account 7 belongs (loaded from the database) but has no session here
     EXPECT_FALSE(r.abandoned());
-    EXPECT_TRUE(r.add(who(1, 0, 7)));
+    EXPECT_EQ(r.absent_count(), 1u);
+    EXPECT_EQ(r.add(who(1, 0, 7)), room::added::came_online);
     EXPECT_EQ(r.absent_count(), 0u) << "present again";
-    EXPECT_TRUE(r.add(who(2, 1, 7)));  // a second session of the same account
+    EXPECT_EQ(r.add(who(2, 1, 7)), room::added::more_sessions);  // a second session of the same account
     EXPECT_TRUE(r.has_player(7));
     r.remove(1);
     EXPECT_TRUE(r.has_player(7)) << "the other session is still here";
     r.remove(2);
     EXPECT_FALSE(r.has_player(7));
-    EXPECT_TRUE(r.abandoned());
-    r.mark_absent(7);
-    EXPECT_FALSE(r.abandoned()) << "empty, but someone can come back";
+    EXPECT_TRUE(r.empty()) << "no session";
+    EXPECT_FALSE(r.abandoned()) << "empty of sessions, but the account is still a member";
+    EXPECT_EQ(r.absent_count(), 1u);
     r.forget(7);
-    EXPECT_TRUE(r.abandoned());
+    EXPECT_TRUE(r.abandoned()) << "its last member left";
 }
 
 TEST(room_logic, the_token_bucket_allows_a_burst_then_the_rate) {
@@ -167,7 +179,7 @@ TEST_F(in_process, a_room_lives_on_its_creators_shard_and_dies_when_nobody_belon
     EXPECT_EQ(m1.bytes, m2.bytes) << "one encoding for every member";
 
     a.close();
-    b.expect(msg_type::member_left);
+    b.expect(msg_type::member_presence);  // alice is offline, still a member
     b.close();
     // Disconnected members still belong to the room (a login puts them back): it stays.
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -72,9 +72,20 @@ public:
     std::uint64_t max_room_id() override { return 0; }
     std::optional<account> find_account(std::string_view) override { return std::nullopt; }
     std::uint32_t schema_version() override { return latest_schema_version(); }
-    std::optional<device_token_record> find_device_token(const device_token_hash&) override { return std::nullopt; }
+    std::optional<device_token_record> find_device_token(const device_token_hash&, token_kind) override {
+        return std::nullopt;
+    }
     void store_device_token(const device_token_change&) override {}
-    std::size_t revoke_device_tokens(std::uint64_t) override { return 0; }
+    std::size_t revoke_device_tokens(std::uint64_t, token_kind) override { return 0; }
+    std::vector<chat_log_entry> history_page(const history_query&) override { return {}; }
+    log_range room_log_range(std::uint64_t) override { return {}; }
+    std::vector<std::uint64_t> log_rooms_after(std::uint64_t, std::size_t) override { return {}; }
+
+protected:
+    std::uint64_t old_prefix_end(std::uint64_t, std::int64_t, std::size_t) override { return 0; }
+    std::size_t delete_logs_through(std::uint64_t, std::uint64_t) override { return 0; }
+
+public:
 
 private:
     std::shared_ptr<fake_state> s_;

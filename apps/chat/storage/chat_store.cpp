@@ -3,6 +3,7 @@
 #include "apps/chat/storage/backends.hpp"
 #include "apps/chat/storage/migrations.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace strix::chat {
@@ -10,6 +11,23 @@ namespace strix::chat {
 chat_store::~chat_store() = default;
 
 std::uint32_t latest_schema_version() noexcept { return storage_detail::all_migrations().back().version; }
+
+std::size_t chat_store::trim_room_logs(std::uint64_t room_id, std::uint64_t keep_last, std::int64_t older_than_us,
+                                       std::size_t max_rows) {
+    if (max_rows == 0 || (keep_last == 0 && older_than_us == 0)) return 0;
+    const log_range range = room_log_range(room_id);
+    if (range.newest == 0) return 0;
+    // The cut: everything up to it goes. Beyond the newest keep_last, or older than the cutoff
+    // (a prefix, so a clock that stepped back can only keep a message longer, never make a hole).
+    std::uint64_t cut = 0;
+    if (keep_last != 0 && range.newest > keep_last) cut = range.newest - keep_last;
+    if (older_than_us != 0) cut = std::max(cut, old_prefix_end(room_id, older_than_us, max_rows));
+    // Small batches: each DELETE holds the database's write lock only briefly, so the chat log
+    // writer's next commit never waits long behind retention.
+    cut = std::min<std::uint64_t>(cut, range.oldest + max_rows - 1);
+    if (cut < range.oldest) return 0;
+    return delete_logs_through(room_id, cut);
+}
 
 std::string redact_url(std::string_view url) {
     std::string out(url);

@@ -18,6 +18,8 @@
 //   account_rooms(account_id PK, room_id, joined_at_us)         the room each account belongs to
 //   device_tokens(token_hash PK, account_id, created_at_us,     a login's device token, by its
 //                 expires_at_us)                                BLAKE2b hash (device_token.hpp)
+//   resume_tokens(the same columns)                             a login's resume token (replaces
+//                                                               the password at a reconnect)
 // 64-bit unsigned ids are stored bit-for-bit in signed 64-bit columns; chat text is stored as
 // bytes (BLOB / BYTEA), so text that is not valid UTF-8 can never wedge the log writer.
 //
@@ -50,6 +52,10 @@ enum class login_outcome : std::uint8_t {
     wrong_password,   // existing account, password did not verify
     unknown_account,  // unknown name and !auto_register
 };
+
+/// The two kinds of login token (docs/protocol.md): a device token only exempts its holder from
+/// the name's lockout; a resume token replaces the password. Same shape, separate tables.
+enum class token_kind : std::uint8_t { device, resume };
 
 struct login_result {
     login_outcome outcome = login_outcome::unknown_account;
@@ -93,8 +99,27 @@ struct stored_room {
     std::string name;
     std::uint64_t last_seq = 0;                // the highest seq in its chat log, 0 when none
     std::vector<std::uint64_t> members;        // accounts that belong to it, ascending
+    std::vector<std::string> member_names;     // their names, in the same order
 
     friend bool operator==(const stored_room&, const stored_room&) = default;
+};
+
+/// The stored messages of one room: seqs oldest..newest, all present (retention deletes a
+/// prefix, never a hole). Both 0 when the room has none.
+struct log_range {
+    std::uint64_t oldest = 0;
+    std::uint64_t newest = 0;
+
+    friend bool operator==(const log_range&, const log_range&) = default;
+};
+
+/// Which messages history_page reads: before_seq > 0, the newest `limit` below it; after_seq >
+/// 0, the oldest `limit` above it; neither, the newest `limit` (both: before_seq wins).
+struct history_query {
+    std::uint64_t room_id = 0;
+    std::uint64_t before_seq = 0;
+    std::uint64_t after_seq = 0;
+    std::size_t limit = 50;
 };
 
 /// A stored device token and the account it belongs to.
@@ -103,6 +128,7 @@ struct device_token_record {
     std::string account_name;
     std::int64_t created_at_us = 0;  // wall clock, microseconds since the Unix epoch
     std::int64_t expires_at_us = 0;  // ditto; the token is void from then on
+    std::uint64_t room_id = 0;       // the room the account belongs to (account_rooms), 0 for none
 };
 
 /// What store_device_token does besides storing the new token, in the same transaction.
@@ -113,6 +139,7 @@ struct device_token_change {
     std::int64_t expires_at_us = 0;
     std::optional<device_token_hash> replaces;  // the token the login presented: deleted (rotation)
     std::size_t keep = 16;                   // the account keeps at most this many, the newest
+    token_kind kind = token_kind::device;    // which table
 };
 
 /// A database operation failed (not a wrong password or an unknown name: those are outcomes).
@@ -155,6 +182,24 @@ public:
     /// Worker thread; throws storage_error.
     virtual std::vector<chat_log_entry> room_history(std::uint64_t room_id, std::size_t limit) = 0;
 
+    /// The messages `q` names, ascending by seq. Worker thread; throws storage_error.
+    virtual std::vector<chat_log_entry> history_page(const history_query& q) = 0;
+
+    /// The oldest and newest stored seq of a room. Worker thread; throws storage_error.
+    virtual log_range room_log_range(std::uint64_t room_id) = 0;
+
+    /// Up to `limit` room ids above `after` that have chat log rows, ascending (one index seek
+    /// each: retention walks the rooms with it). Worker thread; throws storage_error.
+    virtual std::vector<std::uint64_t> log_rooms_after(std::uint64_t after, std::size_t limit) = 0;
+
+    /// Retention for one room: deletes the room's oldest messages, at most `max_rows`, among
+    /// those beyond the newest `keep_last` (0: no count limit) or older than `older_than_us`
+    /// (server_ts_us below it; 0: no age limit). Only a prefix goes (the oldest seqs, in one
+    /// DELETE statement), so what stays is contiguous. Returns the rows deleted; call again
+    /// while it returns max_rows. Worker thread; throws storage_error.
+    std::size_t trim_room_logs(std::uint64_t room_id, std::uint64_t keep_last, std::int64_t older_than_us,
+                               std::size_t max_rows);
+
     /// Number of stored chat log rows (a full count: for tests, reports and start-up, not per
     /// request). Worker thread; throws storage_error.
     virtual std::uint64_t count_chat_logs() = 0;
@@ -172,9 +217,10 @@ public:
     /// The schema version recorded in the database. Worker thread; throws storage_error.
     virtual std::uint32_t schema_version() = 0;
 
-    /// The device token stored under `hash`, with its account's name (expired ones too: the
-    /// caller compares expires_at_us with its clock). Worker thread; throws storage_error.
-    virtual std::optional<device_token_record> find_device_token(const device_token_hash& hash) = 0;
+    /// The token of `kind` stored under `hash`, with its account's name and room (expired ones
+    /// too: the caller compares expires_at_us with its clock). Worker thread; throws storage_error.
+    virtual std::optional<device_token_record> find_device_token(const device_token_hash& hash,
+                                                                 token_kind kind = token_kind::device) = 0;
 
     /// In ONE transaction: deletes c.replaces (if any), stores c.hash for c.account_id, then
     /// deletes the account's tokens that expired by c.now_us and all but its c.keep newest.
@@ -182,9 +228,16 @@ public:
     /// thread; throws storage_error (nothing changed).
     virtual void store_device_token(const device_token_change& c) = 0;
 
-    /// Deletes every device token of `account_id` (log out everywhere, or after a password
+    /// Deletes every token of `kind` of `account_id` (log out everywhere, or after a password
     /// change); returns how many there were. Worker thread; throws storage_error.
-    virtual std::size_t revoke_device_tokens(std::uint64_t account_id) = 0;
+    virtual std::size_t revoke_device_tokens(std::uint64_t account_id, token_kind kind = token_kind::device) = 0;
+
+protected:
+    // trim_room_logs' two steps. The highest seq s such that the room's messages up to s, at
+    // most the oldest `max_rows`, all have server_ts_us below `older_than_us` (0: none).
+    virtual std::uint64_t old_prefix_end(std::uint64_t room_id, std::int64_t older_than_us, std::size_t max_rows) = 0;
+    // Deletes the room's messages with seq <= `seq`; returns how many.
+    virtual std::size_t delete_logs_through(std::uint64_t room_id, std::uint64_t seq) = 0;
 };
 
 /// Opens one connection and brings the schema up to date (idempotent; concurrent openers

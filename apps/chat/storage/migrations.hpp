@@ -94,6 +94,22 @@ inline constexpr migration migrations[] = {
      " created_at_us BIGINT NOT NULL,"
      " expires_at_us BIGINT NOT NULL);"
      "CREATE INDEX device_tokens_by_account ON device_tokens (account_id, created_at_us)"},
+    // Resume tokens (docs/protocol.md, "Resume tokens"): a reconnect logs in with one instead
+    // of the password. The same shape as device tokens, in a table of their own so that neither
+    // kind can stand in for the other.
+    {5, "resume tokens",
+     "CREATE TABLE resume_tokens ("
+     " token_hash BLOB PRIMARY KEY,"
+     " account_id INTEGER NOT NULL,"
+     " created_at_us INTEGER NOT NULL,"
+     " expires_at_us INTEGER NOT NULL) WITHOUT ROWID;"
+     "CREATE INDEX resume_tokens_by_account ON resume_tokens (account_id, created_at_us)",
+     "CREATE TABLE resume_tokens ("
+     " token_hash BYTEA PRIMARY KEY,"
+     " account_id BIGINT NOT NULL,"
+     " created_at_us BIGINT NOT NULL,"
+     " expires_at_us BIGINT NOT NULL);"
+     "CREATE INDEX resume_tokens_by_account ON resume_tokens (account_id, created_at_us)"},
 };
 
 inline std::span<const migration> all_migrations() noexcept { return migrations; }

@@ -136,25 +136,46 @@ const prepared statements[] = {
      "FROM rooms r WHERE r.deleted_at_us IS NULL ORDER BY r.id",
      {}},
     {"strix_load_members",
-     "SELECT m.room_id, m.account_id FROM account_rooms m JOIN rooms r ON r.id = m.room_id "
-     "WHERE r.deleted_at_us IS NULL ORDER BY m.room_id, m.account_id",
+     "SELECT m.room_id, m.account_id, COALESCE(a.name, '') FROM account_rooms m JOIN rooms r ON r.id = m.room_id "
+     "LEFT JOIN accounts a ON a.id = m.account_id WHERE r.deleted_at_us IS NULL ORDER BY m.room_id, m.account_id",
      {}},
-    {"strix_schema_version", "SELECT COALESCE(MAX(version), 0)::BIGINT FROM schema_version", {}},
-    {"strix_find_token",
-     "SELECT t.account_id, a.name, t.created_at_us, t.expires_at_us FROM device_tokens t "
-     "JOIN accounts a ON a.id = t.account_id WHERE t.token_hash = $1",
-     {bytea_oid}},
-    {"strix_delete_token", "DELETE FROM device_tokens WHERE token_hash = $1", {bytea_oid}},
-    {"strix_insert_token",
-     "INSERT INTO device_tokens (token_hash, account_id, created_at_us, expires_at_us) VALUES ($1, $2, $3, $4) "
-     "ON CONFLICT (token_hash) DO NOTHING",
-     {bytea_oid, int8_oid, int8_oid, int8_oid}},
-    {"strix_trim_tokens",
-     "DELETE FROM device_tokens WHERE account_id = $1 AND (expires_at_us <= $2 OR token_hash NOT IN "
-     "(SELECT token_hash FROM device_tokens WHERE account_id = $1 ORDER BY created_at_us DESC, token_hash DESC "
-     "LIMIT $3))",
+    {"strix_history_before",
+     "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text FROM chat_logs "
+     "WHERE room_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
      {int8_oid, int8_oid, int8_oid}},
-    {"strix_revoke_tokens", "DELETE FROM device_tokens WHERE account_id = $1", {int8_oid}},
+    {"strix_history_after",
+     "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text FROM chat_logs "
+     "WHERE room_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+     {int8_oid, int8_oid, int8_oid}},
+    {"strix_log_range",
+     "SELECT COALESCE(MIN(seq), 0)::BIGINT, COALESCE(MAX(seq), 0)::BIGINT FROM chat_logs WHERE room_id = $1",
+     {int8_oid}},
+    {"strix_next_log_room", "SELECT MIN(room_id)::BIGINT FROM chat_logs WHERE room_id > $1", {int8_oid}},
+    {"strix_old_prefix", "SELECT seq, server_ts_us FROM chat_logs WHERE room_id = $1 ORDER BY seq LIMIT $2",
+     {int8_oid, int8_oid}},
+    {"strix_delete_logs", "DELETE FROM chat_logs WHERE room_id = $1 AND seq <= $2", {int8_oid, int8_oid}},
+    {"strix_schema_version", "SELECT COALESCE(MAX(version), 0)::BIGINT FROM schema_version", {}},
+    // Tokens: the same statements for each kind, each on its own table (tokens_sql below).
+#define STRIX_TOKEN_STATEMENTS(kind, table)                                                                       \
+    {"strix_find_" kind,                                                                                           \
+     "SELECT t.account_id, a.name, t.created_at_us, t.expires_at_us, COALESCE(m.room_id, 0)::BIGINT FROM " table  \
+     " t JOIN accounts a ON a.id = t.account_id LEFT JOIN account_rooms m ON m.account_id = t.account_id "          \
+     "WHERE t.token_hash = $1",                                                                                     \
+     {bytea_oid}},                                                                                                  \
+        {"strix_delete_" kind, "DELETE FROM " table " WHERE token_hash = $1", {bytea_oid}},                          \
+        {"strix_insert_" kind,                                                                                     \
+         "INSERT INTO " table " (token_hash, account_id, created_at_us, expires_at_us) VALUES ($1, $2, $3, $4) "  \
+         "ON CONFLICT (token_hash) DO NOTHING",                                                                     \
+         {bytea_oid, int8_oid, int8_oid, int8_oid}},                                                                \
+        {"strix_trim_" kind,                                                                                       \
+         "DELETE FROM " table " WHERE account_id = $1 AND (expires_at_us <= $2 OR token_hash NOT IN "             \
+         "(SELECT token_hash FROM " table " WHERE account_id = $1 ORDER BY created_at_us DESC, token_hash DESC "  \
+         "LIMIT $3))",                                                                                              \
+         {int8_oid, int8_oid, int8_oid}},                                                                           \
+        {"strix_revoke_" kind, "DELETE FROM " table " WHERE account_id = $1", {int8_oid}}
+    STRIX_TOKEN_STATEMENTS("token", "device_tokens"),
+    STRIX_TOKEN_STATEMENTS("resume_token", "resume_tokens"),
+#undef STRIX_TOKEN_STATEMENTS
 };
 
 std::string insert_logs_sql(std::size_t rows) {
@@ -236,8 +257,10 @@ public:
                 const auto room = static_cast<std::uint64_t>(from_be64(::PQgetvalue(m.get(), i, 0)));
                 while (it != out.end() && it->id < room) ++it;
                 if (it == out.end()) break;
-                if (it->id == room)
+                if (it->id == room) {
                     it->members.push_back(static_cast<std::uint64_t>(from_be64(::PQgetvalue(m.get(), i, 1))));
+                    it->member_names.push_back(value(m, i, 2));
+                }
             }
             return out;
         });
@@ -261,15 +284,16 @@ public:
 
     std::uint32_t schema_version() override { return static_cast<std::uint32_t>(scalar("strix_schema_version")); }
 
-    std::optional<device_token_record> find_device_token(const device_token_hash& hash) override {
+    std::optional<device_token_record> find_device_token(const device_token_hash& hash, token_kind kind) override {
         return retrying([&]() -> std::optional<device_token_record> {
             params p(1);
             p.add_bytes(as_chars(hash));
-            auto r = exec_prepared("strix_find_token", p, PGRES_TUPLES_OK);
+            auto r = exec_prepared(token_stmt("strix_find_", kind).c_str(), p, PGRES_TUPLES_OK);
             if (::PQntuples(r.get()) == 0) return std::nullopt;
             return device_token_record{static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 0))),
                                        value(r, 0, 1), from_be64(::PQgetvalue(r.get(), 0, 2)),
-                                       from_be64(::PQgetvalue(r.get(), 0, 3))};
+                                       from_be64(::PQgetvalue(r.get(), 0, 3)),
+                                       static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 4)))};
         });
     }
 
@@ -280,19 +304,19 @@ public:
                 if (c.replaces) {
                     params d(1);
                     d.add_bytes(as_chars(*c.replaces));
-                    exec_prepared("strix_delete_token", d, PGRES_COMMAND_OK);
+                    exec_prepared(token_stmt("strix_delete_", c.kind).c_str(), d, PGRES_COMMAND_OK);
                 }
                 params i(4);
                 i.add_bytes(as_chars(c.hash));
                 i.add(c.account_id);
                 i.add(c.now_us);
                 i.add(c.expires_at_us);
-                exec_prepared("strix_insert_token", i, PGRES_COMMAND_OK);
+                exec_prepared(token_stmt("strix_insert_", c.kind).c_str(), i, PGRES_COMMAND_OK);
                 params t(3);
                 t.add(c.account_id);
                 t.add(c.now_us);
                 t.add(static_cast<std::int64_t>(std::min<std::size_t>(c.keep, INT64_MAX)));
-                exec_prepared("strix_trim_tokens", t, PGRES_COMMAND_OK);
+                exec_prepared(token_stmt("strix_trim_", c.kind).c_str(), t, PGRES_COMMAND_OK);
                 exec("COMMIT");
             } catch (...) {
                 rollback_quietly();
@@ -302,16 +326,108 @@ public:
         });
     }
 
-    std::size_t revoke_device_tokens(std::uint64_t account_id) override {
+    std::size_t revoke_device_tokens(std::uint64_t account_id, token_kind kind) override {
         return retrying([&] {
             params p(1);
             p.add(account_id);
-            auto r = exec_prepared("strix_revoke_tokens", p, PGRES_COMMAND_OK);
+            auto r = exec_prepared(token_stmt("strix_revoke_", kind).c_str(), p, PGRES_COMMAND_OK);
+            return static_cast<std::size_t>(std::strtoull(::PQcmdTuples(r.get()), nullptr, 10));
+        });
+    }
+
+    std::vector<chat_log_entry> history_page(const history_query& q) override {
+        if (q.limit == 0) return {};
+        if (q.before_seq == 0 && q.after_seq == 0) return room_history(q.room_id, q.limit);
+        return retrying([&] {
+            params p(3);
+            p.add(q.room_id);
+            p.add(q.before_seq != 0 ? q.before_seq : q.after_seq);
+            p.add(static_cast<std::int64_t>(std::min<std::size_t>(q.limit, 1u << 20)));
+            auto r = exec_prepared(q.before_seq != 0 ? "strix_history_before" : "strix_history_after", p,
+                                   PGRES_TUPLES_OK);
+            return read_entries(r, q.before_seq != 0);
+        });
+    }
+
+    log_range room_log_range(std::uint64_t room_id) override {
+        return retrying([&] {
+            params p(1);
+            p.add(room_id);
+            auto r = exec_prepared("strix_log_range", p, PGRES_TUPLES_OK);
+            if (::PQntuples(r.get()) == 0) return log_range{};
+            return log_range{static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 0))),
+                             static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 1)))};
+        });
+    }
+
+    std::vector<std::uint64_t> log_rooms_after(std::uint64_t after, std::size_t limit) override {
+        return retrying([&] {
+            std::vector<std::uint64_t> out;
+            std::uint64_t from = after;
+            while (out.size() < limit) {
+                params p(1);
+                p.add(from);
+                auto r = exec_prepared("strix_next_log_room", p, PGRES_TUPLES_OK);
+                if (::PQntuples(r.get()) == 0 || ::PQgetisnull(r.get(), 0, 0)) break;
+                from = static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 0)));
+                out.push_back(from);
+            }
+            return out;
+        });
+    }
+
+protected:
+    std::uint64_t old_prefix_end(std::uint64_t room_id, std::int64_t older_than_us, std::size_t max_rows) override {
+        return retrying([&] {
+            params p(2);
+            p.add(room_id);
+            p.add(static_cast<std::int64_t>(std::min<std::size_t>(max_rows, 1u << 20)));
+            auto r = exec_prepared("strix_old_prefix", p, PGRES_TUPLES_OK);
+            std::uint64_t end = 0;
+            for (int i = 0, n = ::PQntuples(r.get()); i < n; ++i) {
+                if (from_be64(::PQgetvalue(r.get(), i, 1)) >= older_than_us) break;
+                end = static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 0)));
+            }
+            return end;
+        });
+    }
+
+    std::size_t delete_logs_through(std::uint64_t room_id, std::uint64_t seq) override {
+        return retrying([&] {
+            params p(2);
+            p.add(room_id);
+            p.add(seq);
+            auto r = exec_prepared("strix_delete_logs", p, PGRES_COMMAND_OK);
             return static_cast<std::size_t>(std::strtoull(::PQcmdTuples(r.get()), nullptr, 10));
         });
     }
 
 private:
+    // The prepared statement of this kind of token: "strix_find_" + "token" / "resume_token".
+    static std::string token_stmt(const char* op, token_kind kind) {
+        return std::string(op) + (kind == token_kind::device ? "token" : "resume_token");
+    }
+
+    // Rows of (room_id, seq, sender_id, sender_name, server_ts_us, text); `reversed`: they came
+    // newest first.
+    static std::vector<chat_log_entry> read_entries(const result_ptr& r, bool reversed) {
+        std::vector<chat_log_entry> out;
+        const int n = ::PQntuples(r.get());
+        out.reserve(static_cast<std::size_t>(n));
+        for (int k = 0; k < n; ++k) {
+            const int i = reversed ? n - 1 - k : k;
+            chat_log_entry e;
+            e.room_id = static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 0)));
+            e.seq = static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 1)));
+            e.sender_id = static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 2)));
+            e.sender_name = value(r, i, 3);
+            e.server_ts_us = from_be64(::PQgetvalue(r.get(), i, 4));
+            e.text = value(r, i, 5);
+            out.push_back(std::move(e));
+        }
+        return out;
+    }
+
     static std::string_view as_chars(const device_token_hash& h) noexcept {
         return {reinterpret_cast<const char*>(h.bytes.data()), h.bytes.size()};
     }

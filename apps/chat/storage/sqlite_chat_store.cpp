@@ -324,7 +324,10 @@ public:
             const auto room = static_cast<std::uint64_t>(load_members_.column_i64(0));
             while (it != out.end() && it->id < room) ++it;
             if (it == out.end()) break;
-            if (it->id == room) it->members.push_back(static_cast<std::uint64_t>(load_members_.column_i64(1)));
+            if (it->id == room) {
+                it->members.push_back(static_cast<std::uint64_t>(load_members_.column_i64(1)));
+                it->member_names.push_back(load_members_.column_string(2));
+            }
         }
         return out;
     }
@@ -340,37 +343,39 @@ public:
 
     std::uint32_t schema_version() override { return static_cast<std::uint32_t>(scalar(version_)); }
 
-    std::optional<device_token_record> find_device_token(const device_token_hash& hash) override {
-        reset_guard g{find_token_};
-        find_token_.bind_blob(1, as_chars(hash));
-        if (!find_token_.step()) return std::nullopt;
-        return device_token_record{static_cast<std::uint64_t>(find_token_.column_i64(0)),
-                                   find_token_.column_string(1), find_token_.column_i64(2),
-                                   find_token_.column_i64(3)};
+    std::optional<device_token_record> find_device_token(const device_token_hash& hash, token_kind kind) override {
+        statement& find = tokens_[index(kind)].find;
+        reset_guard g{find};
+        find.bind_blob(1, as_chars(hash));
+        if (!find.step()) return std::nullopt;
+        return device_token_record{static_cast<std::uint64_t>(find.column_i64(0)), find.column_string(1),
+                                   find.column_i64(2), find.column_i64(3),
+                                   static_cast<std::uint64_t>(find.column_i64(4))};
     }
 
     void store_device_token(const device_token_change& c) override {
+        token_statements& t = tokens_[index(c.kind)];
         exec("BEGIN IMMEDIATE");
         try {
             if (c.replaces) {
-                reset_guard g{delete_token_};
-                delete_token_.bind_blob(1, as_chars(*c.replaces));
-                delete_token_.step();
+                reset_guard g{t.remove};
+                t.remove.bind_blob(1, as_chars(*c.replaces));
+                t.remove.step();
             }
             {
-                reset_guard g{insert_token_};
-                insert_token_.bind_blob(1, as_chars(c.hash));
-                insert_token_.bind(2, c.account_id);
-                insert_token_.bind(3, c.now_us);
-                insert_token_.bind(4, c.expires_at_us);
-                insert_token_.step();
+                reset_guard g{t.insert};
+                t.insert.bind_blob(1, as_chars(c.hash));
+                t.insert.bind(2, c.account_id);
+                t.insert.bind(3, c.now_us);
+                t.insert.bind(4, c.expires_at_us);
+                t.insert.step();
             }
-            reset_guard g{trim_tokens_};
-            trim_tokens_.bind(1, c.account_id);
-            trim_tokens_.bind(2, c.now_us);
-            trim_tokens_.bind(3, static_cast<std::int64_t>(
-                                     std::min<std::size_t>(c.keep, std::numeric_limits<std::int64_t>::max())));
-            trim_tokens_.step();
+            reset_guard g{t.trim};
+            t.trim.bind(1, c.account_id);
+            t.trim.bind(2, c.now_us);
+            t.trim.bind(3, static_cast<std::int64_t>(
+                               std::min<std::size_t>(c.keep, std::numeric_limits<std::int64_t>::max())));
+            t.trim.step();
             exec("COMMIT");
         } catch (...) {
             ::sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
@@ -378,14 +383,90 @@ public:
         }
     }
 
-    std::size_t revoke_device_tokens(std::uint64_t account_id) override {
-        reset_guard g{revoke_tokens_};
-        revoke_tokens_.bind(1, account_id);
-        revoke_tokens_.step();
+    std::size_t revoke_device_tokens(std::uint64_t account_id, token_kind kind) override {
+        statement& revoke = tokens_[index(kind)].revoke;
+        reset_guard g{revoke};
+        revoke.bind(1, account_id);
+        revoke.step();
+        return static_cast<std::size_t>(::sqlite3_changes(db_));
+    }
+
+    std::vector<chat_log_entry> history_page(const history_query& q) override {
+        std::vector<chat_log_entry> out;
+        if (q.limit == 0) return out;
+        const auto limit = static_cast<std::int64_t>(std::min<std::size_t>(q.limit, 1u << 20));
+        statement& st = q.before_seq != 0 ? history_before_ : q.after_seq != 0 ? history_after_ : history_;
+        reset_guard g{st};
+        st.bind(1, q.room_id);
+        if (&st == &history_) {
+            st.bind(2, limit);
+        } else {
+            st.bind(2, q.before_seq != 0 ? q.before_seq : q.after_seq);
+            st.bind(3, limit);
+        }
+        while (st.step()) out.push_back(read_entry(st));
+        // Newest-first queries (so LIMIT keeps the newest) come back reversed.
+        if (&st != &history_after_) std::reverse(out.begin(), out.end());
+        return out;
+    }
+
+    log_range room_log_range(std::uint64_t room_id) override {
+        reset_guard g{log_range_};
+        log_range_.bind(1, room_id);
+        if (!log_range_.step()) return {};
+        return {static_cast<std::uint64_t>(log_range_.column_i64(0)), static_cast<std::uint64_t>(log_range_.column_i64(1))};
+    }
+
+    std::vector<std::uint64_t> log_rooms_after(std::uint64_t after, std::size_t limit) override {
+        std::vector<std::uint64_t> out;
+        while (out.size() < limit) {
+            reset_guard g{next_log_room_};
+            next_log_room_.bind(1, after);
+            if (!next_log_room_.step()) break;
+            after = static_cast<std::uint64_t>(next_log_room_.column_i64(0));
+            out.push_back(after);
+        }
+        return out;
+    }
+
+protected:
+    std::uint64_t old_prefix_end(std::uint64_t room_id, std::int64_t older_than_us, std::size_t max_rows) override {
+        reset_guard g{old_prefix_};
+        old_prefix_.bind(1, room_id);
+        old_prefix_.bind(2, static_cast<std::int64_t>(std::min<std::size_t>(max_rows, 1u << 20)));
+        std::uint64_t end = 0;
+        while (old_prefix_.step()) {
+            if (old_prefix_.column_i64(1) >= older_than_us) break;
+            end = static_cast<std::uint64_t>(old_prefix_.column_i64(0));
+        }
+        return end;
+    }
+
+    std::size_t delete_logs_through(std::uint64_t room_id, std::uint64_t seq) override {
+        reset_guard g{delete_logs_};
+        delete_logs_.bind(1, room_id);
+        delete_logs_.bind(2, seq);
+        delete_logs_.step();
         return static_cast<std::size_t>(::sqlite3_changes(db_));
     }
 
 private:
+    struct token_statements {
+        statement find, remove, insert, trim, revoke;
+    };
+    static std::size_t index(token_kind k) noexcept { return k == token_kind::device ? 0 : 1; }
+
+    static chat_log_entry read_entry(const statement& st) {
+        chat_log_entry e;
+        e.room_id = static_cast<std::uint64_t>(st.column_i64(0));
+        e.seq = static_cast<std::uint64_t>(st.column_i64(1));
+        e.sender_id = static_cast<std::uint64_t>(st.column_i64(2));
+        e.sender_name = st.column_string(3);
+        e.server_ts_us = st.column_i64(4);
+        e.text = st.column_string(5);
+        return e;
+    }
+
     static std::string_view as_chars(const device_token_hash& h) noexcept {
         return {reinterpret_cast<const char*>(h.bytes.data()), h.bytes.size()};
     }
@@ -431,20 +512,34 @@ private:
         load_rooms_ = statement(db_, "SELECT r.id, r.name, COALESCE((SELECT MAX(c.seq) FROM chat_logs c "
                                      "WHERE c.room_id = r.id), 0) FROM rooms r WHERE r.deleted_at_us IS NULL "
                                      "ORDER BY r.id");
-        load_members_ = statement(db_, "SELECT m.room_id, m.account_id FROM account_rooms m JOIN rooms r "
-                                       "ON r.id = m.room_id WHERE r.deleted_at_us IS NULL "
-                                       "ORDER BY m.room_id, m.account_id");
+        load_members_ = statement(db_, "SELECT m.room_id, m.account_id, COALESCE(a.name, '') FROM account_rooms m "
+                                       "JOIN rooms r ON r.id = m.room_id LEFT JOIN accounts a ON a.id = m.account_id "
+                                       "WHERE r.deleted_at_us IS NULL ORDER BY m.room_id, m.account_id");
+        history_before_ = statement(db_, "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text "
+                                         "FROM chat_logs WHERE room_id = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3");
+        history_after_ = statement(db_, "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text "
+                                        "FROM chat_logs WHERE room_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3");
+        log_range_ = statement(db_, "SELECT COALESCE(MIN(seq), 0), COALESCE(MAX(seq), 0) FROM chat_logs "
+                                    "WHERE room_id = ?1");
+        next_log_room_ = statement(db_, "SELECT room_id FROM chat_logs WHERE room_id > ?1 ORDER BY room_id LIMIT 1");
+        old_prefix_ = statement(db_, "SELECT seq, server_ts_us FROM chat_logs WHERE room_id = ?1 ORDER BY seq LIMIT ?2");
+        delete_logs_ = statement(db_, "DELETE FROM chat_logs WHERE room_id = ?1 AND seq <= ?2");
         version_ = statement(db_, "SELECT COALESCE(MAX(version), 0) FROM schema_version");
-        find_token_ = statement(db_, "SELECT t.account_id, a.name, t.created_at_us, t.expires_at_us "
-                                     "FROM device_tokens t JOIN accounts a ON a.id = t.account_id "
-                                     "WHERE t.token_hash = ?1");
-        delete_token_ = statement(db_, "DELETE FROM device_tokens WHERE token_hash = ?1");
-        insert_token_ = statement(db_, "INSERT INTO device_tokens (token_hash, account_id, created_at_us, "
-                                       "expires_at_us) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (token_hash) DO NOTHING");
-        trim_tokens_ = statement(db_, "DELETE FROM device_tokens WHERE account_id = ?1 AND (expires_at_us <= ?2 "
-                                      "OR token_hash NOT IN (SELECT token_hash FROM device_tokens "
-                                      "WHERE account_id = ?1 ORDER BY created_at_us DESC, token_hash DESC LIMIT ?3))");
-        revoke_tokens_ = statement(db_, "DELETE FROM device_tokens WHERE account_id = ?1");
+        // The same statements for each kind of token, each on its own table.
+        for (std::size_t k = 0; k < 2; ++k) {
+            const std::string table = k == 0 ? "device_tokens" : "resume_tokens";
+            auto make = [&](const std::string& sql) { return statement(db_, sql.c_str()); };
+            tokens_[k].find = make("SELECT t.account_id, a.name, t.created_at_us, t.expires_at_us, "
+                                   "COALESCE(m.room_id, 0) FROM " + table + " t JOIN accounts a ON a.id = t.account_id "
+                                   "LEFT JOIN account_rooms m ON m.account_id = t.account_id WHERE t.token_hash = ?1");
+            tokens_[k].remove = make("DELETE FROM " + table + " WHERE token_hash = ?1");
+            tokens_[k].insert = make("INSERT INTO " + table + " (token_hash, account_id, created_at_us, "
+                                     "expires_at_us) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (token_hash) DO NOTHING");
+            tokens_[k].trim = make("DELETE FROM " + table + " WHERE account_id = ?1 AND (expires_at_us <= ?2 "
+                                   "OR token_hash NOT IN (SELECT token_hash FROM " + table +
+                                   " WHERE account_id = ?1 ORDER BY created_at_us DESC, token_hash DESC LIMIT ?3))");
+            tokens_[k].revoke = make("DELETE FROM " + table + " WHERE account_id = ?1");
+        }
     }
 
     // Switching to WAL needs an exclusive lock for a moment and does not always go through the
@@ -584,11 +679,13 @@ private:
         unset_member_ = {};
         load_rooms_ = {};
         load_members_ = {};
-        find_token_ = {};
-        delete_token_ = {};
-        insert_token_ = {};
-        trim_tokens_ = {};
-        revoke_tokens_ = {};
+        for (auto& t : tokens_) t = {};
+        history_before_ = {};
+        history_after_ = {};
+        log_range_ = {};
+        next_log_room_ = {};
+        old_prefix_ = {};
+        delete_logs_ = {};
         if (db_ != nullptr) ::sqlite3_close_v2(db_);
         db_ = nullptr;
         checkpoints_.reset();  // after the connection: its hook points at the checkpointer
@@ -599,7 +696,8 @@ private:
     password_policy policy_;
     statement select_account_, insert_account_, insert_log_, history_, count_logs_, max_room_, version_;
     statement insert_room_, delete_room_, clear_members_, set_member_, unset_member_, load_rooms_, load_members_;
-    statement find_token_, delete_token_, insert_token_, trim_tokens_, revoke_tokens_;
+    token_statements tokens_[2];  // by index(token_kind)
+    statement history_before_, history_after_, log_range_, next_log_room_, old_prefix_, delete_logs_;
 };
 
 }  // namespace

@@ -9,7 +9,7 @@ flatbuffers::Offset<flatbuffers::String> str(flatbuffers::FlatBufferBuilder& fbb
 
 flatbuffers::Offset<proto::room_info> room_info(flatbuffers::FlatBufferBuilder& fbb, const room_summary& r) {
     auto name = str(fbb, r.name);
-    return proto::Createroom_info(fbb, r.id, name, r.members);
+    return proto::Createroom_info(fbb, r.id, name, r.members, r.online);
 }
 
 flatbuffers::Offset<proto::player_info> player(flatbuffers::FlatBufferBuilder& fbb, std::uint64_t id,
@@ -28,13 +28,17 @@ shared_buffer_ptr error(proto::msg_type request, proto::error_code code, std::st
 }
 
 shared_buffer_ptr login_res(std::uint64_t player_id, std::string_view name, bool created,
-                            const device_token* token) {
-    flatbuffers::FlatBufferBuilder fbb(192);
+                            const device_token* token, const device_token* resume) {
+    flatbuffers::FlatBufferBuilder fbb(256);
     auto p = player(fbb, player_id, name);
-    flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>> t;
-    if (token != nullptr)
-        t = fbb.CreateVector(reinterpret_cast<const std::uint8_t*>(token->bytes.data()), token->bytes.size());
-    fbb.Finish(proto::Createlogin_res(fbb, p, created, t));
+    auto bytes = [&](const device_token* k) {
+        flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>> v;
+        if (k != nullptr) v = fbb.CreateVector(reinterpret_cast<const std::uint8_t*>(k->bytes.data()), k->bytes.size());
+        return v;
+    };
+    auto t = bytes(token);
+    auto r = bytes(resume);
+    fbb.Finish(proto::Createlogin_res(fbb, p, created, t, r));
     return finish_frame(fbb, proto::msg_type::login_res);
 }
 
@@ -45,14 +49,18 @@ shared_buffer_ptr create_room_res(const room_summary& room) {
     return finish_frame(fbb, proto::msg_type::create_room_res);
 }
 
-shared_buffer_ptr join_room_res(const room_summary& room, std::span<const member> members) {
+shared_buffer_ptr join_room_res(const room_summary& room, std::span<const room_member> members,
+                                std::uint64_t last_seq) {
     flatbuffers::FlatBufferBuilder fbb(160 + 64 * members.size());
     auto r = room_info(fbb, room);
-    std::vector<flatbuffers::Offset<proto::player_info>> list;
+    std::vector<flatbuffers::Offset<proto::member_info>> list;
     list.reserve(members.size());
-    for (const auto& m : members) list.push_back(player(fbb, m.player_id, m.name));
+    for (const auto& m : members) {
+        auto n = str(fbb, m.name);
+        list.push_back(proto::Createmember_info(fbb, m.player_id, n, m.online()));
+    }
     auto v = fbb.CreateVector(list);
-    fbb.Finish(proto::Createjoin_room_res(fbb, r, v));
+    fbb.Finish(proto::Createjoin_room_res(fbb, r, v, last_seq));
     return finish_frame(fbb, proto::msg_type::join_room_res);
 }
 
@@ -92,12 +100,68 @@ shared_buffer_ptr member_left(std::uint64_t room_id, std::uint64_t player_id, st
     return finish_frame(fbb, proto::msg_type::member_left);
 }
 
+shared_buffer_ptr member_presence(std::uint64_t room_id, std::uint64_t player_id, std::string_view name, bool online) {
+    flatbuffers::FlatBufferBuilder fbb(128);
+    auto p = player(fbb, player_id, name);
+    fbb.Finish(proto::Createmember_presence(fbb, room_id, p, online));
+    return finish_frame(fbb, proto::msg_type::member_presence);
+}
+
 shared_buffer_ptr chat_msg(const chat_fields& f) {
     flatbuffers::FlatBufferBuilder fbb(128 + f.text.size() + f.sender_name.size());
     auto sender = player(fbb, f.sender_id, f.sender_name);
     auto text = str(fbb, f.text);
     fbb.Finish(proto::Createchat_msg(fbb, f.room_id, f.seq, sender, f.server_ts_us, text, f.client_ts, f.client_seq));
     return finish_frame(fbb, proto::msg_type::chat_msg);
+}
+
+namespace {
+
+// A stored message's encoded size, roughly: the text, the name and the fixed fields.
+std::size_t encoded_size(const chat_log_entry& e) { return e.text.size() + e.sender_name.size() + 96; }
+
+flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<proto::chat_msg>>> stored_messages(
+    flatbuffers::FlatBufferBuilder& fbb, std::span<const chat_log_entry> logs) {
+    std::vector<flatbuffers::Offset<proto::chat_msg>> list;
+    list.reserve(logs.size());
+    for (const auto& e : logs) {
+        auto sender = player(fbb, e.sender_id, e.sender_name);
+        auto text = str(fbb, e.text);
+        // client_ts / client_seq are not stored: a stored message carries 0 for both.
+        list.push_back(proto::Createchat_msg(fbb, e.room_id, e.seq, sender, static_cast<std::uint64_t>(e.server_ts_us),
+                                             text, 0, 0));
+    }
+    return fbb.CreateVector(list);
+}
+
+}  // namespace
+
+std::size_t messages_that_fit(std::span<const chat_log_entry> logs) {
+    std::size_t bytes = 0, n = 0;
+    for (const auto& e : logs) {
+        bytes += encoded_size(e);
+        if (n > 0 && bytes > max_messages_bytes) break;
+        ++n;
+    }
+    return n;
+}
+
+shared_buffer_ptr history_res(std::uint64_t room_id, std::span<const chat_log_entry> logs, bool more,
+                              std::uint64_t oldest_seq, std::uint64_t last_seq) {
+    flatbuffers::FlatBufferBuilder fbb(256 + max_messages_bytes / 4);
+    auto v = stored_messages(fbb, logs);
+    fbb.Finish(proto::Createhistory_res(fbb, room_id, v, more, oldest_seq, last_seq));
+    return finish_frame(fbb, proto::msg_type::history_res);
+}
+
+shared_buffer_ptr resume_res(std::uint64_t room_id, bool gap, std::span<const chat_log_entry> logs,
+                             std::uint64_t to_seq, std::uint64_t oldest_seq, bool more) {
+    flatbuffers::FlatBufferBuilder fbb(256 + (logs.empty() ? 0 : max_messages_bytes / 4));
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<proto::chat_msg>>> v;
+    if (!gap) v = stored_messages(fbb, logs);
+    fbb.Finish(proto::Createresume_res(fbb, room_id, gap ? proto::resume_status::gap : proto::resume_status::complete,
+                                       v, to_seq, oldest_seq, more));
+    return finish_frame(fbb, proto::msg_type::resume_res);
 }
 
 }  // namespace strix::chat::frames

@@ -6,6 +6,7 @@
 #include "apps/chat/server/rooms/member.hpp"
 
 #include "apps/chat/common/chat_frame.hpp"
+#include "apps/chat/storage/chat_store.hpp"
 #include "apps/chat/storage/device_token.hpp"
 
 #include <span>
@@ -15,16 +16,21 @@
 namespace strix::chat::frames {
 
 shared_buffer_ptr error(proto::msg_type request, proto::error_code code, std::string_view reason);
-/// `token`: the device token to hand the client (null: none; the field is left out).
+/// `token`: the device token to hand the client, `resume`: the resume token (null: none; the
+/// field is left out).
 shared_buffer_ptr login_res(std::uint64_t player_id, std::string_view name, bool created,
-                            const device_token* token = nullptr);
+                            const device_token* token = nullptr, const device_token* resume = nullptr);
 shared_buffer_ptr create_room_res(const room_summary& room);
-shared_buffer_ptr join_room_res(const room_summary& room, std::span<const member> members);
+/// `members`: every member account, in join order, with its online state; `last_seq`: the
+/// room's last message seq at the join.
+shared_buffer_ptr join_room_res(const room_summary& room, std::span<const room_member> members,
+                                std::uint64_t last_seq);
 shared_buffer_ptr leave_room_res(std::uint64_t room_id);
 shared_buffer_ptr list_rooms_res(std::span<const room_summary> rooms);
 shared_buffer_ptr pong(std::uint64_t ts);
 shared_buffer_ptr member_joined(std::uint64_t room_id, std::uint64_t player_id, std::string_view name);
 shared_buffer_ptr member_left(std::uint64_t room_id, std::uint64_t player_id, std::string_view name);
+shared_buffer_ptr member_presence(std::uint64_t room_id, std::uint64_t player_id, std::string_view name, bool online);
 
 struct chat_fields {
     std::uint64_t room_id = 0;
@@ -37,5 +43,18 @@ struct chat_fields {
     std::uint64_t client_seq = 0;
 };
 shared_buffer_ptr chat_msg(const chat_fields& f);
+
+/// Stored messages in a history_res / resume_res: a frame holds at most this many body bytes of
+/// messages (the largest chat_msg, 60000 bytes of text, still fits one alone).
+inline constexpr std::size_t max_messages_bytes = 60 * 1024;
+
+/// How many of `logs` (from the front) fit one frame's message budget; at least one.
+std::size_t messages_that_fit(std::span<const chat_log_entry> logs);
+/// history_res with logs (ascending; all of them: the caller cut them with messages_that_fit).
+shared_buffer_ptr history_res(std::uint64_t room_id, std::span<const chat_log_entry> logs, bool more,
+                              std::uint64_t oldest_seq, std::uint64_t last_seq);
+/// resume_res: complete with logs (more: another resume_res follows), or gap without.
+shared_buffer_ptr resume_res(std::uint64_t room_id, bool gap, std::span<const chat_log_entry> logs,
+                             std::uint64_t to_seq, std::uint64_t oldest_seq, bool more);
 
 }  // namespace strix::chat::frames

@@ -13,11 +13,21 @@ struct member {
     std::string name;
 };
 
+/// An account that belongs to a room, as the room's owner shard knows it: a member until it
+/// leaves; online while at least one of its sessions is in the room.
+struct room_member {
+    std::uint64_t player_id = 0;
+    std::string name;
+    unsigned sessions = 0;  // its sessions in the room now
+    bool online() const noexcept { return sessions != 0; }
+};
+
 /// A room as list_rooms reports it.
 struct room_summary {
     std::uint64_t id = 0;
     std::string name;
-    std::uint32_t members = 0;
+    std::uint32_t members = 0;  // member accounts, online or not
+    std::uint32_t online = 0;   // of those, the ones with a session in the room
 };
 
 }  // namespace strix::chat

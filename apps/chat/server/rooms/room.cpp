@@ -7,12 +7,21 @@ namespace strix::chat {
 room::room(room_id id, std::string name, unsigned shard_count)
     : id_(id), name_(std::move(name)), per_shard_(shard_count, 0) {}
 
-bool room::add(member m) {
-    if (!session_ids_.insert(m.session_id).second) return false;
-    absent_.erase(m.player_id);
+room::added room::add(member m) {
+    if (!session_ids_.insert(m.session_id).second) return added::duplicate;
+    added what = added::more_sessions;
+    room_member* a = account_mut(m.player_id);
+    if (a == nullptr) {
+        accounts_.push_back({m.player_id, m.name, 0});
+        a = &accounts_.back();
+        what = added::new_member;
+    } else if (!a->online()) {
+        what = added::came_online;
+    }
+    ++a->sessions;
     ++per_shard_[m.shard];
     members_.push_back(std::move(m));
-    return true;
+    return what;
 }
 
 std::optional<member> room::remove(std::uint64_t session_id) {
@@ -21,14 +30,10 @@ std::optional<member> room::remove(std::uint64_t session_id) {
         std::find_if(members_.begin(), members_.end(), [&](const member& m) { return m.session_id == session_id; });
     if (it == members_.end()) return std::nullopt;
     member m = std::move(*it);
-    // Keep join order for the member lists sent to joiners.
     members_.erase(it);
     --per_shard_[m.shard];
+    if (room_member* a = account_mut(m.player_id); a != nullptr && a->sessions > 0) --a->sessions;
     return m;
-}
-
-bool room::has_player(std::uint64_t player_id) const noexcept {
-    return std::any_of(members_.begin(), members_.end(), [&](const member& m) { return m.player_id == player_id; });
 }
 
 const member* room::find(std::uint64_t session_id) const noexcept {
@@ -36,6 +41,43 @@ const member* room::find(std::uint64_t session_id) const noexcept {
     for (const auto& m : members_)
         if (m.session_id == session_id) return &m;
     return nullptr;
+}
+
+const room_member* room::account(std::uint64_t player_id) const noexcept {
+    for (const auto& a : accounts_)
+        if (a.player_id == player_id) return &a;
+    return nullptr;
+}
+
+room_member* room::account_mut(std::uint64_t player_id) noexcept {
+    for (auto& a : accounts_)
+        if (a.player_id == player_id) return &a;
+    return nullptr;
+}
+
+bool room::has_player(std::uint64_t player_id) const noexcept {
+    const room_member* a = account(player_id);
+    return a != nullptr && a->online();
+}
+
+void room::mark_absent(std::uint64_t player_id, std::string name) {
+    if (account(player_id) == nullptr) accounts_.push_back({player_id, std::move(name), 0});
+}
+
+void room::forget(std::uint64_t player_id) noexcept {
+    accounts_.erase(std::remove_if(accounts_.begin(), accounts_.end(),
+                                   [&](const room_member& a) { return a.player_id == player_id; }),
+                    accounts_.end());
+}
+
+std::size_t room::absent_count() const noexcept {
+    return static_cast<std::size_t>(
+        std::count_if(accounts_.begin(), accounts_.end(), [](const room_member& a) { return !a.online(); }));
+}
+
+room_summary room::summary() const {
+    const auto online = accounts_.size() - absent_count();
+    return {id_.value(), name_, static_cast<std::uint32_t>(accounts_.size()), static_cast<std::uint32_t>(online)};
 }
 
 }  // namespace strix::chat

@@ -1,11 +1,15 @@
 #pragma once
-// room: the authoritative state of one room, kept by its owner shard only. It knows every member
-// (on any shard), how many members each shard has (so a broadcast crosses to each shard once),
-// the message sequence, and the accounts that belong to the room but have no session in it now
-// (absent: they disconnected without leaving, or the server restarted; a login brings them back).
+// room: the authoritative state of one room, kept by its owner shard only. Two views of who is
+// in it (docs/protocol.md, "Membership"):
 //
-// Members are sessions; belonging is per account. A room is abandoned, and deleted, only when
-// nobody is present and nobody absent belongs to it.
+//   accounts (room_member)   who BELONGS: a member from its join until it leaves on purpose,
+//                            in join order; online while one of its sessions is in the room
+//   sessions (member)        who RECEIVES: the sessions in the room now, and how many live on
+//                            each shard (so a broadcast crosses to each shard once)
+//
+// A disconnect removes a session, never an account: the account goes offline and a login puts
+// its next session back. The room is deleted when its last member account leaves, not when it
+// is merely without sessions. Also the message sequence.
 
 #include "member.hpp"
 #include "room_id.hpp"
@@ -21,55 +25,80 @@ namespace strix::chat {
 
 class room {
 public:
-    /// An empty room. shard_count sizes the per-shard member counts. Owner shard only.
+    /// An empty room. shard_count sizes the per-shard session counts. Owner shard only.
     room(room_id id, std::string name, unsigned shard_count);
 
     room_id id() const noexcept { return id_; }
     const std::string& name() const noexcept { return name_; }
+
+    // --- sessions (who receives) -----------------------------------------------------------
+
+    /// Sessions in the room now. Owner shard only.
     std::size_t size() const noexcept { return members_.size(); }
     bool empty() const noexcept { return members_.empty(); }
-    /// Members in the order they joined. Owner shard only.
+    /// Sessions in the order they came in. Owner shard only.
     const std::vector<member>& members() const noexcept { return members_; }
 
-    /// Adds m; false if that session is already a member. Owner shard only.
-    bool add(member m);
-    /// Removes the member with this session id and returns it, or nothing if absent. Owner shard only.
+    /// What add() did to the session's account.
+    enum class added : std::uint8_t {
+        duplicate,     // that session is in the room already: nothing changed
+        new_member,    // the account did not belong to the room: it does now (member_joined)
+        came_online,   // the account belonged, offline: it is online again (member_presence)
+        more_sessions, // the account was online already: one more session, nothing to announce
+    };
+    /// Puts session m in the room, making its account a member (online) if needed. Owner shard only.
+    added add(member m);
+    /// Takes the session out and returns it, or nothing if absent. Its account stays a member
+    /// (offline when this was its last session): forget() it for a leave. Owner shard only.
     std::optional<member> remove(std::uint64_t session_id);
-    /// The member with this session id, or nullptr. Owner shard only.
+    /// The session with this id, or nullptr. Owner shard only.
     const member* find(std::uint64_t session_id) const noexcept;
-    /// True if that session is a member; O(1). Owner shard only.
+    /// True if that session is in the room; O(1). Owner shard only.
     bool contains(std::uint64_t session_id) const noexcept { return session_ids_.contains(session_id); }
 
-    /// Whether a session of this account is a member. O(members). Owner shard only.
-    bool has_player(std::uint64_t player_id) const noexcept;
-    /// The account belongs here without a session in the room (it disconnected). Owner shard only.
-    void mark_absent(std::uint64_t player_id) { absent_.insert(player_id); }
-    /// The account no longer belongs here (it left). Owner shard only.
-    void forget(std::uint64_t player_id) noexcept { absent_.erase(player_id); }
-    std::size_t absent_count() const noexcept { return absent_.size(); }
-    /// No member present and no absent account: nobody can come back. Owner shard only.
-    bool abandoned() const noexcept { return members_.empty() && absent_.empty(); }
-
-    /// Members living on shard s. Owner shard only.
+    /// Sessions living on shard s. Owner shard only.
     unsigned members_on(unsigned s) const noexcept { return per_shard_[s]; }
     unsigned shard_count() const noexcept { return static_cast<unsigned>(per_shard_.size()); }
 
+    // --- accounts (who belongs) ------------------------------------------------------------
+
+    /// Member accounts in join order, with their online state. Owner shard only.
+    const std::vector<room_member>& accounts() const noexcept { return accounts_; }
+    /// The member account, or nullptr if it does not belong here. Owner shard only.
+    const room_member* account(std::uint64_t player_id) const noexcept;
+    /// Whether a session of this account is in the room. Owner shard only.
+    bool has_player(std::uint64_t player_id) const noexcept;
+    /// The account belongs here without a session (loaded from the database). Owner shard only.
+    void mark_absent(std::uint64_t player_id, std::string name);
+    /// The account no longer belongs here (it left); its sessions must be out already. Owner
+    /// shard only.
+    void forget(std::uint64_t player_id) noexcept;
+    std::size_t absent_count() const noexcept;
+    /// No member account left: the room is to be deleted. Owner shard only.
+    bool abandoned() const noexcept { return accounts_.empty(); }
+
+    // --- messages --------------------------------------------------------------------------
+
     /// The seq the next message gets (starts at 1). Owner shard only.
     std::uint64_t next_seq() const noexcept { return last_seq_ + 1; }
+    /// The seq of the last accepted message (0: none yet). Owner shard only.
+    std::uint64_t last_seq() const noexcept { return last_seq_; }
     /// Consumes next_seq(). Call only once the message is accepted. Owner shard only.
     std::uint64_t take_seq() noexcept { return ++last_seq_; }
     /// A room loaded from the database continues after its last stored message. Before use.
     void restore_seq(std::uint64_t last_seq) noexcept { last_seq_ = last_seq; }
 
-    room_summary summary() const { return {id_.value(), name_, static_cast<std::uint32_t>(members_.size())}; }
+    room_summary summary() const;
 
 private:
+    room_member* account_mut(std::uint64_t player_id) noexcept;
+
     room_id id_;
     std::string name_;
-    std::vector<member> members_;                         // join order
+    std::vector<member> members_;                           // sessions, in the order they came in
     boost::unordered_flat_set<std::uint64_t> session_ids_;  // O(1) membership for every message
     std::vector<unsigned> per_shard_;
-    boost::unordered_flat_set<std::uint64_t> absent_;  // account ids
+    std::vector<room_member> accounts_;                     // join order
     std::uint64_t last_seq_ = 0;
 };
 

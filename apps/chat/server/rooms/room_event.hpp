@@ -29,6 +29,7 @@ struct room_event {
     shared_buffer_ptr to_subject;   // join_room_res / leave_room_res; null when the subject gets nothing
     shared_buffer_ptr to_members;   // chat_msg / member_joined / member_left; null for nothing
     kind what = kind::message;
+    std::uint64_t seq = 0;          // joined: the room's last seq at the join (the subject's resume bound)
 };
 
 }  // namespace strix::chat

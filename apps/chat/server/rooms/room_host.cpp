@@ -37,7 +37,8 @@ void room_host::restore(stored_room stored) {
     auto [it, inserted] = rooms_.try_emplace(id, id, std::move(stored.name), ctx_.eng.shard_count());
     room& r = it->second;
     r.restore_seq(stored.last_seq);
-    for (std::uint64_t account : stored.members) r.mark_absent(account);
+    for (std::size_t i = 0; i < stored.members.size(); ++i)
+        r.mark_absent(stored.members[i], i < stored.member_names.size() ? stored.member_names[i] : std::string());
     set_gauge(counters_.rooms, rooms_.size());
 }
 
@@ -88,7 +89,7 @@ void room_host::committed(std::uint64_t upto) {
 
 void room_host::fan_out(const room& r, room_event::kind what, std::uint64_t subject, unsigned subject_shard,
                         const shared_buffer_ptr& to_subject, const shared_buffer_ptr& to_members,
-                        std::uint64_t ticket) {
+                        std::uint64_t ticket, std::uint64_t seq) {
     bump(counters_.broadcasts);
     for (unsigned s = 0; s < r.shard_count(); ++s) {
         bool subject_here = subject != 0 && s == subject_shard;
@@ -100,6 +101,7 @@ void room_host::fan_out(const room& r, room_event::kind what, std::uint64_t subj
         ev.subject = subject;
         if (subject_here) ev.to_subject = to_subject;
         ev.to_members = to_members;
+        ev.seq = seq;
         deliver(s, std::move(ev), ticket);
     }
 }
@@ -148,9 +150,10 @@ void room_host::join(room_id id, member m, bool rejoin) {
              rejoin ? nullptr : "already a member of this room");
         return;
     }
-    // The account belongs here from now on; a rejoin's account already does.
+    // The account belongs here from now on; a member's (a rejoin, or a session of an offline
+    // member joining by hand) already does: nothing to store.
     std::uint64_t ticket = 0;
-    if (!rejoin) {
+    if (!rejoin && r.account(m.player_id) == nullptr) {
         auto t = write(room_change{room_change::kind::joined, id.value(), m.player_id, {}, wall_clock_us()});
         if (!t) {
             bump(counters_.server_busy);
@@ -160,12 +163,18 @@ void room_host::join(room_id id, member m, bool rejoin) {
         }
         ticket = *t;
     }
-    auto joined = frames::member_joined(id.value(), m.player_id, m.name);
-    r.add(std::move(m));
+    const std::uint64_t player_id = m.player_id;
+    const std::string name = m.name;
+    const room::added what = r.add(std::move(m));
     flush_notices(r);  // earlier changes: the newcomer sees their outcome in its member list
-    auto res = frames::join_room_res(r.summary(), r.members());
-    fan_out(r, room_event::kind::joined, subject, subject_shard, res, nullptr, ticket);
-    notify(r, subject, subject_shard, true, std::move(joined));
+    auto res = frames::join_room_res(r.summary(), r.accounts(), r.last_seq());
+    fan_out(r, room_event::kind::joined, subject, subject_shard, res, nullptr, ticket, r.last_seq());
+    // A new member is announced as one; a member coming back as presence; a further session of
+    // an online member not at all (nothing changed for the others).
+    if (what == room::added::new_member)
+        notify(r, subject, subject_shard, true, frames::member_joined(id.value(), player_id, name));
+    else if (what == room::added::came_online)
+        notify(r, subject, subject_shard, false, frames::member_presence(id.value(), player_id, name, true));
 }
 
 void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_shard, bool reply) {
@@ -179,31 +188,34 @@ void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_sha
         return;
     }
     room& r = it->second;
-    // Belonging is per account: another session of it in the room keeps the account here.
+    // Belonging is per account: another session of it in the room keeps the account online.
+    const bool last_session = !r.has_player(gone->player_id);
     std::uint64_t ticket = 0;
     bool abandoned = false;
-    if (!r.has_player(gone->player_id)) {
+    if (last_session && reply) {
+        // Left on purpose: the account no longer belongs here, and a room nobody belongs to is
+        // deleted. Neither write may fail (a leave is never refused); each follows a join or
+        // create that was admitted within the queue's capacity.
         const std::int64_t now = wall_clock_us();
-        if (reply) {
-            // Left on purpose: the account no longer belongs here, and a room nobody belongs to
-            // is deleted. Neither write may fail (a leave is never refused); each follows a join
-            // or create that was admitted within the queue's capacity.
-            r.forget(gone->player_id);
-            ticket = *write(room_change{room_change::kind::left, id.value(), gone->player_id, {}, now}, true);
-            if (r.abandoned()) {
-                abandoned = true;
-                ticket = *write(room_change{room_change::kind::deleted, id.value(), 0, {}, now}, true);
-            }
-        } else {
-            r.mark_absent(gone->player_id);  // disconnected: still belongs, back at its next login
+        r.forget(gone->player_id);
+        ticket = *write(room_change{room_change::kind::left, id.value(), gone->player_id, {}, now}, true);
+        if (r.abandoned()) {
+            abandoned = true;
+            ticket = *write(room_change{room_change::kind::deleted, id.value(), 0, {}, now}, true);
         }
     }
     fan_out(r, room_event::kind::left, session_id, session_shard, reply ? frames::leave_room_res(id.value()) : nullptr,
             nullptr, ticket);
-    if (notices_.cancel_join(id, session_id))
-        bump(counters_.notices_coalesced);  // joined and left unnoticed: neither notice is sent
-    else if (!r.empty())
-        notify(r, session_id, session_shard, false, frames::member_left(id.value(), gone->player_id, gone->name));
+    if (last_session && reply) {
+        if (notices_.cancel_join(id, session_id))
+            bump(counters_.notices_coalesced);  // joined and left unnoticed: neither notice is sent
+        else if (!r.empty())
+            notify(r, session_id, session_shard, false, frames::member_left(id.value(), gone->player_id, gone->name));
+    } else if (last_session && !r.empty()) {
+        // Disconnected: still a member, now offline (its member_joined, if pending, still goes out first).
+        notify(r, session_id, session_shard, false,
+               frames::member_presence(id.value(), gone->player_id, gone->name, false));
+    }
     if (abandoned) {
         notices_.drop(id);
         rooms_.erase(it);
@@ -251,7 +263,7 @@ void room_host::chat(chat_request& req) {
     r.take_seq();
     bump(counters_.chat_messages);
     flush_notices(r);  // members hear of a newcomer before its first words
-    fan_out(r, room_event::kind::message, 0, 0, nullptr, frame, *ticket);
+    fan_out(r, room_event::kind::message, 0, 0, nullptr, frame, *ticket, f.seq);
 }
 
 void room_host::notify(const room& r, std::uint64_t subject, unsigned subject_shard, bool joined,

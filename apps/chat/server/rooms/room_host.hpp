@@ -69,17 +69,20 @@ public:
     /// server_busy when the database queue is full. Owner shard only.
     void create(room_id id, std::string name, member creator);
 
-    /// Adds m to the room and stores that m's account belongs to it: join_room_res to m,
-    /// member_joined to the others; unknown_room, already_in_room or server_busy back to m's
-    /// shard otherwise. `rejoin`: the login of an account that belongs to the room (nothing to
-    /// store; a room that is gone fails silently). Owner shard only.
+    /// Adds session m to the room and stores that m's account belongs to it: join_room_res to m
+    /// (every member with its online state, the last seq), and to the others member_joined for a
+    /// new member, member_presence (online) for a member coming back; unknown_room,
+    /// already_in_room or server_busy back to m's shard otherwise. `rejoin`: the login of an
+    /// account that belongs to the room (nothing to store; a room that is gone fails silently).
+    /// Owner shard only.
     void join(room_id id, member m, bool rejoin = false);
 
     /// Removes the session from the room. `reply`: it asked to leave: leave_room_res to it, the
-    /// account no longer belongs to the room (stored), and a room nobody belongs to any more is
-    /// deleted. Without `reply` (the session closed) failures are silent and the account stays
-    /// absent, to be put back by its next login. member_left to the others either way. Owner
-    /// shard only.
+    /// account no longer belongs to the room (stored; member_left to the others), and a room
+    /// nobody belongs to any more is deleted. Without `reply` (the session closed) failures are
+    /// silent and the account stays a member, offline (member_presence to the others), to be put
+    /// back by its next login. Either way only the account's last session in the room counts.
+    /// Owner shard only.
     void leave(room_id id, std::uint64_t session_id, unsigned session_shard, bool reply);
 
     /// Checks membership, assigns the seq, queues the log record for the database and broadcasts
@@ -118,7 +121,8 @@ private:
     // Sends one event per shard with members of r; `subject_shard` always gets one (it may have
     // just lost its last member) with `to_subject` attached. `ticket` as for deliver.
     void fan_out(const room& r, room_event::kind what, std::uint64_t subject, unsigned subject_shard,
-                 const shared_buffer_ptr& to_subject, const shared_buffer_ptr& to_members, std::uint64_t ticket = 0);
+                 const shared_buffer_ptr& to_subject, const shared_buffer_ptr& to_members, std::uint64_t ticket = 0,
+                 std::uint64_t seq = 0);
     // Queues a write for the database: the ticket to wait for (0 with --ack early), or nothing
     // when the queue is full. `beyond_capacity` for changes that must not fail (see the writer).
     template <class Write>

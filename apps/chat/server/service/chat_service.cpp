@@ -301,6 +301,7 @@ void chat_service::apply(room_event& ev) {
         if (player* p = find(ev.subject)) {
             if (p->room == ev.room) {
                 p->in_room = player::room_state::member;
+                p->joined_seq = ev.seq;
                 local_.add(ev.room, p->sess);
                 if (ev.to_subject) {
                     p->sess->send(ev.to_subject);

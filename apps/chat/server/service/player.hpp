@@ -31,6 +31,9 @@ struct player {
     // shard (room_id::owner), which is the authority on membership.
     room_id room;
     room_state in_room = room_state::none;
+    // The room's last seq when this session was added (join_room_res.last_seq): every message
+    // above it reaches the session live, so a resume_req covers up to it.
+    std::uint64_t joined_seq = 0;
     token_bucket chat_bucket;
     token_bucket room_bucket;  // create_room_req and join_room_req (a leave always follows one)
 
@@ -38,7 +41,7 @@ struct player {
     // pool, a join or leave at the room's owner shard, a room list gathered from every shard)
     // wait here and run in order once it completes: a session's requests take effect, and are
     // answered, in the order sent, whatever shard owns what.
-    enum class pending_op : std::uint8_t { none, login, join, leave, list };
+    enum class pending_op : std::uint8_t { none, login, join, leave, list, history };
     pending_op pending = pending_op::none;
     std::deque<std::vector<std::byte>> queued;
     std::size_t queued_bytes = 0;
