@@ -15,12 +15,13 @@ constexpr std::string_view library = R"lua(#!lua name=strix_chat
 local function publish(keys, args)
   local meta, stream = keys[1], keys[2]
   local channel, message, maxlen, candidate, ttl = args[1], args[2], args[3], args[4], tonumber(args[5])
+  local floor = tonumber(args[6]) or 0
   local epoch = redis.call('HGET', meta, 'e')
   if not epoch then
     -- No state for the room: new, expired, or lost with a Redis restart. A new epoch says so,
     -- and a stream left over from an older epoch must not mix with the new seqs.
     epoch = candidate
-    redis.call('HSET', meta, 'e', epoch)
+    redis.call('HSET', meta, 'e', epoch, 's', floor)
     redis.call('DEL', stream)
   end
   local seq = redis.call('HINCRBY', meta, 's', 1)
@@ -68,7 +69,8 @@ room_keys keys_for_room(std::string_view room) {
 }
 
 std::vector<std::string> publish_command(std::string_view room, std::string_view message, std::uint32_t stream_max,
-                                         std::string_view epoch_candidate, std::uint32_t ttl_s) {
+                                         std::string_view epoch_candidate, std::uint32_t ttl_s,
+                                         std::uint64_t seq_floor) {
     auto k = keys_for_room(room);
     return {"FCALL",
             "chat_publish",
@@ -79,7 +81,8 @@ std::vector<std::string> publish_command(std::string_view room, std::string_view
             std::string(message),
             std::to_string(stream_max),
             std::string(epoch_candidate),
-            std::to_string(ttl_s)};
+            std::to_string(ttl_s),
+            std::to_string(seq_floor)};
 }
 
 std::optional<room_position> parse_publish_reply(const resp_reply& r) {

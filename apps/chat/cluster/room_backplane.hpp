@@ -12,9 +12,10 @@
 // chat_publish: HINCRBY s, XADD, PUBLISH in one function call, so every node sees one order per
 // room, seqs without holes, and the stream holding exactly what was published. The epoch is set
 // (from the caller's random candidate) when the room's hash does not exist: a Redis that lost
-// its data (restarted without persistence, flushed, the keys expired) gives the room a new epoch
-// and seqs from 1 again, and a node or client holding the old epoch sees the change instead of
-// mistaking new seqs for old ones.
+// its data (restarted without persistence, flushed, the keys expired) gives the room a new epoch,
+// with seqs continuing from the caller's floor (the database's last seq; 0 = from 1 again), and
+// a node holding the old epoch sees the change: what the lost stream held must come from the
+// database, never be assumed delivered.
 //
 // chat_since (read-only): the room's last seq and epoch and, when asked, the stream entries
 // after a seq: what a node reads after (re)subscribing to catch up, and its periodic position
@@ -44,8 +45,12 @@ room_keys keys_for_room(std::string_view room);
 
 /// FCALL chat_publish for one message: assigns the next seq, appends, publishes.
 /// ttl_s 0 keeps the room's keys; otherwise they expire ttl_s after the last message.
+/// seq_floor: where the seqs of a room without state in Redis continue from (the room's last
+/// seq the database knows), so a Redis that lost its data starts a new epoch without reusing
+/// seqs clients have seen.
 std::vector<std::string> publish_command(std::string_view room, std::string_view message, std::uint32_t stream_max,
-                                         std::string_view epoch_candidate, std::uint32_t ttl_s = 0);
+                                         std::string_view epoch_candidate, std::uint32_t ttl_s = 0,
+                                         std::uint64_t seq_floor = 0);
 
 struct room_position {
     std::uint64_t seq = 0;  // last seq given out (0: the room has no state in Redis)
