@@ -161,6 +161,26 @@ TEST(room_backplane, a_redis_that_lost_its_data_shows_a_new_epoch) {
     EXPECT_EQ(s.entries[0].body, "fresh");
 }
 
+TEST(room_backplane, positions_of_many_rooms_in_one_call) {
+    redis_server redis;
+    shard_env env;
+    clients cl(env, redis.port());
+    for (int i = 0; i < 3; ++i) cl.publish("p1", "x", 100, "ea");
+    cl.publish("p3", "y", 100, "eb");
+    const std::vector<std::string> rooms{"p1", "p2", "p3"};
+    const auto r = call(env, *cl.c[0], positions_command(rooms));
+    ASSERT_FALSE(r.ec) << r.reply.describe();
+    const auto at = parse_positions_reply(r.reply, rooms.size());
+    ASSERT_TRUE(at) << r.reply.describe();
+    EXPECT_EQ((*at)[0].seq, 3u);
+    EXPECT_EQ((*at)[0].epoch, "ea");
+    EXPECT_EQ((*at)[1].seq, 0u);  // no state in Redis
+    EXPECT_EQ((*at)[1].epoch, "");
+    EXPECT_EQ((*at)[2].seq, 1u);
+    EXPECT_EQ((*at)[2].epoch, "eb");
+    EXPECT_FALSE(parse_positions_reply(r.reply, 2));  // a reply for another number of rooms
+}
+
 TEST(room_backplane, publishers_on_two_shards_share_one_order) {
     redis_server redis;
     shard_env env(2);

@@ -170,6 +170,26 @@ TEST(room_feed, a_silent_stall_is_caught_by_the_position_check) {
     EXPECT_GE(n.stats().stalls, 1u);
 }
 
+TEST(room_feed, the_position_check_covers_many_rooms_in_batches) {
+    redis_server redis;
+    room_feed_options fo;
+    fo.check_interval = 100ms;
+    fo.check_batch = 16;
+    two_nodes n(redis.port(), fo);
+    for (int r = 0; r < 100; ++r) n.watch("r" + std::to_string(r));
+    ASSERT_TRUE(eventually([&] { return n.in_sync(); }));
+    // A stall in the last room of the last batch.
+    n.publish("r99", 1, 2, "chat:{elsewhere}");
+    ASSERT_TRUE(eventually([&] { return n.count() == 2; }, 3s));
+    n.expect_exactly("r99", 2);
+    const auto st = n.stats();
+    EXPECT_GE(st.stalls, 1u);
+    // 100 rooms in batches of 16: up to 7 calls per interval (rooms being read sit one out), so
+    // at least one full round took 7, and far fewer calls than rooms were made.
+    EXPECT_GE(st.checks, 7u);
+    EXPECT_LT(st.checks, 7u * 40);
+}
+
 TEST(room_feed, a_redis_restart_is_an_epoch_change_reported_as_a_gap) {
     redis_server redis;
     two_nodes n(redis.port());

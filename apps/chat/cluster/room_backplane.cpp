@@ -46,7 +46,19 @@ local function since(keys, args)
   return {top, epoch, entries}
 end
 
+-- The position check of many rooms in one call: KEYS are their hashes; [seq, epoch] per room.
+local function positions(keys, args)
+  local out = {}
+  for i, k in ipairs(keys) do
+    local m = redis.call('HMGET', k, 's', 'e')
+    out[2 * i - 1] = tonumber(m[1]) or 0
+    out[2 * i] = m[2] or ''
+  end
+  return out
+end
+
 redis.register_function('chat_publish', publish)
+redis.register_function{function_name = 'chat_positions', callback = positions, flags = {'no-writes'}}
 redis.register_function{function_name = 'chat_since', callback = since, flags = {'no-writes'}}
 )lua";
 
@@ -110,6 +122,27 @@ std::vector<std::string> since_command(std::string_view room, std::uint64_t afte
     auto k = keys_for_room(room);
     return {"FCALL_RO", "chat_since", "2", std::move(k.meta), std::move(k.stream), std::to_string(after),
             std::to_string(limit)};
+}
+
+std::vector<std::string> positions_command(std::span<const std::string> rooms) {
+    std::vector<std::string> args{"FCALL_RO", "chat_positions", std::to_string(rooms.size())};
+    args.reserve(rooms.size() + 3);
+    for (const auto& room : rooms) args.push_back(keys_for_room(room).meta);
+    return args;
+}
+
+std::optional<std::vector<room_position>> parse_positions_reply(const resp_reply& r, std::size_t rooms) {
+    if (r.type != resp_reply::kind::array || r.elements.size() != 2 * rooms) return std::nullopt;
+    std::vector<room_position> out(rooms);
+    for (std::size_t i = 0; i < rooms; ++i) {
+        const auto& seq = r.elements[2 * i];
+        const auto& epoch = r.elements[2 * i + 1];
+        if (seq.type != resp_reply::kind::integer || seq.integer < 0 || epoch.type != resp_reply::kind::string) {
+            return std::nullopt;
+        }
+        out[i] = {static_cast<std::uint64_t>(seq.integer), epoch.str};
+    }
+    return out;
 }
 
 std::optional<room_since> parse_since_reply(const resp_reply& r) {

@@ -18,12 +18,13 @@
 // database, never be assumed delivered.
 //
 // chat_since (read-only): the room's last seq and epoch and, when asked, the stream entries
-// after a seq: what a node reads after (re)subscribing to catch up, and its periodic position
-// check. The caller compares the epoch; entries that do not start right after its seq (trimmed
+// after a seq: what a node reads after (re)subscribing to catch up. chat_positions (read-only):
+// the seq and epoch of many rooms in one call, the periodic position check. The caller compares the epoch; entries that do not start right after its seq (trimmed
 // or lost) are a gap to fill from the database.
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,6 +79,12 @@ struct room_since {
     bool contiguous_after(std::uint64_t after) const noexcept;
 };
 std::optional<room_since> parse_since_reply(const resp_reply& r);
+
+/// FCALL_RO chat_positions: the position of every room in `rooms` in one call (the periodic
+/// check; a single Redis, or rooms of one slot in Redis Cluster).
+std::vector<std::string> positions_command(std::span<const std::string> rooms);
+/// Its reply, one position per room in order (seq 0 and no epoch for a room Redis has no state of).
+std::optional<std::vector<room_position>> parse_positions_reply(const resp_reply& r, std::size_t rooms);
 
 /// A random epoch candidate (16 hex digits). Any thread.
 std::string new_epoch();

@@ -8,8 +8,8 @@
 //   pub/sub message seq == delivered+1 ──────────────────────────────> deliver
 //   seq > delivered+1 (a hole: lost in a reconnect) ──buffer, chat_since──> fill, then deliver
 //   seq <= delivered ─────────────────────────────────────────────────> duplicate, dropped
-//   every check_interval: chat_since(limit 0) per room; still behind a whole interval later
-//     (a silent pub/sub stall) ──chat_since──> fill
+//   every check_interval: chat_positions for all rooms (batched); a room still behind a whole
+//     interval later (a silent pub/sub stall) ──chat_since──> fill
 //
 // What the stream cannot give is reported, never papered over: when the room's epoch changed
 // (Redis lost its data) or the stream was trimmed past what was delivered, sink.gap names the
@@ -41,6 +41,7 @@ struct room_feed_options {
     std::chrono::milliseconds check_interval{1000};  // the position check's period
     std::uint32_t fetch_limit = 500;                 // stream entries per read
     std::size_t max_buffered = 2000;                 // pub/sub messages held per room while filling
+    std::size_t check_batch = 256;                   // rooms per chat_positions call
 };
 
 /// What a feed has done, for metrics and the fault figures. Owning shard.
@@ -49,7 +50,7 @@ struct room_feed_stats {
     std::uint64_t from_stream = 0;   // ... of which read from the stream (not pub/sub)
     std::uint64_t duplicates = 0;    // pub/sub or stream copies of delivered messages, dropped
     std::uint64_t reads = 0;         // chat_since reads of entries
-    std::uint64_t checks = 0;        // position checks
+    std::uint64_t checks = 0;        // position check calls (one per batch of rooms)
     std::uint64_t stalls = 0;        // checks that found a room behind for a whole interval
     std::uint64_t gaps = 0;          // sink.gap calls
     std::uint64_t resubscribed = 0;  // subscriptions confirmed after a reconnect
@@ -106,6 +107,7 @@ private:
     void deliver(const std::string& room, room_state& st, std::uint64_t seq, std::string_view body, bool stream);
     void drain_early(const std::string& room, room_state& st);
     void check();
+    void on_position(const std::string& room, room_state& st, const room_position& at);
     std::string room_of(std::string_view channel) const;
 
     shard& owner_;
