@@ -11,10 +11,12 @@
 # 2. runs strix-chat-load (500 clients, 10 rooms, 10 messages/s each, the seed's payload mix) for
 #    the duration after SOAK_WARMUP seconds, one row per SOAK_INTERVAL; it verifies every delivery
 #    (any loss, duplicate, reordering or corruption fails the soak);
-# 3. samples the server's VmRSS, VmHWM and CPU time every 5 s, and at the end of each interval row;
+# 3. samples the server's VmRSS, VmHWM and CPU time every 5 s, and at the end of each interval row,
+#    and the database directory's size every 5 s (db.tsv);
 # 4. stops the server with SIGTERM (it must exit 0) and has scripts/soak_report.py write
 #    <build_dir>/bench/soak.md: per interval latency (p50/p99/p99.9/max), deliveries/s, server CPU
-#    and RSS, and the RSS drift from the first interval to the last.
+#    and RSS, the RSS drift from the first interval to the last, and the database's size over the
+#    run (bounded with a retention policy in SOAK_SERVER_ARGS, e.g. --retention-max-per-room 10000).
 # Not part of make test (an hour of load).
 #
 # Environment: SOAK_DURATION (3600 s; the argument wins), SOAK_INTERVAL (600 s), SOAK_WARMUP (10 s),
@@ -95,7 +97,13 @@ sample() {
   cpu=$(awk '{print $14 + $15}' "/proc/$server_pid/stat" 2>/dev/null) || return 0
   echo "$(date +%s.%N) $rss $hwm $cpu"
 }
-(while kill -0 "$server_pid" 2>/dev/null; do sample; sleep 5; done) >"$runs/rss.tsv" &
+# The database directory's size (file, WAL) every 5 s too: with a retention policy
+# (SOAK_SERVER_ARGS="--retention-max-per-room N") it must level off instead of growing.
+(while kill -0 "$server_pid" 2>/dev/null; do
+  sample
+  echo "$(date +%s.%N) $(du -sk "$tmp" 2>/dev/null | cut -f1)" >>"$runs/db.tsv"
+  sleep 5
+done) >"$runs/rss.tsv" &
 sampler_pid=$!
 
 target=(--host 127.0.0.1 --port "$port")

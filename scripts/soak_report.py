@@ -38,6 +38,20 @@ def samples(path):
     return out
 
 
+def db_samples(path):
+    """db.tsv: "<unix time> <kB>" per line."""
+    out = []
+    try:
+        with open(path) as f:
+            for line in f:
+                p = line.split()
+                if len(p) == 2 and p[1].isdigit():
+                    out.append((float(p[0]), int(p[1])))
+    except OSError:
+        pass
+    return out
+
+
 def mib(kb):
     return kb / 1024.0
 
@@ -115,9 +129,19 @@ def main():
                  f"to the end of the last ({mib(last[1]):.1f} MiB){rate}; between them it stayed within "
                  f"{mib(lo):.1f}-{mib(hi):.1f} MiB (5 s samples); peak RSS (VmHWM) {mib(hwm):.1f} MiB.")
     db_kb = read(os.path.join(args.runs, "db_kb"), "")
+    server_cmd = read(os.path.join(args.runs, "server.cmd"), "")
+    words = server_cmd.split()
+    retention = " ".join(f"{w} {words[i + 1]}" for i, w in enumerate(words[:-1]) if w.startswith("--retention"))
     if db_kb.isdigit() and int(db_kb) > 0:
         L.append("")
-        L.append(f"Database directory at the end: {int(db_kb) / 1024:.0f} MiB (every message is kept).")
+        kept = f"retention {retention}" if retention else "every message is kept"
+        L.append(f"Database directory at the end: {int(db_kb) / 1024:.1f} MiB ({kept}).")
+    sizes = db_samples(os.path.join(args.runs, "db.tsv"))
+    if len(sizes) >= 2:
+        half = sizes[len(sizes) // 2:]
+        L.append(f"Database directory over the run (5 s samples): {mib(sizes[0][1]):.1f} MiB at the first sample, "
+                 f"{mib(max(p[1] for p in sizes)):.1f} MiB at most; over the second half of the run "
+                 f"{mib(min(p[1] for p in half)):.1f}-{mib(max(p[1] for p in half)):.1f} MiB.")
     verdict = "passed" if run.get("ok") else f"FAILED: {run.get('failure')}"
     L.append("")
     L.append(f"Verification: {verdict}.")

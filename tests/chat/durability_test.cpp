@@ -280,14 +280,15 @@ TEST_P(durability, with_ack_early_a_message_is_acknowledged_before_it_is_stored)
     EXPECT_EQ(h[0].text, "not stored yet");
 }
 
-/// The join_room_res a login sends when the account belongs to a room: (room id, member names).
+/// The join_room_res a login sends when the account belongs to a room: (room id, member names,
+/// an offline member's with a "-" after it).
 std::pair<std::uint64_t, std::vector<std::string>> expect_rejoin(chat_client& c) {
     auto f = c.expect(msg_type::join_room_res);
     std::pair<std::uint64_t, std::vector<std::string>> out;
     auto* r = f.as<proto::join_room_res>();
     if (!r || !r->room() || !r->members()) return out;
     out.first = r->room()->id();
-    for (auto* m : *r->members()) out.second.push_back(m->name()->str());
+    for (auto* m : *r->members()) out.second.push_back(m->name()->str() + (m->online() ? "" : "-"));
     return out;
 }
 
@@ -319,18 +320,24 @@ TEST_P(durability, rooms_and_memberships_survive_a_restart) {
     x.login("xena");
     auto rooms = x.list();
     ASSERT_EQ(rooms.size(), 2u) << "the deleted room stays deleted";
-    EXPECT_EQ(rooms[0], std::make_tuple(std::min(lobby, attic), std::string(lobby < attic ? "lobby" : "attic"), 0u));
-    EXPECT_EQ(rooms[1], std::make_tuple(std::max(lobby, attic), std::string(lobby < attic ? "attic" : "lobby"), 0u));
+    // Their members are back too, offline: lobby has ann and ben, attic has cat.
+    const auto members_of = [&](std::uint64_t id) { return id == lobby ? 2u : 1u; };
+    EXPECT_EQ(rooms[0], std::make_tuple(std::min(lobby, attic), std::string(lobby < attic ? "lobby" : "attic"),
+                                        members_of(std::min(lobby, attic))));
+    EXPECT_EQ(rooms[1], std::make_tuple(std::max(lobby, attic), std::string(lobby < attic ? "attic" : "lobby"),
+                                        members_of(std::max(lobby, attic))));
+    EXPECT_EQ(x.list_online()[0], std::make_tuple(std::min(lobby, attic), members_of(std::min(lobby, attic)), 0u))
+        << "none online";
     x.send_join(gone);
     x.expect_error(msg_type::join_room_req, error_code::unknown_room);
 
-    // A login puts each member back, with the others who are back so far.
+    // A login puts each member back, online; the others stay listed, offline until they log in.
     chat_client a(srv->port()), b(srv->port()), d(srv->port());
     a.login("ann");
-    EXPECT_EQ(expect_rejoin(a), std::make_pair(lobby, std::vector<std::string>{"ann"}));
+    EXPECT_EQ(expect_rejoin(a), std::make_pair(lobby, std::vector<std::string>{"ann", "ben-"}));
     b.login("ben");
     EXPECT_EQ(expect_rejoin(b), std::make_pair(lobby, std::vector<std::string>{"ann", "ben"}));
-    a.expect_member_event(msg_type::member_joined, lobby, "ben");
+    a.expect_presence(lobby, "ben", true);
     // The room's seq goes on after the stored messages.
     b.send_chat("after", 9);
     auto l = a.expect_chat();
@@ -339,8 +346,10 @@ TEST_P(durability, rooms_and_memberships_survive_a_restart) {
     // dan left before the restart: no room for him.
     d.login("dan");
     d.expect_nothing();
-    // cat is not back yet; a newcomer sees only who is present.
-    EXPECT_EQ(x.join(attic), std::vector<std::string>{"xena"});
+    // cat is not back yet; a newcomer sees her as an offline member.
+    x.send_join(attic);
+    auto jx = x.expect(msg_type::join_room_res);
+    EXPECT_EQ(chat_client::member_states(jx), (std::vector<std::string>{"cat-", "xena"}));
     // New rooms get ids above every old one, the deleted room's included.
     auto fresh = d.create("fresh");
     EXPECT_GT(fresh >> 8, std::max({lobby, attic, gone}) >> 8);

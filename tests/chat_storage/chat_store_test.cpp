@@ -43,12 +43,12 @@ protected:
 };
 
 TEST_P(chat_store_test, MigrationsApplyOnceAndReopenIsIdempotent) {
-    ASSERT_EQ(latest_schema_version(), 4u);
+    ASSERT_EQ(latest_schema_version(), 5u);
     std::uint64_t alice_id = 0;
     {
         auto store = open();
         EXPECT_EQ(store->schema_version(), latest_schema_version());
-        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "4");
+        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "5");
         auto r = store->login("alice", "pw", true);
         ASSERT_EQ(r.outcome, login_outcome::created);
         alice_id = r.acct.id;
@@ -57,7 +57,7 @@ TEST_P(chat_store_test, MigrationsApplyOnceAndReopenIsIdempotent) {
         auto store = open();
         EXPECT_EQ(store->schema_version(), latest_schema_version());
         // Re-opening applies nothing again: still one row per step, and the data is untouched.
-        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "4");
+        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "5");
         EXPECT_EQ(raw("SELECT version FROM schema_version ORDER BY version LIMIT 1"), "1");
         auto found = store->find_account("alice");
         ASSERT_TRUE(found.has_value());
@@ -86,7 +86,7 @@ TEST_P(chat_store_test, ConcurrentOpenersOfAFreshDatabaseMigrateOnce) {
         EXPECT_EQ(errors[static_cast<std::size_t>(i)], "") << "opener " << i;
         EXPECT_EQ(versions[static_cast<std::size_t>(i)], latest_schema_version()) << "opener " << i;
     }
-    EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "4");
+    EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "5");
 }
 
 TEST_P(chat_store_test, LoginCreatesVerifiesAndRejects) {
@@ -363,8 +363,9 @@ TEST_P(chat_store_test, RoomsAndMembershipsAreStoredLoadedAndDeleted) {
     ASSERT_EQ(rooms.size(), 2u);  // ascending by id
     std::vector<std::uint64_t> lobby_members{ann, ben};
     std::sort(lobby_members.begin(), lobby_members.end());
-    EXPECT_EQ(rooms[0], (stored_room{lobby, "lobby", 2, lobby_members}));
-    EXPECT_EQ(rooms[1], (stored_room{attic, "caf\xc3\xa9", 0, {}}));
+    std::vector<std::string> lobby_names{lobby_members[0] == ann ? "ann" : "ben", lobby_members[0] == ann ? "ben" : "ann"};
+    EXPECT_EQ(rooms[0], (stored_room{lobby, "lobby", 2, lobby_members, lobby_names}));
+    EXPECT_EQ(rooms[1], (stored_room{attic, "caf\xc3\xa9", 0, {}, {}}));
     // The largest id of any room (and of any chat log): new ids start above it.
     EXPECT_EQ(store->max_room_id(), attic);
     store->write_batch(std::vector<room_change>{{k::created, (20u << 8) | 5, 0, "x", 22},
@@ -382,6 +383,7 @@ TEST_P(chat_store_test, RoomsAndMembershipsAreStoredLoadedAndDeleted) {
     rooms = store->load_rooms();
     ASSERT_EQ(rooms.size(), 2u);
     EXPECT_EQ(rooms[0].members, std::vector<std::uint64_t>{ben});
+    EXPECT_EQ(rooms[0].member_names, std::vector<std::string>{"ben"});
     EXPECT_EQ(raw("SELECT COUNT(*) FROM rooms"), "4");
     EXPECT_EQ(raw("SELECT COUNT(*) FROM rooms WHERE deleted_at_us IS NOT NULL"), "2");
 }

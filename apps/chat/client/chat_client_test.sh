@@ -3,7 +3,8 @@
 #   chat_client_test.sh <strix-chat-client> <strix-chat-server> <work dir>
 # alice gives her name and password as input lines, creates a room and talks; bob (name and
 # password as options) lists the rooms, joins, answers, provokes an error, leaves and quits; both
-# must see the same messages with the same room seqs, in order, and the notices. A wrong password
+# must see the same messages with the same room seqs, in order, and the notices; bob's /history
+# shows him the line alice said before he came. A wrong password
 # must end a client with status 1 and the server's reason. Device tokens: alice's client keeps
 # hers in a 0600 file under $XDG_STATE_HOME (a fresh one after each login), bob's, run with
 # --no-device-token, keeps none.
@@ -77,6 +78,11 @@ printf '/join %s\n' "$room" >&4
 wait_for "$work/bob.out" "^joined room $room 'lobby' .*members: .*alice"
 grep -Eq "^joined room $room 'lobby' .*members: .*bob" "$work/bob.out" || fail "bob is not among the members"
 wait_for "$work/alice.out" "^\* bob joined room $room$"
+# bob joined after alice's first line: /history shows it to him from the database.
+printf '/history\n' >&4
+wait_for "$work/bob.out" "^history of room $room:$"
+wait_for "$work/bob.out" "^\[$room#1\] alice: hello from alice$"
+wait_for "$work/bob.out" "^\(the oldest stored message\)$"
 printf 'hi alice\n' >&4
 wait_for "$work/bob.out" "^\[$room#2\] bob: hi alice$"
 wait_for "$work/alice.out" "^\[$room#2\] bob: hi alice$"

@@ -368,6 +368,7 @@ void chat_console::help() {
         "  /create NAME  create a room and enter it\n"
         "  /join ID      enter room ID\n"
         "  /exit         leave the current room\n"
+        "  /history      show 20 earlier messages of the room (again: the 20 before those)\n"
         "  /ping         measure the round trip to the server\n"
         "  /help         this list\n"
         "  /quit         disconnect and quit\n"
@@ -434,6 +435,15 @@ void chat_console::command(const std::string& raw) {
         fbb_.Finish(proto::Createleave_room_req(fbb_));
         send(proto::msg_type::leave_room_req);
         start(waiting::leave);
+    } else if (cmd == "/history") {
+        if (room_id_ == 0) {
+            out("not in a room: /create NAME or /join ID first");
+            return;
+        }
+        fbb_.Clear();
+        fbb_.Finish(proto::Createhistory_req(fbb_, room_id_, history_before_, 0, 20));
+        send(proto::msg_type::history_req);
+        start(waiting::history);
     } else if (cmd == "/ping") {
         fbb_.Clear();
         fbb_.Finish(proto::Createping_req(fbb_, steady_us()));
@@ -516,6 +526,7 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
             if (res == nullptr || res->room() == nullptr) break;
             room_id_ = res->room()->id();
             room_name_ = std::string(str(res->room()->name()));
+            history_before_ = 0;
             out("created room {} '{}'; you are in it (/exit leaves)", room_id_, room_name_);
             if (waiting_ == waiting::create) done_waiting();
             return;
@@ -525,12 +536,14 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
             if (res == nullptr || res->room() == nullptr) break;
             room_id_ = res->room()->id();
             room_name_ = std::string(str(res->room()->name()));
+            history_before_ = 0;
             std::string members;
             if (res->members() != nullptr) {
-                for (const proto::player_info* p : *res->members()) {
+                for (const proto::member_info* p : *res->members()) {
                     if (p == nullptr) continue;
                     if (!members.empty()) members += ", ";
                     members += str(p->name());
+                    if (!p->online()) members += " (offline)";
                 }
             }
             out("joined room {} '{}' (/exit leaves); members: {}", room_id_, room_name_, members);
@@ -567,6 +580,30 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
             const auto* m = body_as<proto::member_left>(frame);
             if (m == nullptr || m->player() == nullptr) break;
             out("* {} left room {}", str(m->player()->name()), m->room_id());
+            return;
+        }
+        case proto::msg_type::member_presence: {
+            const auto* m = body_as<proto::member_presence>(frame);
+            if (m == nullptr || m->player() == nullptr) break;
+            out("* {} is {} room {}", str(m->player()->name()), m->online() ? "back in" : "offline from", m->room_id());
+            return;
+        }
+        case proto::msg_type::history_res: {
+            const auto* res = body_as<proto::history_res>(frame);
+            if (res == nullptr) break;
+            const auto* msgs = res->messages();
+            if (msgs == nullptr || msgs->size() == 0) {
+                out("no earlier messages stored in room {}", res->room_id());
+            } else {
+                out("history of room {}:", res->room_id());
+                for (const proto::chat_msg* m : *msgs) {
+                    if (m == nullptr || m->sender() == nullptr) continue;
+                    out("[{}#{}] {}: {}", m->room_id(), m->seq(), str(m->sender()->name()), str(m->text()));
+                }
+                history_before_ = msgs->Get(0)->seq();
+                out("{}", res->more() ? "(/history shows more)" : "(the oldest stored message)");
+            }
+            if (waiting_ == waiting::history) done_waiting();
             return;
         }
         case proto::msg_type::pong_res: {

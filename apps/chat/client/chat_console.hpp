@@ -58,7 +58,7 @@ public:
     int run();
 
 private:
-    enum class waiting { nothing, login, rooms, create, join, leave, chat, pong };
+    enum class waiting { nothing, login, rooms, create, join, leave, chat, pong, history };
 
     bool connect_server();
     bool start_tls();
@@ -98,6 +98,7 @@ private:
     std::chrono::steady_clock::time_point waiting_since_;
     std::uint64_t player_id_ = 0;
     std::uint64_t room_id_ = 0;
+    std::uint64_t history_before_ = 0;  // /history pages back from here (0: the newest)
     std::string room_name_;
     std::uint64_t client_seq_ = 0;
     bool logged_in_ = false;

@@ -700,6 +700,14 @@ void load_worker::on_frame(load_client& c, std::span<const std::byte> frame, std
             shared_.warn(shared_.warned_other, 10, "client {}: member_left received; nobody was meant to leave",
                          c.index);
             return;
+        case proto::msg_type::member_presence:
+            // A member going offline (its connection closed) or coming back: only expected once
+            // the run is over and other workers' clients close.
+            if (shared_.stop.load(std::memory_order_relaxed)) return;
+            ++now_sink_->unexpected;
+            shared_.warn(shared_.warned_other, 10, "client {}: member_presence received; nobody was meant to go",
+                         c.index);
+            return;
         case proto::msg_type::pong_res: return;
         default:
             ++now_sink_->unexpected;

@@ -69,6 +69,15 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
         wcfg.committed = [this](std::span<const std::uint64_t> tags) { committed(tags); };
     writer_ = std::make_unique<chat_log_writer>(std::move(writer_store), wcfg);
 
+    if (retention_enabled(opts_)) {
+        retention_policy rp;
+        rp.max_per_room = opts_.retention_max_per_room;
+        rp.max_age = opts_.retention_max_age;
+        rp.batch = opts_.retention_batch;
+        rp.interval = opts_.retention_interval;
+        retention_ = std::make_unique<chat_retention>(open_chat_store(opts_.db, policy), rp);
+    }
+
     engine_ = std::make_unique<engine>(opts_.engine);
     throttle_ = std::make_unique<login_throttle>(opts_.login_throttle);
 
@@ -196,6 +205,7 @@ std::uint64_t chat_server::shutdown() {
         acks_open_ = false;
     }
     std::uint64_t lost = 0;
+    if (retention_) retention_->stop();
     if (writer_) lost = writer_->stop();
     if (pool_) pool_->stop();
     return lost;
@@ -267,6 +277,14 @@ void chat_server::register_metrics() {
     counter_fn("strix_db_batches_total", "chat log transactions committed", [w] { return w->stats().batches; });
     counter_fn("strix_db_failures_total", "failed chat log commits (retried)", [w] { return w->stats().failures; });
     counter_fn("strix_db_rejected_total", "chat log entries refused (queue full)", [w] { return w->stats().rejected; });
+    if (chat_retention* ret = retention_.get()) {
+        counter_fn("strix_retention_deleted_total", "chat log rows deleted by the retention policy",
+                   [ret] { return ret->stats().deleted; });
+        counter_fn("strix_retention_passes_total", "retention walks over the rooms completed",
+                   [ret] { return ret->stats().passes; });
+        counter_fn("strix_retention_failures_total", "retention walks cut short by a database error",
+                   [ret] { return ret->stats().failures; });
+    }
     chat_context* ctx = ctx_.get();
     gauge_fn("strix_login_hashes_pending", "logins (password hashes) queued or running",
              [ctx] { return ctx->logins_in_flight.load(std::memory_order_relaxed); });

@@ -22,6 +22,7 @@
 #include <strix/net/metrics_endpoint.hpp>
 #include <strix/net/server.hpp>
 #include "apps/chat/storage/chat_log_writer.hpp"
+#include "apps/chat/storage/chat_retention.hpp"
 #include "apps/chat/storage/db_pool.hpp"
 
 #include <memory>
@@ -84,6 +85,7 @@ private:
     metrics_registry metrics_registry_;  // outlives every registration below
     std::unique_ptr<db_pool> pool_;
     std::unique_ptr<chat_log_writer> writer_;
+    std::unique_ptr<chat_retention> retention_;  // only with a retention policy
     std::unique_ptr<engine> engine_;
     std::unique_ptr<login_throttle> throttle_;
     std::unique_ptr<chat_context> ctx_;

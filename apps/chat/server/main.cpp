@@ -34,7 +34,8 @@ std::string one_line(const std::string& s) {
     return out;
 }
 
-// --revoke-device-tokens NAME: one database connection, no engine.
+// --revoke-device-tokens NAME: one database connection, no engine. Revokes the account's device
+// and resume tokens.
 int revoke_device_tokens(const strix::chat::chat_options& o) {
     using namespace strix::chat;
     // The policy only matters for new password hashes, and none is made here.
@@ -47,6 +48,10 @@ int revoke_device_tokens(const strix::chat::chat_options& o) {
     }
     const std::size_t n = store->revoke_device_tokens(acct->id);
     strix::print(stdout, "strix-chat-server: revoked {} device token{} of {}\n", n, n == 1 ? "" : "s",
+                 o.revoke_device_tokens);
+    // Resume tokens log in without the password: after a leak they must go too.
+    const std::size_t r = store->revoke_device_tokens(acct->id, token_kind::resume);
+    strix::print(stdout, "strix-chat-server: revoked {} resume token{} of {}\n", r, r == 1 ? "" : "s",
                  o.revoke_device_tokens);
     return 0;
 }

@@ -12,6 +12,13 @@
 //
 // A success stores a fresh device token for the account (replacing the one presented, if it was
 // valid) and hands it to the client.
+//
+//   resume token: look its hash up ─ valid for this name, not expired ── logged in, no password
+//                 │                                                    verified (nothing hashed)
+//                 └─ not valid: with a password, an ordinary login (throttle.fall_back);
+//                    without, invalid_token (a failure of the token's key and the address)
+//
+// Every success also stores a fresh resume token (replacing the presented one, single use).
 
 #include "apps/chat/server/login/login_throttle.hpp"
 #include "apps/chat/storage/chat_store.hpp"
@@ -36,6 +43,7 @@ struct login_request {
     std::string password;
     std::string address;                      // the client's address; empty on the Unix socket
     std::optional<device_token_hash> token;   // the presented device token's hash
+    std::optional<device_token_hash> resume;  // the presented resume token's hash (replaces the password)
 };
 
 /// What became of a presented device token (counted on the shard).
@@ -53,6 +61,9 @@ struct login_verdict {
                                                        // address waits: rate_limited
     token_use token = token_use::none;
     std::optional<device_token> new_token;             // a success: the client's next token
+    token_use resume = token_use::none;                // what became of a presented resume token
+    bool invalid_resume_token = false;                 // it did not hold and there is no password: invalid_token
+    std::optional<device_token> new_resume_token;      // a success: the client's next resume token
 };
 
 /// Runs one admitted login against `store` and reports it to ctx.throttle (exactly once).

@@ -137,6 +137,12 @@ std::string validate(const chat_options& o) {
     if (t.backoff.count() <= 0 || t.lockout < t.backoff)
         return "--login-backoff-ms must be positive and at most --login-lockout-ms";
     if (o.device_token_ttl > std::chrono::days(3650)) return "--device-token-days must be at most 3650 (ten years)";
+    if (o.resume_token_ttl > std::chrono::minutes(60 * 24 * 365))
+        return "--resume-token-minutes must be at most 525600 (a year)";
+    if (o.resume_max == 0) return "--resume-max must be at least 1";
+    if (o.retention_batch == 0 || o.retention_batch > 100000) return "--retention-batch must be between 1 and 100000";
+    if (retention_enabled(o) && o.retention_interval.count() <= 0)
+        return "--retention-interval-ms must be positive when a retention limit is set";
     if (o.engine.poll_spin > std::chrono::seconds(1)) return "--poll-spin-us must be at most 1000000 (one second)";
     if (o.commit_delay_us > 1'000'000) return "--commit-delay-us must be at most 1000000 (one second)";
     if (o.server.port != 0 && o.metrics_port == o.server.port) return "--metrics-port must differ from --port";
@@ -255,10 +261,25 @@ parse_result parse_options(int argc, char** argv) {
                                "a successful login hands the client a device token valid this long, which exempts "
                                "its next logins from the per-name lockout (0 = no device tokens)");
     app.add_option("--revoke-device-tokens", o.revoke_device_tokens,
-                   "do not serve: delete every device token of this account from --db (log it out of the "
-                   "lockout exemption everywhere, e.g. after its password leaked) and exit")
+                   "do not serve: delete every device and resume token of this account from --db (log it out "
+                   "of the lockout exemption and of token logins everywhere, e.g. after its password leaked) and exit")
         ->type_name("NAME")
         ->configurable(false);
+    add_duration<std::int64_t>(app, "--resume-token-minutes", o.resume_token_ttl, negative_timeout,
+                               "a successful login hands the client a resume token valid this long, with which a "
+                               "reconnect logs in without the password (0 = no resume tokens)");
+    app.add_option("--resume-max", o.resume_max,
+                   "a resume_req missing more messages than this gets a gap answer (fetch history instead)")
+        ->capture_default_str();
+    add_duration<std::int64_t>(app, "--retention-max-age-s", o.retention_max_age, negative_timeout,
+                               "delete stored messages older than this many seconds (0 = keep regardless of age)");
+    app.add_option("--retention-max-per-room", o.retention_max_per_room,
+                   "keep only each room's newest this many stored messages (0 = no count limit)")
+        ->capture_default_str();
+    app.add_option("--retention-batch", o.retention_batch, "rows one retention DELETE removes at most")
+        ->capture_default_str();
+    add_duration<std::int64_t>(app, "--retention-interval-ms", o.retention_interval, negative_timeout,
+                               "how often retention walks the rooms");
     app.add_option("--room-rate", o.room_rate, "room changes (create, join) per second per session")
         ->capture_default_str();
     app.add_option("--room-burst", o.room_burst, "room changes a session may make at once")->capture_default_str();

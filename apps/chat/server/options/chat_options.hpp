@@ -11,6 +11,7 @@
 #include <strix/net/server.hpp>
 #include <strix/net/tls.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -62,6 +63,21 @@ struct chat_options {
     // --revoke-device-tokens NAME: instead of serving, delete every device token of NAME from --db
     // and exit (the server may be running meanwhile: its next lookup finds none).
     std::string revoke_device_tokens;
+    // --resume-token-minutes: how long a resume token (docs/protocol.md, "Resume tokens": a
+    // reconnect logs in with it instead of the password) stays valid; 0 = none handed out, and
+    // presented ones are refused (invalid_token, or the password decides when one is given).
+    std::chrono::minutes resume_token_ttl{24 * 60};
+    // --resume-max: a resume_req that would return more messages than this gets a gap answer
+    // (so does one whose messages exceed resume_max_bytes(), a share of --max-queued).
+    std::uint32_t resume_max = 1000;
+    // Retention (docs/protocol.md, "History and retention"): --retention-max-age-s (messages
+    // older than this go; 0 = no age limit), --retention-max-per-room (each room keeps its newest
+    // this many; 0 = no count limit), enforced in the background every --retention-interval-ms
+    // in DELETEs of at most --retention-batch rows.
+    std::chrono::seconds retention_max_age{0};
+    std::uint64_t retention_max_per_room = 0;
+    std::uint32_t retention_batch = 500;
+    std::chrono::milliseconds retention_interval{1000};
     std::string db = "sqlite:var/strix.db";  // sqlite:<path> or postgresql://...
     cluster_options cluster;                  // --cluster, --node-id, ... (cluster_options.hpp)
     std::uint16_t metrics_port = 9100;       // 0 = no metrics endpoint
@@ -83,6 +99,18 @@ struct chat_options {
     // of one session inside the window cancel out (0 = sent at once, nothing coalesced).
     std::chrono::milliseconds notice_delay{100};
 };
+
+/// The most bytes of stored messages one resume answer carries: a quarter of --max-queued (so
+/// the answer never makes the session a slow consumer), at most 1 MiB, at least 64 KiB. Any thread.
+inline std::size_t resume_max_bytes(const chat_options& o) {
+    const std::size_t quarter = o.server.limits.max_queued / 4;
+    return std::clamp<std::size_t>(quarter, 64 * 1024, 1024 * 1024);
+}
+
+/// Whether a retention policy is set. Any thread.
+inline bool retention_enabled(const chat_options& o) {
+    return o.retention_max_age.count() > 0 || o.retention_max_per_room > 0;
+}
 
 /// What parse_options() decided: run with these options, or exit now with this status
 /// (after --help, or after printing a one-sentence error to stderr).

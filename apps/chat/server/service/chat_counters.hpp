@@ -28,6 +28,14 @@ struct chat_counters : metric_group {
     counter device_tokens_unknown{*this, "strix_device_tokens_unknown_total",
                                   "device tokens presented that the database does not know: made up, replaced or "
                                   "revoked (an ordinary login followed; a failure of the address)"};
+    counter resume_token_logins{*this, "strix_resume_token_logins_total",
+                                "logins with a valid resume token (no password verified)"};
+    counter resume_tokens_refused{*this, "strix_resume_tokens_refused_total",
+                                  "resume tokens presented that were unknown, expired or another account's"};
+    counter history_requests{*this, "strix_history_requests_total", "history_req answered from the database"};
+    counter resumes{*this, "strix_resumes_total", "resume_req answered complete"};
+    counter resume_gaps{*this, "strix_resume_gaps_total",
+                        "resume_req answered gap (beyond --resume-max or its bytes, or deleted by retention)"};
     counter login_queue_full{*this, "strix_login_queue_full_total",
                              "logins refused with server_busy: --login-queue hashes pending"};
     counter notices_coalesced{*this, "strix_member_notices_coalesced_total",

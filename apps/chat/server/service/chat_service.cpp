@@ -107,7 +107,7 @@ void chat_service::dispatch(player& pl, std::span<const std::byte> frame) {
     bool needs_login = type != msg_type::login_req && type != msg_type::ping_req;
     bool known = type == msg_type::login_req || type == msg_type::create_room_req || type == msg_type::join_room_req ||
                  type == msg_type::leave_room_req || type == msg_type::chat_req || type == msg_type::list_rooms_req ||
-                 type == msg_type::ping_req;
+                 type == msg_type::ping_req || type == msg_type::history_req || type == msg_type::resume_req;
     if (!known) {
         bump(counters_.bad_requests);
         send_error(s, type, error_code::bad_request, "unknown message type");
@@ -125,6 +125,8 @@ void chat_service::dispatch(player& pl, std::span<const std::byte> frame) {
         case msg_type::chat_req: handle_chat(*p, frame); break;
         case msg_type::list_rooms_req: handle_list(*p); break;
         case msg_type::ping_req: handle_ping(*p, frame); break;
+        case msg_type::history_req: handle_history(*p, frame); break;
+        case msg_type::resume_req: handle_resume(*p, frame); break;
         default: break;
     }
 }
@@ -364,6 +366,10 @@ const T* chat_service::decode(player& p, std::span<const std::byte> frame, msg_t
 // The login requests (chat_service_login.cpp) decode with it too.
 template const proto::login_req* chat_service::decode<proto::login_req>(player&, std::span<const std::byte>, msg_type,
                                                                           const char*);
+template const proto::history_req* chat_service::decode<proto::history_req>(player&, std::span<const std::byte>,
+                                                                              msg_type, const char*);
+template const proto::resume_req* chat_service::decode<proto::resume_req>(player&, std::span<const std::byte>,
+                                                                            msg_type, const char*);
 
 void chat_service::send(session& s, shared_buffer_ptr frame) {
     bump(counters_.app_out);

@@ -26,6 +26,7 @@
 
 #include <boost/unordered/unordered_flat_map.hpp>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -85,7 +86,11 @@ private:
     struct credentials {
         std::string_view name;  // views into the request frame
         std::string_view password;
-        std::optional<device_token_hash> token;  // the presented device token's hash
+        std::optional<device_token_hash> token;   // the presented device token's hash
+        std::optional<device_token_hash> resume;  // the presented resume token's hash
+        // The key the attempt is throttled under: the resume token's, else the device token's,
+        // else the name.
+        std::string throttle_key() const;
     };
     void handle_login(player& p, std::span<const std::byte> frame);
     std::optional<credentials> validate_login(player& p, std::span<const std::byte> frame);
@@ -101,6 +106,12 @@ private:
     void handle_chat(player& p, std::span<const std::byte> frame);
     void handle_list(player& p);
     void handle_ping(player& p, std::span<const std::byte> frame);
+    // History and resume (chat_service_history.cpp): read on a database worker, answered here.
+    void handle_history(player& p, std::span<const std::byte> frame);
+    void handle_resume(player& p, std::span<const std::byte> frame);
+    bool submit_read(player& p, proto::msg_type request, std::function<std::vector<shared_buffer_ptr>(chat_store&)> read,
+                     bool gap_counts);
+    void read_done(std::uint64_t session_id, proto::msg_type request, std::vector<shared_buffer_ptr> frames, int outcome);
 
     /// Runs fn(chat_service&) on the shard that owns `room`: now when that is this shard, else
     /// posted (FIFO per pair of shards).

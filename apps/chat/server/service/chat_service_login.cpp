@@ -54,9 +54,22 @@ std::optional<chat_service::credentials> chat_service::validate_login(player& p,
         send_error(s, msg_type::login_req, error_code::invalid_name, "names are 1-32 bytes of A-Z a-z 0-9 _ . -");
         return std::nullopt;
     }
-    if (c.password.empty() || c.password.size() > max_password) {
+    // A resume token stands in for the password (docs/protocol.md, "Resume tokens").
+    if (const auto* t = req->resume_token(); t != nullptr && t->size() != 0) {
+        device_token token;
+        if (!device_token_from(std::as_bytes(std::span(t->data(), t->size())), token)) {
+            bump(counters_.bad_requests);
+            send_error(s, msg_type::login_req, error_code::bad_request, "a resume token is 32 bytes");
+            return std::nullopt;
+        }
+        if (ctx_.options.resume_token_ttl.count() > 0) c.resume = hash_device_token(token);
+    }
+    if ((c.password.empty() && !c.resume) || c.password.size() > max_password) {
         bump(counters_.bad_requests);
-        send_error(s, msg_type::login_req, error_code::bad_request, "passwords are 1-1024 bytes");
+        send_error(s, msg_type::login_req, error_code::bad_request,
+                   c.password.empty() && req->resume_token() && req->resume_token()->size() != 0
+                       ? "resume tokens are off on this server: log in with the password"
+                       : "passwords are 1-1024 bytes");
         return std::nullopt;
     }
     // An empty vector is no token (a client may always send the field).
@@ -90,11 +103,16 @@ login_slot chat_service::admit_login(player& p) {
 // token does not hold). An allowed attempt holds its keys until the worker reports its verdict
 // (or hash_login abandons it).
 bool chat_service::throttle_login(player& p, const credentials& c, const std::string& address) {
-    const std::string device = c.token ? login_throttle::device_key(c.token->bytes) : std::string();
-    const login_throttle::verdict v = ctx_.throttle->check(c.token ? std::string_view(device) : c.name, address);
+    const login_throttle::verdict v = ctx_.throttle->check(c.throttle_key(), address);
     if (v.allowed) return true;
-    refuse_throttled(p, v, c.token.has_value());
+    refuse_throttled(p, v, c.token.has_value() || c.resume.has_value());
     return false;
+}
+
+std::string chat_service::credentials::throttle_key() const {
+    if (resume) return login_throttle::device_key(resume->bytes);
+    if (token) return login_throttle::device_key(token->bytes);
+    return std::string(name);
 }
 
 void chat_service::refuse_throttled(player& p, const login_throttle::verdict& v, bool device) {
@@ -113,12 +131,12 @@ void chat_service::hash_login(player& p, const credentials& c, std::string addre
     chat_context* ctx = &ctx_;
     const unsigned shard_index = self_;
     const std::uint64_t sid = p.sess->id();
-    const std::string held_key = c.token ? login_throttle::device_key(c.token->bytes) : std::string(c.name);
+    const std::string held_key = c.throttle_key();
     // std::function copies the job it holds, so the copies share the request and the slot; the
     // slot goes back once, after the verdict, or when a job that never ran (refused here) is
     // destroyed.
     auto req = std::make_shared<login_request>(
-        login_request{std::string(c.name), std::string(c.password), std::move(address), c.token});
+        login_request{std::string(c.name), std::string(c.password), std::move(address), c.token, c.resume});
     bool queued = ctx_.pool.try_submit([services, ctx, shard_index, sid, req,
                                         slot = std::make_shared<login_slot>(std::move(slot))](chat_store& store) {
         login_verdict v = run_login_job(store, *ctx, *req);
@@ -147,6 +165,15 @@ void chat_service::finish_login(player& pl, login_verdict v) {
     session& s = *p->sess;
     if (v.token == token_use::ignored) bump(counters_.device_tokens_ignored);
     if (v.token == token_use::unknown) bump(counters_.device_tokens_unknown);
+    if (v.resume == token_use::accepted) bump(counters_.resume_token_logins);
+    if (v.resume == token_use::ignored || v.resume == token_use::unknown) bump(counters_.resume_tokens_refused);
+    if (v.invalid_resume_token) {
+        p->login = player::login_state::anonymous;
+        bump(counters_.login_failures);
+        send_error(s, msg_type::login_req, error_code::invalid_token,
+                   "the resume token is unknown, expired or revoked; log in with the password");
+        return;
+    }
     if (v.refused) {
         // The token did not hold and the name (or the address) waits: as if none was presented.
         p->login = player::login_state::anonymous;
@@ -172,7 +199,8 @@ void chat_service::finish_login(player& pl, login_verdict v) {
             bump(counters_.players);
             if (v.token == token_use::accepted) bump(counters_.device_token_logins);
             send(s, frames::login_res(p->player_id, p->name, result.outcome == login_outcome::created,
-                                      v.new_token ? &*v.new_token : nullptr));
+                                      v.new_token ? &*v.new_token : nullptr,
+                                      v.new_resume_token ? &*v.new_resume_token : nullptr));
             if (result.room_id != 0) rejoin(*p, room_id(result.room_id));
             return;
         case login_outcome::wrong_password:

@@ -1,0 +1,189 @@
+// chat_service's history and resume requests (the rest of the service is in chat_service.cpp).
+// Both read the chat log on a database worker, never on the shard; the worker encodes the
+// answer's frames and posts them back, and the session's later requests wait for them (so
+// replies keep the order of the requests).
+//
+//   history_req ─ check membership ══> worker: history_page ─ history_res ══> read_done: send
+//   resume_req  ─ check membership, bound ══> worker: the missed range, whole or not at all
+//               (nothing missed, or over --resume-max: answered here)  ══> resume_res... or gap
+//
+// A resume covers (last_seq, joined_seq]: joined_seq is the room's last seq when this session
+// was added, and every later message reaches it live (docs/protocol.md, "Resume"). The answer is
+// complete or a gap, never part of the range: a range the database does not hold whole (deleted
+// by retention, or not yet committed with --ack early after a flush) is a gap.
+
+#include "chat_service.hpp"
+
+#include "apps/chat/server/net/frames.hpp"
+
+#include <strix/core/log.hpp>
+#include "apps/chat/storage/chat_log_writer.hpp"
+#include "apps/chat/storage/db_pool.hpp"
+
+namespace strix::chat {
+namespace {
+
+using proto::error_code;
+using proto::msg_type;
+
+constexpr std::uint32_t default_history_limit = 50;
+constexpr std::uint32_t max_history_limit = 200;
+
+// read_done's outcomes.
+constexpr int read_ok = 0;
+constexpr int read_gap = 1;
+constexpr int read_failed = 2;
+
+// Splits `logs` (ascending) into resume_res frames of at most one frame's message budget each.
+std::vector<shared_buffer_ptr> resume_frames(std::uint64_t room, std::span<const chat_log_entry> logs,
+                                             std::uint64_t to_seq, std::uint64_t oldest) {
+    std::vector<shared_buffer_ptr> out;
+    do {
+        const std::size_t n = logs.empty() ? 0 : frames::messages_that_fit(logs);
+        out.push_back(frames::resume_res(room, false, logs.first(n), to_seq, oldest, n < logs.size()));
+        logs = logs.subspan(n);
+    } while (!logs.empty());
+    return out;
+}
+
+}  // namespace
+
+void chat_service::handle_history(player& p, std::span<const std::byte> frame) {
+    auto* req = decode<proto::history_req>(p, frame, msg_type::history_req, "malformed history_req");
+    if (!req) return;
+    session& s = *p.sess;
+    if (!p.room || p.room.value() != req->room_id() || p.in_room != player::room_state::member) {
+        send_error(s, msg_type::history_req, error_code::not_in_room, "history is for the room you are in");
+        return;
+    }
+    if (req->before_seq() != 0 && req->after_seq() != 0) {
+        bump(counters_.bad_requests);
+        send_error(s, msg_type::history_req, error_code::bad_request, "give before_seq or after_seq, not both");
+        return;
+    }
+    history_query q;
+    q.room_id = req->room_id();
+    q.before_seq = req->before_seq();
+    q.after_seq = req->after_seq();
+    const std::uint32_t limit =
+        req->limit() == 0 ? default_history_limit : std::min(req->limit(), max_history_limit);
+    q.limit = limit + 1;  // one more than asked: whether there is more in that direction
+    bump(counters_.history_requests);
+    submit_read(p, msg_type::history_req, [q, limit](chat_store& store) {
+        std::vector<chat_log_entry> logs = store.history_page(q);
+        const log_range range = store.room_log_range(q.room_id);
+        const bool newest_first = q.after_seq == 0;  // before_seq or newest: the page ends at the newest
+        bool more = logs.size() > limit;
+        std::span<const chat_log_entry> page(logs);
+        if (more) page = newest_first ? page.last(limit) : page.first(limit);
+        // One frame: when the page does not fit, keep the part nearest the cursor.
+        if (!page.empty()) {
+            if (newest_first) {
+                std::size_t n = 0, bytes = 0;
+                for (auto it = page.rbegin(); it != page.rend(); ++it) {
+                    bytes += it->text.size() + it->sender_name.size() + 96;
+                    if (n > 0 && bytes > frames::max_messages_bytes) break;
+                    ++n;
+                }
+                if (n < page.size()) more = true;
+                page = page.last(n);
+            } else {
+                const std::size_t n = frames::messages_that_fit(page);
+                if (n < page.size()) more = true;
+                page = page.first(n);
+            }
+        }
+        return std::vector<shared_buffer_ptr>{frames::history_res(q.room_id, page, more, range.oldest, range.newest)};
+    }, false);
+}
+
+void chat_service::handle_resume(player& p, std::span<const std::byte> frame) {
+    auto* req = decode<proto::resume_req>(p, frame, msg_type::resume_req, "malformed resume_req");
+    if (!req) return;
+    session& s = *p.sess;
+    if (!p.room || p.room.value() != req->room_id() || p.in_room != player::room_state::member) {
+        send_error(s, msg_type::resume_req, error_code::not_in_room, "resume the room you are in (join it first)");
+        return;
+    }
+    const std::uint64_t room = req->room_id();
+    const std::uint64_t from = req->last_seq();
+    const std::uint64_t to = p.joined_seq;
+    if (from >= to) {
+        // Nothing was missed: everything above the join point comes live. No database trip.
+        bump(counters_.resumes);
+        send(s, frames::resume_res(room, false, {}, to, 0, false));
+        return;
+    }
+    if (to - from > ctx_.options.resume_max) {
+        bump(counters_.resume_gaps);
+        send(s, frames::resume_res(room, true, {}, to, 0, false));
+        return;
+    }
+    const std::size_t max_bytes = resume_max_bytes(ctx_.options);
+    const bool ack_early = ctx_.options.ack == ack_mode::early;
+    chat_log_writer* writer = &ctx_.writer;
+    submit_read(p, msg_type::resume_req, [room, from, to, max_bytes, ack_early, writer](chat_store& store) {
+        history_query q{room, 0, from, static_cast<std::size_t>(to - from)};
+        std::vector<chat_log_entry> logs = store.history_page(q);
+        auto whole = [&] { return logs.size() == to - from && logs.front().seq == from + 1 && logs.back().seq == to; };
+        if (!whole() && ack_early) {
+            // --ack early: members may have seen messages the writer has not committed yet.
+            writer->flush();
+            logs = store.history_page(q);
+        }
+        const log_range range = store.room_log_range(room);
+        std::size_t bytes = 0;
+        for (const auto& e : logs) bytes += e.text.size() + e.sender_name.size();
+        if (logs.empty() || !whole() || bytes > max_bytes)
+            return std::vector<shared_buffer_ptr>{frames::resume_res(room, true, {}, to, range.oldest, false)};
+        return resume_frames(room, logs, to, range.oldest);
+    }, true);
+}
+
+// Queues `read` on a database worker; its frames go to the session in order, then the session's
+// waiting requests run. False (answered server_busy) when the database queue is full.
+bool chat_service::submit_read(player& p, msg_type request,
+                               std::function<std::vector<shared_buffer_ptr>(chat_store&)> read, bool gap_counts) {
+    sharded<chat_service>* services = &container();
+    const unsigned shard_index = self_;
+    const std::uint64_t sid = p.sess->id();
+    p.pending = player::pending_op::history;
+    const bool queued =
+        ctx_.pool.try_submit([services, shard_index, sid, request, gap_counts, read = std::move(read)](chat_store& store) {
+            std::vector<shared_buffer_ptr> out;
+            int outcome = read_ok;
+            try {
+                out = read(store);
+                if (gap_counts && out.size() == 1) {
+                    auto* r = body_as<proto::resume_res>(std::span<const std::byte>(out[0]->data(), out[0]->size()));
+                    if (r != nullptr && r->status() == proto::resume_status::gap) outcome = read_gap;
+                }
+            } catch (const std::exception& e) {
+                log_limited(log_level::warn, "{} failed: {}", proto::EnumNamemsg_type(request), e.what());
+                out = {frames::error(request, error_code::internal_error, "the database is unavailable; retry later")};
+                outcome = read_failed;
+            }
+            services->invoke_on(shard_index, [sid, request, out = std::move(out), outcome](chat_service& svc) mutable {
+                svc.read_done(sid, request, std::move(out), outcome);
+            });
+        });
+    if (!queued) {
+        p.pending = player::pending_op::none;
+        bump(counters_.server_busy);
+        send_error(*p.sess, request, error_code::server_busy, "the database queue is full; retry later");
+    }
+    return queued;
+}
+
+void chat_service::read_done(std::uint64_t session_id, msg_type request, std::vector<shared_buffer_ptr> frames_out,
+                             int outcome) {
+    player* p = find(session_id);
+    if (!p) return;  // the session closed while the database read
+    if (outcome == read_gap) bump(counters_.resume_gaps);
+    if (outcome == read_ok && request == msg_type::resume_req) bump(counters_.resumes);
+    if (outcome == read_failed) bump(counters_.errors);
+    for (auto& f : frames_out) send(*p->sess, std::move(f));
+    complete(*p, player::pending_op::history);
+}
+
+}  // namespace strix::chat
