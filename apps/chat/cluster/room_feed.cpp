@@ -182,7 +182,7 @@ void room_feed::on_read(const std::string& room, room_state& st, const room_sinc
         st.epoch = s.at.epoch;
         st.delivered = first - 1;
         st.early.clear();
-        if (sink_.gap) sink_.gap(room, from, first > from + 1 ? first - 1 : from, true);
+        if (sink_.gap) sink_.gap(room, from, first - 1, true);
     }
     for (const auto& e : s.entries) {
         if (e.seq <= st.delivered) {

@@ -64,7 +64,9 @@ public:
         /// One message of a watched room, in seq order, once.
         std::function<void(std::string_view room, std::uint64_t seq, std::string_view body)> message;
         /// Seqs in (from, to] cannot come from Redis (epoch_changed: Redis lost the room's
-        /// data; else the stream was trimmed). The feed goes on after `to`.
+        /// data; else the stream was trimmed). Delivery goes on with seq to + 1. With
+        /// epoch_changed, `to` may be below `from`: the new epoch's seqs started at a floor
+        /// below what was delivered (the publisher's floor lagged), so seqs are reused.
         std::function<void(std::string_view room, std::uint64_t from, std::uint64_t to, bool epoch_changed)> gap;
     };
 
