@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -120,6 +122,110 @@ TEST(resp_framer, a_long_status_line_waits_within_max_frame) {
     EXPECT_EQ(cut(line).size, line.size());
     // ... and a line longer than max_frame is refused.
     EXPECT_GT(cut(std::string(100, '+'), 50).size, 50u);
+}
+
+// Random replies: built as a tree, written as RESP, cut and parsed back.
+struct random_reply {
+    std::mt19937_64 rng{0x5eed};
+    std::string bytes(std::size_t n, bool line) {
+        std::string s;
+        for (std::size_t i = 0; i < n; ++i) {
+            char c = static_cast<char>(rng() & 0xff);
+            if (line && (c == '\r' || c == '\n')) c = 'x';
+            s += c;
+        }
+        return s;
+    }
+    // Appends one reply of at most `depth` levels to wire and returns the tree.
+    resp_reply make(std::string& wire, int depth) {
+        resp_reply r;
+        switch (rng() % (depth > 0 ? 6 : 5)) {
+            case 0:
+                r.type = resp_reply::kind::status;
+                r.str = bytes(rng() % 20, true);
+                wire += "+" + r.str + "\r\n";
+                break;
+            case 1:
+                r.type = resp_reply::kind::error;
+                r.str = bytes(rng() % 20, true);
+                wire += "-" + r.str + "\r\n";
+                break;
+            case 2:
+                r.type = resp_reply::kind::integer;
+                r.integer = static_cast<std::int64_t>(rng()) >> (rng() % 64);
+                wire += ":" + std::to_string(r.integer) + "\r\n";
+                break;
+            case 3:
+                r.type = resp_reply::kind::string;
+                r.str = bytes(rng() % 300, false);
+                wire += "$" + std::to_string(r.str.size()) + "\r\n" + r.str + "\r\n";
+                break;
+            case 4:
+                r.type = resp_reply::kind::nil;
+                wire += rng() % 2 ? "$-1\r\n" : "*-1\r\n";
+                break;
+            default: {
+                r.type = resp_reply::kind::array;
+                const auto n = rng() % 6;
+                wire += "*" + std::to_string(n) + "\r\n";
+                for (std::size_t i = 0; i < n; ++i) r.elements.push_back(make(wire, depth - 1));
+            }
+        }
+        return r;
+    }
+};
+
+TEST(resp_framer, random_replies_cut_and_parse_back_exactly) {
+    random_reply gen;
+    resp_reader reader;
+    for (int i = 0; i < 3000; ++i) {
+        std::string wire;
+        const resp_reply want = gen.make(wire, resp_max_depth);
+        const std::size_t first = wire.size();
+        gen.make(wire, 2);  // a pipelined reply behind it
+        const auto c = cut(wire);
+        ASSERT_FALSE(c.error) << i;
+        ASSERT_EQ(c.size, first) << i;
+        resp_reply got;
+        ASSERT_FALSE(reader.parse(std::as_bytes(std::span(wire.data(), first)), got)) << reader.last_error();
+        ASSERT_EQ(got.describe(), want.describe()) << i;
+        // Every proper prefix waits, with a bound within the reply's real size.
+        const std::size_t n = 1 + gen.rng() % first;
+        if (n < first) {
+            const auto p = cut(std::string_view(wire).substr(0, n));
+            ASSERT_FALSE(p.error);
+            ASSERT_GT(p.size, n);
+            ASSERT_LE(p.size, first);
+        }
+    }
+}
+
+// STRIX_RESP_DAMAGE_ROUNDS raises the count for a longer local run.
+int damage_rounds() {
+    const char* e = std::getenv("STRIX_RESP_DAMAGE_ROUNDS");
+    return e != nullptr ? std::atoi(e) : 20000;
+}
+
+// Whatever the framer calls one complete reply, hiredis must parse as exactly one reply: the
+// framer and the parser never disagree about where a reply ends, even on damaged input.
+TEST(resp_framer, damaged_replies_never_split_framer_and_hiredis) {
+    random_reply gen;
+    resp_reader reader;
+    int complete = 0;
+    for (int i = 0; i < damage_rounds(); ++i) {
+        std::string wire;
+        gen.make(wire, 3);
+        for (int k = 0, flips = 1 + static_cast<int>(gen.rng() % 3); k < flips; ++k) {
+            wire[gen.rng() % wire.size()] = "*$:+-\r\n0123456789x"[gen.rng() % 19];
+        }
+        const auto c = cut(wire);
+        if (c.error || c.size > wire.size()) continue;
+        ++complete;
+        resp_reply got;
+        ASSERT_FALSE(reader.parse(std::as_bytes(std::span(wire.data(), c.size)), got))
+            << reader.last_error() << " on " << testing::PrintToString(wire.substr(0, c.size));
+    }
+    EXPECT_GT(complete, 1000);  // the damage leaves many inputs well-formed: the property was exercised
 }
 
 TEST(resp_reader, reports_a_frame_holding_two_replies) {

@@ -2,6 +2,7 @@
 
 #include <strix/net/net_errc.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -33,21 +34,33 @@ line find_crlf(const char* p, std::size_t from, std::size_t n) noexcept {
     return {};
 }
 
-// Parses [-]digits; false on anything else or more than 18 digits.
+// An integer reply's text as hiredis's string2ll takes it: "0", or an optional '-' then a digit
+// 1-9 and more digits, within int64 (no "+5", "-0", "007", empty or overflowing values, which
+// hiredis rejects after the framer would have passed them).
+bool valid_integer(const char* p, std::size_t n) noexcept {
+    if (n == 1 && p[0] == '0') return true;
+    const bool neg = n > 0 && p[0] == '-';
+    const char* d = p + (neg ? 1 : 0);
+    const std::size_t digits = n - (neg ? 1 : 0);
+    if (digits == 0 || digits > 19 || d[0] < '1' || d[0] > '9') return false;
+    for (std::size_t i = 0; i < digits; ++i) {
+        if (d[i] < '0' || d[i] > '9') return false;
+    }
+    if (digits < 19) return true;
+    const char* limit = neg ? "9223372036854775808" : "9223372036854775807";
+    return std::memcmp(d, limit, 19) <= 0;
+}
+
+// A bulk length or array count: an integer as above (hiredis checks them with string2ll too),
+// saturated: a value beyond int64 cannot be a length anyone means.
 bool parse_length(const char* p, std::size_t n, std::int64_t& out) noexcept {
-    std::size_t i = 0;
-    bool neg = false;
-    if (n > 0 && p[0] == '-') {
-        neg = true;
-        i = 1;
-    }
-    if (i == n || n - i > 18) return false;
-    std::int64_t v = 0;
-    for (; i < n; ++i) {
-        if (p[i] < '0' || p[i] > '9') return false;
-        v = v * 10 + (p[i] - '0');
-    }
-    out = neg ? -v : v;
+    if (!valid_integer(p, n)) return false;
+    const bool neg = p[0] == '-';
+    std::uint64_t v = 0;
+    for (std::size_t i = neg ? 1 : 0; i < n; ++i) v = v * 10 + static_cast<std::uint64_t>(p[i] - '0');
+    const auto max = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    out = neg ? (v > max ? std::numeric_limits<std::int64_t>::min() : -static_cast<std::int64_t>(v))
+              : static_cast<std::int64_t>(std::min(v, max));
     return true;
 }
 
@@ -92,11 +105,9 @@ public:
                 case '+':
                 case '-':
                     break;
-                case ':': {
-                    std::int64_t ignored = 0;
-                    if (!parse_length(p + pos + 1, len, ignored)) return bad();
+                case ':':
+                    if (!valid_integer(p + pos + 1, len)) return bad();
                     break;
-                }
                 case '$': {
                     std::int64_t blen = 0;
                     if (!parse_length(p + pos + 1, len, blen) || blen < -1) return bad();
