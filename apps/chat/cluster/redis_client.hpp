@@ -16,8 +16,11 @@
 //
 // Callbacks run on the owning shard, never from inside command(): a command that fails at once
 // (closed client, queue full) has its callback posted to the shard. A callback may issue
-// commands or close the client. Everything here is for the owning shard only (it is built there
-// or before the engine runs, and destroyed there).
+// commands or close() the client, but not destroy it (post the destruction). Everything here is
+// for the owning shard only (it is built there or before the engine runs, and destroyed there).
+//
+// Memory: the receive ring holds one whole reply, so each connection keeps max_reply bytes
+// (1 MiB by default) for its life.
 
 #include "apps/chat/cluster/redis_link.hpp"
 
