@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 namespace {
 
 using namespace strix;
@@ -285,6 +287,36 @@ TEST_P(history, a_large_resume_comes_in_several_frames) {
     EXPECT_FALSE(r.gap);
     EXPECT_EQ(r.seqs, iota(1, 6));
     EXPECT_GE(r.frames, 3) << "180 KB of messages do not fit one frame";
+    stop_cleanly(*srv);
+}
+
+TEST_P(history, retention_takes_its_policy_from_the_config_file) {
+    const std::string cfg = dir_.path() + "/retention.toml";
+    std::ofstream(cfg) << "retention-max-per-room = 3\nretention-interval-ms = 50\nretention-batch = 2\n";
+    auto srv = start(2, {"--config", cfg});
+    chat_client a(srv->port());
+    a.login("ann");
+    const auto room = a.create("r");
+    say(a, 10, "z");
+    EXPECT_TRUE(eventually([&] { return history_page(a, room, 0, 0, 50).oldest == 8u; }))
+        << "each room keeps its newest 3";
+    EXPECT_EQ(history_page(a, room, 0, 0, 50).seqs, iota(8, 10));
+    stop_cleanly(*srv);
+}
+
+TEST_P(history, revoking_an_accounts_tokens_revokes_its_resume_tokens) {
+    auto srv = start();
+    chat_client a(srv->port());
+    const bytes token = password_login(a, "ann");
+    a.close();
+    const std::string log = dir_.path() + "/revoke.log";
+    child tool("strix-chat-server", {"--db", db_url_, "--revoke-device-tokens", "ann"}, log);
+    const int st = tool.wait_exit(std::chrono::seconds(20));
+    ASSERT_TRUE(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0) << read_file(log);
+    EXPECT_NE(read_file(log).find("revoked 1 resume token of ann"), std::string::npos) << read_file(log);
+    chat_client a2(srv->port());
+    ASSERT_TRUE(send_resume_login(a2, "ann", token));
+    a2.expect_error(msg_type::login_req, error_code::invalid_token);
     stop_cleanly(*srv);
 }
 

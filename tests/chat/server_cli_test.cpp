@@ -89,6 +89,12 @@ TEST(server_cli, bad_options_and_config_files_are_rejected_with_a_reason) {
     EXPECT_EQ(spin.status, 2);
     EXPECT_NE(spin.output.find("--poll-spin-us must be at most"), std::string::npos) << spin.output;
 
+    auto batch = run_to_exit({"--retention-batch", "0", "--db", "sqlite:" + dir.path() + "/x.db"});
+    EXPECT_EQ(batch.status, 2);
+    EXPECT_NE(batch.output.find("--retention-batch must be between 1 and 100000"), std::string::npos)
+        << batch.output;
+    EXPECT_EQ(lines(batch.output), 1u) << batch.output;
+
     auto cfg = dir.path() + "/bad.toml";
     std::ofstream(cfg) << "port = 0\nprot = 7000\n";
     auto typo = run_to_exit({"--config", cfg});
