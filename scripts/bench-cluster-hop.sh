@@ -4,7 +4,8 @@
 # Starts a throw-away redis-server (no persistence) on a free port, runs strix-bench-cluster-hop
 # steady, then again with Redis killed (-9) and restarted mid-run, and writes
 # <build>/bench/cluster-hop.md.
-#   scripts/bench-cluster-hop.sh <build dir>   (HOP_RATE, HOP_SECONDS, HOP_ROOMS override)
+#   scripts/bench-cluster-hop.sh <build dir> [<output .md>]   (HOP_RATE, HOP_SECONDS, HOP_ROOMS override)
+# Exits 1 when a run's delivery check fails (the cluster.hop_bench_smoke test relies on it).
 set -euo pipefail
 build=${1:-build}
 bin=$build/bin/strix-bench-cluster-hop
@@ -25,15 +26,15 @@ start_redis() {
   done
   echo "bench-cluster-hop: redis-server did not start" >&2; exit 1
 }
-out=$build/bench/cluster-hop.md
-mkdir -p "$build/bench"
+out=${2:-$build/bench/cluster-hop.md}
+mkdir -p "$(dirname "$out")"
 start_redis
 {
   echo "# Cluster backplane hop ($(date -u +%Y-%m-%d), $(nproc) CPUs, redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'))"
   echo
   echo "Two shards of one process play two nodes: shard 0 publishes with \`chat_publish\` at $rate msg/s over"
   echo "$rooms rooms, shard 1 receives through a \`room_feed\` (pub/sub, stream refill, position check)."
-  echo "Hop = FCALL sent -> delivered by the other node's feed. Command: \`$0 $build\`."
+  echo "Hop = FCALL sent -> delivered by the other node's feed. Command: \`make bench-cluster-hop\`."
   echo
 } >"$out"
 rc=0
