@@ -2,6 +2,7 @@
 #   make run    build and start strix-chat-server on 127.0.0.1 with an embedded SQLite database
 #   make test   build and run every test through ctest
 #   make bench  component benchmarks and shoot-outs, tables and plots under build/bench/
+#   make bench-cluster-hop  the chat cluster's Redis hop between two nodes into build/bench/cluster-hop.md
 #   make bench-link  strix::link against libzmq (seed 002's tables) into build/bench/link.md
 #   make bench-echo-tls  the echo shoot-out's TLS section alone (make bench-echo runs it too) into build/bench/echo-tls.md
 #   make soak   an hour of seed 004's chat load (SOAK_DURATION=600: ten minutes): latency and RSS drift per 10 min
@@ -20,7 +21,7 @@ CMAKE_FLAGS += -DCMAKE_BUILD_TYPE=Release
 endif
 CTEST_ARGS ?=
 
-.PHONY: format all deps configure build test bench bench-components bench-scaling bench-echo bench-echo-tls bench-chat bench-link fuzz run clean soak
+.PHONY: format all deps configure build test bench bench-components bench-scaling bench-echo bench-echo-tls bench-chat bench-link bench-cluster-hop fuzz run clean soak
 
 all: build
 
@@ -43,6 +44,9 @@ bench-components: build
 
 bench-scaling: build
 	@scripts/bench-scaling.sh $(BUILD_DIR)
+
+bench-cluster-hop: build
+	@scripts/bench-cluster-hop.sh $(BUILD_DIR)
 
 bench-chat: build
 	@if [ -x scripts/bench-chat.sh ]; then scripts/bench-chat.sh $(BUILD_DIR); else echo "strix: chat benchmark not available yet"; fi

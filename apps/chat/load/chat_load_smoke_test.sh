@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ctest driver: strix-chat-load against a fresh strix-chat-server (new SQLite database, cheap
 # password hashes), which must stop cleanly on SIGTERM afterwards.
-#   chat_load_smoke_test.sh clean|unix|ws|limits|faults <strix-chat-load> <strix-chat-server> <work dir>
+#   chat_load_smoke_test.sh clean|unix|ws|limits|targets|faults <strix-chat-load> <strix-chat-server> <work dir>
 # clean  (chat.load_smoke): 40 clients in 4 rooms send 5 messages per second each for 3 s. The load
 #        tool must exit 0 and its JSON must show every delivery verified: lost = duplicates =
 #        out_of_order = corrupt = 0, delivered = expected = sent x 10 (the room size).
@@ -10,6 +10,10 @@
 # limits (chat.load_server_limits): the clean run against a server that admits 2 logins at a time
 #        and 12 connections per address: the tool must retry the logins it is told to retry later
 #        (and say how many) and spread its 40 clients over 4 loopback source addresses.
+# targets (chat.load_targets): the clean run with --targets naming the server directly and
+#        through fault_proxy.py as a plain forwarder (its fault armed after 10^9 messages): two
+#        "nodes" of one room space. Each room's members must be spread over both (20 clients each)
+#        and every delivery verified.
 # faults (chat.load_detects_faults): four runs at once, each through fault_proxy.py, which drops,
 #        duplicates, reorders or corrupts one chat_msg: each run must exit 1 and count exactly that.
 set -euo pipefail
@@ -106,6 +110,17 @@ PY
   grep -q "result      FAIL" "$work/dup.log" || fail "the summary of the dup run does not say FAIL"
 else
 target=(--host 127.0.0.1 --port "$port")
+if [ "$mode" = targets ]; then
+  pport=$(free_port)
+  python3 "$here/fault_proxy.py" --listen "$pport" --server "$port" --fault drop --after 1000000000 \
+    >"$work/proxy.log" 2>&1 &
+  pids+=("$!")
+  for _ in $(seq 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$pport") 2>/dev/null; then break; fi
+    sleep 0.05
+  done
+  target=(--targets "127.0.0.1:$port,127.0.0.1:$pport")
+fi
 if [ "$mode" = unix ]; then
   for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
   target=(--unix "$sock")
@@ -162,6 +177,13 @@ if [ "$mode" = ws ]; then
 fi
 if [ "$mode" = unix ]; then
   grep -q "unix:$sock" "$work/load.log" || fail "the load tool did not report connecting to unix:$sock"
+fi
+if [ "$mode" = targets ]; then
+  grep -q "127.0.0.1:$port, 127.0.0.1:$pport" "$work/load.log" || fail "the load tool did not report both targets"
+  # One line per accepted connection, minus the readiness probe above.
+  through=$(($(grep -c accepted "$work/proxy.log") - 1))
+  [ "$through" -eq 20 ] || fail "$through clients connected through the second target, expected 20 of 40"
+  echo "targets: 20 clients on each target"
 fi
 if [ "$mode" = limits ]; then
   retried=$(sed -n 's/.*clients logged in ([0-9.]* s, \([0-9]*\) logins retried.*/\1/p' "$work/load.log")

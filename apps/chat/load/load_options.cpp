@@ -41,6 +41,11 @@ load_options parse_load_options(int argc, char** argv) {
     app.add_option("--host", o.host, "server IPv4 address")->capture_default_str();
     app.add_option("--port", o.port, "server port")->capture_default_str();
     app.add_option("--unix", o.unix_path, "connect over this Unix socket path instead of --host/--port");
+    app.add_option("--targets", o.targets,
+                   "cluster nodes host:port,host:port,...: each room's members are spread over them in turn, "
+                   "instead of --host/--port")
+        ->delimiter(',')
+        ->type_name("HOST:PORT,...");
     auto* tls = app.add_flag("--tls", o.tls,
                              "TLS on every connection (strix-chat-server --tls-cert), the server's certificate "
                              "verified against --ca and --host");
@@ -109,6 +114,19 @@ load_options parse_load_options(int argc, char** argv) {
     if (o.clients == 0) bad("--clients must be at least 1");
     if (o.tls && !o.unix_path.empty()) bad("--tls is for TCP: strix-chat-server serves its Unix socket plain");
     if (o.ws && !o.unix_path.empty()) bad("--ws is for TCP: strix-chat-server serves WebSocket on its --ws-port");
+    if (!o.targets.empty() && !o.unix_path.empty()) bad("--targets and --unix exclude each other");
+    for (const auto& t : o.targets) {
+        const auto colon = t.rfind(':');
+        unsigned long port = 0;
+        if (colon != std::string::npos && colon > 0 && colon + 1 < t.size() &&
+            t.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
+            port = std::stoul(t.substr(colon + 1).substr(0, 6));
+        }
+        if (port == 0 || port > 65535) bad("--targets: '" + t + "' is not host:port");
+    }
+    if (o.tls && !o.targets.empty() && o.server_name.empty())
+        bad("--tls with --targets needs --server-name (the name every node's certificate carries)");
+    if (o.ws && !o.targets.empty()) bad("--ws with --targets is not supported yet: give one --port");
     if (o.rooms == 0 || o.rooms > o.clients) bad("--rooms must be between 1 and --clients");
     if (!(o.rps > 0) || o.rps > 1e6) bad("--rps must be a positive number of messages per second");
     if (!(o.duration_s > 0)) bad("--duration must be positive");

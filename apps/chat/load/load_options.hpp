@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace strix::chat {
 
@@ -14,6 +15,11 @@ struct load_options {
     std::string host = "127.0.0.1";
     std::uint16_t port = 7000;
     std::string unix_path;  ///< when set, connect over this Unix socket instead of host:port
+    /// --targets host:port,...: the nodes of a cluster. Client i (room i % rooms, member number
+    /// i / rooms of it) connects to targets[(i / rooms) % n], so every room has members on
+    /// every node (i % n would put a whole room on one node when n divides --rooms). Empty:
+    /// host:port.
+    std::vector<std::string> targets;
     bool tls = false;         ///< TLS on every connection, the server's certificate verified
     std::string ca_file;      ///< trust anchors for --tls; empty: the system's trust store
     std::string server_name;  ///< the name the certificate must carry (and SNI); empty: host

@@ -48,10 +48,11 @@ std::string describe(const peer_address& a) {
     return std::string(host) + ":" + std::to_string(ntohs(in->sin_port));
 }
 
-load_worker::load_worker(load_shared& shared, const peer_address& addr, std::uint32_t id, std::uint32_t workers)
+load_worker::load_worker(load_shared& shared, std::vector<peer_address> addrs, std::uint32_t id,
+                         std::uint32_t workers)
     : shared_(shared),
       box_(shared.boxes[id]),
-      addr_(addr),
+      addrs_(std::move(addrs)),
       id_(id),
       workers_(workers),
       read_buf_(read_buffer_size),
@@ -232,17 +233,22 @@ void load_worker::connect_some(std::int64_t now) {
     }
 }
 
+const peer_address& load_worker::target_of(const load_client& c) const noexcept {
+    return addrs_[(c.index / shared_.opt.rooms) % addrs_.size()];
+}
+
 void load_worker::connect_one(load_client& c) {
-    c.fd = ::socket(addr_.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    const peer_address& addr = target_of(c);
+    c.fd = ::socket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c.fd < 0) {
         setup_failure(c, std::string("socket: ") + std::strerror(errno) +
                              (errno == EMFILE ? " (raise the open-file limit: ulimit -n)" : ""));
         return;
     }
-    if (addr_.family() == AF_INET) {
+    if (addr.family() == AF_INET) {
         int one = 1;
         ::setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        const auto* to = reinterpret_cast<const sockaddr_in*>(&addr_.addr);
+        const auto* to = reinterpret_cast<const sockaddr_in*>(&addr.addr);
         const std::uint32_t per_source = shared_.opt.clients_per_source;
         if (per_source != 0 && (ntohl(to->sin_addr.s_addr) >> 24) == 127) {
             // 500 users on one machine would be 500 hosts in production: each group of
@@ -272,7 +278,7 @@ void load_worker::connect_one(load_client& c) {
     }
     ++in_flight_;
     c.state = client_state::connecting;
-    const int rc = ::connect(c.fd, reinterpret_cast<const sockaddr*>(&addr_.addr), addr_.len);
+    const int rc = ::connect(c.fd, reinterpret_cast<const sockaddr*>(&addr.addr), addr.len);
     if (rc != 0 && errno != EINPROGRESS) {
         setup_failure(c, std::string("connect: ") + std::strerror(errno));
         return;
@@ -285,7 +291,7 @@ void load_worker::on_connected(load_client& c) {
     socklen_t len = sizeof(err);
     ::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
     if (err != 0) {
-        setup_failure(c, "connect to " + describe(addr_) + ": " + std::strerror(err) +
+        setup_failure(c, "connect to " + describe(target_of(c)) + ": " + std::strerror(err) +
                              " (is strix-chat-server running there?)");
         return;
     }

@@ -42,9 +42,10 @@ class load_controller;
 
 class load_worker {
 public:
-    /// A worker for clients id, id + workers, id + 2*workers, ... connecting to `addr`.
+    /// A worker for clients id, id + workers, id + 2*workers, ... connecting to `addrs` (one,
+    /// or the --targets in order: client i to addrs[(i / rooms) % size]).
     /// Creating thread; run() may then be called on another thread.
-    load_worker(load_shared& shared, const peer_address& addr, std::uint32_t id, std::uint32_t workers);
+    load_worker(load_shared& shared, std::vector<peer_address> addrs, std::uint32_t id, std::uint32_t workers);
     ~load_worker();
     load_worker(const load_worker&) = delete;
     load_worker& operator=(const load_worker&) = delete;
@@ -98,7 +99,8 @@ private:
 
     load_shared& shared_;
     worker_mailbox& box_;
-    peer_address addr_;
+    const peer_address& target_of(const load_client& c) const noexcept;
+    std::vector<peer_address> addrs_;
     std::uint32_t id_;
     std::uint32_t workers_;
     std::vector<std::unique_ptr<load_client>> clients_;  // stable addresses: epoll holds pointers

@@ -78,12 +78,24 @@ int main(int argc, char** argv) {
     const load_options opt = parse_load_options(argc, argv);
     // A write to a connection the server closed must be an error value, not a signal.
     std::signal(SIGPIPE, SIG_IGN);
-    peer_address addr;
+    std::vector<peer_address> addrs(1);
+    peer_address& addr = addrs.front();
     if (!opt.unix_path.empty()) {
         if (!unix_address(opt.unix_path, addr)) {
             std::fprintf(stderr, "strix-chat-load: --unix path must be 1 to %zu bytes\n",
                          sizeof(sockaddr_un::sun_path) - 1);
             return 2;
+        }
+    } else if (!opt.targets.empty()) {
+        addrs.resize(opt.targets.size());
+        for (std::size_t i = 0; i < opt.targets.size(); ++i) {
+            const std::string& t = opt.targets[i];
+            const auto colon = t.rfind(':');
+            if (!resolve(t.substr(0, colon), static_cast<std::uint16_t>(std::stoul(t.substr(colon + 1))), addrs[i])) {
+                std::fprintf(stderr, "strix-chat-load: cannot resolve --targets host %s to an IPv4 address\n",
+                             t.substr(0, colon).c_str());
+                return 2;
+            }
         }
     } else if (!resolve(opt.host, opt.port, addr)) {
         std::fprintf(stderr, "strix-chat-load: cannot resolve --host %s to an IPv4 address\n", opt.host.c_str());
@@ -100,7 +112,8 @@ int main(int argc, char** argv) {
         }
     }
 
-    const std::string target = describe(addr);
+    std::string target;
+    for (const auto& a : addrs) target += (target.empty() ? "" : ", ") + describe(a);
     std::printf("strix-chat-load: %u clients, %u rooms, %.1f rps per client, payload %s (mean %.0f B), %s, "
                 "%u thread(s)%s\n",
                 opt.clients, opt.rooms, opt.rps, opt.mix.to_string().c_str(), opt.mix.mean_len(),
@@ -111,7 +124,7 @@ int main(int argc, char** argv) {
     shared.tls = tls.get();
     std::vector<std::unique_ptr<load_worker>> workers;
     for (std::uint32_t w = 0; w < opt.threads; ++w) {
-        workers.push_back(std::make_unique<load_worker>(shared, addr, w, opt.threads));
+        workers.push_back(std::make_unique<load_worker>(shared, addrs, w, opt.threads));
     }
     load_controller ctl(shared, *workers.front());
     std::vector<std::thread> threads;
