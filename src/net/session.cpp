@@ -158,6 +158,15 @@ void session::send(std::span<const std::byte> bytes) {
     queued();
 }
 
+void session::send(std::span<const std::byte> head, std::span<const std::byte> body) {
+    STRIX_ASSERT_OWNER(owner(), "session::send");
+    if (life_.state != phase::open) return;
+    // The second append extends the first one's segment: one iovec, one message counted.
+    out_.tx.append(head);
+    out_.tx.append(body);
+    queued();
+}
+
 void session::send(shared_buffer_ptr buf) {
     auto n = buf->size();
     send(std::move(buf), 0, n);

@@ -97,6 +97,10 @@ public:
     /// max_queued (a slow consumer) is dropped and the session closes at the end of the turn.
     void send(std::span<const std::byte> bytes);
 
+    /// Queues a copy of head followed by body, as one message (a protocol header built on the
+    /// stack and its payload, e.g. a WebSocket frame, without first copying them together).
+    void send(std::span<const std::byte> head, std::span<const std::byte> body);
+
     /// Queues a reference to an immutable shared buffer (no copy).
     void send(shared_buffer_ptr buf);
     void send(shared_buffer_ptr buf, std::size_t offset, std::size_t length);

@@ -42,8 +42,9 @@ public:
     }
 };
 
-// Frames up to this size are built on the stack and copied once into the session's chain;
-// larger ones go into one shared buffer (no second copy).
+// Frames up to this size are copied once into the session's chain (a server's header and
+// payload as two appends of one message, a client's masked frame built on the stack); larger
+// ones are built in one shared buffer, queued by reference.
 constexpr std::size_t stack_frame = 4096;
 
 }  // namespace
@@ -105,6 +106,16 @@ void ws_send(session& s, ws_opcode op, std::span<const std::byte> payload) {
     const bool client = s.origin() != nullptr;
     const std::size_t h = ws_header_size(payload.size(), client);
     const std::size_t total = h + payload.size();
+    if (!client && total <= stack_frame) {
+        // A small server frame: the header from the stack, the payload copied once into the
+        // session's chain right behind it.
+        std::byte head[10];
+        ws_write_header(head, op, payload.size());
+        s.send(std::span<const std::byte>(head, h), payload);
+        return;
+    }
+    // A large frame is built once in a shared buffer (the chain keeps no oversized chunk after
+    // it); a client's small one on the stack, since masking rewrites the payload anyway.
     std::byte stack[stack_frame];
     shared_buffer_ptr big;
     std::byte* out = stack;
