@@ -20,6 +20,13 @@
 // non-blocking handshake runs in the same epoll loop, then one SSL_write of the connection's
 // pending bytes per loop turn and SSL_read until it wants more input; the checks are the same.
 // --handshakes measures connection setup instead (echo_handshake.cpp).
+//
+// --ws speaks WebSocket (echo_ws.hpp): each connection does the HTTP/1.1 upgrade before the
+// measured loop, then every message is one binary frame (masked, a new key per frame) whose
+// payload is the body alone; the echo must come back as a binary message with the same bytes, in
+// order (a server may fragment it: the pieces are checked as they come). Pings are answered.
+// --ws --broadcast measures a broadcast server: every connection receives every connection's
+// messages, each sender's in order and none twice, while each keeps --depth of its own in flight.
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -57,6 +64,7 @@
 #include "echo_stats.hpp"
 #include "echo_tls.hpp"
 #include "echo_wire.hpp"
+#include "echo_ws.hpp"
 
 namespace strix {
 namespace {
@@ -71,6 +79,10 @@ struct shared_state {
     std::mutex print_mu;
     std::uint32_t printed = 0;  // guarded by print_mu
     std::string tls_session;    // guarded by print_mu: the first handshake's version and cipher
+    // --broadcast: each connection's last sequence number + 1, published by its worker once it
+    // has seen stop_sending (after which it appends nothing); frozen counts those workers.
+    std::vector<std::atomic<std::uint64_t>> final_sent;
+    std::atomic<std::uint32_t> frozen{0};
 };
 
 /// Counts one error, prints it (the first 20 only) and aborts the run. Any thread.
@@ -107,6 +119,9 @@ struct connection {
     SSL* ssl = nullptr;            // --tls only
     bool handshaking = false;      // SSL_connect not finished yet
     bool read_wants_write = false;  // SSL_read asked for writability (a TLS key update)
+    std::size_t ws_off = 0;        // --ws: payload bytes of the current echo checked so far
+    std::uint32_t ws_sender = 0;   // --ws --broadcast: whose message the current one is
+    std::vector<std::uint64_t> from;  // --broadcast: the next sequence number due from each sender
 
     connection(int f, std::uint32_t i, std::size_t in_cap, std::size_t out_cap)
         : fd(f), id(i), in(in_cap), out(out_cap) {}
@@ -127,9 +142,13 @@ public:
           shared_(shared),
           counters_(counters),
           conns_(std::move(conns)),
-          wire_(echo_header_size + opt.size),
+          wire_(echo_client_wire_size(opt)),
           read_chunk_(std::max<std::size_t>(16384, wire_)),
-          expected_(std::max<std::size_t>(opt.size, 1)) {}
+          expected_(std::max<std::size_t>(opt.size, 1)) {
+        if (opt.broadcast) {
+            for (auto& c : conns_) c->from.assign(opt.connections, 0);
+        }
+    }
 
   /// Runs the connections until the run stops and every echo is back, or the run aborts. Before
   /// each epoll_wait it calls between_turns (when set), which returns how long that wait may
@@ -164,7 +183,8 @@ public:
         std::optional<steady::time_point> drain_deadline;
         while (!shared_.abort.load(std::memory_order_relaxed)) {
             if (shared_.stop_sending.load(std::memory_order_relaxed)) {
-                if (outstanding_ == 0) break;
+                if (opt_.broadcast && !frozen_) freeze();
+                if (outstanding_ == 0 && (!opt_.broadcast || all_delivered())) break;
                 if (!drain_deadline) drain_deadline = steady::now() + std::chrono::seconds(opt_.drain_timeout_s);
                 if (steady::now() > *drain_deadline) {
                     report_drain_timeout();
@@ -220,6 +240,10 @@ private:
 
   // Appends the next n messages of connection c to its send buffer.
     void append(connection& c, std::uint64_t n) {
+        if (opt_.ws) {
+            append_ws(c, n);
+            return;
+        }
         std::uint8_t* p = c.out.prepare(static_cast<std::size_t>(n) * wire_);
         for (std::uint64_t k = 0; k < n; ++k) {
             echo_store_u32le(p, static_cast<std::uint32_t>(wire_));
@@ -379,6 +403,10 @@ private:
 
   // Checks and consumes every complete echo in c's input buffer.
     void parse(connection& c) {
+        if (opt_.ws) {
+            parse_ws(c);
+            return;
+        }
         std::uint64_t got = 0;
         while (c.in.size() >= echo_header_size) {
             const std::uint8_t* p = c.in.data();
@@ -419,6 +447,149 @@ private:
         if (!shared_.stop_sending.load(std::memory_order_relaxed)) append(c, got);
     }
 
+  // ---- --ws -------------------------------------------------------------------------------------
+
+  // The body of message seq from sender: echo_wire.hpp's pattern; with --broadcast the sender's id
+  // replaces bytes 8..12 so a receiver knows whose message it holds.
+    void fill_ws_body(std::uint8_t* p, std::uint32_t sender, std::uint64_t seq) const {
+        echo_fill_body(p, opt_.size, sender, seq);
+        if (opt_.broadcast) echo_store_u32le(p + 8, sender);
+    }
+
+    void append_ws(connection& c, std::uint64_t n) {
+        std::uint8_t* p = c.out.prepare(static_cast<std::size_t>(n) * wire_);
+        for (std::uint64_t k = 0; k < n; ++k) {
+            const std::uint32_t mask = masker_.next();
+            const std::size_t h = ws_write_client_header(p, ws_op_binary, opt_.size, mask);
+            fill_ws_body(p + h, c.id, c.next_send++);
+            ws_apply_mask(p + h, opt_.size, mask);
+            p += wire_;
+        }
+        c.out.commit(static_cast<std::size_t>(n) * wire_);
+        outstanding_ += n;
+        mark_dirty(c);
+    }
+
+  // Checks and consumes every complete frame in c's input buffer. A message may come in
+  // fragments; each piece is compared with the expected body at its offset.
+    void parse_ws(connection& c) {
+        std::uint64_t got = 0;  // own messages back (echo: every message)
+        std::uint64_t delivered = 0;
+        for (;;) {
+            ws_frame_header h;
+            const int r = ws_parse_header(c.in.data(), c.in.size(), h);
+            if (r < 0) return fail(c, "frame with a 64-bit length over 2^63");
+            if (r == 0 || c.in.size() - h.header_len < h.len) break;
+            if (h.masked) return fail(c, "the server sent a masked frame (RFC 6455 5.1 forbids it)");
+            if (h.rsv != 0) return fail(c, "frame with RSV bits 0x%02x set (no extension was negotiated)", h.rsv);
+            const std::uint8_t* payload = c.in.data() + h.header_len;
+            const std::size_t len = static_cast<std::size_t>(h.len);
+            if (h.opcode == ws_op_ping) {
+                if (len > 125) return fail(c, "ping with a %zu-byte payload (over 125)", len);
+                std::uint8_t pong[125 + 14];
+                const std::uint32_t mask = masker_.next();
+                const std::size_t hl = ws_write_client_header(pong, ws_op_pong, len, mask);
+                std::memcpy(pong + hl, payload, len);
+                ws_apply_mask(pong + hl, len, mask);
+                std::memcpy(c.out.prepare(hl + len), pong, hl + len);
+                c.out.commit(hl + len);
+                mark_dirty(c);
+            } else if (h.opcode == ws_op_close) {
+                const unsigned code = len >= 2 ? (unsigned{payload[0]} << 8) | payload[1] : 0;
+                return fail(c, "the server sent a close frame (code %u; %llu of %llu echoes received)", code,
+                            static_cast<unsigned long long>(c.next_recv), static_cast<unsigned long long>(c.next_send));
+            } else if (h.opcode != ws_op_pong) {
+                if (!check_piece(c, h, payload, len)) return;
+                if (h.fin) {
+                    ++delivered;
+                    if (c.ws_sender == c.id) ++got;
+                }
+            }
+            c.in.consume(h.header_len + len);
+        }
+        msgs_in_ += delivered;
+        if (got == 0) return;
+        outstanding_ -= got;
+        if (!shared_.stop_sending.load(std::memory_order_relaxed)) append(c, got);
+    }
+
+  // One data frame (a whole message or a fragment): opcode, length and bytes as expected.
+    bool check_piece(connection& c, const ws_frame_header& h, const std::uint8_t* payload, std::size_t len) {
+        if (c.ws_off == 0 && h.opcode != ws_op_binary) {
+            fail(c, "expected a binary message, got opcode 0x%x", h.opcode);
+            return false;
+        }
+        if (c.ws_off > 0 && h.opcode != ws_op_continuation) {
+            fail(c, "opcode 0x%x in the middle of a fragmented message", h.opcode);
+            return false;
+        }
+        if (c.ws_off + len > opt_.size) {
+            fail(c, "message #%llu is longer than the %zu bytes sent", static_cast<unsigned long long>(c.next_recv),
+                 opt_.size);
+            return false;
+        }
+        if (c.ws_off == 0) {
+            std::uint64_t seq = c.next_recv;
+            c.ws_sender = c.id;
+            if (opt_.broadcast) {
+                if (len < 12) {
+                    fail(c, "broadcast message's first fragment has %zu bytes, too few to name its sender", len);
+                    return false;
+                }
+                c.ws_sender = echo_load_u32le(payload + 8);
+                if (c.ws_sender >= opt_.connections) {
+                    fail(c, "broadcast message names sender %u; there are %u connections", c.ws_sender,
+                         opt_.connections);
+                    return false;
+                }
+                seq = c.from[c.ws_sender];
+            }
+            if (c.ws_sender == c.id && c.next_recv == c.next_send) {
+                fail(c, "unexpected message: all %llu messages sent were already received back",
+                     static_cast<unsigned long long>(c.next_send));
+                return false;
+            }
+            fill_ws_body(expected_.data(), c.ws_sender, seq);
+        }
+        if (std::memcmp(expected_.data() + c.ws_off, payload, len) != 0) {
+            std::size_t i = 0;
+            while (expected_[c.ws_off + i] == payload[i]) ++i;
+            const std::uint64_t want = opt_.broadcast ? c.from[c.ws_sender] : c.next_recv;
+            fail(c, "content mismatch in message #%llu from connection %u at byte %zu: expected 0x%02x, got 0x%02x",
+                 static_cast<unsigned long long>(want), c.ws_sender, c.ws_off + i, expected_[c.ws_off + i], payload[i]);
+            return false;
+        }
+        c.ws_off += len;
+        if (!h.fin) return true;
+        if (c.ws_off != opt_.size) {
+            fail(c, "message #%llu has %zu bytes, %zu were sent", static_cast<unsigned long long>(c.next_recv),
+                 c.ws_off, opt_.size);
+            return false;
+        }
+        c.ws_off = 0;
+        if (opt_.broadcast) ++c.from[c.ws_sender];
+        if (c.ws_sender == c.id) ++c.next_recv;
+        return true;
+    }
+
+  // --broadcast: publishes this worker's final counts once sending has stopped.
+    void freeze() {
+        for (auto& c : conns_) shared_.final_sent[c->id].store(c->next_send, std::memory_order_relaxed);
+        shared_.frozen.fetch_add(1, std::memory_order_release);
+        frozen_ = true;
+    }
+
+  // --broadcast: every connection of this worker has every message every sender sent.
+    bool all_delivered() const {
+        if (shared_.frozen.load(std::memory_order_acquire) != opt_.threads) return false;
+        for (auto& c : conns_) {
+            for (std::uint32_t s = 0; s < opt_.connections; ++s) {
+                if (c->from[s] != shared_.final_sent[s].load(std::memory_order_relaxed)) return false;
+            }
+        }
+        return true;
+    }
+
     [[gnu::format(printf, 3, 4)]] void fail(connection& c, const char* fmt, ...) {
         char what[512];
         va_list ap;
@@ -432,6 +603,17 @@ private:
     void report_drain_timeout() {
         std::uint32_t stuck = 0;
         for (auto& c : conns_) stuck += c->next_send != c->next_recv ? 1 : 0;
+        if (opt_.broadcast && outstanding_ == 0) {
+            std::uint64_t missing = 0;
+            for (auto& c : conns_) {
+                for (std::uint32_t s = 0; s < opt_.connections; ++s) {
+                    missing += shared_.final_sent[s].load() - c->from[s];
+                }
+            }
+            report_error(shared_, "%llu broadcast deliveries still missing %d s after sending stopped",
+                         static_cast<unsigned long long>(missing), opt_.drain_timeout_s);
+            return;
+        }
         report_error(shared_, "%llu echoes still outstanding on %u connections %d s after sending stopped",
                      static_cast<unsigned long long>(outstanding_), stuck, opt_.drain_timeout_s);
     }
@@ -445,6 +627,8 @@ private:
     const std::size_t read_chunk_;
     std::vector<std::uint8_t> expected_;
     std::vector<connection*> dirty_;
+    ws_masker masker_;
+    bool frozen_ = false;
     int ep_ = -1;
     std::uint64_t msgs_in_ = 0;
     std::uint64_t bytes_in_ = 0;
@@ -463,7 +647,7 @@ public:
         : opt_(o),
           shared_(shared),
           counters_(counters),
-          wire_(echo_header_size + o.size),
+          wire_(echo_client_wire_size(o)),
           total_(o.warmup_s + o.duration_s) {}
 
   /// Takes the starting sample; the first tick is due one second later.
@@ -540,8 +724,9 @@ nlohmann::ordered_json json_figure(double v) {
 
 // ---- main --------------------------------------------------------------------------------------
 
-// Blocking connect (bounded by SO_SNDTIMEO), then non-blocking with TCP_NODELAY.
-int connect_one(const options& o, const sockaddr_in& addr, std::uint32_t i) {
+// Blocking connect (bounded by SO_SNDTIMEO) and, with --ws, the upgrade (bytes after its response
+// go to rest), then non-blocking with TCP_NODELAY.
+int connect_one(const options& o, const sockaddr_in& addr, std::uint32_t i, echo_buffer& rest) {
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         std::fprintf(stderr, "strix-echo-bench: socket: %s\n", std::strerror(errno));
@@ -557,6 +742,14 @@ int connect_one(const options& o, const sockaddr_in& addr, std::uint32_t i) {
     }
     const int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (o.ws) {
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        if (const std::string why = ws_client_handshake(fd, o.host, o.port, o.ws_path, rest); !why.empty()) {
+            std::fprintf(stderr, "strix-echo-bench: connection %u: WebSocket upgrade failed: %s\n", i, why.c_str());
+            ::close(fd);
+            return -1;
+        }
+    }
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
     return fd;
 }
@@ -564,7 +757,7 @@ int connect_one(const options& o, const sockaddr_in& addr, std::uint32_t i) {
 int run(int argc, char** argv) {
     const options o = parse_echo_bench_options(argc, argv);
     std::signal(SIGPIPE, SIG_IGN);
-    const std::size_t wire = echo_header_size + o.size;
+    const std::size_t wire = echo_client_wire_size(o);
 
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -590,23 +783,34 @@ int run(int argc, char** argv) {
     const std::size_t in_cap = 32768;
     const std::size_t out_cap = std::clamp<std::size_t>(2 * static_cast<std::size_t>(o.depth) * wire, 4096, 1 << 20);
     for (std::uint32_t i = 0; i < o.connections; ++i) {
-        const int fd = connect_one(o, addr, i);
+        echo_buffer rest(256);
+        const int fd = connect_one(o, addr, i, rest);
         if (fd < 0) return 1;  // the connections made so far close with slices
-        slices[i % o.threads].push_back(std::make_unique<connection>(fd, i, in_cap, out_cap));
+        auto c = std::make_unique<connection>(fd, i, in_cap, out_cap);
+        if (!rest.empty()) {
+            std::memcpy(c->in.prepare(rest.size()), rest.data(), rest.size());
+            c->in.commit(rest.size());
+        }
+        slices[i % o.threads].push_back(std::move(c));
     }
+    // A broadcast server may add a client to its set just after sending the 101: give the last
+    // ones time to join, so every connection's first message reaches every connection.
+    if (o.broadcast) std::this_thread::sleep_for(std::chrono::milliseconds(200));
 
     const bool single = o.mode == "single";
     const std::string client_cpus = cpus_allowed();
     std::printf("strix-echo-bench: %s:%u, %u connections, body %zu B (wire %zu B), depth %u, "
-                "warmup %d s, duration %d s, mode %s (%u worker thread(s)%s), client CPUs %s%s\n",
+                "warmup %d s, duration %d s, mode %s (%u worker thread(s)%s), client CPUs %s%s%s\n",
                 o.host.c_str(), o.port, o.connections, o.size, wire, o.depth, o.warmup_s, o.duration_s, o.mode.c_str(),
                 o.threads, single ? ", sampling in the same thread" : " + a sampler", client_cpus.c_str(),
                 !tls              ? ""
                 : tls->verifies() ? ", TLS (server certificate verified against --ca)"
-                                  : ", TLS (server certificate NOT verified: no --ca)");
+                                  : ", TLS (server certificate NOT verified: no --ca)",
+                !o.ws ? "" : o.broadcast ? ", WebSocket broadcast (msgs/s in = deliveries)" : ", WebSocket");
     std::fflush(stdout);
 
     shared_state shared;
+    if (o.broadcast) shared.final_sent = std::vector<std::atomic<std::uint64_t>>(o.connections);
     std::vector<worker_counters> counters(o.threads);
     std::vector<std::unique_ptr<worker>> workers;
     for (std::uint32_t t = 0; t < o.threads; ++t) {
@@ -655,7 +859,8 @@ int run(int argc, char** argv) {
     const rates r = smp.window();
 
     std::printf("summary over %.2f s after %d s warmup: %s\n", r.seconds, o.warmup_s, format_rates(r).c_str());
-    std::printf("verified %llu echoes byte for byte and in order, outstanding %llu, errors=%llu\n",
+    std::printf(o.broadcast ? "verified %llu deliveries byte for byte and in order per sender, own outstanding %llu, errors=%llu\n"
+                            : "verified %llu echoes byte for byte and in order, outstanding %llu, errors=%llu\n",
                 static_cast<unsigned long long>(verified), static_cast<unsigned long long>(outstanding),
                 static_cast<unsigned long long>(errors));
     if (!completed && errors == 0) std::printf("run did not complete its %d s\n", o.warmup_s + o.duration_s);
@@ -691,6 +896,8 @@ int run(int argc, char** argv) {
             {"tls", tls.has_value()},
             {"tls_session", shared.tls_session},
             {"tls_verified", tls && tls->verifies()},
+            {"ws", o.ws},
+            {"broadcast", o.broadcast},
         };
         std::ofstream js(o.json);
         js << summary.dump(2) << '\n';
