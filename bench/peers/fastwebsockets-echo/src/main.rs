@@ -6,37 +6,112 @@
 //! Written the way fastwebsockets' README sets one up: hyper 1's HTTP/1.1 server takes the
 //! request, `fastwebsockets::upgrade::upgrade` answers 101 and hands back a future that yields the
 //! WebSocket once hyper has sent the response, and a `FragmentCollector` reads whole messages.
-//! One task per connection on tokio's multi-thread runtime. Writes are as fastwebsockets makes
-//! them: `write_frame` builds the header and writes header + payload with one write_all per
-//! message (no batching across messages: the library has no API for it).
+//! One task per connection on tokio's multi-thread runtime.
 //!
-//! With --broadcast it is not used: the broadcast test measures strix and gobwas-echo
-//! (scripts/bench-echo-ws.sh says why).
+//! Write batching, chosen deliberately so that this peer batches as the others do (tokio-echo,
+//! gnet-echo, tungstenite-echo, gobwas-echo: one write per read's worth of echoes).
+//! fastwebsockets' `write_frame` does one `write_all` of header + payload per message and has no
+//! batching API of its own, but it writes through any AsyncWrite and offers `flush` for buffered
+//! streams; so the upgraded connection is wrapped in `Gathered`, which keeps written frames in a
+//! buffer and sends them when a read would wait. With `--per-frame-writes` it is left out: one
+//! write(2) per echo, as fastwebsockets' own examples run (much slower at depth 16 and 128).
 //!
 //! Options: --port P (default 7001), --threads N (worker threads, default: the CPUs this process
-//! may run on). Prints "listening on 127.0.0.1:P" when it accepts. Stops on SIGTERM or SIGINT
+//! may run on), --per-frame-writes. Prints "listening on 127.0.0.1:P" when it accepts. Stops on SIGTERM or SIGINT
 //! with exit status 0.
 
+use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{ready, Context, Poll};
 
 use fastwebsockets::upgrade::{upgrade, UpgradeFut};
-use fastwebsockets::{FragmentCollector, OpCode, WebSocketError};
+use fastwebsockets::{FragmentCollector, OpCode, Role, WebSocket, WebSocketError};
 use http_body_util::Empty;
 use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::signal::unix::{signal, SignalKind};
 
 /// The largest message accepted, like strix-echo-server's default --max-frame.
 const MAX_MESSAGE: usize = 64 * 1024;
+/// Gathered output past this is sent before more is taken.
+const OUT_LIMIT: usize = 64 * 1024;
+
+/// --per-frame-writes, read by every connection's task.
+static PER_FRAME_WRITES: AtomicBool = AtomicBool::new(false);
 
 struct Options {
     port: u16,
     threads: usize,
+}
+
+/// A stream whose writes are gathered: bytes written go to `out` and reach the socket when a read
+/// finds nothing to read (or on flush, or when `out` passes OUT_LIMIT), so the echoes of all the
+/// messages one read brought leave in one write.
+struct Gathered<S> {
+    io: S,
+    out: Vec<u8>,
+    sent: usize,
+}
+
+impl<S: AsyncWrite + Unpin> Gathered<S> {
+    fn new(io: S) -> Self {
+        Gathered { io, out: Vec::with_capacity(16 * 1024), sent: 0 }
+    }
+
+    fn poll_send(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while self.sent < self.out.len() {
+            let n = ready!(Pin::new(&mut self.io).poll_write(cx, &self.out[self.sent..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.sent += n;
+        }
+        self.out.clear();
+        self.sent = 0;
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Gathered<S> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.io).poll_read(cx, buf) {
+            // Nothing to read now: the batch is complete, send it while we wait.
+            Poll::Pending => match this.poll_send(cx) {
+                Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+                _ => Poll::Pending,
+            },
+            ready => ready,
+        }
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Gathered<S> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        if self.out.len() >= OUT_LIMIT {
+            ready!(self.poll_send(cx))?;
+        }
+        self.out.extend_from_slice(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_send(cx))?;
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_send(cx))?;
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
 }
 
 fn usage_error(why: &str) -> ! {
@@ -75,11 +150,13 @@ fn parse_options() -> Options {
                     .filter(|&n| (1..=1024).contains(&n))
                     .unwrap_or_else(|| usage_error("--threads must be a number from 1 to 1024"))
             }
+            "--per-frame-writes" => PER_FRAME_WRITES.store(true, Ordering::Relaxed),
             "-h" | "--help" => {
                 println!("fastwebsockets-echo: WebSocket echo server on fastwebsockets + hyper + tokio");
                 println!("usage: fastwebsockets-echo [--port P] [--threads N]");
                 println!("  --port P      TCP port on 127.0.0.1 (default 7001, 0 = any free port)");
                 println!("  --threads N   runtime worker threads (default: the CPUs this process may use)");
+                println!("  --per-frame-writes  one write per echo, as fastwebsockets writes unbuffered");
                 std::process::exit(0);
             }
             other => usage_error(&format!("unknown option {other}")),
@@ -89,19 +166,37 @@ fn parse_options() -> Options {
 }
 
 /// Echoes whole messages until the client closes or breaks the protocol.
-async fn echo(pending: UpgradeFut) -> Result<(), WebSocketError> {
-    let mut ws = pending.await?;
+async fn echo_on<S>(mut ws: WebSocket<S>) -> Result<S, WebSocketError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     ws.set_max_message_size(MAX_MESSAGE);
+    // Every frame through write_all (into Gathered's buffer), none through writev around it.
+    ws.set_writev(false);
     let mut ws = FragmentCollector::new(ws);
     loop {
         let msg = ws.read_frame().await?;
         match msg.opcode {
             OpCode::Binary | OpCode::Text => ws.write_frame(msg).await?,
-            OpCode::Close => return Ok(()),
+            // read_frame has written the close reply.
+            OpCode::Close => return Ok(ws.into_inner()),
             // Pings were answered inside read_frame; pongs need nothing.
             _ => {}
         }
     }
+}
+
+async fn echo(pending: UpgradeFut) -> Result<(), WebSocketError> {
+    let ws = pending.await?;
+    if PER_FRAME_WRITES.load(Ordering::Relaxed) {
+        echo_on(ws).await?;
+    } else {
+        let gathered = Gathered::new(ws.into_inner());
+        let mut rest = echo_on(WebSocket::after_handshake(gathered, Role::Server)).await?;
+        // The close reply is still in the buffer.
+        rest.flush().await?;
+    }
+    Ok(())
 }
 
 /// hyper's service: any request that is not a valid WebSocket upgrade gets 400.
