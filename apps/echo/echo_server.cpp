@@ -1,10 +1,13 @@
 // strix-echo-server: seed 001's echo server on the strix engine.
 // Wire format: 4-byte little-endian total length (header included), then the body.
 // The handler sends each message back with its own send() call; the engine coalesces them.
+// With --ws it speaks WebSocket (RFC 6455) instead and echoes every message with its opcode
+// (the Autobahn conformance runs and the WebSocket echo shoot-out use it).
 #include <strix/core/engine.hpp>
 #include <strix/core/format.hpp>
 #include <strix/net/server.hpp>
 #include <strix/net/tls.hpp>
+#include <strix/net/ws_protocol.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -15,6 +18,13 @@ namespace {
 class echo_handler final : public strix::session_handler {
 public:
     void on_frame(strix::session& s, std::span<const std::byte> frame) override { s.send(frame); }
+};
+
+class ws_echo final : public strix::ws_handler {
+public:
+    void on_message(strix::session& s, strix::ws_opcode op, std::span<const std::byte> m) override {
+        strix::ws_send(s, op, m);
+    }
 };
 
 }  // namespace
@@ -48,6 +58,19 @@ int main(int argc, char** argv) {
     bool pin = ecfg.pin_threads;
     app.add_flag("--pin,!--no-pin", pin, "pin shard i to the i-th allowed CPU (docs/architecture.md, \"Pinning\")")
         ->capture_default_str();
+    bool ws = false;
+    strix::ws_options wo;
+    wo.path.clear();  // any path
+    app.add_flag("--ws", ws, "speak WebSocket (RFC 6455): echo every message with its opcode");
+    app.add_option("--ws-path", wo.path, "with --ws: serve the upgrade at this path only (default: any)");
+    app.add_option("--max-message", wo.max_message, "with --ws: largest message, bytes (above: close 1009)")
+        ->capture_default_str();
+    app.add_option("--max-fragments", wo.max_fragments, "with --ws: most frames in one message")->capture_default_str();
+    std::int64_t ws_handshake_ms = wo.handshake_timeout.count();
+    app.add_option("--ws-handshake-timeout-ms", ws_handshake_ms, "with --ws: close connections not upgraded by then (0 = never)")
+        ->capture_default_str();
+    app.add_option("--max-pings-per-second", wo.max_pings_per_second, "with --ws: above this, close 1008 (0 = no limit)")
+        ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     ecfg.io = io == "uring"   ? strix::io_backend::uring
               : io == "epoll" ? strix::io_backend::epoll
@@ -64,10 +87,15 @@ int main(int argc, char** argv) {
     try {
         if (!tls_cert.empty()) scfg.tls = strix::tls_server::load({.cert_file = tls_cert, .key_file = tls_key});
         strix::engine eng(ecfg);
-        strix::server srv(eng, scfg, [](strix::shard&) { return std::make_unique<echo_handler>(); });
+        wo.handshake_timeout = std::chrono::milliseconds(ws_handshake_ms);
+        if (ws) wo.apply(scfg);
+        strix::server srv(eng, scfg, [&](strix::shard&) -> std::unique_ptr<strix::session_handler> {
+            if (ws) return std::make_unique<strix::ws_protocol>(std::make_unique<ws_echo>(), wo);
+            return std::make_unique<echo_handler>();
+        });
         srv.start();
         strix::print(stdout, "strix-echo-server: listening on {}:{} with {} shards ({}{})\n", scfg.host, srv.port(),
-                     eng.shard_count(), eng.io_name(), scfg.tls ? ", TLS" : "");
+                     eng.shard_count(), eng.io_name(), std::string(scfg.tls ? ", TLS" : "") + (ws ? ", WebSocket" : ""));
         std::fflush(stdout);
         eng.run_until_signal();
         auto st = srv.stats();
@@ -76,6 +104,13 @@ int main(int argc, char** argv) {
                      "{} frame errors, {} slow consumers\n",
                      st.accepted.value(), st.frames_in.value(), st.bytes_out.value(), st.frame_errors.value(),
                      st.slow_consumers.value());
+        if (ws)
+            strix::print(stdout,
+                         "strix-echo-server: websocket: {} handshakes, {} refused, {} handshake timeouts, {} messages in; "
+                         "closes: {} handshake, {} protocol, {} invalid payload, {} too big, {} policy\n",
+                         st.ws_handshakes.value(), st.ws_handshakes_refused.value(), st.handshake_timeouts.value(),
+                         st.ws_messages_in.value(), st.ws_closes_normal.value(), st.ws_closes_protocol.value(),
+                         st.ws_closes_utf8.value(), st.ws_closes_too_big.value(), st.ws_closes_policy.value());
         for (unsigned i = 0; i < eng.shard_count(); ++i) {
             const auto& ss = eng.at(i).stats();
             strix::print(stdout, "  shard {}: {} loop turns, {} I/O events, {} wake-ups by other threads\n", i,

@@ -95,6 +95,8 @@ public:
     const framer& framing() const noexcept { return *framer_; }
     /// This group's counters (single writer: the shard; readable as a snapshot anywhere).
     const net_counters& counters() const noexcept { return counters_; }
+    /// The same, for a protocol layered over the sessions (WebSocket) to count in. This shard only.
+    net_counters& counters() noexcept { return counters_; }
     /// Open sessions.
     std::size_t size() const noexcept;
 
