@@ -25,8 +25,9 @@
 #   strix-echo-bench --ws --broadcast --connections $ECHO_WS_BC_CONNECTIONS [100] --size 64
 #                    --depth D (ECHO_WS_BC_DEPTHS ["1 16"]) --mode multi ...
 # Servers: gobwas-bc (gobwas-echo --broadcast: one frame built per message, one writer goroutine
-# per client) and strix-ws-bc (strix-echo-server $ECHO_WS_STRIX_BC_ARGS [--ws --broadcast], "not
-# built" while it has no --broadcast). Why only these two: a broadcast server is an application,
+# per client) and strix-ws-bc (bench/echo/ws_broadcast_server.cpp, strix-ws-broadcast-server
+# $ECHO_WS_STRIX_BC_ARGS: one frame built per message, a hub per shard, the other shards reached
+# through the mesh). Why only these two: a broadcast server is an application,
 # not a library feature: each peer would need its own hub written by us, and the test measures the
 # fan-out path (one encode, N writes), which one good peer shows; gobwas, the fastest peer in our
 # echo trials, with its low-level API is the one whose hub costs the least of ours.
@@ -65,7 +66,7 @@ cores=$(nproc)
 threads=${ECHO_THREADS:-$cores}
 client_threads=${ECHO_CLIENT_THREADS:-$cores}
 strix_args=${ECHO_WS_STRIX_ARGS:---ws}
-strix_bc_args=${ECHO_WS_STRIX_BC_ARGS:---ws --broadcast}
+strix_bc_args=${ECHO_WS_STRIX_BC_ARGS:-}
 client=$bin/strix-echo-bench
 
 die() { echo "bench-echo-ws: FAILED: $*" >&2; exit 1; }
@@ -140,8 +141,10 @@ for name in "${wanted[@]}"; do
   esac
 done
 if [ "$broadcast" != 0 ]; then
-  st=$(strix_status --broadcast)
-  add_server bc-servers.txt strix-ws-bc "$bin/strix-echo-server" "$strix_bc_args" strix "$st"
+  st=built
+  [ -x "$bin/strix-ws-broadcast-server" ] ||
+    st="not built|$bin/strix-ws-broadcast-server is missing (it needs strix's WebSocket server, issue 18 item 1)"
+  add_server bc-servers.txt strix-ws-bc "$bin/strix-ws-broadcast-server" "$strix_bc_args" strix "$st"
   st=$(peer_status gobwas)
   bin_path=-
   [ "${st%%|*}" = built ] && bin_path=${st#*|} && st=built

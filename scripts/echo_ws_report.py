@@ -158,6 +158,12 @@ def write_markdown(args, servers, bc_servers, layouts, sizes, depths, bc_depths,
         L.append("")
         L += [server_line(s) for s in bc_servers]
         L.append("")
+        L.append("strix-ws-broadcast-server (bench/echo/ws_broadcast_server.cpp): each shard keeps its WebSocket "
+                 "sessions in a hub (sharded<hub>); a message is encoded once (ws_encode: header + payload in one "
+                 "shared buffer) and handed to every shard's hub through the mesh (invoke_on_all), whose members "
+                 "each queue the same buffer for the turn's gather write; a member whose queue passes 16 MiB is "
+                 "dropped as a slow consumer (none was in our trials).")
+        L.append("")
         L.append("Decision: the broadcast test measures strix and one peer, gobwas (gobwas-echo --broadcast: "
                  "each message's frame built once, handed to a writer goroutine per client that flushes when its "
                  "queue is empty; a full queue blocks the sender, so nothing is dropped). A broadcast server is an "

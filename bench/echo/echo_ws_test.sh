@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ctest driver: strix-echo-bench --ws against the WebSocket echo servers that are built.
-#   echo_ws_test.sh <strix-echo-bench> <build dir> <work dir> [<strix-echo-server>]
+#   echo_ws_test.sh <strix-echo-bench> <build dir> <work dir> [<strix-echo-server> [<strix-ws-broadcast-server>]]
 # The servers: fastwebsockets-echo, tungstenite-echo and gobwas-echo when bench/peers/build.sh
 # built them (listed in <build dir>/peers/status.txt), and strix-echo-server when it takes --ws.
 # With none of them built the test is skipped (exit 77), not passed.
@@ -9,9 +9,10 @@
 #                server (other connections' messages arrive) fails with a content mismatch;
 #                --broadcast against it passes with deliveries = sends x connections; --broadcast
 #                against the echo server fails with deliveries missing.
+#   strix-ws-broadcast-server (when given and built): --broadcast passes against it.
 set -euo pipefail
 
-client=$1 build=$2 work=$3 strix=${4:-}
+client=$1 build=$2 work=$3 strix=${4:-} strix_bc=${5:-}
 mkdir -p "$work"
 pids=()
 cleanup() {
@@ -115,5 +116,15 @@ if [ -n "$gobwas" ]; then
   [ "$rc" -ne 0 ] || fail "--broadcast passed against an echo server (missing deliveries went unnoticed)"
   grep -q 'deliveries still missing' "$work/bc-vs-echo.log" || fail "--broadcast against an echo server: no 'deliveries still missing'"
   stop_server
+fi
+if [ -n "$strix_bc" ] && [ -x "$strix_bc" ]; then
+  start_server "$work/strix-bc.server.log" "$strix_bc" --shards 2
+  run_client strix-bc "$work/strix-bc" --broadcast --connections 8 --size 64 --depth 4
+  [ "$rc" -eq 0 ] || fail "--broadcast against strix-ws-broadcast-server exited $rc"
+  delivered=$(json_field "$work/strix-bc.json" verified)
+  [ "$delivered" -ge 800 ] || fail "--broadcast against strix: only $delivered deliveries verified"
+  [ $((delivered % 8)) -eq 0 ] || fail "--broadcast against strix: $delivered deliveries is not a multiple of 8"
+  stop_server
+  servers+=("strix-ws-bc|$strix_bc|")
 fi
 echo "PASS: strix-echo-bench --ws against $(printf '%s\n' "${servers[@]}" | cut -d'|' -f1 | tr '\n' ' ')${gobwas:+and the broadcast checks}"
