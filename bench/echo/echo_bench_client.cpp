@@ -65,6 +65,7 @@
 #include "echo_tls.hpp"
 #include "echo_wire.hpp"
 #include "echo_ws.hpp"
+#include "echo_ws_messages.hpp"
 
 namespace strix {
 namespace {
@@ -119,9 +120,7 @@ struct connection {
     SSL* ssl = nullptr;            // --tls only
     bool handshaking = false;      // SSL_connect not finished yet
     bool read_wants_write = false;  // SSL_read asked for writability (a TLS key update)
-    std::size_t ws_off = 0;        // --ws: payload bytes of the current echo checked so far
-    std::uint32_t ws_sender = 0;   // --ws --broadcast: whose message the current one is
-    std::vector<std::uint64_t> from;  // --broadcast: the next sequence number due from each sender
+    ws_receive_state ws;           // --ws only
 
     connection(int f, std::uint32_t i, std::size_t in_cap, std::size_t out_cap)
         : fd(f), id(i), in(in_cap), out(out_cap) {}
@@ -144,9 +143,10 @@ public:
           conns_(std::move(conns)),
           wire_(echo_client_wire_size(opt)),
           read_chunk_(std::max<std::size_t>(16384, wire_)),
-          expected_(std::max<std::size_t>(opt.size, 1)) {
-        if (opt.broadcast) {
-            for (auto& c : conns_) c->from.assign(opt.connections, 0);
+          expected_(std::max<std::size_t>(opt.size, 1)),
+          ws_(opt.size, opt.connections, opt.broadcast) {
+        if (opt.ws) {
+            for (auto& c : conns_) c->ws = ws_.new_state();
         }
     }
 
@@ -449,127 +449,20 @@ private:
 
   // ---- --ws -------------------------------------------------------------------------------------
 
-  // The body of message seq from sender: echo_wire.hpp's pattern; with --broadcast the sender's id
-  // replaces bytes 8..12 so a receiver knows whose message it holds.
-    void fill_ws_body(std::uint8_t* p, std::uint32_t sender, std::uint64_t seq) const {
-        echo_fill_body(p, opt_.size, sender, seq);
-        if (opt_.broadcast) echo_store_u32le(p + 8, sender);
-    }
-
     void append_ws(connection& c, std::uint64_t n) {
-        std::uint8_t* p = c.out.prepare(static_cast<std::size_t>(n) * wire_);
-        for (std::uint64_t k = 0; k < n; ++k) {
-            const std::uint32_t mask = masker_.next();
-            const std::size_t h = ws_write_client_header(p, ws_op_binary, opt_.size, mask);
-            fill_ws_body(p + h, c.id, c.next_send++);
-            ws_apply_mask(p + h, opt_.size, mask);
-            p += wire_;
-        }
-        c.out.commit(static_cast<std::size_t>(n) * wire_);
+        ws_.append({c.id, c.next_send, c.next_recv}, c.out, n);
         outstanding_ += n;
         mark_dirty(c);
     }
 
-  // Checks and consumes every complete frame in c's input buffer. A message may come in
-  // fragments; each piece is compared with the expected body at its offset.
     void parse_ws(connection& c) {
-        std::uint64_t got = 0;  // own messages back (echo: every message)
-        std::uint64_t delivered = 0;
-        for (;;) {
-            ws_frame_header h;
-            const int r = ws_parse_header(c.in.data(), c.in.size(), h);
-            if (r < 0) return fail(c, "frame with a 64-bit length over 2^63");
-            if (r == 0 || c.in.size() - h.header_len < h.len) break;
-            if (h.masked) return fail(c, "the server sent a masked frame (RFC 6455 5.1 forbids it)");
-            if (h.rsv != 0) return fail(c, "frame with RSV bits 0x%02x set (no extension was negotiated)", h.rsv);
-            const std::uint8_t* payload = c.in.data() + h.header_len;
-            const std::size_t len = static_cast<std::size_t>(h.len);
-            if (h.opcode == ws_op_ping) {
-                if (len > 125) return fail(c, "ping with a %zu-byte payload (over 125)", len);
-                std::uint8_t pong[125 + 14];
-                const std::uint32_t mask = masker_.next();
-                const std::size_t hl = ws_write_client_header(pong, ws_op_pong, len, mask);
-                std::memcpy(pong + hl, payload, len);
-                ws_apply_mask(pong + hl, len, mask);
-                std::memcpy(c.out.prepare(hl + len), pong, hl + len);
-                c.out.commit(hl + len);
-                mark_dirty(c);
-            } else if (h.opcode == ws_op_close) {
-                const unsigned code = len >= 2 ? (unsigned{payload[0]} << 8) | payload[1] : 0;
-                return fail(c, "the server sent a close frame (code %u; %llu of %llu echoes received)", code,
-                            static_cast<unsigned long long>(c.next_recv), static_cast<unsigned long long>(c.next_send));
-            } else if (h.opcode != ws_op_pong) {
-                if (!check_piece(c, h, payload, len)) return;
-                if (h.fin) {
-                    ++delivered;
-                    if (c.ws_sender == c.id) ++got;
-                }
-            }
-            c.in.consume(h.header_len + len);
-        }
-        msgs_in_ += delivered;
-        if (got == 0) return;
-        outstanding_ -= got;
-        if (!shared_.stop_sending.load(std::memory_order_relaxed)) append(c, got);
-    }
-
-  // One data frame (a whole message or a fragment): opcode, length and bytes as expected.
-    bool check_piece(connection& c, const ws_frame_header& h, const std::uint8_t* payload, std::size_t len) {
-        if (c.ws_off == 0 && h.opcode != ws_op_binary) {
-            fail(c, "expected a binary message, got opcode 0x%x", h.opcode);
-            return false;
-        }
-        if (c.ws_off > 0 && h.opcode != ws_op_continuation) {
-            fail(c, "opcode 0x%x in the middle of a fragmented message", h.opcode);
-            return false;
-        }
-        if (c.ws_off + len > opt_.size) {
-            fail(c, "message #%llu is longer than the %zu bytes sent", static_cast<unsigned long long>(c.next_recv),
-                 opt_.size);
-            return false;
-        }
-        if (c.ws_off == 0) {
-            std::uint64_t seq = c.next_recv;
-            c.ws_sender = c.id;
-            if (opt_.broadcast) {
-                if (len < 12) {
-                    fail(c, "broadcast message's first fragment has %zu bytes, too few to name its sender", len);
-                    return false;
-                }
-                c.ws_sender = echo_load_u32le(payload + 8);
-                if (c.ws_sender >= opt_.connections) {
-                    fail(c, "broadcast message names sender %u; there are %u connections", c.ws_sender,
-                         opt_.connections);
-                    return false;
-                }
-                seq = c.from[c.ws_sender];
-            }
-            if (c.ws_sender == c.id && c.next_recv == c.next_send) {
-                fail(c, "unexpected message: all %llu messages sent were already received back",
-                     static_cast<unsigned long long>(c.next_send));
-                return false;
-            }
-            fill_ws_body(expected_.data(), c.ws_sender, seq);
-        }
-        if (std::memcmp(expected_.data() + c.ws_off, payload, len) != 0) {
-            std::size_t i = 0;
-            while (expected_[c.ws_off + i] == payload[i]) ++i;
-            const std::uint64_t want = opt_.broadcast ? c.from[c.ws_sender] : c.next_recv;
-            fail(c, "content mismatch in message #%llu from connection %u at byte %zu: expected 0x%02x, got 0x%02x",
-                 static_cast<unsigned long long>(want), c.ws_sender, c.ws_off + i, expected_[c.ws_off + i], payload[i]);
-            return false;
-        }
-        c.ws_off += len;
-        if (!h.fin) return true;
-        if (c.ws_off != opt_.size) {
-            fail(c, "message #%llu has %zu bytes, %zu were sent", static_cast<unsigned long long>(c.next_recv),
-                 c.ws_off, opt_.size);
-            return false;
-        }
-        c.ws_off = 0;
-        if (opt_.broadcast) ++c.from[c.ws_sender];
-        if (c.ws_sender == c.id) ++c.next_recv;
-        return true;
+        const ws_parse_result r = ws_.parse(c.ws, {c.id, c.next_send, c.next_recv}, c.in, c.out);
+        if (r.replied) mark_dirty(c);
+        msgs_in_ += r.delivered;
+        if (!r.error.empty()) return fail(c, "%s", r.error.c_str());
+        if (r.own == 0) return;
+        outstanding_ -= r.own;
+        if (!shared_.stop_sending.load(std::memory_order_relaxed)) append(c, r.own);
     }
 
   // --broadcast: publishes this worker's final counts once sending has stopped.
@@ -584,7 +477,7 @@ private:
         if (shared_.frozen.load(std::memory_order_acquire) != opt_.threads) return false;
         for (auto& c : conns_) {
             for (std::uint32_t s = 0; s < opt_.connections; ++s) {
-                if (c->from[s] != shared_.final_sent[s].load(std::memory_order_relaxed)) return false;
+                if (c->ws.from[s] != shared_.final_sent[s].load(std::memory_order_relaxed)) return false;
             }
         }
         return true;
@@ -607,7 +500,7 @@ private:
             std::uint64_t missing = 0;
             for (auto& c : conns_) {
                 for (std::uint32_t s = 0; s < opt_.connections; ++s) {
-                    missing += shared_.final_sent[s].load() - c->from[s];
+                    missing += shared_.final_sent[s].load() - c->ws.from[s];
                 }
             }
             report_error(shared_, "%llu broadcast deliveries still missing %d s after sending stopped",
@@ -627,7 +520,7 @@ private:
     const std::size_t read_chunk_;
     std::vector<std::uint8_t> expected_;
     std::vector<connection*> dirty_;
-    ws_masker masker_;
+    ws_messages ws_;  // --ws only
     bool frozen_ = false;
     int ep_ = -1;
     std::uint64_t msgs_in_ = 0;

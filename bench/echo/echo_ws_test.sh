@@ -10,6 +10,9 @@
 #                --broadcast against it passes with deliveries = sends x connections; --broadcast
 #                against the echo server fails with deliveries missing.
 #   strix-ws-broadcast-server (when given and built): --broadcast passes against it.
+#   ws_fragment_echo.py (with $ECHO_WS_PYTHON, a python3 that has `websockets`): echoes come back
+#                in three fragments while the server pings every 20 ms; every echo must verify
+#                (several connections, so pieces of different connections' messages interleave).
 set -euo pipefail
 
 client=$1 build=$2 work=$3 strix=${4:-} strix_bc=${5:-}
@@ -117,6 +120,25 @@ if [ -n "$gobwas" ]; then
   grep -q 'deliveries still missing' "$work/bc-vs-echo.log" || fail "--broadcast against an echo server: no 'deliveries still missing'"
   stop_server
 fi
+py=${ECHO_WS_PYTHON:-python3}
+if "$py" -c 'import websockets' 2>/dev/null; then
+  port=$(free_port)
+  "$py" "$(dirname "$0")/ws_fragment_echo.py" "$port" >"$work/fragments.server.log" 2>&1 &
+  server_pid=$!
+  pids+=("$server_pid")
+  for _ in $(seq 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+    sleep 0.1
+  done
+  run_client fragments "$work/fragments" --connections 4 --size 1000 --depth 4
+  [ "$rc" -eq 0 ] || fail "fragmented echoes with pings: client exited $rc"
+  [ "$(json_field "$work/fragments.json" verified)" -ge 100 ] || fail "fragmented echoes: too few verified"
+  stop_server
+  servers+=("fragments+pings|$py|")
+else
+  echo "note: $py has no websockets module; the fragment and ping check is not run"
+fi
+
 if [ -n "$strix_bc" ] && [ -x "$strix_bc" ]; then
   start_server "$work/strix-bc.server.log" "$strix_bc" --shards 2
   run_client strix-bc "$work/strix-bc" --broadcast --connections 8 --size 64 --depth 4
