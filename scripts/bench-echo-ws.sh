@@ -29,7 +29,7 @@
 # $ECHO_WS_STRIX_BC_ARGS: one frame built per message, a hub per shard, the other shards reached
 # through the mesh). Why only these two: a broadcast server is an application,
 # not a library feature: each peer would need its own hub written by us, and the test measures the
-# fan-out path (one encode, N writes), which one good peer shows; gobwas, the fastest peer in our
+# fan-out path (one encode, N writes), which one good peer shows; gobwas, the best peer in most cells of our
 # echo trials, with its low-level API is the one whose hub costs the least of ours.
 #
 # A run that fails (a lost, corrupted or reordered message, a server that dies) is recorded, left

@@ -168,8 +168,8 @@ def write_markdown(args, servers, bc_servers, layouts, sizes, depths, bc_depths,
                  "each message's frame built once, handed to a writer goroutine per client that flushes when its "
                  "queue is empty; a full queue blocks the sender, so nothing is dropped). A broadcast server is an "
                  "application, not a library feature: each peer needs a hub we write, and what is measured is the "
-                 "fan-out (one encode, N writes), which one good peer shows. gobwas is the fastest peer in the echo "
-                 "trials at depth 16 and 128, and its low-level API leaves the least of our code in the path.")
+                 "fan-out (one encode, N writes), which one good peer shows. gobwas is the best peer in most echo "
+                 "cells of our trials, and its low-level API leaves the least of our code in the path.")
         L += ["", "| server | depth | M deliveries/s | server CPU % | server CPU µs/delivery |",
               "|---|---:|---|---:|---:|"]
         for d in bc_depths:

@@ -65,7 +65,8 @@ std::size_t ws_write_client_header(std::uint8_t* p, std::uint8_t opcode, std::si
         h = 4;
     } else {
         p[1] = 0x80 | 127;
-        for (int i = 0; i < 8; ++i) p[2 + i] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(len) >> (56 - 8 * i));
+        const auto wide = static_cast<std::uint64_t>(len);
+        for (int i = 0; i < 8; ++i) p[2 + i] = static_cast<std::uint8_t>(wide >> (56 - 8 * i));
         h = 10;
     }
     std::memcpy(p + h, &mask, 4);

@@ -152,8 +152,8 @@ bool ws_messages::check_piece(ws_receive_state& st, ws_own_counts own, const ws_
     st.off += len;
     if (!h.fin) return true;
     if (st.off != size_) {
-        set_error(r, "message #%llu has %zu bytes, %zu were sent", static_cast<unsigned long long>(own.next_recv), st.off,
-                  size_);
+        set_error(r, "message #%llu has %zu bytes, %zu were sent", static_cast<unsigned long long>(own.next_recv),
+                  st.off, size_);
         return false;
     }
     st.off = 0;

@@ -97,7 +97,9 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
         eng.run_until_signal();
         auto st = srv.stats();
-        strix::print(stdout, "strix-ws-broadcast-server: stopped; {} connections, {} messages in, {} bytes out, {} slow consumers\n",
+        strix::print(stdout,
+                     "strix-ws-broadcast-server: stopped; {} connections, {} messages in, {} bytes out, "
+                     "{} slow consumers\n",
                      st.accepted.value(), st.ws_messages_in.value(), st.bytes_out.value(), st.slow_consumers.value());
     } catch (const std::exception& e) {
         std::fprintf(stderr, "strix-ws-broadcast-server: %s\n", e.what());

@@ -63,7 +63,11 @@ struct Gathered<S> {
 
 impl<S: AsyncWrite + Unpin> Gathered<S> {
     fn new(io: S) -> Self {
-        Gathered { io, out: Vec::with_capacity(16 * 1024), sent: 0 }
+        Gathered {
+            io,
+            out: Vec::with_capacity(16 * 1024),
+            sent: 0,
+        }
     }
 
     fn poll_send(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -81,7 +85,11 @@ impl<S: AsyncWrite + Unpin> Gathered<S> {
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Gathered<S> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let this = &mut *self;
         match Pin::new(&mut this.io).poll_read(cx, buf) {
             // Nothing to read now: the batch is complete, send it while we wait.
@@ -95,7 +103,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for Gathered<S> {
 }
 
 impl<S: AsyncWrite + Unpin> AsyncWrite for Gathered<S> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         if self.out.len() >= OUT_LIMIT {
             ready!(self.poll_send(cx))?;
         }
@@ -152,11 +164,15 @@ fn parse_options() -> Options {
             }
             "--per-frame-writes" => PER_FRAME_WRITES.store(true, Ordering::Relaxed),
             "-h" | "--help" => {
-                println!("fastwebsockets-echo: WebSocket echo server on fastwebsockets + hyper + tokio");
+                println!(
+                    "fastwebsockets-echo: WebSocket echo server on fastwebsockets + hyper + tokio"
+                );
                 println!("usage: fastwebsockets-echo [--port P] [--threads N]");
                 println!("  --port P      TCP port on 127.0.0.1 (default 7001, 0 = any free port)");
                 println!("  --threads N   runtime worker threads (default: the CPUs this process may use)");
-                println!("  --per-frame-writes  one write per echo, as fastwebsockets writes unbuffered");
+                println!(
+                    "  --per-frame-writes  one write per echo, as fastwebsockets writes unbuffered"
+                );
                 std::process::exit(0);
             }
             other => usage_error(&format!("unknown option {other}")),
@@ -200,7 +216,9 @@ async fn echo(pending: UpgradeFut) -> Result<(), WebSocketError> {
 }
 
 /// hyper's service: any request that is not a valid WebSocket upgrade gets 400.
-async fn on_request(mut req: Request<Incoming>) -> Result<Response<Empty<Bytes>>, hyper::http::Error> {
+async fn on_request(
+    mut req: Request<Incoming>,
+) -> Result<Response<Empty<Bytes>>, hyper::http::Error> {
     match upgrade(&mut req) {
         Ok((response, pending)) => {
             tokio::spawn(async move {
@@ -209,7 +227,9 @@ async fn on_request(mut req: Request<Incoming>) -> Result<Response<Empty<Bytes>>
             });
             Ok(response)
         }
-        Err(_) => Response::builder().status(StatusCode::BAD_REQUEST).body(Empty::new()),
+        Err(_) => Response::builder()
+            .status(StatusCode::BAD_REQUEST)
+            .body(Empty::new()),
     }
 }
 
