@@ -52,7 +52,7 @@ def cpu_us_per_msg(c):
 def server_line(s):
     if s.built:
         return f"- **{s.name}** ({'the engine under test' if s.role == 'strix' else 'peer'}): " \
-               f"`{os.path.basename(s.binary)} --port P {s.args}`"
+               f"`{' '.join([os.path.basename(s.binary), '--port P', s.args]).strip()}`"
     if s.why.startswith("pending: "):
         return f"- **{s.name}**: **pending**: {s.why[len('pending: '):]}"
     return f"- **{s.name}**: **not built**: {s.why}"
