@@ -58,7 +58,9 @@ int ws_parse_header(const std::uint8_t* p, std::size_t n, ws_frame_header& h) no
 /// client only needs a fresh key per frame, which is what servers must cope with. Not shared.
 class ws_masker {
 public:
+    /// Seeds the stream from getrandom(2). Any thread; the object is then used by one.
     ws_masker();
+    /// The next 32-bit mask key. The owning thread only.
     std::uint32_t next() noexcept {
         s_ ^= s_ >> 12;
         s_ ^= s_ << 25;
