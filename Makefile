@@ -5,6 +5,7 @@
 #   make bench-cluster-hop  the chat cluster's Redis hop between two nodes into build/bench/cluster-hop.md
 #   make bench-link  strix::link against libzmq (seed 002's tables) into build/bench/link.md
 #   make bench-echo-tls  the echo shoot-out's TLS section alone (make bench-echo runs it too) into build/bench/echo-tls.md
+#   make bench-echo-ws   its WebSocket section alone (make bench-echo runs it too) into build/bench/echo-ws.md
 #   make soak   an hour of seed 004's chat load (SOAK_DURATION=600: ten minutes): latency and RSS drift per 10 min
 #   make format applies .clang-format to the C++ sources
 #   make fuzz   libFuzzer targets (clang, ASan + UBSan) in build-fuzz/, FUZZ_SECONDS each (default 60)
@@ -21,7 +22,7 @@ CMAKE_FLAGS += -DCMAKE_BUILD_TYPE=Release
 endif
 CTEST_ARGS ?=
 
-.PHONY: format all deps configure build test bench bench-components bench-scaling bench-echo bench-echo-tls bench-chat bench-link bench-cluster-hop fuzz run clean soak
+.PHONY: format all deps configure build test bench bench-components bench-scaling bench-echo bench-echo-tls bench-echo-ws bench-chat bench-link bench-cluster-hop fuzz run clean soak
 
 all: build
 
@@ -63,6 +64,12 @@ bench-echo: build
 # handshakes/s) into build/bench/echo-tls.md; bench-echo runs it too unless ECHO_TLS=0.
 bench-echo-tls: build
 	@scripts/bench-echo-tls.sh $(BUILD_DIR)
+
+# Only the WebSocket section of bench-echo (strix's WebSocket echo vs fastwebsockets,
+# tokio-tungstenite and gobwas/ws, plus the broadcast test) into build/bench/echo-ws.md;
+# bench-echo runs it too unless ECHO_WS=0.
+bench-echo-ws: build
+	@scripts/bench-echo-ws.sh $(BUILD_DIR)
 
 bench-link: build
 	@scripts/bench-link.sh $(BUILD_DIR)

@@ -38,8 +38,13 @@
 # (full and resumed), into <build_dir>/bench/echo-tls.md; ECHO_TLS=0 leaves it out, and
 # `make bench-echo-tls` runs it alone. Its options are described in its header.
 #
+# Then the WebSocket section (issue 18), scripts/bench-echo-ws.sh with the same environment: strix's
+# WebSocket echo server against fastwebsockets, tokio-tungstenite and gobwas/ws, 64 B and 1 KB
+# messages at depths 1/16/128, and a broadcast test, into <build_dir>/bench/echo-ws.md; ECHO_WS=0
+# leaves it out, and `make bench-echo-ws` runs it alone. Its options are described in its header.
+#
 # Environment (defaults in brackets; a full run on 2 CPUs takes about 39 minutes, plus about 9 for
-# the TLS section):
+# the TLS section and about 23 for the WebSocket section):
 #   ECHO_DURATION [3]  measured seconds per run     ECHO_WARMUP [1]  warmup seconds per run
 #   ECHO_REPS [5]      runs per cell                ECHO_DEPTHS ["1 16 128"]
 #   ECHO_LAYOUTS ["pinned free"]                    ECHO_MODES ["multi single loop"]
@@ -58,6 +63,7 @@
 #   ECHO_STRIX_ARGS [none]   extra strix-echo-server options (e.g. "--pin"), in both layouts
 #   ECHO_BUILD_PEERS [1]     0 reuses the peers already in <build_dir>/peers/ without building
 #   ECHO_TLS [1]             0 leaves out the TLS section
+#   ECHO_WS [1]              0 leaves out the WebSocket section
 set -euo pipefail
 
 build=${1:?usage: scripts/bench-echo.sh <build_dir>}
@@ -301,7 +307,13 @@ tls_rc=0
 if [ "${ECHO_TLS:-1}" != 0 ]; then
   ECHO_BUILD_PEERS=0 "$here/bench-echo-tls.sh" "$build" || tls_rc=$?
 fi
+# The WebSocket section: the peers were built (or not) above.
+ws_rc=0
+if [ "${ECHO_WS:-1}" != 0 ]; then
+  ECHO_BUILD_PEERS=0 "$here/bench-echo-ws.sh" "$build" || ws_rc=$?
+fi
 if [ "$failures" -gt 0 ]; then
   die "$failures of $total_runs runs failed (see FAILED above and $runs/*.failed); the report flags them"
 fi
 [ "$tls_rc" -eq 0 ] || die "the TLS section failed (bench-echo-tls.sh exited $tls_rc; see above)"
+[ "$ws_rc" -eq 0 ] || die "the WebSocket section failed (bench-echo-ws.sh exited $ws_rc; see above)"

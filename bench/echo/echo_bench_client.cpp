@@ -20,6 +20,13 @@
 // non-blocking handshake runs in the same epoll loop, then one SSL_write of the connection's
 // pending bytes per loop turn and SSL_read until it wants more input; the checks are the same.
 // --handshakes measures connection setup instead (echo_handshake.cpp).
+//
+// --ws speaks WebSocket (echo_ws.hpp): each connection does the HTTP/1.1 upgrade before the
+// measured loop, then every message is one binary frame (masked, a new key per frame) whose
+// payload is the body alone; the echo must come back as a binary message with the same bytes, in
+// order (a server may fragment it: the pieces are checked as they come). Pings are answered.
+// --ws --broadcast measures a broadcast server: every connection receives every connection's
+// messages, each sender's in order and none twice, while each keeps --depth of its own in flight.
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -57,6 +64,8 @@
 #include "echo_stats.hpp"
 #include "echo_tls.hpp"
 #include "echo_wire.hpp"
+#include "echo_ws.hpp"
+#include "echo_ws_messages.hpp"
 
 namespace strix {
 namespace {
@@ -71,6 +80,10 @@ struct shared_state {
     std::mutex print_mu;
     std::uint32_t printed = 0;  // guarded by print_mu
     std::string tls_session;    // guarded by print_mu: the first handshake's version and cipher
+    // --broadcast: each connection's last sequence number + 1, published by its worker once it
+    // has seen stop_sending (after which it appends nothing); frozen counts those workers.
+    std::vector<std::atomic<std::uint64_t>> final_sent;
+    std::atomic<std::uint32_t> frozen{0};
 };
 
 /// Counts one error, prints it (the first 20 only) and aborts the run. Any thread.
@@ -107,6 +120,7 @@ struct connection {
     SSL* ssl = nullptr;            // --tls only
     bool handshaking = false;      // SSL_connect not finished yet
     bool read_wants_write = false;  // SSL_read asked for writability (a TLS key update)
+    ws_receive_state ws;           // --ws only
 
     connection(int f, std::uint32_t i, std::size_t in_cap, std::size_t out_cap)
         : fd(f), id(i), in(in_cap), out(out_cap) {}
@@ -127,9 +141,14 @@ public:
           shared_(shared),
           counters_(counters),
           conns_(std::move(conns)),
-          wire_(echo_header_size + opt.size),
+          wire_(echo_client_wire_size(opt)),
           read_chunk_(std::max<std::size_t>(16384, wire_)),
-          expected_(std::max<std::size_t>(opt.size, 1)) {}
+          expected_(std::max<std::size_t>(opt.size, 1)),
+          ws_(opt.size, opt.connections, opt.broadcast) {
+        if (opt.ws) {
+            for (auto& c : conns_) c->ws = ws_.new_state();
+        }
+    }
 
   /// Runs the connections until the run stops and every echo is back, or the run aborts. Before
   /// each epoll_wait it calls between_turns (when set), which returns how long that wait may
@@ -164,7 +183,8 @@ public:
         std::optional<steady::time_point> drain_deadline;
         while (!shared_.abort.load(std::memory_order_relaxed)) {
             if (shared_.stop_sending.load(std::memory_order_relaxed)) {
-                if (outstanding_ == 0) break;
+                if (opt_.broadcast && !frozen_) freeze();
+                if (outstanding_ == 0 && (!opt_.broadcast || all_delivered())) break;
                 if (!drain_deadline) drain_deadline = steady::now() + std::chrono::seconds(opt_.drain_timeout_s);
                 if (steady::now() > *drain_deadline) {
                     report_drain_timeout();
@@ -220,6 +240,10 @@ private:
 
   // Appends the next n messages of connection c to its send buffer.
     void append(connection& c, std::uint64_t n) {
+        if (opt_.ws) {
+            append_ws(c, n);
+            return;
+        }
         std::uint8_t* p = c.out.prepare(static_cast<std::size_t>(n) * wire_);
         for (std::uint64_t k = 0; k < n; ++k) {
             echo_store_u32le(p, static_cast<std::uint32_t>(wire_));
@@ -379,6 +403,10 @@ private:
 
   // Checks and consumes every complete echo in c's input buffer.
     void parse(connection& c) {
+        if (opt_.ws) {
+            parse_ws(c);
+            return;
+        }
         std::uint64_t got = 0;
         while (c.in.size() >= echo_header_size) {
             const std::uint8_t* p = c.in.data();
@@ -419,6 +447,42 @@ private:
         if (!shared_.stop_sending.load(std::memory_order_relaxed)) append(c, got);
     }
 
+  // ---- --ws -------------------------------------------------------------------------------------
+
+    void append_ws(connection& c, std::uint64_t n) {
+        ws_.append({c.id, c.next_send, c.next_recv}, c.out, n);
+        outstanding_ += n;
+        mark_dirty(c);
+    }
+
+    void parse_ws(connection& c) {
+        const ws_parse_result r = ws_.parse(c.ws, {c.id, c.next_send, c.next_recv}, c.in, c.out);
+        if (r.replied) mark_dirty(c);
+        msgs_in_ += r.delivered;
+        if (!r.error.empty()) return fail(c, "%s", r.error.c_str());
+        if (r.own == 0) return;
+        outstanding_ -= r.own;
+        if (!shared_.stop_sending.load(std::memory_order_relaxed)) append(c, r.own);
+    }
+
+  // --broadcast: publishes this worker's final counts once sending has stopped.
+    void freeze() {
+        for (auto& c : conns_) shared_.final_sent[c->id].store(c->next_send, std::memory_order_relaxed);
+        shared_.frozen.fetch_add(1, std::memory_order_release);
+        frozen_ = true;
+    }
+
+  // --broadcast: every connection of this worker has every message every sender sent.
+    bool all_delivered() const {
+        if (shared_.frozen.load(std::memory_order_acquire) != opt_.threads) return false;
+        for (auto& c : conns_) {
+            for (std::uint32_t s = 0; s < opt_.connections; ++s) {
+                if (c->ws.from[s] != shared_.final_sent[s].load(std::memory_order_relaxed)) return false;
+            }
+        }
+        return true;
+    }
+
     [[gnu::format(printf, 3, 4)]] void fail(connection& c, const char* fmt, ...) {
         char what[512];
         va_list ap;
@@ -432,6 +496,17 @@ private:
     void report_drain_timeout() {
         std::uint32_t stuck = 0;
         for (auto& c : conns_) stuck += c->next_send != c->next_recv ? 1 : 0;
+        if (opt_.broadcast && outstanding_ == 0) {
+            std::uint64_t missing = 0;
+            for (auto& c : conns_) {
+                for (std::uint32_t s = 0; s < opt_.connections; ++s) {
+                    missing += shared_.final_sent[s].load() - c->ws.from[s];
+                }
+            }
+            report_error(shared_, "%llu broadcast deliveries still missing %d s after sending stopped",
+                         static_cast<unsigned long long>(missing), opt_.drain_timeout_s);
+            return;
+        }
         report_error(shared_, "%llu echoes still outstanding on %u connections %d s after sending stopped",
                      static_cast<unsigned long long>(outstanding_), stuck, opt_.drain_timeout_s);
     }
@@ -445,6 +520,8 @@ private:
     const std::size_t read_chunk_;
     std::vector<std::uint8_t> expected_;
     std::vector<connection*> dirty_;
+    ws_messages ws_;  // --ws only
+    bool frozen_ = false;
     int ep_ = -1;
     std::uint64_t msgs_in_ = 0;
     std::uint64_t bytes_in_ = 0;
@@ -463,7 +540,7 @@ public:
         : opt_(o),
           shared_(shared),
           counters_(counters),
-          wire_(echo_header_size + o.size),
+          wire_(echo_client_wire_size(o)),
           total_(o.warmup_s + o.duration_s) {}
 
   /// Takes the starting sample; the first tick is due one second later.
@@ -540,8 +617,9 @@ nlohmann::ordered_json json_figure(double v) {
 
 // ---- main --------------------------------------------------------------------------------------
 
-// Blocking connect (bounded by SO_SNDTIMEO), then non-blocking with TCP_NODELAY.
-int connect_one(const options& o, const sockaddr_in& addr, std::uint32_t i) {
+// Blocking connect (bounded by SO_SNDTIMEO) and, with --ws, the upgrade (bytes after its response
+// go to rest), then non-blocking with TCP_NODELAY.
+int connect_one(const options& o, const sockaddr_in& addr, std::uint32_t i, echo_buffer& rest) {
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         std::fprintf(stderr, "strix-echo-bench: socket: %s\n", std::strerror(errno));
@@ -557,6 +635,14 @@ int connect_one(const options& o, const sockaddr_in& addr, std::uint32_t i) {
     }
     const int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (o.ws) {
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        if (const std::string why = ws_client_handshake(fd, o.host, o.port, o.ws_path, rest); !why.empty()) {
+            std::fprintf(stderr, "strix-echo-bench: connection %u: WebSocket upgrade failed: %s\n", i, why.c_str());
+            ::close(fd);
+            return -1;
+        }
+    }
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
     return fd;
 }
@@ -564,7 +650,7 @@ int connect_one(const options& o, const sockaddr_in& addr, std::uint32_t i) {
 int run(int argc, char** argv) {
     const options o = parse_echo_bench_options(argc, argv);
     std::signal(SIGPIPE, SIG_IGN);
-    const std::size_t wire = echo_header_size + o.size;
+    const std::size_t wire = echo_client_wire_size(o);
 
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -590,23 +676,34 @@ int run(int argc, char** argv) {
     const std::size_t in_cap = 32768;
     const std::size_t out_cap = std::clamp<std::size_t>(2 * static_cast<std::size_t>(o.depth) * wire, 4096, 1 << 20);
     for (std::uint32_t i = 0; i < o.connections; ++i) {
-        const int fd = connect_one(o, addr, i);
+        echo_buffer rest(256);
+        const int fd = connect_one(o, addr, i, rest);
         if (fd < 0) return 1;  // the connections made so far close with slices
-        slices[i % o.threads].push_back(std::make_unique<connection>(fd, i, in_cap, out_cap));
+        auto c = std::make_unique<connection>(fd, i, in_cap, out_cap);
+        if (!rest.empty()) {
+            std::memcpy(c->in.prepare(rest.size()), rest.data(), rest.size());
+            c->in.commit(rest.size());
+        }
+        slices[i % o.threads].push_back(std::move(c));
     }
+    // A broadcast server may add a client to its set just after sending the 101: give the last
+    // ones time to join, so every connection's first message reaches every connection.
+    if (o.broadcast) std::this_thread::sleep_for(std::chrono::milliseconds(200));
 
     const bool single = o.mode == "single";
     const std::string client_cpus = cpus_allowed();
     std::printf("strix-echo-bench: %s:%u, %u connections, body %zu B (wire %zu B), depth %u, "
-                "warmup %d s, duration %d s, mode %s (%u worker thread(s)%s), client CPUs %s%s\n",
+                "warmup %d s, duration %d s, mode %s (%u worker thread(s)%s), client CPUs %s%s%s\n",
                 o.host.c_str(), o.port, o.connections, o.size, wire, o.depth, o.warmup_s, o.duration_s, o.mode.c_str(),
                 o.threads, single ? ", sampling in the same thread" : " + a sampler", client_cpus.c_str(),
                 !tls              ? ""
                 : tls->verifies() ? ", TLS (server certificate verified against --ca)"
-                                  : ", TLS (server certificate NOT verified: no --ca)");
+                                  : ", TLS (server certificate NOT verified: no --ca)",
+                !o.ws ? "" : o.broadcast ? ", WebSocket broadcast (msgs/s in = deliveries)" : ", WebSocket");
     std::fflush(stdout);
 
     shared_state shared;
+    if (o.broadcast) shared.final_sent = std::vector<std::atomic<std::uint64_t>>(o.connections);
     std::vector<worker_counters> counters(o.threads);
     std::vector<std::unique_ptr<worker>> workers;
     for (std::uint32_t t = 0; t < o.threads; ++t) {
@@ -655,7 +752,10 @@ int run(int argc, char** argv) {
     const rates r = smp.window();
 
     std::printf("summary over %.2f s after %d s warmup: %s\n", r.seconds, o.warmup_s, format_rates(r).c_str());
-    std::printf("verified %llu echoes byte for byte and in order, outstanding %llu, errors=%llu\n",
+    std::printf(o.broadcast
+                    ? "verified %llu deliveries byte for byte and in order per sender, own outstanding %llu, "
+                      "errors=%llu\n"
+                    : "verified %llu echoes byte for byte and in order, outstanding %llu, errors=%llu\n",
                 static_cast<unsigned long long>(verified), static_cast<unsigned long long>(outstanding),
                 static_cast<unsigned long long>(errors));
     if (!completed && errors == 0) std::printf("run did not complete its %d s\n", o.warmup_s + o.duration_s);
@@ -691,6 +791,8 @@ int run(int argc, char** argv) {
             {"tls", tls.has_value()},
             {"tls_session", shared.tls_session},
             {"tls_verified", tls && tls->verifies()},
+            {"ws", o.ws},
+            {"broadcast", o.broadcast},
         };
         std::ofstream js(o.json);
         js << summary.dump(2) << '\n';

@@ -10,6 +10,7 @@
 #include "echo_args.hpp"
 #include "echo_stats.hpp"
 #include "echo_wire.hpp"
+#include "echo_ws.hpp"
 
 namespace strix {
 
@@ -72,7 +73,22 @@ echo_bench_options parse_echo_bench_options(int argc, char** argv) {
     app.add_flag("--resume", o.resume,
                  "with --handshakes: offer each slot's last session (ticket) so the server can resume it; the run "
                  "fails when under 90 % of the measured handshakes were resumed");
+    app.add_flag("--ws", o.ws,
+                 "WebSocket (RFC 6455): an HTTP/1.1 upgrade per connection, then each message is one binary frame "
+                 "of --size payload bytes, masked with a new key per frame; every echo must come back as a binary "
+                 "message with the same bytes, in order");
+    app.add_option("--ws-path", o.ws_path, "with --ws: the request path of the upgrade")->capture_default_str();
+    app.add_flag("--broadcast", o.broadcast,
+                 "with --ws: the server sends every message to every client (a broadcast server); each connection "
+                 "keeps --depth of its own messages in flight, and every connection must receive every "
+                 "connection's messages, each sender's in order; msgs/s counts deliveries (--size >= 12)");
     echo_parse_args(app, argc, argv);
+    if (app.count("--ws-path") + app.count("--broadcast") > 0 && !o.ws)
+        echo_usage_error(app, "--ws-path and --broadcast need --ws");
+    if (o.ws && o.tls.enabled) echo_usage_error(app, "--ws over --tls (wss://) is not supported yet; drop one");
+    if (o.ws_path.empty() || o.ws_path[0] != '/') echo_usage_error(app, "--ws-path must start with '/'");
+    if (o.broadcast && o.size < 12)
+        echo_usage_error(app, "--broadcast needs --size 12 or more (the sender's id and sequence ride in the body)");
     o.tls.host = o.host;
     const bool tls_only = app.count("--ca") + app.count("--server-name") + app.count("--alpn") +
                               app.count("--tls-max") + app.count("--handshakes") >
@@ -90,13 +106,17 @@ echo_bench_options parse_echo_bench_options(int argc, char** argv) {
         o.threads = 1;
     }
     o.threads = std::min(o.threads, o.connections);
-    if (static_cast<double>(o.depth) * static_cast<double>(echo_header_size + o.size) > double(1 << 30)) {
+    if (static_cast<double>(o.depth) * static_cast<double>(echo_client_wire_size(o)) > double(1 << 30)) {
         echo_usage_error(app, "--depth x (4 + --size) must stay under 1 GiB in flight per connection");
     }
     if (o.server_pid != 0 && !read_proc(o.server_pid).ok) {
         echo_usage_error(app, "cannot read /proc/" + std::to_string(o.server_pid) + "/stat: is --server-pid right?");
     }
     return o;
+}
+
+std::size_t echo_client_wire_size(const echo_bench_options& o) noexcept {
+    return o.ws ? ws_header_size(o.size, true) + o.size : echo_header_size + o.size;
 }
 
 }  // namespace strix

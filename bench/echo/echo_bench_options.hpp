@@ -26,7 +26,14 @@ struct echo_bench_options {
     echo_tls_options tls;     // tls.enabled: --tls
     bool handshakes = false;  // --handshakes: connect, handshake, one echo, close, again
     bool resume = false;      // --resume: offer the last session of the same slot
+    bool ws = false;          // --ws: WebSocket binary messages instead of the length prefix
+    std::string ws_path = "/";
+    bool broadcast = false;   // --broadcast (with --ws): every client receives every message
 };
+
+/// Bytes one message takes on the wire as the client sends it: 4 + size, or with --ws the
+/// masked frame's header + size. Any thread.
+std::size_t echo_client_wire_size(const echo_bench_options& o) noexcept;
 
 /// Parses strix-echo-bench's command line; prints --help and exits 0, or prints a usage error and
 /// exits 2 (echo_args.hpp). Main thread.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the echo shoot-out's peers under the CMake build dir: the plain echo servers (tokio,
-# gnet) and the TLS ones (tokio-rustls, Go crypto/tls).
+# gnet), the TLS ones (tokio-rustls, Go crypto/tls) and the WebSocket ones (fastwebsockets,
+# tokio-tungstenite, gobwas/ws; scripts/bench-echo-ws.sh).
 #
-#   bench/peers/build.sh <build_dir>     build all four; binaries land in <build_dir>/peers/bin/
+#   bench/peers/build.sh <build_dir>     build all seven; binaries land in <build_dir>/peers/bin/
 #   bench/peers/build.sh --fetch         only download their crates / modules (an install step)
 #
 # Crates come from crates.io (versions pinned by each crate's Cargo.lock, cargo --locked), Go
@@ -11,14 +12,15 @@
 # with a clear message: this script always exits 0 once its arguments are right, and writes one
 # line per peer to <build_dir>/peers/status.txt:
 #   name|built|<binary>            or            name|not built|<one-sentence reason>
-# with name tokio, gnet, tokio-tls or go-tls. scripts/bench-echo.sh and bench-echo-tls.sh read
+# with name tokio, gnet, tokio-tls, go-tls, fastwebsockets, tungstenite or gobwas.
+# scripts/bench-echo.sh, bench-echo-tls.sh and bench-echo-ws.sh read
 # that file; their reports mark a skipped peer "not built".
 set -uo pipefail
 
 src=$(cd "$(dirname "$0")" && pwd)
 limit=${PEERS_BUILD_TIMEOUT:-900}  # seconds per peer: a stuck registry must not hang the bench
-crates=(tokio-echo tokio-tls-echo)
-go_modules=(gnet-echo go-tls-echo)
+crates=(tokio-echo tokio-tls-echo fastwebsockets-echo tungstenite-echo)
+go_modules=(gnet-echo go-tls-echo gobwas-echo)
 
 if [ "${1:-}" = --fetch ]; then
   for c in "${crates[@]}"; do
@@ -84,12 +86,12 @@ build_crate() {  # <status name> <crate dir and binary name> <what it pins>
 
 # --- go -------------------------------------------------------------------------------------------
 go_version=$(go env GOVERSION 2>/dev/null | sed 's/^go//')
-build_module() {  # <status name> <module dir and binary name> <what it pins>
-  local name=$1 module=$2 what=$3
+build_module() {  # <status name> <module dir and binary name> <what it pins> [<its minimum go>]
+  local name=$1 module=$2 what=$3 need=${4:-$min_go}
   if ! command -v go >/dev/null; then
     skip "$name" "go is not installed (go.dev/dl)"
-  elif [ -z "$go_version" ] || older "$go_version" "$min_go"; then
-    skip "$name" "go ${go_version:-(unknown)} is older than $min_go, which $what needs (go.dev/dl)"
+  elif [ -z "$go_version" ] || older "$go_version" "$need"; then
+    skip "$name" "go ${go_version:-(unknown)} is older than $need, which $what needs (go.dev/dl)"
   else
     echo "peers: building $module with $(go version) (log: $out/$module.build.log)"
     # GOTOOLCHAIN=local: never download another Go; -mod=readonly: go.sum is the pin.
@@ -108,4 +110,8 @@ build_crate tokio tokio-echo "tokio 1.54"
 build_module gnet gnet-echo "gnet v2.9.7"
 build_crate tokio-tls tokio-tls-echo "tokio 1.54 with tokio-rustls 0.26"
 build_module go-tls go-tls-echo "go-tls-echo (its go.mod)"
+# The WebSocket peers (issue 18). gobwas/ws v1.5.0's go.mod asks for go 1.26.
+build_crate fastwebsockets fastwebsockets-echo "tokio 1.54 with fastwebsockets 0.10 and hyper 1"
+build_crate tungstenite tungstenite-echo "tokio 1.54 with tokio-tungstenite 0.30"
+build_module gobwas gobwas-echo "gobwas/ws v1.5.0" 1.26
 exit 0
