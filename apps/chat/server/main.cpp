@@ -70,13 +70,6 @@ int main(int argc, char** argv) {
     auto parsed = strix::chat::parse_options(argc, argv);
     if (!parsed.options) return parsed.exit_code;
     const auto& o = *parsed.options;
-    // The options and the Redis side (apps/chat/cluster) exist; the room service does not use
-    // them yet. Refusing beats starting a "cluster" whose nodes do not share rooms.
-    if (o.cluster.enabled()) {
-        std::fprintf(stderr, "strix-chat-server: --cluster is accepted but the room service does not run on Redis "
-                             "yet (issue 19, in progress); start without --cluster\n");
-        return 2;
-    }
     // With a certificate, SIGHUP reloads it (chat_server::run); blocked before any thread exists
     // for the same reason. Without one it keeps its default (the process ends).
     if (!o.tls.cert_file.empty()) {

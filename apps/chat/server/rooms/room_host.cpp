@@ -30,7 +30,14 @@ room_host::room_host(chat_service& service, chat_context& ctx, unsigned self, ch
       counters_(counters),
       next_counter_(ctx.first_room_counter),
       notice_timer_([this] { flush_notices(); }),
-      ack_stored_(ctx.options.ack == ack_mode::stored) {}
+      ack_stored_(ctx.options.ack == ack_mode::stored),
+      node_id_(ctx.options.cluster.enabled() ? ctx.options.cluster.node_id : 0) {
+    if (node_id_ != 0) {
+        // Ids of this node continue above every id in the shared database, whichever node made it.
+        next_counter_ = (ctx.first_room_counter >> 16) + 1;
+        start_cluster();
+    }
+}
 
 void room_host::restore(stored_room stored) {
     const room_id id(stored.id);
@@ -55,6 +62,9 @@ std::optional<std::uint64_t> room_host::write(Write w, bool beyond_capacity) {
     if (ticket != 0) ++next_ticket_;
     return ticket;
 }
+
+// room_host_cluster.cpp queues chat log entries too.
+template std::optional<std::uint64_t> room_host::write<chat_log_entry>(chat_log_entry, bool);
 
 void room_host::deliver(unsigned to, room_event ev, std::uint64_t ticket) {
     // Once one event waits, every later one waits behind it: the owner's order is the order
@@ -133,12 +143,17 @@ void room_host::create(room_id id, std::string name, member creator) {
     auto [it, inserted] = rooms_.try_emplace(id, id, std::move(name), ctx_.eng.shard_count());
     room& r = it->second;
     r.add(std::move(creator));
+    watch(r);
     set_gauge(counters_.rooms, rooms_.size());
     fan_out(r, room_event::kind::joined, subject, subject_shard, frames::create_room_res(r.summary()), nullptr, ticket);
 }
 
-void room_host::join(room_id id, member m, bool rejoin) {
+void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
     auto it = rooms_.find(id);
+    if (it == rooms_.end() && clustered() && !after_load) {
+        load_room(id, std::move(m), rejoin);  // another node may have made it
+        return;
+    }
     if (it == rooms_.end()) {
         // A rejoin finds its room gone when the last member left meanwhile: nothing to say.
         fail(m.shard, m.session_id, id, proto::msg_type::join_room_req, proto::error_code::unknown_room,
@@ -169,6 +184,7 @@ void room_host::join(room_id id, member m, bool rejoin) {
     const std::uint64_t player_id = m.player_id;
     const std::string name = m.name;
     const room::added what = r.add(std::move(m));
+    if (r.size() == 1) watch(r);
     flush_notices(r);  // earlier changes: the newcomer sees their outcome in its member list
     auto res = frames::join_room_res(r.summary(), r.accounts(), r.last_seq());
     fan_out(r, room_event::kind::joined, subject, subject_shard, res, nullptr, ticket, r.last_seq());
@@ -191,6 +207,7 @@ void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_sha
         return;
     }
     room& r = it->second;
+    if (r.empty()) unwatch(r);
     // Belonging is per account: another session of it in the room keeps the account online.
     const bool last_session = !r.has_player(gone->player_id);
     std::uint64_t ticket = 0;
@@ -234,6 +251,10 @@ void room_host::chat(chat_request& req) {
         return;
     }
     room& r = it->second;
+    if (clustered()) {
+        cluster_chat(r, req);
+        return;
+    }
     frames::chat_fields f;
     f.room_id = req.room.value();
     f.seq = r.next_seq();
@@ -300,6 +321,7 @@ void room_host::flush_notices() {
 
 void room_host::stop() {
     stopped_ = true;
+    stop_cluster();
     ctx_.eng.at(self_).timers().cancel(notice_timer_);  // what waits has nobody left to tell
 }
 

@@ -23,6 +23,8 @@
 #include "room.hpp"
 #include "room_event.hpp"
 #include "room_id.hpp"
+#include "apps/chat/cluster/redis_client.hpp"
+#include "apps/chat/cluster/room_feed.hpp"
 #include "apps/chat/server/service/chat_counters.hpp"
 
 #include <strix/proto/chat_generated.h>
@@ -32,6 +34,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,7 +60,12 @@ public:
     room_host(chat_service& service, chat_context& ctx, unsigned self, chat_counters& counters);
 
     /// A fresh room id owned by this shard. Owner shard only.
-    room_id allocate_id() noexcept { return room_id::make(next_counter_++, self_); }
+    /// In cluster mode the counter also carries the node id (low 16 bits), so two nodes that
+    /// started from the same database never hand out the same id.
+    room_id allocate_id() noexcept {
+        const std::uint64_t c = next_counter_++;
+        return room_id::make(node_id_ == 0 ? c : (c << 16) | node_id_, self_);
+    }
 
     /// Takes a room loaded from the database (its owner is this shard): no member present,
     /// its accounts absent, its seq continuing after the last stored message. Before the engine
@@ -75,7 +83,12 @@ public:
     /// already_in_room or server_busy back to m's shard otherwise. `rejoin`: the login of an
     /// account that belongs to the room (nothing to store; a room that is gone fails silently).
     /// Owner shard only.
-    void join(room_id id, member m, bool rejoin = false);
+    /// In cluster mode a room this node does not hold is loaded from the shared database first
+    /// (`after_load`: that was done; a second miss is unknown_room).
+    void join(room_id id, member m, bool rejoin = false, bool after_load = false);
+    /// A room read from the database for a join (cluster mode; nothing when it does not exist):
+    /// kept unless the room arrived meanwhile, then the join goes on. Owner shard only.
+    void loaded(room_id id, std::optional<stored_room> r, member m, bool rejoin);
 
     /// Removes the session from the room. `reply`: it asked to leave: leave_room_res to it, the
     /// account no longer belongs to the room (stored; member_left to the others), and a room
@@ -89,6 +102,8 @@ public:
     /// the chat_msg (after the commit with --ack stored), in that order: a message the database
     /// queue refused is neither sequenced nor sent (server_busy to the sender). Owner shard only.
     void chat(chat_request& req);
+    /// Whether this node runs in cluster mode (its messages are sequenced by Redis). Any thread.
+    bool clustered() const noexcept { return node_id_ != 0; }
 
     /// The writer committed every write of this shard up to ticket `upto`: deliver what waited
     /// for them. Posted by the writer thread, runs on the owner shard.
@@ -132,6 +147,17 @@ private:
     // Member notices (see member_notices.hpp): queue one, or send a room's pending ones now.
     void notify(const room& r, std::uint64_t subject, unsigned subject_shard, bool joined, shared_buffer_ptr frame);
     void flush_notices(const room& r);
+    // Cluster mode (room_host_cluster.cpp): Redis sequences and publishes the room's messages,
+    // the feed delivers every room's messages (this node's own too) in seq order, once.
+    void start_cluster();
+    void stop_cluster();
+    void cluster_chat(room& r, chat_request& req);
+    void load_room(room_id id, member m, bool rejoin);
+    void feed_message(std::string_view room_key, std::uint64_t seq, std::string_view body);
+    void feed_gap(std::string_view room_key, std::uint64_t from, std::uint64_t to, bool epoch_changed);
+    // The feed watches a room while this node has sessions in it (0 -> 1 and 1 -> 0).
+    void watch(const room& r);
+    void unwatch(const room& r);
 
     chat_service& service_;
     chat_context& ctx_;
@@ -146,6 +172,10 @@ private:
     std::uint64_t next_ticket_ = 1;       // the next write's ticket (per shard)
     std::uint64_t committed_ = 0;         // the writer committed every ticket up to this one
     std::deque<held_event> held_;         // decided, waiting for a commit or behind one
+    const std::uint32_t node_id_;         // --node-id in cluster mode, 0 on a single node
+    std::unique_ptr<redis_client> publisher_;  // cluster mode: FCALL chat_publish
+    std::unique_ptr<room_feed> feed_;          // cluster mode: the watched rooms' messages
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for replies after stop()
 };
 
 }  // namespace strix::chat

@@ -1,0 +1,206 @@
+// room_host in cluster mode (--cluster): Redis gives each room's messages one seq for the whole
+// cluster and publishes them; every node's room_feed delivers the rooms it has sessions in.
+//
+//   chat_req ─> owner shard: FCALL chat_publish ─> reply (seq) ─> chat log writer (that seq)
+//   Redis PUBLISH chat:{R} ─> room_feed of every node watching R ─> feed_message ─> fan_out
+//
+// A node's own messages reach its members through the feed too, so one path orders them with
+// the other nodes' messages. Rooms and memberships live in the shared database: a join for a
+// room this node does not hold reads it from there first (load_room).
+
+#include "room_host.hpp"
+
+#include "apps/chat/cluster/resp.hpp"
+#include "apps/chat/cluster/room_backplane.hpp"
+#include "apps/chat/server/net/frames.hpp"
+#include "apps/chat/server/service/chat_context.hpp"
+#include "apps/chat/server/service/chat_service.hpp"
+#include "apps/chat/storage/chat_log_writer.hpp"
+#include "apps/chat/storage/db_pool.hpp"
+
+#include <strix/core/log.hpp>
+
+#include <charconv>
+#include <chrono>
+
+namespace strix::chat {
+namespace {
+
+std::int64_t now_us() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// What travels in the room's channel and stream besides the seq: the fields of the chat_msg,
+// "<sender_id> <server_ts_us> <client_ts> <client_seq> <name length> <name><text>".
+struct wire_chat {
+    std::uint64_t sender_id = 0, server_ts_us = 0, client_ts = 0, client_seq = 0;
+    std::string_view name, text;
+};
+
+std::string encode(const wire_chat& w) {
+    std::string out = std::to_string(w.sender_id) + ' ' + std::to_string(w.server_ts_us) + ' ' +
+                      std::to_string(w.client_ts) + ' ' + std::to_string(w.client_seq) + ' ' +
+                      std::to_string(w.name.size()) + ' ';
+    out.append(w.name);
+    out.append(w.text);
+    return out;
+}
+
+bool take_number(std::string_view& s, std::uint64_t& v) {
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || p == s.data() + s.size() || *p != ' ') return false;
+    s.remove_prefix(static_cast<std::size_t>(p - s.data()) + 1);
+    return true;
+}
+
+std::optional<wire_chat> decode(std::string_view s) {
+    wire_chat w;
+    std::uint64_t name_len = 0;
+    if (!take_number(s, w.sender_id) || !take_number(s, w.server_ts_us) || !take_number(s, w.client_ts) ||
+        !take_number(s, w.client_seq) || !take_number(s, name_len) || name_len > s.size())
+        return std::nullopt;
+    w.name = s.substr(0, name_len);
+    w.text = s.substr(name_len);
+    return w;
+}
+
+std::string room_key(room_id id) { return std::to_string(id.value()); }
+
+}  // namespace
+
+void room_host::start_cluster() {
+    shard& sh = ctx_.eng.at(self_);
+    redis_options ro;
+    ro.target = parse_redis_url(ctx_.options.cluster.redis);
+    publisher_ = std::make_unique<redis_client>(sh, ro, std::vector<std::vector<std::string>>{backplane_load_command()});
+    room_feed_options fo;
+    fo.check_interval = std::chrono::milliseconds(ctx_.options.cluster.position_check_ms);
+    room_feed::sink s;
+    s.message = [this](std::string_view r, std::uint64_t seq, std::string_view body) { feed_message(r, seq, body); };
+    s.gap = [this](std::string_view r, std::uint64_t from, std::uint64_t to, bool epoch) { feed_gap(r, from, to, epoch); };
+    feed_ = std::make_unique<room_feed>(sh, ro, std::move(s), fo);
+}
+
+void room_host::stop_cluster() {
+    *alive_ = false;
+    feed_.reset();
+    publisher_.reset();  // fails what is in flight: those callbacks find alive_ false
+}
+
+void room_host::watch(const room& r) {
+    if (feed_) feed_->watch(room_key(r.id()), r.last_seq());
+}
+
+void room_host::unwatch(const room& r) {
+    if (feed_) feed_->unwatch(room_key(r.id()));
+}
+
+void room_host::cluster_chat(room& r, chat_request& req) {
+    if (!publisher_) return;  // stopping
+    const std::int64_t ts = now_us();
+    const std::string body = encode({req.sender.player_id, static_cast<std::uint64_t>(ts), req.client_ts,
+                                     req.client_seq, req.sender.name, req.text});
+    const auto& co = ctx_.options.cluster;
+    // The floor: a room Redis has no state of continues after what this node knows of it.
+    const auto cmd = publish_command(room_key(r.id()), body, co.stream_max, new_epoch(), 0, r.last_seq());
+    std::vector<std::string_view> args(cmd.begin(), cmd.end());
+    chat_log_entry entry;
+    entry.room_id = r.id().value();
+    entry.sender_id = req.sender.player_id;
+    entry.sender_name = std::move(req.sender.name);
+    entry.server_ts_us = ts;
+    entry.text = std::move(req.text);
+    const unsigned sender_shard = req.sender.shard;
+    const std::uint64_t sender = req.sender.session_id;
+    const room_id id = r.id();
+    publisher_->command(args, [this, alive = alive_, entry = std::move(entry), sender_shard, sender, id](
+                                  std::error_code ec, const resp_reply& reply) mutable {
+        if (!*alive) return;
+        std::optional<room_position> at;
+        if (!ec) at = parse_publish_reply(reply);
+        if (!at) {
+            // Not sequenced, or its outcome is unknown (a timeout): the sender gets no chat_msg
+            // from us and may send again. A publish that did happen still reaches the members.
+            log_limited(log_level::warn, "room {}: chat_publish failed: {}", id.value(),
+                        ec ? ec.message() : std::string("unexpected reply"));
+            fail(sender_shard, sender, id, proto::msg_type::chat_req, proto::error_code::server_busy,
+                 "the cluster backplane is unavailable; retry later");
+            return;
+        }
+        entry.seq = at->seq;
+        bump(counters_.chat_messages);
+        // The members see it through the feed; the database keeps it. A full queue here loses
+        // the stored copy only (counted and logged, history then has a hole at this seq).
+        if (!write(std::move(entry), true)) {
+            bump(counters_.server_busy);
+            log_limited(log_level::warn, "room {}: seq {} published but not queued for the database", id.value(),
+                        at->seq);
+        }
+    });
+}
+
+void room_host::feed_message(std::string_view key, std::uint64_t seq, std::string_view body) {
+    std::uint64_t v = 0;
+    std::from_chars(key.data(), key.data() + key.size(), v);
+    auto it = rooms_.find(room_id(v));
+    if (it == rooms_.end()) return;
+    room& r = it->second;
+    if (seq > r.last_seq()) r.restore_seq(seq);
+    auto w = decode(body);
+    if (!w) {
+        log_limited(log_level::warn, "room {}: undecodable message {} from the backplane", v, seq);
+        return;
+    }
+    frames::chat_fields f;
+    f.room_id = v;
+    f.seq = seq;
+    f.sender_id = w->sender_id;
+    f.sender_name = w->name;
+    f.server_ts_us = w->server_ts_us;
+    f.text = w->text;
+    f.client_ts = w->client_ts;
+    f.client_seq = w->client_seq;
+    flush_notices(r);
+    fan_out(r, room_event::kind::message, 0, 0, nullptr, frames::chat_msg(f), 0, seq);
+}
+
+void room_host::feed_gap(std::string_view key, std::uint64_t from, std::uint64_t to, bool epoch_changed) {
+    // Not filled from the database yet (see docs/architecture.md): the members miss (from, to].
+    log_limited(log_level::warn, "room {}: messages ({}, {}] are not in Redis any more ({})", key, from, to,
+                epoch_changed ? "new epoch" : "stream trimmed");
+    std::uint64_t v = 0;
+    std::from_chars(key.data(), key.data() + key.size(), v);
+    auto it = rooms_.find(room_id(v));
+    if (it != rooms_.end() && to > it->second.last_seq()) it->second.restore_seq(to);
+}
+
+void room_host::load_room(room_id id, member m, bool rejoin) {
+    sharded<chat_service>* services = &service_.container();
+    const unsigned self = self_;
+    const bool queued = ctx_.pool.try_submit([services, self, id, m, rejoin](chat_store& store) mutable {
+        std::optional<stored_room> found;
+        try {
+            // Every room, to pick one: enough for now (a per-room read is left to do).
+            for (auto& r : store.load_rooms())
+                if (r.id == id.value()) found = std::move(r);
+        } catch (const std::exception& e) {
+            log_limited(log_level::warn, "loading room {} failed: {}", id.value(), e.what());
+        }
+        services->invoke_on(self, [id, found = std::move(found), m = std::move(m), rejoin](chat_service& svc) mutable {
+            svc.host().loaded(id, std::move(found), std::move(m), rejoin);
+        });
+    });
+    if (!queued) {
+        bump(counters_.server_busy);
+        fail(m.shard, m.session_id, id, proto::msg_type::join_room_req, proto::error_code::server_busy,
+             "the database queue is full; retry later");
+    }
+}
+
+void room_host::loaded(room_id id, std::optional<stored_room> r, member m, bool rejoin) {
+    if (r && !rooms_.contains(id) && id.owner(ctx_.eng.shard_count()) == self_) restore(std::move(*r));
+    join(id, std::move(m), rejoin, true);
+}
+
+}  // namespace strix::chat
