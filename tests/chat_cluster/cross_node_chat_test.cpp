@@ -94,4 +94,32 @@ TEST(cross_node_chat, MembersOnTwoNodesSeeEveryMessageOnceInOneOrder) {
     }
 }
 
+// --ack stored holds in cluster mode too: a member's copy of a message (the sender's is its
+// acknowledgement) goes out once the database holds it, although Redis published it at once.
+// The log writer here waits up to 300 ms per commit, so a delivery ahead of it would be seen.
+TEST(cross_node_chat, DeliveryFollowsTheCommitOnThePublishingNode) {
+    redis_server redis;
+    const std::string db = shared_pg_server().create_database();
+    temp_dir dir;
+    auto args = node_args(redis, 1);
+    args.insert(args.end(), {"--commit-delay-us", "300000"});
+    server_process a(db, dir.path() + "/a.log", 2, args);
+    ASSERT_TRUE(a.ready()) << a.log();
+    chat_client alice(a.port());
+    ASSERT_NE(alice.login("alice"), 0u);
+    const std::uint64_t room = alice.create("hall");
+    ASSERT_NE(room, 0u);
+    auto store = open_chat_store(db, password_policy::fast_for_tests());
+    for (std::uint64_t i = 1; i <= 3; ++i) {
+        ASSERT_TRUE(alice.send_chat("m" + std::to_string(i), i));
+        const chat_line l = alice.expect_chat();
+        EXPECT_EQ(l.seq, i);
+        const auto stored = store->room_history(room, 10);
+        ASSERT_EQ(stored.size(), i) << "chat_msg " << i << " went out before its commit";
+        EXPECT_EQ(stored.back().seq, i);
+    }
+    store.reset();
+    EXPECT_EQ(a.stop(), 0) << a.log();
+}
+
 }  // namespace

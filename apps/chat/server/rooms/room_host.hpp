@@ -154,6 +154,8 @@ private:
     void cluster_chat(room& r, chat_request& req);
     void load_room(room_id id, member m, bool rejoin);
     void feed_message(std::string_view room_key, std::uint64_t seq, std::string_view body);
+    void deliver_chat(room& r, std::uint64_t seq, std::string_view body);
+    void release(room_id id);
     void feed_gap(std::string_view room_key, std::uint64_t from, std::uint64_t to, bool epoch_changed);
     // The feed watches a room while this node has sessions in it (0 -> 1 and 1 -> 0).
     void watch(const room& r);
@@ -176,6 +178,15 @@ private:
     std::unique_ptr<redis_client> publisher_;  // cluster mode: FCALL chat_publish
     std::unique_ptr<room_feed> feed_;          // cluster mode: the watched rooms' messages
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for replies after stop()
+    // This node's own publishes by number: absent once delivered or failed, no_ticket while
+    // chat_publish has not answered, else the database write's ticket (the delivery waits for
+    // its commit: the sender's copy is its acknowledgement).
+    static constexpr std::uint64_t no_ticket = ~std::uint64_t{0};
+    std::uint64_t publish_no_ = 0;
+    boost::unordered_flat_map<std::uint64_t, std::uint64_t> own_;
+    // Per room, the feed's messages held behind one of ours whose chat_publish reply (and so
+    // its ticket) has not come yet: pub/sub may be faster than the command connection.
+    boost::unordered_flat_map<room_id, std::deque<std::pair<std::uint64_t, std::string>>> stashed_;
 };
 
 }  // namespace strix::chat

@@ -31,17 +31,21 @@ std::int64_t now_us() {
         .count();
 }
 
-// What travels in the room's channel and stream besides the seq: the fields of the chat_msg,
-// "<sender_id> <server_ts_us> <client_ts> <client_seq> <name length> <name><text>".
+// What travels in the room's channel and stream besides the seq: the fields of the chat_msg and
+// where it came from (node, publish number: the origin node matches its own publishes),
+// "<sender_id> <server_ts_us> <client_ts> <client_seq> <node> <no> <name length> <name><text>".
 struct wire_chat {
-    std::uint64_t sender_id = 0, server_ts_us = 0, client_ts = 0, client_seq = 0;
+    std::uint64_t sender_id = 0, server_ts_us = 0, client_ts = 0, client_seq = 0, node = 0, no = 0;
     std::string_view name, text;
 };
 
 std::string encode(const wire_chat& w) {
-    std::string out = std::to_string(w.sender_id) + ' ' + std::to_string(w.server_ts_us) + ' ' +
-                      std::to_string(w.client_ts) + ' ' + std::to_string(w.client_seq) + ' ' +
-                      std::to_string(w.name.size()) + ' ';
+    std::string out;
+    for (std::uint64_t v : {w.sender_id, w.server_ts_us, w.client_ts, w.client_seq, w.node, w.no,
+                            static_cast<std::uint64_t>(w.name.size())}) {
+        out += std::to_string(v);
+        out += ' ';
+    }
     out.append(w.name);
     out.append(w.text);
     return out;
@@ -57,9 +61,9 @@ bool take_number(std::string_view& s, std::uint64_t& v) {
 std::optional<wire_chat> decode(std::string_view s) {
     wire_chat w;
     std::uint64_t name_len = 0;
-    if (!take_number(s, w.sender_id) || !take_number(s, w.server_ts_us) || !take_number(s, w.client_ts) ||
-        !take_number(s, w.client_seq) || !take_number(s, name_len) || name_len > s.size())
-        return std::nullopt;
+    for (std::uint64_t* v : {&w.sender_id, &w.server_ts_us, &w.client_ts, &w.client_seq, &w.node, &w.no, &name_len})
+        if (!take_number(s, *v)) return std::nullopt;
+    if (name_len > s.size()) return std::nullopt;
     w.name = s.substr(0, name_len);
     w.text = s.substr(name_len);
     return w;
@@ -99,8 +103,10 @@ void room_host::unwatch(const room& r) {
 void room_host::cluster_chat(room& r, chat_request& req) {
     if (!publisher_) return;  // stopping
     const std::int64_t ts = now_us();
+    const std::uint64_t no = ++publish_no_;
     const std::string body = encode({req.sender.player_id, static_cast<std::uint64_t>(ts), req.client_ts,
-                                     req.client_seq, req.sender.name, req.text});
+                                     req.client_seq, node_id_, no, req.sender.name, req.text});
+    own_[no] = no_ticket;
     const auto& co = ctx_.options.cluster;
     // The floor: a room Redis has no state of continues after what this node knows of it.
     const auto cmd = publish_command(room_key(r.id()), body, co.stream_max, new_epoch(), 0, r.last_seq());
@@ -114,7 +120,7 @@ void room_host::cluster_chat(room& r, chat_request& req) {
     const unsigned sender_shard = req.sender.shard;
     const std::uint64_t sender = req.sender.session_id;
     const room_id id = r.id();
-    publisher_->command(args, [this, alive = alive_, entry = std::move(entry), sender_shard, sender, id](
+    publisher_->command(args, [this, alive = alive_, entry = std::move(entry), sender_shard, sender, id, no](
                                   std::error_code ec, const resp_reply& reply) mutable {
         if (!*alive) return;
         std::optional<room_position> at;
@@ -126,34 +132,81 @@ void room_host::cluster_chat(room& r, chat_request& req) {
                         ec ? ec.message() : std::string("unexpected reply"));
             fail(sender_shard, sender, id, proto::msg_type::chat_req, proto::error_code::server_busy,
                  "the cluster backplane is unavailable; retry later");
+            own_.erase(no);
+            release(id);
             return;
         }
         entry.seq = at->seq;
         bump(counters_.chat_messages);
         // The members see it through the feed; the database keeps it. A full queue here loses
         // the stored copy only (counted and logged, history then has a hole at this seq).
-        if (!write(std::move(entry), true)) {
+        auto ticket = write(std::move(entry), true);
+        if (!ticket) {
             bump(counters_.server_busy);
             log_limited(log_level::warn, "room {}: seq {} published but not queued for the database", id.value(),
                         at->seq);
         }
+        own_[no] = ticket.value_or(0);
+        release(id);
     });
 }
 
 void room_host::feed_message(std::string_view key, std::uint64_t seq, std::string_view body) {
     std::uint64_t v = 0;
     std::from_chars(key.data(), key.data() + key.size(), v);
-    auto it = rooms_.find(room_id(v));
+    const room_id id(v);
+    auto it = rooms_.find(id);
     if (it == rooms_.end()) return;
-    room& r = it->second;
-    if (seq > r.last_seq()) r.restore_seq(seq);
-    auto w = decode(body);
-    if (!w) {
-        log_limited(log_level::warn, "room {}: undecodable message {} from the backplane", v, seq);
+    if (seq > it->second.last_seq()) it->second.restore_seq(seq);
+    if (auto s = stashed_.find(id); s != stashed_.end()) {
+        s->second.emplace_back(seq, std::string(body));  // behind one of ours still unanswered
         return;
     }
+    auto w = decode(body);
+    if (w && w->node == node_id_) {
+        auto own = own_.find(w->no);
+        if (own != own_.end() && own->second == no_ticket) {
+            stashed_[id].emplace_back(seq, std::string(body));
+            return;
+        }
+    }
+    deliver_chat(it->second, seq, body);
+}
+
+void room_host::release(room_id id) {
+    auto s = stashed_.find(id);
+    if (s == stashed_.end()) return;
+    auto it = rooms_.find(id);
+    auto& q = s->second;
+    while (!q.empty()) {
+        auto w = decode(q.front().second);
+        if (w && w->node == node_id_) {
+            auto own = own_.find(w->no);
+            if (own != own_.end() && own->second == no_ticket) return;  // still waiting for that reply
+        }
+        if (it != rooms_.end()) deliver_chat(it->second, q.front().first, q.front().second);
+        q.pop_front();
+    }
+    stashed_.erase(s);
+}
+
+void room_host::deliver_chat(room& r, std::uint64_t seq, std::string_view body) {
+    auto w = decode(body);
+    if (!w) {
+        log_limited(log_level::warn, "room {}: undecodable message {} from the backplane", r.id().value(), seq);
+        return;
+    }
+    // One of ours waits for its database write's commit (--ack stored), and with it everything
+    // after it on this shard (room_host::deliver keeps the order).
+    std::uint64_t ticket = 0;
+    if (w->node == node_id_) {
+        if (auto own = own_.find(w->no); own != own_.end()) {
+            ticket = own->second;
+            own_.erase(own);
+        }
+    }
     frames::chat_fields f;
-    f.room_id = v;
+    f.room_id = r.id().value();
     f.seq = seq;
     f.sender_id = w->sender_id;
     f.sender_name = w->name;
@@ -162,7 +215,7 @@ void room_host::feed_message(std::string_view key, std::uint64_t seq, std::strin
     f.client_ts = w->client_ts;
     f.client_seq = w->client_seq;
     flush_notices(r);
-    fan_out(r, room_event::kind::message, 0, 0, nullptr, frames::chat_msg(f), 0, seq);
+    fan_out(r, room_event::kind::message, 0, 0, nullptr, frames::chat_msg(f), ticket, seq);
 }
 
 void room_host::feed_gap(std::string_view key, std::uint64_t from, std::uint64_t to, bool epoch_changed) {
