@@ -6,6 +6,8 @@
 
 #include <support/redis_server.hpp>
 
+#include <hiredis/hiredis.h>
+
 #include <map>
 #include <set>
 
@@ -22,6 +24,22 @@ const ::testing::Environment* const pg_registered = ::testing::AddGlobalTestEnvi
 
 std::vector<std::string> node_args(const redis_server& redis, unsigned node) {
     return {"--cluster", "redis://127.0.0.1:" + std::to_string(redis.port()), "--node-id", std::to_string(node)};
+}
+
+// How many connections Redis has subscribed to `channel` (PUBSUB NUMSUB); -1 on failure.
+long long subscribers(std::uint16_t port, const std::string& channel) {
+    timeval tv{5, 0};
+    redisContext* c = redisConnectWithTimeout("127.0.0.1", port, tv);
+    long long n = -1;
+    if (c != nullptr && c->err == 0) {
+        auto* r = static_cast<redisReply*>(redisCommand(c, "PUBSUB NUMSUB %s", channel.c_str()));
+        if (r != nullptr && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+            r->element[1]->type == REDIS_REPLY_INTEGER)
+            n = r->element[1]->integer;
+        if (r != nullptr) freeReplyObject(r);
+    }
+    if (c != nullptr) redisFree(c);
+    return n;
 }
 
 // The room's chat_msgs until `count` arrived (other frames, e.g. member notices, skipped).
@@ -120,6 +138,43 @@ TEST(cross_node_chat, DeliveryFollowsTheCommitOnThePublishingNode) {
     }
     store.reset();
     EXPECT_EQ(a.stop(), 0) << a.log();
+}
+
+// Membership and presence of one node's sessions reach the members on the other node: a join,
+// a disconnect (offline), a login that puts the member back (online) and a leave.
+TEST(cross_node_chat, PresenceCrossesNodes) {
+    redis_server redis;
+    const std::string db = shared_pg_server().create_database();
+    temp_dir dir;
+    server_process a(db, dir.path() + "/a.log", 2, node_args(redis, 1));
+    ASSERT_TRUE(a.ready()) << a.log();
+    server_process b(db, dir.path() + "/b.log", 2, node_args(redis, 2));
+    ASSERT_TRUE(b.ready()) << b.log();
+    chat_client alice(a.port());
+    ASSERT_NE(alice.login("alice"), 0u);
+    const std::uint64_t room = alice.create("hall");
+    ASSERT_NE(room, 0u);
+    // A change published before node A subscribed is not seen there (presence is not replayed).
+    const std::string channel = "chat:{" + std::to_string(room) + "}:p";
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (subscribers(redis.port(), channel) < 1 && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_EQ(subscribers(redis.port(), channel), 1) << "node A watches the room's presence";
+    {
+        chat_client bob(b.port());
+        ASSERT_NE(bob.login("bob"), 0u);
+        bob.join(room);
+        alice.expect_member_event(proto::msg_type::member_joined, room, "bob");
+    }  // bob's connection closes: still a member, offline
+    alice.expect_presence(room, "bob", false);
+    chat_client bob(b.port());
+    ASSERT_NE(bob.login("bob"), 0u);  // the login puts bob back in the room
+    alice.expect_presence(room, "bob", true);
+    bob.send_leave();
+    alice.expect_member_event(proto::msg_type::member_left, room, "bob");
+    alice.expect_nothing(std::chrono::milliseconds(200));
+    EXPECT_EQ(a.stop(), 0) << a.log();
+    EXPECT_EQ(b.stop(), 0) << b.log();
 }
 
 }  // namespace

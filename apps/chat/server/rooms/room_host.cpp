@@ -194,6 +194,9 @@ void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
         notify(r, subject, subject_shard, true, frames::member_joined(id.value(), player_id, name));
     else if (what == room::added::came_online)
         notify(r, subject, subject_shard, false, frames::member_presence(id.value(), player_id, name, true));
+    if (what == room::added::new_member || what == room::added::came_online)
+        announce(r, what == room::added::new_member ? presence_change::joined : presence_change::online, player_id,
+                 name);
 }
 
 void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_shard, bool reply) {
@@ -219,7 +222,9 @@ void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_sha
         const std::int64_t now = wall_clock_us();
         r.forget(gone->player_id);
         ticket = *write(room_change{room_change::kind::left, id.value(), gone->player_id, {}, now}, true);
-        if (r.abandoned()) {
+        // A node's view of who belongs may be stale in cluster mode (members joined through
+        // other nodes are not known here): it never deletes a room on that view.
+        if (r.abandoned() && !clustered()) {
             abandoned = true;
             ticket = *write(room_change{room_change::kind::deleted, id.value(), 0, {}, now}, true);
         }
@@ -236,6 +241,8 @@ void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_sha
         notify(r, session_id, session_shard, false,
                frames::member_presence(id.value(), gone->player_id, gone->name, false));
     }
+    if (last_session)
+        announce(r, reply ? presence_change::left : presence_change::offline, gone->player_id, gone->name);
     if (abandoned) {
         notices_.drop(id);
         rooms_.erase(it);

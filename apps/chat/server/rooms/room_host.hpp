@@ -156,6 +156,11 @@ private:
     void feed_message(std::string_view room_key, std::uint64_t seq, std::string_view body);
     void deliver_chat(room& r, std::uint64_t seq, std::string_view body);
     void release(room_id id);
+    // Membership and presence changes of this node's sessions, for the other nodes (a plain
+    // PUBLISH on "chat:{R}:p", no seq: not ordered with the room's messages). No-op on one node.
+    enum class presence_change : char { joined = 'j', left = 'l', online = 'n', offline = 'f' };
+    void announce(const room& r, presence_change what, std::uint64_t player_id, std::string_view name);
+    void on_presence(std::string_view channel, std::string_view payload);
     void feed_gap(std::string_view room_key, std::uint64_t from, std::uint64_t to, bool epoch_changed);
     // The feed watches a room while this node has sessions in it (0 -> 1 and 1 -> 0).
     void watch(const room& r);
@@ -177,6 +182,7 @@ private:
     const std::uint32_t node_id_;         // --node-id in cluster mode, 0 on a single node
     std::unique_ptr<redis_client> publisher_;  // cluster mode: FCALL chat_publish
     std::unique_ptr<room_feed> feed_;          // cluster mode: the watched rooms' messages
+    std::unique_ptr<redis_subscriber> presence_;  // cluster mode: the watched rooms' presence
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for replies after stop()
     // This node's own publishes by number: absent once delivered or failed, no_ticket while
     // chat_publish has not answered, else the database write's ticket (the delivery waits for
