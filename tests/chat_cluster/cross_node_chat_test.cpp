@@ -1,7 +1,9 @@
 // Cluster mode end to end: one real redis-server, one PostgreSQL database, two strix-chat-server
 // processes (--cluster, node ids 1 and 2). A room made on node A is joined from node B (which
 // loads it from the shared database); both members chat at once and each sees every message of
-// the room once, in one seq order, the same on both nodes; the database holds them all.
+// the room once, in one seq order, the same on both nodes; history (from the database) is the
+// same from both nodes; the database holds them all. Then: delivery after the commit on the
+// publishing node, and presence across nodes.
 #include "../chat/chat_fixture.hpp"
 
 #include <support/redis_server.hpp>
@@ -98,6 +100,23 @@ TEST(cross_node_chat, MembersOnTwoNodesSeeEveryMessageOnceInOneOrder) {
     EXPECT_EQ(seen_a, seen_b) << "both nodes deliver the same messages with the same seqs";
     alice.expect_nothing(std::chrono::milliseconds(200));
     bob.expect_nothing(std::chrono::milliseconds(200));
+
+    // History comes from the shared database: the same on both nodes (every message was
+    // committed once both members had all of them: each got its own only after the commit).
+    for (chat_client* c : {&alice, &bob}) {
+        flatbuffers::FlatBufferBuilder fbb;
+        fbb.Finish(proto::Createhistory_req(fbb, room, 0, 0, 40));
+        ASSERT_TRUE(c->send(fbb, proto::msg_type::history_req));
+        auto f = c->expect(proto::msg_type::history_res);
+        auto* r = f.as<proto::history_res>();
+        ASSERT_TRUE(r && r->messages());
+        ASSERT_EQ(r->messages()->size(), 40u);
+        for (std::size_t i = 0; i < 40; ++i) {
+            EXPECT_EQ(r->messages()->Get(static_cast<flatbuffers::uoffset_t>(i))->seq(), 2 * per_sender - 40 + i + 1);
+            EXPECT_EQ(r->messages()->Get(static_cast<flatbuffers::uoffset_t>(i))->text()->str(),
+                      seen_a[2 * per_sender - 40 + i].text);
+        }
+    }
 
     // Stopped cleanly, the database holds every message at the seq Redis gave it.
     EXPECT_EQ(a.stop(), 0) << a.log();
