@@ -17,6 +17,10 @@
 //
 //   decide ─> writer.try_enqueue(tag) ─> held_ [ev t=7][ev t=7][ev t=0][ev t=8]   (FIFO)
 //   writer thread: commit batch ─> post committed(8) to this shard ─> deliver the front up to t=8
+//
+// Cluster mode (--cluster, room_host_cluster.cpp): Redis assigns the seq and publishes, and
+// every node's room_feed delivers the messages; see docs/architecture.md, "The room service in
+// cluster mode".
 
 #include "member.hpp"
 #include "member_notices.hpp"
@@ -92,7 +96,7 @@ public:
 
     /// Removes the session from the room. `reply`: it asked to leave: leave_room_res to it, the
     /// account no longer belongs to the room (stored; member_left to the others), and a room
-    /// nobody belongs to any more is deleted. Without `reply` (the session closed) failures are
+    /// nobody belongs to any more is deleted (not in cluster mode: a node's view may be stale). Without `reply` (the session closed) failures are
     /// silent and the account stays a member, offline (member_presence to the others), to be put
     /// back by its next login. Either way only the account's last session in the room counts.
     /// Owner shard only.
@@ -100,7 +104,9 @@ public:
 
     /// Checks membership, assigns the seq, queues the log record for the database and broadcasts
     /// the chat_msg (after the commit with --ack stored), in that order: a message the database
-    /// queue refused is neither sequenced nor sent (server_busy to the sender). Owner shard only.
+    /// queue refused is neither sequenced nor sent (server_busy to the sender). In cluster mode
+    /// Redis assigns the seq (chat_publish) and the feed delivers it, after the commit. Owner
+    /// shard only.
     void chat(chat_request& req);
     /// Whether this node runs in cluster mode (its messages are sequenced by Redis). Any thread.
     bool clustered() const noexcept { return node_id_ != 0; }
