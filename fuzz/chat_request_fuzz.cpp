@@ -56,6 +56,9 @@ private:
 };
 
 std::string walk(const proto::player_info* p) { return p ? std::to_string(p->id()) + str(p->name()) : std::string(); }
+std::string walk(const proto::member_info* p) {
+    return p ? std::to_string(p->id()) + str(p->name()) + (p->online() ? "+" : "-") : std::string();
+}
 std::string walk(const proto::room_info* r) {
     return r ? std::to_string(r->id()) + str(r->name()) + std::to_string(r->members()) : std::string();
 }
@@ -78,7 +81,7 @@ std::size_t read_as_client(bytes frame, msg_type type) {
             if (auto* m = body_as<proto::join_room_res>(frame)) {
                 seen = walk(m->room());
                 if (m->members())
-                    for (const proto::player_info* p : *m->members()) seen += walk(p);
+                    for (const proto::member_info* p : *m->members()) seen += walk(p);
             }
             break;
         case msg_type::leave_room_res:
@@ -153,12 +156,13 @@ void handle(bytes frame) {
             const auto* back = body_as<proto::create_room_res>(view_of(res));
             STRIX_FUZZ_CHECK(back && back->room() && str(back->room()->name()) == name && back->room()->id() == 7);
             // The room's name travels on in join replies, room lists and member notices.
-            const member members[] = {{1, 0, 11, "ann"}, {2, 1, 12, name}};
-            const auto joined = frames::join_room_res(room, members);
+            const room_member members[] = {{11, "ann", 1}, {12, name, 0}};
+            const auto joined = frames::join_room_res(room, members, 5);
             const auto* j = body_as<proto::join_room_res>(view_of(joined));
             STRIX_FUZZ_CHECK(j && j->room() && str(j->room()->name()) == name && j->members() &&
                              j->members()->size() == 2);
             STRIX_FUZZ_CHECK(str(j->members()->Get(1)->name()) == name && j->members()->Get(1)->id() == 12);
+            STRIX_FUZZ_CHECK(j->members()->Get(0)->online() && !j->members()->Get(1)->online() && j->last_seq() == 5);
             const auto list = frames::list_rooms_res(std::span(&room, 1));
             const auto* l = body_as<proto::list_rooms_res>(view_of(list));
             STRIX_FUZZ_CHECK(l && l->rooms() && l->rooms()->size() == 1 && str(l->rooms()->Get(0)->name()) == name);
