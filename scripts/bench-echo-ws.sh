@@ -152,37 +152,9 @@ if [ "$broadcast" != 0 ]; then
 fi
 [ "${#servers[@]}" -gt 0 ] || die "no WebSocket echo server to measure (see $runs/servers.txt)"
 
-server_pid=
-cleanup() {
-  if [ -n "$server_pid" ]; then kill -9 "$server_pid" 2>/dev/null || true; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-stop_server() {
-  kill -TERM "$server_pid" 2>/dev/null || true
-  for _ in $(seq 100); do
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.05
-  done
-  if kill -0 "$server_pid" 2>/dev/null; then
-    echo "bench-echo-ws: warning: $1 ignored SIGTERM for 5 s; killing it" >&2
-    kill -9 "$server_pid" 2>/dev/null || true
-  fi
-  wait "$server_pid" 2>/dev/null || true
-  server_pid=
-}
-
-where_threads() {  # <pid>: "N thread(s) on CPUS; ..." from every thread's Cpus_allowed_list
-  local t
-  for t in /proc/"$1"/task/*/status; do
-    awk '/^Cpus_allowed_list:/ {print $2}' "$t" 2>/dev/null || true
-  done | sort | uniq -c | awk '{printf "%s%d thread%s on %s", (NR > 1 ? "; " : ""), $1, ($1 > 1 ? "s" : ""), $2}'
-}
+bench_name=bench-echo-ws
+# shellcheck source=echo_bench_lib.sh
+. "$here/echo_bench_lib.sh"
 
 failures=0
 done_runs=0
