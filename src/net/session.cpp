@@ -334,11 +334,17 @@ bool session::process_frames() {
             protocol_error(bad);
             return false;
         }
-        if (in_.suspended) break;
-        // Incomplete at the end of the span: if more bytes wrapped to the ring's start, make the
-        // rest contiguous and go on; otherwise wait for the next read.
-        go_on = in_.rx.size() > in_.rx.read_span().size();
-        if (go_on) in_.rx.linearize(in_.rx.size());
+        if (in_.suspended || in_.rx.empty()) break;
+        // Bytes are left. If the span was used up to its end (its last frame ended exactly at
+        // the ring's end), the rest is the part that wrapped to the ring's start, now a span of
+        // its own: go on with it. If the span ended inside a frame whose rest wrapped, make the
+        // rest contiguous and go on. Otherwise the last frame is incomplete: wait for the next
+        // read. (Only the second case used to go on, so whole frames behind a frame that ended
+        // at the ring's end waited for more bytes, and a client waiting for their answer waited
+        // for the frame timeout.)
+        const bool wrapped = in_.rx.size() > in_.rx.read_span().size();
+        go_on = off == span.size() || wrapped;
+        if (wrapped) in_.rx.linearize(in_.rx.size());
     }
     bump(group_.counters_.frames_in, frames);
     if (group_.frame_ticks_ && life_.state == phase::open) track_partial(frames);

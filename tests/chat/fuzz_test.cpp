@@ -149,6 +149,11 @@ TEST_P(fuzz, random_and_mutated_requests_get_well_formed_answers_and_break_nothi
             for (int i = 0; i < frames_each; ++i) ASSERT_TRUE(c->send_raw(fuzzed_frame(rng, room))) << "frame " << i;
             // The pong proves every fuzzed frame was handled; everything before it must be well formed.
             const auto replies = c->sync(0xF00D + static_cast<std::uint64_t>(round));
+            if (HasFailure()) {
+                FAIL() << "round " << round << ", " << (c == &anon ? "anonymous" : "logged-in")
+                       << " connection; server log:\n"
+                       << srv->log();
+            }
             ASSERT_FALSE(replies.empty());
             for (const frame& f : replies) {
                 EXPECT_TRUE(well_formed(f)) << "malformed or unexpected " << type_name(f.type);

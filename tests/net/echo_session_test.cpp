@@ -77,6 +77,40 @@ TEST(echo, random_read_splits_including_frames_larger_than_half_the_ring) {
     ::close(fd);
 }
 
+// A frame that ends exactly at the ring's end, with the next frame already wrapped to its start:
+// the wrapped frame is handled at once, not when more bytes arrive. A client that then waits for
+// the answer (every request/response protocol) used to wait until the frame timeout. The layout
+// is forced with a 4 KiB ring: the first write leaves a partial frame at [2000, 3000), the second
+// completes it at exactly 4096 and puts a whole frame at [0, 100).
+TEST(echo, a_frame_wrapped_after_one_that_ends_at_the_rings_end_is_handled_without_more_bytes) {
+    server_config cfg;
+    cfg.limits.recv_buffer = 4096;
+    cfg.limits.max_frame = 4096;
+    server_fixture fx(cfg);
+    std::mt19937 rng(4);
+    const bytes a = frame_le32(random_bytes(rng, 1996));  // 2000 bytes
+    const bytes b = frame_le32(random_bytes(rng, 2092));  // 2096: from 2000 to the ring's end
+    const bytes c = frame_le32(random_bytes(rng, 96));    // 100: wraps to offset 0
+    int fd = connect_tcp(fx.srv.port());
+    ASSERT_GE(fd, 0);
+    set_timeouts(fd, std::chrono::seconds(3));
+    bytes first = a;
+    first.insert(first.end(), b.begin(), b.begin() + 1000);
+    ASSERT_TRUE(send_all(fd, first));
+    bytes got(a.size());
+    ASSERT_TRUE(recv_exact(fd, got.data(), got.size())) << "no echo of the first frame";
+    EXPECT_EQ(got, a);
+    bytes second(b.begin() + 1000, b.end());
+    append(second, c);
+    ASSERT_TRUE(send_all(fd, second));
+    bytes want = b;
+    append(want, c);
+    got.assign(want.size(), std::byte{0});
+    EXPECT_TRUE(recv_exact(fd, got.data(), got.size())) << "the wrapped frame waited for more bytes";
+    EXPECT_EQ(got, want);
+    ::close(fd);
+}
+
 TEST(echo, thousand_concurrent_connections_each_get_their_own_messages) {
     raise_fd_limit();
     server_fixture fx;
