@@ -33,6 +33,9 @@
 // socket_options::immediate a send waits for a peer instead, and with conflate only the newest
 // message waits). Several sockets are waited on together with poll() (strix/link/poll.hpp).
 //
+// inproc between a blocking REQ and a blocking REP skips the shard: a pipe from one thread to the
+// other (src/link/direct_link.hpp; scope and fallbacks in docs/link.md).
+//
 // Closing: the destructor returns after a round trip to the shard; what is still in the
 // outgoing pipe and the connections' queues keeps going out until delivered or the linger passes
 // (socket_options::linger, default -1: until delivered, as libzmq's). Binds and listeners go
