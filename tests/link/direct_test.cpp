@@ -159,6 +159,43 @@ TEST(direct, a_second_req_attaching_mid_stream_is_served_through_the_shard) {
     EXPECT_EQ(rep.stats().messages_out, static_cast<std::uint64_t>(2 * n));
 }
 
+// A REP holding a request takes no other, from the link or the shard, until it replied: one
+// at a time, as the shard's REP delivers them; each reply goes back the way its request came.
+TEST(direct, a_rep_takes_one_request_at_a_time_from_the_link_and_the_shard) {
+    context ctx(2);
+    blocking_socket rep(ctx, socket_type::rep);
+    const std::string where = rep.bind(unique_name("one-at-a-time"));
+    blocking_socket linked(ctx, socket_type::req), other(ctx, socket_type::req);
+    linked.connect(where);  // the first REQ: the link
+    other.connect(where);   // the second: the shard
+    ASSERT_TRUE(other.wait_for_peers(1, 5s));
+    ASSERT_FALSE(other.send("from-shard", 5s));
+    std::this_thread::sleep_for(100ms);  // in the REP's incoming pipe by now
+    ASSERT_FALSE(linked.send("from-link", 5s));
+    std::string first, second;
+    {
+        auto q = rep.recv(5s);
+        ASSERT_TRUE(q);
+        first = std::string((*q)[0].text());
+        EXPECT_FALSE(rep.recv(100ms)) << "a second request while holding " << first;
+        ASSERT_FALSE(rep.send("re:" + first, 5s));
+    }
+    {
+        auto q = rep.recv(5s);
+        ASSERT_TRUE(q);
+        second = std::string((*q)[0].text());
+        EXPECT_FALSE(rep.recv(100ms)) << "a second request while holding " << second;
+        ASSERT_FALSE(rep.send("re:" + second, 5s));
+    }
+    EXPECT_NE(first, second);
+    auto r1 = linked.recv(5s);
+    ASSERT_TRUE(r1);
+    EXPECT_EQ((*r1)[0].text(), "re:from-link");
+    auto r2 = other.recv(5s);
+    ASSERT_TRUE(r2);
+    EXPECT_EQ((*r2)[0].text(), "re:from-shard");
+}
+
 // The REQ connects to a second REP mid-stream: from then on its requests go through the shard,
 // round-robin over both REPs, and each reply still answers its own request.
 TEST(direct, a_req_with_a_second_endpoint_falls_back_to_the_shard_in_order) {
