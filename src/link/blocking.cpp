@@ -3,6 +3,7 @@
 #include <strix/link/blocking.hpp>
 
 #include "link/blocking_bridge.hpp"
+#include "link/direct_link.hpp"
 #include "link/socket_types.hpp"
 
 #include <strix/core/engine.hpp>
@@ -96,15 +97,82 @@ blocking_socket::blocking_socket(context& ctx, socket_type type, socket_options 
 }
 
 blocking_socket::~blocking_socket() {
+    if (offered_) detail::direct_withdraw(st_.get());
     ctx_.eng().run_on(shard_, [&] { bridge_->close(); });
 }
 
+namespace {
+constexpr std::string_view inproc_scheme = "inproc://";
+}
+
 std::string blocking_socket::bind(std::string_view address) {
-    return on_shard([&] { return bridge_->sock().bind(address); });
+    std::string where = on_shard([&] { return bridge_->sock().bind(address); });
+    ++endpoints_;
+    direct_ok_ = false;  // a REQ with a second endpoint has peers the link does not reach
+    if (type_ == socket_type::rep && address.starts_with(inproc_scheme)) {
+        detail::direct_offer(address.substr(inproc_scheme.size()), st_);
+        offered_ = true;
+    }
+    return where;
 }
 
 void blocking_socket::connect(std::string_view address) {
     on_shard([&] { bridge_->sock().connect(address); });
+    ++endpoints_;
+    direct_ok_ = false;
+    // The shard's connection stays too: it carries peers and events, and the requests once the
+    // REQ gets a second endpoint or the REP closes.
+    if (type_ == socket_type::req && endpoints_ == 1 && address.starts_with(inproc_scheme)) {
+        link_ = detail::direct_connect(address.substr(inproc_scheme.size()), st_);
+        direct_ok_ = link_ != nullptr;
+    }
+}
+
+// The link this send takes, or null: the shard's path.
+detail::msg_pipe* blocking_socket::direct_out() noexcept {
+    if (type_ == socket_type::req) {
+        if (!direct_ok_ || req_waiting_) return nullptr;
+        if (link_->rep_closed.load(std::memory_order_acquire)) {
+            direct_ok_ = false;  // for good: later requests go to whatever peers the shard has
+            return nullptr;
+        }
+        return &link_->to_rep;
+    }
+    if (type_ == socket_type::rep && rep_holding_ && reply_direct_)
+        return &st_->direct.load(std::memory_order_relaxed)->to_req;
+    return nullptr;
+}
+
+// A message went into direct_out(): wake the other side and take the turn.
+void blocking_socket::sent_direct() noexcept {
+    if (type_ == socket_type::req)
+        detail::direct_wake(*link_->rep);
+    else
+        detail::direct_wake(*st_->direct.load(std::memory_order_relaxed)->req);
+    turn_taken();
+    if (type_ == socket_type::req) req_direct_ = true;
+    ++direct_out_;
+}
+
+// Where recv's next message comes from: the shard's incoming pipe or the link, taking turns
+// when both have one; null when neither has (or may give) one.
+detail::msg_pipe* blocking_socket::next_in() noexcept {
+    detail::msg_pipe* d = nullptr;
+    bool shard_ok = true;
+    if (type_ == socket_type::req && link_) {
+        d = &link_->to_req;
+    } else if (type_ == socket_type::rep) {
+        // One request at a time, as the shard's REP delivers them: none while one is answered.
+        if (!rep_holding_) {
+            if (detail::direct_link* l = st_->direct.load(std::memory_order_acquire)) d = &l->to_rep;
+        }
+        shard_ok = !(rep_holding_ && reply_direct_);
+    }
+    detail::msg_pipe& in = st_->in;
+    if (d && prefer_direct_ && !d->empty()) return d;
+    if (shard_ok && !in.empty()) return &in;
+    if (d && !d->empty()) return d;
+    return nullptr;
 }
 
 // Sends whose result only the shard knows (out of turn, ROUTER with router_mandatory) ask it.
@@ -143,7 +211,15 @@ std::error_code blocking_socket::await_peer(duration timeout) {
 std::error_code blocking_socket::send(const message& m, duration timeout) {
     if (!can_send_) return link_errc::not_supported;
     if (const std::error_code ec = await_peer(timeout)) return ec;
+    if (detail::msg_pipe* d = direct_out()) {
+        detail::direct_put(*d, m);
+        sent_direct();
+        return {};
+    }
     if (!queueable()) {
+        // A request through the link still owes its reply (the shard's REQ knows nothing of it).
+        if (type_ == socket_type::req && req_direct_ && !link_->rep_closed.load(std::memory_order_acquire))
+            return link_errc::bad_state;
         const std::error_code ec = send_sync(m, timeout);
         if (!ec) turn_taken();
         return ec;
@@ -167,6 +243,11 @@ std::error_code blocking_socket::send(bytes_view bytes, duration timeout) {
     if (!can_send_) return link_errc::not_supported;
     if (bytes.size() > detail::msg_pipe::inline_max || !queueable()) return send(message(bytes), timeout);
     if (const std::error_code ec = await_peer(timeout)) return ec;
+    if (detail::msg_pipe* d = direct_out()) {
+        detail::direct_put(*d, bytes);
+        sent_direct();
+        return {};
+    }
     // The common small message: straight into the pipe, no message object.
     if (const std::error_code ec = send_queued(timeout)) return ec;
     st_->out.put(bytes, false);
@@ -210,10 +291,27 @@ std::error_code blocking_socket::send_sync(const message& m, duration timeout) {
 std::optional<message> blocking_socket::recv(duration timeout) {
     auto& s = *st_;
     auto& parts = s.app_entries;
-    if (!s.in.front(parts)) {
-        if (!wait_until(s, app_wait::recv, timeout, [&] { return !s.in.empty(); })) return std::nullopt;
-        s.in.front(parts);
+    detail::msg_pipe* from = next_in();
+    if (!from && !wait_until(s, app_wait::recv, timeout, [&] { return (from = next_in()) != nullptr; }))
+        return std::nullopt;
+    from->front(parts);
+    if (from != &s.in) {
+        // Through the link: no conflate (REQ/REP), no pause (one message at a time).
+        message m;
+        for (auto& e : parts) {
+            if (e.ref)
+                m.add(std::move(*e.ref));
+            else
+                m.add(e.bytes);
+        }
+        from->pop(parts);
+        ++direct_in_;
+        prefer_direct_ = false;
+        if (type_ == socket_type::req) req_waiting_ = req_direct_ = false;
+        if (type_ == socket_type::rep) rep_holding_ = reply_direct_ = true;
+        return m;
     }
+    prefer_direct_ = true;
     if (conflate_) {
         // ZMQ_CONFLATE: the newest message waiting replaces the older ones.
         while (s.in.backlog_seen_by_consumer() > 1) {
@@ -236,8 +334,11 @@ std::optional<message> blocking_socket::recv(duration timeout) {
         ctx_.eng().post(shard_, [b] { b->resume_receiving(); });
     }
     // REQ: the reply came (the socket passes on nothing else); REP: a request to answer.
-    if (type_ == socket_type::req) req_waiting_ = false;
-    if (type_ == socket_type::rep) rep_holding_ = true;
+    if (type_ == socket_type::req) req_waiting_ = req_direct_ = false;
+    if (type_ == socket_type::rep) {
+        rep_holding_ = true;
+        reply_direct_ = false;
+    }
     return m;
 }
 
@@ -285,7 +386,10 @@ std::optional<socket_event> blocking_socket::next_event(duration timeout) {
 }
 
 socket_stats blocking_socket::stats() {
-    return on_shard([&] { return bridge_->sock().stats(); });
+    socket_stats st = on_shard([&] { return bridge_->sock().stats(); });
+    st.messages_out += direct_out_;
+    st.messages_in += direct_in_;
+    return st;
 }
 
 }  // namespace strix::link

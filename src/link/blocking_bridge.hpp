@@ -51,6 +51,8 @@ private:
     int n_ = 0;
 };
 
+struct direct_link;
+
 /// What the application thread sleeps on.
 enum class app_wait : std::uint8_t { none, recv, space, any };
 
@@ -77,6 +79,10 @@ struct blocking_shared {
     const bool conflate;  // socket_options::conflate: the drainer sends only the newest message
     std::mutex mu;
     std::deque<socket_event> events;  // the most recent 1,000
+
+    // REP: its direct link to a REQ (src/link/direct_link.hpp), set once by the REQ's thread at
+    // connect; owned by the link registry until the REP closes. Read on the REP's thread.
+    std::atomic<direct_link*> direct{nullptr};
 
     // The application thread's scratch space (its thread only).
     std::vector<msg_pipe::entry> app_entries;

@@ -18,7 +18,7 @@ namespace detail {
 
 struct poll_access {
     static blocking_shared& shared(blocking_socket& s) noexcept { return *s.st_; }
-    static bool readable(blocking_socket& s) noexcept { return !s.st_->in.empty(); }
+    static bool readable(blocking_socket& s) noexcept { return s.next_in() != nullptr; }
     static bool writable(blocking_socket& s) noexcept {
         if (!s.can_send_) return false;
         // REQ and REP send in turn; the other types whenever the outgoing pipe has room.

@@ -33,6 +33,9 @@
 // socket_options::immediate a send waits for a peer instead, and with conflate only the newest
 // message waits). Several sockets are waited on together with poll() (strix/link/poll.hpp).
 //
+// inproc between a blocking REQ and a blocking REP skips the shard: a pipe from one thread to the
+// other (src/link/direct_link.hpp; scope and fallbacks in docs/link.md).
+//
 // Closing: the destructor returns after a round trip to the shard; what is still in the
 // outgoing pipe and the connections' queues keeps going out until delivered or the linger passes
 // (socket_options::linger, default -1: until delivered, as libzmq's). Binds and listeners go
@@ -57,6 +60,8 @@ class engine;
 namespace strix::link::detail {
 struct blocking_shared;
 class blocking_bridge;
+struct direct_link;
+class msg_pipe;
 struct closing_sockets;
 struct poll_access;
 }  // namespace strix::link::detail
@@ -157,6 +162,9 @@ private:
     std::error_code send_sync(const message& m, duration timeout);
     std::error_code send_queued(duration timeout);
     std::error_code await_peer(duration timeout);
+    detail::msg_pipe* direct_out() noexcept;
+    detail::msg_pipe* next_in() noexcept;
+    void sent_direct() noexcept;
 
     context& ctx_;
     unsigned shard_;
@@ -167,6 +175,15 @@ private:
     bool immediate_;             // socket_options::immediate
     bool req_waiting_ = false;   // REQ: a request went out, its reply not yet received
     bool rep_holding_ = false;   // REP: a request was received, its reply not yet sent
+    // The inproc fast path between a blocking REQ and a blocking REP (src/link/direct_link.hpp).
+    std::shared_ptr<detail::direct_link> link_;  // REQ: to the REP its only endpoint is bound by
+    unsigned endpoints_ = 0;       // binds and connects so far
+    bool direct_ok_ = false;       // REQ: requests may take link_
+    bool req_direct_ = false;      // REQ: the request waiting for its reply went through link_
+    bool reply_direct_ = false;    // REP: the request being answered came through the link
+    bool offered_ = false;         // REP: bound an inproc name that REQs may link to
+    bool prefer_direct_ = false;   // REP: which of its two inputs recv looks at first (fairness)
+    std::uint64_t direct_out_ = 0, direct_in_ = 0;  // messages through the link (for stats)
     std::shared_ptr<detail::blocking_shared> st_;
     detail::blocking_bridge* bridge_;  // lives on shard_ until it finished closing
 };
