@@ -65,6 +65,10 @@ public:
     const std::string& rooms_problem() const noexcept { return rooms_problem_; }
 
 private:
+    // Logins (connects included) one worker keeps in flight at most: enough to hide the round trips,
+    // few enough that a slow password hash does not pile up hundreds of requests at once.
+    static constexpr std::uint32_t max_logins_in_flight = 128;
+
     std::int64_t control(std::int64_t now);
     void adopt_plan();
     void finish_step();
@@ -120,7 +124,7 @@ private:
     std::uint32_t created_ = 0;
     std::uint32_t joined_ = 0;
     std::uint32_t login_retries_ = 0;
-    std::uint32_t login_window_ = 128;  // logins (connects included) in flight at most; halved on "retry later"
+    std::uint32_t login_window_ = max_logins_in_flight;  // logins (connects included) in flight at most; halved on "retry later"
     std::int64_t window_cut_at_ = 0;
     std::vector<load_client*> login_waiting_;  // told "retry later"; login_retry_at says when
 
