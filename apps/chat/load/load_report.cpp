@@ -67,6 +67,28 @@ json errors_json(const load_stats& s) {
     return {{"total", s.error_total()}, {"by_code", std::move(by_code)}};
 }
 
+// --reconnect's counters (all zero without it).
+json reconnect_json(const load_stats& a) {
+    const latency_histogram& h = a.resume_time;
+    return {{"drops", a.drops},
+            {"lost_connections", a.lost_connections},
+            {"reconnects", a.reconnects},
+            {"reconnect_retries", a.reconnect_retries},
+            {"reconnect_failures", a.reconnect_failures},
+            {"tokens_refused", a.tokens_refused},
+            {"resumes", a.resumes},
+            {"refilled", a.refilled},
+            {"resume_gaps", a.resume_gaps},
+            {"gap_seqs", a.gap_seqs},
+            {"gaps_over_resume_max", a.gaps_over_max},
+            {"history_refilled", a.history_refilled},
+            {"refill_missing", a.refill_missing},
+            {"presence_notices", a.presence},
+            {"unconfirmed_deliveries", a.dropped_owed - a.reclaimed_owed},
+            {"resume_ms_p50", figure(static_cast<double>(h.percentile_ns(50)) / 1e6)},
+            {"resume_ms_max", figure(static_cast<double>(h.max_ns()) / 1e6)}};
+}
+
 void add_verification(json& j, const step_result& r) {
     j["sent"] = r.total.sent;
     j["acked"] = r.total.acked;
@@ -102,6 +124,8 @@ void add_verification(json& j, const step_result& r) {
     if (r.steal_s >= 0) j["steal_ms_per_s"] = figure(1000.0 * r.steal_s / r.wall_s);
     j["drained"] = r.drained;
     j["refused_deliveries"] = r.total.refused + r.warmup.refused;
+    j["excess_deliveries"] = r.excess;
+    j["reconnect"] = reconnect_json(all);
     j["verified"] = r.verified;
     j["hard_failure"] = r.hard_failure;
     j["verdict"] = r.verdict;
@@ -168,6 +192,23 @@ void print_run_summary(const load_options& o, const step_result& r, double setup
                 thousands(r.warmup.sent).c_str());
     for (std::size_t i = 0; i < error_slots; ++i) {
         if (all.errors[i] != 0) std::printf("    error %-16s %s\n", error_key(i), thousands(all.errors[i]).c_str());
+    }
+    if (o.reconnect) {
+        std::printf("  reconnect   %s dropped on purpose, %s lost | %s back with a resume token (%s retried attempts, "
+                    "%s tokens refused, %s gave up) | %s resumed whole, %s refilled by resume | %s gap answers "
+                    "(%s seqs, %s over --resume-max), %s refilled by history, %s missing | %s deliveries of unconfirmed "
+                    "sends not owed | "
+                    "back in p50 %.1f ms, max %.1f ms\n",
+                    thousands(all.drops).c_str(), thousands(all.lost_connections).c_str(),
+                    thousands(all.reconnects).c_str(), thousands(all.reconnect_retries).c_str(),
+                    thousands(all.tokens_refused).c_str(), thousands(all.reconnect_failures).c_str(),
+                    thousands(all.resumes).c_str(), thousands(all.refilled).c_str(),
+                    thousands(all.resume_gaps).c_str(), thousands(all.gap_seqs).c_str(),
+                    thousands(all.gaps_over_max).c_str(), thousands(all.history_refilled).c_str(),
+                    thousands(all.refill_missing).c_str(),
+                    thousands(all.dropped_owed - all.reclaimed_owed).c_str(),
+                    static_cast<double>(all.resume_time.percentile_ns(50)) / 1e6,
+                    static_cast<double>(all.resume_time.max_ns()) / 1e6);
     }
     std::printf("  latency     avg %s | p50 %s | p90 %s | p99 %s | p99.9 %s | max %s (us, send to receipt)\n",
                 thousands(static_cast<std::uint64_t>(h.mean_ns() / 1000.0 + 0.5)).c_str(),

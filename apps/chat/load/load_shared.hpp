@@ -56,6 +56,8 @@ struct alignas(64) worker_mailbox {
     std::atomic<std::uint64_t> expected_all{0};
     std::atomic<std::uint64_t> delivered_all{0};
     std::atomic<std::uint64_t> disconnects{0};
+    /// --reconnect: clients between losing their connection and resuming (the drain waits for 0).
+    std::atomic<std::uint32_t> away{0};
     /// Index + 1 of the last step whose sending this worker has finished (it saw now >= t_end).
     std::atomic<std::uint32_t> sends_done{0};
 

@@ -49,6 +49,8 @@ load_worker::load_worker(load_shared& shared, std::vector<peer_address> addrs, s
     const load_options& o = shared.opt;
     for (std::uint32_t i = id; i < o.clients; i += workers) {
         clients_.push_back(std::make_unique<load_client>(i, o.rooms, shared.room_members[i % o.rooms]));
+        // Member number i / rooms of its room: a room's members are spread over every target.
+        clients_.back()->target = static_cast<std::uint32_t>((i / o.rooms) % addrs_.size());
     }
 }
 
@@ -130,6 +132,7 @@ std::int64_t load_worker::control(std::int64_t now) {
         if (next_connect_ < clients_.size()) deadline = std::min(deadline, now + 5'000'000);
         if (!login_waiting_.empty()) deadline = std::min(deadline, retry_logins(now));
     }
+    if (shared_.opt.reconnect && phase_ == load_phase::running) deadline = std::min(deadline, tick_reconnects(now));
     if (shared_.plan_gen.load(std::memory_order_acquire) != plan_gen_) adopt_plan();
     if (step_active_) {
         if (shared_.finish_request.load(std::memory_order_acquire) == plan_.index + 1) {
@@ -163,6 +166,7 @@ void load_worker::adopt_plan() {
     dt_ns_ = 1e9 / (plan_.rps * n);
     offset_ns_ = dt_ns_ * id_ / workers_;
     next_send_ = plan_.t_send_start + static_cast<std::int64_t>(offset_ns_);
+    if (shared_.opt.reconnect_share > 0) plan_drops();
 }
 
 void load_worker::roll_rows(std::int64_t now) {
@@ -180,6 +184,10 @@ void load_worker::roll_rows(std::int64_t now) {
 }
 
 void load_worker::finish_step() {
+    // A client still on its way back when the drain ended did not make it.
+    for (const auto& c : clients_) {
+        if (c->reconnecting) ++rows_[plan_.intervals - 1].reconnect_failures;
+    }
     std::lock_guard<std::mutex> lock(box_.mu);
     while (rows_published_ < plan_.intervals) box_.rows.push_back(rows_[rows_published_++]);
     box_.warmup = warmup_;
@@ -203,6 +211,7 @@ void load_worker::publish() {
     box_.expected_all.store(expected_all_, std::memory_order_relaxed);
     box_.delivered_all.store(delivered_all_, std::memory_order_relaxed);
     box_.disconnects.store(disconnects_, std::memory_order_relaxed);
+    box_.away.store(away_, std::memory_order_relaxed);
     // Release: once the controller sees sends_done it also sees the final expected_all.
     if (sends_done_) box_.sends_done.store(plan_.index + 1, std::memory_order_release);
 }

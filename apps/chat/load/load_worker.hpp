@@ -20,6 +20,7 @@
 #include <strix/proto/chat_generated.h>
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -97,6 +98,23 @@ private:
     void write_interest(load_client& c, bool on);
     void flush_dirty();
     void close_client(load_client& c, const std::string& why);
+    void release_socket(load_client& c);
+    void connect_failed(load_client& c, const std::string& why);
+    // --reconnect (load_worker_resume.cpp).
+    void plan_drops();
+    std::int64_t tick_reconnects(std::int64_t now);
+    void drop(load_client& c, std::int64_t now);
+    void lose(load_client& c, std::int64_t now, const std::string& why, bool on_purpose);
+    void on_rejoined(load_client& c, const proto::join_room_res& res);
+    void on_resume_res(load_client& c, std::span<const std::byte> frame);
+    void on_history_res(load_client& c, std::span<const std::byte> frame);
+    bool on_reconnect_error(load_client& c, const proto::error_res& res);
+    void refill(load_client& c, const proto::chat_msg& m, bool from_history);
+    void send_history(load_client& c);
+    void finish_resume(load_client& c);
+    void confirm_own(load_client& c, std::uint64_t client_seq, load_stats& s);
+    void count_verdict(load_client& c, delivery_verdict v, const proto::chat_msg& m, std::uint64_t client_seq,
+                       load_stats& s);
     void setup_failure(const load_client& c, const std::string& why);
     load_stats& sink_for_sent(std::int64_t client_ts);
     void publish();
@@ -148,6 +166,8 @@ private:
     std::uint64_t expected_all_ = 0;
     std::uint64_t delivered_all_ = 0;
     std::uint64_t disconnects_ = 0;
+    std::uint32_t away_ = 0;  // clients between losing their connection and resuming
+    std::int64_t next_reconnect_check_ = std::numeric_limits<std::int64_t>::max();
 
     int rooms_check_ = 0;
     std::string rooms_problem_;

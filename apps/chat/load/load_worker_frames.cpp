@@ -26,11 +26,33 @@ const char* error_name(proto::error_code e) {
 void load_worker::on_frame(load_client& c, std::span<const std::byte> frame, std::int64_t now) {
     const proto::msg_type type = type_of(frame);
     switch (type) {
-        case proto::msg_type::chat_msg: on_chat(c, frame, now); return;
+        case proto::msg_type::chat_msg:
+            if (c.state == client_state::resuming) {
+                // Live messages above the re-join's last_seq: shown after the refill below them.
+                c.held.emplace_back(now, std::vector<std::byte>(frame.begin(), frame.end()));
+                return;
+            }
+            on_chat(c, frame, now);
+            return;
+        case proto::msg_type::resume_res: on_resume_res(c, frame); return;
+        case proto::msg_type::history_res: on_history_res(c, frame); return;
         case proto::msg_type::login_res: {
             const auto* res = body_as<proto::login_res>(frame);
             if (res == nullptr || res->player() == nullptr || c.state != client_state::logging_in) {
                 setup_failure(c, "bad or unexpected login_res");
+                return;
+            }
+            if (const auto* t = res->resume_token(); t != nullptr && t->size() == 32) {
+                c.resume_token.assign(t->begin(), t->end());
+            }
+            if (c.reconnecting) {
+                if (res->player()->id() != c.player_id) {
+                    ++now_sink_->corrupt;
+                    close_client(c, "the resume login named another player");
+                    return;
+                }
+                ++now_sink_->reconnects;
+                c.state = client_state::rejoining;
                 return;
             }
             c.player_id = res->player()->id();
@@ -55,6 +77,10 @@ void load_worker::on_frame(load_client& c, std::span<const std::byte> frame, std
         case proto::msg_type::join_room_res: {
             const auto* res = body_as<proto::join_room_res>(frame);
             const std::uint64_t want = shared_.room_ids[c.room].load(std::memory_order_acquire);
+            if (res != nullptr && res->room() != nullptr && c.state == client_state::rejoining) {
+                on_rejoined(c, *res);
+                return;
+            }
             if (res == nullptr || res->room() == nullptr || c.state != client_state::entering) {
                 setup_failure(c, "bad or unexpected join_room_res");
                 return;
@@ -84,6 +110,10 @@ void load_worker::on_frame(load_client& c, std::span<const std::byte> frame, std
                          c.index);
             return;
         case proto::msg_type::member_presence:
+            if (shared_.opt.reconnect) {
+                ++now_sink_->presence;  // members dropping and coming back
+                return;
+            }
             // A member going offline (its connection closed) or coming back: only expected once
             // the run is over and other workers' clients close.
             if (shared_.stop.load(std::memory_order_relaxed)) return;
@@ -105,6 +135,7 @@ void load_worker::on_error_res(load_client& c, std::span<const std::byte> frame)
     const proto::error_code code = res == nullptr ? proto::error_code::bad_request : res->code();
     const std::string reason(res == nullptr ? std::string_view("(undecodable error_res)") : str(res->reason()));
     const char* request = res == nullptr ? "?" : proto::EnumNamemsg_type(res->request());
+    if (c.reconnecting && res != nullptr && on_reconnect_error(c, *res)) return;
     if (phase_ != load_phase::running) {
         if (res != nullptr && res->request() == proto::msg_type::login_req && c.state == client_state::logging_in &&
             (code == proto::error_code::server_busy || code == proto::error_code::rate_limited)) {
@@ -164,24 +195,8 @@ void load_worker::on_chat(load_client& c, std::span<const std::byte> frame, std:
     load_stats& s = sink_for_sent(ts);
     const std::uint32_t slot = it->second / shared_.opt.rooms;
     const delivery_verdict v = c.checker.on_message(msg->seq(), slot, msg->client_seq());
-    switch (v) {
-        case delivery_verdict::duplicate:
-            ++s.duplicates;
-            shared_.warn(shared_.warned_order, 20, "client {}: duplicate chat_msg room seq {} (client_seq {} of {})",
-                         c.index, msg->seq(), msg->client_seq(), sender);
-            return;
-        case delivery_verdict::out_of_order:
-            ++s.out_of_order;
-            shared_.warn(shared_.warned_order, 20, "client {}: chat_msg room seq {} arrived after seq {}", c.index,
-                         msg->seq(), c.checker.last_seq());
-            break;
-        case delivery_verdict::gap:
-            ++s.gaps;
-            shared_.warn(shared_.warned_order, 20, "client {}: room seq jumped to {} (messages missing)", c.index,
-                         msg->seq());
-            break;
-        case delivery_verdict::in_order: break;
-    }
+    count_verdict(c, v, *msg, msg->client_seq(), s);
+    if (v == delivery_verdict::duplicate) return;
     const auto* text = msg->text();
     if (!shared_.text.matches(sender, msg->client_seq(), str(text))) {
         ++s.corrupt;
@@ -193,7 +208,11 @@ void load_worker::on_chat(load_client& c, std::span<const std::byte> frame, std:
     }
     ++s.delivered;
     ++delivered_all_;
-    if (sender == c.player_id) ++s.acked;
+    if (sender == c.player_id) {
+        ++s.acked;
+        c.acked_seq = std::max(c.acked_seq, msg->client_seq());
+        if (!c.unconfirmed.empty()) confirm_own(c, msg->client_seq(), s);
+    }
     // Latency into the row of the receipt (the sink of a warmup message is the warmup).
     s.latency.record(static_cast<std::uint64_t>(now - ts));
     // Split at the server's stamp. Both clocks are this machine's; a stamp that maps outside
@@ -202,6 +221,30 @@ void load_worker::on_chat(load_client& c, std::span<const std::byte> frame, std:
     if (at_server >= ts && at_server <= now) {
         if (sender == c.player_id) s.to_server.record(static_cast<std::uint64_t>(at_server - ts));
         s.from_server.record(static_cast<std::uint64_t>(now - at_server));
+    }
+}
+
+// The verdict of one delivery into the counters (with a diagnostic for what is wrong).
+void load_worker::count_verdict(load_client& c, delivery_verdict v, const proto::chat_msg& m,
+                                std::uint64_t client_seq, load_stats& s) {
+    const std::uint64_t sender = m.sender() == nullptr ? 0 : m.sender()->id();
+    switch (v) {
+        case delivery_verdict::duplicate:
+            ++s.duplicates;
+            shared_.warn(shared_.warned_order, 20, "client {}: duplicate chat_msg room seq {} (client_seq {} of {})",
+                         c.index, m.seq(), client_seq, sender);
+            return;
+        case delivery_verdict::out_of_order:
+            ++s.out_of_order;
+            shared_.warn(shared_.warned_order, 20, "client {}: chat_msg room seq {} arrived after seq {}", c.index,
+                         m.seq(), c.checker.last_seq());
+            return;
+        case delivery_verdict::gap:
+            ++s.gaps;
+            shared_.warn(shared_.warned_order, 20, "client {}: room seq jumped to {} (messages missing)", c.index,
+                         m.seq());
+            return;
+        case delivery_verdict::in_order: return;
     }
 }
 

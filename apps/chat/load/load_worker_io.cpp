@@ -250,11 +250,14 @@ void load_worker::on_readable(load_client& c, bool hangup) {
 void load_worker::close_client(load_client& c, const std::string& why) {
     if (c.state == client_state::closed) return;
     const client_state was = c.state;
-    c.tls.reset();
-    ::epoll_ctl(ep_, EPOLL_CTL_DEL, c.fd, nullptr);
-    ::close(c.fd);
-    c.fd = -1;
-    c.state = client_state::closed;
+    release_socket(c);
+    // --reconnect: a client that was in its room (or on its way back) comes back and resumes.
+    const bool back_again = was == client_state::in_room || c.reconnecting;
+    if (shared_.opt.reconnect && phase_ == load_phase::running && back_again &&
+        !shared_.stop.load(std::memory_order_relaxed)) {
+        lose(c, now_ns(), why, false);
+        return;
+    }
     ++disconnects_;
     ++now_sink_->disconnects;
     if (phase_ != load_phase::running || was != client_state::in_room) {
@@ -263,4 +266,15 @@ void load_worker::close_client(load_client& c, const std::string& why) {
     }
     shared_.warn(shared_.warned_other, 20, "client {}: {}", c.index, why);
 }
+
+void load_worker::release_socket(load_client& c) {
+    c.tls.reset();
+    if (c.fd >= 0) {
+        ::epoll_ctl(ep_, EPOLL_CTL_DEL, c.fd, nullptr);
+        ::close(c.fd);
+    }
+    c.fd = -1;
+    c.state = client_state::closed;
+}
+
 }  // namespace strix::chat

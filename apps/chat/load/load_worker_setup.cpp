@@ -35,15 +35,30 @@ void load_worker::connect_some(std::int64_t now) {
 }
 
 const peer_address& load_worker::target_of(const load_client& c) const noexcept {
-    return addrs_[(c.index / shared_.opt.rooms) % addrs_.size()];
+    return addrs_[c.target % addrs_.size()];
+}
+
+// A connection attempt failed: during setup the run cannot go on; a reconnecting client tries
+// again (the next target) a moment later.
+void load_worker::connect_failed(load_client& c, const std::string& why) {
+    if (!c.reconnecting) {
+        setup_failure(c, why);
+        return;
+    }
+    if (c.state != client_state::closed) {
+        close_client(c, why);  // goes on in lose()
+        return;
+    }
+    release_socket(c);
+    lose(c, now_ns(), why, false);
 }
 
 void load_worker::connect_one(load_client& c) {
     const peer_address& addr = target_of(c);
     c.fd = ::socket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c.fd < 0) {
-        setup_failure(c, std::string("socket: ") + std::strerror(errno) +
-                             (errno == EMFILE ? " (raise the open-file limit: ulimit -n)" : ""));
+        connect_failed(c, std::string("socket: ") + std::strerror(errno) +
+                              (errno == EMFILE ? " (raise the open-file limit: ulimit -n)" : ""));
         return;
     }
     if (addr.family() == AF_INET) {
@@ -61,8 +76,8 @@ void load_worker::connect_one(load_client& c) {
             from.sin_addr.s_addr = htonl(0x7F000001u + c.index / per_source);
             ::setsockopt(c.fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
             if (::bind(c.fd, reinterpret_cast<const sockaddr*>(&from), sizeof(from)) != 0) {
-                setup_failure(c, std::string("bind to a loopback source address: ") + std::strerror(errno) +
-                                     " (--clients-per-source 0 connects from one address)");
+                connect_failed(c, std::string("bind to a loopback source address: ") + std::strerror(errno) +
+                                      " (--clients-per-source 0 connects from one address)");
                 return;
             }
         }
@@ -74,14 +89,17 @@ void load_worker::connect_one(load_client& c) {
     ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
     ev.data.ptr = &c;
     if (::epoll_ctl(ep_, EPOLL_CTL_ADD, c.fd, &ev) != 0) {
-        setup_failure(c, std::string("epoll_ctl: ") + std::strerror(errno));
+        connect_failed(c, std::string("epoll_ctl: ") + std::strerror(errno));
         return;
     }
-    ++in_flight_;
+    if (!c.reconnecting) ++in_flight_;
     c.state = client_state::connecting;
+    c.decoder.reset();  // a reconnect must not inherit half a frame of the old connection
+    c.out.clear();
+    c.out_head = 0;
     const int rc = ::connect(c.fd, reinterpret_cast<const sockaddr*>(&addr.addr), addr.len);
     if (rc != 0 && errno != EINPROGRESS) {
-        setup_failure(c, std::string("connect: ") + std::strerror(errno));
+        connect_failed(c, std::string("connect: ") + std::strerror(errno));
         return;
     }
     if (rc == 0) on_connected(c);
@@ -92,17 +110,17 @@ void load_worker::on_connected(load_client& c) {
     socklen_t len = sizeof(err);
     ::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
     if (err != 0) {
-        setup_failure(c, "connect to " + describe(target_of(c)) + ": " + std::strerror(err) +
-                             " (is strix-chat-server running there?)");
+        connect_failed(c, "connect to " + describe(target_of(c)) + ": " + std::strerror(err) +
+                              " (is strix-chat-server running there?)");
         return;
     }
-    ++connected_;
+    if (!c.reconnecting) ++connected_;
     if (shared_.tls != nullptr) {
         const load_options& o = shared_.opt;
         try {
             c.tls = std::make_unique<client_tls_conn>(*shared_.tls, c.fd, o.server_name.empty() ? o.host : o.server_name);
         } catch (const std::runtime_error& e) {
-            setup_failure(c, e.what());
+            connect_failed(c, e.what());
             return;
         }
         c.state = client_state::handshaking;
@@ -124,7 +142,7 @@ void load_worker::step_handshake(load_client& c) {
         return;
     }
     if (s != tls_status::done) {
-        setup_failure(c, c.tls->error());
+        connect_failed(c, c.tls->error());
         return;
     }
     if (c.index == 0) {
@@ -154,7 +172,14 @@ void load_worker::start_session(load_client& c) {
 void load_worker::send_login(load_client& c) {
     const std::string name = shared_.opt.name_prefix + std::to_string(c.index);
     fbb_.Clear();
-    fbb_.Finish(proto::Createlogin_req(fbb_, fbb_.CreateString(name), fbb_.CreateString(shared_.opt.password)));
+    if (c.reconnecting && !c.resume_token.empty()) {
+        // The resume token instead of the password: no password hash on the server.
+        const auto n = fbb_.CreateString(name);
+        const auto t = fbb_.CreateVector(c.resume_token);
+        fbb_.Finish(proto::Createlogin_req(fbb_, n, {}, {}, t));
+    } else {
+        fbb_.Finish(proto::Createlogin_req(fbb_, fbb_.CreateString(name), fbb_.CreateString(shared_.opt.password)));
+    }
     append_frame(c, proto::msg_type::login_req);
     ++c.login_attempts;
 }
