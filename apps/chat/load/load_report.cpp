@@ -84,6 +84,7 @@ json reconnect_json(const load_stats& a) {
             {"history_refilled", a.history_refilled},
             {"refill_missing", a.refill_missing},
             {"presence_notices", a.presence},
+            {"rejoin_as_member_joined", a.rejoin_as_joined},
             {"unconfirmed_deliveries", a.dropped_owed - a.reclaimed_owed},
             {"resume_ms_p50", figure(static_cast<double>(h.percentile_ns(50)) / 1e6)},
             {"resume_ms_max", figure(static_cast<double>(h.max_ns()) / 1e6)}};
@@ -198,7 +199,8 @@ void print_run_summary(const load_options& o, const step_result& r, double setup
                     "%s tokens refused, %s gave up) | %s resumed whole, %s refilled by resume | %s gap answers "
                     "(%s seqs, %s over --resume-max), %s refilled by history, %s missing | %s deliveries of unconfirmed "
                     "sends not owed | "
-                    "back in p50 %.1f ms, max %.1f ms\n",
+                    "back in p50 %.1f ms, max %.1f ms | notices: %s member_presence, %s member_joined of "
+                    "returning members\n",
                     thousands(all.drops).c_str(), thousands(all.lost_connections).c_str(),
                     thousands(all.reconnects).c_str(), thousands(all.reconnect_retries).c_str(),
                     thousands(all.tokens_refused).c_str(), thousands(all.reconnect_failures).c_str(),
@@ -208,7 +210,8 @@ void print_run_summary(const load_options& o, const step_result& r, double setup
                     thousands(all.refill_missing).c_str(),
                     thousands(all.dropped_owed - all.reclaimed_owed).c_str(),
                     static_cast<double>(all.resume_time.percentile_ns(50)) / 1e6,
-                    static_cast<double>(all.resume_time.max_ns()) / 1e6);
+                    static_cast<double>(all.resume_time.max_ns()) / 1e6, thousands(all.presence).c_str(),
+                    thousands(all.rejoin_as_joined).c_str());
     }
     std::printf("  latency     avg %s | p50 %s | p90 %s | p99 %s | p99.9 %s | max %s (us, send to receipt)\n",
                 thousands(static_cast<std::uint64_t>(h.mean_ns() / 1000.0 + 0.5)).c_str(),

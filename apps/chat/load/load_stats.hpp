@@ -58,6 +58,7 @@ struct load_stats {
     std::uint64_t history_refilled = 0;    ///< messages history_req brought after a gap answer
     std::uint64_t refill_missing = 0;      ///< missed seqs neither resume nor history gave: lost
     std::uint64_t presence = 0;            ///< member_presence notices (members dropping and coming back)
+    std::uint64_t rejoin_as_joined = 0;    ///< member_joined for a member coming back (docs: member_presence)
     std::uint64_t dropped_owed = 0;        ///< see the table above
     std::uint64_t reclaimed_owed = 0;      ///< see the table above
     std::uint64_t send_lag_max_ns = 0;  ///< worst lateness of a send against its schedule
@@ -104,6 +105,7 @@ struct load_stats {
         history_refilled += o.history_refilled;
         refill_missing += o.refill_missing;
         presence += o.presence;
+        rejoin_as_joined += o.rejoin_as_joined;
         dropped_owed += o.dropped_owed;
         reclaimed_owed += o.reclaimed_owed;
         if (o.send_lag_max_ns > send_lag_max_ns) send_lag_max_ns = o.send_lag_max_ns;

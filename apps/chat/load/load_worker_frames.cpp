@@ -100,7 +100,21 @@ void load_worker::on_frame(load_client& c, std::span<const std::byte> frame, std
             // Expected while the rooms fill up; nobody joins once the steps run. The server may hold
             // a notice back briefly (--notice-delay-ms) but sends it before the room's next chat_msg,
             // so one after a chat_msg is a join nobody made.
-            if (phase_ == load_phase::running && c.heard_chat) ++now_sink_->unexpected;
+            if (phase_ == load_phase::running && c.heard_chat) {
+                const auto* n = body_as<proto::member_joined>(frame);
+                const std::uint64_t who = n == nullptr || n->player() == nullptr ? 0 : n->player()->id();
+                const auto it = shared_.index_of_player.find(who);
+                if (shared_.opt.reconnect && it != shared_.index_of_player.end() &&
+                    it->second % shared_.opt.rooms == c.room) {
+                    // A member of this room coming back. docs/protocol.md says member_presence{online};
+                    // counted apart, so a server that sends member_joined instead shows in the report.
+                    ++now_sink_->rejoin_as_joined;
+                    return;
+                }
+                ++now_sink_->unexpected;
+                shared_.warn(shared_.warned_other, 10, "client {}: member_joined of player {} during the run",
+                             c.index, who);
+            }
             return;
         case proto::msg_type::member_left:
             // Once the run is over, other workers' clients are closing: their departures are expected.
