@@ -107,6 +107,8 @@ void add_verification(json& j, const step_result& r) {
     add_latency(j, r.total.latency);
     j["latency_to_server_us"] = split_json(r.total.to_server);
     j["latency_from_server_us"] = split_json(r.total.from_server);
+    j["latency_same_node_us"] = split_json(r.total.same_node);
+    j["latency_cross_node_us"] = split_json(r.total.cross_node);
     load_stats all = r.total;
     all.merge(r.warmup);
     j["errors"] = errors_json(all);
@@ -222,6 +224,13 @@ void print_run_summary(const load_options& o, const step_result& r, double setup
                 us_str(t.to_server.percentile_ns(50)).c_str(), us_str(t.to_server.percentile_ns(99)).c_str(),
                 us_str(t.to_server.percentile_ns(99.9)).c_str(), us_str(t.from_server.percentile_ns(50)).c_str(),
                 us_str(t.from_server.percentile_ns(99)).c_str(), us_str(t.from_server.percentile_ns(99.9)).c_str());
+    if (o.targets.size() > 1) {
+        std::printf("  nodes       receiver on the sender's node p50 %s | p99 %s (%s); on another node p50 %s | p99 %s "
+                    "(%s deliveries; us)\n",
+                    us_str(t.same_node.percentile_ns(50)).c_str(), us_str(t.same_node.percentile_ns(99)).c_str(),
+                    thousands(t.same_node.count()).c_str(), us_str(t.cross_node.percentile_ns(50)).c_str(),
+                    us_str(t.cross_node.percentile_ns(99)).c_str(), thousands(t.cross_node.count()).c_str());
+    }
     std::printf("  buckets    ");
     for (std::size_t b = 0; b < latency_histogram::band_count; ++b) {
         std::printf(" %s %s (%.2f%%)%s", band_names[b], thousands(h.bands()[b]).c_str(), pct(h.bands()[b], h.count()),

@@ -69,7 +69,13 @@ struct alignas(64) worker_mailbox {
 
 struct load_shared {
     load_shared(const load_options& o, std::size_t workers)
-        : opt(o), text(o.mix), player_ids(o.clients), room_ids(o.rooms), room_members(o.rooms, 0), boxes(workers) {
+        : opt(o),
+          text(o.mix),
+          player_ids(o.clients),
+          room_ids(o.rooms),
+          room_members(o.rooms, 0),
+          node_of(o.clients),
+          boxes(workers) {
         for (std::uint32_t i = 0; i < o.clients; ++i) ++room_members[i % o.rooms];
     }
 
@@ -80,6 +86,9 @@ struct load_shared {
     std::vector<std::atomic<std::uint64_t>> player_ids;  ///< by client index; 0 until logged in
     std::vector<std::atomic<std::uint64_t>> room_ids;    ///< by room index; 0 until created
     std::vector<std::uint32_t> room_members;             ///< fixed: clients in each room
+    /// By client index: the --targets node its connection goes to now (written by the owning
+    /// worker at each connect, read relaxed by receivers to sort latency by same / cross node).
+    std::vector<std::atomic<std::uint32_t>> node_of;
     const client_tls_context* tls = nullptr;             ///< --tls: what every connection verifies with
     std::unordered_map<std::uint64_t, std::uint32_t> index_of_player;
 

@@ -71,6 +71,10 @@ struct load_stats {
     /// server to each receiver per delivery.
     latency_histogram to_server;
     latency_histogram from_server;
+    /// --targets with several nodes: the same send-to-receipt latency, apart for deliveries whose
+    /// receiver is on the sender's node and on another one (the cross-node hop through Redis).
+    latency_histogram same_node;
+    latency_histogram cross_node;
     /// --reconnect: from losing a connection until every missed seq was refilled (or given up).
     latency_histogram resume_time;
 
@@ -115,6 +119,8 @@ struct load_stats {
         latency.merge(o.latency);
         to_server.merge(o.to_server);
         from_server.merge(o.from_server);
+        same_node.merge(o.same_node);
+        cross_node.merge(o.cross_node);
         resume_time.merge(o.resume_time);
     }
 

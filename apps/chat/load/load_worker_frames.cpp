@@ -229,6 +229,10 @@ void load_worker::on_chat(load_client& c, std::span<const std::byte> frame, std:
     }
     // Latency into the row of the receipt (the sink of a warmup message is the warmup).
     s.latency.record(static_cast<std::uint64_t>(now - ts));
+    if (addrs_.size() > 1) {
+        const bool same = shared_.node_of[it->second].load(std::memory_order_relaxed) == c.target;
+        (same ? s.same_node : s.cross_node).record(static_cast<std::uint64_t>(now - ts));
+    }
     // Split at the server's stamp. Both clocks are this machine's; a stamp that maps outside
     // [send, receipt] (a wall-clock step) is left out of the split rather than clamped.
     const std::int64_t at_server = static_cast<std::int64_t>(msg->server_ts_us()) * 1000 - shared_.wall_minus_steady_ns;

@@ -55,6 +55,7 @@ void load_worker::connect_failed(load_client& c, const std::string& why) {
 
 void load_worker::connect_one(load_client& c) {
     const peer_address& addr = target_of(c);
+    shared_.node_of[c.index].store(c.target, std::memory_order_relaxed);
     c.fd = ::socket(addr.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c.fd < 0) {
         connect_failed(c, std::string("socket: ") + std::strerror(errno) +
