@@ -76,6 +76,8 @@ struct load_client {
     std::uint32_t reconnect_attempts = 0;     ///< failed attempts since the connection went
     std::int64_t drop_at = 0;                 ///< --reconnect-share: when it resets its connection (0: never)
     resume_tracker resume;                    ///< the seqs it is owed back
+    std::int64_t refill_retry_at = 0;         ///< when to ask history again (it had a hole or ended short)
+    std::uint32_t refill_retries = 0;         ///< history asked again so far in this resume
     /// Live chat_msg frames that arrived while resuming, with their arrival times: verified in
     /// order once the refill is over.
     std::vector<std::pair<std::int64_t, std::vector<std::byte>>> held;

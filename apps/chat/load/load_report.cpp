@@ -82,6 +82,7 @@ json reconnect_json(const load_stats& a) {
             {"gap_seqs", a.gap_seqs},
             {"gaps_over_resume_max", a.gaps_over_max},
             {"history_refilled", a.history_refilled},
+            {"history_retries", a.history_retries},
             {"refill_missing", a.refill_missing},
             {"presence_notices", a.presence},
             {"rejoin_as_member_joined", a.rejoin_as_joined},
@@ -199,7 +200,8 @@ void print_run_summary(const load_options& o, const step_result& r, double setup
     if (o.reconnect) {
         std::printf("  reconnect   %s dropped on purpose, %s lost | %s back with a resume token (%s retried attempts, "
                     "%s tokens refused, %s gave up) | %s resumed whole, %s refilled by resume | %s gap answers "
-                    "(%s seqs, %s over --resume-max), %s refilled by history, %s missing | %s deliveries of unconfirmed "
+                    "(%s seqs, %s over --resume-max), %s refilled by history (%s asked again), %s missing | %s deliveries of "
+                    "unconfirmed "
                     "sends not owed | "
                     "back in p50 %.1f ms, max %.1f ms | notices: %s member_presence, %s member_joined of "
                     "returning members\n",
@@ -209,6 +211,7 @@ void print_run_summary(const load_options& o, const step_result& r, double setup
                     thousands(all.resumes).c_str(), thousands(all.refilled).c_str(),
                     thousands(all.resume_gaps).c_str(), thousands(all.gap_seqs).c_str(),
                     thousands(all.gaps_over_max).c_str(), thousands(all.history_refilled).c_str(),
+                    thousands(all.history_retries).c_str(),
                     thousands(all.refill_missing).c_str(),
                     thousands(all.dropped_owed - all.reclaimed_owed).c_str(),
                     static_cast<double>(all.resume_time.percentile_ns(50)) / 1e6,

@@ -132,6 +132,7 @@ struct load_shared {
     std::atomic<std::uint32_t> warned_errors{0};
     std::atomic<std::uint32_t> warned_order{0};
     std::atomic<std::uint32_t> warned_other{0};
+    std::atomic<std::uint32_t> warned_resume{0};
 
 private:
     std::mutex fatal_mu_;

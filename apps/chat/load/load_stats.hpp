@@ -56,6 +56,7 @@ struct load_stats {
     std::uint64_t gap_seqs = 0;            ///< seqs those gap answers covered
     std::uint64_t gaps_over_max = 0;       ///< of the gap answers, those for more than 1000 seqs (--resume-max)
     std::uint64_t history_refilled = 0;    ///< messages history_req brought after a gap answer
+    std::uint64_t history_retries = 0;     ///< history answers with a hole or short of the range, asked again
     std::uint64_t refill_missing = 0;      ///< missed seqs neither resume nor history gave: lost
     std::uint64_t presence = 0;            ///< member_presence notices (members dropping and coming back)
     std::uint64_t rejoin_as_joined = 0;    ///< member_joined for a member coming back (docs: member_presence)
@@ -107,6 +108,7 @@ struct load_stats {
         gap_seqs += o.gap_seqs;
         gaps_over_max += o.gaps_over_max;
         history_refilled += o.history_refilled;
+        history_retries += o.history_retries;
         refill_missing += o.refill_missing;
         presence += o.presence;
         rejoin_as_joined += o.rejoin_as_joined;

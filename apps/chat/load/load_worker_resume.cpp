@@ -32,6 +32,9 @@ constexpr std::uint32_t max_reconnect_attempts = 40;
 // Answers above this many seqs are gap answers by the server's default --resume-max.
 constexpr std::uint64_t default_resume_max = 1000;
 constexpr std::uint32_t history_page = 200;
+// History asked again this often, this many times, when it lacks part of the range (about 2 s).
+constexpr std::uint32_t max_refill_retries = 20;
+constexpr std::int64_t refill_retry_ns = 100'000'000;
 
 std::string_view str(const flatbuffers::String* s) {
     return s == nullptr ? std::string_view{} : std::string_view(s->data(), s->size());
@@ -70,6 +73,14 @@ std::int64_t load_worker::tick_reconnects(std::int64_t now) {
         }
         if (c.reconnecting && c.state == client_state::closed && c.reconnect_at != 0)
             next = std::min(next, c.reconnect_at);
+        if (c.state == client_state::resuming && c.refill_retry_at != 0) {
+            if (c.refill_retry_at <= now) {
+                c.refill_retry_at = 0;
+                send_history(c);
+            } else {
+                next = std::min(next, c.refill_retry_at);
+            }
+        }
     }
     next_reconnect_check_ = next;
     return next;
@@ -118,6 +129,7 @@ void load_worker::lose(load_client& c, std::int64_t now, const std::string& why,
         }
     }
     c.held.clear();
+    c.refill_retry_at = 0;
     c.target = static_cast<std::uint32_t>((c.target + 1) % addrs_.size());
     // 50 ms spread over clients, doubling per failed attempt up to half a second: a dead node's
     // clients do not all arrive at the other node in the same millisecond.
@@ -136,6 +148,8 @@ void load_worker::on_rejoined(load_client& c, const proto::join_room_res& res) {
         return;
     }
     c.resume.start(c.checker.last_seq(), res.last_seq());
+    c.refill_retries = 0;
+    c.refill_retry_at = 0;
     c.state = client_state::resuming;
     fbb_.Clear();
     fbb_.Finish(proto::Createresume_req(fbb_, room, c.checker.last_seq()));
@@ -160,7 +174,7 @@ void load_worker::on_resume_res(load_client& c, std::span<const std::byte> frame
         now_sink_->gap_seqs += c.resume.remaining();
         const bool over_max = c.resume.remaining() > default_resume_max;
         if (over_max) ++now_sink_->gaps_over_max;
-        shared_.warn(shared_.warned_other, 10,
+        shared_.warn(shared_.warned_resume, 20,
                      "client {}: resume of seqs {}..{} answered gap ({}); filling it with history_req", c.index,
                      c.resume.next(), c.resume.upto(),
                      over_max ? "more than --resume-max" : "bytes over the bound, retention, or not stored");
@@ -174,7 +188,7 @@ void load_worker::on_resume_res(load_client& c, std::span<const std::byte> frame
     }
     if (res->more()) return;
     if (!c.resume.done()) {
-        shared_.warn(shared_.warned_order, 20, "client {}: resume_res complete but it ended before seq {} of {}",
+        shared_.warn(shared_.warned_resume, 20, "client {}: resume_res complete but it ended before seq {} of {}",
                      c.index, c.resume.next(), c.resume.upto());
         c.resume.give_up();
     }
@@ -197,22 +211,39 @@ void load_worker::on_history_res(load_client& c, std::span<const std::byte> fram
         return;
     }
     const std::uint64_t before = c.resume.next();
+    bool hole = false;
     if (res->messages() != nullptr) {
         for (const proto::chat_msg* m : *res->messages()) {
-            if (m != nullptr) refill(c, *m, true);
+            if (m == nullptr) continue;
+            if (m->seq() > c.resume.next()) {
+                // Not stored (yet?): what lies beyond is taken after the hole is filled, never around it.
+                hole = true;
+                break;
+            }
+            refill(c, *m, true);
         }
     }
     if (c.resume.done()) {
         finish_resume(c);
         return;
     }
-    if (res->more() && c.resume.next() != before) {
+    if (!hole && res->more() && c.resume.next() != before) {
         send_history(c);
         return;
     }
-    // Nothing more is stored up to the re-join's last_seq: the rest is gone.
-    shared_.warn(shared_.warned_order, 20, "client {}: history has nothing for seqs {}..{} (oldest stored {})",
-                 c.index, c.resume.next(), c.resume.upto(), res->oldest_seq());
+    // A hole, or the stored range ends short of the re-join's last_seq. docs/protocol.md says stored
+    // history is contiguous; a message may still be on its way to the database, so ask again a few
+    // times before calling the rest missing.
+    if (c.refill_retries < max_refill_retries) {
+        ++c.refill_retries;
+        ++now_sink_->history_retries;
+        c.refill_retry_at = now_ns() + refill_retry_ns;
+        next_reconnect_check_ = std::min(next_reconnect_check_, c.refill_retry_at);
+        return;
+    }
+    shared_.warn(shared_.warned_resume, 20,
+                 "client {}: history still lacks seq {} (of {}..{}) after {} tries (oldest stored {})", c.index,
+                 c.resume.next(), c.resume.next(), c.resume.upto(), max_refill_retries + 1, res->oldest_seq());
     c.resume.give_up();
     finish_resume(c);
 }
@@ -244,7 +275,7 @@ void load_worker::refill(load_client& c, const proto::chat_msg& m, bool from_his
     load_stats& s = *now_sink_;
     if (rv == refill_verdict::duplicate) {
         ++s.duplicates;
-        shared_.warn(shared_.warned_order, 20, "client {}: refilled seq {} again", c.index, m.seq());
+        shared_.warn(shared_.warned_resume, 20, "client {}: refilled seq {} again", c.index, m.seq());
         return;
     }
     const std::uint64_t sender = m.sender() == nullptr ? 0 : m.sender()->id();
@@ -282,7 +313,15 @@ void load_worker::finish_resume(load_client& c) {
     --away_;
     std::vector<std::pair<std::int64_t, std::vector<std::byte>>> held = std::move(c.held);
     c.held.clear();
-    for (const auto& [at, f] : held) on_chat(c, f, at);
+    for (const auto& [at, f] : held) {
+        // docs/protocol.md: every live message after the join is above its last_seq.
+        const auto* m = body_as<proto::chat_msg>(f);
+        if (m != nullptr && m->seq() <= c.resume.upto()) {
+            shared_.warn(shared_.warned_resume, 20, "client {}: live chat_msg seq {} is not above the re-join's last_seq {}",
+                         c.index, m->seq(), c.resume.upto());
+        }
+        on_chat(c, f, at);
+    }
 }
 
 // One of the sender's own chat_req that went with a lost connection is in the room after all:
