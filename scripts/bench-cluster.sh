@@ -6,8 +6,9 @@
 #   run r = 1 .. CLUSTER_RUNS:  single-rR (one node, CLUSTER_SINGLE_SHARDS shards)
 #                               cluster-rR (two nodes of CLUSTER_NODE_SHARDS shards, each room's
 #                                           members spread over both: strix-chat-load --targets)
-#   then, on the cluster:       drops      (--reconnect-share CLUSTER_DROP_SHARE: clients reset their
-#                                           connection once and resume on the other node)
+#   then:                       single-drops (one node, --reconnect-share CLUSTER_DROP_SHARE: clients
+#                                           reset their connection once and resume; the control run)
+#   and on the cluster:         drops      (the same, resuming on the other node)
 #                               redis-kill (redis-server killed -9 half-way through, restarted at once)
 #                               node-kill  (node 1 killed -9 half-way through; its clients reconnect to
 #                                           node 2 with their resume tokens: --reconnect)
@@ -24,7 +25,7 @@
 # Environment: CLUSTER_RUNS (3), CLUSTER_DURATION (15 s measured), CLUSTER_WARMUP (3), CLUSTER_CLIENTS (500),
 #   CLUSTER_ROOMS (10), CLUSTER_RPS (10), CLUSTER_PAYLOAD_MIX, CLUSTER_NODE_SHARDS (1),
 #   CLUSTER_SINGLE_SHARDS (2: the same shards in all as the two nodes), CLUSTER_IO (auto),
-#   CLUSTER_FAULTS (1; 0 skips drops, redis-kill and node-kill), CLUSTER_DROP_SHARE (0.2).
+#   CLUSTER_FAULTS (1; 0 skips the drops, redis-kill and node-kill runs), CLUSTER_DROP_SHARE (0.2).
 # Exits 1 when a steady run (single or cluster) fails its delivery check or a process misbehaves;
 # the fault runs' verdicts are reported in cluster.md whatever they are.
 set -euo pipefail
@@ -115,6 +116,7 @@ run_one() {
       { cat "$runs_dir/$tag.node1.log" >&2; die "node of $tag did not start"; }
     pids=("$n1")
     extra=(--port "$pa")
+    [ "$fault" = drops ] && extra+=(--reconnect-share "$drop_share")
   else
     ce_redis_port=
     ce_start_redis || die "redis-server for $tag did not start"
@@ -209,6 +211,7 @@ for r in $(seq "$n_runs"); do
   run_one "cluster-r$r" cluster
 done
 if [ "$do_faults" = 1 ]; then
+  run_one single-drops single drops
   run_one drops cluster drops
   run_one redis-kill cluster redis-kill
   run_one node-kill cluster node-kill

@@ -34,6 +34,26 @@ def load(runs, tag):
     return j, x, None
 
 
+def diagnostics(runs, tag, limit=8):
+    """The first distinct per-client warnings of a run's log."""
+    seen, out = set(), []
+    try:
+        with open(os.path.join(runs, tag + ".log")) as f:
+            for line in f:
+                if not line.startswith("strix-chat-load: client"):
+                    continue
+                shape = "".join("N" if ch.isdigit() else ch for ch in line)
+                if shape in seen:
+                    continue
+                seen.add(shape)
+                out.append(line.rstrip())
+                if len(out) >= limit:
+                    break
+    except OSError:
+        pass
+    return out
+
+
 def fmt(v, digits=0):
     if v is None:
         return "-"
@@ -146,9 +166,21 @@ def main():
          "commit, the fan-out and the load tool's own turn on the shared cores."))
     w("")
 
-    w("## Fault runs (two nodes)")
+    w("## Fault runs")
     w("")
-    faults = [("drops", f"clients reset their connection (RST) once at a random moment and reconnect to the other "
+    w("With `--reconnect` a client whose connection goes (reset on purpose, or its node killed) reconnects to "
+      "the next node, logs in with the resume token of its last login_res, is put back in its room "
+      "(join_room_res names the room's last seq L), sends resume_req{room, K = the last seq it had} and holds its "
+      "live messages until K+1 .. L are refilled: by resume_res, or after a gap answer by history_req pages "
+      "(asked again every 100 ms, up to 20 times, while history lacks part of the range). Every refilled "
+      "message goes through the same check as live ones. chat_req lost with their connection before their ack "
+      "owe nothing unless their sender sees them later; a message some members got but its sender never did "
+      "counts as delivered to some members only.")
+    w("")
+    faults = [("single-drops", f"one node without --cluster, clients reset their connection (RST) once at a random "
+                               f"moment and reconnect (`--reconnect-share {cfg.get('drop_share')}`): the control, "
+                               "what the check shows when the server keeps the protocol's promises"),
+              ("drops", f"two nodes, clients reset their connection (RST) once at a random moment and reconnect to the other "
                         f"node (`--reconnect-share {cfg.get('drop_share')}`)"),
               ("redis-kill", "redis-server killed (-9) half-way through the measured window and restarted at once "
                              "on the same port (empty: no persistence)"),
@@ -178,19 +210,35 @@ def main():
           f"{j['gaps']}, corrupt {j['corrupt']}, deliveries of messages their sender never saw "
           f"{j.get('excess_deliveries', 0)}; error replies {errs['total']} ({by_code})")
         w(f"- {fmt(j['deliveries_per_s'])} deliveries/s, p50 {ms(j['latency_us']['p50'])} ms, p99 "
-          f"{ms(j['latency_us']['p99'])} ms, max {ms(j['latency_us']['max'])} ms; Redis CPU "
-          f"{fmt(x.get('redis_cpu_pct'), 1)} %")
-        w(f"- connections: {rc.get('drops', 0)} reset on purpose, {rc.get('lost_connections', 0)} lost; "
-          f"{rc.get('reconnects', 0)} back with a resume token ({rc.get('reconnect_retries', 0)} failed attempts "
-          f"retried, {rc.get('tokens_refused', 0)} tokens refused, {rc.get('reconnect_failures', 0)} gave up); "
-          f"time from losing the connection to having every missed message: p50 {rc.get('resume_ms_p50', 0):.1f} ms, "
-          f"max {rc.get('resume_ms_max', 0):.1f} ms")
-        w(f"- refilled: {rc.get('resumes', 0)} resumes complete, {rc.get('refilled', 0)} messages by resume_res; "
-          f"{rc.get('resume_gaps', 0)} gap answers ({rc.get('gap_seqs', 0)} seqs, "
-          f"{rc.get('gaps_over_resume_max', 0)} over --resume-max), {rc.get('history_refilled', 0)} messages "
-          f"refilled by history_req, {rc.get('refill_missing', 0)} seqs neither gave back; "
-          f"{rc.get('unconfirmed_deliveries', 0)} deliveries owed by chat_req lost with their connection and never "
-          "seen since (not counted as owed)")
+          f"{ms(j['latency_us']['p99'])} ms, max {ms(j['latency_us']['max'])} ms"
+          + ("" if x.get("redis_cpu_pct") is None else f"; Redis CPU {fmt(x.get('redis_cpu_pct'), 1)} %"))
+        moved = rc.get("drops", 0) + rc.get("lost_connections", 0) + rc.get("reconnects", 0)
+        if not moved:
+            w("- no client lost its connection")
+        else:
+            w(f"- connections: {rc.get('drops', 0)} reset on purpose, {rc.get('lost_connections', 0)} lost; "
+                f"{rc.get('reconnects', 0)} back with a resume token ({rc.get('reconnect_retries', 0)} failed attempts "
+                f"retried, {rc.get('tokens_refused', 0)} tokens refused, {rc.get('reconnect_failures', 0)} gave up); "
+                f"time from losing the connection to having every missed message: p50 {rc.get('resume_ms_p50', 0):.1f} ms, "
+                f"max {rc.get('resume_ms_max', 0):.1f} ms")
+            w(f"- refilled: {rc.get('resumes', 0)} resumes complete, {rc.get('refilled', 0)} messages by resume_res; "
+                f"{rc.get('resume_gaps', 0)} gap answers ({rc.get('gap_seqs', 0)} seqs, "
+                f"{rc.get('gaps_over_resume_max', 0)} over --resume-max), {rc.get('history_refilled', 0)} messages "
+                f"refilled by history_req (history asked again {rc.get('history_retries', 0)} times: it lacked part of "
+                f"the range), {rc.get('refill_missing', 0)} seqs neither gave back; "
+                f"{rc.get('unconfirmed_deliveries', 0)} deliveries owed by chat_req lost with their connection and never "
+                "seen since (not counted as owed)")
+        if rc.get("rejoin_as_member_joined", 0) or rc.get("presence_notices", 0):
+            w(f"- notices: {rc.get('presence_notices', 0)} member_presence, {rc.get('rejoin_as_member_joined', 0)} "
+              "member_joined for members coming back (docs/protocol.md says member_presence{online} for them)")
+        diag = diagnostics(a.runs, tag)
+        if diag:
+            w("- the load tool's first diagnostics (client numbers and seqs vary):")
+            w("")
+            w("```")
+            L.extend(diag)
+            w("```")
+            w("")
         if tag == "redis-kill":
             w(f"- Redis accepting again {fmt(x.get('redis_restart_ms'), 1)} ms after the kill; the nodes' "
               f"{x.get('subscriptions_before')} pub/sub subscriptions all back after "
