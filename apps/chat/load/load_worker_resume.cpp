@@ -211,13 +211,15 @@ void load_worker::on_history_res(load_client& c, std::span<const std::byte> fram
         return;
     }
     const std::uint64_t before = c.resume.next();
+    // Patient while history may still be catching up; once the retries are spent, a hole is taken
+    // as missing and what lies beyond it is refilled all the same.
+    const bool take_holes = c.refill_retries >= max_refill_retries;
     bool hole = false;
     if (res->messages() != nullptr) {
         for (const proto::chat_msg* m : *res->messages()) {
             if (m == nullptr) continue;
-            if (m->seq() > c.resume.next()) {
-                // Not stored (yet?): what lies beyond is taken after the hole is filled, never around it.
-                hole = true;
+            if (m->seq() > c.resume.next() && !take_holes) {
+                hole = true;  // beyond a hole nothing is taken while waiting for it
                 break;
             }
             refill(c, *m, true);
@@ -227,13 +229,16 @@ void load_worker::on_history_res(load_client& c, std::span<const std::byte> fram
         finish_resume(c);
         return;
     }
-    if (!hole && res->more() && c.resume.next() != before) {
+    const bool progressed = c.resume.next() != before;
+    if (progressed && !take_holes) c.refill_retries = 0;  // each hole gets the whole patience
+    if (!hole && res->more() && progressed) {
         send_history(c);
         return;
     }
     // A hole, or the stored range ends short of the re-join's last_seq. docs/protocol.md says stored
     // history is contiguous; a message may still be on its way to the database, so ask again a few
-    // times before calling the rest missing.
+    // times (the answer to the last try is read taking holes as missing) before calling the rest
+    // missing.
     if (c.refill_retries < max_refill_retries) {
         ++c.refill_retries;
         ++now_sink_->history_retries;
@@ -242,8 +247,8 @@ void load_worker::on_history_res(load_client& c, std::span<const std::byte> fram
         return;
     }
     shared_.warn(shared_.warned_resume, 20,
-                 "client {}: history still lacks seq {} (of {}..{}) after {} tries (oldest stored {})", c.index,
-                 c.resume.next(), c.resume.next(), c.resume.upto(), max_refill_retries + 1, res->oldest_seq());
+                 "client {}: history lacks seqs {}..{} after {} tries (oldest stored {})", c.index, c.resume.next(),
+                 c.resume.upto(), c.refill_retries, res->oldest_seq());
     c.resume.give_up();
     finish_resume(c);
 }
@@ -273,6 +278,10 @@ void load_worker::refill(load_client& c, const proto::chat_msg& m, bool from_his
     const refill_verdict rv = c.resume.take(m.seq());
     if (rv == refill_verdict::beyond) return;  // it comes live
     load_stats& s = *now_sink_;
+    if (rv == refill_verdict::skipped) {
+        shared_.warn(shared_.warned_resume, 20, "client {}: {} has no seqs before {} (down to the next one owed)",
+                     c.index, from_history ? "history" : "resume_res", m.seq());
+    }
     if (rv == refill_verdict::duplicate) {
         ++s.duplicates;
         shared_.warn(shared_.warned_resume, 20, "client {}: refilled seq {} again", c.index, m.seq());
