@@ -350,7 +350,9 @@ void load_controller::judge(step_result& r) const {
     if (all.refill_missing != 0)
         add(hard, std::to_string(all.refill_missing) + " missed seqs neither resume nor history gave back");
     if (r.excess != 0)
-        add(hard, std::to_string(r.excess) + " deliveries of messages their sender never saw (after a lost connection)");
+        add(hard, std::to_string(r.excess) +
+                      " deliveries beyond those owed (of chat_req refused with an error_res, or lost with their "
+                      "connection and never seen by their sender, that were delivered after all)");
     if (all.unexpected != 0) add(hard, std::to_string(all.unexpected) + " unexpected frames");
     // rate_limited and server_busy are the server's own overload answers; anything else is a bug.
     const std::uint64_t overload_errors = all.errors[static_cast<std::size_t>(proto::error_code::rate_limited)] +

@@ -11,7 +11,13 @@
 //   4. one write() per client with pending bytes (with --tls: SSL_write, a record per call)
 //   5. epoll_wait until the next send, interval boundary or control check
 //   6. read, decode and verify what arrived; flush replies; publish counters
-// Worker 0 additionally ticks the controller between turns.
+// Worker 0 additionally ticks the controller between turns. With --reconnect (or
+// --reconnect-share) step 2 also resets the connections due to drop and brings lost clients back
+// (load_worker_resume.cpp).
+//
+// Files: load_worker.cpp (the loop, control, step rows), load_worker_setup.cpp (connect, TLS,
+// login, rooms), load_worker_io.cpp (sends, flushes, reads), load_worker_frames.cpp (replies and
+// chat_msg verification), load_worker_resume.cpp (reconnect, resume, history refill).
 
 #include "load_client.hpp"
 #include "load_shared.hpp"
