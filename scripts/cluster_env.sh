@@ -80,10 +80,11 @@ ce_start_node() {
 ce_cleanup() {
   local p
   for p in "${ce_node_pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  [ -n "$ce_redis_pid" ] && kill -9 "$ce_redis_pid" 2>/dev/null
+  # `|| true` everywhere: under set -e a failing command here would turn the caller's exit status into 1.
+  if [ -n "$ce_redis_pid" ]; then kill -9 "$ce_redis_pid" 2>/dev/null || true; fi
   if [ -n "$ce_pg_dir" ] && [ -d "$ce_pg_dir/data" ]; then
     ce_as_pg "$ce_pg_bin/pg_ctl" -D "$ce_pg_dir/data" -m immediate -w stop >/dev/null 2>&1 || true
   fi
-  [ -n "$ce_pg_dir" ] && rm -rf "$ce_pg_dir"
+  if [ -n "$ce_pg_dir" ]; then rm -rf "$ce_pg_dir"; fi
   return 0
 }

@@ -188,7 +188,8 @@ def main():
       "(asked again every 100 ms, up to 20 times, while history lacks part of the range). Every refilled "
       "message goes through the same check as live ones. chat_req lost with their connection before their ack "
       "owe nothing unless their sender sees them later; a message some members got but its sender never did "
-      "counts as delivered to some members only.")
+      "counts as delivered to some members only. The time to have every missed message includes that patience: "
+      "up to 2 s for each hole history never fills.")
     w("")
     faults = [("single-drops", f"one node without --cluster, clients reset their connection (RST) once at a random "
                                f"moment and reconnect (`--reconnect-share {cfg.get('drop_share')}`): the control, "
