@@ -221,8 +221,8 @@ def main():
           f"some members only: all 0): **{'PASS' if clean else 'FAIL'}**; the load tool's whole verdict: "
           + ("PASS" if j.get("verified") else f"FAIL ({j.get('verdict')})"))
         w(f"- lost {j['lost']}, duplicates {j['duplicates']}, out of order {j['out_of_order']}, seq gaps "
-          f"{j['gaps']}, corrupt {j['corrupt']}, deliveries of messages their sender never saw "
-          f"{j.get('excess_deliveries', 0)}; error replies {errs['total']} ({by_code})")
+          f"{j['gaps']}, corrupt {j['corrupt']}, deliveries beyond those owed (of chat_req refused or lost with "
+          f"their connection, delivered after all) {j.get('excess_deliveries', 0)}; error replies {errs['total']} ({by_code})")
         w(f"- {fmt(j['deliveries_per_s'])} deliveries/s, p50 {ms(j['latency_us']['p50'])} ms, p99 "
           f"{ms(j['latency_us']['p99'])} ms, max {ms(j['latency_us']['max'])} ms"
           + ("" if x.get("redis_cpu_pct") is None else f"; Redis CPU {fmt(x.get('redis_cpu_pct'), 1)} %"))

@@ -209,6 +209,13 @@ void load_worker::on_chat(load_client& c, std::span<const std::byte> frame, std:
     load_stats& s = sink_for_sent(ts);
     const std::uint32_t slot = it->second / shared_.opt.rooms;
     const delivery_verdict v = c.checker.on_message(msg->seq(), slot, msg->client_seq());
+    if (v == delivery_verdict::duplicate && msg->seq() <= c.resume.upto()) {
+        // docs/protocol.md: after a re-join every live message is above its last_seq (the ones at or
+        // below it come by resume only).
+        shared_.warn(shared_.warned_resume, 20,
+                     "client {}: live chat_msg seq {} again, at or below the last re-join's last_seq {}", c.index,
+                     msg->seq(), c.resume.upto());
+    }
     count_verdict(c, v, *msg, msg->client_seq(), s);
     if (v == delivery_verdict::duplicate) return;
     const auto* text = msg->text();
