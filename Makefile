@@ -3,6 +3,8 @@
 #   make test   build and run every test through ctest
 #   make bench  component benchmarks and shoot-outs, tables and plots under build/bench/
 #   make bench-cluster-hop  the chat cluster's Redis hop between two nodes into build/bench/cluster-hop.md
+#   make bench-cluster  seed 004's chat load over two cluster nodes and Redis next to one node, then Redis and a
+#               node killed mid-run, into build/bench/cluster.md (CLUSTER_RUNS, CLUSTER_DURATION: scripts/bench-cluster.sh)
 #   make bench-link  strix::link against libzmq (seed 002's tables) into build/bench/link.md
 #   make bench-echo-tls  the echo shoot-out's TLS section alone (make bench-echo runs it too) into build/bench/echo-tls.md
 #   make bench-echo-ws   its WebSocket section alone (make bench-echo runs it too) into build/bench/echo-ws.md
@@ -22,7 +24,7 @@ CMAKE_FLAGS += -DCMAKE_BUILD_TYPE=Release
 endif
 CTEST_ARGS ?=
 
-.PHONY: format all deps configure build test bench bench-components bench-scaling bench-echo bench-echo-tls bench-echo-ws bench-chat bench-link bench-cluster-hop fuzz run clean soak
+.PHONY: format all deps configure build test bench bench-components bench-scaling bench-echo bench-echo-tls bench-echo-ws bench-chat bench-link bench-cluster-hop bench-cluster fuzz run clean soak
 
 all: build
 
@@ -48,6 +50,9 @@ bench-scaling: build
 
 bench-cluster-hop: build
 	@scripts/bench-cluster-hop.sh $(BUILD_DIR)
+
+bench-cluster: build
+	@scripts/bench-cluster.sh $(BUILD_DIR)
 
 bench-chat: build
 	@if [ -x scripts/bench-chat.sh ]; then scripts/bench-chat.sh $(BUILD_DIR); else echo "strix: chat benchmark not available yet"; fi

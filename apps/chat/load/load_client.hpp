@@ -8,6 +8,7 @@
 //   out: [ written | pending: out_head .. size() ]
 
 #include "delivery_checker.hpp"
+#include "reconnect_logic.hpp"
 #include "load_ws.hpp"
 
 #include "apps/chat/common/client_tls.hpp"
@@ -17,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace strix::chat {
@@ -30,7 +32,9 @@ enum class client_state : std::uint8_t {
     logged_in,   ///< waiting for its room to exist
     entering,    ///< create_room_req or join_room_req sent
     in_room,     ///< member of its room; sends chat during steps
-    closed,      ///< the connection is gone
+    rejoining,   ///< --reconnect: logged in again, waiting for the join_room_res that puts it back
+    resuming,    ///< --reconnect: resume_req (or history_req) out; live chat_msgs are held back
+    closed,      ///< the connection is gone (with --reconnect maybe for a moment: see reconnect_at)
 };
 
 /// Frames larger than this from the server close the connection (list_rooms_res can be long).
@@ -60,6 +64,23 @@ struct load_client {
     std::vector<std::byte> out;
     std::size_t out_head = 0;
     delivery_checker checker;
+
+    // --reconnect / --reconnect-share.
+    std::uint32_t target = 0;                 ///< index into the targets; the next one on each reconnect
+    std::vector<std::uint8_t> resume_token;   ///< the newest one a login_res gave (32 bytes)
+    std::uint64_t acked_seq = 0;              ///< the highest own client_seq seen back from the room
+    std::vector<std::uint64_t> unconfirmed;   ///< own client_seqs lost with a connection before their ack
+    bool reconnecting = false;                ///< between losing a connection and resuming
+    std::int64_t lost_at = 0;                 ///< when the connection went (steady ns)
+    std::int64_t reconnect_at = 0;            ///< while closed and reconnecting: when to try again
+    std::uint32_t reconnect_attempts = 0;     ///< failed attempts since the connection went
+    std::int64_t drop_at = 0;                 ///< --reconnect-share: when it resets its connection (0: never)
+    resume_tracker resume;                    ///< the seqs it is owed back
+    std::int64_t refill_retry_at = 0;         ///< when to ask history again (it had a hole or ended short)
+    std::uint32_t refill_retries = 0;         ///< history asked again so far in this resume
+    /// Live chat_msg frames that arrived while resuming, with their arrival times: verified in
+    /// order once the refill is over.
+    std::vector<std::pair<std::int64_t, std::vector<std::byte>>> held;
 };
 
 }  // namespace strix::chat

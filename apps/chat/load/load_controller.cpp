@@ -266,7 +266,9 @@ void load_controller::tick_step(std::int64_t now) {
             const std::uint64_t expected = sum([](const worker_mailbox& b) -> auto& { return b.expected_all; });
             const std::uint64_t delivered = sum([](const worker_mailbox& b) -> auto& { return b.delivered_all; });
             const bool timed_out = seconds(now - plan_.t_end) > shared_.opt.drain_timeout_s;
-            if (delivered < expected && !timed_out) return;
+            // --reconnect: clients still on their way back owe themselves a refill.
+            const std::uint64_t away = sum([](const worker_mailbox& b) -> auto& { return b.away; });
+            if ((delivered < expected || away != 0) && !timed_out) return;
             drained_ = delivered >= expected;
             t_drained_ = now;
             shared_.finish_request.store(step_done, std::memory_order_release);
@@ -310,9 +312,14 @@ void load_controller::finalize(std::int64_t now) {
         r.server_wait_s = std::max(0.0, server_wait - server_wait_at_start_);
     const double steal = machine_steal_s();
     if (steal >= 0 && steal_at_start_ >= 0) r.steal_s = steal - steal_at_start_;
-    const std::uint64_t owed = r.total.expected + r.warmup.expected - r.total.refused - r.warmup.refused;
-    const std::uint64_t got = r.total.delivered + r.warmup.delivered;
+    load_stats all = r.total;
+    all.merge(r.warmup);
+    // Deliveries owed: those of refused chat_req and of chat_req lost with their connection (and
+    // never seen since) are not (see load_stats.hpp).
+    const std::uint64_t owed = all.expected - all.refused - all.dropped_owed + all.reclaimed_owed;
+    const std::uint64_t got = all.delivered;
     r.lost = owed > got ? owed - got : 0;
+    r.excess = got > owed ? got - owed : 0;
     judge(r);
     results_.push_back(std::move(r));
     const step_result& last = results_.back();
@@ -340,6 +347,12 @@ void load_controller::judge(step_result& r) const {
     if (all.out_of_order != 0) add(hard, std::to_string(all.out_of_order) + " out of order");
     if (all.gaps != 0) add(hard, std::to_string(all.gaps) + " gaps in a room's seq");
     if (all.corrupt != 0) add(hard, std::to_string(all.corrupt) + " corrupt");
+    if (all.refill_missing != 0)
+        add(hard, std::to_string(all.refill_missing) + " missed seqs neither resume nor history gave back");
+    if (r.excess != 0)
+        add(hard, std::to_string(r.excess) +
+                      " deliveries beyond those owed (of chat_req refused with an error_res, or lost with their "
+                      "connection and never seen by their sender, that were delivered after all)");
     if (all.unexpected != 0) add(hard, std::to_string(all.unexpected) + " unexpected frames");
     // rate_limited and server_busy are the server's own overload answers; anything else is a bug.
     const std::uint64_t overload_errors = all.errors[static_cast<std::size_t>(proto::error_code::rate_limited)] +
@@ -356,6 +369,8 @@ void load_controller::judge(step_result& r) const {
     if (overload_errors != 0)
         add(soft, std::to_string(overload_errors) + " requests refused (rate_limited/server_busy)");
     if (all.disconnects != 0) add(soft, std::to_string(all.disconnects) + " disconnects");
+    if (all.reconnect_failures != 0)
+        add(soft, std::to_string(all.reconnect_failures) + " clients did not get back (reconnect and resume)");
     if (r.total.sent == 0) add(hard, "nothing was sent in the measured window");
     r.hard_failure = !hard.empty();
     r.verified = hard.empty() && soft.empty();

@@ -8,6 +8,7 @@
 #include "load_ws.hpp"
 #include "message_text.hpp"
 #include "payload_mix.hpp"
+#include "reconnect_logic.hpp"
 
 #include <gtest/gtest.h>
 
@@ -189,6 +190,118 @@ TEST(LatencyHistogram, MergeEqualsRecordingEverythingInOne) {
     EXPECT_DOUBLE_EQ(a.mean_ns(), all.mean_ns());
     for (double p : {10.0, 50.0, 90.0, 99.0, 99.9}) EXPECT_EQ(a.percentile_ns(p), all.percentile_ns(p)) << p;
     EXPECT_EQ(a.bands(), all.bands());
+}
+
+TEST(MessageText, TheTagOfAStoredCopyNamesItsMessage) {
+    message_text m(*payload_mix::parse("64:80,256:18,1024-2048:2", nullptr));
+    for (std::uint64_t id : {1ull, 0x7ull, 0xffffffffffffffffull}) {
+        for (std::uint64_t seq : {1ull, 42ull, 0x123456789abcull}) {
+            std::uint64_t got_seq = 0, got_id = 0;
+            const std::string t = text(m, id, seq);
+            ASSERT_TRUE(message_text::parse_tag(t, got_seq, got_id)) << t.substr(0, 40);
+            EXPECT_EQ(got_seq, seq);
+            EXPECT_EQ(got_id, id);
+        }
+    }
+    std::uint64_t a = 0, b = 0;
+    EXPECT_FALSE(message_text::parse_tag("", a, b));
+    EXPECT_FALSE(message_text::parse_tag("2a.7", a, b));        // cut before the '|'
+    EXPECT_FALSE(message_text::parse_tag(".7|xyz", a, b));      // no seq
+    EXPECT_FALSE(message_text::parse_tag("2a.|xyz", a, b));     // no sender
+    EXPECT_FALSE(message_text::parse_tag("2A.7|xyz", a, b));    // upper case is not what write() makes
+    EXPECT_FALSE(message_text::parse_tag("11111111111111111.7|", a, b));  // 17 digits overflow
+    EXPECT_TRUE(message_text::parse_tag("2a.7|", a, b));
+    EXPECT_EQ(a, 42u);
+    EXPECT_EQ(b, 7u);
+}
+
+TEST(ReconnectLogic, DropsExactlyTheShareSpreadOverClients) {
+    for (double share : {0.0, 0.1, 0.25, 0.5, 1.0}) {
+        std::uint32_t dropped = 0, first_half = 0;
+        for (std::uint32_t i = 0; i < 1000; ++i) {
+            if (!drops_client(i, share)) continue;
+            ++dropped;
+            if (i < 500) ++first_half;
+        }
+        EXPECT_EQ(dropped, static_cast<std::uint32_t>(share * 1000 + 1e-9)) << share;
+        EXPECT_EQ(first_half * 2, dropped) << share;  // evenly spread, not the first ones
+    }
+    // 3 of 10 clients, each room of 10 (client i in room i % 10) gets its share over the rooms.
+    std::uint32_t n = 0;
+    for (std::uint32_t i = 0; i < 10; ++i) n += drops_client(i, 0.3) ? 1u : 0u;
+    EXPECT_EQ(n, 3u);
+}
+
+TEST(ReconnectLogic, DropTimesStayInTheWindowAndSpread) {
+    const std::int64_t from = 1'000'000'000, to = 9'000'000'000;
+    std::int64_t lo = to, hi = from;
+    for (std::uint32_t i = 0; i < 500; ++i) {
+        const std::int64_t t = drop_time(i, from, to);
+        ASSERT_GE(t, from);
+        ASSERT_LT(t, to);
+        EXPECT_EQ(t, drop_time(i, from, to));  // runs repeat
+        lo = std::min(lo, t);
+        hi = std::max(hi, t);
+    }
+    EXPECT_LT(lo, from + (to - from) / 10);
+    EXPECT_GT(hi, to - (to - from) / 10);
+    EXPECT_EQ(drop_time(3, from, from), from);
+}
+
+TEST(ReconnectLogic, ResumeTrackerTakesTheRangeInOrder) {
+    resume_tracker r;
+    r.start(37, 42);  // had 37, the re-join says 42
+    EXPECT_EQ(r.remaining(), 5u);
+    EXPECT_EQ(r.take(37), refill_verdict::duplicate);
+    for (std::uint64_t s = 38; s <= 42; ++s) {
+        EXPECT_FALSE(r.done());
+        EXPECT_EQ(r.next(), s);
+        EXPECT_EQ(r.take(s), refill_verdict::next);
+    }
+    EXPECT_TRUE(r.done());
+    EXPECT_EQ(r.take(43), refill_verdict::beyond);  // live
+    EXPECT_EQ(r.take(40), refill_verdict::duplicate);
+    EXPECT_EQ(r.missing(), 0u);
+}
+
+TEST(ReconnectLogic, ResumeTrackerCountsWhatNeverCame) {
+    resume_tracker r;
+    r.start(10, 20);
+    EXPECT_EQ(r.take(11), refill_verdict::next);
+    EXPECT_EQ(r.take(14), refill_verdict::skipped);  // 12 and 13 are gone
+    EXPECT_EQ(r.missing(), 2u);
+    EXPECT_EQ(r.take(13), refill_verdict::duplicate);  // too late: behind what was taken
+    EXPECT_EQ(r.next(), 15u);
+    r.give_up();  // 15 .. 20 never came
+    EXPECT_TRUE(r.done());
+    EXPECT_EQ(r.missing(), 8u);
+    // Nothing missed: the re-join's last_seq is what the client had.
+    r.start(20, 20);
+    EXPECT_TRUE(r.done());
+    EXPECT_EQ(r.remaining(), 0u);
+    EXPECT_EQ(r.take(21), refill_verdict::beyond);
+}
+
+TEST(LoadStats, ReconnectCountersMerge) {
+    load_stats a, b;
+    a.drops = 2;
+    a.refilled = 10;
+    a.dropped_owed = 30;
+    a.resume_time.record(40'000'000);
+    b.drops = 1;
+    b.lost_connections = 4;
+    b.refill_missing = 1;
+    b.reclaimed_owed = 10;
+    b.rejoin_as_joined = 3;
+    b.resume_time.record(60'000'000);
+    a.merge(b);
+    EXPECT_EQ(a.drops, 3u);
+    EXPECT_EQ(a.lost_connections, 4u);
+    EXPECT_EQ(a.refilled, 10u);
+    EXPECT_EQ(a.refill_missing, 1u);
+    EXPECT_EQ(a.dropped_owed - a.reclaimed_owed, 20u);
+    EXPECT_EQ(a.rejoin_as_joined, 3u);
+    EXPECT_EQ(a.resume_time.count(), 2u);
 }
 
 TEST(DeliveryChecker, InOrderStreamFromSeveralSenders) {

@@ -1,5 +1,7 @@
 #include "load_options.hpp"
 
+#include "message_text.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <cmath>
@@ -95,6 +97,14 @@ load_options parse_load_options(int argc, char** argv) {
                    "after a turn with events, keep polling this many microseconds before sleeping (0 = off)")
         ->capture_default_str()
         ->check(CLI::Range(0u, 1'000'000u));
+    app.add_option("--reconnect-share", o.reconnect_share,
+                   "share (0..1) of clients that reset their connection once at a random moment of the run, "
+                   "reconnect (next --targets node), log in with their resume token and resume; every "
+                   "missed message must come back exactly once, in order")
+        ->capture_default_str();
+    app.add_flag("--reconnect", o.reconnect,
+                 "a client whose connection is lost during the run (node killed) reconnects to the next "
+                 "--targets node and resumes the same way (implied by --reconnect-share)");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -106,12 +116,26 @@ load_options parse_load_options(int argc, char** argv) {
         if (warm->count() == 0) o.warmup_s = 1;
     }
 
+    if (!(o.reconnect_share >= 0 && o.reconnect_share <= 1)) bad("--reconnect-share must be between 0 and 1");
+    if (o.reconnect_share > 0) o.reconnect = true;
+
     std::string why;
     auto mix = payload_mix::parse(o.mix_spec, &why);
     if (!mix) bad("--payload-mix: " + why);
     o.mix = std::move(*mix);
     if (!(o.connect_rate >= 0)) bad("--connect-rate must be a number of connections per second, like 500 or 500/s");
     if (o.clients == 0) bad("--clients must be at least 1");
+    if (o.reconnect) {
+        // Stored copies (resume, history) carry no client_seq: the text's tag says which message
+        // each is, so every text must hold a whole tag.
+        for (const payload_band& b : o.mix.bands()) {
+            if (b.weight > 0 && b.lo < message_text::max_tag)
+                bad("--reconnect needs texts of at least " + std::to_string(message_text::max_tag) +
+                    " bytes in --payload-mix (the tag that identifies a refilled message)");
+        }
+        if (o.sweep) bad("--reconnect and --reconnect-share are for a normal run, not --sweep");
+        if (o.ws) bad("--reconnect with --ws is not supported yet");
+    }
     if (o.tls && !o.unix_path.empty()) bad("--tls is for TCP: strix-chat-server serves its Unix socket plain");
     if (o.ws && !o.unix_path.empty()) bad("--ws is for TCP: strix-chat-server serves WebSocket on its --ws-port");
     if (!o.targets.empty() && !o.unix_path.empty()) bad("--targets and --unix exclude each other");

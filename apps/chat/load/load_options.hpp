@@ -49,6 +49,13 @@ struct load_options {
     double drain_timeout_s = 10;
     double setup_timeout_s = 120;
     long server_pid = 0;  ///< report this process's CPU use per step (from /proc/PID/stat)
+    /// --reconnect-share P: P (0..1) of the clients reset their connection once at a random moment
+    /// of the run and reconnect (to the next --targets node), log in with their resume token and
+    /// get what they missed through resume_req (history_req after a gap answer).
+    double reconnect_share = 0;
+    /// --reconnect: a client whose connection the server side loses during the run (a node
+    /// killed: reset, closed, refused) reconnects the same way. Implied by --reconnect-share.
+    bool reconnect = false;
     std::uint32_t poll_spin_us = 0;  ///< keep polling this long after a turn with events (0 = sleep at once)
     std::string command_line;  ///< argv joined, for the report
 };

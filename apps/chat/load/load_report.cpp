@@ -67,6 +67,30 @@ json errors_json(const load_stats& s) {
     return {{"total", s.error_total()}, {"by_code", std::move(by_code)}};
 }
 
+// --reconnect's counters (all zero without it).
+json reconnect_json(const load_stats& a) {
+    const latency_histogram& h = a.resume_time;
+    return {{"drops", a.drops},
+            {"lost_connections", a.lost_connections},
+            {"reconnects", a.reconnects},
+            {"reconnect_retries", a.reconnect_retries},
+            {"reconnect_failures", a.reconnect_failures},
+            {"tokens_refused", a.tokens_refused},
+            {"resumes", a.resumes},
+            {"refilled", a.refilled},
+            {"resume_gaps", a.resume_gaps},
+            {"gap_seqs", a.gap_seqs},
+            {"gaps_over_resume_max", a.gaps_over_max},
+            {"history_refilled", a.history_refilled},
+            {"history_retries", a.history_retries},
+            {"refill_missing", a.refill_missing},
+            {"presence_notices", a.presence},
+            {"rejoin_as_member_joined", a.rejoin_as_joined},
+            {"unconfirmed_deliveries", a.dropped_owed - a.reclaimed_owed},
+            {"resume_ms_p50", figure(static_cast<double>(h.percentile_ns(50)) / 1e6)},
+            {"resume_ms_max", figure(static_cast<double>(h.max_ns()) / 1e6)}};
+}
+
 void add_verification(json& j, const step_result& r) {
     j["sent"] = r.total.sent;
     j["acked"] = r.total.acked;
@@ -84,6 +108,8 @@ void add_verification(json& j, const step_result& r) {
     add_latency(j, r.total.latency);
     j["latency_to_server_us"] = split_json(r.total.to_server);
     j["latency_from_server_us"] = split_json(r.total.from_server);
+    j["latency_same_node_us"] = split_json(r.total.same_node);
+    j["latency_cross_node_us"] = split_json(r.total.cross_node);
     load_stats all = r.total;
     all.merge(r.warmup);
     j["errors"] = errors_json(all);
@@ -102,6 +128,8 @@ void add_verification(json& j, const step_result& r) {
     if (r.steal_s >= 0) j["steal_ms_per_s"] = figure(1000.0 * r.steal_s / r.wall_s);
     j["drained"] = r.drained;
     j["refused_deliveries"] = r.total.refused + r.warmup.refused;
+    j["excess_deliveries"] = r.excess;
+    j["reconnect"] = reconnect_json(all);
     j["verified"] = r.verified;
     j["hard_failure"] = r.hard_failure;
     j["verdict"] = r.verdict;
@@ -169,6 +197,27 @@ void print_run_summary(const load_options& o, const step_result& r, double setup
     for (std::size_t i = 0; i < error_slots; ++i) {
         if (all.errors[i] != 0) std::printf("    error %-16s %s\n", error_key(i), thousands(all.errors[i]).c_str());
     }
+    if (o.reconnect) {
+        std::printf("  reconnect   %s dropped on purpose, %s lost | %s back with a resume token (%s retried attempts, "
+                    "%s tokens refused, %s gave up) | %s resumed whole, %s refilled by resume | %s gap answers "
+                    "(%s seqs, %s over --resume-max), %s refilled by history (%s asked again), %s missing | %s deliveries of "
+                    "unconfirmed "
+                    "sends not owed | "
+                    "back in p50 %.1f ms, max %.1f ms | notices: %s member_presence, %s member_joined of "
+                    "returning members\n",
+                    thousands(all.drops).c_str(), thousands(all.lost_connections).c_str(),
+                    thousands(all.reconnects).c_str(), thousands(all.reconnect_retries).c_str(),
+                    thousands(all.tokens_refused).c_str(), thousands(all.reconnect_failures).c_str(),
+                    thousands(all.resumes).c_str(), thousands(all.refilled).c_str(),
+                    thousands(all.resume_gaps).c_str(), thousands(all.gap_seqs).c_str(),
+                    thousands(all.gaps_over_max).c_str(), thousands(all.history_refilled).c_str(),
+                    thousands(all.history_retries).c_str(),
+                    thousands(all.refill_missing).c_str(),
+                    thousands(all.dropped_owed - all.reclaimed_owed).c_str(),
+                    static_cast<double>(all.resume_time.percentile_ns(50)) / 1e6,
+                    static_cast<double>(all.resume_time.max_ns()) / 1e6, thousands(all.presence).c_str(),
+                    thousands(all.rejoin_as_joined).c_str());
+    }
     std::printf("  latency     avg %s | p50 %s | p90 %s | p99 %s | p99.9 %s | max %s (us, send to receipt)\n",
                 thousands(static_cast<std::uint64_t>(h.mean_ns() / 1000.0 + 0.5)).c_str(),
                 us_str(h.percentile_ns(50)).c_str(), us_str(h.percentile_ns(90)).c_str(),
@@ -178,6 +227,13 @@ void print_run_summary(const load_options& o, const step_result& r, double setup
                 us_str(t.to_server.percentile_ns(50)).c_str(), us_str(t.to_server.percentile_ns(99)).c_str(),
                 us_str(t.to_server.percentile_ns(99.9)).c_str(), us_str(t.from_server.percentile_ns(50)).c_str(),
                 us_str(t.from_server.percentile_ns(99)).c_str(), us_str(t.from_server.percentile_ns(99.9)).c_str());
+    if (o.targets.size() > 1) {
+        std::printf("  nodes       receiver on the sender's node p50 %s | p99 %s (%s); on another node p50 %s | p99 %s "
+                    "(%s deliveries; us)\n",
+                    us_str(t.same_node.percentile_ns(50)).c_str(), us_str(t.same_node.percentile_ns(99)).c_str(),
+                    thousands(t.same_node.count()).c_str(), us_str(t.cross_node.percentile_ns(50)).c_str(),
+                    us_str(t.cross_node.percentile_ns(99)).c_str(), thousands(t.cross_node.count()).c_str());
+    }
     std::printf("  buckets    ");
     for (std::size_t b = 0; b < latency_histogram::band_count; ++b) {
         std::printf(" %s %s (%.2f%%)%s", band_names[b], thousands(h.bands()[b]).c_str(), pct(h.bands()[b], h.count()),

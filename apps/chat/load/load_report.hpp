@@ -26,6 +26,9 @@ struct step_result {
     double drain_s = 0;            ///< from the end of sending until every delivery owed arrived
     bool drained = false;          ///< false: --drain-timeout expired first
     std::uint64_t lost = 0;        ///< deliveries owed (warmup included) that never arrived
+    std::uint64_t excess = 0;      ///< deliveries beyond those owed: of chat_req refused with an
+                                   ///< error_res, or lost with their connection and never seen by
+                                   ///< their sender, that were delivered after all
     bool verified = false;         ///< no loss, duplicate, reordering, corruption, error or disconnect
     bool hard_failure = false;     ///< duplicates, reordering, seq gaps, corruption, non-overload errors:
                                 ///< wrong at any load (loss, refusals and disconnects may be overload)

@@ -56,6 +56,8 @@ struct alignas(64) worker_mailbox {
     std::atomic<std::uint64_t> expected_all{0};
     std::atomic<std::uint64_t> delivered_all{0};
     std::atomic<std::uint64_t> disconnects{0};
+    /// --reconnect: clients between losing their connection and resuming (the drain waits for 0).
+    std::atomic<std::uint32_t> away{0};
     /// Index + 1 of the last step whose sending this worker has finished (it saw now >= t_end).
     std::atomic<std::uint32_t> sends_done{0};
 
@@ -67,7 +69,13 @@ struct alignas(64) worker_mailbox {
 
 struct load_shared {
     load_shared(const load_options& o, std::size_t workers)
-        : opt(o), text(o.mix), player_ids(o.clients), room_ids(o.rooms), room_members(o.rooms, 0), boxes(workers) {
+        : opt(o),
+          text(o.mix),
+          player_ids(o.clients),
+          room_ids(o.rooms),
+          room_members(o.rooms, 0),
+          node_of(o.clients),
+          boxes(workers) {
         for (std::uint32_t i = 0; i < o.clients; ++i) ++room_members[i % o.rooms];
     }
 
@@ -78,6 +86,9 @@ struct load_shared {
     std::vector<std::atomic<std::uint64_t>> player_ids;  ///< by client index; 0 until logged in
     std::vector<std::atomic<std::uint64_t>> room_ids;    ///< by room index; 0 until created
     std::vector<std::uint32_t> room_members;             ///< fixed: clients in each room
+    /// By client index: the --targets node its connection goes to now (written by the owning
+    /// worker at each connect, read relaxed by receivers to sort latency by same / cross node).
+    std::vector<std::atomic<std::uint32_t>> node_of;
     const client_tls_context* tls = nullptr;             ///< --tls: what every connection verifies with
     std::unordered_map<std::uint64_t, std::uint32_t> index_of_player;
 
@@ -121,6 +132,7 @@ struct load_shared {
     std::atomic<std::uint32_t> warned_errors{0};
     std::atomic<std::uint32_t> warned_order{0};
     std::atomic<std::uint32_t> warned_other{0};
+    std::atomic<std::uint32_t> warned_resume{0};
 
 private:
     std::mutex fatal_mu_;

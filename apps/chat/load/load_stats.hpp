@@ -12,6 +12,10 @@
 //   expected               deliveries the messages sent owe: members of the room at send time
 //   refused                of those, deliveries owed by chat_req the server answered with
 //                          error_res (counted as errors, not as lost)
+//   dropped_owed           of those, deliveries owed by chat_req whose connection went before
+//                          their ack (the server may or may not have taken them); reclaimed_owed
+//                          adds back the ones the sender later saw (refilled or live): owed =
+//                          expected - refused - dropped_owed + reclaimed_owed
 
 #include "latency_histogram.hpp"
 
@@ -39,6 +43,25 @@ struct load_stats {
     std::uint64_t corrupt = 0;      ///< wrong text, unknown sender, wrong room, undecodable body
     std::uint64_t disconnects = 0;  ///< connections the server closed
     std::uint64_t unexpected = 0;   ///< other unexpected frames (member_left during the run, ...)
+    // --reconnect / --reconnect-share only (zero otherwise).
+    std::uint64_t drops = 0;               ///< connections the tool reset on purpose
+    std::uint64_t lost_connections = 0;    ///< connections lost from the server's side (reset, closed)
+    std::uint64_t reconnects = 0;          ///< resume logins that succeeded
+    std::uint64_t reconnect_retries = 0;   ///< reconnect attempts that failed (refused, reset) and were retried
+    std::uint64_t reconnect_failures = 0;  ///< clients that gave up reconnecting
+    std::uint64_t tokens_refused = 0;      ///< resume tokens refused (invalid_token): logged in with the password
+    std::uint64_t resumes = 0;             ///< reconnects whose missed seqs were all refilled
+    std::uint64_t refilled = 0;            ///< messages resume_res brought
+    std::uint64_t resume_gaps = 0;         ///< resume_res answers with status gap
+    std::uint64_t gap_seqs = 0;            ///< seqs those gap answers covered
+    std::uint64_t gaps_over_max = 0;       ///< of the gap answers, those for more than 1000 seqs (--resume-max)
+    std::uint64_t history_refilled = 0;    ///< messages history_req brought after a gap answer
+    std::uint64_t history_retries = 0;     ///< history answers with a hole or short of the range, asked again
+    std::uint64_t refill_missing = 0;      ///< missed seqs neither resume nor history gave: lost
+    std::uint64_t presence = 0;            ///< member_presence notices (members dropping and coming back)
+    std::uint64_t rejoin_as_joined = 0;    ///< member_joined for a member coming back (docs: member_presence)
+    std::uint64_t dropped_owed = 0;        ///< see the table above
+    std::uint64_t reclaimed_owed = 0;      ///< see the table above
     std::uint64_t send_lag_max_ns = 0;  ///< worst lateness of a send against its schedule
     std::uint64_t busy_ns = 0;          ///< event-loop time spent between epoll waits
     std::uint64_t max_turn_ns = 0;      ///< longest such stretch: the most a receipt can be delayed
@@ -49,6 +72,12 @@ struct load_stats {
     /// server to each receiver per delivery.
     latency_histogram to_server;
     latency_histogram from_server;
+    /// --targets with several nodes: the same send-to-receipt latency, apart for deliveries whose
+    /// receiver is on the sender's node and on another one (the cross-node hop through Redis).
+    latency_histogram same_node;
+    latency_histogram cross_node;
+    /// --reconnect: from losing a connection until every missed seq was refilled (or given up).
+    latency_histogram resume_time;
 
     /// Adds `o` into this one (sums, and the maximum of the maxima). Owner thread only.
     void merge(const load_stats& o) noexcept {
@@ -67,6 +96,24 @@ struct load_stats {
         corrupt += o.corrupt;
         disconnects += o.disconnects;
         unexpected += o.unexpected;
+        drops += o.drops;
+        lost_connections += o.lost_connections;
+        reconnects += o.reconnects;
+        reconnect_retries += o.reconnect_retries;
+        reconnect_failures += o.reconnect_failures;
+        tokens_refused += o.tokens_refused;
+        resumes += o.resumes;
+        refilled += o.refilled;
+        resume_gaps += o.resume_gaps;
+        gap_seqs += o.gap_seqs;
+        gaps_over_max += o.gaps_over_max;
+        history_refilled += o.history_refilled;
+        history_retries += o.history_retries;
+        refill_missing += o.refill_missing;
+        presence += o.presence;
+        rejoin_as_joined += o.rejoin_as_joined;
+        dropped_owed += o.dropped_owed;
+        reclaimed_owed += o.reclaimed_owed;
         if (o.send_lag_max_ns > send_lag_max_ns) send_lag_max_ns = o.send_lag_max_ns;
         busy_ns += o.busy_ns;
         if (o.max_turn_ns > max_turn_ns) max_turn_ns = o.max_turn_ns;
@@ -74,6 +121,9 @@ struct load_stats {
         latency.merge(o.latency);
         to_server.merge(o.to_server);
         from_server.merge(o.from_server);
+        same_node.merge(o.same_node);
+        cross_node.merge(o.cross_node);
+        resume_time.merge(o.resume_time);
     }
 
     /// Total error_res frames of every code. Owner thread only.

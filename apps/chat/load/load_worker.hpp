@@ -11,7 +11,13 @@
 //   4. one write() per client with pending bytes (with --tls: SSL_write, a record per call)
 //   5. epoll_wait until the next send, interval boundary or control check
 //   6. read, decode and verify what arrived; flush replies; publish counters
-// Worker 0 additionally ticks the controller between turns.
+// Worker 0 additionally ticks the controller between turns. With --reconnect (or
+// --reconnect-share) step 2 also resets the connections due to drop and brings lost clients back
+// (load_worker_resume.cpp).
+//
+// Files: load_worker.cpp (the loop, control, step rows), load_worker_setup.cpp (connect, TLS,
+// login, rooms), load_worker_io.cpp (sends, flushes, reads), load_worker_frames.cpp (replies and
+// chat_msg verification), load_worker_resume.cpp (reconnect, resume, history refill).
 
 #include "load_client.hpp"
 #include "load_shared.hpp"
@@ -20,6 +26,7 @@
 #include <strix/proto/chat_generated.h>
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,6 +72,10 @@ public:
     const std::string& rooms_problem() const noexcept { return rooms_problem_; }
 
 private:
+    // Logins (connects included) one worker keeps in flight at most: enough to hide the round trips,
+    // few enough that a slow password hash does not pile up hundreds of requests at once.
+    static constexpr std::uint32_t max_logins_in_flight = 128;
+
     std::int64_t control(std::int64_t now);
     void adopt_plan();
     void finish_step();
@@ -93,6 +104,23 @@ private:
     void write_interest(load_client& c, bool on);
     void flush_dirty();
     void close_client(load_client& c, const std::string& why);
+    void release_socket(load_client& c);
+    void connect_failed(load_client& c, const std::string& why);
+    // --reconnect (load_worker_resume.cpp).
+    void plan_drops();
+    std::int64_t tick_reconnects(std::int64_t now);
+    void drop(load_client& c, std::int64_t now);
+    void lose(load_client& c, std::int64_t now, const std::string& why, bool on_purpose);
+    void on_rejoined(load_client& c, const proto::join_room_res& res);
+    void on_resume_res(load_client& c, std::span<const std::byte> frame);
+    void on_history_res(load_client& c, std::span<const std::byte> frame);
+    bool on_reconnect_error(load_client& c, const proto::error_res& res);
+    void refill(load_client& c, const proto::chat_msg& m, bool from_history);
+    void send_history(load_client& c);
+    void finish_resume(load_client& c);
+    void confirm_own(load_client& c, std::uint64_t client_seq, load_stats& s);
+    void count_verdict(load_client& c, delivery_verdict v, const proto::chat_msg& m, std::uint64_t client_seq,
+                       load_stats& s);
     void setup_failure(const load_client& c, const std::string& why);
     load_stats& sink_for_sent(std::int64_t client_ts);
     void publish();
@@ -120,7 +148,7 @@ private:
     std::uint32_t created_ = 0;
     std::uint32_t joined_ = 0;
     std::uint32_t login_retries_ = 0;
-    std::uint32_t login_window_ = 128;  // logins (connects included) in flight at most; halved on "retry later"
+    std::uint32_t login_window_ = max_logins_in_flight;  // logins (connects included) in flight at most; halved on "retry later"
     std::int64_t window_cut_at_ = 0;
     std::vector<load_client*> login_waiting_;  // told "retry later"; login_retry_at says when
 
@@ -144,6 +172,8 @@ private:
     std::uint64_t expected_all_ = 0;
     std::uint64_t delivered_all_ = 0;
     std::uint64_t disconnects_ = 0;
+    std::uint32_t away_ = 0;  // clients between losing their connection and resuming
+    std::int64_t next_reconnect_check_ = std::numeric_limits<std::int64_t>::max();
 
     int rooms_check_ = 0;
     std::string rooms_problem_;

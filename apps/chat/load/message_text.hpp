@@ -82,6 +82,28 @@ public:
                std::memcmp(got.data() + head, pattern_.data() + h % period_ + head, len - head) == 0;
     }
 
+    /// Reads the tag at the start of a text: the client_seq and sender id it was made for. False
+    /// when `text` does not start with a whole tag (texts shorter than the tag carry a prefix of
+    /// it only). A stored copy of a message (history, resume) has client_seq 0 in its chat_msg:
+    /// the tag says which message it is, and matches() then checks the rest. Any thread.
+    static bool parse_tag(std::string_view text, std::uint64_t& seq, std::uint64_t& sender_id) noexcept {
+        std::size_t i = 0;
+        const auto hex = [&](std::uint64_t& v, char end) {
+            v = 0;
+            const std::size_t from = i;
+            for (; i < text.size() && text[i] != end; ++i) {
+                const char ch = text[i];
+                const int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+                if (d < 0 || i - from >= 16) return false;
+                v = v << 4 | static_cast<std::uint64_t>(d);
+            }
+            if (i == from || i == text.size()) return false;
+            ++i;  // the end character
+            return true;
+        };
+        return hex(seq, '.') && hex(sender_id, '|');
+    }
+
     /// The longest text. Any thread.
     std::size_t max_len() const noexcept { return mix_.max_len(); }
 
