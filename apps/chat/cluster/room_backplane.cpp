@@ -57,7 +57,71 @@ local function positions(keys, args)
   return out
 end
 
+-- Presence (presence_backplane.hpp): who is online on which node, per room, changed together
+-- with the PUBLISH that tells the nodes watching the room, so a node that reads the hash after
+-- subscribing (or after an outage) misses no state. Fields "<account>:<node>", values
+-- "<incarnation> <name>".
+local function presence(keys, args)
+  local online = keys[1]
+  local channel, change, account, node, value, payload = args[1], args[2], args[3], args[4], args[5], args[6]
+  if change == 'j' or change == 'n' then
+    redis.call('HSET', online, account .. ':' .. node, value)
+  elseif change == 'f' then
+    redis.call('HDEL', online, account .. ':' .. node)
+  elseif change == 'l' or change == 'd' then
+    -- Left: the account is online nowhere in the room; deleted: nobody is.
+    local prefix = account .. ':'
+    for _, f in ipairs(redis.call('HKEYS', online)) do
+      if change == 'd' or string.sub(f, 1, #prefix) == prefix then redis.call('HDEL', online, f) end
+    end
+  end
+  redis.call('PUBLISH', channel, payload)
+  return 1
+end
+
+-- The entries of a node that is down, or of an earlier run of it (any incarnation but `keep`),
+-- in the rooms KEYS. Every node that notices calls it: deleting twice changes nothing.
+local function presence_clear(keys, args)
+  local suffix, keep = ':' .. args[1], args[2] .. ' '
+  local n = 0
+  for _, key in ipairs(keys) do
+    local all = redis.call('HGETALL', key)
+    for i = 1, #all, 2 do
+      if string.sub(all[i], -#suffix) == suffix and (keep == ' ' or string.sub(all[i + 1], 1, #keep) ~= keep) then
+        redis.call('HDEL', key, all[i])
+        n = n + 1
+      end
+    end
+  end
+  return n
+end
+
+-- list_rooms' online counts: per room, the accounts with an entry of a live node (ARGV: pairs
+-- node, incarnation of the nodes alive; none given: every entry counts).
+local function online_counts(keys, args)
+  local alive = {}
+  for i = 1, #args, 2 do alive[args[i]] = args[i + 1] end
+  local out = {}
+  for i, key in ipairs(keys) do
+    local all = redis.call('HGETALL', key)
+    local seen, n = {}, 0
+    for j = 1, #all, 2 do
+      local account, node = string.match(all[j], '^(%d+):(%d+)$')
+      local inc = string.match(all[j + 1], '^(%S+)')
+      if account and not seen[account] and (#args == 0 or alive[node] == inc) then
+        seen[account] = true
+        n = n + 1
+      end
+    end
+    out[i] = n
+  end
+  return out
+end
+
 redis.register_function('chat_publish', publish)
+redis.register_function('chat_presence', presence)
+redis.register_function('chat_presence_clear', presence_clear)
+redis.register_function{function_name = 'chat_online_counts', callback = online_counts, flags = {'no-writes'}}
 redis.register_function{function_name = 'chat_positions', callback = positions, flags = {'no-writes'}}
 redis.register_function{function_name = 'chat_since', callback = since, flags = {'no-writes'}}
 )lua";

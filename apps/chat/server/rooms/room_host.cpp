@@ -142,8 +142,11 @@ void room_host::create(room_id id, std::string name, member creator) {
         *write(room_change{room_change::kind::joined, id.value(), creator.player_id, {}, now}, true);
     auto [it, inserted] = rooms_.try_emplace(id, id, std::move(name), ctx_.eng.shard_count());
     room& r = it->second;
+    const std::uint64_t player_id = creator.player_id;
+    const std::string player_name = creator.name;
     r.add(std::move(creator));
     watch(r);
+    announce(r, presence_change::joined, player_id, player_name);
     set_gauge(counters_.rooms, rooms_.size());
     fan_out(r, room_event::kind::joined, subject, subject_shard, frames::create_room_res(r.summary()), nullptr, ticket);
 }
@@ -161,6 +164,12 @@ void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
         return;
     }
     room& r = it->second;
+    if (presence_ && !presence_->primed(id)) {
+        // Cluster mode, the node's first session in the room: who is online on the other nodes
+        // is read first, so join_room_res can say it.
+        presence_->prime(id, [this, id, m = std::move(m), rejoin]() mutable { join(id, std::move(m), rejoin, true); });
+        return;
+    }
     const std::uint64_t subject = m.session_id;
     const unsigned subject_shard = m.shard;
     if (r.contains(subject)) {
@@ -183,16 +192,19 @@ void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
     }
     const std::uint64_t player_id = m.player_id;
     const std::string name = m.name;
+    // Online on another node already (cluster mode): nothing changes for the others here.
+    const bool elsewhere = presence_ && presence_->online_elsewhere(id, player_id);
     const room::added what = r.add(std::move(m));
     if (r.size() == 1) watch(r);
     flush_notices(r);  // earlier changes: the newcomer sees their outcome in its member list
-    auto res = frames::join_room_res(r.summary(), r.accounts(), r.last_seq());
+    auto res = presence_ ? frames::join_room_res(presence_->summary(r), presence_->accounts(r), r.last_seq())
+                         : frames::join_room_res(r.summary(), r.accounts(), r.last_seq());
     fan_out(r, room_event::kind::joined, subject, subject_shard, res, nullptr, ticket, r.last_seq());
     // A new member is announced as one; a member coming back as presence; a further session of
     // an online member not at all (nothing changed for the others).
     if (what == room::added::new_member)
         notify(r, subject, subject_shard, true, frames::member_joined(id.value(), player_id, name));
-    else if (what == room::added::came_online)
+    else if (what == room::added::came_online && !elsewhere)
         notify(r, subject, subject_shard, false, frames::member_presence(id.value(), player_id, name, true));
     if (what == room::added::new_member || what == room::added::came_online)
         announce(r, what == room::added::new_member ? presence_change::joined : presence_change::online, player_id,
@@ -236,7 +248,7 @@ void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_sha
             bump(counters_.notices_coalesced);  // joined and left unnoticed: neither notice is sent
         else if (!r.empty())
             notify(r, session_id, session_shard, false, frames::member_left(id.value(), gone->player_id, gone->name));
-    } else if (last_session && !r.empty()) {
+    } else if (last_session && !r.empty() && !(presence_ && presence_->online_elsewhere(id, gone->player_id))) {
         // Disconnected: still a member, now offline (its member_joined, if pending, still goes out first).
         notify(r, session_id, session_shard, false,
                frames::member_presence(id.value(), gone->player_id, gone->name, false));

@@ -22,6 +22,7 @@
 // every node's room_feed delivers the messages; see docs/architecture.md, "The room service in
 // cluster mode".
 
+#include "cluster_presence.hpp"
 #include "member.hpp"
 #include "member_notices.hpp"
 #include "room.hpp"
@@ -59,6 +60,8 @@ struct chat_request {
 
 class room_host {
 public:
+    friend class cluster_presence;  // cluster mode: tells this shard's members of other nodes' changes
+
     /// Rooms owned by shard `self`, hosted by that shard's service (which reaches the other
     /// shards). Built on any thread; used on shard `self` only.
     room_host(chat_service& service, chat_context& ctx, unsigned self, chat_counters& counters);
@@ -162,11 +165,12 @@ private:
     void feed_message(std::string_view room_key, std::uint64_t seq, std::string_view body);
     void deliver_chat(room& r, std::uint64_t seq, std::string_view body);
     void release(room_id id);
-    // Membership and presence changes of this node's sessions, for the other nodes (a plain
-    // PUBLISH on "chat:{R}:p", no seq: not ordered with the room's messages). No-op on one node.
-    enum class presence_change : char { joined = 'j', left = 'l', online = 'n', offline = 'f' };
+    // Membership and presence changes of this node's sessions, for the other nodes
+    // (cluster_presence: the room's online hash and its channel, not ordered with the room's
+    // messages). No-op on one node.
     void announce(const room& r, presence_change what, std::uint64_t player_id, std::string_view name);
-    void on_presence(std::string_view channel, std::string_view payload);
+    // Another node deleted the room (its last member left there): forget it.
+    void deleted_elsewhere(room_id id);
     void feed_gap(std::string_view room_key, std::uint64_t from, std::uint64_t to, bool epoch_changed);
     // The feed watches a room while this node has sessions in it (0 -> 1 and 1 -> 0).
     void watch(const room& r);
@@ -188,7 +192,7 @@ private:
     const std::uint32_t node_id_;         // --node-id in cluster mode, 0 on a single node
     std::unique_ptr<redis_client> publisher_;  // cluster mode: FCALL chat_publish
     std::unique_ptr<room_feed> feed_;          // cluster mode: the watched rooms' messages
-    std::unique_ptr<redis_subscriber> presence_;  // cluster mode: the watched rooms' presence
+    std::unique_ptr<cluster_presence> presence_;  // cluster mode: the watched rooms' presence
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for replies after stop()
     // This node's own publishes by number: absent once delivered or failed, no_ticket while
     // chat_publish has not answered, else the database write's ticket (the delivery waits for
