@@ -185,4 +185,78 @@ TEST(cluster_presence, AKilledNodesMembersGoOfflineWithinTheBound) {
     EXPECT_EQ(n.b->stop(), 0) << n.logs();
 }
 
+using listing = std::vector<std::tuple<std::uint64_t, std::uint32_t, std::uint32_t>>;
+
+// list_rooms until it shows `want` (a leave's database write and the online hash may trail the
+// reply a client got by a moment), or 5 s passed; returns the last listing.
+listing list_until(chat_client& c, const listing& want) {
+    listing got;
+    eventually([&] { return (got = c.list_online()) == want; });
+    return got;
+}
+
+// Issue 19's membership scenario across two nodes: three members, one disconnects (offline, not
+// gone), one leaves, the last leaves; the room is deleted only when nobody belongs to it any
+// more, decided by the database, and list_rooms (from either node) agrees.
+TEST(cluster_presence, TheRoomGoesWithItsLastMemberAcrossTwoNodes) {
+    two_nodes n;
+    ASSERT_TRUE(n.a->ready() && n.b->ready()) << n.logs();
+    chat_client a(n.a->port()), b(n.b->port()), c(n.a->port()), d(n.b->port());
+    ASSERT_NE(a.login("ann"), 0u);
+    ASSERT_NE(b.login("ben"), 0u);
+    ASSERT_NE(c.login("cat"), 0u);
+    ASSERT_NE(d.login("dan"), 0u);
+    const std::uint64_t room = a.create("trio");
+    ASSERT_NE(room, 0u);
+    EXPECT_EQ(join_states(b, room), (std::vector<std::string>{"ann", "ben"}));
+    a.expect_member_event(proto::msg_type::member_joined, room, "ben");
+    EXPECT_EQ(join_states(c, room), (std::vector<std::string>{"ann", "ben", "cat"}));
+    a.expect_member_event(proto::msg_type::member_joined, room, "cat");
+    b.expect_member_event(proto::msg_type::member_joined, room, "cat");
+
+    // ann (node A) disconnects: still a member, offline, on both nodes.
+    a.close();
+    b.expect_presence(room, "ann", false);
+    c.expect_presence(room, "ann", false);
+    EXPECT_EQ(list_until(d, {{room, 3, 2}}), (listing{{room, 3, 2}})) << n.logs();
+
+    // ben (node B) leaves, then cat (node A): ann still belongs, so the room stays.
+    ASSERT_TRUE(b.send_leave());
+    b.expect(proto::msg_type::leave_room_res);
+    c.expect_member_event(proto::msg_type::member_left, room, "ben");
+    ASSERT_TRUE(c.send_leave());
+    c.expect(proto::msg_type::leave_room_res);
+    EXPECT_EQ(list_until(d, {{room, 1, 0}}), (listing{{room, 1, 0}})) << n.logs();
+    EXPECT_EQ(list_until(c, {{room, 1, 0}}), (listing{{room, 1, 0}})) << "the same from node A";
+    b.expect_nothing();
+    c.expect_nothing();
+
+    // dan joins on B and sees ann offline; ann's login on A brings her back as presence.
+    EXPECT_EQ(join_states(d, room), (std::vector<std::string>{"ann-", "dan"})) << n.logs();
+    chat_client a2(n.a->port());
+    ASSERT_NE(a2.login("ann"), 0u);
+    EXPECT_EQ(chat_client::member_states(a2.expect(proto::msg_type::join_room_res)),
+              (std::vector<std::string>{"ann", "dan"}));
+    d.expect_presence(room, "ann", true);
+
+    // dan leaves (B), then ann (A), the last member: the room is deleted, on both nodes.
+    ASSERT_TRUE(d.send_leave());
+    d.expect(proto::msg_type::leave_room_res);
+    a2.expect_member_event(proto::msg_type::member_left, room, "dan");
+    ASSERT_TRUE(a2.send_leave());
+    a2.expect(proto::msg_type::leave_room_res);
+    EXPECT_EQ(list_until(d, {}), listing{}) << "the last member left: the room is gone\n" << n.logs();
+    EXPECT_EQ(list_until(a2, {}), listing{}) << "the same from node A";
+    for (chat_client* x : {&d, &a2}) {
+        ASSERT_TRUE(x->send_join(room));
+        x->expect_error(proto::msg_type::join_room_req, proto::error_code::unknown_room);
+    }
+    // A later login of a former member puts nobody anywhere.
+    chat_client a3(n.b->port());
+    ASSERT_NE(a3.login("ann"), 0u);
+    a3.expect_nothing();
+    EXPECT_EQ(n.a->stop(), 0) << n.logs();
+    EXPECT_EQ(n.b->stop(), 0) << n.logs();
+}
+
 }  // namespace

@@ -241,6 +241,14 @@ void cluster_presence::announce(const room& r, presence_change what, std::uint64
     });
 }
 
+void cluster_presence::announce_deleted(room_id id) {
+    const auto cmd = presence_command(key_of(id), {node_, presence_change::deleted, 0, incarnation(), {}});
+    std::vector<std::string_view> args(cmd.begin(), cmd.end());
+    redis_->command(args, [id](std::error_code ec, const resp_reply&) {
+        if (ec) log_limited(log_level::warn, "room {}: its deletion was not published: {}", id.value(), ec.message());
+    });
+}
+
 void cluster_presence::nodes_changed(const std::map<std::uint32_t, std::string>& alive) {
     alive_ = alive;
     std::map<std::uint32_t, std::vector<std::string>> clear;

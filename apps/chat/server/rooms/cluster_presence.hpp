@@ -65,6 +65,8 @@ public:
     void prime(room_id id, std::function<void()> then);
     /// A change of this node's sessions: stored in the hash and published. Owning shard.
     void announce(const room& r, presence_change what, std::uint64_t account, std::string_view name);
+    /// This node deleted the room (in the database): the other nodes forget it. Owning shard.
+    void announce_deleted(room_id id);
     /// Whether the account has a session in the room on another (live) node. Owning shard.
     bool online_elsewhere(room_id id, std::uint64_t account) const;
     /// The room's member accounts with the online state across nodes, and its summary.

@@ -95,6 +95,19 @@ void room_host::committed(std::uint64_t upto) {
         held_.pop_front();
         send_event(h.to, std::move(h.ev));
     }
+    while (!after_commit_.empty() && after_commit_.front().first <= committed_) {
+        auto fn = std::move(after_commit_.front().second);
+        after_commit_.pop_front();
+        fn();
+    }
+}
+
+void room_host::after_commit(std::uint64_t ticket, std::function<void()> fn) {
+    if (ticket <= committed_ && after_commit_.empty()) {
+        fn();
+        return;
+    }
+    after_commit_.emplace_back(ticket, std::move(fn));
 }
 
 void room_host::fan_out(const room& r, room_event::kind what, std::uint64_t subject, unsigned subject_shard,
@@ -240,6 +253,8 @@ void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_sha
             abandoned = true;
             ticket = *write(room_change{room_change::kind::deleted, id.value(), 0, {}, now}, true);
         }
+        // In cluster mode the database decides, once this leave is stored.
+        if (clustered()) after_commit(ticket, [this, id] { delete_if_empty(id); });
     }
     fan_out(r, room_event::kind::left, session_id, session_shard, reply ? frames::leave_room_res(id.value()) : nullptr,
             nullptr, ticket);
@@ -255,7 +270,9 @@ void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_sha
     }
     if (last_session)
         announce(r, reply ? presence_change::left : presence_change::offline, gone->player_id, gone->name);
-    if (abandoned) {
+    // Cluster mode: a room without sessions here is not followed any more, so this node's view
+    // of it would go stale; the next join reads it from the database again (or finds it gone).
+    if (abandoned || (clustered() && r.empty())) {
         notices_.drop(id);
         rooms_.erase(it);
         set_gauge(counters_.rooms, rooms_.size());

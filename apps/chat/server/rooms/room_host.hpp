@@ -39,6 +39,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -118,6 +119,14 @@ public:
     /// for them. Posted by the writer thread, runs on the owner shard.
     void committed(std::uint64_t upto);
 
+    /// Cluster mode: the database deleted room `id` on this node's request (its last member
+    /// left): the other nodes are told, and the room is forgotten here. Posted by a worker.
+    void room_deleted(room_id id);
+    /// Cluster mode: fills in each room's online count (accounts online on live nodes, from
+    /// Redis; left as it is when Redis does not answer), then calls `done`. Any shard, for
+    /// that shard's room_host.
+    void online_counts(std::vector<room_summary> rooms, std::function<void(std::vector<room_summary>)> done);
+
     /// Events waiting for a commit (or behind one). Owner shard only.
     std::size_t held() const noexcept { return held_.size(); }
 
@@ -171,6 +180,11 @@ private:
     void announce(const room& r, presence_change what, std::uint64_t player_id, std::string_view name);
     // Another node deleted the room (its last member left there): forget it.
     void deleted_elsewhere(room_id id);
+    // Cluster mode, after a member left for good: the database decides whether anyone still
+    // belongs to the room, and deletes it if not (room_host_cluster_rooms.cpp).
+    void delete_if_empty(room_id id);
+    // Runs fn once write `ticket` is committed (at once for ticket 0 or one already committed).
+    void after_commit(std::uint64_t ticket, std::function<void()> fn);
     void feed_gap(std::string_view room_key, std::uint64_t from, std::uint64_t to, bool epoch_changed);
     // The feed watches a room while this node has sessions in it (0 -> 1 and 1 -> 0).
     void watch(const room& r);
@@ -189,6 +203,7 @@ private:
     std::uint64_t next_ticket_ = 1;       // the next write's ticket (per shard)
     std::uint64_t committed_ = 0;         // the writer committed every ticket up to this one
     std::deque<held_event> held_;         // decided, waiting for a commit or behind one
+    std::deque<std::pair<std::uint64_t, std::function<void()>>> after_commit_;  // by ticket, ascending
     const std::uint32_t node_id_;         // --node-id in cluster mode, 0 on a single node
     std::unique_ptr<redis_client> publisher_;  // cluster mode: FCALL chat_publish
     std::unique_ptr<room_feed> feed_;          // cluster mode: the watched rooms' messages
