@@ -100,7 +100,8 @@ public:
 
     /// Removes the session from the room. `reply`: it asked to leave: leave_room_res to it, the
     /// account no longer belongs to the room (stored; member_left to the others), and a room
-    /// nobody belongs to any more is deleted (not in cluster mode: a node's view may be stale). Without `reply` (the session closed) failures are
+    /// nobody belongs to any more is deleted (in cluster mode the database decides, once the leave is
+    /// stored: a node's view may be stale). Without `reply` (the session closed) failures are
     /// silent and the account stays a member, offline (member_presence to the others), to be put
     /// back by its next login. Either way only the account's last session in the room counts.
     /// Owner shard only.
