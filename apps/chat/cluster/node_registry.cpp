@@ -46,6 +46,11 @@ void node_registry::beat() {
     redis_->command({"SET", key_, incarnation_, "PX", ttl, "GET"},
                     [this, alive = alive_flag_, first = beats_ == 0](std::error_code ec, const resp_reply& r) {
                         if (!*alive || ec) return;
+                        if (r.type == resp_reply::kind::nil && !first) {
+                            log_limited(log_level::warn, "node {}: heartbeat expired before this beat ({} ms late)",
+                                        no_.node_id, no_.ttl.count());
+                            if (ev_.lapsed) ev_.lapsed();
+                        }
                         if (r.type == resp_reply::kind::string && r.str != incarnation_) {
                             if (first) {
                                 log(log_level::info, "node {}: a previous run's heartbeat was still alive", no_.node_id);

@@ -40,6 +40,9 @@ public:
     struct events {
         std::function<void(std::uint32_t node)> up;
         std::function<void(std::uint32_t node)> down;
+        /// This node's heartbeat had expired when it beat again (its beats were late by more
+        /// than ttl): the others may have reported it down meanwhile.
+        std::function<void()> lapsed;
     };
 
     /// Starts heartbeating and scanning at once. On the shard, or before the engine runs.

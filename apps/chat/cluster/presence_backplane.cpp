@@ -44,6 +44,8 @@ std::string encode_presence(const presence_message& m) {
 
 std::optional<presence_message> parse_presence(std::string_view s) {
     presence_message m;
+    auto version = take_word(s);
+    if (!version || !parse_uint(*version, m.version)) return std::nullopt;
     auto node = take_word(s);
     auto change = take_word(s);
     auto account = take_word(s);
@@ -71,7 +73,8 @@ std::vector<std::string> presence_command(std::string_view room, const presence_
 
 std::vector<std::string> presence_clear_command(std::span<const std::string> rooms, std::uint32_t node,
                                                 std::string_view keep) {
-    std::vector<std::string> args{"FCALL", "chat_presence_clear", std::to_string(rooms.size())};
+    std::vector<std::string> args{"FCALL", "chat_presence_clear", std::to_string(rooms.size() + 1),
+                                  "chat:node:" + std::to_string(node)};
     for (const auto& r : rooms) args.push_back(online_key(r));
     args.push_back(std::to_string(node));
     args.emplace_back(keep);
@@ -100,12 +103,23 @@ std::optional<std::vector<std::uint32_t>> parse_online_counts(const resp_reply& 
     return out;
 }
 
-std::vector<online_entry> parse_online_hash(const resp_reply& r) {
+std::vector<online_entry> parse_online_hash(const resp_reply& r, std::uint64_t* version,
+                                            std::vector<std::uint64_t>* left) {
     std::vector<online_entry> out;
+    if (version != nullptr) *version = 0;
     if (r.type != resp_reply::kind::array) return out;
     for (std::size_t i = 0; i + 1 < r.elements.size(); i += 2) {
         std::string_view field = r.elements[i].str, value = r.elements[i + 1].str;
+        if (field == "#") {
+            if (version != nullptr) parse_uint(value, *version);
+            continue;
+        }
         const auto colon = field.find(':'), sp = value.find(' ');
+        std::uint64_t account = 0;
+        if (colon != std::string_view::npos && field.substr(colon + 1) == "left") {
+            if (left != nullptr && parse_uint(field.substr(0, colon), account)) left->push_back(account);
+            continue;
+        }
         online_entry e;
         if (colon == std::string_view::npos || sp == std::string_view::npos ||
             !parse_uint(field.substr(0, colon), e.account) || !parse_uint(field.substr(colon + 1), e.node))

@@ -60,38 +60,52 @@ end
 -- Presence (presence_backplane.hpp): who is online on which node, per room, changed together
 -- with the PUBLISH that tells the nodes watching the room, so a node that reads the hash after
 -- subscribing (or after an outage) misses no state. Fields "<account>:<node>", values
--- "<incarnation> <name>".
+-- "<incarnation> <name>", "<account>:left" for an account that left, and '#' the hash's version.
 local function presence(keys, args)
   local online = keys[1]
   local channel, change, account, node, value, payload = args[1], args[2], args[3], args[4], args[5], args[6]
-  if change == 'j' or change == 'n' then
+  -- The hash's version ('#'), on the message too: a reader drops what is older than it knows.
+  local version = redis.call('HINCRBY', online, '#', 1)
+  if change == 'd' then
+    redis.call('DEL', online)
+  elseif change == 'j' or change == 'n' then
     redis.call('HSET', online, account .. ':' .. node, value)
+    redis.call('HDEL', online, account .. ':left')
   elseif change == 'f' then
     redis.call('HDEL', online, account .. ':' .. node)
-  elseif change == 'l' or change == 'd' then
-    -- Left: the account is online nowhere in the room; deleted: nobody is.
+  elseif change == 'l' then
+    -- Left: the account is online nowhere in the room, and a reader tells a leave from going
+    -- offline by the mark "<account>:left" (until the account comes back).
     local prefix = account .. ':'
     for _, f in ipairs(redis.call('HKEYS', online)) do
-      if change == 'd' or string.sub(f, 1, #prefix) == prefix then redis.call('HDEL', online, f) end
+      if string.sub(f, 1, #prefix) == prefix then redis.call('HDEL', online, f) end
     end
+    redis.call('HSET', online, account .. ':left', version)
   end
-  redis.call('PUBLISH', channel, payload)
-  return 1
+  redis.call('PUBLISH', channel, version .. ' ' .. payload)
+  return version
 end
 
 -- The entries of a node that is down, or of an earlier run of it (any incarnation but `keep`),
--- in the rooms KEYS. Every node that notices calls it: deleting twice changes nothing.
+-- in the rooms KEYS[2..]. Entries of the incarnation whose heartbeat (KEYS[1]) is alive now stay:
+-- a node seen down while its beats were late, and back since, keeps what it announced. Every
+-- node that notices calls it: deleting twice changes nothing.
 local function presence_clear(keys, args)
   local suffix, keep = ':' .. args[1], args[2] .. ' '
+  local live = redis.call('GET', keys[1])
+  live = live and (live .. ' ') or nil
   local n = 0
-  for _, key in ipairs(keys) do
-    local all = redis.call('HGETALL', key)
+  for k = 2, #keys do
+    local all = redis.call('HGETALL', keys[k])
     for i = 1, #all, 2 do
-      if string.sub(all[i], -#suffix) == suffix and (keep == ' ' or string.sub(all[i + 1], 1, #keep) ~= keep) then
-        redis.call('HDEL', key, all[i])
+      local v = all[i + 1]
+      if string.sub(all[i], -#suffix) == suffix and (keep == ' ' or string.sub(v, 1, #keep) ~= keep) and
+         not (live and string.sub(v, 1, #live) == live) then
+        redis.call('HDEL', keys[k], all[i])
         n = n + 1
       end
     end
+    if n > 0 then redis.call('HINCRBY', keys[k], '#', 1) end
   end
   return n
 end

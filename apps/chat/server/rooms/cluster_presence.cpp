@@ -8,6 +8,7 @@
 
 #include <strix/core/log.hpp>
 
+#include <algorithm>
 #include <charconv>
 
 namespace strix::chat {
@@ -33,19 +34,25 @@ const std::string& cluster_presence::incarnation() {
     return inc;
 }
 
-cluster_presence::cluster_presence(room_host& host, shard& sh, const redis_options& ro, std::uint32_t node,
-                                   const cluster_options& co, bool registry)
-    : host_(host), shard_(sh), node_(node) {
+cluster_presence::cluster_presence(room_host& host, shard& sh, const redis_options& ro, redis_client& publisher,
+                                   std::uint32_t node, const cluster_options& co, bool registry)
+    : host_(host), shard_(sh), node_(node), publisher_(publisher) {
     redis_ = std::make_unique<redis_client>(sh, ro, std::vector<std::vector<std::string>>{backplane_load_command()});
     redis_->on_connection([this](bool up) {
         // A connection after the first: Redis may have restarted empty, or others may have
         // cleared this node's entries meanwhile; put them back (idempotent for everyone).
-        if (up && connections_++ > 0) reannounce();
+        if (up && connections_++ > 0) {
+            forget_versions();
+            reannounce();
+        }
     });
     sub_ = std::make_unique<redis_subscriber>(
         sh, ro,
         redis_subscriber::events{[this](std::string_view ch, std::string_view m) { on_message(ch, m); },
-                                 [this](std::string_view ch) { on_subscribed(ch); }, nullptr});
+                                 [this](std::string_view ch) { on_subscribed(ch); },
+                                 [this](bool up) {
+                                     if (!up) forget_versions();
+                                 }});
     if (registry) {
         node_registry_options no;
         no.node_id = node;
@@ -57,6 +64,14 @@ cluster_presence::cluster_presence(room_host& host, shard& sh, const redis_optio
         ev.down = [this](std::uint32_t n) {
             log(log_level::info, "node {}: node {} is down; its members are shown offline", node_, n);
             broadcast_alive();
+        };
+        ev.lapsed = [this] {
+            // Others may have cleared this node's entries while its beats were late.
+            auto& c = host_.service_.container();
+            for (unsigned s = 0; s < c.size(); ++s)
+                c.invoke_on(s, [](chat_service& svc) {
+                    if (svc.host().presence_) svc.host().presence_->reannounce();
+                });
         };
         registry_ = std::make_unique<node_registry>(sh, ro, no, std::move(ev));
     }
@@ -92,7 +107,7 @@ void cluster_presence::unwatch(const room& r) {
     if (it->second.waiting.empty())
         rooms_.erase(it);
     else
-        it->second = room_state{{}, false, std::move(it->second.waiting)};
+        it->second = room_state{{}, false, 0, std::move(it->second.waiting)};
 }
 
 bool cluster_presence::primed(room_id id) const {
@@ -110,17 +125,34 @@ void cluster_presence::read(room_id id) {
     const std::string key = online_key(key_of(id));
     redis_->command({"HGETALL", key}, [this, alive = alive_flag_, id](std::error_code ec, const resp_reply& reply) {
         if (!*alive) return;
-        if (ec)
-            log_limited(log_level::warn, "room {}: reading who is online failed: {}", id.value(), ec.message());
-        else
-            apply_hash(id, parse_online_hash(reply));
         auto it = rooms_.find(id);
+        if (ec) {
+            log_limited(log_level::warn, "room {}: reading who is online failed: {}", id.value(), ec.message());
+        } else {
+            std::uint64_t version = 0;
+            std::vector<std::uint64_t> left;
+            auto entries = parse_online_hash(reply, &version, &left);
+            if (it != rooms_.end() && version < it->second.version) {
+                // Older than a message applied meanwhile (the channel is another connection):
+                // this read would undo it. The next one is newer.
+                read(id);
+                return;
+            }
+            apply_hash(id, entries, left);
+            it = rooms_.find(id);
+            if (it != rooms_.end()) it->second.version = std::max(it->second.version, version);
+        }
         if (it == rooms_.end()) return;
         it->second.primed = true;
         auto waiting = std::move(it->second.waiting);
         it->second.waiting.clear();
         for (auto& f : waiting) f();  // may watch or unwatch: nothing of rooms_ is held here
     });
+}
+
+void cluster_presence::forget_versions() {
+    // A Redis restarted empty numbers the versions from 1 again: the next read sets them.
+    for (auto& [id, st] : rooms_) st.version = 0;
 }
 
 void cluster_presence::on_subscribed(std::string_view channel) {
@@ -135,12 +167,15 @@ bool cluster_presence::counts(std::uint32_t node, const std::string& inc) const 
     return it != alive_->end() && it->second == inc;
 }
 
-void cluster_presence::apply_hash(room_id id, const std::vector<online_entry>& entries) {
+void cluster_presence::apply_hash(room_id id, const std::vector<online_entry>& entries,
+                                  const std::vector<std::uint64_t>& left) {
     auto rit = host_.rooms_.find(id);
     auto sit = rooms_.find(id);
     if (rit == host_.rooms_.end() || sit == rooms_.end()) return;
     room& r = rit->second;
     room_state& st = sit->second;
+    // Leaves first: an account that left is told as member_left, not as gone offline.
+    for (std::uint64_t account : left) forget_remote(r, st, account);
     std::map<entry_key, const online_entry*> now;
     std::map<std::uint32_t, bool> stale;  // nodes whose entries here are not alive
     for (const auto& e : entries) {
@@ -198,6 +233,16 @@ void cluster_presence::set_offline(room& r, room_state& st, std::uint64_t accoun
                   frames::member_presence(r.id().value(), account, a->name, false));
 }
 
+void cluster_presence::forget_remote(room& r, room_state& st, std::uint64_t account) {
+    for (auto it = st.remote.lower_bound({account, 0}); it != st.remote.end() && it->first.first == account;)
+        it = st.remote.erase(it);
+    const room_member* a = r.account(account);
+    if (a == nullptr || r.has_player(account)) return;
+    auto frame = frames::member_left(r.id().value(), account, a->name);
+    r.forget(account);
+    host_.fan_out(r, room_event::kind::notice, 0, 0, nullptr, frame);
+}
+
 void cluster_presence::on_message(std::string_view channel, std::string_view payload) {
     auto m = parse_presence(payload);
     if (!m || m->node == node_) return;  // our own: told locally already
@@ -207,6 +252,8 @@ void cluster_presence::on_message(std::string_view channel, std::string_view pay
     if (rit == host_.rooms_.end() || sit == rooms_.end()) return;
     room& r = rit->second;
     room_state& st = sit->second;
+    if (m->version <= st.version) return;  // a read applied after it was published has it
+    st.version = m->version;
     switch (m->change) {
     case presence_change::joined:
     case presence_change::online:
@@ -215,16 +262,9 @@ void cluster_presence::on_message(std::string_view channel, std::string_view pay
     case presence_change::offline:
         set_offline(r, st, m->account, m->node);
         break;
-    case presence_change::left: {
-        for (auto it = st.remote.lower_bound({m->account, 0}); it != st.remote.end() && it->first.first == m->account;)
-            it = st.remote.erase(it);
-        const room_member* a = r.account(m->account);
-        if (a == nullptr || r.has_player(m->account)) return;
-        auto frame = frames::member_left(id.value(), m->account, a->name);
-        r.forget(m->account);
-        host_.fan_out(r, room_event::kind::notice, 0, 0, nullptr, frame);
+    case presence_change::left:
+        forget_remote(r, st, m->account);
         break;
-    }
     case presence_change::deleted:
         host_.deleted_elsewhere(id);
         break;
@@ -232,24 +272,30 @@ void cluster_presence::on_message(std::string_view channel, std::string_view pay
 }
 
 void cluster_presence::announce(const room& r, presence_change what, std::uint64_t account, std::string_view name) {
-    const auto cmd = presence_command(key_of(r.id()), {node_, what, account, incarnation(), name});
+    const auto cmd = presence_command(key_of(r.id()), {0, node_, what, account, incarnation(), name});
     std::vector<std::string_view> args(cmd.begin(), cmd.end());
     // Not retried: a change lost with a Redis outage is put right by the re-announcement after
     // the reconnect (online members) and by the others' reading of the hash.
-    redis_->command(args, [id = r.id()](std::error_code ec, const resp_reply&) {
+    publisher_.command(args, [id = r.id()](std::error_code ec, const resp_reply&) {
         if (ec) log_limited(log_level::warn, "room {}: presence change not stored: {}", id.value(), ec.message());
     });
 }
 
 void cluster_presence::announce_deleted(room_id id) {
-    const auto cmd = presence_command(key_of(id), {node_, presence_change::deleted, 0, incarnation(), {}});
+    const auto cmd = presence_command(key_of(id), {0, node_, presence_change::deleted, 0, incarnation(), {}});
     std::vector<std::string_view> args(cmd.begin(), cmd.end());
-    redis_->command(args, [id](std::error_code ec, const resp_reply&) {
+    publisher_.command(args, [id](std::error_code ec, const resp_reply&) {
         if (ec) log_limited(log_level::warn, "room {}: its deletion was not published: {}", id.value(), ec.message());
     });
 }
 
 void cluster_presence::nodes_changed(const std::map<std::uint32_t, std::string>& alive) {
+    // A node alive now that was not at the last scan (back from late beats, or restarted): what
+    // it has online is in the hashes, possibly after this node dropped it from its view.
+    bool reread = false;
+    if (alive_)
+        for (const auto& [n, inc] : alive)
+            if (n != node_ && (!alive_->contains(n) || alive_->at(n) != inc)) reread = true;
     alive_ = alive;
     std::map<std::uint32_t, std::vector<std::string>> clear;
     for (auto& [id, st] : rooms_) {
@@ -267,6 +313,12 @@ void cluster_presence::nodes_changed(const std::map<std::uint32_t, std::string>&
         }
     }
     for (auto& [n, rooms] : clear) clear_node(std::move(rooms), n);
+    if (reread) {
+        std::vector<room_id> watched;
+        for (const auto& [id, st] : rooms_)
+            if (st.primed) watched.push_back(id);
+        for (room_id id : watched) read(id);
+    }
     // Seen alive again after a time others saw this node down (and may have cleared it).
     auto self = alive.find(node_);
     const bool self_alive = self != alive.end() && self->second == incarnation();

@@ -44,8 +44,11 @@ struct cluster_options;
 class cluster_presence {
 public:
     /// For room_host `host` on shard `sh`; `registry`: this shard also heartbeats the node and
-    /// watches the others (one shard per node). Built on the shard or before the engine runs.
-    cluster_presence(room_host& host, shard& sh, const redis_options& ro, std::uint32_t node,
+    /// watches the others (one shard per node). Changes are announced through `publisher` (the
+    /// room_host's chat_publish connection, so a node's presence changes and its messages reach
+    /// Redis in the order it decided them; it must outlive this object). Built on the shard or
+    /// before the engine runs.
+    cluster_presence(room_host& host, shard& sh, const redis_options& ro, redis_client& publisher, std::uint32_t node,
                      const cluster_options& co, bool registry);
     ~cluster_presence();
     cluster_presence(const cluster_presence&) = delete;
@@ -85,26 +88,36 @@ private:
     struct room_state {
         std::map<entry_key, std::string> remote;  // online elsewhere -> incarnation
         bool primed = false;
+        std::uint64_t version = 0;  // the newest hash version applied (read or message)
         std::vector<std::function<void()>> waiting;  // joins waiting for the first read
     };
 
     void read(room_id id);
-    void apply_hash(room_id id, const std::vector<online_entry>& entries);
+    void apply_hash(room_id id, const std::vector<online_entry>& entries, const std::vector<std::uint64_t>& left);
+    void forget_remote(room& r, room_state& st, std::uint64_t account);
     void on_message(std::string_view channel, std::string_view payload);
     void on_subscribed(std::string_view channel);
+    void forget_versions();
     void set_online(room& r, room_state& st, std::uint64_t account, std::uint32_t node, std::string inc,
                     std::string_view name);
     void set_offline(room& r, room_state& st, std::uint64_t account, std::uint32_t node);
     bool online_anywhere(const room& r, const room_state& st, std::uint64_t account) const;
     bool counts(std::uint32_t node, const std::string& inc) const;
     void clear_node(std::vector<std::string> rooms, std::uint32_t node);
-    void reannounce();
     void broadcast_alive();
+
+public:
+    /// Announces every online member of the watched rooms again (idempotent for the others).
+    /// Owning shard.
+    void reannounce();
+
+private:
 
     room_host& host_;
     shard& shard_;
     const std::uint32_t node_;
-    std::unique_ptr<redis_client> redis_;
+    redis_client& publisher_;
+    std::unique_ptr<redis_client> redis_;  // reads, clears, and a reconnect noticed
     std::unique_ptr<redis_subscriber> sub_;
     std::unique_ptr<node_registry> registry_;
     boost::unordered_flat_map<room_id, room_state> rooms_;

@@ -84,7 +84,8 @@ void room_host::start_cluster() {
     s.message = [this](std::string_view r, std::uint64_t seq, std::string_view body) { feed_message(r, seq, body); };
     s.gap = [this](std::string_view r, std::uint64_t from, std::uint64_t to, bool epoch) { feed_gap(r, from, to, epoch); };
     feed_ = std::make_unique<room_feed>(sh, ro, std::move(s), fo);
-    presence_ = std::make_unique<cluster_presence>(*this, sh, ro, node_id_, ctx_.options.cluster, self_ == 0);
+    presence_ =
+        std::make_unique<cluster_presence>(*this, sh, ro, *publisher_, node_id_, ctx_.options.cluster, self_ == 0);
 }
 
 void room_host::stop_cluster() {
