@@ -388,6 +388,29 @@ TEST_P(chat_store_test, RoomsAndMembershipsAreStoredLoadedAndDeleted) {
     EXPECT_EQ(raw("SELECT COUNT(*) FROM rooms WHERE deleted_at_us IS NOT NULL"), "2");
 }
 
+// Cluster mode's deletion: decided on the stored membership count, not on a node's view.
+TEST_P(chat_store_test, ARoomIsDeletedIfEmptyOnlyWhenNobodyBelongsToIt) {
+    auto store = open();
+    const auto ann = store->login("ann", "pw", true).acct.id;
+    const auto ben = store->login("ben", "pw", true).acct.id;
+    using k = room_change::kind;
+    const std::uint64_t hall = (3u << 8) | 1;
+    store->write_batch(std::vector<room_change>{{k::created, hall, 0, "hall", 10},
+                                                {k::joined, hall, ann, {}, 11},
+                                                {k::joined, hall, ben, {}, 12}},
+                       {});
+    EXPECT_FALSE(store->delete_room_if_empty(hall, 20)) << "two members belong to it";
+    store->write_batch(std::vector<room_change>{{k::left, hall, ann, {}, 21}}, {});
+    EXPECT_FALSE(open()->delete_room_if_empty(hall, 22)) << "ben still belongs to it";
+    ASSERT_EQ(store->load_rooms().size(), 1u);
+    store->write_batch(std::vector<room_change>{{k::left, hall, ben, {}, 23}}, {});
+    EXPECT_TRUE(open()->delete_room_if_empty(hall, 24)) << "nobody belongs to it";
+    EXPECT_FALSE(store->delete_room_if_empty(hall, 25)) << "deleted once only";
+    EXPECT_FALSE(store->delete_room_if_empty(hall + 256, 25)) << "an unknown room is not deleted";
+    EXPECT_TRUE(store->load_rooms().empty());
+    EXPECT_EQ(raw("SELECT COUNT(*) FROM rooms WHERE deleted_at_us = 24"), "1");
+}
+
 INSTANTIATE_TEST_SUITE_P(backends, chat_store_test, ::testing::Values(backend::sqlite, backend::postgres),
                          test::backend_name);
 

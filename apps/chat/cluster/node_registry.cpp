@@ -19,11 +19,14 @@ node_registry::node_registry(shard& sh, const redis_options& opts, node_registry
     : owner_(sh),
       no_(no),
       ev_(std::move(ev)),
-      incarnation_(new_epoch()),
+      incarnation_(no_.incarnation.empty() ? new_epoch() : no_.incarnation),
       key_(node_key(no.node_id)),
       redis_(std::make_unique<redis_client>(sh, opts)),
       beat_timer_([this] { beat(); }),
       scan_timer_([this] { scan(); }) {
+    redis_->on_connection([this](bool up) {
+        if (up && connections_++ > 0) grace_until_ = std::chrono::steady_clock::now() + no_.ttl;
+    });
     beat();
     owner_.timers().schedule(scan_timer_, owner_.ticks_for(no_.scan_interval));
 }
@@ -43,6 +46,11 @@ void node_registry::beat() {
     redis_->command({"SET", key_, incarnation_, "PX", ttl, "GET"},
                     [this, alive = alive_flag_, first = beats_ == 0](std::error_code ec, const resp_reply& r) {
                         if (!*alive || ec) return;
+                        if (r.type == resp_reply::kind::nil && !first) {
+                            log_limited(log_level::warn, "node {}: heartbeat expired before this beat ({} ms late)",
+                                        no_.node_id, no_.ttl.count());
+                            if (ev_.lapsed) ev_.lapsed();
+                        }
                         if (r.type == resp_reply::kind::string && r.str != incarnation_) {
                             if (first) {
                                 log(log_level::info, "node {}: a previous run's heartbeat was still alive", no_.node_id);
@@ -55,7 +63,9 @@ void node_registry::beat() {
                             }
                         }
                     });
-    if (beats_++ == 0) redis_->command({"SADD", nodes_key, std::to_string(no_.node_id)}, [](std::error_code, const resp_reply&) {});
+    // On every beat, not once: a Redis restarted empty must learn the node ids again.
+    ++beats_;
+    redis_->command({"SADD", nodes_key, std::to_string(no_.node_id)}, [](std::error_code, const resp_reply&) {});
 }
 
 void node_registry::scan() {
@@ -89,6 +99,8 @@ void node_registry::on_scan(const resp_reply& ids, const resp_reply& values) {
         if (r.ec != std::errc{} || values.elements[i].type != resp_reply::kind::string) continue;
         now.emplace(id, values.elements[i].str);
     }
+    if (std::chrono::steady_clock::now() < grace_until_)
+        for (const auto& [id, inc] : alive_) now.try_emplace(id, inc);  // missing, not yet reported down
     // Copy first: a callback may read alive().
     const auto before = std::exchange(alive_, now);
     for (const auto& [id, inc] : before) {

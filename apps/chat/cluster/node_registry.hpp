@@ -11,6 +11,8 @@
 // time or with a new incarnation (it restarted: what its previous run had is gone), down(id)
 // for a node whose key expired. A node's own id is reported too, so a node whose heartbeats
 // could not reach Redis for a whole ttl learns that the others consider it down.
+// After its Redis connection comes back, no node is reported down for one ttl (the heartbeats a
+// Redis restart lost are sent again meanwhile); a new incarnation is still reported at once.
 // Run it on one shard per node. Everything here is for the owning shard only.
 
 #include "apps/chat/cluster/redis_client.hpp"
@@ -30,6 +32,7 @@ struct node_registry_options {
     std::uint32_t node_id = 0;
     std::chrono::milliseconds ttl{3000};            // heartbeats every ttl/3
     std::chrono::milliseconds scan_interval{1000};
+    std::string incarnation;  // this run's; empty: a random one (new_epoch())
 };
 
 class node_registry {
@@ -37,6 +40,9 @@ public:
     struct events {
         std::function<void(std::uint32_t node)> up;
         std::function<void(std::uint32_t node)> down;
+        /// This node's heartbeat had expired when it beat again (its beats were late by more
+        /// than ttl): the others may have reported it down meanwhile.
+        std::function<void()> lapsed;
     };
 
     /// Starts heartbeating and scanning at once. On the shard, or before the engine runs.
@@ -68,6 +74,10 @@ private:
     std::uint64_t beats_ = 0;
     std::uint64_t conflicts_ = 0;
     bool scanning_ = false;
+    std::uint64_t connections_ = 0;
+    // A Redis restarted empty forgot every heartbeat: for one ttl after a reconnect, a node
+    // missing from a scan is not reported down (it beats again within ttl/3).
+    std::chrono::steady_clock::time_point grace_until_{};
     std::shared_ptr<bool> alive_flag_ = std::make_shared<bool>(true);
 };
 

@@ -57,7 +57,85 @@ local function positions(keys, args)
   return out
 end
 
+-- Presence (presence_backplane.hpp): who is online on which node, per room, changed together
+-- with the PUBLISH that tells the nodes watching the room, so a node that reads the hash after
+-- subscribing (or after an outage) misses no state. Fields "<account>:<node>", values
+-- "<incarnation> <name>", "<account>:left" for an account that left, and '#' the hash's version.
+local function presence(keys, args)
+  local online = keys[1]
+  local channel, change, account, node, value, payload = args[1], args[2], args[3], args[4], args[5], args[6]
+  -- The hash's version ('#'), on the message too: a reader drops what is older than it knows.
+  local version = redis.call('HINCRBY', online, '#', 1)
+  if change == 'd' then
+    redis.call('DEL', online)
+  elseif change == 'j' or change == 'n' then
+    redis.call('HSET', online, account .. ':' .. node, value)
+    redis.call('HDEL', online, account .. ':left')
+  elseif change == 'f' then
+    redis.call('HDEL', online, account .. ':' .. node)
+  elseif change == 'l' then
+    -- Left: the account is online nowhere in the room, and a reader tells a leave from going
+    -- offline by the mark "<account>:left" (until the account comes back).
+    local prefix = account .. ':'
+    for _, f in ipairs(redis.call('HKEYS', online)) do
+      if string.sub(f, 1, #prefix) == prefix then redis.call('HDEL', online, f) end
+    end
+    redis.call('HSET', online, account .. ':left', version)
+  end
+  redis.call('PUBLISH', channel, version .. ' ' .. payload)
+  return version
+end
+
+-- The entries of a node that is down, or of an earlier run of it (any incarnation but `keep`),
+-- in the rooms KEYS[2..]. Entries of the incarnation whose heartbeat (KEYS[1]) is alive now stay:
+-- a node seen down while its beats were late, and back since, keeps what it announced. Every
+-- node that notices calls it: deleting twice changes nothing.
+local function presence_clear(keys, args)
+  local suffix, keep = ':' .. args[1], args[2] .. ' '
+  local live = redis.call('GET', keys[1])
+  live = live and (live .. ' ') or nil
+  local n = 0
+  for k = 2, #keys do
+    local all = redis.call('HGETALL', keys[k])
+    for i = 1, #all, 2 do
+      local v = all[i + 1]
+      if string.sub(all[i], -#suffix) == suffix and (keep == ' ' or string.sub(v, 1, #keep) ~= keep) and
+         not (live and string.sub(v, 1, #live) == live) then
+        redis.call('HDEL', keys[k], all[i])
+        n = n + 1
+      end
+    end
+    if n > 0 then redis.call('HINCRBY', keys[k], '#', 1) end
+  end
+  return n
+end
+
+-- list_rooms' online counts: per room, the accounts with an entry of a live node (ARGV: pairs
+-- node, incarnation of the nodes alive; none given: every entry counts).
+local function online_counts(keys, args)
+  local alive = {}
+  for i = 1, #args, 2 do alive[args[i]] = args[i + 1] end
+  local out = {}
+  for i, key in ipairs(keys) do
+    local all = redis.call('HGETALL', key)
+    local seen, n = {}, 0
+    for j = 1, #all, 2 do
+      local account, node = string.match(all[j], '^(%d+):(%d+)$')
+      local inc = string.match(all[j + 1], '^(%S+)')
+      if account and not seen[account] and (#args == 0 or alive[node] == inc) then
+        seen[account] = true
+        n = n + 1
+      end
+    end
+    out[i] = n
+  end
+  return out
+end
+
 redis.register_function('chat_publish', publish)
+redis.register_function('chat_presence', presence)
+redis.register_function('chat_presence_clear', presence_clear)
+redis.register_function{function_name = 'chat_online_counts', callback = online_counts, flags = {'no-writes'}}
 redis.register_function{function_name = 'chat_positions', callback = positions, flags = {'no-writes'}}
 redis.register_function{function_name = 'chat_since', callback = since, flags = {'no-writes'}}
 )lua";

@@ -211,6 +211,12 @@ public:
     /// Worker thread; throws storage_error.
     virtual std::uint64_t max_room_id() = 0;
 
+    /// Deletes room `room_id` (as room_change::kind::deleted does) if no account belongs to it,
+    /// deciding under a lock on the room's row in one transaction, so the count it decides on
+    /// is the committed one (cluster mode: a node's view of the members may be stale). True
+    /// when this call deleted it. Worker thread; throws storage_error.
+    virtual bool delete_room_if_empty(std::uint64_t room_id, std::int64_t now_us) = 0;
+
     /// The account called `name`, if any. Worker thread; throws storage_error.
     virtual std::optional<account> find_account(std::string_view name) = 0;
 

@@ -126,6 +126,8 @@ const prepared statements[] = {
      "UPDATE rooms SET deleted_at_us = $2 WHERE id = $1 AND deleted_at_us IS NULL",
      {int8_oid, int8_oid}},
     {"strix_clear_members", "DELETE FROM account_rooms WHERE room_id = $1", {int8_oid}},
+    {"strix_lock_room", "SELECT id FROM rooms WHERE id = $1 AND deleted_at_us IS NULL FOR UPDATE", {int8_oid}},
+    {"strix_count_members", "SELECT COUNT(*)::BIGINT FROM account_rooms WHERE room_id = $1", {int8_oid}},
     {"strix_set_member",
      "INSERT INTO account_rooms (account_id, room_id, joined_at_us) VALUES ($1, $2, $3) "
      "ON CONFLICT (account_id) DO UPDATE SET room_id = EXCLUDED.room_id, joined_at_us = EXCLUDED.joined_at_us",
@@ -274,6 +276,35 @@ public:
     std::uint64_t count_chat_logs() override { return static_cast<std::uint64_t>(scalar("strix_count_logs")); }
 
     std::uint64_t max_room_id() override { return static_cast<std::uint64_t>(scalar("strix_max_room")); }
+
+    bool delete_room_if_empty(std::uint64_t room_id, std::int64_t now_us) override {
+        return retrying([&] {
+            exec("BEGIN");
+            try {
+                params p(1);
+                p.add(room_id);
+                // The row lock first: the count below is a new statement, so it sees every
+                // membership committed before the lock was granted (READ COMMITTED).
+                auto locked = exec_prepared("strix_lock_room", p, PGRES_TUPLES_OK);
+                bool deleted = false;
+                if (::PQntuples(locked.get()) == 1) {
+                    auto n = exec_prepared("strix_count_members", p, PGRES_TUPLES_OK);
+                    if (from_be64(::PQgetvalue(n.get(), 0, 0)) == 0) {
+                        params d(2);
+                        d.add(room_id);
+                        d.add(now_us);
+                        exec_prepared("strix_delete_room", d, PGRES_COMMAND_OK);
+                        deleted = true;
+                    }
+                }
+                exec("COMMIT");
+                return deleted;
+            } catch (...) {
+                rollback_quietly();
+                throw;
+            }
+        });
+    }
 
     std::optional<account> find_account(std::string_view name) override {
         return retrying([&]() -> std::optional<account> {

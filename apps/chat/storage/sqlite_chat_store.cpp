@@ -336,6 +336,30 @@ public:
 
     std::uint64_t max_room_id() override { return static_cast<std::uint64_t>(scalar(max_room_)); }
 
+    bool delete_room_if_empty(std::uint64_t room_id, std::int64_t now_us) override {
+        // BEGIN IMMEDIATE takes the write lock: no membership changes between count and update.
+        exec("BEGIN IMMEDIATE");
+        try {
+            statement count(db_,
+                            "SELECT (SELECT COUNT(*) FROM account_rooms WHERE room_id = ?1), "
+                            "(SELECT COUNT(*) FROM rooms WHERE id = ?1 AND deleted_at_us IS NULL)");
+            count.bind(1, room_id);
+            const bool empty = count.step() && count.column_i64(0) == 0 && count.column_i64(1) == 1;
+            count.reset();
+            if (empty) {
+                reset_guard g{delete_room_};
+                delete_room_.bind(1, room_id);
+                delete_room_.bind(2, now_us);
+                delete_room_.step();
+            }
+            exec("COMMIT");
+            return empty;
+        } catch (...) {
+            ::sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+            throw;
+        }
+    }
+
     std::optional<account> find_account(std::string_view name) override {
         if (auto found = select_account(name)) return account{found->id, std::string(name)};
         return std::nullopt;

@@ -15,6 +15,10 @@ void add_cluster_options(CLI::App& app, cluster_options& c) {
     app.add_option("--node-ttl-ms", c.node_ttl_ms,
                    "cluster mode: a node silent this long is offline for the others (heartbeats every third of it)")
         ->capture_default_str();
+    app.add_option("--node-scan-ms", c.node_scan_ms,
+                   "cluster mode: how often a node looks for nodes gone silent (their members are shown offline "
+                   "within --node-ttl-ms plus this)")
+        ->capture_default_str();
     app.add_option("--position-check-ms", c.position_check_ms,
                    "cluster mode: how often a node compares each room's seq in Redis with what it delivered")
         ->capture_default_str();
@@ -38,6 +42,7 @@ std::string validate_cluster(const cluster_options& c, const std::string& db) {
     }
     if (c.node_id == 0 || c.node_id > 65535) return "--cluster needs --node-id between 1 and 65535, different on every node";
     if (c.node_ttl_ms < 300) return "--node-ttl-ms must be at least 300";
+    if (c.node_scan_ms < 10) return "--node-scan-ms must be at least 10";
     if (c.position_check_ms < 10) return "--position-check-ms must be at least 10";
     if (c.stream_max < 10) return "--stream-max must be at least 10";
     return {};

@@ -16,6 +16,7 @@ struct cluster_options {
     std::string redis;               // --cluster redis://host:port; empty = a single node
     std::uint32_t node_id = 0;       // --node-id: 1..65535, unique per node
     std::uint32_t node_ttl_ms = 3000;  // --node-ttl-ms: a silent node is offline after this (+ a scan)
+    std::uint32_t node_scan_ms = 1000; // --node-scan-ms: how often a node looks for dead nodes
     std::uint32_t position_check_ms = 1000;  // --position-check-ms: the pub/sub stall check's period
     std::uint32_t stream_max = 1000;  // --stream-max: messages per room kept in Redis (about)
 

@@ -95,6 +95,19 @@ void room_host::committed(std::uint64_t upto) {
         held_.pop_front();
         send_event(h.to, std::move(h.ev));
     }
+    while (!after_commit_.empty() && after_commit_.front().first <= committed_) {
+        auto fn = std::move(after_commit_.front().second);
+        after_commit_.pop_front();
+        fn();
+    }
+}
+
+void room_host::after_commit(std::uint64_t ticket, std::function<void()> fn) {
+    if (ticket <= committed_ && after_commit_.empty()) {
+        fn();
+        return;
+    }
+    after_commit_.emplace_back(ticket, std::move(fn));
 }
 
 void room_host::fan_out(const room& r, room_event::kind what, std::uint64_t subject, unsigned subject_shard,
@@ -142,8 +155,11 @@ void room_host::create(room_id id, std::string name, member creator) {
         *write(room_change{room_change::kind::joined, id.value(), creator.player_id, {}, now}, true);
     auto [it, inserted] = rooms_.try_emplace(id, id, std::move(name), ctx_.eng.shard_count());
     room& r = it->second;
+    const std::uint64_t player_id = creator.player_id;
+    const std::string player_name = creator.name;
     r.add(std::move(creator));
     watch(r);
+    announce(r, presence_change::joined, player_id, player_name);
     set_gauge(counters_.rooms, rooms_.size());
     fan_out(r, room_event::kind::joined, subject, subject_shard, frames::create_room_res(r.summary()), nullptr, ticket);
 }
@@ -161,6 +177,12 @@ void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
         return;
     }
     room& r = it->second;
+    if (presence_ && !presence_->primed(id)) {
+        // Cluster mode, the node's first session in the room: who is online on the other nodes
+        // is read first, so join_room_res can say it.
+        presence_->prime(id, [this, id, m = std::move(m), rejoin]() mutable { join(id, std::move(m), rejoin, true); });
+        return;
+    }
     const std::uint64_t subject = m.session_id;
     const unsigned subject_shard = m.shard;
     if (r.contains(subject)) {
@@ -183,16 +205,19 @@ void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
     }
     const std::uint64_t player_id = m.player_id;
     const std::string name = m.name;
+    // Online on another node already (cluster mode): nothing changes for the others here.
+    const bool elsewhere = presence_ && presence_->online_elsewhere(id, player_id);
     const room::added what = r.add(std::move(m));
     if (r.size() == 1) watch(r);
     flush_notices(r);  // earlier changes: the newcomer sees their outcome in its member list
-    auto res = frames::join_room_res(r.summary(), r.accounts(), r.last_seq());
+    auto res = presence_ ? frames::join_room_res(presence_->summary(r), presence_->accounts(r), r.last_seq())
+                         : frames::join_room_res(r.summary(), r.accounts(), r.last_seq());
     fan_out(r, room_event::kind::joined, subject, subject_shard, res, nullptr, ticket, r.last_seq());
     // A new member is announced as one; a member coming back as presence; a further session of
     // an online member not at all (nothing changed for the others).
     if (what == room::added::new_member)
         notify(r, subject, subject_shard, true, frames::member_joined(id.value(), player_id, name));
-    else if (what == room::added::came_online)
+    else if (what == room::added::came_online && !elsewhere)
         notify(r, subject, subject_shard, false, frames::member_presence(id.value(), player_id, name, true));
     if (what == room::added::new_member || what == room::added::came_online)
         announce(r, what == room::added::new_member ? presence_change::joined : presence_change::online, player_id,
@@ -228,6 +253,8 @@ void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_sha
             abandoned = true;
             ticket = *write(room_change{room_change::kind::deleted, id.value(), 0, {}, now}, true);
         }
+        // In cluster mode the database decides, once this leave is stored.
+        if (clustered()) after_commit(ticket, [this, id] { delete_if_empty(id); });
     }
     fan_out(r, room_event::kind::left, session_id, session_shard, reply ? frames::leave_room_res(id.value()) : nullptr,
             nullptr, ticket);
@@ -236,14 +263,16 @@ void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_sha
             bump(counters_.notices_coalesced);  // joined and left unnoticed: neither notice is sent
         else if (!r.empty())
             notify(r, session_id, session_shard, false, frames::member_left(id.value(), gone->player_id, gone->name));
-    } else if (last_session && !r.empty()) {
+    } else if (last_session && !r.empty() && !(presence_ && presence_->online_elsewhere(id, gone->player_id))) {
         // Disconnected: still a member, now offline (its member_joined, if pending, still goes out first).
         notify(r, session_id, session_shard, false,
                frames::member_presence(id.value(), gone->player_id, gone->name, false));
     }
     if (last_session)
         announce(r, reply ? presence_change::left : presence_change::offline, gone->player_id, gone->name);
-    if (abandoned) {
+    // Cluster mode: a room without sessions here is not followed any more, so this node's view
+    // of it would go stale; the next join reads it from the database again (or finds it gone).
+    if (abandoned || (clustered() && r.empty())) {
         notices_.drop(id);
         rooms_.erase(it);
         set_gauge(counters_.rooms, rooms_.size());

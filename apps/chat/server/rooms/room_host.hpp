@@ -22,6 +22,7 @@
 // every node's room_feed delivers the messages; see docs/architecture.md, "The room service in
 // cluster mode".
 
+#include "cluster_presence.hpp"
 #include "member.hpp"
 #include "member_notices.hpp"
 #include "room.hpp"
@@ -38,6 +39,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,6 +61,8 @@ struct chat_request {
 
 class room_host {
 public:
+    friend class cluster_presence;  // cluster mode: tells this shard's members of other nodes' changes
+
     /// Rooms owned by shard `self`, hosted by that shard's service (which reaches the other
     /// shards). Built on any thread; used on shard `self` only.
     room_host(chat_service& service, chat_context& ctx, unsigned self, chat_counters& counters);
@@ -96,7 +100,8 @@ public:
 
     /// Removes the session from the room. `reply`: it asked to leave: leave_room_res to it, the
     /// account no longer belongs to the room (stored; member_left to the others), and a room
-    /// nobody belongs to any more is deleted (not in cluster mode: a node's view may be stale). Without `reply` (the session closed) failures are
+    /// nobody belongs to any more is deleted (in cluster mode the database decides, once the leave is
+    /// stored: a node's view may be stale). Without `reply` (the session closed) failures are
     /// silent and the account stays a member, offline (member_presence to the others), to be put
     /// back by its next login. Either way only the account's last session in the room counts.
     /// Owner shard only.
@@ -114,6 +119,14 @@ public:
     /// The writer committed every write of this shard up to ticket `upto`: deliver what waited
     /// for them. Posted by the writer thread, runs on the owner shard.
     void committed(std::uint64_t upto);
+
+    /// Cluster mode: the database deleted room `id` on this node's request (its last member
+    /// left): the other nodes are told, and the room is forgotten here. Posted by a worker.
+    void room_deleted(room_id id);
+    /// Cluster mode: fills in each room's online count (accounts online on live nodes, from
+    /// Redis; left as it is when Redis does not answer), then calls `done`. Any shard, for
+    /// that shard's room_host.
+    void online_counts(std::vector<room_summary> rooms, std::function<void(std::vector<room_summary>)> done);
 
     /// Events waiting for a commit (or behind one). Owner shard only.
     std::size_t held() const noexcept { return held_.size(); }
@@ -162,11 +175,17 @@ private:
     void feed_message(std::string_view room_key, std::uint64_t seq, std::string_view body);
     void deliver_chat(room& r, std::uint64_t seq, std::string_view body);
     void release(room_id id);
-    // Membership and presence changes of this node's sessions, for the other nodes (a plain
-    // PUBLISH on "chat:{R}:p", no seq: not ordered with the room's messages). No-op on one node.
-    enum class presence_change : char { joined = 'j', left = 'l', online = 'n', offline = 'f' };
+    // Membership and presence changes of this node's sessions, for the other nodes
+    // (cluster_presence: the room's online hash and its channel, not ordered with the room's
+    // messages). No-op on one node.
     void announce(const room& r, presence_change what, std::uint64_t player_id, std::string_view name);
-    void on_presence(std::string_view channel, std::string_view payload);
+    // Another node deleted the room (its last member left there): forget it.
+    void deleted_elsewhere(room_id id);
+    // Cluster mode, after a member left for good: the database decides whether anyone still
+    // belongs to the room, and deletes it if not (room_host_cluster_rooms.cpp).
+    void delete_if_empty(room_id id);
+    // Runs fn once write `ticket` is committed (at once for ticket 0 or one already committed).
+    void after_commit(std::uint64_t ticket, std::function<void()> fn);
     void feed_gap(std::string_view room_key, std::uint64_t from, std::uint64_t to, bool epoch_changed);
     // The feed watches a room while this node has sessions in it (0 -> 1 and 1 -> 0).
     void watch(const room& r);
@@ -185,10 +204,11 @@ private:
     std::uint64_t next_ticket_ = 1;       // the next write's ticket (per shard)
     std::uint64_t committed_ = 0;         // the writer committed every ticket up to this one
     std::deque<held_event> held_;         // decided, waiting for a commit or behind one
+    std::deque<std::pair<std::uint64_t, std::function<void()>>> after_commit_;  // by ticket, ascending
     const std::uint32_t node_id_;         // --node-id in cluster mode, 0 on a single node
     std::unique_ptr<redis_client> publisher_;  // cluster mode: FCALL chat_publish
     std::unique_ptr<room_feed> feed_;          // cluster mode: the watched rooms' messages
-    std::unique_ptr<redis_subscriber> presence_;  // cluster mode: the watched rooms' presence
+    std::unique_ptr<cluster_presence> presence_;  // cluster mode: the watched rooms' presence
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for replies after stop()
     // This node's own publishes by number: absent once delivered or failed, no_ticket while
     // chat_publish has not answered, else the database write's ticket (the delivery waits for

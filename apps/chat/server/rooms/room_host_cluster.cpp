@@ -71,8 +71,6 @@ std::optional<wire_chat> decode(std::string_view s) {
 
 std::string room_key(room_id id) { return std::to_string(id.value()); }
 
-std::string presence_channel(room_id id) { return "chat:{" + room_key(id) + "}:p"; }
-
 }  // namespace
 
 void room_host::start_cluster() {
@@ -86,10 +84,8 @@ void room_host::start_cluster() {
     s.message = [this](std::string_view r, std::uint64_t seq, std::string_view body) { feed_message(r, seq, body); };
     s.gap = [this](std::string_view r, std::uint64_t from, std::uint64_t to, bool epoch) { feed_gap(r, from, to, epoch); };
     feed_ = std::make_unique<room_feed>(sh, ro, std::move(s), fo);
-    presence_ = std::make_unique<redis_subscriber>(
-        sh, ro,
-        redis_subscriber::events{[this](std::string_view ch, std::string_view m) { on_presence(ch, m); }, nullptr,
-                                 nullptr});
+    presence_ =
+        std::make_unique<cluster_presence>(*this, sh, ro, *publisher_, node_id_, ctx_.options.cluster, self_ == 0);
 }
 
 void room_host::stop_cluster() {
@@ -102,59 +98,17 @@ void room_host::stop_cluster() {
 void room_host::watch(const room& r) {
     if (!feed_) return;
     feed_->watch(room_key(r.id()), r.last_seq());
-    presence_->subscribe(presence_channel(r.id()));
+    presence_->watch(r);
 }
 
 void room_host::unwatch(const room& r) {
     if (!feed_) return;
     feed_->unwatch(room_key(r.id()));
-    presence_->unsubscribe(presence_channel(r.id()));
+    presence_->unwatch(r);
 }
 
 void room_host::announce(const room& r, presence_change what, std::uint64_t player_id, std::string_view name) {
-    if (!publisher_) return;
-    std::string payload = std::to_string(node_id_) + ' ' + static_cast<char>(what) + ' ' + std::to_string(player_id) +
-                          ' ' + std::string(name);
-    const std::string channel = presence_channel(r.id());
-    // Fire and forget: a presence change lost with a Redis outage is not recovered (yet).
-    publisher_->command({"PUBLISH", channel, payload}, [](std::error_code, const resp_reply&) {});
-}
-
-void room_host::on_presence(std::string_view channel, std::string_view payload) {
-    // "chat:{<room>}:p" carries "<node> <change> <player_id> <name>".
-    const auto open = channel.find('{'), close = channel.find('}');
-    if (open == std::string_view::npos || close == std::string_view::npos || close < open) return;
-    std::uint64_t v = 0, node = 0, player_id = 0;
-    std::from_chars(channel.data() + open + 1, channel.data() + close, v);
-    std::string_view p = payload;
-    if (!take_number(p, node) || p.size() < 2 || p[1] != ' ') return;
-    const char what = p[0];
-    p.remove_prefix(2);
-    if (!take_number(p, player_id) || node == node_id_) return;  // our own: already told locally
-    auto it = rooms_.find(room_id(v));
-    if (it == rooms_.end()) return;
-    room& r = it->second;
-    shared_buffer_ptr frame;
-    switch (static_cast<presence_change>(what)) {
-    case presence_change::joined:
-        if (r.account(player_id) != nullptr) return;
-        r.mark_absent(player_id, std::string(p));
-        frame = frames::member_joined(v, player_id, p);
-        break;
-    case presence_change::left:
-        if (r.account(player_id) == nullptr || r.has_player(player_id)) return;
-        r.forget(player_id);
-        frame = frames::member_left(v, player_id, p);
-        break;
-    case presence_change::online:
-    case presence_change::offline:
-        // The online state of another node's sessions is not kept here, only passed on.
-        frame = frames::member_presence(v, player_id, p, what == static_cast<char>(presence_change::online));
-        break;
-    default:
-        return;
-    }
-    fan_out(r, room_event::kind::notice, 0, 0, nullptr, frame);
+    if (presence_) presence_->announce(r, what, player_id, name);
 }
 
 void room_host::cluster_chat(room& r, chat_request& req) {

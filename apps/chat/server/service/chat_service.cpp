@@ -269,6 +269,10 @@ void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
 }
 
 void chat_service::handle_list(player& p) {
+    if (host_.clustered()) {
+        handle_list_cluster(p);  // the other nodes' rooms too
+        return;
+    }
     // Every shard's rooms, gathered back here; the reply goes out when all have answered. Each
     // list copies every room until then, so a session has one in progress at a time (the next
     // waits behind it like any request).

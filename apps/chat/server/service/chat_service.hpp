@@ -108,6 +108,9 @@ private:
     void handle_leave(player& p);
     void handle_chat(player& p, std::span<const std::byte> frame);
     void handle_list(player& p);
+    // Cluster mode (chat_service_cluster.cpp): every room of the shared database, read on a
+    // worker, with online counts from Redis.
+    void handle_list_cluster(player& p);
     void handle_ping(player& p, std::span<const std::byte> frame);
     // History and resume (chat_service_history.cpp): read on a database worker, answered here.
     void handle_history(player& p, std::span<const std::byte> frame);
