@@ -26,6 +26,7 @@
 #include "member_notices.hpp"
 #include "room.hpp"
 #include "room_event.hpp"
+#include "room_gap_fill.hpp"
 #include "room_id.hpp"
 #include "apps/chat/cluster/redis_client.hpp"
 #include "apps/chat/cluster/room_feed.hpp"
@@ -160,6 +161,9 @@ private:
     void cluster_chat(room& r, chat_request& req);
     void load_room(room_id id, member m, bool rejoin);
     void feed_message(std::string_view room_key, std::uint64_t seq, std::string_view body);
+    // A room's next message in seq order (from the feed, or a gap's from the database; an empty
+    // body: seqs up to `seq` are lost, reported to the members as a gap).
+    void feed_ordered(room_id id, std::uint64_t seq, std::string_view body);
     void deliver_chat(room& r, std::uint64_t seq, std::string_view body);
     void release(room_id id);
     // Membership and presence changes of this node's sessions, for the other nodes (a plain
@@ -189,6 +193,7 @@ private:
     std::unique_ptr<redis_client> publisher_;  // cluster mode: FCALL chat_publish
     std::unique_ptr<room_feed> feed_;          // cluster mode: the watched rooms' messages
     std::unique_ptr<redis_subscriber> presence_;  // cluster mode: the watched rooms' presence
+    std::unique_ptr<room_gap_fill> gap_fill_;     // cluster mode: the feed's gaps, from the database
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for replies after stop()
     // This node's own publishes by number: absent once delivered or failed, no_ticket while
     // chat_publish has not answered, else the database write's ticket (the delivery waits for

@@ -86,6 +86,15 @@ void room_host::start_cluster() {
     s.message = [this](std::string_view r, std::uint64_t seq, std::string_view body) { feed_message(r, seq, body); };
     s.gap = [this](std::string_view r, std::uint64_t from, std::uint64_t to, bool epoch) { feed_gap(r, from, to, epoch); };
     feed_ = std::make_unique<room_feed>(sh, ro, std::move(s), fo);
+    room_gap_fill::sink g;
+    g.stored = [this](room_id id, chat_log_entry&& e) {
+        // Node 0 is no node: a stored message is never one of ours waiting for its reply.
+        feed_ordered(id, e.seq,
+                     encode({e.sender_id, static_cast<std::uint64_t>(e.server_ts_us), 0, 0, 0, 0, e.sender_name, e.text}));
+    };
+    g.missing = [this](room_id id, std::uint64_t, std::uint64_t to) { feed_ordered(id, to, {}); };
+    g.released = [this](room_id id, std::uint64_t seq, std::string&& body) { feed_ordered(id, seq, body); };
+    gap_fill_ = std::make_unique<room_gap_fill>(sh, ctx_.pool, std::move(g));
     presence_ = std::make_unique<redis_subscriber>(
         sh, ro,
         redis_subscriber::events{[this](std::string_view ch, std::string_view m) { on_presence(ch, m); }, nullptr,
@@ -94,6 +103,7 @@ void room_host::start_cluster() {
 
 void room_host::stop_cluster() {
     *alive_ = false;
+    gap_fill_.reset();
     feed_.reset();
     presence_.reset();
     publisher_.reset();  // fails what is in flight: those callbacks find alive_ false
@@ -212,6 +222,12 @@ void room_host::feed_message(std::string_view key, std::uint64_t seq, std::strin
     std::uint64_t v = 0;
     std::from_chars(key.data(), key.data() + key.size(), v);
     const room_id id(v);
+    // Behind a gap being read from the database: held, then released in order.
+    if (gap_fill_ && gap_fill_->hold(id, seq, body)) return;
+    feed_ordered(id, seq, body);
+}
+
+void room_host::feed_ordered(room_id id, std::uint64_t seq, std::string_view body) {
     auto it = rooms_.find(id);
     if (it == rooms_.end()) return;
     if (seq > it->second.last_seq()) it->second.restore_seq(seq);
@@ -248,6 +264,14 @@ void room_host::release(room_id id) {
 }
 
 void room_host::deliver_chat(room& r, std::uint64_t seq, std::string_view body) {
+    if (body.empty()) {
+        // Lost seqs up to `seq` (neither Redis nor the database has them): told the way resume
+        // tells a gap, in their place in the room's order (docs/protocol.md, "Cluster gaps").
+        flush_notices(r);
+        fan_out(r, room_event::kind::message, 0, 0, nullptr, frames::resume_res(r.id().value(), true, {}, seq, 0, false),
+                0, seq);
+        return;
+    }
     auto w = decode(body);
     if (!w) {
         log_limited(log_level::warn, "room {}: undecodable message {} from the backplane", r.id().value(), seq);
@@ -276,13 +300,18 @@ void room_host::deliver_chat(room& r, std::uint64_t seq, std::string_view body) 
 }
 
 void room_host::feed_gap(std::string_view key, std::uint64_t from, std::uint64_t to, bool epoch_changed) {
-    // Not filled from the database yet (see docs/architecture.md): the members miss (from, to].
-    log_limited(log_level::warn, "room {}: messages ({}, {}] are not in Redis any more ({})", key, from, to,
-                epoch_changed ? "new epoch" : "stream trimmed");
     std::uint64_t v = 0;
     std::from_chars(key.data(), key.data() + key.size(), v);
-    auto it = rooms_.find(room_id(v));
-    if (it != rooms_.end() && to > it->second.last_seq()) it->second.restore_seq(to);
+    if (to < from) {
+        // A new epoch whose seqs restarted below what was delivered (the first publisher's floor
+        // lagged): seqs (to, from] come again with other messages. Cannot be repaired here.
+        log_limited(log_level::error, "room {}: Redis restarted the room's seqs at {} below {} delivered", key, to, from);
+        return;
+    }
+    if (to == from) return;  // a new epoch continuing the seqs: nothing lost
+    log_limited(log_level::info, "room {}: messages ({}, {}] are not in Redis any more ({}); reading the database", key,
+                from, to, epoch_changed ? "new epoch" : "stream trimmed");
+    gap_fill_->gap(room_id(v), from, to);
 }
 
 void room_host::load_room(room_id id, member m, bool rejoin) {
