@@ -320,9 +320,7 @@ void room_host::load_room(room_id id, member m, bool rejoin) {
     const bool queued = ctx_.pool.try_submit([services, self, id, m, rejoin](chat_store& store) mutable {
         std::optional<stored_room> found;
         try {
-            // Every room, to pick one: enough for now (a per-room read is left to do).
-            for (auto& r : store.load_rooms())
-                if (r.id == id.value()) found = std::move(r);
+            found = store.load_room(id.value());
         } catch (const std::exception& e) {
             log_limited(log_level::warn, "loading room {} failed: {}", id.value(), e.what());
         }
