@@ -160,6 +160,14 @@ private:
     void stop_cluster();
     void cluster_chat(room& r, chat_request& req);
     void load_room(room_id id, member m, bool rejoin);
+    // The floor a chat_publish passes (Redis starts a room that lost its state there): the
+    // highest seq known taken, from this node's feed, its own publish replies and the database,
+    // read again for a room's first publish after every reconnect of the publisher
+    // (room_host_cluster_floor.cpp). False: req waits for that read and is published after it.
+    bool floor_ready(room& r, chat_request& req);
+    std::uint64_t floor_of(const room& r) const;
+    void published(room_id id, std::uint64_t seq);
+    void floor_read(room_id id, std::uint64_t newest, std::uint64_t conn);
     void feed_message(std::string_view room_key, std::uint64_t seq, std::string_view body);
     // A room's next message in seq order (from the feed, or a gap's from the database; an empty
     // body: seqs up to `seq` are lost, reported to the members as a gap).
@@ -204,6 +212,13 @@ private:
     // Per room, the feed's messages held behind one of ours whose chat_publish reply (and so
     // its ticket) has not come yet: pub/sub may be faster than the command connection.
     boost::unordered_flat_map<room_id, std::deque<std::pair<std::uint64_t, std::string>>> stashed_;
+    struct publish_floor {
+        std::uint64_t seq = 0;                // the highest seq known taken besides the room's last_seq
+        std::uint64_t checked = ~std::uint64_t{0};  // the publisher's connects() the database was read at
+        bool reading = false;                 // a read of the database's last seq is in flight
+        std::deque<chat_request> waiting;     // chats for the room meanwhile, in arrival order
+    };
+    boost::unordered_flat_map<room_id, publish_floor> floors_;
 };
 
 }  // namespace strix::chat

@@ -169,6 +169,7 @@ void room_host::on_presence(std::string_view channel, std::string_view payload) 
 
 void room_host::cluster_chat(room& r, chat_request& req) {
     if (!publisher_) return;  // stopping
+    if (!floor_ready(r, req)) return;
     const std::int64_t ts = now_us();
     const std::uint64_t no = ++publish_no_;
     const std::string body = encode({req.sender.player_id, static_cast<std::uint64_t>(ts), req.client_ts,
@@ -176,7 +177,7 @@ void room_host::cluster_chat(room& r, chat_request& req) {
     own_[no] = no_ticket;
     const auto& co = ctx_.options.cluster;
     // The floor: a room Redis has no state of continues after what this node knows of it.
-    const auto cmd = publish_command(room_key(r.id()), body, co.stream_max, new_epoch(), 0, r.last_seq());
+    const auto cmd = publish_command(room_key(r.id()), body, co.stream_max, new_epoch(), 0, floor_of(r));
     std::vector<std::string_view> args(cmd.begin(), cmd.end());
     chat_log_entry entry;
     entry.room_id = r.id().value();
@@ -204,6 +205,7 @@ void room_host::cluster_chat(room& r, chat_request& req) {
             return;
         }
         entry.seq = at->seq;
+        published(id, at->seq);
         bump(counters_.chat_messages);
         // The members see it through the feed; the database keeps it. A full queue here loses
         // the stored copy only (counted and logged, history then has a hole at this seq).
