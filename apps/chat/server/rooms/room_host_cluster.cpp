@@ -313,7 +313,7 @@ void room_host::feed_gap(std::string_view key, std::uint64_t from, std::uint64_t
     if (to == from) return;  // a new epoch continuing the seqs: nothing lost
     log_limited(log_level::info, "room {}: messages ({}, {}] are not in Redis any more ({}); reading the database", key,
                 from, to, epoch_changed ? "new epoch" : "stream trimmed");
-    gap_fill_->gap(room_id(v), from, to);
+    if (gap_fill_) gap_fill_->gap(room_id(v), from, to);
 }
 
 void room_host::load_room(room_id id, member m, bool rejoin) {
