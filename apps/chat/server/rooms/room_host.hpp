@@ -212,6 +212,13 @@ private:
     // Per room, the feed's messages held behind one of ours whose chat_publish reply (and so
     // its ticket) has not come yet: pub/sub may be faster than the command connection.
     boost::unordered_flat_map<room_id, std::deque<std::pair<std::uint64_t, std::string>>> stashed_;
+    // This node's publishes by (room, seq) from chat_publish's reply until the feed delivered
+    // them: a gap fill that reads one from the database (its feed copy was lost) restores the
+    // origin and client fields, so its sender still gets it as its acknowledgement.
+    struct own_publish {
+        std::uint64_t no = 0, client_ts = 0, client_seq = 0;
+    };
+    boost::unordered_flat_map<std::pair<room_id, std::uint64_t>, own_publish> own_seqs_;
     struct publish_floor {
         std::uint64_t seq = 0;                // the highest seq known taken besides the room's last_seq
         std::uint64_t checked = ~std::uint64_t{0};  // the publisher's connects() the database was read at

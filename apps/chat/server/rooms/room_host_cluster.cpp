@@ -88,9 +88,16 @@ void room_host::start_cluster() {
     feed_ = std::make_unique<room_feed>(sh, ro, std::move(s), fo);
     room_gap_fill::sink g;
     g.stored = [this](room_id id, chat_log_entry&& e) {
-        // Node 0 is no node: a stored message is never one of ours waiting for its reply.
-        feed_ordered(id, e.seq,
-                     encode({e.sender_id, static_cast<std::uint64_t>(e.server_ts_us), 0, 0, 0, 0, e.sender_name, e.text}));
+        // The database keeps no origin or client fields: ours come from own_seqs_, others' go
+        // out with node 0 (no node) and client fields 0.
+        wire_chat w{e.sender_id, static_cast<std::uint64_t>(e.server_ts_us), 0, 0, 0, 0, e.sender_name, e.text};
+        if (auto o = own_seqs_.find({id, e.seq}); o != own_seqs_.end()) {
+            w.client_ts = o->second.client_ts;
+            w.client_seq = o->second.client_seq;
+            w.node = node_id_;
+            w.no = o->second.no;
+        }
+        feed_ordered(id, e.seq, encode(w));
     };
     g.missing = [this](room_id id, std::uint64_t, std::uint64_t to) { feed_ordered(id, to, {}); };
     g.released = [this](room_id id, std::uint64_t seq, std::string&& body) { feed_ordered(id, seq, body); };
@@ -188,7 +195,8 @@ void room_host::cluster_chat(room& r, chat_request& req) {
     const unsigned sender_shard = req.sender.shard;
     const std::uint64_t sender = req.sender.session_id;
     const room_id id = r.id();
-    publisher_->command(args, [this, alive = alive_, entry = std::move(entry), sender_shard, sender, id, no](
+    const own_publish mine{no, req.client_ts, req.client_seq};
+    publisher_->command(args, [this, alive = alive_, entry = std::move(entry), sender_shard, sender, id, no, mine](
                                   std::error_code ec, const resp_reply& reply) mutable {
         if (!*alive) return;
         std::optional<room_position> at;
@@ -206,6 +214,7 @@ void room_host::cluster_chat(room& r, chat_request& req) {
         }
         entry.seq = at->seq;
         published(id, at->seq);
+        own_seqs_[{id, at->seq}] = mine;
         bump(counters_.chat_messages);
         // The members see it through the feed; the database keeps it. A full queue here loses
         // the stored copy only (counted and logged, history then has a hole at this seq).
@@ -287,6 +296,7 @@ void room_host::deliver_chat(room& r, std::uint64_t seq, std::string_view body) 
             ticket = own->second;
             own_.erase(own);
         }
+        own_seqs_.erase({r.id(), seq});
     }
     frames::chat_fields f;
     f.room_id = r.id().value();
