@@ -366,6 +366,12 @@ TEST_P(chat_store_test, RoomsAndMembershipsAreStoredLoadedAndDeleted) {
     std::vector<std::string> lobby_names{lobby_members[0] == ann ? "ann" : "ben", lobby_members[0] == ann ? "ben" : "ann"};
     EXPECT_EQ(rooms[0], (stored_room{lobby, "lobby", 2, lobby_members, lobby_names}));
     EXPECT_EQ(rooms[1], (stored_room{attic, "caf\xc3\xa9", 0, {}, {}}));
+    // One room read alone (cluster mode's load on a join) is the same as in the list; a
+    // deleted or unknown room is nothing.
+    EXPECT_EQ(store->load_room(lobby), rooms[0]);
+    EXPECT_EQ(store->load_room(attic), rooms[1]);
+    EXPECT_EQ(store->load_room(gone), std::nullopt) << "deleted";
+    EXPECT_EQ(store->load_room(12345), std::nullopt) << "unknown";
     // The largest id of any room (and of any chat log): new ids start above it.
     EXPECT_EQ(store->max_room_id(), attic);
     store->write_batch(std::vector<room_change>{{k::created, (20u << 8) | 5, 0, "x", 22},

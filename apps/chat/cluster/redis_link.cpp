@@ -143,6 +143,11 @@ void redis_link::on_close(session& s, std::error_code ec) {
 void redis_link::on_connect_failed(connection&, std::error_code ec) {
     ++failures_;
     last_error_ = ec;
+    // Said once when Redis cannot be reached (at start or after a loss), then every 30th try
+    // (about every 30 s at the 1 s backoff cap): the node keeps serving and keeps retrying.
+    if (failures_ == 1 || failures_ % 30 == 0)
+        log_limited(log_level::error, "Redis at {} unreachable: {}; retrying (attempt {}; is redis-server running there?)",
+                    opts_.target.to_string(), ec, failures_);
     on_attempt_failed(ec);
 }
 

@@ -10,6 +10,12 @@ namespace strix::chat {
 
 chat_store::~chat_store() = default;
 
+std::optional<stored_room> chat_store::load_room(std::uint64_t id) {
+    for (auto& r : load_rooms())
+        if (r.id == id) return std::move(r);
+    return std::nullopt;
+}
+
 std::uint32_t latest_schema_version() noexcept { return storage_detail::all_migrations().back().version; }
 
 std::size_t chat_store::trim_room_logs(std::uint64_t room_id, std::uint64_t keep_last, std::int64_t older_than_us,

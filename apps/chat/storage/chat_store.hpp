@@ -178,6 +178,11 @@ public:
     /// serving); throws storage_error.
     virtual std::vector<stored_room> load_rooms() = 0;
 
+    /// Room `id` as load_rooms() gives it, or nothing when it does not exist or is deleted (one
+    /// room's rows: cluster mode loads a room when a session joins it). PostgreSQL reads that
+    /// room only; the default picks it from load_rooms(). Worker thread; throws storage_error.
+    virtual std::optional<stored_room> load_room(std::uint64_t id);
+
     /// The newest `limit` entries of `room_id`, in ascending seq order (newest last).
     /// Worker thread; throws storage_error.
     virtual std::vector<chat_log_entry> room_history(std::uint64_t room_id, std::size_t limit) = 0;

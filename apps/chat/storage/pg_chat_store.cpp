@@ -141,6 +141,14 @@ const prepared statements[] = {
      "SELECT m.room_id, m.account_id, COALESCE(a.name, '') FROM account_rooms m JOIN rooms r ON r.id = m.room_id "
      "LEFT JOIN accounts a ON a.id = m.account_id WHERE r.deleted_at_us IS NULL ORDER BY m.room_id, m.account_id",
      {}},
+    {"strix_load_room",
+     "SELECT r.id, r.name, COALESCE((SELECT MAX(c.seq) FROM chat_logs c WHERE c.room_id = r.id), 0)::BIGINT "
+     "FROM rooms r WHERE r.id = $1 AND r.deleted_at_us IS NULL",
+     {int8_oid}},
+    {"strix_load_room_members",
+     "SELECT m.account_id, COALESCE(a.name, '') FROM account_rooms m LEFT JOIN accounts a ON a.id = m.account_id "
+     "WHERE m.room_id = $1 ORDER BY m.account_id",
+     {int8_oid}},
     {"strix_history_before",
      "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text FROM chat_logs "
      "WHERE room_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
@@ -265,6 +273,25 @@ public:
                 }
             }
             return out;
+        });
+    }
+
+    std::optional<stored_room> load_room(std::uint64_t id) override {
+        return retrying([&]() -> std::optional<stored_room> {
+            params p(1);
+            p.add(id);
+            auto r = exec_prepared("strix_load_room", p, PGRES_TUPLES_OK);
+            if (::PQntuples(r.get()) == 0) return std::nullopt;
+            stored_room room;
+            room.id = static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 0)));
+            room.name = value(r, 0, 1);
+            room.last_seq = static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 2)));
+            auto m = exec_prepared("strix_load_room_members", p, PGRES_TUPLES_OK);
+            for (int i = 0, n = ::PQntuples(m.get()); i < n; ++i) {
+                room.members.push_back(static_cast<std::uint64_t>(from_be64(::PQgetvalue(m.get(), i, 0))));
+                room.member_names.push_back(value(m, i, 1));
+            }
+            return room;
         });
     }
 

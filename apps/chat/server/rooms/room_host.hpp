@@ -27,6 +27,7 @@
 #include "member_notices.hpp"
 #include "room.hpp"
 #include "room_event.hpp"
+#include "room_gap_fill.hpp"
 #include "room_id.hpp"
 #include "apps/chat/cluster/redis_client.hpp"
 #include "apps/chat/cluster/room_feed.hpp"
@@ -172,7 +173,18 @@ private:
     void stop_cluster();
     void cluster_chat(room& r, chat_request& req);
     void load_room(room_id id, member m, bool rejoin);
+    // The floor a chat_publish passes (Redis starts a room that lost its state there): the
+    // highest seq known taken, from this node's feed, its own publish replies and the database,
+    // read again for a room's first publish after every reconnect of the publisher
+    // (room_host_cluster_floor.cpp). False: req waits for that read and is published after it.
+    bool floor_ready(room& r, chat_request& req);
+    std::uint64_t floor_of(const room& r) const;
+    void published(room_id id, std::uint64_t seq);
+    void floor_read(room_id id, std::uint64_t newest, std::uint64_t conn);
     void feed_message(std::string_view room_key, std::uint64_t seq, std::string_view body);
+    // A room's next message in seq order (from the feed, or a gap's from the database; an empty
+    // body: seqs up to `seq` are lost, reported to the members as a gap).
+    void feed_ordered(room_id id, std::uint64_t seq, std::string_view body);
     void deliver_chat(room& r, std::uint64_t seq, std::string_view body);
     void release(room_id id);
     // Membership and presence changes of this node's sessions, for the other nodes
@@ -209,6 +221,7 @@ private:
     std::unique_ptr<redis_client> publisher_;  // cluster mode: FCALL chat_publish
     std::unique_ptr<room_feed> feed_;          // cluster mode: the watched rooms' messages
     std::unique_ptr<cluster_presence> presence_;  // cluster mode: the watched rooms' presence
+    std::unique_ptr<room_gap_fill> gap_fill_;     // cluster mode: the feed's gaps, from the database
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for replies after stop()
     // This node's own publishes by number: absent once delivered or failed, no_ticket while
     // chat_publish has not answered, else the database write's ticket (the delivery waits for
@@ -219,6 +232,20 @@ private:
     // Per room, the feed's messages held behind one of ours whose chat_publish reply (and so
     // its ticket) has not come yet: pub/sub may be faster than the command connection.
     boost::unordered_flat_map<room_id, std::deque<std::pair<std::uint64_t, std::string>>> stashed_;
+    // This node's publishes by (room, seq) from chat_publish's reply until the feed delivered
+    // them: a gap fill that reads one from the database (its feed copy was lost) restores the
+    // origin and client fields, so its sender still gets it as its acknowledgement.
+    struct own_publish {
+        std::uint64_t no = 0, client_ts = 0, client_seq = 0;
+    };
+    boost::unordered_flat_map<std::pair<room_id, std::uint64_t>, own_publish> own_seqs_;
+    struct publish_floor {
+        std::uint64_t seq = 0;                // the highest seq known taken besides the room's last_seq
+        std::uint64_t checked = ~std::uint64_t{0};  // the publisher's connects() the database was read at
+        bool reading = false;                 // a read of the database's last seq is in flight
+        std::deque<chat_request> waiting;     // chats for the room meanwhile, in arrival order
+    };
+    boost::unordered_flat_map<room_id, publish_floor> floors_;
 };
 
 }  // namespace strix::chat

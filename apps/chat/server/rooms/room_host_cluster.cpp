@@ -84,12 +84,29 @@ void room_host::start_cluster() {
     s.message = [this](std::string_view r, std::uint64_t seq, std::string_view body) { feed_message(r, seq, body); };
     s.gap = [this](std::string_view r, std::uint64_t from, std::uint64_t to, bool epoch) { feed_gap(r, from, to, epoch); };
     feed_ = std::make_unique<room_feed>(sh, ro, std::move(s), fo);
+    room_gap_fill::sink g;
+    g.stored = [this](room_id id, chat_log_entry&& e) {
+        // The database keeps no origin or client fields: ours come from own_seqs_, others' go
+        // out with node 0 (no node) and client fields 0.
+        wire_chat w{e.sender_id, static_cast<std::uint64_t>(e.server_ts_us), 0, 0, 0, 0, e.sender_name, e.text};
+        if (auto o = own_seqs_.find({id, e.seq}); o != own_seqs_.end()) {
+            w.client_ts = o->second.client_ts;
+            w.client_seq = o->second.client_seq;
+            w.node = node_id_;
+            w.no = o->second.no;
+        }
+        feed_ordered(id, e.seq, encode(w));
+    };
+    g.missing = [this](room_id id, std::uint64_t, std::uint64_t to) { feed_ordered(id, to, {}); };
+    g.released = [this](room_id id, std::uint64_t seq, std::string&& body) { feed_ordered(id, seq, body); };
+    gap_fill_ = std::make_unique<room_gap_fill>(sh, ctx_.pool, std::move(g));
     presence_ =
         std::make_unique<cluster_presence>(*this, sh, ro, *publisher_, node_id_, ctx_.options.cluster, self_ == 0);
 }
 
 void room_host::stop_cluster() {
     *alive_ = false;
+    gap_fill_.reset();
     feed_.reset();
     presence_.reset();
     publisher_.reset();  // fails what is in flight: those callbacks find alive_ false
@@ -113,6 +130,7 @@ void room_host::announce(const room& r, presence_change what, std::uint64_t play
 
 void room_host::cluster_chat(room& r, chat_request& req) {
     if (!publisher_) return;  // stopping
+    if (!floor_ready(r, req)) return;
     const std::int64_t ts = now_us();
     const std::uint64_t no = ++publish_no_;
     const std::string body = encode({req.sender.player_id, static_cast<std::uint64_t>(ts), req.client_ts,
@@ -120,7 +138,7 @@ void room_host::cluster_chat(room& r, chat_request& req) {
     own_[no] = no_ticket;
     const auto& co = ctx_.options.cluster;
     // The floor: a room Redis has no state of continues after what this node knows of it.
-    const auto cmd = publish_command(room_key(r.id()), body, co.stream_max, new_epoch(), 0, r.last_seq());
+    const auto cmd = publish_command(room_key(r.id()), body, co.stream_max, new_epoch(), 0, floor_of(r));
     std::vector<std::string_view> args(cmd.begin(), cmd.end());
     chat_log_entry entry;
     entry.room_id = r.id().value();
@@ -131,7 +149,8 @@ void room_host::cluster_chat(room& r, chat_request& req) {
     const unsigned sender_shard = req.sender.shard;
     const std::uint64_t sender = req.sender.session_id;
     const room_id id = r.id();
-    publisher_->command(args, [this, alive = alive_, entry = std::move(entry), sender_shard, sender, id, no](
+    const own_publish mine{no, req.client_ts, req.client_seq};
+    publisher_->command(args, [this, alive = alive_, entry = std::move(entry), sender_shard, sender, id, no, mine](
                                   std::error_code ec, const resp_reply& reply) mutable {
         if (!*alive) return;
         std::optional<room_position> at;
@@ -148,6 +167,8 @@ void room_host::cluster_chat(room& r, chat_request& req) {
             return;
         }
         entry.seq = at->seq;
+        published(id, at->seq);
+        own_seqs_[{id, at->seq}] = mine;
         bump(counters_.chat_messages);
         // The members see it through the feed; the database keeps it. A full queue here loses
         // the stored copy only (counted and logged, history then has a hole at this seq).
@@ -166,6 +187,12 @@ void room_host::feed_message(std::string_view key, std::uint64_t seq, std::strin
     std::uint64_t v = 0;
     std::from_chars(key.data(), key.data() + key.size(), v);
     const room_id id(v);
+    // Behind a gap being read from the database: held, then released in order.
+    if (gap_fill_ && gap_fill_->hold(id, seq, body)) return;
+    feed_ordered(id, seq, body);
+}
+
+void room_host::feed_ordered(room_id id, std::uint64_t seq, std::string_view body) {
     auto it = rooms_.find(id);
     if (it == rooms_.end()) return;
     if (seq > it->second.last_seq()) it->second.restore_seq(seq);
@@ -202,6 +229,14 @@ void room_host::release(room_id id) {
 }
 
 void room_host::deliver_chat(room& r, std::uint64_t seq, std::string_view body) {
+    if (body.empty()) {
+        // Lost seqs up to `seq` (neither Redis nor the database has them): told the way resume
+        // tells a gap, in their place in the room's order (docs/protocol.md, "Cluster gaps").
+        flush_notices(r);
+        fan_out(r, room_event::kind::message, 0, 0, nullptr, frames::resume_res(r.id().value(), true, {}, seq, 0, false),
+                0, seq);
+        return;
+    }
     auto w = decode(body);
     if (!w) {
         log_limited(log_level::warn, "room {}: undecodable message {} from the backplane", r.id().value(), seq);
@@ -215,6 +250,7 @@ void room_host::deliver_chat(room& r, std::uint64_t seq, std::string_view body) 
             ticket = own->second;
             own_.erase(own);
         }
+        own_seqs_.erase({r.id(), seq});
     }
     frames::chat_fields f;
     f.room_id = r.id().value();
@@ -230,13 +266,18 @@ void room_host::deliver_chat(room& r, std::uint64_t seq, std::string_view body) 
 }
 
 void room_host::feed_gap(std::string_view key, std::uint64_t from, std::uint64_t to, bool epoch_changed) {
-    // Not filled from the database yet (see docs/architecture.md): the members miss (from, to].
-    log_limited(log_level::warn, "room {}: messages ({}, {}] are not in Redis any more ({})", key, from, to,
-                epoch_changed ? "new epoch" : "stream trimmed");
     std::uint64_t v = 0;
     std::from_chars(key.data(), key.data() + key.size(), v);
-    auto it = rooms_.find(room_id(v));
-    if (it != rooms_.end() && to > it->second.last_seq()) it->second.restore_seq(to);
+    if (to < from) {
+        // A new epoch whose seqs restarted below what was delivered (the first publisher's floor
+        // lagged): seqs (to, from] come again with other messages. Cannot be repaired here.
+        log_limited(log_level::error, "room {}: Redis restarted the room's seqs at {} below {} delivered", key, to, from);
+        return;
+    }
+    if (to == from) return;  // a new epoch continuing the seqs: nothing lost
+    log_limited(log_level::info, "room {}: messages ({}, {}] are not in Redis any more ({}); reading the database", key,
+                from, to, epoch_changed ? "new epoch" : "stream trimmed");
+    if (gap_fill_) gap_fill_->gap(room_id(v), from, to);
 }
 
 void room_host::load_room(room_id id, member m, bool rejoin) {
@@ -245,9 +286,7 @@ void room_host::load_room(room_id id, member m, bool rejoin) {
     const bool queued = ctx_.pool.try_submit([services, self, id, m, rejoin](chat_store& store) mutable {
         std::optional<stored_room> found;
         try {
-            // Every room, to pick one: enough for now (a per-room read is left to do).
-            for (auto& r : store.load_rooms())
-                if (r.id == id.value()) found = std::move(r);
+            found = store.load_room(id.value());
         } catch (const std::exception& e) {
             log_limited(log_level::warn, "loading room {} failed: {}", id.value(), e.what());
         }
