@@ -87,8 +87,22 @@ public:
     std::uint64_t last_seq() const noexcept { return last_seq_; }
     /// Consumes next_seq(). Call only once the message is accepted. Owner shard only.
     std::uint64_t take_seq() noexcept { return ++last_seq_; }
-    /// A room loaded from the database continues after its last stored message. Before use.
-    void restore_seq(std::uint64_t last_seq) noexcept { last_seq_ = last_seq; }
+    /// A room loaded from the database continues after its last stored message, all of which
+    /// count as delivered. Before use.
+    void restore_seq(std::uint64_t last_seq) noexcept { last_seq_ = delivered_seq_ = last_seq; }
+    /// Cluster mode: the backplane assigned `seq` (the feed brought it); it may still wait behind a
+    /// commit or a gap before this node hands it to its members. Owner shard only.
+    void saw_seq(std::uint64_t seq) noexcept {
+        if (seq > last_seq_) last_seq_ = seq;
+    }
+    /// Cluster mode: this node handed the room's messages up to `seq` to its members. Owner shard.
+    void note_delivered(std::uint64_t seq) noexcept {
+        if (seq > delivered_seq_) delivered_seq_ = seq;
+    }
+    /// The last seq this node handed to its members: a joining member's join point, so that what
+    /// it gets live starts right after what resume gives it (in cluster mode last_seq() may be
+    /// ahead: messages seen but still held). Owner shard only.
+    std::uint64_t delivered_seq() const noexcept { return delivered_seq_; }
 
     room_summary summary() const;
 
@@ -103,6 +117,7 @@ private:
     std::vector<room_member> accounts_;                     // join order
     std::size_t ws_members_ = 0;
     std::uint64_t last_seq_ = 0;
+    std::uint64_t delivered_seq_ = 0;  // cluster mode; on one node messages go out as they are taken
 };
 
 }  // namespace strix::chat

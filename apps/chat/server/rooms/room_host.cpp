@@ -210,9 +210,13 @@ void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
     const room::added what = r.add(std::move(m));
     if (r.size() == 1) watch(r);
     flush_notices(r);  // earlier changes: the newcomer sees their outcome in its member list
-    auto res = presence_ ? frames::join_room_res(presence_->summary(r), presence_->accounts(r), r.last_seq())
-                         : frames::join_room_res(r.summary(), r.accounts(), r.last_seq());
-    fan_out(r, room_event::kind::joined, subject, subject_shard, res, nullptr, ticket, r.last_seq());
+    // The join point: on one node every message taken so far went out before this event; in
+    // cluster mode only those this node delivered did (later ones the feed brought wait behind a
+    // commit or a gap and reach the newcomer live), so resume must not give them as well.
+    const std::uint64_t join_seq = presence_ ? r.delivered_seq() : r.last_seq();
+    auto res = presence_ ? frames::join_room_res(presence_->summary(r), presence_->accounts(r), join_seq)
+                         : frames::join_room_res(r.summary(), r.accounts(), join_seq);
+    fan_out(r, room_event::kind::joined, subject, subject_shard, res, nullptr, ticket, join_seq);
     // A new member is announced as one; a member coming back as presence; a further session of
     // an online member not at all (nothing changed for the others).
     if (what == room::added::new_member)

@@ -195,7 +195,7 @@ void room_host::feed_message(std::string_view key, std::uint64_t seq, std::strin
 void room_host::feed_ordered(room_id id, std::uint64_t seq, std::string_view body) {
     auto it = rooms_.find(id);
     if (it == rooms_.end()) return;
-    if (seq > it->second.last_seq()) it->second.restore_seq(seq);
+    it->second.saw_seq(seq);
     if (auto s = stashed_.find(id); s != stashed_.end()) {
         s->second.emplace_back(seq, std::string(body));  // behind one of ours still unanswered
         return;
@@ -235,6 +235,7 @@ void room_host::deliver_chat(room& r, std::uint64_t seq, std::string_view body) 
         flush_notices(r);
         fan_out(r, room_event::kind::message, 0, 0, nullptr, frames::resume_res(r.id().value(), true, {}, seq, 0, false),
                 0, seq);
+        r.note_delivered(seq);
         return;
     }
     auto w = decode(body);
@@ -263,6 +264,7 @@ void room_host::deliver_chat(room& r, std::uint64_t seq, std::string_view body) 
     f.client_seq = w->client_seq;
     flush_notices(r);
     fan_out(r, room_event::kind::message, 0, 0, nullptr, frames::chat_msg(f), ticket, seq);
+    r.note_delivered(seq);
 }
 
 void room_host::feed_gap(std::string_view key, std::uint64_t from, std::uint64_t to, bool epoch_changed) {
