@@ -1,5 +1,6 @@
-// The io_uring backend's connection I/O: a multishot receive whose chunks are copied into the
-// user's ring, one sendmsg in flight over the user's chain, a multishot accept.
+// The io_uring backend's connection I/O: a multishot receive whose chunks are offered to the user
+// in place (whole frames are used from the provided buffer) and otherwise copied into its ring,
+// one sendmsg in flight over the user's chain, a multishot accept.
 //
 // Bytes a receive brought while the user takes none (paused, suspended) are kept here, in order,
 // and handed over first on resume: the receive is cancelled when the user pauses, but chunks
@@ -114,7 +115,9 @@ public:
         if (!c.more) armed_ = false;
         if (closed_) return;
         if (c.result > 0) {
-            std::span<const std::byte> data(c.data, static_cast<std::size_t>(c.result));
+            // The chunk lies in one of the poller's provided buffers (its own writable memory),
+            // lent until the turn's completions are dispatched.
+            std::span<std::byte> data(const_cast<std::byte*>(c.data), static_cast<std::size_t>(c.result));
             if (paused_ || !parked_.empty())
                 parked_.insert(parked_.end(), data.begin(), data.end());
             else
@@ -144,8 +147,10 @@ private:
         poller_.recv_multishot(fd_, *this);
     }
 
-    // Copies data into the user's space as it lends it; what it will not take now is kept.
-    void deliver(std::span<const std::byte> data) {
+    // Offers data to the user where it lies (whole frames are used from here), then copies the
+    // rest into the user's space as it lends it; what it will not take now is kept.
+    void deliver(std::span<std::byte> data) {
+        if (!paused_ && !closed_) data = data.subspan(user_.received_in_place(data));
         while (!data.empty() && !closed_) {
             iovec iov[2];
             const int n = paused_ ? 0 : user_.recv_space(iov);
