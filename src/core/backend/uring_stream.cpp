@@ -44,7 +44,9 @@ public:
         if (!parked_.empty()) {
             std::vector<std::byte> backlog;
             backlog.swap(parked_);
-            deliver(backlog);
+            // Copied, not offered in place: the backlog may be many chunks long, and the user
+            // checks its output's high water only between the spans it lends.
+            deliver(backlog, false);
         }
         if (eof_parked_) {
             // The end goes after the bytes before it, once the user took them all.
@@ -121,7 +123,7 @@ public:
             if (paused_ || !parked_.empty())
                 parked_.insert(parked_.end(), data.begin(), data.end());
             else
-                deliver(data);
+                deliver(data, true);
         } else if (c.result == 0) {
             // The peer's end arrived while the user takes no bytes: it waits behind them (a
             // session suspended with frames in its ring would otherwise close and lose them).
@@ -147,10 +149,11 @@ private:
         poller_.recv_multishot(fd_, *this);
     }
 
-    // Offers data to the user where it lies (whole frames are used from here), then copies the
-    // rest into the user's space as it lends it; what it will not take now is kept.
-    void deliver(std::span<std::byte> data) {
-        if (!paused_ && !closed_) data = data.subspan(user_.received_in_place(data));
+    // Offers one received chunk (in_place) to the user where it lies (whole frames are used from
+    // there), then copies the rest into the user's space as it lends it; what it will not take
+    // now is kept.
+    void deliver(std::span<std::byte> data, bool in_place) {
+        if (in_place && !paused_ && !closed_) data = data.subspan(user_.received_in_place(data));
         while (!data.empty() && !closed_) {
             iovec iov[2];
             const int n = paused_ ? 0 : user_.recv_space(iov);
