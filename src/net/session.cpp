@@ -377,6 +377,9 @@ std::size_t session::rest_of_ring_frame() {
 std::size_t session::received_in_place(std::span<std::byte> data) {
     if (life_.state != phase::open || in_.suspended || in_.paused) return 0;
     if (out_.tx.size() >= group_.limits().high_water) return 0;  // recv_space pauses reading
+    // The ring is held as by a copying read (the pool's accounting and the idle sweep see the
+    // same sessions either way); a failure is left to recv_space, which aborts the session.
+    if (!acquire_rx()) return 0;
     std::size_t taken = 0;
     if (!in_.rx.empty()) {
         const std::size_t need = rest_of_ring_frame();
