@@ -1,8 +1,8 @@
 #pragma once
 // strix-echo-bench --ws: the WebSocket (RFC 6455) pieces of the load tool, client side only.
 //
-// A message is one binary frame whose payload is the echo body (echo_wire.hpp's pattern, no
-// length prefix: the frame header carries the length). Client frames are masked with a new
+// A message is one binary frame whose payload is the echo body (echo_ws_messages.hpp has its
+// layout; no length prefix: the frame header carries the length). Client frames are masked with a new
 // 32-bit key per frame (section 5.3); the server's frames must come back unmasked.
 //
 //   client frame:  0x82 | 0x80+len7 [| len16 | len64] | mask key (4) | payload ^ mask

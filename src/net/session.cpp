@@ -295,33 +295,7 @@ bool session::process_frames() {
     frame_error bad;
     bool go_on = true;
     while (go_on) {
-        auto span = in_.rx.read_span();
-        std::size_t off = 0;
-        while (life_.state == phase::open && off < span.size()) {
-            frame_cut cut;
-            if (in_.length_prefix) {
-                cut.size = length_prefix_size(span.subspan(off));
-                if (cut.size == 1) {
-                    bad = net_errc::frame_too_small;
-                    break;
-                }
-            } else {
-                cut = in_.framing->cut(span.subspan(off), in_.max_frame);
-                if (cut.error) {
-                    bad = cut.error;
-                    break;
-                }
-            }
-            if (cut.size > in_.max_frame) {
-                bad = net_errc::frame_too_large;
-                break;
-            }
-            if (cut.size == 0 || cut.size > span.size() - off) break;  // need more bytes
-            ++frames;
-            group_.handler().on_frame(*this, span.subspan(off, cut.size));
-            off += cut.size;
-            if (in_.suspended) break;  // the handler paused input: the rest waits in the ring
-        }
+        const std::size_t off = hand_frames(in_.rx.read_span(), frames, bad);
         if (life_.state == phase::closed) {
             // The handler aborted us: finalize() already released the ring.
             bump(group_.counters_.frames_in, frames);
@@ -349,6 +323,102 @@ bool session::process_frames() {
     bump(group_.counters_.frames_in, frames);
     if (group_.frame_ticks_ && life_.state == phase::open) track_partial(frames);
     return life_.state == phase::open;
+}
+
+// Cuts the complete frames at the front of span and hands them to the handler in place. Stops at
+// an incomplete frame, a framing error (bad), a close, or a suspension (the rest waits). Returns
+// the bytes of the frames handed over; frames counts them.
+std::size_t session::hand_frames(std::span<const std::byte> span, std::uint64_t& frames, frame_error& bad) {
+    std::size_t off = 0;
+    while (life_.state == phase::open && off < span.size()) {
+        frame_cut cut;
+        if (in_.length_prefix) {
+            cut.size = length_prefix_size(span.subspan(off));
+            if (cut.size == 1) {
+                bad = net_errc::frame_too_small;
+                break;
+            }
+        } else {
+            cut = in_.framing->cut(span.subspan(off), in_.max_frame);
+            if (cut.error) {
+                bad = cut.error;
+                break;
+            }
+        }
+        if (cut.size > in_.max_frame) {
+            bad = net_errc::frame_too_large;
+            break;
+        }
+        if (cut.size == 0 || cut.size > span.size() - off) break;  // need more bytes
+        ++frames;
+        group_.handler().on_frame(*this, span.subspan(off, cut.size));
+        off += cut.size;
+        if (in_.suspended) break;  // the handler paused input: the rest waits
+    }
+    return off;
+}
+
+// The bytes still missing from the incomplete frame at the front of the ring; 0 when its size is
+// not known yet (its header is incomplete, or the framer sizes a frame only once it is whole).
+std::size_t session::rest_of_ring_frame() {
+    const std::size_t have = in_.rx.size();
+    const auto head = in_.rx.linearize(std::min<std::size_t>(have, 16));
+    std::size_t size = 0;
+    if (in_.length_prefix) {
+        size = length_prefix_size(head);
+    } else {
+        const frame_cut cut = in_.framing->cut(head, in_.max_frame);
+        if (cut.error) return 0;  // refused the usual way, from the ring
+        size = cut.size;
+    }
+    if (size <= have || size > in_.max_frame) return 0;
+    return size - have;
+}
+
+// The backend's own buffer holds what one receive brought (io_uring): the frames in it are
+// handed over where they lie, saving the copy into the ring. A frame the ring holds the start of
+// is completed first with exactly its missing bytes; an incomplete frame at the end is left to
+// received() (copied into the ring). Reads and bytes are counted as by received(): a read once,
+// here when nothing is left for received().
+std::size_t session::received_in_place(std::span<std::byte> data) {
+    if (life_.state != phase::open || in_.suspended || in_.paused) return 0;
+    if (out_.tx.size() >= group_.limits().high_water) return 0;  // recv_space pauses reading
+    // The ring is held as by a copying read (the pool's accounting and the idle sweep see the
+    // same sessions either way); a failure is left to recv_space, which aborts the session.
+    if (!acquire_rx()) return 0;
+    std::size_t taken = 0;
+    if (!in_.rx.empty()) {
+        const std::size_t need = rest_of_ring_frame();
+        if (need == 0 || need > data.size() || need > in_.rx.free_space()) return 0;
+        in_.rx.write(data.first(need));
+        taken = need;
+        in_.last_rx_tick = owner_.now_tick();
+        bump(group_.counters_.bytes_in, need);
+        if (!process_frames() || in_.paused || in_.suspended || !in_.rx.empty()) {
+            if (taken == data.size()) bump(group_.counters_.reads);
+            return taken;
+        }
+    }
+    std::uint64_t frames = 0;
+    frame_error bad;
+    const std::size_t off = hand_frames(data.subspan(taken), frames, bad);
+    taken += off;
+    bump(group_.counters_.frames_in, frames);
+    if (taken > 0) {
+        in_.last_rx_tick = owner_.now_tick();
+        bump(group_.counters_.bytes_in, off);
+    }
+    if (taken == data.size()) bump(group_.counters_.reads);
+    if (life_.state != phase::open) return taken;  // closed by the handler: the rest is dropped
+    if (bad) {
+        bump(group_.counters_.reads);
+        protocol_error(bad);
+        return data.size();
+    }
+    // The ring is empty here: an incomplete frame left over starts a new deadline in received().
+    if (frames > 0) in_.partial_deadline_tick = no_deadline;
+    if (group_.frame_ticks_ && taken == data.size()) track_partial(frames);
+    return taken;
 }
 
 // frame_timeout bookkeeping, once per batch of frames (not per frame, not per byte). The deadline

@@ -17,6 +17,7 @@
 #include <sys/uio.h>
 
 #include <cstddef>
+#include <span>
 #include <system_error>
 
 namespace strix {
@@ -34,6 +35,15 @@ public:
     /// n > 0 bytes were written to the start of the space recv_space returned (continuing into the
     /// second span). Returns false when the user stopped taking bytes (paused, suspended, closed).
     virtual bool received(std::size_t n) = 0;
+    /// A backend that receives into buffers of its own (io_uring's provided buffers) first offers
+    /// the bytes here, so whole frames can be used where they lie instead of copied into the
+    /// user's space. `data` is writable and valid only during this call. Returns how many leading
+    /// bytes were taken; the rest goes through recv_space/received as usual. The default takes
+    /// none.
+    virtual std::size_t received_in_place(std::span<std::byte> data) {
+        (void)data;
+        return 0;
+    }
     /// The peer closed its side in order (end of stream).
     virtual void peer_closed() = 0;
     /// The socket failed (reset, timed out, ...): ec holds the errno.

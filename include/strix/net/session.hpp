@@ -10,6 +10,8 @@
 //
 // The bytes move through the shard's backend (epoll or io_uring), which the session meets only
 // as a stream: it lends the free space of its ring (recv_space), hears what arrived (received),
+// takes whole frames where they lie when the backend received into a buffer of its own
+// (received_in_place: io_uring's provided buffers, saving a copy into the ring),
 // and hands the chain over once per turn (see strix/core/stream_user.hpp). A transport that
 // changes the bytes (TLS) sits at that seam: a stream_user towards the backend, feeding the
 // session's ring above it.
@@ -48,6 +50,7 @@ class tls_stream;
 struct tls_info;
 class shard;
 class framer;
+class frame_error;
 class connection;
 class session_group;
 
@@ -185,6 +188,7 @@ private:
     // stream_user: what the backend tells the session.
     int recv_space(iovec (&iov)[2]) override;
     bool received(std::size_t n) override;
+    std::size_t received_in_place(std::span<std::byte> data) override;
     void peer_closed() override;
     void stream_failed(std::error_code ec) override;
     void sent(std::size_t n) override;
@@ -196,6 +200,8 @@ private:
     void drop_slow_consumer() noexcept;
     void publish_sends() noexcept;
     bool process_frames();
+    std::size_t hand_frames(std::span<const std::byte> span, std::uint64_t& frames, frame_error& bad);
+    std::size_t rest_of_ring_frame();
     void protocol_error(std::error_code ec);
     void flush_now();
     void finalize(std::error_code reason);

@@ -21,7 +21,8 @@ public:
 
     /// One complete frame, header included, as the session's framer cut it, within the
     /// session's limits. The bytes are valid until this call returns (they live in the receive
-    /// buffer).
+    /// ring, or in the backend's own receive buffer when it offers whole frames in place) and are
+    /// writable memory lent for the call (a WebSocket unmasks there).
     virtual void on_frame(session& s, std::span<const std::byte> frame) = 0;
 
     /// The peer sent something the framing rejects, or missed a protocol deadline (ec is

@@ -1,5 +1,6 @@
-// The io_uring backend's connection I/O: a multishot receive whose chunks are copied into the
-// user's ring, one sendmsg in flight over the user's chain, a multishot accept.
+// The io_uring backend's connection I/O: a multishot receive whose chunks are offered to the user
+// in place (whole frames are used from the provided buffer) and otherwise copied into its ring,
+// one sendmsg in flight over the user's chain, a multishot accept.
 //
 // Bytes a receive brought while the user takes none (paused, suspended) are kept here, in order,
 // and handed over first on resume: the receive is cancelled when the user pauses, but chunks
@@ -43,7 +44,9 @@ public:
         if (!parked_.empty()) {
             std::vector<std::byte> backlog;
             backlog.swap(parked_);
-            deliver(backlog);
+            // Copied, not offered in place: the backlog may be many chunks long, and the user
+            // checks its output's high water only between the spans it lends.
+            deliver(backlog, false);
         }
         if (eof_parked_) {
             // The end goes after the bytes before it, once the user took them all.
@@ -114,11 +117,13 @@ public:
         if (!c.more) armed_ = false;
         if (closed_) return;
         if (c.result > 0) {
-            std::span<const std::byte> data(c.data, static_cast<std::size_t>(c.result));
+            // The chunk lies in one of the poller's provided buffers (its own writable memory),
+            // lent until the turn's completions are dispatched.
+            std::span<std::byte> data(const_cast<std::byte*>(c.data), static_cast<std::size_t>(c.result));
             if (paused_ || !parked_.empty())
                 parked_.insert(parked_.end(), data.begin(), data.end());
             else
-                deliver(data);
+                deliver(data, true);
         } else if (c.result == 0) {
             // The peer's end arrived while the user takes no bytes: it waits behind them (a
             // session suspended with frames in its ring would otherwise close and lose them).
@@ -144,8 +149,11 @@ private:
         poller_.recv_multishot(fd_, *this);
     }
 
-    // Copies data into the user's space as it lends it; what it will not take now is kept.
-    void deliver(std::span<const std::byte> data) {
+    // Offers one received chunk (in_place) to the user where it lies (whole frames are used from
+    // there), then copies the rest into the user's space as it lends it; what it will not take
+    // now is kept.
+    void deliver(std::span<std::byte> data, bool in_place) {
+        if (in_place && !paused_ && !closed_) data = data.subspan(user_.received_in_place(data));
         while (!data.empty() && !closed_) {
             iovec iov[2];
             const int n = paused_ ? 0 : user_.recv_space(iov);

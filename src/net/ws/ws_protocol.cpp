@@ -56,9 +56,17 @@ void ws_protocol::on_open(session& s) {
 }
 
 void ws_protocol::on_frame(session& s, std::span<const std::byte> frame) {
-    auto it = impl_->conns.find(&s);
-    if (it == impl_->conns.end()) return;
-    ws_conn& c = it->second;
+    // A read brings a session's frames in runs: the last lookup is kept (map nodes do not move;
+    // on_close forgets it before the erase).
+    ws_conn* found = impl_->last_session == &s ? impl_->last_conn : nullptr;
+    if (!found) {
+        auto it = impl_->conns.find(&s);
+        if (it == impl_->conns.end()) return;
+        found = &it->second;
+        impl_->last_session = &s;
+        impl_->last_conn = found;
+    }
+    ws_conn& c = *found;
     if (!c.open) {
         if (s.origin())
             impl_->on_response(s, c, frame);
@@ -101,6 +109,7 @@ void ws_protocol::on_close(session& s, std::error_code ec) {
     if (it == impl_->conns.end()) return;
     const bool was_open = it->second.open;
     const bool told = it->second.failure_told;
+    if (impl_->last_session == &s) impl_->last_session = nullptr;
     impl_->conns.erase(it);
     if (was_open) {
         app_.on_close(s, ec);
@@ -151,8 +160,8 @@ void ws_protocol::impl::fail(session& s, ws_conn& c, std::uint16_t code) {
 
 void ws_protocol::impl::on_ws_frame(session& s, ws_conn& c, std::span<const std::byte> frame) {
     const detail::ws_header h = detail::ws_read_header(frame);
-    // The frame lives in the session's receive ring (writable memory lent for this call): unmask
-    // it in place rather than copy it.
+    // The frame lives in the session's receive ring or the backend's receive buffer (writable
+    // memory lent for this call): unmask it in place rather than copy it.
     auto* payload = const_cast<std::byte*>(frame.data()) + h.header_size;
     const auto len = static_cast<std::size_t>(h.length);
     if (h.masked) ws_unmask(payload, len, h.mask);

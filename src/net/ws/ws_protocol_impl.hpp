@@ -57,6 +57,8 @@ struct ws_protocol::impl {
 
     ws_protocol& self;
     std::unordered_map<const session*, detail::ws_conn> conns;
+    const session* last_session = nullptr;  // on_frame's last lookup in conns
+    detail::ws_conn* last_conn = nullptr;
     // Keyed by connection; entries of closed connections are swept by the next connect().
     std::unordered_map<const connection*, std::pair<connection_ptr, detail::ws_target>> targets;
     detail::ws_target connecting;  // the target of the connect() in progress
