@@ -295,7 +295,8 @@ bool session::process_frames() {
     frame_error bad;
     bool go_on = true;
     while (go_on) {
-        const std::size_t off = hand_frames(in_.rx.read_span(), frames, bad);
+        const auto span = in_.rx.read_span();
+        const std::size_t off = hand_frames(span, frames, bad);
         if (life_.state == phase::closed) {
             // The handler aborted us: finalize() already released the ring.
             bump(group_.counters_.frames_in, frames);
