@@ -14,8 +14,8 @@
 //     gives 0 below the limit, more than the limit at it; the head parser never reads past it;
 //   - UTF-8: fed in random pieces the validator agrees with itself fed whole, and with a
 //     reference decoder (code point by code point, RFC 3629's ranges);
-//   - unmasking twice restores the bytes; unmasking in two pieces (the second with its phase)
-//     equals unmasking at once.
+//   - unmasking equals the byte-by-byte definition (b[i] ^ mask[i % 4]); unmasking twice restores
+//     the bytes; unmasking in two pieces (the second with its phase) equals unmasking at once.
 #include "fuzz_support.hpp"
 
 #include <strix/net/framer.hpp>
@@ -158,6 +158,9 @@ void check_unmask(bytes b, fuzz::cuts& rng) {
     const std::byte mask[4] = {std::byte{0x12}, std::byte(rng.next()), std::byte{0xA5}, std::byte(rng.next())};
     std::vector<std::byte> once(b.begin(), b.end()), split(b.begin(), b.end());
     ws_unmask(once.data(), once.size(), mask);
+    // Against the definition (RFC 6455 section 5.3): byte i is XORed with mask[i mod 4]. The
+    // word-wide paths must agree with it byte for byte, whatever the length and alignment.
+    for (std::size_t i = 0; i < b.size(); ++i) STRIX_FUZZ_CHECK(once[i] == (b[i] ^ mask[i % 4]));
     const std::size_t k = b.empty() ? 0 : rng.next() % (b.size() + 1);
     ws_unmask(split.data(), k, mask);
     ws_unmask(split.data() + k, split.size() - k, mask, k % 4);
