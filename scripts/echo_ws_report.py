@@ -77,8 +77,10 @@ def write_markdown(args, servers, bc_servers, layouts, sizes, depths, bc_depths,
     L.append("One load tool for every server, so none gets a friendlier client: `strix-echo-bench --ws` "
              "(bench/echo/echo_ws.cpp). Each connection does the HTTP/1.1 upgrade (its Sec-WebSocket-Accept "
              "checked), then keeps D binary messages in flight: each message is one FIN frame, masked with a "
-             "new key per frame as RFC 6455 requires, whose payload (S bytes) depends on the connection and "
-             "the message's number; every echo must come back as a binary message with exactly those bytes, "
+             "new key per frame as RFC 6455 requires, whose payload (S bytes) is a pattern made once per run "
+             "and stamped with the connection and the message's number at its head and tail (so an echo sent "
+             "to the wrong connection, out of order or spliced fails); every echo must come back as a binary "
+             "message with exactly those bytes, "
              "in order, or the run fails. Each received echo sends the next message; a connection's pending "
              "frames go out with one write per loop turn.")
     L += ["", "```", args.command, "```", ""]
