@@ -288,6 +288,23 @@ std::error_code blocking_socket::send_sync(const message& m, duration timeout) {
     }
 }
 
+namespace {
+
+// The parts at a pipe's front as one message (parts passed by reference are moved out).
+template <class Parts>
+message parts_to_message(Parts& parts) {
+    message m;
+    for (auto& e : parts) {
+        if (e.ref)
+            m.add(std::move(*e.ref));
+        else
+            m.add(e.bytes);
+    }
+    return m;
+}
+
+}  // namespace
+
 std::optional<message> blocking_socket::recv(duration timeout) {
     auto& s = *st_;
     auto& parts = s.app_entries;
@@ -297,13 +314,7 @@ std::optional<message> blocking_socket::recv(duration timeout) {
     from->front(parts);
     if (from != &s.in) {
         // Through the link: no conflate (REQ/REP), no pause (one message at a time).
-        message m;
-        for (auto& e : parts) {
-            if (e.ref)
-                m.add(std::move(*e.ref));
-            else
-                m.add(e.bytes);
-        }
+        message m = parts_to_message(parts);
         from->pop(parts);
         ++direct_in_;
         prefer_direct_ = false;
@@ -319,13 +330,7 @@ std::optional<message> blocking_socket::recv(duration timeout) {
             s.in.front(parts);
         }
     }
-    message m;
-    for (auto& e : parts) {
-        if (e.ref)
-            m.add(std::move(*e.ref));
-        else
-            m.add(e.bytes);
-    }
+    message m = parts_to_message(parts);
     s.in.pop(parts);
     // Below half the bound again: let the shard read from its peers once more.
     if (s.in_paused.load(std::memory_order_acquire) && s.in.backlog_seen_by_consumer() <= s.in_cap / 2 &&
