@@ -293,9 +293,14 @@ void cluster_presence::nodes_changed(const std::map<std::uint32_t, std::string>&
     // A node alive now that was not at the last scan (back from late beats, or restarted): what
     // it has online is in the hashes, possibly after this node dropped it from its view.
     bool reread = false;
-    if (alive_)
+    if (alive_) {
         for (const auto& [n, inc] : alive)
             if (n != node_ && (!alive_->contains(n) || alive_->at(n) != inc)) reread = true;
+        // A node gone (or back as a new incarnation) may have published messages it never
+        // committed: the rooms here store them from the streams.
+        for (const auto& [n, inc] : *alive_)
+            if (n != node_ && (!alive.contains(n) || alive.at(n) != inc)) host_.store_left_by(n);
+    }
     alive_ = alive;
     std::map<std::uint32_t, std::vector<std::string>> clear;
     for (auto& [id, st] : rooms_) {

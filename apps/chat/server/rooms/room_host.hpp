@@ -129,6 +129,21 @@ public:
     /// that shard's room_host.
     void online_counts(std::vector<room_summary> rooms, std::function<void(std::vector<room_summary>)> done);
 
+    /// Cluster mode: what the room's Redis stream holds of seqs (after, after + limit], as chat
+    /// log entries in seq order (the stream has what the database may not have yet: a commit
+    /// still pending, or a publisher that stopped before its commit); nullopt when Redis did
+    /// not answer. Entries that are also in the database carry the same fields. Each shard has
+    /// its own Redis connection: any shard, for that shard's room_host, which calls `done` there.
+    /// `only_node`: just the messages that node published (0: all).
+    void read_stream(room_id id, std::uint64_t after, std::uint32_t limit,
+                     std::function<void(std::optional<std::vector<chat_log_entry>>)> done,
+                     std::uint32_t only_node = 0);
+    /// Cluster mode: node `node` was found down (or restarted): the messages it published that
+    /// are still in the streams of the rooms this shard watches are queued for the database,
+    /// insert-if-absent, since it may have died between publishing and committing them while
+    /// members here got them. Owner shard.
+    void store_left_by(std::uint32_t node);
+
     /// Events waiting for a commit (or behind one). Owner shard only.
     std::size_t held() const noexcept { return held_.size(); }
 

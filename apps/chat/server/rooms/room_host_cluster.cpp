@@ -282,6 +282,80 @@ void room_host::feed_gap(std::string_view key, std::uint64_t from, std::uint64_t
     if (gap_fill_) gap_fill_->gap(room_id(v), from, to);
 }
 
+void room_host::read_stream(room_id id, std::uint64_t after, std::uint32_t limit,
+                            std::function<void(std::optional<std::vector<chat_log_entry>>)> done,
+                            std::uint32_t only_node) {
+    if (!publisher_ || limit == 0) {
+        done(std::nullopt);
+        return;
+    }
+    const auto cmd = since_command(room_key(id), after, limit);
+    std::vector<std::string_view> args(cmd.begin(), cmd.end());
+    publisher_->command(args, [alive = alive_, id, after, limit, only_node, done = std::move(done)](
+                                  std::error_code ec, const resp_reply& reply) {
+        if (!*alive) return;
+        std::optional<room_since> since;
+        if (!ec) since = parse_since_reply(reply);
+        if (!since) {
+            done(std::nullopt);
+            return;
+        }
+        std::vector<chat_log_entry> out;
+        out.reserve(since->entries.size());
+        for (const auto& m : since->entries) {
+            if (m.seq <= after || m.seq > after + limit) continue;
+            auto w = decode(m.body);
+            if (!w) {
+                log_limited(log_level::warn, "room {}: undecodable stream entry {}", id.value(), m.seq);
+                continue;
+            }
+            if (only_node != 0 && w->node != only_node) continue;
+            chat_log_entry e;
+            e.room_id = id.value();
+            e.seq = m.seq;
+            e.sender_id = w->sender_id;
+            e.sender_name = std::string(w->name);
+            e.server_ts_us = static_cast<std::int64_t>(w->server_ts_us);
+            e.text = std::string(w->text);
+            out.push_back(std::move(e));
+        }
+        done(std::move(out));
+    });
+}
+
+void room_host::store_left_by(std::uint32_t node) {
+    if (!feed_) return;
+    // The stream keeps about stream_max messages per room; twice that back from the newest seq
+    // seen reaches past anything a node could have left uncommitted short of a writer stalled
+    // for thousands of messages (whose entries the stream no longer holds anyway).
+    const std::uint64_t window = 2ull * ctx_.options.cluster.stream_max;
+    for (const auto& [id, r] : rooms_) {
+        if (!feed_->watching(room_key(id))) continue;
+        const std::uint64_t top = r.last_seq();
+        const std::uint64_t after = top > window ? top - window : 0;
+        read_stream(
+            id, after, static_cast<std::uint32_t>(2 * window),
+            [this, id, node](std::optional<std::vector<chat_log_entry>> entries) {
+                if (!entries) {
+                    log_limited(log_level::warn, "room {}: Redis did not give node {}'s recent messages", id.value(),
+                                node);
+                    return;
+                }
+                std::size_t queued = 0;
+                for (auto& e : *entries) queued += ctx_.writer.try_enqueue(std::move(e), 0) ? 1 : 0;
+                if (queued != 0)
+                    log(log_level::info,
+                        "room {}: {} messages node {} published, from Redis's stream, queued for the database "
+                        "(insert-if-absent)",
+                        id.value(), queued, node);
+                if (queued != entries->size())
+                    log_limited(log_level::warn, "room {}: {} of node {}'s messages not queued (the queue is full)",
+                                id.value(), entries->size() - queued, node);
+            },
+            node);
+    }
+}
+
 void room_host::load_room(room_id id, member m, bool rejoin) {
     sharded<chat_service>* services = &service_.container();
     const unsigned self = self_;

@@ -36,6 +36,9 @@ struct chat_counters : metric_group {
     counter resumes{*this, "strix_resumes_total", "resume_req answered complete"};
     counter resume_gaps{*this, "strix_resume_gaps_total",
                         "resume_req answered gap (beyond --resume-max or its bytes, or deleted by retention)"};
+    counter resume_from_stream{*this, "strix_resume_from_stream_total",
+                               "messages a resume took from Redis's stream because the database lacked them "
+                               "(cluster mode; each queued for the database, insert-if-absent)"};
     counter login_queue_full{*this, "strix_login_queue_full_total",
                              "logins refused with server_busy: --login-queue hashes pending"};
     counter notices_coalesced{*this, "strix_member_notices_coalesced_total",

@@ -118,6 +118,18 @@ private:
     bool submit_read(player& p, proto::msg_type request, std::function<std::vector<shared_buffer_ptr>(chat_store&)> read,
                      bool gap_counts);
     void read_done(std::uint64_t session_id, proto::msg_type request, std::vector<shared_buffer_ptr> frames, int outcome);
+    // Cluster mode: a resume reads the database's rows of the range on a worker, then takes
+    // what they lack from Redis's stream (chat_service_history.cpp).
+    struct stored_rows {
+        std::vector<chat_log_entry> logs;  // ascending
+        std::uint64_t oldest = 0;          // the room's oldest stored seq
+        bool ok = false;                   // false: the database failed
+    };
+    void resume_cluster(player& p, std::uint64_t room, std::uint64_t from, std::uint64_t to);
+    void resume_stored(std::uint64_t session_id, std::uint64_t room, std::uint64_t from, std::uint64_t to,
+                       stored_rows rows);
+    void resume_merged(std::uint64_t session_id, std::uint64_t room, std::uint64_t from, std::uint64_t to,
+                       stored_rows rows, std::optional<std::vector<chat_log_entry>> streamed);
 
     /// Runs fn(chat_service&) on the shard that owns `room`: now when that is this shard, else
     /// posted (FIFO per pair of shards).

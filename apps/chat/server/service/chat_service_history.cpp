@@ -11,6 +11,17 @@
 // was added, and every later message reaches it live (docs/protocol.md, "Resume"). The answer is
 // complete or a gap, never part of the range: a range the database does not hold whole (deleted
 // by retention, or not yet committed with --ack early after a flush) is a gap.
+//
+// In cluster mode the members of other nodes get a message as soon as Redis publishes it, before
+// its node's commit, and a node killed between the two never commits it. So a resume there takes
+// what the database lacks from the room's Redis stream (the recent messages, exactly as
+// published), and queues each such message for the database (insert-if-absent: a commit that
+// was only late stores nothing twice), so that what one client was given, history keeps:
+//
+//   resume_req ══> worker: rows of (last_seq, joined_seq] ──> whole: resume_res
+//                                                        └──> not whole: chat_since (Redis stream)
+//                                                             ──> merged, the stream's rows queued
+//                                                                 for the database ──> resume_res / gap
 
 #include "chat_service.hpp"
 
@@ -44,6 +55,40 @@ std::vector<shared_buffer_ptr> resume_frames(std::uint64_t room, std::span<const
         logs = logs.subspan(n);
     } while (!logs.empty());
     return out;
+}
+
+// The rows of (from, to], ascending. after_seq 0 would mean "the newest": from 0 asks for what
+// lies below to + 1 instead.
+history_query resume_query(std::uint64_t room, std::uint64_t from, std::uint64_t to) {
+    history_query q{room, 0, from, static_cast<std::size_t>(to - from)};
+    if (from == 0) {
+        q.after_seq = 0;
+        q.before_seq = to + 1;
+    }
+    return q;
+}
+
+// Whether `logs` (ascending, from resume_query) is all of (from, to].
+bool covers(std::span<const chat_log_entry> logs, std::uint64_t from, std::uint64_t to) {
+    return !logs.empty() && logs.size() == to - from && logs.front().seq == from + 1 && logs.back().seq == to;
+}
+
+// The answer to a resume of (from, to] from the rows found: complete, or a gap when they are not
+// all of it or exceed the byte bound.
+std::vector<shared_buffer_ptr> resume_answer(std::uint64_t room, std::uint64_t from, std::uint64_t to,
+                                             std::span<const chat_log_entry> logs, std::uint64_t oldest,
+                                             std::size_t max_bytes) {
+    std::size_t bytes = 0;
+    for (const auto& e : logs) bytes += e.text.size() + e.sender_name.size();
+    if (!covers(logs, from, to) || bytes > max_bytes)
+        return std::vector<shared_buffer_ptr>{frames::resume_res(room, true, {}, to, oldest, false)};
+    return resume_frames(room, logs, to, oldest);
+}
+
+int resume_outcome(const std::vector<shared_buffer_ptr>& out) {
+    if (out.size() != 1) return read_ok;
+    auto* r = body_as<proto::resume_res>(std::span<const std::byte>(out[0]->data(), out[0]->size()));
+    return r != nullptr && r->status() == proto::resume_status::gap ? read_gap : read_ok;
 }
 
 }  // namespace
@@ -119,25 +164,97 @@ void chat_service::handle_resume(player& p, std::span<const std::byte> frame) {
         send(s, frames::resume_res(room, true, {}, to, 0, false));
         return;
     }
+    if (host_.clustered()) {
+        resume_cluster(p, room, from, to);
+        return;
+    }
     const std::size_t max_bytes = resume_max_bytes(ctx_.options);
     const bool ack_early = ctx_.options.ack == ack_mode::early;
     chat_log_writer* writer = &ctx_.writer;
     submit_read(p, msg_type::resume_req, [room, from, to, max_bytes, ack_early, writer](chat_store& store) {
-        history_query q{room, 0, from, static_cast<std::size_t>(to - from)};
+        const history_query q = resume_query(room, from, to);
         std::vector<chat_log_entry> logs = store.history_page(q);
-        auto whole = [&] { return logs.size() == to - from && logs.front().seq == from + 1 && logs.back().seq == to; };
-        if (!whole() && ack_early) {
+        if (!covers(logs, from, to) && ack_early) {
             // --ack early: members may have seen messages the writer has not committed yet.
             writer->flush();
             logs = store.history_page(q);
         }
-        const log_range range = store.room_log_range(room);
-        std::size_t bytes = 0;
-        for (const auto& e : logs) bytes += e.text.size() + e.sender_name.size();
-        if (logs.empty() || !whole() || bytes > max_bytes)
-            return std::vector<shared_buffer_ptr>{frames::resume_res(room, true, {}, to, range.oldest, false)};
-        return resume_frames(room, logs, to, range.oldest);
+        return resume_answer(room, from, to, logs, store.room_log_range(room).oldest, max_bytes);
     }, true);
+}
+
+void chat_service::resume_cluster(player& p, std::uint64_t room, std::uint64_t from, std::uint64_t to) {
+    sharded<chat_service>* services = &container();
+    const unsigned shard_index = self_;
+    const std::uint64_t sid = p.sess->id();
+    p.pending = player::pending_op::history;
+    const bool queued = ctx_.pool.try_submit([services, shard_index, sid, room, from, to](chat_store& store) {
+        stored_rows r;
+        try {
+            r.logs = store.history_page(resume_query(room, from, to));
+            r.oldest = store.room_log_range(room).oldest;
+            r.ok = true;
+        } catch (const std::exception& e) {
+            log_limited(log_level::warn, "resume_req failed: {}", e.what());
+        }
+        services->invoke_on(shard_index, [sid, room, from, to, r = std::move(r)](chat_service& svc) mutable {
+            svc.resume_stored(sid, room, from, to, std::move(r));
+        });
+    });
+    if (!queued) {
+        p.pending = player::pending_op::none;
+        bump(counters_.server_busy);
+        send_error(*p.sess, msg_type::resume_req, error_code::server_busy, "the database queue is full; retry later");
+    }
+}
+
+void chat_service::resume_stored(std::uint64_t session_id, std::uint64_t room, std::uint64_t from, std::uint64_t to,
+                                 stored_rows rows) {
+    if (!find(session_id)) return;  // the session closed while the database read
+    if (!rows.ok) {
+        read_done(session_id, msg_type::resume_req,
+                  {frames::error(msg_type::resume_req, error_code::internal_error,
+                                 "the database is unavailable; retry later")},
+                  read_failed);
+        return;
+    }
+    if (covers(rows.logs, from, to)) {
+        resume_merged(session_id, room, from, to, std::move(rows), std::vector<chat_log_entry>{});
+        return;
+    }
+    host_.read_stream(room_id(room), from, static_cast<std::uint32_t>(to - from),
+                      [this, session_id, room, from, to, rows = std::move(rows)](
+                          std::optional<std::vector<chat_log_entry>> streamed) mutable {
+                          resume_merged(session_id, room, from, to, std::move(rows), std::move(streamed));
+                      });
+}
+
+void chat_service::resume_merged(std::uint64_t session_id, std::uint64_t room, std::uint64_t from, std::uint64_t to,
+                                 stored_rows rows, std::optional<std::vector<chat_log_entry>> streamed) {
+    if (!find(session_id)) return;
+    if (streamed && !streamed->empty()) {
+        // Both ascending; a seq in both is the database's (the stream of a later epoch could
+        // reuse a seq after a lagging floor; what is stored stays what was stored).
+        std::vector<chat_log_entry> all;
+        all.reserve(rows.logs.size() + streamed->size());
+        auto db = rows.logs.begin();
+        for (auto& e : *streamed) {
+            while (db != rows.logs.end() && db->seq < e.seq) all.push_back(std::move(*db++));
+            if (db != rows.logs.end() && db->seq == e.seq) continue;
+            bump(counters_.resume_from_stream);
+            // Insert-if-absent (ON CONFLICT DO NOTHING): the origin's own write, if it still
+            // comes, stores nothing twice. A full queue leaves the message to the stream only.
+            if (!ctx_.writer.try_enqueue(e, 0))
+                log_limited(log_level::warn, "room {}: seq {} from Redis's stream not queued for the database", room,
+                            e.seq);
+            all.push_back(std::move(e));
+        }
+        while (db != rows.logs.end()) all.push_back(std::move(*db++));
+        rows.logs = std::move(all);
+    }
+    auto out = resume_answer(room, from, to, rows.logs, rows.oldest, resume_max_bytes(ctx_.options));
+    const int outcome = resume_outcome(out);
+    read_done(session_id, msg_type::resume_req, std::move(out), outcome);
 }
 
 // Queues `read` on a database worker; its frames go to the session in order, then the session's
@@ -154,10 +271,7 @@ bool chat_service::submit_read(player& p, msg_type request,
             int outcome = read_ok;
             try {
                 out = read(store);
-                if (gap_counts && out.size() == 1) {
-                    auto* r = body_as<proto::resume_res>(std::span<const std::byte>(out[0]->data(), out[0]->size()));
-                    if (r != nullptr && r->status() == proto::resume_status::gap) outcome = read_gap;
-                }
+                if (gap_counts) outcome = resume_outcome(out);
             } catch (const std::exception& e) {
                 log_limited(log_level::warn, "{} failed: {}", proto::EnumNamemsg_type(request), e.what());
                 out = {frames::error(request, error_code::internal_error, "the database is unavailable; retry later")};
