@@ -233,4 +233,38 @@ TEST(room_backplane, publishers_on_two_shards_share_one_order) {
     }
 }
 
+// A publisher that has not waited for the other nodes' commits asks not to start a room Redis
+// has no state of: told so (seq 0, no epoch), nothing created, nothing published. Once it may,
+// the epoch starts after its floor, and a floor above an existing epoch's counter moves it.
+TEST(room_backplane, a_room_without_state_is_started_only_when_asked_and_floors_only_raise_seqs) {
+    redis_server redis;
+    shard_env env;
+    clients cl(env, redis.port());
+    auto publish = [&](const std::string& msg, std::uint64_t floor, bool may_create) {
+        const auto r = call(env, *cl.c[0], publish_command("9", msg, 1000, "e9", 0, floor, may_create));
+        EXPECT_FALSE(r.ec) << r.ec.message();
+        const auto p = parse_publish_reply(r.reply);
+        EXPECT_TRUE(p) << r.reply.describe();
+        return p.value_or(room_position{99, "unparsed"});
+    };
+    const room_position none = publish("early", 40, false);
+    EXPECT_EQ(none.seq, 0u);
+    EXPECT_TRUE(none.epoch.empty());
+    const auto meta = keys_for_room("9").meta;
+    EXPECT_EQ(direct_redis(redis.port()).integer({"EXISTS", meta}), 0) << "no state was created";
+    EXPECT_EQ(cl.since("9", 0, 10).entries.size(), 0u);
+
+    const room_position first = publish("first", 40, true);
+    EXPECT_EQ(first.seq, 41u) << "the new epoch continues after the floor";
+    EXPECT_EQ(first.epoch, "e9");
+    EXPECT_EQ(publish("second", 0, false).seq, 42u) << "a room with state publishes whatever may_create says";
+    EXPECT_EQ(publish("third", 30, true).seq, 43u) << "a floor below the counter changes nothing";
+    EXPECT_EQ(publish("fourth", 50, false).seq, 51u) << "a floor above it: seqs up to it are taken elsewhere";
+    const auto s = cl.since("9", 40, 10);
+    ASSERT_EQ(s.entries.size(), 4u);
+    EXPECT_EQ(s.entries[0].body, "first");
+    EXPECT_EQ(s.entries[3].seq, 51u);
+    EXPECT_EQ(s.entries[3].body, "fourth");
+}
+
 }  // namespace

@@ -18,11 +18,19 @@ local function publish(keys, args)
   local floor = tonumber(args[6]) or 0
   local epoch = redis.call('HGET', meta, 'e')
   if not epoch then
-    -- No state for the room: new, expired, or lost with a Redis restart. A new epoch says so,
-    -- and a stream left over from an older epoch must not mix with the new seqs.
+    -- No state for the room: new, expired, or lost with a Redis restart. A caller that has not
+    -- yet let the other nodes' commits settle asks first (args[7] '0') and is told so: nothing
+    -- changes, and it calls again with a floor read after the wait.
+    if args[7] == '0' then return {0, ''} end
+    -- A new epoch says the state is new, and a stream left over from an older epoch must not
+    -- mix with the new seqs.
     epoch = candidate
     redis.call('HSET', meta, 'e', epoch, 's', floor)
     redis.call('DEL', stream)
+  elseif floor > (tonumber(redis.call('HGET', meta, 's')) or 0) then
+    -- The caller knows seqs above the counter are taken (the epoch was started from a floor
+    -- that missed them): skip past them rather than give one twice.
+    redis.call('HSET', meta, 's', floor)
   end
   local seq = redis.call('HINCRBY', meta, 's', 1)
   redis.call('XADD', stream, 'MAXLEN', '~', maxlen, seq .. '-0', 'd', message)
@@ -160,7 +168,7 @@ room_keys keys_for_room(std::string_view room) {
 
 std::vector<std::string> publish_command(std::string_view room, std::string_view message, std::uint32_t stream_max,
                                          std::string_view epoch_candidate, std::uint32_t ttl_s,
-                                         std::uint64_t seq_floor) {
+                                         std::uint64_t seq_floor, bool may_create) {
     auto k = keys_for_room(room);
     return {"FCALL",
             "chat_publish",
@@ -172,10 +180,15 @@ std::vector<std::string> publish_command(std::string_view room, std::string_view
             std::to_string(stream_max),
             std::string(epoch_candidate),
             std::to_string(ttl_s),
-            std::to_string(seq_floor)};
+            std::to_string(seq_floor),
+            may_create ? "1" : "0"};
 }
 
 std::optional<room_position> parse_publish_reply(const resp_reply& r) {
+    if (r.type == resp_reply::kind::array && r.elements.size() == 2 && r.elements[0].type == resp_reply::kind::integer &&
+        r.elements[0].integer == 0 && r.elements[1].type == resp_reply::kind::string && r.elements[1].str.empty()) {
+        return room_position{};  // no state for the room, and the call did not start one
+    }
     if (r.type != resp_reply::kind::array || r.elements.size() != 2 ||
         r.elements[0].type != resp_reply::kind::integer || r.elements[0].integer <= 0 ||
         r.elements[1].type != resp_reply::kind::string || r.elements[1].str.empty()) {

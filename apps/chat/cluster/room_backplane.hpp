@@ -48,16 +48,19 @@ room_keys keys_for_room(std::string_view room);
 /// ttl_s 0 keeps the room's keys; otherwise they expire ttl_s after the last message.
 /// seq_floor: where the seqs of a room without state in Redis continue from (the room's last
 /// seq the database knows), so a Redis that lost its data starts a new epoch without reusing
-/// seqs clients have seen.
+/// seqs clients have seen; a floor above the counter of an existing epoch moves the counter up
+/// to it (that epoch was started from a floor that missed seqs). may_create false: a room
+/// without state is not started; the reply says so (seq 0) and nothing changes.
 std::vector<std::string> publish_command(std::string_view room, std::string_view message, std::uint32_t stream_max,
                                          std::string_view epoch_candidate, std::uint32_t ttl_s = 0,
-                                         std::uint64_t seq_floor = 0);
+                                         std::uint64_t seq_floor = 0, bool may_create = true);
 
 struct room_position {
     std::uint64_t seq = 0;  // last seq given out (0: the room has no state in Redis)
     std::string epoch;      // empty when seq is 0
 };
-/// chat_publish's reply: the seq given to the message and the room's epoch.
+/// chat_publish's reply: the seq given to the message and the room's epoch; seq 0 and no epoch
+/// when the room had no state and may_create was false (nothing was published).
 std::optional<room_position> parse_publish_reply(const resp_reply& r);
 
 struct room_message {

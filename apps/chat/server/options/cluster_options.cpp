@@ -24,6 +24,10 @@ void add_cluster_options(CLI::App& app, cluster_options& c) {
         ->capture_default_str();
     app.add_option("--stream-max", c.stream_max, "cluster mode: about this many recent messages per room kept in Redis")
         ->capture_default_str();
+    app.add_option("--epoch-wait-ms", c.epoch_wait_ms,
+                   "cluster mode: when Redis lost a room's state, wait this long for the other nodes' commits in "
+                   "flight before continuing the room's seqs after the last stored one")
+        ->capture_default_str();
 }
 
 std::string validate_cluster(const cluster_options& c, const std::string& db) {
@@ -45,6 +49,7 @@ std::string validate_cluster(const cluster_options& c, const std::string& db) {
     if (c.node_scan_ms < 10) return "--node-scan-ms must be at least 10";
     if (c.position_check_ms < 10) return "--position-check-ms must be at least 10";
     if (c.stream_max < 10) return "--stream-max must be at least 10";
+    if (c.epoch_wait_ms > 60000) return "--epoch-wait-ms must be at most 60000";
     return {};
 }
 

@@ -38,6 +38,7 @@
 
 #include <boost/unordered/unordered_flat_map.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -195,7 +196,12 @@ private:
     bool floor_ready(room& r, chat_request& req);
     std::uint64_t floor_of(const room& r) const;
     void published(room_id id, std::uint64_t seq);
-    void floor_read(room_id id, std::uint64_t newest, std::uint64_t conn);
+    void floor_read(room_id id, std::uint64_t newest, std::uint64_t conn, bool settled = false);
+    // Redis has no state for the room and this node's publish did not start one: `req` goes back
+    // to the front of the room's queue, and the room's floor is read again after --epoch-wait-ms.
+    void no_room_state(room_id id, chat_request req);
+    void settle_due();
+    void read_floor(room_id id, std::uint64_t conn, bool settled);
     void feed_message(std::string_view room_key, std::uint64_t seq, std::string_view body);
     // A room's next message in seq order (from the feed, or a gap's from the database; an empty
     // body: seqs up to `seq` are lost, reported to the members as a gap).
@@ -257,10 +263,18 @@ private:
     struct publish_floor {
         std::uint64_t seq = 0;                // the highest seq known taken besides the room's last_seq
         std::uint64_t checked = ~std::uint64_t{0};  // the publisher's connects() the database was read at
-        bool reading = false;                 // a read of the database's last seq is in flight
+        // The connects() at which the database was read --epoch-wait-ms after Redis was found
+        // without the room: only then may this node's publish start a new epoch.
+        std::uint64_t settled = ~std::uint64_t{0};
+        bool reading = false;                 // a read of the database's last seq is in flight (or waited for)
+        bool settling = false;                // waiting out --epoch-wait-ms before that read
+        std::size_t returned = 0;             // chats at the front of waiting that Redis sent back
         std::deque<chat_request> waiting;     // chats for the room meanwhile, in arrival order
     };
     boost::unordered_flat_map<room_id, publish_floor> floors_;
+    // Rooms waiting out --epoch-wait-ms, with when their wait ends (in order of that time).
+    std::deque<std::pair<room_id, std::chrono::steady_clock::time_point>> settle_queue_;
+    timer_node settle_timer_;
 };
 
 }  // namespace strix::chat

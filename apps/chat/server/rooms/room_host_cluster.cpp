@@ -102,10 +102,12 @@ void room_host::start_cluster() {
     gap_fill_ = std::make_unique<room_gap_fill>(sh, ctx_.pool, std::move(g));
     presence_ =
         std::make_unique<cluster_presence>(*this, sh, ro, *publisher_, node_id_, ctx_.options.cluster, self_ == 0);
+    settle_timer_.set_callback([this] { settle_due(); });
 }
 
 void room_host::stop_cluster() {
     *alive_ = false;
+    if (settle_timer_.armed()) ctx_.eng.at(self_).timers().cancel(settle_timer_);
     gap_fill_.reset();
     feed_.reset();
     presence_.reset();
@@ -137,20 +139,15 @@ void room_host::cluster_chat(room& r, chat_request& req) {
                                      req.client_seq, node_id_, no, req.sender.name, req.text});
     own_[no] = no_ticket;
     const auto& co = ctx_.options.cluster;
-    // The floor: a room Redis has no state of continues after what this node knows of it.
-    const auto cmd = publish_command(room_key(r.id()), body, co.stream_max, new_epoch(), 0, floor_of(r));
+    // The floor: a room Redis has no state of continues after what this node knows of it, and
+    // only once the other nodes' commits in flight had time to land (room_host_cluster_floor.cpp).
+    const auto f = floors_.find(r.id());
+    const bool may_create = f != floors_.end() && f->second.settled == publisher_->connects();
+    const auto cmd = publish_command(room_key(r.id()), body, co.stream_max, new_epoch(), 0, floor_of(r), may_create);
     std::vector<std::string_view> args(cmd.begin(), cmd.end());
-    chat_log_entry entry;
-    entry.room_id = r.id().value();
-    entry.sender_id = req.sender.player_id;
-    entry.sender_name = std::move(req.sender.name);
-    entry.server_ts_us = ts;
-    entry.text = std::move(req.text);
-    const unsigned sender_shard = req.sender.shard;
-    const std::uint64_t sender = req.sender.session_id;
     const room_id id = r.id();
     const own_publish mine{no, req.client_ts, req.client_seq};
-    publisher_->command(args, [this, alive = alive_, entry = std::move(entry), sender_shard, sender, id, no, mine](
+    publisher_->command(args, [this, alive = alive_, req = std::move(req), ts, id, no, mine](
                                   std::error_code ec, const resp_reply& reply) mutable {
         if (!*alive) return;
         std::optional<room_position> at;
@@ -160,16 +157,30 @@ void room_host::cluster_chat(room& r, chat_request& req) {
             // from us and may send again. A publish that did happen still reaches the members.
             log_limited(log_level::warn, "room {}: chat_publish failed: {}", id.value(),
                         ec ? ec.message() : std::string("unexpected reply"));
-            fail(sender_shard, sender, id, proto::msg_type::chat_req, proto::error_code::server_busy,
+            fail(req.sender.shard, req.sender.session_id, id, proto::msg_type::chat_req, proto::error_code::server_busy,
                  "the cluster backplane is unavailable; retry later");
             own_.erase(no);
             release(id);
             return;
         }
-        entry.seq = at->seq;
+        if (at->seq == 0) {
+            // Redis has no state for the room (it lost its data) and this node may not start it
+            // yet: published after the wait, in its order.
+            own_.erase(no);
+            release(id);
+            no_room_state(id, std::move(req));
+            return;
+        }
         published(id, at->seq);
         own_seqs_[{id, at->seq}] = mine;
         bump(counters_.chat_messages);
+        chat_log_entry entry;
+        entry.room_id = id.value();
+        entry.seq = at->seq;
+        entry.sender_id = req.sender.player_id;
+        entry.sender_name = std::move(req.sender.name);
+        entry.server_ts_us = ts;
+        entry.text = std::move(req.text);
         // The members see it through the feed; the database keeps it. A full queue here loses
         // the stored copy only (counted and logged, history then has a hole at this seq).
         auto ticket = write(std::move(entry), true);
