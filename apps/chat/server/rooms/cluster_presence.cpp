@@ -36,13 +36,15 @@ const std::string& cluster_presence::incarnation() {
 
 cluster_presence::cluster_presence(room_host& host, shard& sh, const redis_options& ro, redis_client& publisher,
                                    std::uint32_t node, const cluster_options& co, bool registry)
-    : host_(host), shard_(sh), node_(node), publisher_(publisher) {
+    : host_(host), shard_(sh), node_(node), publisher_(publisher), grace_(co.node_ttl_ms) {
+    grace_timer_.set_callback([this] { grace_over(); });
     redis_ = std::make_unique<redis_client>(sh, ro, std::vector<std::vector<std::string>>{backplane_load_command()});
     redis_->on_connection([this](bool up) {
         // A connection after the first: Redis may have restarted empty, or others may have
         // cleared this node's entries meanwhile; put them back (idempotent for everyone).
         if (up && connections_++ > 0) {
             forget_versions();
+            start_grace();
             reannounce();
         }
     });
@@ -52,6 +54,10 @@ cluster_presence::cluster_presence(room_host& host, shard& sh, const redis_optio
                                  [this](std::string_view ch) { on_subscribed(ch); },
                                  [this](bool up) {
                                      if (!up) forget_versions();
+                                     // Back after a loss: the reads its subscriptions trigger may
+                                     // find hashes the other nodes are still refilling.
+                                     if (up && sub_seen_up_) start_grace();
+                                     if (up) sub_seen_up_ = true;
                                  }});
     if (registry) {
         node_registry_options no;
@@ -79,6 +85,7 @@ cluster_presence::cluster_presence(room_host& host, shard& sh, const redis_optio
 
 cluster_presence::~cluster_presence() {
     *alive_flag_ = false;
+    if (grace_timer_.armed()) shard_.timers().cancel(grace_timer_);
     registry_.reset();
     sub_.reset();
     redis_.reset();  // fails what is in flight: those callbacks find alive_flag_ false
@@ -155,6 +162,21 @@ void cluster_presence::forget_versions() {
     for (auto& [id, st] : rooms_) st.version = 0;
 }
 
+void cluster_presence::start_grace() {
+    grace_until_ = std::chrono::steady_clock::now() + grace_;
+    if (grace_timer_.armed()) shard_.timers().cancel(grace_timer_);
+    shard_.timers().schedule(grace_timer_, shard_.ticks_for(grace_));
+}
+
+void cluster_presence::grace_over() {
+    auto rooms = std::move(reread_);
+    reread_.clear();
+    std::sort(rooms.begin(), rooms.end());
+    rooms.erase(std::unique(rooms.begin(), rooms.end()), rooms.end());
+    for (room_id id : rooms)
+        if (rooms_.contains(id)) read(id);
+}
+
 void cluster_presence::on_subscribed(std::string_view channel) {
     // What changed while this node did not follow the channel is in the hash.
     const room_id id = room_of_channel(channel);
@@ -192,6 +214,12 @@ void cluster_presence::apply_hash(room_id id, const std::vector<online_entry>& e
     std::vector<entry_key> gone;
     for (const auto& [k, inc] : st.remote)
         if (auto it = now.find(k); it == now.end() || it->second->incarnation != inc) gone.push_back(k);
+    if (!gone.empty() && std::chrono::steady_clock::now() < grace_until_) {
+        // Missing may mean not put back yet (Redis restarted empty): decided by a read after the
+        // grace. A node found dead is still handled at once (nodes_changed).
+        reread_.push_back(id);
+        gone.clear();
+    }
     for (const auto& k : gone) set_offline(r, st, k.first, k.second);
     for (const auto& [k, e] : now)
         if (!st.remote.contains(k)) set_online(r, st, k.first, k.second, e->incarnation, e->name);

@@ -24,8 +24,11 @@
 #include "apps/chat/cluster/redis_client.hpp"
 #include "apps/chat/cluster/redis_subscriber.hpp"
 
+#include <strix/core/timing_wheel.hpp>
+
 #include <boost/unordered/unordered_flat_map.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -98,6 +101,11 @@ private:
     void on_message(std::string_view channel, std::string_view payload);
     void on_subscribed(std::string_view channel);
     void forget_versions();
+    // Redis may have restarted empty: for a grace period (--node-ttl-ms) entries missing from a
+    // room's hash are not taken for members gone offline (their nodes are putting them back);
+    // such rooms are read again when it ends.
+    void start_grace();
+    void grace_over();
     void set_online(room& r, room_state& st, std::uint64_t account, std::uint32_t node, std::string inc,
                     std::string_view name);
     void set_offline(room& r, room_state& st, std::uint64_t account, std::uint32_t node);
@@ -124,6 +132,11 @@ private:
     std::optional<std::map<std::uint32_t, std::string>> alive_;
     bool self_alive_ = false;
     std::uint64_t connections_ = 0;
+    bool sub_seen_up_ = false;
+    const std::chrono::milliseconds grace_;
+    std::chrono::steady_clock::time_point grace_until_{};
+    std::vector<room_id> reread_;  // rooms whose hash lacked entries during the grace
+    timer_node grace_timer_;
     std::shared_ptr<bool> alive_flag_ = std::make_shared<bool>(true);
 };
 
