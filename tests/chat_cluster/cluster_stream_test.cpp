@@ -4,7 +4,8 @@
 // members have and the database lacks. A test plays that node ("node 9") by calling chat_publish
 // in Redis directly, as a node does, and never writing the database:
 //   - a member who resumes over that seq gets it complete, from Redis's stream, and the node
-//     that answered stores it (so history has what the member was given);
+//     that answered stores it (so history has what the member was given), also when the
+//     database holds messages past the range;
 //   - once node 9's heartbeat expires, the nodes store what it published from the streams of the
 //     rooms they watch, with no member resuming.
 #include "cluster_nodes.hpp"
@@ -94,6 +95,11 @@ TEST(cluster_stream, AResumeTakesWhatTheDatabaseLacksFromTheStreamAndStoresIt) {
     frame jf = next_of(carol2, msg_type::join_room_res);
     ASSERT_TRUE(jf.as<proto::join_room_res>());
     EXPECT_EQ(jf.as<proto::join_room_res>()->last_seq(), 5u);
+    // Seq 6 is stored before the resume: the database's rows after 3 are 5, 6 (4 is the hole),
+    // one past the range, which must not spoil it. carol gets 6 live.
+    say(alice, alice_id, ra, "m", 1, 6);
+    EXPECT_EQ(next_chat(bob).seq, 6u);
+    EXPECT_EQ(next_chat(carol2).seq, 6u);
     flatbuffers::FlatBufferBuilder fbb;
     fbb.Finish(proto::Createresume_req(fbb, room, 3));
     carol2.send(fbb, msg_type::resume_req);

@@ -123,6 +123,26 @@ TEST_P(chat_log_writer_db_test, ReusedKeysAreCountedAsDuplicatesNotLost) {
     EXPECT_EQ(store->room_history(4, 10), (std::vector{a, test::make_entry(4, 2)}));
 }
 
+// A copy of a message another writer may have stored (cluster mode): stored when absent, the
+// stored row kept when present, counted as a copy either way.
+TEST_P(chat_log_writer_db_test, CopiesAreStoredIfAbsentAndTheStoredRowWins) {
+    chat_log_writer writer(open());
+    auto mine = test::make_entry(5, 1);
+    ASSERT_TRUE(writer.try_enqueue(mine));
+    writer.flush();
+    auto copy = mine;
+    copy.text = "the stream's copy";
+    ASSERT_TRUE(writer.try_enqueue_copy(copy));
+    ASSERT_TRUE(writer.try_enqueue_copy(test::make_entry(5, 2)));
+    EXPECT_EQ(writer.stop(), 0u);
+    const auto st = writer.stats();
+    EXPECT_EQ(st.written, 3u);
+    EXPECT_EQ(st.copies, 2u);
+    EXPECT_EQ(st.duplicates, 1u);
+    auto store = open();
+    EXPECT_EQ(store->room_history(5, 10), (std::vector{mine, test::make_entry(5, 2)}));
+}
+
 INSTANTIATE_TEST_SUITE_P(backends, chat_log_writer_db_test, ::testing::Values(backend::sqlite, backend::postgres),
                          test::backend_name);
 

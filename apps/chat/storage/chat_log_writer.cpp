@@ -21,6 +21,10 @@ bool chat_log_writer::try_enqueue(chat_log_entry e, std::uint64_t tag) {
     return push({std::move(e), tag, clock::now()}, false);
 }
 
+bool chat_log_writer::try_enqueue_copy(chat_log_entry e) {
+    return push({std::move(e), 0, clock::now(), true}, false);
+}
+
 bool chat_log_writer::try_enqueue(room_change c, std::uint64_t tag, bool beyond_capacity) {
     return push({std::move(c), tag, clock::now()}, beyond_capacity);
 }
@@ -68,8 +72,10 @@ void chat_log_writer::run() {
             oldest = queue_.front().at;  // FIFO: the front is the oldest
             for (std::size_t i = 0; i < n; ++i) {
                 queued& q = queue_.front();
-                if (auto* log = std::get_if<chat_log_entry>(&q.what))
+                if (auto* log = std::get_if<chat_log_entry>(&q.what)) {
                     batch.logs.push_back(std::move(*log));
+                    batch.copies += q.copy ? 1 : 0;
+                }
                 else
                     batch.changes.push_back(std::move(std::get<room_change>(q.what)));
                 if (q.tag != 0) batch.tags.push_back(q.tag);
@@ -115,13 +121,15 @@ bool chat_log_writer::commit_with_retry(const batch_buffer& batch, clock::time_p
             written_.fetch_add(batch.logs.size(), std::memory_order_relaxed);
             room_changes_.fetch_add(batch.changes.size(), std::memory_order_relaxed);
             batches_.fetch_add(1, std::memory_order_relaxed);
-            if (inserted < batch.logs.size()) {
+            copies_.fetch_add(batch.copies, std::memory_order_relaxed);
+            if (inserted < batch.logs.size()) duplicates_.fetch_add(batch.logs.size() - inserted, std::memory_order_relaxed);
+            if (inserted + batch.copies < batch.logs.size()) {
                 // Nothing is lost (the stored row wins), but it means a (room_id, seq) key was
-                // reused, or an earlier attempt of this batch committed after all.
-                duplicates_.fetch_add(batch.logs.size() - inserted, std::memory_order_relaxed);
+                // reused, or an earlier attempt of this batch committed after all. (Copies found
+                // stored are expected: the duplicates beyond their number are warned about.)
                 log(log_level::warn,
                     "chat_log_writer: {} of {} entries were already stored under the same (room_id, seq){}",
-                    batch.logs.size() - inserted, batch.logs.size(),
+                    batch.logs.size() - inserted - batch.copies, batch.logs.size(),
                     attempt > 1 ? " (an earlier attempt may have committed)" : "; is a room id reused?");
             }
             return true;
@@ -202,6 +210,7 @@ chat_log_writer_stats chat_log_writer::stats() const {
     s.written = written_.load(std::memory_order_relaxed);
     s.room_changes = room_changes_.load(std::memory_order_relaxed);
     s.duplicates = duplicates_.load(std::memory_order_relaxed);
+    s.copies = copies_.load(std::memory_order_relaxed);
     s.batches = batches_.load(std::memory_order_relaxed);
     s.failures = failures_.load(std::memory_order_relaxed);
     s.lost = lost_.load(std::memory_order_relaxed);

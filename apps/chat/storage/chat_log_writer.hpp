@@ -63,6 +63,7 @@ struct chat_log_writer_stats {
     std::uint64_t written = 0;       // committed chat log rows (duplicates included; see below)
     std::uint64_t room_changes = 0;  // committed room changes
     std::uint64_t duplicates = 0;    // committed entries whose (room_id, seq) was already stored
+    std::uint64_t copies = 0;        // committed try_enqueue_copy entries (in written, duplicates)
     std::uint64_t batches = 0;       // committed transactions
     std::uint64_t failures = 0;      // failed commit attempts (each one retried)
     std::uint64_t lost = 0;          // entries stop() could not write
@@ -89,6 +90,11 @@ public:
     /// acknowledge the message. Entries are written in the order they were accepted. Never
     /// waits for space. Any thread, shard threads included.
     bool try_enqueue(chat_log_entry e, std::uint64_t tag = 0);
+    /// The same for a copy of a message that may be stored already (cluster mode: taken from
+    /// Redis's stream because another node may have died before storing it): the stored row wins,
+    /// as always, and finding it is expected, so it is not warned about (counted in
+    /// stats().copies). Any thread.
+    bool try_enqueue_copy(chat_log_entry e);
 
     /// The same for a room change. With `beyond_capacity` it is queued even when `capacity`
     /// entries wait (not while stopping): for changes that must not fail, like a member leaving,
@@ -114,16 +120,19 @@ private:
         std::variant<chat_log_entry, room_change> what;
         std::uint64_t tag;
         clock::time_point at;
+        bool copy = false;  // try_enqueue_copy
     };
     struct batch_buffer {
         std::vector<room_change> changes;
         std::vector<chat_log_entry> logs;
         std::vector<std::uint64_t> tags;
+        std::size_t copies = 0;  // logs from try_enqueue_copy: finding them stored is expected
         std::size_t size() const noexcept { return changes.size() + logs.size(); }
         void clear() noexcept {
             changes.clear();
             logs.clear();
             tags.clear();
+            copies = 0;
         }
     };
 
@@ -145,7 +154,8 @@ private:
     std::size_t peak_ = 0;              // guarded by mu_
     std::uint64_t rejected_ = 0;        // guarded by mu_
 
-    std::atomic<std::uint64_t> written_{0}, room_changes_{0}, duplicates_{0}, batches_{0}, failures_{0}, lost_{0};
+    std::atomic<std::uint64_t> written_{0}, room_changes_{0}, duplicates_{0}, copies_{0}, batches_{0}, failures_{0},
+        lost_{0};
     std::atomic<std::uint64_t> last_lag_us_{0}, max_lag_us_{0};
 
     std::mutex stop_mu_;

@@ -142,8 +142,10 @@ void room_host::cluster_chat(room& r, chat_request& req) {
     // The floor: a room Redis has no state of continues after what this node knows of it, and
     // only once the other nodes' commits in flight had time to land (room_host_cluster_floor.cpp).
     const auto f = floors_.find(r.id());
-    const bool may_create = f != floors_.end() && f->second.settled == publisher_->connects();
-    const auto cmd = publish_command(room_key(r.id()), body, co.stream_max, new_epoch(), 0, floor_of(r), may_create);
+    // A room nothing is known of (no message seen, none stored) starts at once: a new room.
+    const std::uint64_t floor = floor_of(r);
+    const bool may_create = floor == 0 || (f != floors_.end() && f->second.settled == publisher_->connects());
+    const auto cmd = publish_command(room_key(r.id()), body, co.stream_max, new_epoch(), 0, floor, may_create);
     std::vector<std::string_view> args(cmd.begin(), cmd.end());
     const room_id id = r.id();
     const own_publish mine{no, req.client_ts, req.client_seq};
@@ -353,7 +355,7 @@ void room_host::store_left_by(std::uint32_t node) {
                     return;
                 }
                 std::size_t queued = 0;
-                for (auto& e : *entries) queued += ctx_.writer.try_enqueue(std::move(e), 0) ? 1 : 0;
+                for (auto& e : *entries) queued += ctx_.writer.try_enqueue_copy(std::move(e)) ? 1 : 0;
                 if (queued != 0)
                     log(log_level::info,
                         "room {}: {} messages node {} published, from Redis's stream, queued for the database "

@@ -218,6 +218,8 @@ void chat_service::resume_stored(std::uint64_t session_id, std::uint64_t room, s
                   read_failed);
         return;
     }
+    // A range the database holds with holes comes back with rows past `to` filling the limit.
+    std::erase_if(rows.logs, [to](const chat_log_entry& e) { return e.seq > to; });
     if (covers(rows.logs, from, to)) {
         resume_merged(session_id, room, from, to, std::move(rows), std::vector<chat_log_entry>{});
         return;
@@ -244,7 +246,7 @@ void chat_service::resume_merged(std::uint64_t session_id, std::uint64_t room, s
             bump(counters_.resume_from_stream);
             // Insert-if-absent (ON CONFLICT DO NOTHING): the origin's own write, if it still
             // comes, stores nothing twice. A full queue leaves the message to the stream only.
-            if (!ctx_.writer.try_enqueue(e, 0))
+            if (!ctx_.writer.try_enqueue_copy(e))
                 log_limited(log_level::warn, "room {}: seq {} from Redis's stream not queued for the database", room,
                             e.seq);
             all.push_back(std::move(e));
