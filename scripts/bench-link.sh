@@ -4,7 +4,7 @@
 #
 #   scripts/bench-link.sh <build_dir>
 #
-# Suites (LINK_SUITES, default all of "thr dr pubsub fanout lat cross blocking"):
+# Suites (LINK_SUITES, default all of "thr dr pubsub fanout lat cross blocking curve"):
 #   thr     PUSH/PULL throughput at 64 B, 256 B, 1 KB, 8 KB, 64 KB over tcp, ipc (local-thr +
 #           remote-thr, two processes) and inproc (inproc-thr, one process, two threads)
 #   dr      DEALER -> ROUTER throughput (--pattern dealerrouter) at 64 B, 256 B and 1 KB over tcp,
@@ -18,6 +18,10 @@
 #   blocking  both libraries called from application threads, 64 B over tcp, ipc and inproc:
 #           strix's blocking_socket (strix-link-blocking-*) against zmq_send/zmq_recv
 #           (zmq-blocking-*), PUSH/PULL throughput (suite bthr) and REQ/REP p50 round trip (blat)
+#   curve   CURVE over tcp, strix against libzmq's CURVE, each tool running both halves in one
+#           process (bench/link/curve): PUSH/PULL throughput at 64 B and 1 KB
+#           (strix-link-curve-thr, suite curve-thr) and REQ/REP p50/p99 round trip at 64 B
+#           (strix-link-curve-lat, suite curve-lat); the library is the tools' first argument
 # For every repetition, every configuration and each family in turn (strix, libzmq, strix, ...,
 # so drift on the shared machine hits both alike): start the receiver (bounded by timeout), wait
 # until its tcp port listens or its ipc socket exists, run the sender (bounded too), check both
@@ -29,7 +33,7 @@
 # Environment:
 #   RUNS (5)                runs per configuration and family
 #   PIN (0)                 1: receiver on CPU 0 and sender on CPU 1 (taskset); one-process runs
-#                           (inproc, fan-out) are never pinned. Default: not pinned, the two
+#                           (inproc, fan-out, curve) are never pinned. Default: not pinned, the two
 #                           processes share the machine's cores with the scheduler's placement
 #   LINK_COUNT_64 (2000000), LINK_COUNT_256 (1000000), LINK_COUNT_1024 (500000),
 #   LINK_COUNT_8192 (100000), LINK_COUNT_65536 (20000)   messages per throughput run, by message
@@ -37,14 +41,18 @@
 #   LINK_ROUNDTRIPS (10000) round trips per latency run (the blocking family's too)
 #   LINK_BLOCKING_COUNT (300000) messages per blocking-family throughput run
 #   LINK_FANOUT_COUNT (300000), LINK_SUBSCRIBERS (8)
+#   LINK_CURVE_COUNT_64 (300000), LINK_CURVE_COUNT_1024 (100000)   messages per CURVE throughput
+#                           run (about 0.3-1 s each); CURVE round trips: LINK_ROUNDTRIPS
 #   LINK_TIMEOUT (60)       seconds any one process may run before it is killed (run failed)
 #   LINK_SUITES             the suites to run (see above)
 #   STRIX_LINK_PREFIX (strix-link-)  binary prefix of the strix family. Test override only:
 #                           STRIX_LINK_PREFIX=zmq- points the strix family at the libzmq tools to
 #                           exercise the two-family logic before strix-link-* exists; the report
-#                           then says in its header that both columns are libzmq.
+#                           then says in its header that both columns are libzmq. In the curve
+#                           suite the strix family then runs strix-link-curve-* with "zmq".
 # Binaries of the strix family that are missing are recorded as "not built" and the libzmq
-# family still runs; a missing zmq-* binary stops the script (build first).
+# family still runs; a missing zmq-* binary stops the script (build first). The curve tools
+# measure both libraries: when one is missing, both families' runs of it are "not built".
 set -euo pipefail
 
 build=${1:?usage: scripts/bench-link.sh <build_dir>}
@@ -63,7 +71,7 @@ roundtrips=${LINK_ROUNDTRIPS:-10000}
 fanout_count=${LINK_FANOUT_COUNT:-300000}
 subscribers=${LINK_SUBSCRIBERS:-8}
 blocking_count=${LINK_BLOCKING_COUNT:-300000}
-read -r -a suites <<<"${LINK_SUITES:-thr dr pubsub fanout lat cross blocking}"
+read -r -a suites <<<"${LINK_SUITES:-thr dr pubsub fanout lat cross blocking curve}"
 declare -A count=(
   [64]=${LINK_COUNT_64:-2000000}
   [256]=${LINK_COUNT_256:-1000000}
@@ -71,11 +79,20 @@ declare -A count=(
   [8192]=${LINK_COUNT_8192:-100000}
   [65536]=${LINK_COUNT_65536:-20000}
 )
+declare -A curve_count=(
+  [64]=${LINK_CURVE_COUNT_64:-300000}
+  [1024]=${LINK_CURVE_COUNT_1024:-100000}
+)
 tools=(local-thr remote-thr local-lat remote-lat inproc-thr inproc-lat fanout)
 # The blocking family's tools: <prefix>blocking-<tool>.
 blocking_tools=(local-thr remote-thr local-lat remote-lat inproc-thr inproc-lat)
-want_blocking=0
-for s in "${suites[@]}"; do [ "$s" = blocking ] && want_blocking=1; done
+# The CURVE tools: strix-link-<tool> strix|zmq SIZE COUNT, one binary for both families.
+curve_tools=(curve-thr curve-lat)
+want_blocking=0 want_curve=0
+for s in "${suites[@]}"; do
+  [ "$s" = blocking ] && want_blocking=1
+  [ "$s" = curve ] && want_curve=1
+done
 
 die() { echo "bench-link: FAILED: $*" >&2; exit 1; }
 
@@ -96,11 +113,16 @@ if [ "$want_blocking" = 1 ]; then
     [ -x "$bin/${strix_prefix}blocking-$t" ] || missing+=("${strix_prefix}blocking-$t")
   done
 fi
+if [ "$want_curve" = 1 ]; then
+  for t in "${curve_tools[@]}"; do
+    [ -x "$bin/strix-link-$t" ] || missing+=("strix-link-$t")
+  done
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "bench-link: note: not built: ${missing[*]}; those strix runs are recorded as 'not built'"
 fi
 for s in "${suites[@]}"; do
-  case $s in thr|dr|pubsub|fanout|lat|cross|blocking) ;; *) die "LINK_SUITES: unknown suite '$s'" ;; esac
+  case $s in thr|dr|pubsub|fanout|lat|cross|blocking|curve) ;; *) die "LINK_SUITES: unknown suite '$s'" ;; esac
 done
 pin_recv=() pin_send=()
 if [ "$pin" = 1 ]; then
@@ -381,6 +403,22 @@ cross() {
   fi
 }
 
+# curve_one <suite curve-thr|curve-lat> <size> <family> <library argument> <run>: one run of a
+# CURVE tool, both halves in one process over tcp.
+curve_one() {
+  local suite=$1 size=$2 family=$3 lib=$4 rep=$5 tool cnt cre
+  if [ "$suite" = curve-thr ]; then
+    tool=strix-link-curve-thr cnt=${curve_count[$size]} cre=$thr_count_re
+  else
+    tool=strix-link-curve-lat cnt=$roundtrips cre=$lat_count_re
+  fi
+  if ! built "" "$tool"; then
+    record "$suite" tcp "$size" "$cnt" "$family" "$rep" not_built "$tool not built" "" "" ""
+    return
+  fi
+  single "$suite" tcp "$size" "$cnt" "$family" "$rep" "$tool" "$cre" "$cnt" "$lib" "$size" "$cnt"
+}
+
 # The configurations, in the order they run within a repetition: "suite transport size".
 configs=()
 for s in "${suites[@]}"; do
@@ -394,6 +432,7 @@ for s in "${suites[@]}"; do
     blocking)
       for tr in tcp ipc inproc; do configs+=("bthr $tr 64"); done
       for tr in tcp ipc inproc; do configs+=("blat $tr 64"); done ;;
+    curve) configs+=("curve-thr tcp 64" "curve-thr tcp 1024" "curve-lat tcp 64") ;;
   esac
 done
 
@@ -408,6 +447,7 @@ loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
     "${count[64]}" "${count[256]}" "${count[1024]}" "${count[8192]}" "${count[65536]}"
   printf '"roundtrips":%s,"fanout_count":%s,"subscribers":%s,"blocking_count":%s,"suites":"%s",' \
     "$roundtrips" "$fanout_count" "$subscribers" "$blocking_count" "${suites[*]}"
+  printf '"curve_counts":{"64":%s,"1024":%s},' "${curve_count[64]}" "${curve_count[1024]}"
   printf '"commit":"%s","dirty_files":%s,"tests_line":%s,"loadavg_start":"%s","nproc":%s,' \
     "$commit" "$dirty" "$(json_str "$tests_line")" "$loadavg" "$(nproc)"
   printf '"started":"%s","missing":%s}\n' "$(date '+%Y-%m-%d %H:%M %Z')" "$(json_str "${missing[*]:-}")"
@@ -425,6 +465,10 @@ for rep in $(seq "$reps"); do
       cross thr "$zmq_prefix" "$strix_prefix" "zmq->strix" "$rep"
       cross lat "$strix_prefix" "$zmq_prefix" "strix->zmq" "$rep"
       cross lat "$zmq_prefix" "$strix_prefix" "zmq->strix" "$rep"
+    elif [ "$suite" = curve-thr ] || [ "$suite" = curve-lat ]; then
+      # Test mode (STRIX_LINK_PREFIX=zmq-): the strix family measures libzmq too.
+      curve_one "$suite" "$size" strix "$([ "$strix_prefix" = "$zmq_prefix" ] && echo zmq || echo strix)" "$rep"
+      curve_one "$suite" "$size" zmq zmq "$rep"
     elif [ "$suite" = bthr ] || [ "$suite" = blat ]; then
       one "$suite" "$transport" "$size" strix "${strix_prefix}blocking-" "$rep"
       one "$suite" "$transport" "$size" zmq "${zmq_prefix}blocking-" "$rep"

@@ -20,6 +20,7 @@ from report_common import cpu_model
 SIZES = [64, 256, 1024, 8192, 65536]
 DR_SIZES = [64, 256, 1024]
 LAT_SIZES = [64, 1024, 8192]
+CURVE_SIZES = [64, 1024]
 TRANSPORTS = ["tcp", "ipc", "inproc"]
 FAMILIES = [("strix", "strix"), ("zmq", "libzmq")]
 
@@ -30,8 +31,9 @@ def size_label(size):
 
 def build_targets(subscribers):
     """Seed 002's goals for strix::link: (label, suite, transport, size, metric, op, ratio).
-    Ratios are strix / libzmq: throughput at least x, latency at most x. PUB/SUB at 64 KB is held
-    to the 64 KB target (copy-bound), PUB/SUB at 64 B and fan-out to the PUB/SUB one."""
+    Ratios are strix / libzmq: throughput at least x, latency at most x; a ratio of None is a row
+    shown without a target. PUB/SUB at 64 KB is held to the 64 KB target (copy-bound), PUB/SUB at
+    64 B and fan-out to the PUB/SUB one."""
     t = [(f"64 B throughput, {tr}", "thr", tr, 64, "msg_s", ">=", 2.0) for tr in TRANSPORTS]
     t += [("PUB/SUB 64 B, tcp", "pubsub", "tcp", 64, "msg_s", ">=", 1.5),
           ("PUB/SUB 64 KB, tcp (the 64 KB target)", "pubsub", "tcp", 65536, "msg_s", ">=", 1.0)]
@@ -48,6 +50,10 @@ def build_targets(subscribers):
     # Issue 16: the blocking API against zmq_send/zmq_recv, both from application threads.
     t += [(f"blocking API 64 B throughput, {tr}", "bthr", tr, 64, "msg_s", ">=", 1.5) for tr in TRANSPORTS]
     t += [(f"blocking API p50 round trip 64 B, {tr}", "blat", tr, 64, "p50_us", "<=", 1.0) for tr in TRANSPORTS]
+    # Issue 16: CURVE against libzmq's CURVE. The issue sets a throughput target only; the round
+    # trip is shown beside it without one.
+    t += [("CURVE 64 B throughput, tcp", "curve-thr", "tcp", 64, "msg_s", ">=", 1.5),
+          ("CURVE p50 round trip 64 B, tcp", "curve-lat", "tcp", 64, "p50_us", "<=", None)]
     return t
 
 
@@ -234,6 +240,11 @@ def write_markdown(meta, data, out_md, targets):
                  f"F-remote-thr tcp://127.0.0.1:PORT 64 {meta.get('blocking_count', 300000)}   (and ipc, inproc-thr)")
     lines.append(f"F-local-lat tcp://127.0.0.1:PORT 64 {meta['roundtrips']} &  "
                  f"F-remote-lat tcp://127.0.0.1:PORT 64 {meta['roundtrips']}   (and ipc, inproc-lat)")
+    cc = meta.get("curve_counts")
+    if cc:
+        lines.append("# CURVE over tcp (suite curve): L = strix or zmq, both halves in one process")
+        lines.append(f"strix-link-curve-thr L 64 {cc['64']}   strix-link-curve-thr L 1024 {cc['1024']}")
+        lines.append(f"strix-link-curve-lat L 64 {meta['roundtrips']}")
     lines.append("```")
     lines.append("")
     lines.append(f"Messages per throughput run (COUNT): 64 B: {c['64']:,}; 256 B: {c.get('256', 0):,}; "
@@ -300,6 +311,8 @@ def write_markdown(meta, data, out_md, targets):
         write_cross(lines, data)
     if data.has("bthr") or data.has("blat"):
         write_blocking(lines, meta, data)
+    if data.has("curve-thr") or data.has("curve-lat"):
+        write_curve(lines, meta, data)
     write_targets(lines, data, targets)
     write_failures(lines, data)
     lines.append("![strix / libzmq ratios per configuration](link.png)")
@@ -377,6 +390,39 @@ def write_blocking(lines, meta, data):
     lines.append("")
 
 
+def write_curve(lines, meta, data):
+    """CURVE against libzmq's CURVE over tcp: throughput at 64 B and 1 KB, round trips at 64 B."""
+    cc = meta.get("curve_counts", {})
+    lines.append("## CURVE (tcp)")
+    lines.append("")
+    lines.append("Both libraries with CURVE (a fresh server and client key pair per run, every message "
+                 "boxed), each tool running its two halves in one process over tcp loopback "
+                 "(bench/link/curve): strix on two shards (server on shard 0, client on shard 1), "
+                 "libzmq on two application threads with a context of one I/O thread each. "
+                 "`strix-link-curve-thr` sends PUSH -> PULL "
+                 f"({cc.get('64', 0):,} messages at 64 B, {cc.get('1024', 0):,} at 1 KB; "
+                 "LINK_CURVE_COUNT_<size>); `strix-link-curve-lat` makes "
+                 f"{meta['roundtrips']:,} REQ/REP round trips at 64 B. Every message's size and "
+                 "sequence number is checked.")
+    lines.append("")
+    if data.has("curve-thr"):
+        lines.append("Throughput (msg/s):")
+        lines.append("")
+        family_table(lines, data, "curve-thr", ["tcp"], CURVE_SIZES, "msg_s", fmt_int)
+    if data.has("curve-lat"):
+        lines.append("Round trip, 64 B (µs):")
+        lines.append("")
+        lines.append("| Transport | | p50 round trip (µs) | p99 round trip (µs) |")
+        lines.append("|---|---|---:|---:|")
+        p50 = {fam: data.cell("curve-lat", "tcp", 64, fam, "p50_us") for fam, _ in FAMILIES}
+        p99 = {fam: data.cell("curve-lat", "tcp", 64, fam, "p99_us") for fam, _ in FAMILIES}
+        for fam, name in FAMILIES:
+            lines.append(f"| tcp | {name} | {p50[fam].text(fmt_us)} | {p99[fam].text(fmt_us)} |")
+        r = [fmt_ratio(ratio(c["strix"], c["zmq"]), c["strix"], c["zmq"]) for c in (p50, p99)]
+        lines.append(f"| tcp | **strix/libzmq (lower is better)** | **{r[0]}** | **{r[1]}** |")
+        lines.append("")
+
+
 def write_targets(lines, data, targets):
     lines.append("## Targets")
     lines.append("")
@@ -393,6 +439,8 @@ def write_targets(lines, data, targets):
             status = "not built"
         elif r is None:
             status = "no data (runs failed)"
+        elif x is None:
+            status = "(no target)"
         else:
             met = r >= x if op == ">=" else r <= x
             status = "met" if met else "NOT met"
@@ -401,7 +449,8 @@ def write_targets(lines, data, targets):
                 status += f" ({failed} runs failed)"
         lines.append(f"| {label} | {fmt(a.median) if a.median is not None else '-'} "
                      f"| {fmt(b.median) if b.median is not None else '-'} "
-                     f"| {f'{r:.2f}x' if r is not None else '-'} | {op} {x}x | {status} |")
+                     f"| {f'{r:.2f}x' if r is not None else '-'} | {f'{op} {x}x' if x is not None else '(no target)'} "
+                     f"| {status} |")
     lines.append("")
 
 
@@ -423,7 +472,8 @@ def write_failures(lines, data):
 
 
 def short_label(suite, tr, size):
-    base = {"thr": "", "lat": "", "dr": "dealer/router ", "pubsub": "pubsub ", "fanout": "fan-out ", "bthr": "blocking ", "blat": "blocking "}[suite]
+    base = {"thr": "", "lat": "", "dr": "dealer/router ", "pubsub": "pubsub ", "fanout": "fan-out ", "bthr": "blocking ", "blat": "blocking ",
+            "curve-thr": "CURVE ", "curve-lat": "CURVE "}[suite]
     return f"{base}{tr} {size_label(size).replace(' ', '')}"
 
 
@@ -435,11 +485,13 @@ def write_plot(meta, data, out_dir):
     thr_cfgs += [("dr", tr, s) for tr in TRANSPORTS for s in DR_SIZES]
     thr_cfgs += [("pubsub", "tcp", 64), ("pubsub", "tcp", 65536), ("fanout", "tcp", 64), ("fanout", "inproc", 64)]
     thr_cfgs += [("bthr", tr, 64) for tr in TRANSPORTS]
+    thr_cfgs += [("curve-thr", "tcp", s) for s in CURVE_SIZES]
     thr_cfgs = [c for c in thr_cfgs if data.select(c[0], c[1], c[2], "zmq")]
     lat_cfgs = [("lat", tr, s) for tr in TRANSPORTS for s in LAT_SIZES]
     lat_cfgs += [("blat", tr, 64) for tr in TRANSPORTS]
+    lat_cfgs += [("curve-lat", "tcp", 64)]
     lat_cfgs = [c for c in lat_cfgs if data.select(c[0], c[1], c[2], "zmq")]
-    targets = {(t[1], t[2], t[3]): t[6] for t in build_targets(meta["subscribers"])}
+    targets = {(t[1], t[2], t[3]): t[6] for t in build_targets(meta["subscribers"]) if t[6] is not None}
 
     def ratio_of(cfg, metric):
         return ratio(data.cell(*cfg, "strix", metric), data.cell(*cfg, "zmq", metric))

@@ -7,88 +7,71 @@
 // zmq:   the PULL and the PUSH in two contexts of one I/O thread each, each driven by its own
 //        application thread (libzmq's local_thr and remote_thr, in one process).
 // The clock runs from the first message received to the last. Every message carries its
-// sequence number in its first 8 bytes (fewer when smaller) and the receiver checks each one:
-// a lost or reordered message fails the run (exit 1). Prints "<impl> <size> <count> <msg/s>".
+// sequence number (../perf_common.hpp's stamp) and the receiver checks each one's size and
+// number: a lost or reordered message fails the run (exit 1). Prints libzmq's local_thr lines,
+// as every other throughput tool does (print_thr).
 #include <strix/core/engine.hpp>
 #include <strix/core/shard.hpp>
-#include <strix/link/security.hpp>
-#include <strix/link/socket.hpp>
 
-#include <zmq.h>
+#include "../strix/strix_perf.hpp"
+#include "curve_perf.hpp"
 
-#include <atomic>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <future>
+#include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace {
 
-using clk = std::chrono::steady_clock;
+namespace lp = strix::link_perf;
+namespace lc = strix::link_perf::curve;
 
-[[noreturn]] void die(const std::string& why) {
-    std::fprintf(stderr, "strix-link-curve-thr: %s\n", why.c_str());
-    std::_Exit(1);
-}
+const std::string usage =
+    std::string("usage: strix-link-curve-thr strix|zmq <message-size> <message-count>\n"
+                "\n"
+                "The throughput test with CURVE (a fresh server and client key pair per run) inside\n"
+                "one process over tcp loopback: a PULL socket (the CURVE server) binds 127.0.0.1, a PUSH\n"
+                "socket (the client) connects and sends <message-count> messages of <message-size>\n"
+                "bytes. strix: PULL on shard 0, PUSH on shard 1 of one engine. zmq: PULL and PUSH on two\n"
+                "threads, in two contexts of one I/O thread each. Prints strix-link-local-thr's lines\n"
+                "(the receiver's count over the time from its first message to its last).\n"
+                "\n") +
+    std::string(lp::contract_help);
 
-void stamp(std::byte* p, std::size_t size, std::uint64_t seq) {
-    std::memcpy(p, &seq, std::min<std::size_t>(size, 8));
-}
-
-void check(const void* p, std::size_t got, std::size_t size, std::uint64_t seq) {
-    std::uint64_t v = 0, want = seq;
-    const std::size_t n = std::min<std::size_t>(size, 8);
-    if (got != size) die("message " + std::to_string(seq) + " has " + std::to_string(got) + " bytes");
-    std::memcpy(&v, p, n);
-    if (n < 8) want &= (std::uint64_t{1} << (8 * n)) - 1;
-    if (v != want) die("message " + std::to_string(seq) + " is out of order");
-}
-
-double run_strix(std::size_t size, std::uint64_t count, const strix::link::curve_keypair& server,
-                 const strix::link::curve_keypair& client) {
-    strix::engine_config cfg;
-    cfg.shards = 2;
-    cfg.pin_threads = false;
-    strix::engine eng(cfg);
-    strix::link::socket_options so;
-    so.security.curve_server = true;
-    so.security.curve_secretkey = server.secret_z85();
-    so.max_msg_size = std::max(so.max_msg_size, size);
-    strix::link::socket_options co;
-    co.security.curve_secretkey = client.secret_z85();
-    co.security.curve_serverkey = server.public_z85();
-    co.max_msg_size = so.max_msg_size;
+double run_strix(const lp::tool& t, const lc::keys& k, std::size_t size, std::uint64_t count) {
+    strix::engine eng(lp::engine_for(2));
+    const strix::link::socket_options so = lc::options_with(lc::server_security(k), size);
+    const strix::link::socket_options co = lc::options_with(lc::client_security(k), size);
 
     std::unique_ptr<strix::link::socket> pull, push;
     std::uint64_t got = 0, sent = 0;
-    clk::time_point first, last;
+    lp::perf_clock::time_point first, last;
     std::vector<std::byte> buf(size);
     std::function<void()> pump;
     eng.start();
     const std::string addr = eng.run_on(0, [&] {
         pull = std::make_unique<strix::link::socket>(eng.at(0), strix::link::socket_type::pull, so);
         pull->on_message([&](strix::link::message_view m) {
-            check(m[0].data(), m[0].size(), size, got);
-            if (got == 0) first = clk::now();
+            if (m.size() != 1) t.fail("message " + std::to_string(got) + " has " + std::to_string(m.size()) + " parts");
+            lp::check_message(t, m[0].data(), m[0].size(), size, got);
+            if (got == 0) first = lp::perf_clock::now();
             if (++got == count) {
-                last = clk::now();
+                last = lp::perf_clock::now();
                 eng.stop();
             }
         });
-        return pull->bind("tcp://127.0.0.1:*");
+        return pull->bind(lc::bind_endpoint);
     });
     eng.run_on(1, [&] {
         push = std::make_unique<strix::link::socket>(eng.at(1), strix::link::socket_type::push, co);
         pump = [&] {
-            for (int k = 0; k < 4096 && sent < count; ++k) {
-                stamp(buf.data(), size, sent);
+            for (int n = 0; n < 4096 && sent < count; ++n) {
+                lp::stamp(buf.data(), size, sent);
                 const auto ec = push->send(strix::link::bytes_view(buf));
                 if (ec == strix::link::link_errc::would_block) return;  // on_writable resumes
-                if (ec) die("send: " + ec.message());
+                if (ec) t.fail("send: " + ec.message());
                 ++sent;
             }
             if (sent < count) eng.at(1).post_local([&] { pump(); });
@@ -102,38 +85,29 @@ double run_strix(std::size_t size, std::uint64_t count, const strix::link::curve
     // left to the process's end.
     (void)pull.release();
     (void)push.release();
-    if (got != count) die("stopped after " + std::to_string(got) + " messages");
-    return std::chrono::duration<double>(last - first).count();
+    if (got != count) t.fail("the engine stopped after " + std::to_string(got) + " of " + std::to_string(count) + " messages");
+    return lp::seconds_between(first, last);
 }
 
-void zcheck(int rc, const char* what) {
-    if (rc != 0) die(std::string(what) + ": " + zmq_strerror(zmq_errno()));
-}
-
-double run_zmq(std::size_t size, std::uint64_t count, const strix::link::curve_keypair& server,
-               const strix::link::curve_keypair& client) {
+double run_zmq(const lp::tool& t, const lc::keys& k, std::size_t size, std::uint64_t count) {
     void* rctx = zmq_ctx_new();
     void* sctx = zmq_ctx_new();
     void* pull = zmq_socket(rctx, ZMQ_PULL);
-    const int one = 1;
-    const std::string ssec = server.secret_z85(), spub = server.public_z85();
-    const std::string csec = client.secret_z85(), cpub = client.public_z85();
-    zcheck(zmq_setsockopt(pull, ZMQ_CURVE_SERVER, &one, sizeof one), "ZMQ_CURVE_SERVER");
-    zcheck(zmq_setsockopt(pull, ZMQ_CURVE_SECRETKEY, ssec.data(), ssec.size()), "ZMQ_CURVE_SECRETKEY");
-    zcheck(zmq_bind(pull, "tcp://127.0.0.1:*"), "zmq_bind");
+    lc::zmq_curve_server(t, pull, k);
+    if (zmq_bind(pull, lc::bind_endpoint) != 0) t.fail(std::string("zmq_bind: ") + zmq_strerror(zmq_errno()));
     char ep[256];
     size_t eplen = sizeof ep;
-    zcheck(zmq_getsockopt(pull, ZMQ_LAST_ENDPOINT, ep, &eplen), "ZMQ_LAST_ENDPOINT");
+    if (zmq_getsockopt(pull, ZMQ_LAST_ENDPOINT, ep, &eplen) != 0) {
+        t.fail(std::string("ZMQ_LAST_ENDPOINT: ") + zmq_strerror(zmq_errno()));
+    }
     std::thread sender([&] {
         void* push = zmq_socket(sctx, ZMQ_PUSH);
-        zcheck(zmq_setsockopt(push, ZMQ_CURVE_SERVERKEY, spub.data(), spub.size()), "ZMQ_CURVE_SERVERKEY");
-        zcheck(zmq_setsockopt(push, ZMQ_CURVE_PUBLICKEY, cpub.data(), cpub.size()), "ZMQ_CURVE_PUBLICKEY");
-        zcheck(zmq_setsockopt(push, ZMQ_CURVE_SECRETKEY, csec.data(), csec.size()), "ZMQ_CURVE_SECRETKEY");
-        zcheck(zmq_connect(push, ep), "zmq_connect");
+        lc::zmq_curve_client(t, push, k);
+        if (zmq_connect(push, ep) != 0) t.fail(std::string("zmq_connect: ") + zmq_strerror(zmq_errno()));
         std::vector<std::byte> buf(size);
         for (std::uint64_t i = 0; i < count; ++i) {
-            stamp(buf.data(), size, i);
-            if (zmq_send(push, buf.data(), size, 0) < 0) die("zmq_send");
+            lp::stamp(buf.data(), size, i);
+            if (zmq_send(push, buf.data(), size, 0) < 0) t.fail(std::string("zmq_send: ") + zmq_strerror(zmq_errno()));
         }
         const int linger = -1;
         zmq_setsockopt(push, ZMQ_LINGER, &linger, sizeof linger);
@@ -141,37 +115,29 @@ double run_zmq(std::size_t size, std::uint64_t count, const strix::link::curve_k
     });
     zmq_msg_t m;
     zmq_msg_init(&m);
-    clk::time_point first;
+    lp::perf_clock::time_point first;
     for (std::uint64_t i = 0; i < count; ++i) {
-        if (zmq_msg_recv(&m, pull, 0) < 0) die("zmq_msg_recv");
-        if (i == 0) first = clk::now();
-        check(zmq_msg_data(&m), zmq_msg_size(&m), size, i);
+        if (zmq_msg_recv(&m, pull, 0) < 0) t.fail(std::string("zmq_msg_recv: ") + zmq_strerror(zmq_errno()));
+        if (i == 0) first = lp::perf_clock::now();
+        if (zmq_msg_more(&m)) t.fail("message " + std::to_string(i) + " has more than 1 part");
+        lp::check_message(t, zmq_msg_data(&m), zmq_msg_size(&m), size, i);
     }
-    const auto last = clk::now();
+    const auto last = lp::perf_clock::now();
     zmq_msg_close(&m);
     sender.join();
     zmq_close(pull);
     zmq_ctx_term(sctx);
     zmq_ctx_term(rctx);
-    return std::chrono::duration<double>(last - first).count();
+    return lp::seconds_between(first, last);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 4 || (std::string(argv[1]) != "strix" && std::string(argv[1]) != "zmq")) {
-        std::fprintf(stderr, "usage: strix-link-curve-thr strix|zmq <message-size> <message-count>\n");
-        return 2;
-    }
-    if (!zmq_has("curve")) die("this libzmq has no CURVE (zmq_has(\"curve\") is 0)");
-    const std::size_t size = std::strtoull(argv[2], nullptr, 10);
-    const std::uint64_t count = std::strtoull(argv[3], nullptr, 10);
-    if (count == 0) die("message-count must be at least 1");
-    const auto server = strix::link::curve_keypair::generate();
-    const auto client = strix::link::curve_keypair::generate();
-    const bool strix = std::string(argv[1]) == "strix";
-    const double s = strix ? run_strix(size, count, server, client) : run_zmq(size, count, server, client);
-    std::printf("%s %zu %llu %.0f\n", argv[1], size, static_cast<unsigned long long>(count),
-                static_cast<double>(count) / s);
+    const lp::tool t("strix-link-curve-thr", usage);
+    const lc::command c = lc::parse_command(t, argc, argv, "message-count");
+    const lc::keys k;
+    const double s = c.lib == lc::impl::strix ? run_strix(t, k, c.size, c.count) : run_zmq(t, k, c.size, c.count);
+    lp::print_thr(c.size, c.count, s);
     return 0;
 }

@@ -31,6 +31,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 namespace strix::link_perf {
@@ -70,6 +71,12 @@ inline link::socket_options options_for(const parsed_args& a, std::size_t size) 
         o.rcvhwm = static_cast<std::uint32_t>(*hwm);
     }
     o.max_msg_size = std::max(o.max_msg_size, size);
+    return o;
+}
+
+/// `o` with `security` as its mechanism settings.
+inline link::socket_options secured(link::socket_options o, link::security_options security) {
+    o.security = std::move(security);
     return o;
 }
 
@@ -327,13 +334,14 @@ private:
 
 /// The echoing half of a latency run: REP checks each of `count` requests and sends it back;
 /// with stop_when_done, stops the engine after the last reply (which the stop still flushes).
+/// `security`: the socket's mechanism (NULL by default; the CURVE tools set a server's).
 class lat_echoer {
 public:
     lat_echoer(const tool& t, shard& sh, std::size_t size, std::uint64_t count, bool stop_when_done,
-               seq_mode seq = seq_mode::automatic)
+               seq_mode seq = seq_mode::automatic, link::security_options security = {})
         : t_(t),
           sh_(sh),
-          s_(sh, link::socket_type::rep, options_for({}, size)),
+          s_(sh, link::socket_type::rep, secured(options_for({}, size), std::move(security))),
           check_(seq),
           size_(size),
           count_(count),
@@ -367,12 +375,14 @@ private:
 
 /// The timing half of a latency run: REQ sends `count` stamped requests one after another, checks
 /// each reply and times each round trip alone (steady clock), then stops the engine.
+/// `security`: the socket's mechanism (NULL by default; the CURVE tools set a client's).
 class lat_requester {
 public:
-    lat_requester(const tool& t, shard& sh, std::size_t size, std::uint64_t count)
+    lat_requester(const tool& t, shard& sh, std::size_t size, std::uint64_t count,
+                  link::security_options security = {})
         : t_(t),
           sh_(sh),
-          s_(sh, link::socket_type::req, options_for({}, size)),
+          s_(sh, link::socket_type::req, secured(options_for({}, size), std::move(security))),
           buf_(size),
           size_(size),
           count_(count),
