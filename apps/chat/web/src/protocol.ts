@@ -22,29 +22,42 @@ import { chat_msg } from './gen/strix/chat/proto/chat-msg';
 import { list_rooms_req } from './gen/strix/chat/proto/list-rooms-req';
 import { list_rooms_res } from './gen/strix/chat/proto/list-rooms-res';
 import { ping_req } from './gen/strix/chat/proto/ping-req';
+import { history_req } from './gen/strix/chat/proto/history-req';
+import { history_res } from './gen/strix/chat/proto/history-res';
+import { resume_req } from './gen/strix/chat/proto/resume-req';
+import { resume_res } from './gen/strix/chat/proto/resume-res';
+import { resume_status } from './gen/strix/chat/proto/resume-status';
 import { member_joined } from './gen/strix/chat/proto/member-joined';
 import { member_left } from './gen/strix/chat/proto/member-left';
+import { member_presence } from './gen/strix/chat/proto/member-presence';
+import { member_info } from './gen/strix/chat/proto/member-info';
 import { error_res } from './gen/strix/chat/proto/error-res';
 import { player_info } from './gen/strix/chat/proto/player-info';
 import { room_info } from './gen/strix/chat/proto/room-info';
 
-export { msg_type, error_code };
+export { msg_type, error_code, resume_status };
 
 export const header_size = 12;
 
 export interface player { id: bigint; name: string }
+export interface member extends player { online: boolean }
 export interface room { id: bigint; name: string; members: number }
+export interface chat_line { room_id: bigint; seq: bigint; sender: player; text: string; server_ts_us: bigint }
 
 export type message =
-  | { type: msg_type.login_res; player: player; created: boolean }
+  | { type: msg_type.login_res; player: player; created: boolean; resume_token: Uint8Array | null }
   | { type: msg_type.create_room_res; room: room }
-  | { type: msg_type.join_room_res; room: room; members: player[] }
+  | { type: msg_type.join_room_res; room: room; members: member[]; last_seq: bigint }
   | { type: msg_type.leave_room_res; room_id: bigint }
   | { type: msg_type.list_rooms_res; rooms: room[] }
   | { type: msg_type.pong_res }
-  | { type: msg_type.chat_msg; room_id: bigint; seq: bigint; sender: player; text: string; server_ts_us: bigint }
+  | ({ type: msg_type.chat_msg } & chat_line)
+  | { type: msg_type.history_res; room_id: bigint; messages: chat_line[]; more: boolean }
+  | { type: msg_type.resume_res; room_id: bigint; status: resume_status; messages: chat_line[]; to_seq: bigint;
+      oldest_seq: bigint; more: boolean }
   | { type: msg_type.member_joined; room_id: bigint; player: player }
   | { type: msg_type.member_left; room_id: bigint; player: player }
+  | { type: msg_type.member_presence; room_id: bigint; player: player; online: boolean }
   | { type: msg_type.error_res; request: msg_type; code: error_code; reason: string };
 
 // A finished frame: the header, then the builder's bytes.
@@ -59,11 +72,14 @@ function frame(type: msg_type, fbb: flatbuffers.Builder, root: flatbuffers.Offse
   return out;
 }
 
-export function login(name: string, password: string): Uint8Array {
+/// A login with the password, or with a resume token and an empty password (docs/protocol.md,
+/// "Resume tokens").
+export function login(name: string, password: string, resume_token: Uint8Array | null = null): Uint8Array {
   const fbb = new flatbuffers.Builder(128);
   const n = fbb.createString(name);
   const p = fbb.createString(password);
-  return frame(msg_type.login_req, fbb, login_req.createlogin_req(fbb, n, p, 0, 0));
+  const t = resume_token ? login_req.createResumeTokenVector(fbb, resume_token) : 0;
+  return frame(msg_type.login_req, fbb, login_req.createlogin_req(fbb, n, p, 0, t));
 }
 
 export function create_room(name: string): Uint8Array {
@@ -96,6 +112,19 @@ export function chat(text: string, seq: bigint): Uint8Array {
   return frame(msg_type.chat_req, fbb, chat_req.createchat_req(fbb, t, ts, seq));
 }
 
+/// What the page missed in `room`: the messages after `last_seq` up to its join (resume_res).
+export function resume(room: bigint, last_seq: bigint): Uint8Array {
+  const fbb = new flatbuffers.Builder(32);
+  return frame(msg_type.resume_req, fbb, resume_req.createresume_req(fbb, room, last_seq));
+}
+
+/// Stored messages of `room`: the oldest `limit` above `after_seq` (> 0), or, with `before_seq`
+/// (> 0) instead, the newest below it.
+export function history(room: bigint, after_seq: bigint, before_seq: bigint, limit: number): Uint8Array {
+  const fbb = new flatbuffers.Builder(48);
+  return frame(msg_type.history_req, fbb, history_req.createhistory_req(fbb, room, before_seq, after_seq, limit));
+}
+
 export function ping(ts: bigint): Uint8Array {
   const fbb = new flatbuffers.Builder(32);
   return frame(msg_type.ping_req, fbb, ping_req.createping_req(fbb, ts));
@@ -103,6 +132,24 @@ export function ping(ts: bigint): Uint8Array {
 
 function to_player(p: player_info | null): player {
   return { id: p ? p.id() : 0n, name: (p && p.name()) || '' };
+}
+
+function to_member(m: member_info | null): member {
+  return { id: m ? m.id() : 0n, name: (m && m.name()) || '', online: m ? m.online() : false };
+}
+
+function to_chat(m: chat_msg): chat_line {
+  return { room_id: m.roomId(), seq: m.seq(), sender: to_player(m.sender()), text: m.text() || '',
+           server_ts_us: m.serverTsUs() };
+}
+
+function to_chats(n: number, at: (i: number) => chat_msg | null): chat_line[] {
+  const out: chat_line[] = [];
+  for (let i = 0; i < n; ++i) {
+    const m = at(i);
+    if (m) out.push(to_chat(m));
+  }
+  return out;
 }
 
 function to_room(r: room_info | null): room {
@@ -120,15 +167,17 @@ export function decode(bytes: Uint8Array): message | null {
   switch (type) {
     case msg_type.login_res: {
       const m = login_res.getRootAslogin_res(bb);
-      return { type, player: to_player(m.player()), created: m.created() };
+      // slice(): the array is a view into this frame's bytes.
+      const token = m.resumeTokenLength() > 0 ? m.resumeTokenArray()!.slice() : null;
+      return { type, player: to_player(m.player()), created: m.created(), resume_token: token };
     }
     case msg_type.create_room_res:
       return { type, room: to_room(create_room_res.getRootAscreate_room_res(bb).room()) };
     case msg_type.join_room_res: {
       const m = join_room_res.getRootAsjoin_room_res(bb);
-      const members: player[] = [];
-      for (let i = 0; i < m.membersLength(); ++i) members.push(to_player(m.members(i)));
-      return { type, room: to_room(m.room()), members };
+      const members: member[] = [];
+      for (let i = 0; i < m.membersLength(); ++i) members.push(to_member(m.members(i)));
+      return { type, room: to_room(m.room()), members, last_seq: m.lastSeq() };
     }
     case msg_type.leave_room_res:
       return { type, room_id: leave_room_res.getRootAsleave_room_res(bb).roomId() };
@@ -140,10 +189,17 @@ export function decode(bytes: Uint8Array): message | null {
     }
     case msg_type.pong_res:
       return { type };
-    case msg_type.chat_msg: {
-      const m = chat_msg.getRootAschat_msg(bb);
-      return { type, room_id: m.roomId(), seq: m.seq(), sender: to_player(m.sender()), text: m.text() || '',
-               server_ts_us: m.serverTsUs() };
+    case msg_type.chat_msg:
+      return { type, ...to_chat(chat_msg.getRootAschat_msg(bb)) };
+    case msg_type.history_res: {
+      const m = history_res.getRootAshistory_res(bb);
+      return { type, room_id: m.roomId(), messages: to_chats(m.messagesLength(), (i) => m.messages(i)),
+               more: m.more() };
+    }
+    case msg_type.resume_res: {
+      const m = resume_res.getRootAsresume_res(bb);
+      return { type, room_id: m.roomId(), status: m.status(), messages: to_chats(m.messagesLength(), (i) => m.messages(i)),
+               to_seq: m.toSeq(), oldest_seq: m.oldestSeq(), more: m.more() };
     }
     case msg_type.member_joined: {
       const m = member_joined.getRootAsmember_joined(bb);
@@ -152,6 +208,10 @@ export function decode(bytes: Uint8Array): message | null {
     case msg_type.member_left: {
       const m = member_left.getRootAsmember_left(bb);
       return { type, room_id: m.roomId(), player: to_player(m.player()) };
+    }
+    case msg_type.member_presence: {
+      const m = member_presence.getRootAsmember_presence(bb);
+      return { type, room_id: m.roomId(), player: to_player(m.player()), online: m.online() };
     }
     case msg_type.error_res: {
       const m = error_res.getRootAserror_res(bb);
