@@ -1,12 +1,20 @@
 // The web chat page in headless Chromium (ctest browser.chat_page): strix-chat-server with
 // --ws-port on a fresh SQLite database, two pages (alice, bob) and the console client over TCP
-// (carol) log in, meet in one room, chat with each other, see each other come and go; alice's page
-// drops its socket and comes back by itself. Each asserts what it sees. Screenshot of alice's page
-// at the end: <build>/browser/chat-page.png.
+// (carol) log in, meet in one room, chat with each other, see each other come and go and go
+// offline. alice's page loses its socket twice and is kept down (the test holds its reconnects)
+// while the others talk; when it is let back it logs in with its resume token (round 1) or, the
+// token revoked meanwhile, with the password (round 2), and recovers what it missed: by resume_req
+// (round 1, over two resume_res frames) or, over --resume-max, by history_req pages (round 2).
+// The test holds the resume answer until a live message has reached the page, so the page must
+// put the recovered messages before it. Each asserts what it sees, what alice's page sent (the
+// test sits on its socket: Playwright's routeWebSocket) and the server's metrics. Screenshot of
+// alice's page at the end: <build>/browser/chat-page.png; bob's while alice is offline:
+// <build>/browser/chat-page-presence.png.
 //   node chat_page_test.mjs <build dir>
 // Playwright (playwright-core, fetched by the web page's npm step) drives Debian's
 // chromium-headless-shell; no browser is downloaded. Exits 77 (skipped) when no Chromium exists.
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -80,11 +88,87 @@ async function members(page) {
   return (await page.$$eval('#members li', (ls) => ls.map((l) => l.textContent))).sort();
 }
 
+// The member list as 'name:yes|no' (data-online), sorted.
+async function online(page) {
+  return (await page.$$eval('#members li', (ls) => ls.map((l) => `${l.dataset.name}:${l.dataset.online}`))).sort();
+}
+
+// Waits until `page` shows `name` with data-online = `state` (and the offline class when 'no').
+async function sees_online(page, who, name, state) {
+  const sel = `#members li[data-name="${name}"][data-online="${state}"]`;
+  try {
+    await page.waitForSelector(sel, { timeout: 10000 });
+  } catch {
+    fail(`${who} did not show ${name} with data-online=${state}; the list: ${await online(page)}; the log:\n` +
+      (await log_lines(page)).join('\n'));
+  }
+  const offline_class = await page.$eval(sel, (l) => l.classList.contains('offline'));
+  if (offline_class !== (state === 'no')) fail(`${who}'s entry for ${name} (online ${state}) has offline class ${offline_class}`);
+}
+
+async function log_lines(page, sel = '#log div') {
+  return page.$$eval(sel, (ds) => ds.map((d) => d.textContent));
+}
+
+async function until(what, cond, ms = 10000) {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) fail(`${what}: not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function same(what, got, want) {
+  if (JSON.stringify(got) !== JSON.stringify(want)) {
+    fail(`${what}:\n got  ${JSON.stringify(got).slice(0, 3000)}\n want ${JSON.stringify(want).slice(0, 3000)}`);
+  }
+}
+
+// Just enough of a FlatBuffer reader for the frames the test looks at (docs/protocol.md): field i
+// of the body's root table.
+function fields(frame) {
+  const b = frame.subarray(12);
+  const table = b.readUInt32LE(0);
+  const vt = table - b.readInt32LE(table);
+  const at = (i) => (4 + 2 * i < b.readUInt16LE(vt) ? b.readUInt16LE(vt + 4 + 2 * i) : 0);
+  const ref = (i) => table + at(i) + b.readUInt32LE(table + at(i));
+  return {
+    type: frame.readUInt16LE(4),
+    u8: (i) => (at(i) ? b[table + at(i)] : 0),
+    u64: (i) => (at(i) ? b.readBigUInt64LE(table + at(i)) : 0n),
+    str: (i) => (at(i) ? b.toString('utf8', ref(i) + 4, ref(i) + 4 + b.readUInt32LE(ref(i))) : ''),
+    len: (i) => (at(i) ? b.readUInt32LE(ref(i)) : 0),
+  };
+}
+
+// The counters of the server's /metrics (summed over shards by the server).
+async function metrics(url) {
+  const text = await (await fetch(url)).text();
+  return (name) => {
+    const m = text.match(new RegExp(`^${name} (\\d+)$`, 'm'));
+    if (!m) fail(`no ${name} on ${url}`);
+    return Number(m[1]);
+  };
+}
+
+// A port nothing listens on now (the server's --metrics-port has no 'any port').
+async function free_port() {
+  const srv = createServer();
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address();
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
 let browser;
 try {
+  const resume_max = 100;
+  const burst = resume_max + 150; // round 2: over --resume-max, and over one history page (200)
   const server = start(path.join(build, 'bin/strix-chat-server'), ['--port', '0', '--ws-port', '0', '--db',
-    `sqlite:${work}/chat.db`, '--password-cost', 'fast', '--metrics-port', '0', '--shards', '2', '--no-pin']);
+    `sqlite:${work}/chat.db`, '--password-cost', 'fast', '--metrics-port', String(await free_port()), '--shards', '2', '--no-pin',
+    '--resume-max', String(resume_max), '--chat-burst', String(burst + 50)]);
   const [, tcp_port] = await server.wait_for(/listening on 127\.0\.0\.1:(\d+)/, 'server start');
+  const [, metrics_url] = await server.wait_for(/metrics (http:\/\/127\.0\.0\.1:\d+\/metrics)/, 'server start');
   const [, url] = await server.wait_for(/web chat page (http:\/\/127\.0\.0\.1:\d+\/)/, 'server start');
 
   browser = await chromium.launch({ executablePath: chromium_bin, args: ['--no-sandbox'], headless: true });
@@ -110,41 +194,178 @@ try {
   await sees(bob, 'bob', '* carol joined');
   const want = ['alice', 'bob', 'carol'];
   for (const [who, p] of [['alice', alice], ['bob', bob]]) {
-    const m = await members(p);
-    if (JSON.stringify(m) !== JSON.stringify(want)) fail(`${who}'s member list is ${m}, expected ${want}`);
+    same(`${who}'s member list`, await members(p), want);
+    same(`${who}'s online states`, await online(p), want.map((n) => `${n}:yes`));
+  }
+
+  // What the room's messages are, in seq order, as the test sent them: each one is waited for
+  // (on bob's page) before the next, so the order is the test's.
+  const expected = [];
+  const pages = { alice, bob };
+  async function say(who, text) {
+    if (who === 'carol') {
+      carol.say(text);
+    } else {
+      await pages[who].fill('#text', text);
+      await pages[who].click('#chat-form button');
+    }
+    const l = `[${room}#${expected.length + 1}] ${who}: ${text}`;
+    expected.push(l);
+    await sees(bob, 'bob', l);
+    return l;
   }
 
   // Each says something; everyone sees the three lines with the same seqs.
-  await alice.fill('#text', 'hello from alice');
-  await alice.click('#chat-form button');
-  await sees(bob, 'bob', `[${room}#1] alice: hello from alice`);
+  await say('alice', 'hello from alice');
   await carol.wait_for(new RegExp(`\\[${room}#1\\] alice: hello from alice`), 'carol hears alice');
-  carol.say('hi from the terminal');
-  await sees(alice, 'alice', `[${room}#2] carol: hi from the terminal`);
-  await sees(bob, 'bob', `[${room}#2] carol: hi from the terminal`);
-  await bob.fill('#text', 'bob here');
-  await bob.click('#chat-form button');
-  await sees(alice, 'alice', `[${room}#3] bob: bob here`);
+  await sees(alice, 'alice', await say('carol', 'hi from the terminal'));
+  await sees(alice, 'alice', await say('bob', 'bob here'));
   await carol.wait_for(new RegExp(`\\[${room}#3\\] bob: bob here`), 'carol hears bob');
+  same("alice's messages", await log_lines(alice, '#log div.chat'), expected);
+
+  // From here on the test sits on alice's socket: it records what her page sends, refuses her
+  // reconnects while `held`, and keeps resume_res frames from her page while `hold_resume`.
+  const wire = { held: false, hold_resume: false, queued: [], link: null, server: null, sent: [], resume_res: [] };
+  const alice_context = alice.context();
+  await alice_context.routeWebSocket(/\/ws$/, (ws) => {
+    if (wire.held) {
+      ws.close({ code: 1013, reason: 'held by the test' });
+      return;
+    }
+    const server_side = ws.connectToServer();
+    wire.link = ws;
+    wire.server = server_side;
+    ws.onMessage((m) => {
+      wire.sent.push(fields(m));
+      server_side.send(m);
+    });
+    server_side.onMessage((m) => {
+      if (fields(m).type === 18) {
+        wire.resume_res.push(fields(m));
+        if (wire.hold_resume) return void wire.queued.push(m);
+      }
+      ws.send(m);
+    });
+  });
+  const sent = (type) => wire.sent.filter((f) => f.type === type);
+  const release_resume = () => {
+    wire.hold_resume = false;
+    for (const m of wire.queued.splice(0)) wire.link.send(m);
+  };
+  const chat_lines = () => log_lines(alice, '#log div.chat');
+
+  // Round 1: alice's page drops its socket and stays down; bob sees her offline (still a member).
+  wire.held = true;
+  await alice.click('#drop');
+  await alice.waitForSelector('#conn[data-state="closed"]', { timeout: 5000 });
+  await sees_online(bob, 'bob', 'alice', 'no');
+  await sees(bob, 'bob', '* alice went offline');
+  await carol.wait_for(new RegExp(`\\* alice is offline from room ${room}`), 'carol sees alice offline');
+  same("bob's member list with alice offline", await members(bob), want);
+  mkdirSync(path.join(build, 'browser'), { recursive: true });
+  await bob.screenshot({ path: path.join(build, 'browser/chat-page-presence.png') });
+
+  // bob and carol talk meanwhile: two short lines and two long ones (more than one resume_res holds).
+  const had = expected.length;
+  await say('bob', 'alice, are you there?');
+  await say('carol', `long ${'0123456789'.repeat(4000)} one`);
+  await say('bob', 'she will read it later');
+  await say('carol', `long ${'abcdefghij'.repeat(4000)} two`);
+  const missed = expected.length - had;
+  same("alice's messages while she is down", await chat_lines(), expected.slice(0, had));
+  if ((await alice.getAttribute('#conn', 'data-state')) === 'open') fail("alice's page reconnected while held");
+
+  // Let her back; her resume answer waits until a live message has reached her page.
+  wire.hold_resume = true;
+  wire.held = false;
+  await alice.waitForSelector(`body[data-login="yes"][data-login-by="token"][data-room="${room}"]`, { timeout: 20000 });
+  await until('alice\'s resume answer', () => wire.queued.length > 0);
+  const live1 = await say('carol', 'a live line before her resume answer');
+  await sees(alice, 'alice', live1);
+  same("alice's messages before her resume answer", await chat_lines(), [...expected.slice(0, had), live1]);
+  release_resume();
+  await sees(alice, 'alice', `recovered ${missed} missed messages`);
+  same("alice's messages after round 1 (each once, in seq order)", await chat_lines(), expected);
+
+  // What her page sent: one login with the token and no password, one resume_req from the last
+  // seq it had; the answer came in several complete frames.
+  same('round 1 logins (name, password, token bytes)', sent(1).map((f) => [f.str(0), f.str(1), f.len(3)]),
+    [['alice', '', 32]]);
+  same('round 1 resume_req (room, last_seq)', sent(17).map((f) => [String(f.u64(0)), Number(f.u64(1))]), [[room, had]]);
+  if (wire.resume_res.length < 2) fail(`round 1's resume came in ${wire.resume_res.length} frame(s), expected several`);
+  same('round 1 resume_res (status, more)', wire.resume_res.map((f) => [f.u8(1), f.u8(5)]),
+    wire.resume_res.map((_, i) => [0, i < wire.resume_res.length - 1 ? 1 : 0]));
+  await sees_online(bob, 'bob', 'alice', 'yes');
+  let m = await metrics(metrics_url);
+  same('resume token logins, resumes after round 1', [m('strix_resume_token_logins_total'), m('strix_resumes_total')], [1, 1]);
+
+  // Round 2: the connection is cut from outside; carol says more than --resume-max lines while
+  // alice is down, and alice's resume token is revoked.
+  wire.held = true;
+  wire.sent = [];
+  wire.resume_res = [];
+  // Both sides: closing one does not close the other when the test handles the messages.
+  wire.server.close();
+  wire.link.close({ code: 1012, reason: 'cut by the test' });
+  await alice.waitForSelector('#conn[data-state="closed"]', { timeout: 5000 });
+  await sees_online(bob, 'bob', 'alice', 'no');
+  const had2 = expected.length;
+  const lines = [];
+  for (let i = 1; i <= burst; ++i) lines.push(`burst ${i} of ${burst}`);
+  carol.say(lines.join('\n'));
+  for (const t of lines) expected.push(`[${room}#${expected.length + 1}] carol: ${t}`);
+  await sees(bob, 'bob', expected[expected.length - 1]);
+  same("bob's messages (online throughout)", await log_lines(bob, '#log div.chat'), expected);
+  const revoke = spawn(path.join(build, 'bin/strix-chat-server'),
+    ['--db', `sqlite:${work}/chat.db`, '--revoke-device-tokens', 'alice'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let revoked = '';
+  revoke.stdout.on('data', (d) => { revoked += d; });
+  const code = await new Promise((r) => revoke.on('close', r));
+  const n = Number((revoked.match(/revoked (\d+) resume tokens? of alice/) || [])[1]);
+  if (code !== 0 || !(n >= 1)) fail(`--revoke-device-tokens alice: exit ${code}, output: ${revoked}`);
+
+  wire.hold_resume = true;
+  wire.held = false;
+  await alice.waitForSelector(`body[data-login="yes"][data-login-by="password"][data-room="${room}"]`, { timeout: 20000 });
+  await sees(alice, 'alice', 'the resume token was refused: logging in with the password');
+  await until('alice\'s second resume answer', () => wire.queued.length > 0);
+  const live2 = await say('bob', 'a live line before the gap answer');
+  await sees(alice, 'alice', live2);
+  release_resume();
+  await sees(alice, 'alice', `recovered ${burst} missed messages`);
+  same("alice's messages after round 2 (each once, in seq order)", await chat_lines(), expected);
+
+  // The token was refused, the password followed; the resume was a gap, paged with history_req
+  // after_seq from the seq she had to the join's last seq.
+  same('round 2 logins (name, password, token bytes)', sent(1).map((f) => [f.str(0), f.str(1), f.len(3)]),
+    [['alice', '', 32], ['alice', 'alice-pw', 0]]);
+  same('round 2 resume_req (room, last_seq)', sent(17).map((f) => [String(f.u64(0)), Number(f.u64(1))]), [[room, had2]]);
+  same('round 2 resume_res (status, messages, to_seq)', wire.resume_res.map((f) => [f.u8(1), f.len(2), Number(f.u64(3))]),
+    [[1, 0, had2 + burst]]);
+  const pages_asked = sent(15).map((f) => Number(f.u64(2)));
+  if (pages_asked.length < 2 || pages_asked[0] !== had2) fail(`round 2's history_req after_seqs: ${pages_asked}`);
+  await sees_online(bob, 'bob', 'alice', 'yes');
+  m = await metrics(metrics_url);
+  same('resume token logins, refused, resumes, gaps, history requests after round 2',
+    [m('strix_resume_token_logins_total'), m('strix_resume_tokens_refused_total'), m('strix_resumes_total'),
+     m('strix_resume_gaps_total'), m('strix_history_requests_total')], [1, 1, 1, 1, pages_asked.length]);
+
+  // bob saw alice go offline and come back, twice, in that order.
+  same("bob's notices about alice", (await log_lines(bob, '#log div.notice')).filter((l) => l.startsWith('* alice')),
+    ['* alice went offline', '* alice is back online', '* alice went offline', '* alice is back online']);
+
+  // She talks again; carol hears it at the next seq.
+  const back = await say('alice', 'back again');
+  await carol.wait_for(new RegExp(`\\[${room}#${expected.length}\\] alice: back again`), 'carol hears alice after her reconnect');
+  await sees(alice, 'alice', back);
 
   // bob leaves; the others see it.
   await bob.click('#leave');
   await sees(bob, 'bob', `left room ${room}`);
   await sees(alice, 'alice', '* bob left');
   await carol.wait_for(new RegExp(`\\* bob left room ${room}`), 'carol sees bob leave');
+  same("alice's member list after bob left", await members(alice), ['alice', 'carol']);
 
-  // alice's socket drops: the page says so, reconnects with backoff, logs in again and is put
-  // back into her room by the server.
-  await alice.click('#drop');
-  await alice.waitForSelector('#conn[data-state="closed"]', { timeout: 5000 });
-  await alice.waitForSelector('#conn[data-state="open"]', { timeout: 15000 });
-  await alice.waitForFunction((r) => document.body.dataset.room === r, room, { timeout: 10000 });
-  await alice.fill('#text', 'back again');
-  await alice.click('#chat-form button');
-  await carol.wait_for(new RegExp(`\\[${room}#4\\] alice: back again`), 'carol hears alice after her reconnect');
-  await sees(alice, 'alice', `[${room}#4] alice: back again`);
-
-  mkdirSync(path.join(build, 'browser'), { recursive: true });
   const shot = path.join(build, 'browser/chat-page.png');
   await alice.screenshot({ path: shot });
   console.log(`screenshot: ${shot}`);
@@ -159,4 +380,4 @@ try {
   rmSync(work, { recursive: true, force: true });
 }
 if (failed) process.exit(1);
-console.log('PASS: the web chat page in Chromium, with a TCP client');
+console.log('PASS: the web chat page in Chromium, with a TCP client; alice\'s page recovered every missed message once, in order');
