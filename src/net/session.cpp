@@ -260,7 +260,23 @@ bool session::received(std::size_t n) {
     bump(group_.counters_.reads);
     bump(group_.counters_.bytes_in, n);
     in_.last_rx_tick = owner_.now_tick();
-    return process_frames() && !in_.paused && !in_.suspended;
+    const bool go_on = process_frames() && !in_.paused && !in_.suspended;
+    flush_early();
+    return go_on && life_.state == phase::open;
+}
+
+// Output a read's frames made that is already flush_bytes or more goes out now rather than at the
+// turn's end. A turn may bring megabytes from hundreds of connections (io_uring: one wait's
+// completions; epoll: a read of up to a ring per ready socket), and by the turn's end what the
+// first sessions queued has left the cache: the kernel's copy of it then reads memory (a 1 KiB
+// WebSocket echo at depth 128 over 100 connections spent twice the CPU per message of the same
+// echo over 10). Smaller output, the common case for small messages, still waits for the turn's
+// gather write. May end the session (a send that fails), which the caller checks.
+void session::flush_early() {
+    const std::size_t limit = group_.limits().flush_bytes;
+    if (limit == 0 || out_.tx.size() < limit || life_.state != phase::open || io_->send_busy()) return;
+    publish_sends();
+    io_->send_now(out_.tx);
 }
 
 void session::peer_closed() {
@@ -419,6 +435,7 @@ std::size_t session::received_in_place(std::span<std::byte> data) {
     // The ring is empty here: an incomplete frame left over starts a new deadline in received().
     if (frames > 0) in_.partial_deadline_tick = no_deadline;
     if (group_.frame_ticks_ && taken == data.size()) track_partial(frames);
+    if (frames > 0) flush_early();
     return taken;
 }
 

@@ -259,3 +259,44 @@ TEST(echo, a_peer_that_starts_reading_late_gets_every_byte_over_tcp_and_unix) {
 }
 
 }  // namespace
+
+// Output a read's frames made that reaches session_limits::flush_bytes is sent mid-turn, the rest
+// at the turn's end: the two must interleave without reordering or losing a byte, also when the
+// peer reads slowly (partial writes, io_uring's one send in flight, reading paused at high water).
+// flush_bytes 1 sends after every read's frames, 0 never mid-turn, 4096 mixes both.
+TEST(echo, output_sent_mid_turn_and_at_the_turns_end_keeps_its_order) {
+    for (std::size_t flush_bytes : {std::size_t{1}, std::size_t{4096}, std::size_t{0}}) {
+        for (bool slow_reader : {false, true}) {
+            SCOPED_TRACE("flush_bytes " + std::to_string(flush_bytes) + (slow_reader ? ", slow reader" : ""));
+            server_config cfg;
+            cfg.limits.flush_bytes = flush_bytes;
+            server_fixture fx(cfg, {}, 1);
+            std::mt19937 rng(static_cast<unsigned>(17 + flush_bytes));
+            bytes stream;
+            std::uniform_int_distribution<std::size_t> size(0, 3000);
+            for (int i = 0; i < 3000; ++i) append(stream, frame_le32(random_bytes(rng, size(rng))));
+            int fd = connect_tcp(fx.srv.port());
+            ASSERT_GE(fd, 0);
+            bytes got(stream.size());
+            bool ok = true;
+            std::thread reader([&] {
+                if (slow_reader) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                ok = recv_exact(fd, got.data(), got.size());
+            });
+            std::uniform_int_distribution<std::size_t> piece(1, 200000);
+            std::size_t off = 0;
+            bool sent = true;
+            while (off < stream.size() && sent) {
+                const std::size_t n = std::min(piece(rng), stream.size() - off);
+                sent = send_all(fd, stream.data() + off, n);
+                off += n;
+            }
+            reader.join();
+            EXPECT_TRUE(sent);
+            EXPECT_TRUE(ok);
+            EXPECT_TRUE(got == stream) << "echo differs from what was sent";
+            EXPECT_EQ(fx.srv.stats().frames_in, 3000u);
+            ::close(fd);
+        }
+    }
+}

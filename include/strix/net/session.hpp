@@ -61,6 +61,10 @@ struct session_limits {
     std::size_t high_water = 256 * 1024;       // queued output that pauses reading from the peer
     std::size_t low_water = 64 * 1024;         // ... and resumes it
     std::size_t max_queued = 1024 * 1024;      // queued output that disconnects a slow consumer
+    // Output at least this large after a read's frames is sent at once, mid-turn, while its bytes
+    // (and the request bytes they came from) are still in the CPU's cache; smaller output waits
+    // for the turn's end and joins its gather write. 0 = only at the turn's end.
+    std::size_t flush_bytes = 32 * 1024;
     std::chrono::milliseconds idle_timeout{0};  // 0 = never
     std::chrono::milliseconds stall_timeout{10000};  // reading paused this long = slow consumer; 0 = never
     std::chrono::milliseconds close_linger{5000};  // how long close() waits to flush
@@ -204,6 +208,7 @@ private:
     std::size_t rest_of_ring_frame();
     void protocol_error(std::error_code ec);
     void flush_now();
+    void flush_early();
     void finalize(std::error_code reason);
     void pause_reading();
     void resume_reading();

@@ -37,6 +37,9 @@ public:
     /// Sends what tx holds, consuming what the kernel took. tx must stay alive, and its front
     /// bytes unchanged, while send_busy(). Appending to tx meanwhile is fine.
     virtual void send(buffer_chain& tx) = 0;
+    /// send(tx), started now rather than with the loop's next poll (io_uring submits at once):
+    /// for output sent mid-turn, while its bytes are still in the CPU's cache.
+    virtual void send_now(buffer_chain& tx) { send(tx); }
     /// An asynchronous send still reads tx's front bytes.
     virtual bool send_busy() const noexcept = 0;
     /// The user will send nothing more (a graceful close whose chain is empty): ends the stream in

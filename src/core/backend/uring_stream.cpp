@@ -70,6 +70,11 @@ public:
         sending_ = true;
         poller_.send(fd_, &msg_, *this);
     }
+    void send_now(buffer_chain& tx) override {
+        const bool was_sending = sending_;
+        send(tx);
+        if (!was_sending && sending_) poller_.submit_now();
+    }
     bool send_busy() const noexcept override { return sending_; }
 
     void close() noexcept override {
