@@ -88,6 +88,20 @@ void ws_apply_mask(std::uint8_t* p, std::size_t n, std::uint32_t mask) noexcept 
     for (; i < n; ++i) p[i] ^= key[i & 3];
 }
 
+void ws_copy_masked(std::uint8_t* dst, const std::uint8_t* src, std::size_t n, std::uint32_t mask) noexcept {
+    const std::uint64_t wide = (static_cast<std::uint64_t>(mask) << 32) | mask;
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        std::uint64_t w;
+        std::memcpy(&w, src + i, 8);
+        w ^= wide;
+        std::memcpy(dst + i, &w, 8);
+    }
+    std::uint8_t key[4];
+    std::memcpy(key, &mask, 4);
+    for (; i < n; ++i) dst[i] = static_cast<std::uint8_t>(src[i] ^ key[i & 3]);
+}
+
 int ws_parse_header(const std::uint8_t* p, std::size_t n, ws_frame_header& h) noexcept {
     if (n < 2) return 0;
     h.fin = (p[0] & 0x80) != 0;

@@ -42,15 +42,7 @@ ws_receive_state ws_messages::new_state() const {
 }
 
 void ws_messages::stamp(std::uint8_t* p, std::uint32_t sender, std::uint64_t seq) const noexcept {
-    std::uint8_t word[8];
-    for (std::size_t i = 0; i < 8; ++i) word[i] = static_cast<std::uint8_t>(seq >> (8 * i));
-    std::memcpy(p, word, std::min<std::size_t>(size_, 8));
-    if (size_ >= 12) echo_store_u32le(p + 8, sender);
-    if (size_ >= 20) {
-        const std::uint64_t tail = seq ^ (static_cast<std::uint64_t>(sender) << 40) ^ 0x7a11ULL;
-        for (std::size_t i = 0; i < 8; ++i) word[i] = static_cast<std::uint8_t>(tail >> (8 * i));
-        std::memcpy(p + size_ - 8, word, 8);
-    }
+    stamp_with(sender, seq, [p](std::size_t i, std::uint8_t b) { p[i] = b; });
 }
 
 void ws_messages::append(ws_own_counts own, echo_buffer& out, std::uint64_t n) {
@@ -58,9 +50,12 @@ void ws_messages::append(ws_own_counts own, echo_buffer& out, std::uint64_t n) {
     for (std::uint64_t k = 0; k < n; ++k) {
         const std::uint32_t mask = masker_.next();
         const std::size_t h = ws_write_client_header(p, ws_op_binary, size_, mask);
-        if (size_ > 0) std::memcpy(p + h, pattern_.data(), size_);
-        stamp(p + h, own.id, own.next_send++);
-        ws_apply_mask(p + h, size_, mask);
+        // The body is the pattern masked in one pass, then the stamp written over it masked.
+        ws_copy_masked(p + h, pattern_.data(), size_, mask);
+        std::uint8_t key[4];
+        std::memcpy(key, &mask, 4);
+        std::uint8_t* body = p + h;
+        stamp_with(own.id, own.next_send++, [&](std::size_t i, std::uint8_t b) { body[i] = static_cast<std::uint8_t>(b ^ key[i & 3]); });
         p += wire_;
     }
     out.commit(static_cast<std::size_t>(n) * wire_);

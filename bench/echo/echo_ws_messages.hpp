@@ -15,6 +15,7 @@
 // connection, out of order, or spliced from two messages fails. An echo may come back in
 // fragments: each piece is compared with the expected body at its offset.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -71,6 +72,18 @@ public:
 private:
     // Writes the per-message head and tail of (sender, seq) over a copy of pattern_ at p.
     void stamp(std::uint8_t* p, std::uint32_t sender, std::uint64_t seq) const noexcept;
+    // The same bytes, each handed to put(offset in the body, byte): bytes [0, min(size, 12)) and,
+    // from 20 bytes on, the last 8.
+    template <class Put>
+    void stamp_with(std::uint32_t sender, std::uint64_t seq, Put put) const noexcept {
+        for (std::size_t i = 0; i < std::min<std::size_t>(size_, 8); ++i) put(i, static_cast<std::uint8_t>(seq >> (8 * i)));
+        if (size_ >= 12)
+            for (std::size_t i = 0; i < 4; ++i) put(8 + i, static_cast<std::uint8_t>(sender >> (8 * i)));
+        if (size_ >= 20) {
+            const std::uint64_t tail = seq ^ (static_cast<std::uint64_t>(sender) << 40) ^ 0x7a11ULL;
+            for (std::size_t i = 0; i < 8; ++i) put(size_ - 8 + i, static_cast<std::uint8_t>(tail >> (8 * i)));
+        }
+    }
     // One data frame (a whole message or a piece of one); false with r.error set when it is wrong.
     bool check_piece(ws_receive_state& st, ws_own_counts own, const ws_frame_header& h, const std::uint8_t* payload,
                      ws_parse_result& r);
