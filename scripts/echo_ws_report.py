@@ -82,7 +82,7 @@ def write_markdown(args, servers, bc_servers, layouts, sizes, depths, bc_depths,
              "to the wrong connection, out of order or spliced fails); every echo must come back as a binary "
              "message with exactly those bytes, "
              "in order, or the run fails. Each received echo sends the next message; a connection's pending "
-             "frames go out with one write per loop turn.")
+             "frames go out with one write per loop turn, or at once when they reach 32 KiB.")
     L += ["", "```", args.command, "```", ""]
     L.append("Layouts: " + "; ".join(
         (f"**pinned apart**: server on CPU {args.server_cpus}, client on CPU {args.client_cpus} (taskset)"
