@@ -73,22 +73,11 @@ std::size_t ws_write_client_header(std::uint8_t* p, std::uint8_t opcode, std::si
     return h + 4;
 }
 
-void ws_apply_mask(std::uint8_t* p, std::size_t n, std::uint32_t mask) noexcept {
-    // Eight bytes at a time: the key repeats every 4 bytes, so a doubled key covers a word.
-    const std::uint64_t wide = (static_cast<std::uint64_t>(mask) << 32) | mask;
-    std::size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        std::uint64_t w;
-        std::memcpy(&w, p + i, 8);
-        w ^= wide;
-        std::memcpy(p + i, &w, 8);
-    }
-    std::uint8_t key[4];
-    std::memcpy(key, &mask, 4);
-    for (; i < n; ++i) p[i] ^= key[i & 3];
-}
+void ws_apply_mask(std::uint8_t* p, std::size_t n, std::uint32_t mask) noexcept { ws_copy_masked(p, p, n, mask); }
 
 void ws_copy_masked(std::uint8_t* dst, const std::uint8_t* src, std::size_t n, std::uint32_t mask) noexcept {
+    // Eight bytes at a time: the key repeats every 4 bytes, so a doubled key covers a word. Each
+    // word is read before it is written, so dst may be src (ws_apply_mask).
     const std::uint64_t wide = (static_cast<std::uint64_t>(mask) << 32) | mask;
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {

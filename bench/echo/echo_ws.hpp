@@ -39,7 +39,8 @@ std::size_t ws_write_client_header(std::uint8_t* p, std::uint8_t opcode, std::si
 /// ws_write_client_header). Any thread.
 void ws_apply_mask(std::uint8_t* p, std::size_t n, std::uint32_t mask) noexcept;
 
-/// Writes n bytes of src XORed with the key to dst (a masked copy in one pass). Any thread.
+/// Writes n bytes of src XORed with the key to dst (a masked copy in one pass); dst may be src.
+/// Any thread.
 void ws_copy_masked(std::uint8_t* dst, const std::uint8_t* src, std::size_t n, std::uint32_t mask) noexcept;
 
 /// One parsed frame header.
