@@ -88,6 +88,23 @@ if tls:
     parts.append(section(tls, r"^## Handshakes$") + "\n")
 else:
     keep(tls_heading)
+ws = read("echo-ws.md")
+WS = "### WebSocket echo shoot-out (issue 18: strix vs fastwebsockets, tokio-tungstenite and gobwas/ws)"
+if ws:
+    written = re.search(r"Written by `scripts/bench-echo-ws.sh` on ([^.]*)\.", ws)
+    load = re.search(r"Load average when the run started: ([^;]*)", ws)
+    parts.append("\n" + WS + "\n")
+    parts.append("`make bench-echo-ws` (`make bench-echo` runs it too): 100 connections, one masked binary frame per "
+                 "message, every echo verified, medians of 5 interleaved runs"
+                 + (f", {written.group(1)}" if written else "")
+                 + (f", load average {load.group(1)} at the start" if load else "")
+                 + "; pinned apart = server on CPU 0, client on CPU 1, client free = both on both CPUs (the "
+                 "default runs both layouts; a run of one layout shows that one). Server CPU per message, the "
+                 "broadcast test and the last run of each layout are in build/bench/echo-ws.md and "
+                 "docs/websocket.md:\n")
+    parts.append(section(ws, r"^## Summary: strix against the best WebSocket peer$") + "\n")
+else:
+    keep(WS)
 link = read("link.md")
 if link and re.search(r"(?m)^## Throughput, PUSH/PULL", link):
     parts.append("\n### strix::link vs libzmq (the [ServerLink porting log](docs/references.md#serverlink-porting-log)'s tables)\n")
@@ -151,6 +168,20 @@ if chat:
         parts.append("\nSweep (rate raised until p99 > 10 ms): " + best)
 else:
     keep("### Chat (the [chat server portfolio](docs/references.md#chat-server-portfolio)'s workload)")
+cluster = read("cluster.md")
+CLUSTER = "### Chat cluster: two nodes and Redis next to one node (issue 19)"
+if cluster:
+    head = re.search(r"^# Chat cluster: .*\((.*)\)$", cluster, re.M)
+    parts.append("\n" + CLUSTER + "\n")
+    parts.append("`make bench-cluster`" + (f" ({head.group(1)})" if head else "")
+                 + ": seed 004's workload, every delivery verified by strix-chat-load; load tool, nodes, Redis and "
+                 "PostgreSQL on the same 2 cores. Fault runs (Redis killed, a node killed, clients dropped) and "
+                 "the cross-node hop are in build/bench/cluster.md and docs/architecture.md:\n")
+    parts.append(section(cluster, r"^## Steady runs$") + "\n")
+    for m in re.finditer(r"^### (\S+): .*$\n\n- delivery check[^*]*\*\*(\w+)\*\*", cluster, re.M):
+        parts.append(f"- fault run `{m.group(1)}`: delivery check {m.group(2)}")
+else:
+    keep(CLUSTER)
 block = "\n".join(parts).strip()
 new = re.sub(r"<!-- bench:begin -->.*<!-- bench:end -->",
              "<!-- bench:begin -->\n" + block + "\n<!-- bench:end -->", readme, flags=re.S)
