@@ -181,7 +181,7 @@ public:
         io_uring_sqe_set_data64(sqe, t_ignore);
         // Now, not with the next turn: the caller closes fd next, and the number may be reused
         // by a new socket before a later submit would look it up.
-        if (started_ && on_issuer()) io_uring_submit(&ring_);
+        submit_now();
     }
 
     /// Submits what is queued now, not with the turn's wait: a send queued mid-turn then copies
