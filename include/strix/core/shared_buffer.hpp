@@ -13,11 +13,15 @@
 // Thread contract: the creator writes the bytes before sharing the buffer, and nobody writes them
 // afterwards. Copies and releases of shared_buffer_ptr are safe from any thread (atomic count);
 // the last release frees the block on whichever thread drops it.
+//
+// Blocks of 4 KiB to 256 KiB (header included) come from and go back to buffer_cache, which keeps
+// them mapped for the next create() instead of letting malloc trim them (see buffer_cache.hpp).
 
+#include <strix/core/buffer_cache.hpp>
 #include <strix/core/intrusive_ptr.hpp>
 
 #include <cstddef>
-#include <new>
+#include <new>  // std::destroying_delete_t, std::bad_alloc
 
 namespace strix {
 
@@ -40,9 +44,17 @@ public:
     // Public only because intrusive_release() deletes through the derived type. Never delete a
     // shared_buffer yourself: drop the last shared_buffer_ptr.
     ~shared_buffer() = default;
-    /// Frees the single block create() obtained from ::operator new (unsized, so the header-only
-    /// sizeof is never passed as the block size). Called by the delete in intrusive_release().
-    static void operator delete(void* p) noexcept { ::operator delete(p); }
+    /// Destroys the buffer and frees the single block create() obtained, to buffer_cache or to
+    /// ::operator delete by its size (a destroying delete: the size is read before the header
+    /// is gone). Called by the delete in intrusive_release().
+    static void operator delete(shared_buffer* p, std::destroying_delete_t) noexcept {
+        const std::size_t block = data_offset() + p->size_;
+        p->~shared_buffer();
+        if (cached(block))
+            buffer_cache::give(p, block);
+        else
+            ::operator delete(static_cast<void*>(p));
+    }
 
 private:
     explicit shared_buffer(std::size_t size) noexcept : size_(size) {}
@@ -50,6 +62,9 @@ private:
     // Offset of the bytes from `this`: the header rounded up to 16 so the payload is aligned for
     // any scalar a codec may read from it.
     static constexpr std::size_t data_offset() noexcept;
+    static constexpr bool cached(std::size_t block) noexcept {
+        return block >= buffer_cache::min_bytes && block <= buffer_cache::max_bytes;
+    }
 
     std::size_t size_;
 };
@@ -61,7 +76,8 @@ constexpr std::size_t shared_buffer::data_offset() noexcept {
 
 inline intrusive_ptr<shared_buffer> shared_buffer::create(std::size_t size) {
     if (size > static_cast<std::size_t>(-1) - data_offset()) throw std::bad_alloc();
-    void* block = ::operator new(data_offset() + size);
+    const std::size_t bytes = data_offset() + size;
+    void* block = cached(bytes) ? buffer_cache::take(bytes) : ::operator new(bytes);
     // The constructor cannot throw, so no placement-delete path is needed.
     return intrusive_ptr<shared_buffer>(::new (block) shared_buffer(size));
 }
