@@ -12,7 +12,10 @@
 #   pubsub  XPUB -> SUB throughput (--pattern pubsub) at 64 B and 64 KB over tcp
 #   fanout  one XPUB to LINK_SUBSCRIBERS (8) SUB threads at 64 B over tcp and inproc
 #   lat     REQ/REP round trips at 64 B, 1 KB, 8 KB over tcp, ipc (local-lat + remote-lat) and
-#           inproc (inproc-lat): p50 and p99 round trip
+#           inproc (inproc-lat): p50 and p99 round trip. At 64 B a third family, "floor"
+#           (wake-floor-lat: two threads of one process passing the message over the transport,
+#           eventfds for inproc, no library), gives the least a round trip between two sleeping
+#           threads costs on this machine
 #   cross   tcp, 64 B: strix sender -> libzmq receiver and back (throughput), strix REQ -> libzmq
 #           REP and back (latency): interop proof, and a check of which side limits
 #   blocking  both libraries called from application threads, 64 B over tcp, ipc and inproc:
@@ -475,6 +478,11 @@ for rep in $(seq "$reps"); do
     else
       one "$suite" "$transport" "$size" strix "$strix_prefix" "$rep"
       one "$suite" "$transport" "$size" zmq "$zmq_prefix" "$rep"
+      # The floor under both libraries' round trips: two bare threads waking each other.
+      if [ "$suite" = lat ] && [ "$size" = 64 ] && built "" wake-floor-lat; then
+        single lat "$transport" 64 "$roundtrips" floor "$rep" wake-floor-lat "$lat_count_re" "$roundtrips" \
+          "$transport" 64 "$roundtrips"
+      fi
     fi
   done
 done

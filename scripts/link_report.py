@@ -304,6 +304,7 @@ def write_markdown(meta, data, out_md, targets):
         lines.append(f"## Latency: p50 round trip (µs), REQ/REP, {meta['roundtrips']:,} round trips")
         lines.append("")
         family_table(lines, data, "lat", TRANSPORTS, LAT_SIZES, "p50_us", fmt_us, lower_better=True)
+        write_floor(lines, data)
         lines.append("## Latency: p99 round trip (µs)")
         lines.append("")
         family_table(lines, data, "lat", TRANSPORTS, LAT_SIZES, "p99_us", fmt_us, lower_better=True)
@@ -319,6 +320,30 @@ def write_markdown(meta, data, out_md, targets):
     lines.append("")
     with open(out_md, "w") as f:
         f.write("\n".join(lines))
+
+
+def write_floor(lines, data):
+    """The floor under both libraries' round trips at 64 B (family 'floor')."""
+    rows = []
+    for tr in TRANSPORTS:
+        floor = data.cell("lat", tr, 64, "floor", "p50_us")
+        if floor.median is None:
+            continue
+        cells = [data.cell("lat", tr, 64, fam, "p50_us") for fam, _ in FAMILIES]
+        above = [f"{fmt_us(c.median)} ({c.median / floor.median:.2f}x)" if c.median is not None else "-" for c in cells]
+        rows.append(f"| {tr} | {floor.text(fmt_us)} | " + " | ".join(above) + " |")
+    if not rows:
+        return
+    lines.append("**The floor at 64 B** (`wake-floor-lat`, no messaging library): two threads of one process "
+                 "pass the message back and forth over the transport (inproc: a token through eventfds), "
+                 "each sleeping until the other writes. Every round trip above is that and more, so a ratio "
+                 "between the libraries goes towards 1 where the floor is most of both. p50 µs, and each "
+                 "library's p50 as a multiple of the floor:")
+    lines.append("")
+    lines.append("| transport | floor | " + " | ".join(name for _, name in FAMILIES) + " |")
+    lines.append("|---|---:|" + "---:|" * len(FAMILIES))
+    lines.extend(rows)
+    lines.append("")
 
 
 def write_cross(lines, data):
