@@ -13,7 +13,7 @@
 #   fanout  one XPUB to LINK_SUBSCRIBERS (8) SUB threads at 64 B over tcp and inproc
 #   lat     REQ/REP round trips at 64 B, 1 KB, 8 KB over tcp, ipc (local-lat + remote-lat) and
 #           inproc (inproc-lat): p50 and p99 round trip. At 64 B a third family, "floor"
-#           (wake-floor-lat: two threads of one process passing the message over the transport,
+#           (wake-floor-lat: two threads of one process, pinned to two CPUs, passing the message over the transport,
 #           eventfds for inproc, no library), gives the least a round trip between two sleeping
 #           threads costs on this machine
 #   cross   tcp, 64 B: strix sender -> libzmq receiver and back (throughput), strix REQ -> libzmq

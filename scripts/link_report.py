@@ -334,11 +334,11 @@ def write_floor(lines, data):
         rows.append(f"| {tr} | {floor.text(fmt_us)} | " + " | ".join(above) + " |")
     if not rows:
         return
-    lines.append("**The floor at 64 B** (`wake-floor-lat`, no messaging library): two threads of one process "
-                 "pass the message back and forth over the transport (inproc: a token through eventfds), "
-                 "each sleeping until the other writes. Every round trip above is that and more, so a ratio "
-                 "between the libraries goes towards 1 where the floor is most of both. p50 µs, and each "
-                 "library's p50 as a multiple of the floor:")
+    lines.append("**The floor at 64 B** (`wake-floor-lat`, no messaging library): two threads of one process, "
+                 "pinned to two different CPUs, pass the message back and forth over the transport (inproc: a "
+                 "token through eventfds), each sleeping until the other writes. The round trips above do that "
+                 "and more, so a ratio between the libraries goes towards 1 where the floor is most of both. "
+                 "p50 µs, and each library's p50 as a multiple of the floor:")
     lines.append("")
     lines.append("| transport | floor | " + " | ".join(name for _, name in FAMILIES) + " |")
     lines.append("|---|---:|" + "---:|" * len(FAMILIES))

@@ -6,7 +6,11 @@
 //   ipc     <message-size> bytes over a Unix stream socket pair
 // strix's round trips (two shards, or two processes' shards) and libzmq's (application threads
 // and their I/O threads) all do this and more, so bench-link.sh runs it beside them as the floor.
-// Printed with the perf tools' lines.
+// The two threads are pinned to two different CPUs (the first two this process may use): left to
+// the scheduler they sometimes share one, and a wake-up on the same CPU costs a tenth of one on
+// another (3.6 us against 40-46 us per round trip on a 2-vCPU VM), which made the floor bimodal;
+// the libraries' threads in these runs sit on different CPUs nearly always. With one CPU allowed,
+// nothing is pinned. Printed with the perf tools' lines.
 #include "../perf_common.hpp"
 
 #include <arpa/inet.h>
@@ -15,6 +19,8 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <sched.h>
 
 #include <cerrno>
 #include <cstring>
@@ -29,7 +35,8 @@ static const std::string usage =
     "thread sends and sleeps until the answer comes; a second thread sleeps until the message\n"
     "comes and sends it back. inproc passes a token through two eventfds (<message-size> is not\n"
     "sent), tcp sends <message-size> bytes over a loopback TCP connection (TCP_NODELAY), ipc over\n"
-    "a Unix stream socket pair. <roundtrip-count> round trips, each timed alone. Prints the latency\n"
+    "a Unix stream socket pair. The two threads are pinned to two different CPUs (the first two\n"
+    "allowed). <roundtrip-count> round trips, each timed alone. Prints the latency\n"
     "tools' lines ('average latency' is half a round trip; p50 and p99 whole round trips).\n"
     "Exit status: 0 done, 1 failed run, 2 wrong arguments.\n";
 
@@ -79,6 +86,22 @@ std::pair<int, int> tcp_pair(const lp::tool& t) {
     return {c, s};
 }
 
+// Pins the calling thread to the n-th CPU this process may use; false when there is none.
+bool pin_to(std::size_t n) {
+    cpu_set_t allowed;
+    if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) return false;
+    std::size_t seen = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+        if (!CPU_ISSET(cpu, &allowed)) continue;
+        if (seen++ != n) continue;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        return ::pthread_setaffinity_np(::pthread_self(), sizeof one, &one) == 0;
+    }
+    return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -113,7 +136,10 @@ int main(int argc, char** argv) {
     const int main_out = token ? theirs : mine, main_in = mine;
     const int other_in = theirs, other_out = token ? mine : theirs;
 
+    cpu_set_t allowed;
+    const bool pin = ::sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) >= 2;
     std::thread other([&] {
+        if (pin && !pin_to(1)) t.fail("cannot pin the answering thread");
         std::vector<std::byte> buf(bytes);
         for (std::uint64_t i = 0; i < count; ++i) {
             if (!read_exact(other_in, buf.data(), bytes)) t.fail("answering thread: read failed");
@@ -124,6 +150,7 @@ int main(int argc, char** argv) {
             if (!write_all(other_out, buf.data(), bytes)) t.fail("answering thread: write failed");
         }
     });
+    if (pin && !pin_to(0)) t.fail("cannot pin the main thread");
     std::vector<std::byte> buf(bytes);
     if (token) {
         const std::uint64_t one = 1;
