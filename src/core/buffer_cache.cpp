@@ -4,6 +4,7 @@
 // Written here rather than taken from an allocator library (jemalloc, mimalloc, tcmalloc): those
 // replace malloc for the whole process, which an engine linked into someone's program must not
 // do; this keeps only the blocks of shared buffers, and only within its limits.
+#include <strix/core/asan_poison.hpp>
 #include <strix/core/buffer_cache.hpp>
 
 #include <algorithm>
@@ -14,10 +15,6 @@
 #include <mutex>
 #include <new>
 #include <vector>
-
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#endif
 
 namespace strix::buffer_cache {
 namespace {
@@ -43,26 +40,8 @@ int class_of(std::size_t n) noexcept {
 
 static_assert(size_of(0) == min_bytes && size_of(classes - 1) == max_bytes);
 
-void poison(void* p, std::size_t n) noexcept {
-#if defined(__SANITIZE_ADDRESS__)
-    ASAN_POISON_MEMORY_REGION(p, n);
-#else
-    (void)p;
-    (void)n;
-#endif
-}
-
-void unpoison(void* p, std::size_t n) noexcept {
-#if defined(__SANITIZE_ADDRESS__)
-    ASAN_UNPOISON_MEMORY_REGION(p, n);
-#else
-    (void)p;
-    (void)n;
-#endif
-}
-
 void release_to_malloc(void* p, std::size_t n) noexcept {
-    unpoison(p, n);
+    asan_unpoison(p, n);
     ::operator delete(p);
 }
 
@@ -202,7 +181,7 @@ void* take(std::size_t bytes) {
         if (b.n > 0) {
             void* p = b.blocks[static_cast<std::size_t>(--b.n)];
             t->held -= sz;
-            unpoison(p, sz);
+            asan_unpoison(p, sz);
             return p;
         }
     }
@@ -212,7 +191,7 @@ void* take(std::size_t bytes) {
 void give(void* block, std::size_t bytes) noexcept {
     const int i = class_of(bytes);
     const std::size_t sz = size_of(i);
-    poison(block, sz);
+    asan_poison(block, sz);
     thread_bins* t = local();
     if (!t) {
         the_depot().put(i, &block, 1);

@@ -14,7 +14,7 @@
 // Not thread-safe: an instance belongs to one shard thread, and every call must come from it.
 
 #include <strix/mem/alloc_stats.hpp>
-#include <strix/mem/asan_poison.hpp>
+#include <strix/core/asan_poison.hpp>
 
 #include <bit>
 #include <cstddef>
