@@ -58,6 +58,7 @@ struct depot {
     std::mutex mu;
     std::array<std::vector<void*>, classes> bins;
     std::size_t bytes = 0;
+    std::uint64_t gets = 0;  // refills since the last release_unused()
 
     // Keeps what fits under the shared limit, gives the rest to malloc. Blocks arrive poisoned.
     void put(int i, void* const* blocks, int n) noexcept {
@@ -87,16 +88,24 @@ struct depot {
             v.pop_back();
         }
         bytes -= static_cast<std::size_t>(k) * size_of(i);
+        if (k > 0) ++gets;
         return k;
     }
 
-    void clear() noexcept {
+    // Gives every kept block to malloc; returns the bytes. With only_if_unused, only when no
+    // thread refilled from the depot since the last such call.
+    std::size_t clear(bool only_if_unused) noexcept {
         std::lock_guard lk(mu);
+        const bool used = gets != 0;
+        gets = 0;
+        if (only_if_unused && used) return 0;
+        const std::size_t freed = bytes;
         for (int i = 0; i < classes; ++i) {
             for (void* p : bins[static_cast<std::size_t>(i)]) release_to_malloc(p, size_of(i));
             bins[static_cast<std::size_t>(i)].clear();
         }
         bytes = 0;
+        return freed;
     }
 };
 
@@ -113,6 +122,7 @@ struct thread_bins {
     };
     std::array<bin, classes> bins;
     std::size_t held = 0;
+    std::uint64_t takes = 0;  // blocks handed out since the last release_unused()
 
     // Hands the newest half (at least one, at most all) of bin i to the depot.
     void spill(int i, int count) noexcept {
@@ -181,6 +191,7 @@ void* take(std::size_t bytes) {
         if (b.n > 0) {
             void* p = b.blocks[static_cast<std::size_t>(--b.n)];
             t->held -= sz;
+            ++t->takes;
             asan_unpoison(p, sz);
             return p;
         }
@@ -219,7 +230,18 @@ std::size_t held_in_depot() noexcept {
 
 void trim() noexcept {
     if (tls_bins) tls_bins->spill_all();
-    the_depot().clear();
+    the_depot().clear(false);
+}
+
+std::size_t release_unused() noexcept {
+    if (thread_bins* t = tls_bins) {
+        // A thread that only frees (the consuming end of a stream) hands its bins to the depot,
+        // where the producing thread finds them; the depot itself goes to malloc once nobody
+        // drew from it for a whole period.
+        if (t->takes == 0) t->spill_all();
+        t->takes = 0;
+    }
+    return the_depot().clear(true);
 }
 
 }  // namespace strix::buffer_cache

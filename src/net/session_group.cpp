@@ -1,5 +1,7 @@
 #include <strix/net/session_group.hpp>
 
+#include <strix/core/buffer_cache.hpp>
+
 #include "net/listener.hpp"
 #include "net/tls/tls_stream.hpp"
 #include "net/socket_util.hpp"
@@ -69,9 +71,11 @@ session_group::session_group(shard& sh, session_handler& handler, session_group_
             log(log_level::debug, "shard {}: idle sweep trimmed {} of {} sessions", owner_.id(), trimmed,
                 impl_->sessions.size());
         // Trimmed send chains, and the output of sessions that closed with it queued (slow
-        // consumers cut at max_queued), went back to malloc, which keeps their pages; after a
-        // large sweep or megabytes released, ask it to return free pages to the kernel. Cold
-        // path: at most once a second.
+        // consumers cut at max_queued), went back to malloc (or to buffer_cache, which gives
+        // back what nobody drew from for a second), which keeps their pages; after a large sweep
+        // or megabytes released, ask it to return free pages to the kernel. Cold path: at most
+        // once a second.
+        released_bytes_ += buffer_cache::release_unused();
         if (trimmed >= 256 || released_bytes_ >= trim_after_released) ::malloc_trim(0);
         released_bytes_ = 0;
         owner_.timers().schedule(impl_->sweep, period);

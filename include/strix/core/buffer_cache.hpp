@@ -18,6 +18,9 @@
 // goes back to malloc. Smaller and larger blocks are not cached (glibc's per-thread cache handles
 // the small ones; the large ones are mmapped by malloc).
 //
+// Kept blocks do not outlive their use: each shard's idle sweep calls release_unused() once a
+// second, which gives the depot back to malloc after a period in which nobody drew from it.
+//
 // Under AddressSanitizer the kept blocks are poisoned, so a use after the last release is still
 // reported.
 
@@ -54,6 +57,13 @@ std::size_t held_by_this_thread() noexcept;
 std::size_t held_in_depot() noexcept;
 /// Gives every block the calling thread keeps, then every block of the depot, back to malloc.
 void trim() noexcept;
+/// Called periodically (each shard's idle sweep calls it once a second): if the calling thread
+/// took no block from its bins since its last call, its bins go to the depot; if no thread drew
+/// from the depot since the last call from any thread, the depot goes to malloc. Returns the bytes
+/// given to malloc, so a caller can ask malloc to return pages. An idle process keeps nothing
+/// after two periods, apart from the bins of threads that never call this (application threads:
+/// at most thread_bytes each, until they exit).
+std::size_t release_unused() noexcept;
 
 }  // namespace buffer_cache
 }  // namespace strix

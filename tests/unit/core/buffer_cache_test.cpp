@@ -173,6 +173,38 @@ TEST_F(BufferCache, ManyThreadsTradingBlocksKeepEveryByteTheirOwn) {
     EXPECT_LE(bc::held_in_depot(), buffer_cache_limits{}.shared_bytes);
 }
 
+TEST_F(BufferCache, WhatNobodyDrewForAPeriodGoesBackToMalloc) {
+    // This thread only frees (a consuming shard): its bins go to the depot at the first call,
+    // and with no refill from the depot since, the depot goes to malloc.
+    make(40, 8192).clear();
+    const std::size_t kept = bc::held_by_this_thread() + bc::held_in_depot();
+    ASSERT_GT(kept, 0u);
+    EXPECT_EQ(bc::release_unused(), kept);
+    EXPECT_EQ(bc::held_by_this_thread(), 0u);
+    EXPECT_EQ(bc::held_in_depot(), 0u);
+    EXPECT_EQ(bc::release_unused(), 0u);
+}
+
+TEST_F(BufferCache, ADepotInUseIsKeptAcrossPeriods) {
+    // Another thread frees a batch per period and this one allocates it again (an inproc stream):
+    // the depot is drawn from between the calls, so it stays.
+    for (int period = 0; period < 3; ++period) {
+        std::thread([] { make(200, 8192).clear(); }).join();  // its bins reach the depot at exit
+        const std::size_t before = bc::held_in_depot();
+        ASSERT_GT(before, 0u);
+        auto again = make(200, 8192);  // more than this thread's bins hold: drawn from the depot
+        EXPECT_LT(bc::held_in_depot(), before);
+        again.clear();                // into this thread's bins
+        bc::release_unused();         // this thread took blocks: its bins stay; the depot was drawn from
+        EXPECT_GT(bc::held_in_depot(), 0u) << "period " << period;
+        EXPECT_GT(bc::held_by_this_thread(), 0u) << "period " << period;
+    }
+    // A period with no traffic: everything goes.
+    bc::release_unused();
+    EXPECT_EQ(bc::held_by_this_thread(), 0u);
+    EXPECT_EQ(bc::held_in_depot(), 0u);
+}
+
 #if defined(__SANITIZE_ADDRESS__)
 TEST_F(BufferCache, AKeptBlockIsPoisonedUntilHandedOutAgain) {
     auto a = shared_buffer::create(10000);
