@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "echo_buffer.hpp"
+#include "echo_errors.hpp"
 #include "echo_stats.hpp"
 #include "echo_wire.hpp"
 
@@ -49,28 +50,9 @@ namespace {
 // The fraction of measured handshakes that must be resumed when --resume asks for it.
 constexpr double min_resumed = 0.9;
 
-struct hs_shared {
+struct hs_shared : run_errors {
     std::atomic<bool> stop{false};
-    std::atomic<bool> abort{false};
-    std::atomic<std::uint64_t> errors{0};
-    std::mutex mu;
-    std::uint32_t printed = 0;  // guarded by mu
-    std::string session;        // guarded by mu: the first handshake's version and cipher
 };
-
-/// Counts one error, prints it (the first 20 only) and aborts the run. Any thread.
-[[gnu::format(printf, 2, 3)]] void hs_error(hs_shared& s, const char* fmt, ...) {
-    s.errors.fetch_add(1, std::memory_order_relaxed);
-    s.abort.store(true, std::memory_order_relaxed);
-    std::lock_guard<std::mutex> lock(s.mu);
-    if (s.printed++ >= 20) return;
-    std::fputs("strix-echo-bench: ERROR: ", stderr);
-    va_list ap;
-    va_start(ap, fmt);
-    std::vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    std::fputc('\n', stderr);
-}
 
 // Written by one worker, read by the main thread once a second.
 struct alignas(64) hs_counters {
@@ -121,7 +103,7 @@ public:
     void run() {
         ep_ = ::epoll_create1(EPOLL_CLOEXEC);
         if (ep_ < 0) {
-            hs_error(shared_, "epoll_create1: %s", std::strerror(errno));
+            report_error(shared_, "epoll_create1: %s", std::strerror(errno));
             return;
         }
         for (auto& s : slots_) open(*s);
@@ -130,7 +112,7 @@ public:
             const int n = ::epoll_wait(ep_, events.data(), static_cast<int>(events.size()), 100);
             if (n < 0) {
                 if (errno == EINTR) continue;
-                hs_error(shared_, "epoll_wait: %s", std::strerror(errno));
+                report_error(shared_, "epoll_wait: %s", std::strerror(errno));
                 break;
             }
             for (int i = 0; i < n; ++i) {
@@ -198,8 +180,8 @@ private:
             }
             s.handshaken = true;
             s.reused = ::SSL_session_reused(s.ssl) == 1;
-            std::lock_guard<std::mutex> lock(shared_.mu);
-            if (shared_.session.empty()) shared_.session = echo_tls_describe(s.ssl);
+            std::lock_guard<std::mutex> lock(shared_.print_mu);
+            if (shared_.tls_session.empty()) shared_.tls_session = echo_tls_describe(s.ssl);
         }
         if (!s.sent) {
             echo_store_u32le(message_.data(), static_cast<std::uint32_t>(wire_));
@@ -265,7 +247,7 @@ private:
         va_start(ap, fmt);
         std::vsnprintf(what, sizeof what, fmt, ap);
         va_end(ap);
-        hs_error(shared_, "slot %u, connection #%llu: %s", s.id, static_cast<unsigned long long>(s.seq), what);
+        report_error(shared_, "slot %u, connection #%llu: %s", s.id, static_cast<unsigned long long>(s.seq), what);
         ::SSL_free(s.ssl);
         s.ssl = nullptr;
         if (s.fd >= 0) ::close(s.fd);
@@ -384,7 +366,7 @@ int run_handshakes(const echo_bench_options& o, const sockaddr_in& addr, const e
         if (shared.abort.load()) break;
         const hs_sample s = take();
         if (o.server_pid != 0 && !s.server.ok) {
-            hs_error(shared, "server pid %ld is gone", o.server_pid);
+            report_error(shared, "server pid %ld is gone", o.server_pid);
             break;
         }
         ++k;
@@ -408,7 +390,7 @@ int run_handshakes(const echo_bench_options& o, const sockaddr_in& addr, const e
     std::printf("handshakes: %llu full, %llu resumed (%.1f %%), each followed by one verified echo, errors=%llu\n",
                 static_cast<unsigned long long>(r.full), static_cast<unsigned long long>(r.resumed),
                 resumed_share * 100.0, static_cast<unsigned long long>(errors));
-    std::printf("TLS: %s\n", shared.session.empty() ? "no handshake completed" : shared.session.c_str());
+    std::printf("TLS: %s\n", shared.tls_session.empty() ? "no handshake completed" : shared.tls_session.c_str());
     if (!completed && errors == 0) std::printf("run did not complete its %d s\n", total);
     if (!resumed_enough) {
         std::printf("--resume: only %.1f %% of the handshakes were resumed, under %.0f %%: the server did not "
@@ -441,7 +423,7 @@ int run_handshakes(const echo_bench_options& o, const sockaddr_in& addr, const e
             {"mode", "handshakes"},
             {"client_threads", o.threads + 1U},
             {"client_cpus", client_cpus},
-            {"tls_session", shared.session},
+            {"tls_session", shared.tls_session},
             {"tls_verified", tls.verifies()},
         };
         std::ofstream js(o.json);

@@ -4,7 +4,6 @@
 // a second and keeps the measured window.
 
 #include <atomic>
-#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
@@ -12,37 +11,19 @@
 #include <vector>
 
 #include "echo_bench_options.hpp"
+#include "echo_errors.hpp"
 #include "echo_stats.hpp"
 
 namespace strix {
 
 // State every thread sees. Errors abort the whole run: a benchmark that lost a byte is void.
-struct shared_state {
+struct shared_state : run_errors {
     std::atomic<bool> stop_sending{false};
-    std::atomic<bool> abort{false};
-    std::atomic<std::uint64_t> errors{0};
-    std::mutex print_mu;
-    std::uint32_t printed = 0;  // guarded by print_mu
-    std::string tls_session;    // guarded by print_mu: the first handshake's version and cipher
     // --broadcast: each connection's last sequence number + 1, published by its worker once it
     // has seen stop_sending (after which it appends nothing); frozen counts those workers.
     std::vector<std::atomic<std::uint64_t>> final_sent;
     std::atomic<std::uint32_t> frozen{0};
 };
-
-/// Counts one error, prints it (the first 20 only) and aborts the run. Any thread.
-[[gnu::format(printf, 2, 3)]] inline void report_error(shared_state& s, const char* fmt, ...) {
-    s.errors.fetch_add(1, std::memory_order_relaxed);
-    s.abort.store(true, std::memory_order_relaxed);
-    std::lock_guard<std::mutex> lock(s.print_mu);
-    if (s.printed++ >= 20) return;
-    std::fputs("strix-echo-bench: ERROR: ", stderr);
-    va_list ap;
-    va_start(ap, fmt);
-    std::vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    std::fputc('\n', stderr);
-}
 
 // Published by one worker once per loop turn, read by the main thread once per second.
 struct alignas(64) worker_counters {
