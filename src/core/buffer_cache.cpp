@@ -124,7 +124,7 @@ struct thread_bins {
     std::size_t held = 0;
     std::uint64_t takes = 0;  // blocks handed out since the last release_unused()
 
-    // Hands the newest half (at least one, at most all) of bin i to the depot.
+    // Hands the `count` newest blocks of bin i (at most all of them) to the depot.
     void spill(int i, int count) noexcept {
         bin& b = bins[static_cast<std::size_t>(i)];
         count = std::min(count, b.n);

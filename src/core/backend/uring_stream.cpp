@@ -179,11 +179,9 @@ private:
             user_.received(copied);  // false: paused, suspended or closed, which the loop's top sees
         }
         if (has_parked()) return;
+        // Delivered: the memory goes too (many connections may pause once and never again).
         parked_from_ = 0;
-        parked_.clear();
-        // A backlog is at most what the shard's provided buffers hold (2 MiB); an idle
-        // connection does not keep a large one's memory.
-        if (parked_.capacity() > parked_keep) parked_ = {};
+        parked_ = {};
     }
 
     // Offers one received chunk (in_place) to the user where it lies (whole frames are used from
@@ -225,7 +223,6 @@ private:
     buffer_chain* tx_ = nullptr;     // the chain the in-flight send reads
     std::vector<std::byte> parked_;  // received while the user took no bytes; delivered from
     std::size_t parked_from_ = 0;    // parked_from_ on (the bytes before it were delivered)
-    static constexpr std::size_t parked_keep = 256 * 1024;  // capacity kept once delivered
 };
 
 class uring_acceptor final : public acceptor_io, public uring_target {
