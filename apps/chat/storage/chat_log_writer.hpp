@@ -48,8 +48,7 @@ struct chat_log_writer_config {
     // enough already: the delay never adds to a slow commit. When the caller acknowledges only
     // after the commit (tags), it is part of that wait. 0 (the default) = commit as soon as the
     // writer is free: entries that arrive during a commit still share the next one, which is
-    // grouping enough under load. Seed 004's load with acknowledge-after-write measured p50
-    // 2.2 vs 3.6 ms at 0 vs 2000 us (10 interleaved runs each), for 3-7 % more writer CPU.
+    // grouping enough under load (docs/architecture.md, Decisions, has the measurement).
     std::chrono::microseconds commit_delay{0};
     // Called on the writer thread after each committed batch with the non-zero tags of its
     // entries, in acceptance order (not called for a batch without tags, nor for entries given

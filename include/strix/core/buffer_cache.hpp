@@ -5,9 +5,8 @@
 // Why: a message of a few KiB is allocated by the application on one thread and freed where it is
 // consumed, often a whole batch at once. glibc coalesces such a batch into its heap's top chunk,
 // and once the top passes its 128 KiB trim threshold it hands the pages back to the kernel
-// (madvise); the sender's next allocations fault the same pages in again. strix-link-inproc-thr
-// 8192 took 17,000-29,000 page faults for 200,000 messages against libzmq's 4,600, and ran at
-// 0.5-0.8x its rate. Kept blocks are never trimmed, so they stay mapped and warm.
+// (madvise); the sender's next allocations fault the same pages in again (docs/link.md has the
+// page-fault counts that showed it). Kept blocks are never trimmed, so they stay mapped and warm.
 //
 //   thread A: create() -> its own cache -> depot (one lock per batch) -> ::operator new
 //   thread B: last release -> its own cache -> (full) half of it to the depot -> ::operator delete

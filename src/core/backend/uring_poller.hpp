@@ -42,12 +42,9 @@ namespace strix::detail::uring {
 constexpr unsigned ring_entries = 4096;
 // The kernel takes provided buffers in ring order and they come back in the order they were
 // dispatched, so a shard cycles through all of them: their total is memory every received byte
-// passes through. 128 x 16 KiB (2 MiB) against the 512 x 16 KiB (8 MiB) of before, 5 interleaved
-// runs each (2026-11-28, one shard on one CPU): a 1 KiB WebSocket echo over 100 connections at
-// depth 128 2.67 against 2.33 M msgs/s, 64 B 17.1 against 16.8 M, 1,000 connections at depth 16
-// level (8 B and 1 KiB). 256 x 8 KiB split a 64 B echo's reads in two (15.1 M); 64 x 16 KiB ran
-// out within a turn at 1,000 connections (ENOBUFS ends a multishot receive, re-armed a turn
-// later); incremental consumption (Linux 6.12's IOU_PBUF_RING_INC) was slower in every cell.
+// passes through, so fewer is better until a turn runs out (ENOBUFS ends a multishot receive,
+// re-armed a turn later). The sizes were chosen by measurement: docs/websocket.md, "io_uring's
+// provided buffers".
 constexpr unsigned buffer_count = 128;      // power of two (the buffer ring's mask)
 constexpr unsigned buffer_size = 16 * 1024;
 constexpr unsigned buffer_group = 1;
