@@ -9,7 +9,7 @@
 #   make bench-echo-tls  the echo shoot-out's TLS section alone (make bench-echo runs it too) into build/bench/echo-tls.md
 #   make bench-echo-ws   its WebSocket section alone (make bench-echo runs it too) into build/bench/echo-ws.md
 #   make soak   an hour of seed 004's chat load (SOAK_DURATION=600: ten minutes): latency and RSS drift per 10 min
-#   make format applies .clang-format to the C++ sources
+#   make format applies .clang-format to the C++ sources (make format-check only reports, as CI does)
 #   make fuzz   libFuzzer targets (clang, ASan + UBSan) in build-fuzz/, FUZZ_SECONDS each (default 60)
 # SANITIZE=1 builds into build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer.
 
@@ -24,7 +24,7 @@ CMAKE_FLAGS += -DCMAKE_BUILD_TYPE=Release
 endif
 CTEST_ARGS ?=
 
-.PHONY: format all deps configure build test bench bench-components bench-scaling bench-echo bench-echo-tls bench-echo-ws bench-chat bench-link bench-cluster-hop bench-cluster fuzz run clean soak
+.PHONY: format format-check all deps configure build test bench bench-components bench-scaling bench-echo bench-echo-tls bench-echo-ws bench-chat bench-link bench-cluster-hop bench-cluster fuzz run clean soak
 
 all: build
 
@@ -95,6 +95,11 @@ run: configure
 # Applies .clang-format (clang-format-16) to every C++ file git tracks (the peers are Rust and Go).
 format: deps
 	@git ls-files '*.cpp' '*.hpp' | grep -v '^bench/peers/' | xargs clang-format-16 -i
+
+# Fails when any of those files differs from .clang-format (.ci/run calls it); `make format` fixes it.
+format-check: deps
+	@git ls-files '*.cpp' '*.hpp' | grep -v '^bench/peers/' | xargs clang-format-16 --dry-run --Werror \
+	  || { echo "strix: C++ formatting differs from .clang-format: run 'make format' and commit the result" >&2; exit 1; }
 
 clean:
 	rm -rf build build-asan
