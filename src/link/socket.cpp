@@ -2,8 +2,8 @@
 // The transports' pipes live beside it: zmtp_pipe.cpp (tcp://, ipc://) and inproc.cpp; what a
 // socket type means is in socket_types.cpp.
 #include "link/internal.hpp"
-#include "link/mechanism.hpp"
-#include "link/socket_types.hpp"
+#include "link/pattern/socket_types.hpp"
+#include "link/security/mechanism.hpp"
 
 #include <strix/core/log.hpp>
 #include <strix/core/shard.hpp>

@@ -12,7 +12,7 @@
 //   SUB, XSUB      subscriptions go to every publisher; incoming messages are filtered too
 // make_pattern builds the class that a type's row of the socket-type table (socket_types.hpp) names.
 #include "link/internal.hpp"
-#include "link/socket_types.hpp"
+#include "link/pattern/socket_types.hpp"
 
 #include <strix/core/log.hpp>
 #include <strix/core/shard.hpp>

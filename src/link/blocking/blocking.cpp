@@ -2,9 +2,9 @@
 // half, and the pipes between the two, are in blocking_bridge.hpp.
 #include <strix/link/blocking.hpp>
 
-#include "link/blocking_bridge.hpp"
-#include "link/direct_link.hpp"
-#include "link/socket_types.hpp"
+#include "link/blocking/blocking_bridge.hpp"
+#include "link/blocking/direct_link.hpp"
+#include "link/pattern/socket_types.hpp"
 
 #include <strix/core/engine.hpp>
 #include <strix/core/shard.hpp>

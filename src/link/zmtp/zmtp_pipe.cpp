@@ -4,8 +4,8 @@
 // pipe hands the handshake's commands to its mechanism (mechanism.hpp) instead of READY, and
 // with CURVE boxes every frame after it (put_boxed, unbox).
 #include "link/internal.hpp"
-#include "link/mechanism.hpp"
-#include "link/socket_types.hpp"
+#include "link/pattern/socket_types.hpp"
+#include "link/security/mechanism.hpp"
 
 #include <strix/core/shard.hpp>
 #include <strix/net/framer.hpp>
