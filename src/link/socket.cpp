@@ -1,7 +1,8 @@
 // socket (the public facade) and socket_core: options, the pattern, bind/connect and sending.
 // The transports' pipes live beside it: zmtp_pipe.cpp (tcp://, ipc://) and inproc.cpp; what a
 // socket type means is in socket_types.cpp.
-#include "link/internal.hpp"
+#include "link/socket_core.hpp"
+#include "link/pattern/pattern.hpp"
 #include "link/pattern/socket_types.hpp"
 #include "link/security/mechanism.hpp"
 

@@ -11,7 +11,8 @@
 //
 // Names are process-wide. A connect may come before the bind: it waits in the registry and
 // completes when the name is bound, as with libzmq 4.
-#include "link/internal.hpp"
+#include "link/pattern/pattern.hpp"
+#include "link/socket_core.hpp"
 
 #include <strix/core/engine.hpp>
 #include <strix/core/intrusive_ptr.hpp>

@@ -3,8 +3,9 @@
 // each session its pipe. inproc.cpp holds the other transport's pipe. With CURVE or PLAIN the
 // pipe hands the handshake's commands to its mechanism (mechanism.hpp) instead of READY, and
 // with CURVE boxes every frame after it (put_boxed, unbox).
-#include "link/internal.hpp"
+#include "link/pattern/pattern.hpp"
 #include "link/pattern/socket_types.hpp"
+#include "link/socket_core.hpp"
 #include "link/security/mechanism.hpp"
 
 #include <strix/core/shard.hpp>
