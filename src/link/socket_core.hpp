@@ -1,6 +1,7 @@
 #pragma once
 // socket_core: what a link::socket wraps. It holds the options, the pattern (pattern/), the
-// peers' pipes through its transports (transport/, zmtp/) and the application's callbacks.
+// state of each transport it bound or connected on (transport/: tcp and ipc carry ZMTP from
+// zmtp/, inproc its own batches), and the application's callbacks.
 //
 //   application ──send──> socket_core ──pattern (lb, dist, router, req/rep)──> pipe::write
 //                                                                               ├─ zmtp_pipe (zmtp/zmtp_pipe.cpp)
@@ -9,56 +10,45 @@
 //   inproc peer ──batch──> inproc_pipe ────────────────────────────────────────────┴─> pattern::receive ──> on_message
 
 #include "link/pipe.hpp"
+#include "link/transport/transport.hpp"
 
-#include <strix/core/reactor_object.hpp>
 #include <strix/core/shard.hpp>
-#include <strix/core/shared_buffer.hpp>
 #include <strix/core/timing_wheel.hpp>
 #include <strix/link/socket.hpp>
-#include <strix/net/connection.hpp>
-#include <strix/net/session.hpp>
-#include <strix/net/session_group.hpp>
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace strix::link::detail {
 
-class socket_core;
 class pattern;
 
-/// A socket's inproc pipes and names (inproc.cpp).
-struct inproc_state;
-struct inproc_state_deleter {
-    void operator()(inproc_state* p) const noexcept;
-};
-
-/// What socket wraps: options, pattern, the session group for tcp/ipc, inproc pipes, callbacks.
-class socket_core final : public session_handler {
+/// What socket wraps: options, pattern, the state of each transport it uses, callbacks.
+class socket_core final {
 public:
     socket_core(shard& sh, socket_type t, socket_options o);
-    ~socket_core() override;
+    ~socket_core();
 
-    /// Ends c (socket::~socket says what goes now and what lingers). When tcp/ipc peers still
-    /// have output queued and the shard runs (not stopping), c deletes itself once that output
-    /// is written, the peers are gone, `linger` passes (negative: no limit) or the shard exits;
-    /// else it is deleted now. `done` runs as it is deleted. On c's shard, or on the owning
-    /// thread before the shard runs.
+    /// Ends c (socket::~socket says what goes now and what lingers). When peers still have
+    /// output queued (transport_state::flushing) and the shard runs (not stopping), c deletes
+    /// itself once that output is written, the peers are gone, `linger` passes (negative: no
+    /// limit) or the shard exits; else it is deleted now. `done` runs as it is deleted. On c's
+    /// shard, or on the owning thread before the shard runs.
     static void close(std::unique_ptr<socket_core> c, std::chrono::milliseconds linger,
                       std::function<void()> done = {});
 
+    /// Through the transport table: the row for address's scheme, its state made at first use.
     std::string bind(std::string_view address);
     void connect(std::string_view address);
     std::error_code send_part(bytes_view part, bool more);
     std::error_code send_parts(std::span<const bytes_view> parts, const part* source = nullptr);
 
-    // --- called by pipes and patterns ----------------------------------------------------------
+    // --- called by transports, pipes and patterns -------------------------------------------
     void attach(pipe& p);
     void greet(pipe& p);  // probe_router, xpub_welcome_msg
     void detach(pipe& p);
@@ -67,14 +57,10 @@ public:
     void pipe_writable(pipe& p);
     void note_would_block() noexcept { want_writable_ = true; }
     std::uint64_t next_pipe_id() noexcept { return ++pipe_ids_; }
-
-    // --- session_handler (tcp/ipc peers: zmtp_pipe.cpp) ----------------------------------------
-    void on_open(session& s) override;
-    void on_frame(session& s, std::span<const std::byte> frame) override;
-    void on_protocol_error(session& s, std::error_code ec) override;
-    void on_close(session& s, std::error_code ec) override;
-    void on_connect_failed(connection& c, std::error_code ec) override;
-    void on_drained(session& s) override;
+    /// A transport's peer closed: a lingering core goes once no transport flushes any more.
+    void peer_closed() {
+        if (lingering_) linger_check();
+    }
 
     shard& owner;
     const socket_type type;
@@ -84,12 +70,19 @@ public:
     std::function<void(message_view)> on_message;
     std::function<void()> on_writable;
     std::function<void(const socket_event&)> on_event;
-    std::unique_ptr<inproc_state, inproc_state_deleter> inproc;
     bool closing = false;
     bool paused = false;  // pause_receiving(true)
     void pause(bool on);
 
 private:
+    // One per transport this socket has bound or connected on, in order of first use.
+    struct transport_slot {
+        decltype(transport::make) make;
+        std::unique_ptr<transport_state> state;
+    };
+    transport_state& transport_for(std::string_view address);
+    std::size_t flushing() const noexcept;
+    void abort_transports();
     void linger_check();
 
     std::function<void()> linger_done_;  // close()'s `done`
@@ -97,8 +90,7 @@ private:
     shard::hook_id exit_hook_ = 0;
     bool lingering_ = false;
     bool check_pending_ = false;
-    std::unique_ptr<session_group> group_;  // declared last: destroyed first, while the pattern lives
-    std::vector<connection_ptr> connections_;
+    std::vector<transport_slot> transports_;  // cleared first in ~socket_core, while the pattern lives
     std::vector<bytes_view> pending_;  // parts of a message being sent with more = true
     std::vector<std::vector<std::byte>> pending_store_;
     std::uint64_t pipe_ids_ = 0;
@@ -114,16 +106,5 @@ struct socket_access {
         socket_core::close(std::move(s.core_), linger, std::move(done));
     }
 };
-
-// tcp:// and ipc:// (zmtp_pipe.cpp)
-/// The session group's framing and limits for a socket's ZMTP peers.
-session_group_config zmtp_group_config(const socket_options& o);
-
-// inproc (inproc.cpp)
-std::string inproc_bind(socket_core& c, std::string_view name);
-void inproc_connect(socket_core& c, std::string_view name);
-void inproc_close_all(socket_core& c);
-/// Delivers what inproc peers sent while the socket was paused.
-void inproc_resume(socket_core& c);
 
 }  // namespace strix::link::detail
