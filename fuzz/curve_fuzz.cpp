@@ -1,6 +1,6 @@
 // Fuzz target: the CURVE handshake and MESSAGE boxes a strix::link tcp/ipc peer runs when
-// socket_options::security asks for CURVE (src/link/curve.cpp, src/link/mechanism.cpp, ZAP through
-// an allow_list from src/link/security.cpp).
+// socket_options::security asks for CURVE (src/link/security/curve.cpp, src/link/security/mechanism.cpp, ZAP through
+// an allow_list from src/link/security/security.cpp).
 //
 // Input: [mode u8][step u8][bytes...]
 //   An honest client and server (fixed keys) run the handshake against each other; at command
@@ -20,7 +20,7 @@
 //     changed MESSAGE never opens; a MESSAGE replayed (same nonce) never opens twice.
 #include "fuzz_support.hpp"
 
-#include "link/mechanism.hpp"
+#include "link/security/mechanism.hpp"
 
 #include <strix/link/security.hpp>
 #include <strix/link/zmtp.hpp>

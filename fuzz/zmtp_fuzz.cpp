@@ -7,7 +7,7 @@
 //   mode bit 1   then a READY from a DEALER
 //   max_msg      the socket's max message size (0 = 1 MiB, the default)
 //
-// The bytes go through the same phases as a pipe in src/link/zmtp_pipe.cpp: greeting, handshake
+// The bytes go through the same phases as a pipe in src/link/zmtp/zmtp_pipe.cpp: greeting, handshake
 // (READY or ERROR), then commands and messages. Every frame is cut from an exact heap copy of
 // what is left (ASan: no read past it) and refused, as the session does, when its header
 // announces more than the limit: nothing is buffered for it. Checked:

@@ -51,12 +51,12 @@ mkdir -p $out/logs
 declare -A under_test=(
   [frame_decoder]='/src/codec/frame_codec\.cpp|/include/strix/codec/frame_codec\.hpp'
   [framers]='::cut\(std::span|strix::decode_frame\('
-  [zmtp]='/src/link/zmtp\.cpp|/include/strix/link/zmtp\.hpp'
+  [zmtp]='/src/link/zmtp/zmtp\.cpp|/include/strix/link/zmtp\.hpp'
   [chat_request]='/apps/chat/|chat_generated\.h|/flatbuffers/verifier\.h'
   [chat_config]='/apps/chat/server/options/chat_options\.cpp'
   [metrics_http]='http_head::cut|http_response_for|namespace\)::response\('
   [tls_stream]='/src/net/tls/'
-  [curve]='/src/link/curve\.cpp|/src/link/mechanism\.cpp'
+  [curve]='/src/link/security/curve\.cpp|/src/link/security/mechanism\.cpp'
 )
 
 failed=()

@@ -1,9 +1,10 @@
-// socket (the public facade) and socket_core: options, the pattern, bind/connect and sending.
-// The transports' pipes live beside it: zmtp_pipe.cpp (tcp://, ipc://) and inproc.cpp; what a
-// socket type means is in socket_types.cpp.
-#include "link/internal.hpp"
-#include "link/mechanism.hpp"
-#include "link/socket_types.hpp"
+// socket (the public facade) and socket_core: options, the pattern, bind/connect through the
+// transport table (transport/transport.hpp), sending and closing. What a socket type means is in
+// pattern/socket_types.cpp.
+#include "link/socket_core.hpp"
+#include "link/pattern/pattern.hpp"
+#include "link/pattern/socket_types.hpp"
+#include "link/security/mechanism.hpp"
 
 #include <strix/core/log.hpp>
 #include <strix/core/shard.hpp>
@@ -18,20 +19,16 @@ namespace detail {
 socket_core::socket_core(shard& sh, socket_type t, socket_options o)
     : owner(sh), type(t), opts(std::move(o)), pat(make_pattern(*this, t)), linger_timer_([this] {
           // The linger is over: what is still queued is dropped (on_close ends the lingering).
-          group_->abort_all(make_error_code(link_errc::closed));
+          abort_transports();
       }) {
     check_security(opts.security);  // a malformed key throws here, not at the first connection
-    group_ = std::make_unique<session_group>(sh, *this, zmtp_group_config(opts));
 }
 
 socket_core::~socket_core() {
     closing = true;
     if (exit_hook_) owner.remove_hook(exit_hook_);
     if (linger_timer_.armed()) owner.timers().cancel(linger_timer_);
-    inproc_close_all(*this);
-    for (auto& c : connections_) c->close();
-    connections_.clear();
-    group_.reset();  // aborts sessions: on_close detaches their pipes while the pattern lives
+    transports_.clear();  // closes what is open: peers detach their pipes while the pattern lives
     if (linger_done_) linger_done_();
 }
 
@@ -46,54 +43,53 @@ void socket_core::close(std::unique_ptr<socket_core> c, std::chrono::millisecond
     // Lingering needs the loop: before it runs, or once the engine stops (its stop hooks close
     // every session gracefully within the drain timeout), the core goes now.
     if (linger.count() == 0 || !sh.running() || shard::current() != &sh || sh.stopping()) return;
-    // inproc: what was sent is in the pipes' batches; closing hands it over, then the close.
-    inproc_close_all(*c);
-    for (auto& conn : c->connections_) conn->close();  // its session flushes, then closes
-    c->connections_.clear();
-    c->group_->close_all(make_error_code(link_errc::closed));  // listeners go; sessions flush
-    if (c->group_->size() == 0) return;
+    for (auto& t : c->transports_) t.state->close();  // listeners and names go; peers flush
+    if (c->flushing() == 0) return;
     socket_core* self = c.release();
     self->lingering_ = true;
-    // At the shard's exit the group aborts its sessions; on_close then ends the lingering.
+    // At the shard's exit the transports abort their peers; peer_closed then ends the lingering.
     self->exit_hook_ = sh.on_exit([self] {
         self->exit_hook_ = 0;
-        self->group_->abort_all(make_error_code(link_errc::closed));
+        self->abort_transports();
         self->linger_check();
     });
     if (linger.count() > 0) sh.timers().schedule(self->linger_timer_, sh.ticks_for(linger));
 }
 
-// Called as sessions close while lingering: the core goes, after the turn (the session that
-// closed still refers to the group), once the last one is gone.
+// Called as peers close while lingering: the core goes, after the turn (the peer that closed
+// may still refer to its transport), once no transport flushes any more.
 void socket_core::linger_check() {
     if (check_pending_) return;
     check_pending_ = true;
     owner.post_after_turn([this] {
         check_pending_ = false;
-        if (group_->size() == 0) delete this;
+        if (flushing() == 0) delete this;
     });
 }
 
-std::string socket_core::bind(std::string_view address) {
-    if (address.starts_with("inproc://")) return inproc_bind(*this, address.substr(9));
-    const endpoint ep = group_->listen(endpoint::parse(address));
-    const std::string bound = ep.to_string();
-    event(socket_event::kind::listening, bound);
-    return bound;
+std::size_t socket_core::flushing() const noexcept {
+    std::size_t n = 0;
+    for (auto& t : transports_) n += t.state->flushing();
+    return n;
 }
 
-void socket_core::connect(std::string_view address) {
-    if (address.starts_with("inproc://")) {
-        inproc_connect(*this, address.substr(9));
-        return;
-    }
-    connect_options co;
-    co.reconnect = true;
-    co.reconnect_initial = opts.reconnect_ivl;
-    co.reconnect_max = std::max(opts.reconnect_ivl_max, opts.reconnect_ivl);
-    co.keepalive = {opts.tcp_keepalive, opts.tcp_keepalive_idle, opts.tcp_keepalive_intvl, opts.tcp_keepalive_cnt};
-    connections_.push_back(group_->connect(endpoint::parse(address), co));
+void socket_core::abort_transports() {
+    for (auto& t : transports_) t.state->abort();
 }
+
+// The table is read here, at bind and connect only: a peer's messages go from its pipe to the
+// pattern and never ask which transport carries them.
+transport_state& socket_core::transport_for(std::string_view address) {
+    const transport& row = find_transport(address);
+    for (auto& t : transports_)
+        if (t.make == row.make) return *t.state;
+    auto state = row.make(*this);
+    return *transports_.emplace_back(transport_slot{row.make, std::move(state)}).state;
+}
+
+std::string socket_core::bind(std::string_view address) { return transport_for(address).bind(address); }
+
+void socket_core::connect(std::string_view address) { transport_for(address).connect(address); }
 
 std::error_code socket_core::send_part(bytes_view part, bool more) {
     if (closing) return link_errc::closed;
@@ -170,8 +166,7 @@ void socket_core::pipe_writable(pipe& p) {
 void socket_core::pause(bool on) {
     if (paused == on) return;
     paused = on;
-    group_->for_each([on](session& s) { s.suspend_reading(on); });
-    if (!on) inproc_resume(*this);
+    for (auto& t : transports_) t.state->pause(on);
 }
 
 }  // namespace detail

@@ -34,7 +34,7 @@
 // message waits). Several sockets are waited on together with poll() (strix/link/poll.hpp).
 //
 // inproc between a blocking REQ and a blocking REP skips the shard: a pipe from one thread to the
-// other (src/link/direct_link.hpp; scope and fallbacks in docs/link.md).
+// other (src/link/blocking/direct_link.hpp; scope and fallbacks in docs/link.md).
 //
 // Closing: the destructor returns after a round trip to the shard; what is still in the
 // outgoing pipe and the connections' queues keeps going out until delivered or the linger passes
@@ -175,7 +175,7 @@ private:
     bool immediate_;             // socket_options::immediate
     bool req_waiting_ = false;   // REQ: a request went out, its reply not yet received
     bool rep_holding_ = false;   // REP: a request was received, its reply not yet sent
-    // The inproc fast path between a blocking REQ and a blocking REP (src/link/direct_link.hpp).
+    // The inproc fast path between a blocking REQ and a blocking REP (src/link/blocking/direct_link.hpp).
     std::shared_ptr<detail::direct_link> link_;  // REQ: to the REP its only endpoint is bound by
     unsigned endpoints_ = 0;       // binds and connects so far
     bool direct_ok_ = false;       // REQ: requests may take link_

@@ -1,8 +1,8 @@
 #pragma once
 // ZMTP 3.1 wire codec (rfc.zeromq.org/spec/23 and /37), NULL mechanism: what strix::link writes
 // to and reads from a tcp:// or ipc:// peer. Pure functions and stateless framers; a socket's
-// ZMTP pipe (src/link/zmtp_pipe.cpp) drives the handshake. CURVE and PLAIN replace READY with
-// their own commands (src/link/mechanism.hpp); the greeting below names them instead of NULL.
+// ZMTP pipe (src/link/zmtp/zmtp_pipe.cpp) drives the handshake. CURVE and PLAIN replace READY with
+// their own commands (src/link/security/mechanism.hpp); the greeting below names them instead of NULL.
 //
 //   greeting (64 bytes, each side sends one at once):
 //     0    0xFF, 8 bytes of padding, 0x7F        signature (libzmq puts 0..01 in the padding)

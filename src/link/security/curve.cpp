@@ -12,7 +12,7 @@
 //   24-byte nonces: a 16-byte prefix + an 8-byte short nonce (big-endian counter, from 1, one
 //   per command and message each way; a peer's must only go up), or an 8-byte prefix + 16
 //   random bytes (long nonces: WELCOME, cookie, vouch).
-#include "link/mechanism.hpp"
+#include "link/security/mechanism.hpp"
 
 #include <sodium.h>
 

@@ -1,6 +1,6 @@
 // The mechanisms' shared pieces (option checks, properties, ZAP) and PLAIN (RFC 24).
 // CURVE is in curve.cpp.
-#include "link/mechanism.hpp"
+#include "link/security/mechanism.hpp"
 
 #include <stdexcept>
 

@@ -11,7 +11,11 @@
 //
 // Names are process-wide. A connect may come before the bind: it waits in the registry and
 // completes when the name is bound, as with libzmq 4.
-#include "link/internal.hpp"
+#include "link/transport/inproc.hpp"
+
+#include "link/pattern/pattern.hpp"
+#include "link/socket_core.hpp"
+#include "link/transport/transport.hpp"
 
 #include <strix/core/engine.hpp>
 #include <strix/core/intrusive_ptr.hpp>
@@ -22,11 +26,22 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <system_error>
 
 namespace strix::link::detail {
 
 class inproc_pipe;
+class inproc_transport;
+
+namespace {
+constexpr std::string_view scheme = "inproc://";
+}  // namespace
+
+std::optional<std::string_view> inproc_name(std::string_view address) noexcept {
+    if (!address.starts_with(scheme)) return std::nullopt;
+    return address.substr(scheme.size());
+}
 
 /// What one side of an inproc pipe knows of the other.
 struct inproc_peer_info {
@@ -38,7 +53,7 @@ struct inproc_peer_info {
 
 /// One socket's end of an inproc name: the binder's, or a connect waiting for a bind.
 struct inproc_binding : atomic_ref_counted<inproc_binding> {
-    socket_core* owner = nullptr;  // set to null on the owner's shard when it goes (read only there)
+    inproc_transport* owner = nullptr;  // set to null on the owner's shard when it goes (read only there)
     shard* home = nullptr;
     inproc_peer_info info;
 };
@@ -61,9 +76,9 @@ registry& names() {
     return r;
 }
 
-intrusive_ptr<inproc_binding> make_binding(socket_core& c, std::string_view name) {
+intrusive_ptr<inproc_binding> make_binding(inproc_transport& t, socket_core& c, std::string_view name) {
     intrusive_ptr<inproc_binding> b(new inproc_binding);
-    b->owner = &c;
+    b->owner = &t;
     b->home = &c.owner;
     b->info = inproc_peer_info{std::string(name), c.type, c.opts.routing_id, c.opts.sndhwm, c.opts.rcvhwm};
     return b;
@@ -85,10 +100,30 @@ std::uint32_t pair_hwm(std::uint32_t a, std::uint32_t b) { return a == 0 || b ==
 
 }  // namespace
 
-struct inproc_state {
-    std::vector<intrusive_ptr<inproc_pipe>> pipes;
-    std::vector<intrusive_ptr<inproc_binding>> bound;    // names this socket bound
-    std::vector<intrusive_ptr<inproc_binding>> waiting;  // connects waiting for a bind
+/// A socket's inproc side: its pipes, the names it bound and its connects waiting for a bind.
+class inproc_transport final : public transport_state {
+public:
+    explicit inproc_transport(socket_core& c) noexcept : core_(c) {}
+    ~inproc_transport() override;
+
+    std::string bind(std::string_view address) override;
+    void connect(std::string_view address) override;
+    /// Names go, and every pipe hands its peer what was sent, then the close.
+    void close() override;
+    void abort() override {}  // close() left nothing behind: inproc has no queue of its own
+    std::size_t flushing() const noexcept override { return 0; }
+    void pause(bool on) override;
+
+    socket_core& core() const noexcept { return core_; }
+    void add(intrusive_ptr<inproc_pipe> p);
+    void remove(inproc_pipe* p);
+    void stop_waiting(const intrusive_ptr<inproc_binding>& w) { std::erase(waiting_, w); }
+
+private:
+    socket_core& core_;
+    std::vector<intrusive_ptr<inproc_pipe>> pipes_;
+    std::vector<intrusive_ptr<inproc_binding>> bound_;    // names this socket bound
+    std::vector<intrusive_ptr<inproc_binding>> waiting_;  // connects waiting for a bind
 };
 
 /// What a pipe hands its peer in one go (once per loop turn, or sooner across shards when it
@@ -113,13 +148,15 @@ class inproc_pipe final : public pipe, public reactor_object {
 public:
     using kind = inproc_batch::kind;
 
-    inproc_pipe(socket_core& c, intrusive_ptr<inproc_link> l, int side, const inproc_peer_info& peer, std::string addr)
-        : core_(c),
+    inproc_pipe(inproc_transport& t, intrusive_ptr<inproc_link> l, int side, const inproc_peer_info& peer,
+                std::string addr)
+        : core_(t.core()),
+          transport_(t),
           link_(std::move(l)),
           side_(side),
           addr_(std::move(addr)),
-          hwm_(pair_hwm(c.opts.sndhwm, peer.rcvhwm)) {
-        id = c.next_pipe_id();
+          hwm_(pair_hwm(core_.opts.sndhwm, peer.rcvhwm)) {
+        id = core_.next_pipe_id();
         peer_type = peer.type;
         peer_identity = peer.identity;
         link_->side[side_] = this;
@@ -180,13 +217,7 @@ public:
         }
         link_->side[side_] = nullptr;
         out_ = {};
-        auto& v = core_.inproc->pipes;
-        for (std::size_t i = 0; i < v.size(); ++i)
-            if (v[i].get() == this) {
-                core_.owner.retire(v[i]);  // alive until the end of the turn
-                v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
-                break;
-            }
+        transport_.remove(this);
     }
 
     /// A batch from the peer. While the socket is paused, acknowledgements (for what this side
@@ -226,9 +257,8 @@ private:
     static constexpr std::size_t chunk_size = 64 * 1024;
     // A part the application gave as a shared buffer goes by reference from this size on (one
     // reference count taken here and dropped on the receiving shard); below it, copying it into
-    // the chunk is cheaper than the two atomic operations. It was chunk_size / 4: 8 KB parts were
-    // copied, and strix-link-inproc-thr 8192 ran at 0.61x libzmq (a memcpy of 8 KB per message,
-    // 33 % of its instructions under callgrind).
+    // the chunk is cheaper than the two atomic operations. Not chunk_size / 4: copying 8 KB parts
+    // cost inproc 8 KB most of its rate (docs/link.md, "inproc: large messages", has the figures).
     static constexpr std::size_t by_reference_min = 1024;
 
     // Handles b's entries from the first not yet done; false if the socket paused midway (the
@@ -345,6 +375,7 @@ private:
     }
 
     socket_core& core_;
+    inproc_transport& transport_;
     intrusive_ptr<inproc_link> link_;
     const int side_;
     std::string addr_;
@@ -361,15 +392,27 @@ private:
     bool closed_ = false;
 };
 
-void inproc_state_deleter::operator()(inproc_state* p) const noexcept { delete p; }
+inproc_transport::~inproc_transport() { close(); }
+
+void inproc_transport::add(intrusive_ptr<inproc_pipe> p) { pipes_.push_back(std::move(p)); }
+
+void inproc_transport::remove(inproc_pipe* p) {
+    for (std::size_t i = 0; i < pipes_.size(); ++i)
+        if (pipes_[i].get() == p) {
+            core_.owner.retire(pipes_[i]);  // alive until the end of the turn
+            pipes_.erase(pipes_.begin() + static_cast<std::ptrdiff_t>(i));
+            return;
+        }
+}
 
 namespace {
 
 // Builds the pipe between `near` (the calling shard's socket, alive) and `far` (maybe on
 // another shard, maybe gone by the time its half is built).
 void make_pair(const intrusive_ptr<inproc_binding>& near, const intrusive_ptr<inproc_binding>& far) {
-    socket_core& c = *near->owner;
-    const std::string addr = "inproc://" + far->info.name;
+    inproc_transport& t = *near->owner;
+    socket_core& c = t.core();
+    const std::string addr = std::string(scheme) + far->info.name;
     if (!compatible(near->info.type, far->info.type)) {
         c.event(socket_event::kind::handshake_failed, addr, link_errc::socket_type_mismatch, to_string(far->info.type));
         ++c.stats.handshake_failures;
@@ -378,23 +421,24 @@ void make_pair(const intrusive_ptr<inproc_binding>& near, const intrusive_ptr<in
     intrusive_ptr<inproc_link> link(new inproc_link);
     link->home[0] = near->home;
     link->home[1] = far->home;
-    intrusive_ptr<inproc_pipe> p(new inproc_pipe(c, link, 0, far->info, addr));
-    c.inproc->pipes.push_back(p);
+    intrusive_ptr<inproc_pipe> p(new inproc_pipe(t, link, 0, far->info, addr));
+    t.add(p);
     // The far half first (posted before any batch of ours, so it exists when they arrive).
     run_on(far->home, [link, far, near_info = near->info, addr] {
-        socket_core* fc = far->owner;
-        if (!fc || fc->closing) {
+        inproc_transport* ft = far->owner;
+        if (!ft || ft->core().closing) {
             // Nobody there any more: the near half hears that its peer closed.
             run_on(link->home[0], [link] {
                 if (inproc_pipe* np = link->side[0]) np->peer_gone();
             });
             return;
         }
-        intrusive_ptr<inproc_pipe> fp(new inproc_pipe(*fc, link, 1, near_info, addr));
-        fc->inproc->pipes.push_back(fp);
-        fc->event(socket_event::kind::accepted, addr);
-        fc->event(socket_event::kind::handshake_succeeded, addr, {}, to_string(near_info.type));
-        fc->attach(*fp);
+        socket_core& fc = ft->core();
+        intrusive_ptr<inproc_pipe> fp(new inproc_pipe(*ft, link, 1, near_info, addr));
+        ft->add(fp);
+        fc.event(socket_event::kind::accepted, addr);
+        fc.event(socket_event::kind::handshake_succeeded, addr, {}, to_string(near_info.type));
+        fc.attach(*fp);
     });
     c.event(socket_event::kind::connected, addr);
     c.event(socket_event::kind::handshake_succeeded, addr, {}, to_string(far->info.type));
@@ -403,14 +447,10 @@ void make_pair(const intrusive_ptr<inproc_binding>& near, const intrusive_ptr<in
 
 }  // namespace
 
-void ensure_state(socket_core& c) {
-    if (!c.inproc) c.inproc.reset(new inproc_state);
-}
-
-std::string inproc_bind(socket_core& c, std::string_view name) {
+std::string inproc_transport::bind(std::string_view address) {
+    const std::string_view name = address.substr(scheme.size());
     if (name.empty()) throw std::invalid_argument("inproc:// needs a name");
-    ensure_state(c);
-    auto me = make_binding(c, name);
+    auto me = make_binding(*this, core_, name);
     std::vector<intrusive_ptr<inproc_binding>> waiters;
     {
         auto& r = names();
@@ -423,24 +463,24 @@ std::string inproc_bind(socket_core& c, std::string_view name) {
         for (auto it = lo; it != hi; ++it) waiters.push_back(it->second);
         r.waiting.erase(lo, hi);
     }
-    c.inproc->bound.push_back(me);
-    c.event(socket_event::kind::listening, "inproc://" + std::string(name));
+    bound_.push_back(me);
+    const std::string bound = std::string(scheme) + std::string(name);
+    core_.event(socket_event::kind::listening, bound);
     // Connects that came first complete now, each on its own socket's shard.
     for (auto& w : waiters) {
         run_on(w->home, [w, me] {
-            if (!w->owner || w->owner->closing) return;
-            auto& list = w->owner->inproc->waiting;
-            std::erase(list, w);
+            if (!w->owner || w->owner->core().closing) return;
+            w->owner->stop_waiting(w);
             make_pair(w, me);
         });
     }
-    return "inproc://" + std::string(name);
+    return bound;
 }
 
-void inproc_connect(socket_core& c, std::string_view name) {
+void inproc_transport::connect(std::string_view address) {
+    const std::string_view name = address.substr(scheme.size());
     if (name.empty()) throw std::invalid_argument("inproc:// needs a name");
-    ensure_state(c);
-    auto me = make_binding(c, name);
+    auto me = make_binding(*this, core_, name);
     intrusive_ptr<inproc_binding> target;
     {
         auto& r = names();
@@ -453,38 +493,40 @@ void inproc_connect(socket_core& c, std::string_view name) {
         }
     }
     if (!target) {
-        c.inproc->waiting.push_back(me);
+        waiting_.push_back(me);
         return;
     }
     make_pair(me, target);
 }
 
-void inproc_resume(socket_core& c) {
-    if (!c.inproc) return;
-    auto pipes = c.inproc->pipes;  // resume() may close pipes (a close item is never held, though)
+// Delivers what inproc peers sent while the socket was paused.
+void inproc_transport::pause(bool on) {
+    if (on) return;  // a pipe holds what arrives while core_.paused
+    auto pipes = pipes_;  // resume() may close pipes (a close item is never held, though)
     for (auto& p : pipes) p->resume();
 }
 
-void inproc_close_all(socket_core& c) {
-    if (!c.inproc) return;
+void inproc_transport::close() {
     {
         auto& r = names();
         std::lock_guard lk(r.mu);
-        for (auto& b : c.inproc->bound) {
+        for (auto& b : bound_) {
             auto it = r.bound.find(b->info.name);
             if (it != r.bound.end() && it->second == b) r.bound.erase(it);
         }
-        for (auto& w : c.inproc->waiting) {
+        for (auto& w : waiting_) {
             auto [lo, hi] = r.waiting.equal_range(w->info.name);
             for (auto it = lo; it != hi;) it = it->second == w ? r.waiting.erase(it) : std::next(it);
         }
     }
     // Only this shard reads owner: tasks arriving later see the socket is gone.
-    for (auto& b : c.inproc->bound) b->owner = nullptr;
-    for (auto& w : c.inproc->waiting) w->owner = nullptr;
-    c.inproc->bound.clear();
-    c.inproc->waiting.clear();
-    while (!c.inproc->pipes.empty()) c.inproc->pipes.back()->close(true);
+    for (auto& b : bound_) b->owner = nullptr;
+    for (auto& w : waiting_) w->owner = nullptr;
+    bound_.clear();
+    waiting_.clear();
+    while (!pipes_.empty()) pipes_.back()->close(true);
 }
+
+std::unique_ptr<transport_state> make_inproc_transport(socket_core& c) { return std::make_unique<inproc_transport>(c); }
 
 }  // namespace strix::link::detail

@@ -1,11 +1,15 @@
 // zmtp_pipe: one tcp:// or ipc:// peer of a socket, a session running ZMTP 3.1 (greeting, READY,
-// commands, multipart assembly, heartbeats), and socket_core's session_handler side that gives
-// each session its pipe. inproc.cpp holds the other transport's pipe. With CURVE or PLAIN the
-// pipe hands the handshake's commands to its mechanism (mechanism.hpp) instead of READY, and
-// with CURVE boxes every frame after it (put_boxed, unbox).
-#include "link/internal.hpp"
-#include "link/mechanism.hpp"
-#include "link/socket_types.hpp"
+// commands, multipart assembly, heartbeats), and zmtp_peers, the session handler that gives each
+// session its pipe (zmtp_pipe.hpp). transport/inproc.cpp holds the other transport's pipe. With
+// CURVE or PLAIN the pipe hands the handshake's commands to its mechanism
+// (security/mechanism.hpp) instead of READY, and with CURVE boxes every frame after it
+// (put_boxed, unbox).
+#include "link/zmtp/zmtp_pipe.hpp"
+
+#include "link/pattern/pattern.hpp"
+#include "link/pattern/socket_types.hpp"
+#include "link/security/mechanism.hpp"
+#include "link/socket_core.hpp"
 
 #include <strix/core/shard.hpp>
 #include <strix/net/framer.hpp>
@@ -481,55 +485,55 @@ session_group_config zmtp_group_config(const socket_options& o) {
     return g;
 }
 
-void socket_core::on_open(session& s) {
-    if (paused) s.suspend_reading(true);
-    auto& p = s.emplace_state<zmtp_pipe>(*this, s, s.origin() ? s.origin()->target().to_string() : s.peer());
-    event(s.origin() ? socket_event::kind::connected : socket_event::kind::accepted, p.address());
+void zmtp_peers::on_open(session& s) {
+    if (core_.paused) s.suspend_reading(true);
+    auto& p = s.emplace_state<zmtp_pipe>(core_, s, s.origin() ? s.origin()->target().to_string() : s.peer());
+    core_.event(s.origin() ? socket_event::kind::connected : socket_event::kind::accepted, p.address());
     p.start();
 }
 
-void socket_core::on_frame(session& s, std::span<const std::byte> frame) {
+void zmtp_peers::on_frame(session& s, std::span<const std::byte> frame) {
     if (auto* p = s.state<zmtp_pipe>()) p->on_frame(frame);
 }
 
-void socket_core::on_protocol_error(session& s, std::error_code ec) {
+void zmtp_peers::on_protocol_error(session& s, std::error_code ec) {
     auto* p = s.state<zmtp_pipe>();
     if (!p) return;
     if (p->current_phase() != zmtp_pipe::phase::ready) {
         p->mark_failed();
-        ++stats.handshake_failures;
-        event(socket_event::kind::handshake_failed, p->address(), ec);
+        ++core_.stats.handshake_failures;
+        core_.event(socket_event::kind::handshake_failed, p->address(), ec);
     } else {
-        ++stats.protocol_errors;
-        detach(*p);  // the one disconnected event is this one, not on_close's
-        event(socket_event::kind::disconnected, p->address(),
-              ec == net_errc::frame_too_large ? make_error_code(link_errc::message_too_large) : ec);
+        ++core_.stats.protocol_errors;
+        core_.detach(*p);  // the one disconnected event is this one, not on_close's
+        core_.event(socket_event::kind::disconnected, p->address(),
+                    ec == net_errc::frame_too_large ? make_error_code(link_errc::message_too_large) : ec);
     }
 }
 
-void socket_core::on_close(session& s, std::error_code ec) {
+void zmtp_peers::on_close(session& s, std::error_code ec) {
     auto* p = s.state<zmtp_pipe>();
     if (!p) return;
     const bool was_attached = p->attached;
-    detach(*p);
+    core_.detach(*p);
     if (was_attached) {
-        event(socket_event::kind::disconnected, p->address(), ec);
-    } else if (p->handshake_unfinished() && !closing) {
+        core_.event(socket_event::kind::disconnected, p->address(), ec);
+    } else if (p->handshake_unfinished() && !core_.closing) {
         // The peer went away mid-handshake (a truncated greeting, or a libzmq peer refusing us):
         // a failed handshake too, as libzmq reports it (HANDSHAKE_FAILED_NO_DETAIL).
-        ++stats.handshake_failures;
-        event(socket_event::kind::handshake_failed, p->address(), ec);
+        ++core_.stats.handshake_failures;
+        core_.event(socket_event::kind::handshake_failed, p->address(), ec);
     }
-    if (lingering_) linger_check();
+    core_.peer_closed();
 }
 
-void socket_core::on_connect_failed(connection& c, std::error_code ec) {
-    event(socket_event::kind::connect_retried, c.target().to_string(), ec);
+void zmtp_peers::on_connect_failed(connection& c, std::error_code ec) {
+    core_.event(socket_event::kind::connect_retried, c.target().to_string(), ec);
 }
 
-void socket_core::on_drained(session& s) {
+void zmtp_peers::on_drained(session& s) {
     auto* p = s.state<zmtp_pipe>();
-    if (p && p->take_watch() && p->attached) pipe_writable(*p);
+    if (p && p->take_watch() && p->attached) core_.pipe_writable(*p);
 }
 
 }  // namespace strix::link::detail

@@ -1,7 +1,7 @@
 // direct_link: the blocking REQ/REP inproc fast path (the picture is in direct_link.hpp).
-#include "link/direct_link.hpp"
+#include "link/blocking/direct_link.hpp"
 
-#include "link/blocking_bridge.hpp"
+#include "link/blocking/blocking_bridge.hpp"
 
 #include <map>
 #include <mutex>

@@ -1,5 +1,5 @@
 // The socket-type table (socket_types.hpp) and the public to_string / compatible that read it.
-#include "link/socket_types.hpp"
+#include "link/pattern/socket_types.hpp"
 
 #include <array>
 #include <initializer_list>

@@ -1,5 +1,5 @@
 // msg_pipe: records in linked chunks (the layout is drawn in msg_pipe.hpp).
-#include "link/msg_pipe.hpp"
+#include "link/blocking/msg_pipe.hpp"
 
 #include <cstddef>
 #include <cstring>

@@ -11,8 +11,9 @@
 //                  shared by all; a peer at its mark misses the message
 //   SUB, XSUB      subscriptions go to every publisher; incoming messages are filtered too
 // make_pattern builds the class that a type's row of the socket-type table (socket_types.hpp) names.
-#include "link/internal.hpp"
-#include "link/socket_types.hpp"
+#include "link/pattern/pattern.hpp"
+#include "link/pattern/socket_types.hpp"
+#include "link/socket_core.hpp"
 
 #include <strix/core/log.hpp>
 #include <strix/core/shard.hpp>

@@ -2,9 +2,10 @@
 // half, and the pipes between the two, are in blocking_bridge.hpp.
 #include <strix/link/blocking.hpp>
 
-#include "link/blocking_bridge.hpp"
-#include "link/direct_link.hpp"
-#include "link/socket_types.hpp"
+#include "link/blocking/blocking_bridge.hpp"
+#include "link/blocking/direct_link.hpp"
+#include "link/pattern/socket_types.hpp"
+#include "link/transport/inproc.hpp"
 
 #include <strix/core/engine.hpp>
 #include <strix/core/shard.hpp>
@@ -101,16 +102,13 @@ blocking_socket::~blocking_socket() {
     ctx_.eng().run_on(shard_, [&] { bridge_->close(); });
 }
 
-namespace {
-constexpr std::string_view inproc_scheme = "inproc://";
-}
-
 std::string blocking_socket::bind(std::string_view address) {
     std::string where = on_shard([&] { return bridge_->sock().bind(address); });
     ++endpoints_;
     direct_ok_ = false;  // a REQ with a second endpoint has peers the link does not reach
-    if (type_ == socket_type::rep && address.starts_with(inproc_scheme)) {
-        detail::direct_offer(address.substr(inproc_scheme.size()), st_);
+    const auto inproc = detail::inproc_name(address);
+    if (type_ == socket_type::rep && inproc) {
+        detail::direct_offer(*inproc, st_);
         offered_ = true;
     }
     return where;
@@ -122,8 +120,9 @@ void blocking_socket::connect(std::string_view address) {
     direct_ok_ = false;
     // The shard's connection stays too: it carries peers and events, and the requests once the
     // REQ gets a second endpoint or the REP closes.
-    if (type_ == socket_type::req && endpoints_ == 1 && address.starts_with(inproc_scheme)) {
-        link_ = detail::direct_connect(address.substr(inproc_scheme.size()), st_);
+    const auto inproc = detail::inproc_name(address);
+    if (type_ == socket_type::req && endpoints_ == 1 && inproc) {
+        link_ = detail::direct_connect(*inproc, st_);
         direct_ok_ = link_ != nullptr;
     }
 }

@@ -1,7 +1,7 @@
 // blocking_bridge: the shard's half of a blocking_socket (the picture is in blocking_bridge.hpp).
-#include "link/blocking_bridge.hpp"
+#include "link/blocking/blocking_bridge.hpp"
 
-#include "link/internal.hpp"
+#include "link/socket_core.hpp"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>

@@ -19,7 +19,7 @@
 // thread is woken through the receiver's wake_seq with the same Dekker handshake the shard
 // uses (publish, fence, read `waiting`).
 
-#include "link/msg_pipe.hpp"
+#include "link/blocking/msg_pipe.hpp"
 
 #include <atomic>
 #include <memory>

@@ -1,7 +1,7 @@
 // poll(): readiness of several blocking sockets, sleeping on all their wake-up words at once.
 #include <strix/link/poll.hpp>
 
-#include "link/blocking_bridge.hpp"
+#include "link/blocking/blocking_bridge.hpp"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>

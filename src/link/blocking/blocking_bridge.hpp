@@ -13,7 +13,7 @@
 // "asleep" flag, so one of the two always sees the other (the shard's doorbell in shard.cpp
 // works the same way).
 
-#include "link/msg_pipe.hpp"
+#include "link/blocking/msg_pipe.hpp"
 
 #include <strix/core/reactor_object.hpp>
 #include <strix/core/shard.hpp>
@@ -80,7 +80,7 @@ struct blocking_shared {
     std::mutex mu;
     std::deque<socket_event> events;  // the most recent 1,000
 
-    // REP: its direct link to a REQ (src/link/direct_link.hpp), set once by the REQ's thread at
+    // REP: its direct link to a REQ (src/link/blocking/direct_link.hpp), set once by the REQ's thread at
     // connect; owned by the link registry until the REP closes. Read on the REP's thread.
     std::atomic<direct_link*> direct{nullptr};
 
