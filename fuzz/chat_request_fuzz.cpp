@@ -133,7 +133,7 @@ void handle(bytes frame) {
             if (!req) return;
             const std::string name = str(req->name()), password = str(req->password());
             if (!valid_player_name(name) || password.empty() || password.size() > 1024) return;
-            // chat_service_login.cpp: an empty or absent token is none; any size but 32 is refused.
+            // login_requests.cpp: an empty or absent token is none; any size but 32 is refused.
             const auto* t = req->device_token();
             if (t != nullptr && t->size() != 0 && t->size() != device_token_size) return;
             device_token token;

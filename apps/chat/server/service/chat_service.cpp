@@ -375,7 +375,7 @@ const T* chat_service::decode(player& p, std::span<const std::byte> frame, msg_t
     return req;
 }
 
-// The login requests (chat_service_login.cpp) decode with it too.
+// The request units decode with it too.
 template const proto::login_req* chat_service::decode<proto::login_req>(player&, std::span<const std::byte>, msg_type,
                                                                           const char*);
 template const proto::history_req* chat_service::decode<proto::history_req>(player&, std::span<const std::byte>,
