@@ -1,9 +1,10 @@
 #pragma once
 // chat_service: the chat application on one shard (the server makes one per shard). It owns the
 // players of the sessions on this shard, hosts the rooms this shard owns (room_host), and keeps
-// this shard's replica of room membership (local_rooms).
+// this shard's replica of room membership (local_rooms). Each request goes where its row in
+// request_table.cpp says:
 //
-//   session --frame--> on_frame --> dispatch --login--> login_requests
+//   session --frame--> on_frame --> dispatch (request_table) --login--> login_requests
 //                                       ══> db_pool worker ══> back on this shard
 //                                   --history, resume--> history_requests, resume_requests
 //                                       ══> db_pool worker (db_reads) ══> back on this shard
@@ -103,15 +104,17 @@ public:
     void rejoin(player& p, room_id room);
 
 private:
+    friend class request_table;  // its rows name the handlers below
+
     void dispatch(player& p, std::span<const std::byte> frame);
     void hold(player& p, std::span<const std::byte> frame);
-    // The request handlers, called by dispatch once the session may send the request.
+    // The handlers of request_table's rows, called by dispatch once the row allows the session.
     void handle_login(player& p, std::span<const std::byte> frame) { logins_.handle(p, frame); }
     void handle_create(player& p, std::span<const std::byte> frame);
     void handle_join(player& p, std::span<const std::byte> frame);
-    void handle_leave(player& p);
+    void handle_leave(player& p, std::span<const std::byte> frame);
     void handle_chat(player& p, std::span<const std::byte> frame);
-    void handle_list(player& p);
+    void handle_list(player& p, std::span<const std::byte> frame);
     // Cluster mode (chat_service_cluster.cpp): every room of the shared database, read on a
     // worker, with online counts from Redis.
     void handle_list_cluster(player& p);
