@@ -1,9 +1,10 @@
 // Fuzz target: the chat server's way from received bytes to a request handler
-// (apps/chat/server/service/chat_service.cpp, on_frame -> dispatch -> handle_*): the session cuts strix
-// frames (strix_header_framer, 4 KiB before login, 64 KiB after), type_of() names the request,
-// body_as<T>() verifies the FlatBuffer (apps/chat/common/chat_frame.hpp), and the handler reads
-// the fields and validates names (names.hpp). Also the other direction, as the client and the
-// load tool read the server: body_as<T> for every reply and push, every field walked.
+// (apps/chat/server/service/chat_service.cpp, on_frame -> dispatch -> the request_table row's
+// handler): the session cuts strix frames (strix_header_framer, 4 KiB before login, 64 KiB
+// after), type_of() names the request, body_as<T>() verifies the FlatBuffer
+// (apps/chat/common/chat_frame.hpp), and the handler reads the fields and validates names
+// (names.hpp). Also the other direction, as the client and the load tool read the server:
+// body_as<T> for every reply and push, every field walked.
 //
 // Input: [mode u8][...]
 //   mode bit 0   0: the rest is a byte stream from a client, cut by the session's framer
@@ -133,7 +134,7 @@ void handle(bytes frame) {
             if (!req) return;
             const std::string name = str(req->name()), password = str(req->password());
             if (!valid_player_name(name) || password.empty() || password.size() > 1024) return;
-            // chat_service_login.cpp: an empty or absent token is none; any size but 32 is refused.
+            // login_requests.cpp: an empty or absent token is none; any size but 32 is refused.
             const auto* t = req->device_token();
             if (t != nullptr && t->size() != 0 && t->size() != device_token_size) return;
             device_token token;

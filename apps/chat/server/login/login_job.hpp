@@ -1,7 +1,7 @@
 #pragma once
-// login_job: the database worker's half of a login. chat_service::hash_login queues it once the
+// login_job: the database worker's half of a login. login_requests::hash queues it once the
 // session's shard has admitted the attempt (a --login-queue place, the failed-login throttle);
-// its verdict goes back to that shard (chat_service::login_done).
+// its verdict goes back to that shard (login_requests::done).
 //
 //   no token:     verify the password ─────────────────────────────── report under the name
 //   with a token: look its hash up ─ valid for this name, not expired ── verify, report under the

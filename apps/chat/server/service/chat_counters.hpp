@@ -3,8 +3,13 @@
 // (strix/core/metrics.hpp). Each shard writes only its own (single writer: strix::bump, no locked
 // instruction); chat_server registers every shard's instance, and a scrape sums them.
 
+#include "request_table.hpp"
+
 #include <strix/core/metrics.hpp>
 #include <strix/core/shard.hpp>  // room_host.hpp takes timer_node from here
+
+#include <array>
+#include <utility>
 
 namespace strix::chat {
 
@@ -57,6 +62,18 @@ struct chat_counters : metric_group {
     gauge send_queues_in_use{*this, "strix_send_buffers_in_use", "sessions with output queued (sampled each second)"};
     gauge send_queues_peak{*this, "strix_send_buffers_peak",
                            "largest sample of sessions with output queued, summed over shards"};
+    // One series per row of request_table (requests[i] is row i's), labelled with its type:
+    // counted when dispatched, refused ones included (an unknown type counts in bad_requests).
+    std::array<counter, request_table::size> requests = per_request(std::make_index_sequence<request_table::size>());
+
+private:
+    // Each counter is built in its place in `requests` (a prvalue, never copied: a copy would not
+    // be declared), so the group finds it there.
+    template <std::size_t... I>
+    std::array<counter, sizeof...(I)> per_request(std::index_sequence<I...>) {
+        return {counter(*this, "strix_requests_total", "client requests dispatched, by type (refused ones included)",
+                        request_table::label(I))...};
+    }
 };
 
 }  // namespace strix::chat

@@ -1,5 +1,6 @@
 #include "chat_service.hpp"
 
+#include "request_table.hpp"
 #include "apps/chat/server/net/frames.hpp"
 #include "apps/chat/server/net/names.hpp"
 
@@ -99,36 +100,23 @@ void chat_service::complete(player& p, player::pending_op op) {
     }
 }
 
-void chat_service::dispatch(player& pl, std::span<const std::byte> frame) {
-    player* p = &pl;
-    session& s = *p->sess;
+// The request table decides (request_table.hpp): unknown types and requests that need a login
+// are answered here, the rest go to their row's handler.
+void chat_service::dispatch(player& p, std::span<const std::byte> frame) {
+    session& s = *p.sess;
     const msg_type type = type_of(frame);
-    // Everything but login and ping needs a logged-in session.
-    bool needs_login = type != msg_type::login_req && type != msg_type::ping_req;
-    bool known = type == msg_type::login_req || type == msg_type::create_room_req || type == msg_type::join_room_req ||
-                 type == msg_type::leave_room_req || type == msg_type::chat_req || type == msg_type::list_rooms_req ||
-                 type == msg_type::ping_req || type == msg_type::history_req || type == msg_type::resume_req;
-    if (!known) {
+    const request_row* row = request_table::find(type);
+    if (!row) {
         bump(counters_.bad_requests);
         send_error(s, type, error_code::bad_request, "unknown message type");
         return;
     }
-    if (needs_login && p->login != player::login_state::logged_in) {
+    bump(counters_.requests[request_table::index_of(*row)]);
+    if (row->who == access::logged_in && p.login != player::login_state::logged_in) {
         send_error(s, type, error_code::not_logged_in, "log in first");
         return;
     }
-    switch (type) {
-        case msg_type::login_req: handle_login(*p, frame); break;
-        case msg_type::create_room_req: handle_create(*p, frame); break;
-        case msg_type::join_room_req: handle_join(*p, frame); break;
-        case msg_type::leave_room_req: handle_leave(*p); break;
-        case msg_type::chat_req: handle_chat(*p, frame); break;
-        case msg_type::list_rooms_req: handle_list(*p); break;
-        case msg_type::ping_req: handle_ping(*p, frame); break;
-        case msg_type::history_req: handle_history(*p, frame); break;
-        case msg_type::resume_req: handle_resume(*p, frame); break;
-        default: break;
-    }
+    (this->*row->handle)(p, frame);
 }
 
 void chat_service::on_protocol_error(session& s, std::error_code ec) {
@@ -226,7 +214,7 @@ void chat_service::handle_join(player& p, std::span<const std::byte> frame) {
     on_owner(room, [room, m = as_member(p)](chat_service& svc) mutable { svc.host().join(room, std::move(m)); });
 }
 
-void chat_service::handle_leave(player& p) {
+void chat_service::handle_leave(player& p, std::span<const std::byte>) {
     session& s = *p.sess;
     if (!p.room) {
         send_error(s, msg_type::leave_room_req, error_code::not_in_room, "not in a room");
@@ -268,7 +256,7 @@ void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
     on_owner(cr.room, [cr = std::move(cr)](chat_service& owner) mutable { owner.host().chat(cr); });
 }
 
-void chat_service::handle_list(player& p) {
+void chat_service::handle_list(player& p, std::span<const std::byte>) {
     if (host_.clustered()) {
         handle_list_cluster(p);  // the other nodes' rooms too
         return;
@@ -375,7 +363,7 @@ const T* chat_service::decode(player& p, std::span<const std::byte> frame, msg_t
     return req;
 }
 
-// The login requests (chat_service_login.cpp) decode with it too.
+// The request units decode with it too.
 template const proto::login_req* chat_service::decode<proto::login_req>(player&, std::span<const std::byte>, msg_type,
                                                                           const char*);
 template const proto::history_req* chat_service::decode<proto::history_req>(player&, std::span<const std::byte>,

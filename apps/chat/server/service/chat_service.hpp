@@ -1,12 +1,15 @@
 #pragma once
 // chat_service: the chat application on one shard (the server makes one per shard). It owns the
 // players of the sessions on this shard, hosts the rooms this shard owns (room_host), and keeps
-// this shard's replica of room membership (local_rooms).
+// this shard's replica of room membership (local_rooms). Each request goes where its row in
+// request_table.cpp says:
 //
-//   session --frame--> on_frame --login--> db_pool worker --post--> login_done (this shard)
-//                              --history/resume--> db_pool worker --post--> read_done
-//                              --room op--> owner shard's room_host --room_event--> member shards
-//                              --ping/errors--> reply at once
+//   session --frame--> on_frame --> dispatch (request_table) --login--> login_requests
+//                                       ══> db_pool worker ══> back on this shard
+//                                   --history, resume--> history_requests, resume_requests
+//                                       ══> db_pool worker (db_reads) ══> back on this shard
+//                                   --room op--> owner shard's room_host --room_event--> member shards
+//                                   --ping--> reply at once
 //
 // Every function runs on this service's shard. Other shards and the database workers reach it
 // through the sharded service that holds it (container().invoke_on), which calls the "posted"
@@ -14,10 +17,11 @@
 
 #include "chat_context.hpp"
 #include "chat_counters.hpp"
+#include "db_reads.hpp"
+#include "history_requests.hpp"
+#include "login_requests.hpp"
 #include "player.hpp"
-#include "apps/chat/server/login/login_job.hpp"
-#include "apps/chat/server/login/login_slot.hpp"
-#include "apps/chat/server/login/login_throttle.hpp"
+#include "resume_requests.hpp"
 #include "apps/chat/server/rooms/local_rooms.hpp"
 #include "apps/chat/server/rooms/room_host.hpp"
 
@@ -68,68 +72,55 @@ public:
 
     /// A room's owner decided something: update local membership and send the frames.
     void apply(room_event& ev);
-    /// The database worker's verdict on a login (login_job.hpp).
-    void login_done(std::uint64_t session_id, login_verdict verdict);
     /// A request of this session failed on another shard (reason null: answer nothing).
     void request_failed(std::uint64_t session_id, room_id room, proto::msg_type request, proto::error_code code,
                         const char* reason);
     /// Room operations for rooms this shard owns.
     room_host& host() noexcept { return host_; }
+    /// The request units, for what their database work brings back to this shard.
+    login_requests& logins() noexcept { return logins_; }
+    db_reads& reads() noexcept { return reads_; }
+    resume_requests& resumes() noexcept { return resumes_; }
 
     /// This shard's counters; read from any thread.
     const chat_counters& counters() const noexcept { return counters_; }
     unsigned shard_id() const noexcept { return self_; }
 
+    // --- for the request units (login_requests, db_reads, history_requests, resume_requests) ----
+
+    /// Queues `frame` to s (as one WebSocket message to a WebSocket session); counted.
+    void send(session& s, shared_buffer_ptr frame);
+    /// error_res{request, code, reason} to s; counted.
+    void send_error(session& s, proto::msg_type request, proto::error_code code, std::string_view reason);
+    /// The request body as T, or nullptr after a bad_request reply (counted).
+    template <class T>
+    const T* decode(player& p, std::span<const std::byte> frame, proto::msg_type request, const char* what);
+    /// The player of a session on this shard; nullptr once it closed.
+    player* find(std::uint64_t session_id) noexcept;
+    /// p's pending operation `op` finished: the requests that waited behind it run, in order.
+    void complete(player& p, player::pending_op op);
+    /// Puts p back in `room`, whose member its account is (a login): as a join_room_req would,
+    /// without spending a room-change token; later requests wait for the join_room_res.
+    void rejoin(player& p, room_id room);
+
 private:
+    friend class request_table;  // its rows name the handlers below
+
     void dispatch(player& p, std::span<const std::byte> frame);
     void hold(player& p, std::span<const std::byte> frame);
-    void complete(player& p, player::pending_op op);
-    // handle_login's steps, in order (chat_service_login.cpp); each answers the session itself
-    // when it refuses.
-    struct credentials {
-        std::string_view name;  // views into the request frame
-        std::string_view password;
-        std::optional<device_token_hash> token;   // the presented device token's hash
-        std::optional<device_token_hash> resume;  // the presented resume token's hash
-        // The key the attempt is throttled under: the resume token's, else the device token's,
-        // else the name.
-        std::string throttle_key() const;
-    };
-    void handle_login(player& p, std::span<const std::byte> frame);
-    std::optional<credentials> validate_login(player& p, std::span<const std::byte> frame);
-    login_slot admit_login(player& p);
-    bool throttle_login(player& p, const credentials& c, const std::string& address);
-    void refuse_throttled(player& p, const login_throttle::verdict& v, bool device);
-    void hash_login(player& p, const credentials& c, std::string address, login_slot slot);
-    void finish_login(player& p, login_verdict v);
-    void rejoin(player& p, room_id room);
+    // The handlers of request_table's rows, called by dispatch once the row allows the session.
+    void handle_login(player& p, std::span<const std::byte> frame) { logins_.handle(p, frame); }
     void handle_create(player& p, std::span<const std::byte> frame);
     void handle_join(player& p, std::span<const std::byte> frame);
-    void handle_leave(player& p);
+    void handle_leave(player& p, std::span<const std::byte> frame);
     void handle_chat(player& p, std::span<const std::byte> frame);
-    void handle_list(player& p);
+    void handle_list(player& p, std::span<const std::byte> frame);
     // Cluster mode (chat_service_cluster.cpp): every room of the shared database, read on a
     // worker, with online counts from Redis.
     void handle_list_cluster(player& p);
     void handle_ping(player& p, std::span<const std::byte> frame);
-    // History and resume (chat_service_history.cpp): read on a database worker, answered here.
-    void handle_history(player& p, std::span<const std::byte> frame);
-    void handle_resume(player& p, std::span<const std::byte> frame);
-    bool submit_read(player& p, proto::msg_type request, std::function<std::vector<shared_buffer_ptr>(chat_store&)> read,
-                     bool gap_counts);
-    void read_done(std::uint64_t session_id, proto::msg_type request, std::vector<shared_buffer_ptr> frames, int outcome);
-    // Cluster mode: a resume reads the database's rows of the range on a worker, then takes
-    // what they lack from Redis's stream (chat_service_history.cpp).
-    struct stored_rows {
-        std::vector<chat_log_entry> logs;  // ascending
-        std::uint64_t oldest = 0;          // the room's oldest stored seq
-        bool ok = false;                   // false: the database failed
-    };
-    void resume_cluster(player& p, std::uint64_t room, std::uint64_t from, std::uint64_t to);
-    void resume_stored(std::uint64_t session_id, std::uint64_t room, std::uint64_t from, std::uint64_t to,
-                       stored_rows rows);
-    void resume_merged(std::uint64_t session_id, std::uint64_t room, std::uint64_t from, std::uint64_t to,
-                       stored_rows rows, std::optional<std::vector<chat_log_entry>> streamed);
+    void handle_history(player& p, std::span<const std::byte> frame) { history_.handle(p, frame); }
+    void handle_resume(player& p, std::span<const std::byte> frame) { resumes_.handle(p, frame); }
 
     /// Runs fn(chat_service&) on the shard that owns `room`: now when that is this shard, else
     /// posted (FIFO per pair of shards).
@@ -137,12 +128,6 @@ private:
     void on_owner(room_id room, F&& fn) {
         container().invoke_on(room.owner(container().size()), std::forward<F>(fn));
     }
-    /// The request body as T, or nullptr after a bad_request reply (counted).
-    template <class T>
-    const T* decode(player& p, std::span<const std::byte> frame, proto::msg_type request, const char* what);
-    void send(session& s, shared_buffer_ptr frame);
-    void send_error(session& s, proto::msg_type request, proto::error_code code, std::string_view reason);
-    player* find(std::uint64_t session_id) noexcept;
     member as_member(const player& p) const;
     void sample();
 
@@ -152,6 +137,10 @@ private:
     chat_counters counters_;
     room_host host_;
     local_rooms local_;
+    login_requests logins_{*this, ctx_, counters_};
+    db_reads reads_{*this, ctx_, counters_};
+    history_requests history_{*this, counters_, reads_};
+    resume_requests resumes_{*this, ctx_, counters_, host_, reads_};
     boost::unordered_flat_map<std::uint64_t, player*> players_;  // by session id; each session owns its player
     timer_node sample_timer_;
     bool started_ = false;

@@ -1,10 +1,7 @@
-// chat_service's login requests (the rest of the service is in chat_service.cpp): a login in four
-// steps on the shard, each answering the session itself when it refuses, then the database
-// worker's verdict (login_job.hpp) brought back to the shard.
-//
-//   validate_login ─ admit_login ─ throttle_login ─ hash_login ══> worker: run_login_job
-//   (well-formed)    (--login-queue) (name or token   (queue the         ══> login_done
-//                                     key, address)    job)                  finish_login
+// login_requests (login_requests.hpp): the steps of a login on the session's shard, the job
+// queued for a database worker, and the verdict brought back.
+
+#include "login_requests.hpp"
 
 #include "chat_service.hpp"
 
@@ -29,29 +26,29 @@ constexpr std::size_t max_password = 1024;
 
 }  // namespace
 
-void chat_service::handle_login(player& p, std::span<const std::byte> frame) {
-    const std::optional<credentials> c = validate_login(p, frame);
+void login_requests::handle(player& p, std::span<const std::byte> frame) {
+    const std::optional<credentials> c = validate(p, frame);
     if (!c) return;
-    login_slot slot = admit_login(p);
+    login_slot slot = admit(p);
     if (!slot) return;
     std::string address(admission::address_of(p.sess->peer()));
-    if (!throttle_login(p, *c, address)) return;
-    hash_login(p, *c, std::move(address), std::move(slot));
+    if (!throttle(p, *c, address)) return;
+    hash(p, *c, std::move(address), std::move(slot));
 }
 
-std::optional<chat_service::credentials> chat_service::validate_login(player& p, std::span<const std::byte> frame) {
-    auto* req = decode<proto::login_req>(p, frame, msg_type::login_req, "malformed login_req");
+std::optional<login_requests::credentials> login_requests::validate(player& p, std::span<const std::byte> frame) {
+    auto* req = svc_.decode<proto::login_req>(p, frame, msg_type::login_req, "malformed login_req");
     if (!req) return std::nullopt;
     session& s = *p.sess;
     if (p.login != player::login_state::anonymous) {
-        send_error(s, msg_type::login_req, error_code::already_logged_in, "this session is already logged in");
+        svc_.send_error(s, msg_type::login_req, error_code::already_logged_in, "this session is already logged in");
         return std::nullopt;
     }
     credentials c;
     c.name = req->name() ? req->name()->string_view() : std::string_view{};
     c.password = req->password() ? req->password()->string_view() : std::string_view{};
     if (!valid_player_name(c.name)) {
-        send_error(s, msg_type::login_req, error_code::invalid_name, "names are 1-32 bytes of A-Z a-z 0-9 _ . -");
+        svc_.send_error(s, msg_type::login_req, error_code::invalid_name, "names are 1-32 bytes of A-Z a-z 0-9 _ . -");
         return std::nullopt;
     }
     // A resume token stands in for the password (docs/protocol.md, "Resume tokens").
@@ -59,17 +56,17 @@ std::optional<chat_service::credentials> chat_service::validate_login(player& p,
         device_token token;
         if (!device_token_from(std::as_bytes(std::span(t->data(), t->size())), token)) {
             bump(counters_.bad_requests);
-            send_error(s, msg_type::login_req, error_code::bad_request, "a resume token is 32 bytes");
+            svc_.send_error(s, msg_type::login_req, error_code::bad_request, "a resume token is 32 bytes");
             return std::nullopt;
         }
         if (ctx_.options.resume_token_ttl.count() > 0) c.resume = hash_device_token(token);
     }
     if ((c.password.empty() && !c.resume) || c.password.size() > max_password) {
         bump(counters_.bad_requests);
-        send_error(s, msg_type::login_req, error_code::bad_request,
-                   c.password.empty() && req->resume_token() && req->resume_token()->size() != 0
-                       ? "resume tokens are off on this server: log in with the password"
-                       : "passwords are 1-1024 bytes");
+        svc_.send_error(s, msg_type::login_req, error_code::bad_request,
+                        c.password.empty() && req->resume_token() && req->resume_token()->size() != 0
+                            ? "resume tokens are off on this server: log in with the password"
+                            : "passwords are 1-1024 bytes");
         return std::nullopt;
     }
     // An empty vector is no token (a client may always send the field).
@@ -77,7 +74,7 @@ std::optional<chat_service::credentials> chat_service::validate_login(player& p,
         device_token token;
         if (!device_token_from(std::as_bytes(std::span(t->data(), t->size())), token)) {
             bump(counters_.bad_requests);
-            send_error(s, msg_type::login_req, error_code::bad_request, "a device token is 32 bytes");
+            svc_.send_error(s, msg_type::login_req, error_code::bad_request, "a device token is 32 bytes");
             return std::nullopt;
         }
         // With device tokens off a presented one is ignored: the login is an ordinary one.
@@ -88,12 +85,13 @@ std::optional<chat_service::credentials> chat_service::validate_login(player& p,
 
 // Bounded hashing: at most login_queue logins queued or running over all shards. Asked before
 // the throttle, whose admission holds keys until the attempt's verdict.
-login_slot chat_service::admit_login(player& p) {
+login_slot login_requests::admit(player& p) {
     login_slot slot = login_slot::try_take(ctx_.logins_in_flight, ctx_.options.login_queue);
     if (!slot) {
         bump(counters_.server_busy);
         bump(counters_.login_queue_full);
-        send_error(*p.sess, msg_type::login_req, error_code::server_busy, "too many logins in progress; retry later");
+        svc_.send_error(*p.sess, msg_type::login_req, error_code::server_busy,
+                        "too many logins in progress; retry later");
     }
     return slot;
 }
@@ -101,35 +99,35 @@ login_slot chat_service::admit_login(player& p) {
 // The failed-login throttle, answered here without hashing anything: under the name, or under
 // the device token's own key when one is presented (the worker falls back to the name if the
 // token does not hold). An allowed attempt holds its keys until the worker reports its verdict
-// (or hash_login abandons it).
-bool chat_service::throttle_login(player& p, const credentials& c, const std::string& address) {
+// (or hash abandons it).
+bool login_requests::throttle(player& p, const credentials& c, const std::string& address) {
     const login_throttle::verdict v = ctx_.throttle->check(c.throttle_key(), address);
     if (v.allowed) return true;
     refuse_throttled(p, v, c.token.has_value() || c.resume.has_value());
     return false;
 }
 
-std::string chat_service::credentials::throttle_key() const {
+std::string login_requests::credentials::throttle_key() const {
     if (resume) return login_throttle::device_key(resume->bytes);
     if (token) return login_throttle::device_key(token->bytes);
     return std::string(name);
 }
 
-void chat_service::refuse_throttled(player& p, const login_throttle::verdict& v, bool device) {
+void login_requests::refuse_throttled(player& p, const login_throttle::verdict& v, bool device) {
     bump(counters_.login_throttled);
     const auto secs = (v.retry_after.count() + 999) / 1000;
     const char* whose = !v.by_account ? "from this address" : device ? "with this device token" : "for this account";
-    send_error(*p.sess, msg_type::login_req, error_code::rate_limited,
-               std::string("too many failed logins ") + whose + "; retry in " + std::to_string(secs) + " s");
+    svc_.send_error(*p.sess, msg_type::login_req, error_code::rate_limited,
+                    std::string("too many failed logins ") + whose + "; retry in " + std::to_string(secs) + " s");
 }
 
 // The password check, on a database worker; the session's later requests wait for its verdict.
-void chat_service::hash_login(player& p, const credentials& c, std::string address, login_slot slot) {
+void login_requests::hash(player& p, const credentials& c, std::string address, login_slot slot) {
     p.login = player::login_state::pending;
     p.pending = player::pending_op::login;
-    sharded<chat_service>* services = &container();
+    sharded<chat_service>* services = &svc_.container();
     chat_context* ctx = &ctx_;
-    const unsigned shard_index = self_;
+    const unsigned shard_index = svc_.shard_id();
     const std::uint64_t sid = p.sess->id();
     const std::string held_key = c.throttle_key();
     // std::function copies the job it holds, so the copies share the request and the slot; the
@@ -141,26 +139,28 @@ void chat_service::hash_login(player& p, const credentials& c, std::string addre
                                         slot = std::make_shared<login_slot>(std::move(slot))](chat_store& store) {
         login_verdict v = run_login_job(store, *ctx, *req);
         slot->release();
-        services->invoke_on(shard_index,
-                            [sid, v = std::move(v)](chat_service& svc) mutable { svc.login_done(sid, std::move(v)); });
+        services->invoke_on(shard_index, [sid, v = std::move(v)](chat_service& svc) mutable {
+            svc.logins().done(sid, std::move(v));
+        });
     });
     if (!queued) {
         ctx_.throttle->abandoned(held_key, req->address);
         p.login = player::login_state::anonymous;
         p.pending = player::pending_op::none;
         bump(counters_.server_busy);
-        send_error(*p.sess, msg_type::login_req, error_code::server_busy, "the database queue is full; retry later");
+        svc_.send_error(*p.sess, msg_type::login_req, error_code::server_busy,
+                        "the database queue is full; retry later");
     }
 }
 
-void chat_service::login_done(std::uint64_t session_id, login_verdict verdict) {
-    player* p = find(session_id);
+void login_requests::done(std::uint64_t session_id, login_verdict verdict) {
+    player* p = svc_.find(session_id);
     if (!p) return;  // the session closed while the database worked
-    finish_login(*p, std::move(verdict));
-    complete(*p, player::pending_op::login);
+    finish(*p, std::move(verdict));
+    svc_.complete(*p, player::pending_op::login);
 }
 
-void chat_service::finish_login(player& pl, login_verdict v) {
+void login_requests::finish(player& pl, login_verdict v) {
     player* p = &pl;
     session& s = *p->sess;
     if (v.token == token_use::ignored) bump(counters_.device_tokens_ignored);
@@ -170,8 +170,8 @@ void chat_service::finish_login(player& pl, login_verdict v) {
     if (v.invalid_resume_token) {
         p->login = player::login_state::anonymous;
         bump(counters_.login_failures);
-        send_error(s, msg_type::login_req, error_code::invalid_token,
-                   "the resume token is unknown, expired or revoked; log in with the password");
+        svc_.send_error(s, msg_type::login_req, error_code::invalid_token,
+                        "the resume token is unknown, expired or revoked; log in with the password");
         return;
     }
     if (v.refused) {
@@ -183,7 +183,7 @@ void chat_service::finish_login(player& pl, login_verdict v) {
     if (!v.result) {
         p->login = player::login_state::anonymous;
         bump(counters_.login_failures);
-        send_error(s, msg_type::login_req, error_code::internal_error, "the database is unavailable; retry later");
+        svc_.send_error(s, msg_type::login_req, error_code::internal_error, "the database is unavailable; retry later");
         return;
     }
     const login_result& result = *v.result;
@@ -193,25 +193,27 @@ void chat_service::finish_login(player& pl, login_verdict v) {
             p->login = player::login_state::logged_in;
             p->player_id = result.acct.id;
             p->name = result.acct.name;
-            s.set_max_frame(p->ws ? ws_frame_limit(max_frame_logged_in) : max_frame_logged_in);
+            s.set_max_frame(p->ws ? chat_service::ws_frame_limit(chat_service::max_frame_logged_in)
+                                  : chat_service::max_frame_logged_in);
             s.handshake_done();  // the login timeout no longer applies
             bump(counters_.logins);
             bump(counters_.players);
             if (v.token == token_use::accepted) bump(counters_.device_token_logins);
-            send(s, frames::login_res(p->player_id, p->name, result.outcome == login_outcome::created,
-                                      v.new_token ? &*v.new_token : nullptr,
-                                      v.new_resume_token ? &*v.new_resume_token : nullptr));
-            if (result.room_id != 0) rejoin(*p, room_id(result.room_id));
+            svc_.send(s, frames::login_res(p->player_id, p->name, result.outcome == login_outcome::created,
+                                           v.new_token ? &*v.new_token : nullptr,
+                                           v.new_resume_token ? &*v.new_resume_token : nullptr));
+            if (result.room_id != 0) svc_.rejoin(*p, room_id(result.room_id));
             return;
         case login_outcome::wrong_password:
             p->login = player::login_state::anonymous;
             bump(counters_.login_failures);
-            send_error(s, msg_type::login_req, error_code::wrong_password, "wrong password");
+            svc_.send_error(s, msg_type::login_req, error_code::wrong_password, "wrong password");
             return;
         case login_outcome::unknown_account:
             p->login = player::login_state::anonymous;
             bump(counters_.login_failures);
-            send_error(s, msg_type::login_req, error_code::unknown_account, "no such account (registration is off)");
+            svc_.send_error(s, msg_type::login_req, error_code::unknown_account,
+                            "no such account (registration is off)");
             return;
     }
 }
