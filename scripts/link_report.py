@@ -13,9 +13,8 @@ import platform
 import shutil
 import statistics
 import subprocess
-import sys
 
-from report_common import cpu_model, run_gnuplot
+from report_common import cpu_model, die, run_gnuplot
 
 SIZES = [64, 256, 1024, 8192, 65536]
 DR_SIZES = [64, 256, 1024]
@@ -55,11 +54,6 @@ def build_targets(subscribers):
     t += [("CURVE 64 B throughput, tcp", "curve-thr", "tcp", 64, "msg_s", ">=", 1.5),
           ("CURVE p50 round trip 64 B, tcp", "curve-lat", "tcp", 64, "p50_us", "<=", None)]
     return t
-
-
-def die(why):
-    print(f"link_report: FAILED: {why}", file=sys.stderr)
-    sys.exit(1)
 
 
 class Cell:

@@ -1,9 +1,15 @@
-"""Helpers the benchmark report scripts share (cpu_model: chat, cluster, echo and link reports;
-run_gnuplot: echo and link reports)."""
+"""Helpers the benchmark report scripts share (die, cpu_model; run_gnuplot: the echo and link reports)."""
 import os
 import platform
 import shutil
 import subprocess
+import sys
+
+
+def die(why):
+    """Prints '<report>: FAILED: <why>' on stderr and exits 1."""
+    print(f"{os.path.splitext(os.path.basename(sys.argv[0]))[0]}: FAILED: {why}", file=sys.stderr)
+    sys.exit(1)
 
 
 def cpu_model():
