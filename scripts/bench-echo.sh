@@ -1,85 +1,70 @@
 #!/usr/bin/env bash
-# The echo shoot-out: strix's echo servers against a reference and the peers users compare with, all
-# measured by one load tool, strix-echo-bench, over loopback; one section per run of this script:
+# The echo shoot-out: strix's echo servers against a reference and the peers users compare with, measured by
+# one load tool (strix-echo-bench) over loopback, every server restarted for every run, runs interleaved.
 #
 #   scripts/bench-echo.sh <build_dir> [all|plain|tls|ws]
 #
-#   plain  strix-echo-server against raw epoll, naive asio, tokio and gnet; three clients (multi- and single-
-#          threaded strix-echo-bench, the independent strix-echo-loop); <build_dir>/bench/echo.md and echo.png
-#   tls    (make bench-echo-tls) the same over TLS against tokio-rustls and Go crypto/tls, then TLS
-#          handshakes/s, full and resumed, with one server thread; echo-tls.md
-#   ws     (make bench-echo-ws) strix's WebSocket echo against fastwebsockets, tokio-tungstenite and gobwas/ws,
-#          then a broadcast test against gobwas; echo-ws.md
-#   all    (the default, make bench-echo) plain, then tls unless ECHO_TLS=0, then ws unless ECHO_WS=0
-#
-# Runs are interleaved: per repetition and cell (layout, client mode or payload, depth) every server runs
-# once in turn, restarted on a free port, so drift on a shared machine hits all alike. A failed run is
-# recorded, left out of the medians, flagged in the report, and makes the script exit 1 after the report.
-# The report's Method section gives every command line; docs/benchmarks.md lists the ECHO_* settings.
+# plain: against raw epoll, naive asio, tokio and gnet (echo.md, echo.png); tls (make bench-echo-tls): over TLS
+# against tokio-rustls and Go crypto/tls, then handshakes/s (echo-tls.md); ws (make bench-echo-ws): WebSocket
+# against fastwebsockets, tokio-tungstenite and gobwas/ws, then a broadcast test (echo-ws.md); all (the default,
+# make bench-echo): plain, then tls unless ECHO_TLS=0, then ws unless ECHO_WS=0. A failed run is flagged in the
+# report and makes the script exit 1. docs/benchmarks.md describes the runs and lists every ECHO_* setting.
 set -euo pipefail
 
-build=${1:?usage: scripts/bench-echo.sh <build_dir> [all|plain|tls|ws]}
-section=${2:-all}
+build=${1:?usage: scripts/bench-echo.sh <build_dir> [all|plain|tls|ws]} section=${2:-all}
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-bin=$build/bin
-out=$build/bench
+root=$(cd "$here/.." && pwd) bin=$build/bin out=$build/bench
 case $section in tls | ws) name=bench-echo-$section ;; *) name=bench-echo ;; esac
 die() { echo "$name: FAILED: $*" >&2; exit 1; }
 
-if [ "$section" = all ]; then  # the peers once, then each section
+if [ "$section" = all ]; then  # the peers once, then each section; a failed section fails the whole
   [ "${ECHO_BUILD_PEERS:-1}" = 0 ] || "$root/bench/peers/build.sh" "$build"
-  failed=()
+  rc=0
   for s in plain tls ws; do
-    case $s:${ECHO_TLS:-1}:${ECHO_WS:-1} in tls:0:* | ws:*:0) continue ;; esac
-    ECHO_BUILD_PEERS=0 "$here/bench-echo.sh" "$build" "$s" || failed+=("$s")
+    case $s:${ECHO_TLS:-1}:${ECHO_WS:-1} in tls:0:* | ws:*:0) ;; *) ECHO_BUILD_PEERS=0 "$0" "$build" "$s" || rc=1 ;; esac
   done
-  [ "${#failed[@]}" -eq 0 ] || die "section(s) ${failed[*]} failed (see FAILED above; the reports flag failed runs)"
-  exit 0
+  exit "$rc"
 fi
 
-duration=${ECHO_DURATION:-3} warmup=${ECHO_WARMUP:-1} reps=${ECHO_REPS:-5}
-connections=${ECHO_CONNECTIONS:-100} size=${ECHO_SIZE:-8} cores=$(nproc)
-threads=${ECHO_THREADS:-$cores} client_threads=${ECHO_CLIENT_THREADS:-$cores} extra=${ECHO_STRIX_ARGS:-}
+duration=${ECHO_DURATION:-3} warmup=${ECHO_WARMUP:-1} reps=${ECHO_REPS:-5} cores=$(nproc)
+connections=${ECHO_CONNECTIONS:-100} size=${ECHO_SIZE:-8} extra=${ECHO_STRIX_ARGS:-}
+threads=${ECHO_THREADS:-$cores} client_threads=${ECHO_CLIENT_THREADS:-$cores} client=$bin/strix-echo-bench
 read -r -a depths <<<"${ECHO_DEPTHS:-1 16 128}"
-client=$bin/strix-echo-bench
 [ -x "$client" ] || die "$client is missing; build first (make build)"
+# Per section: the servers, the cell columns (client modes; ws: s<payload bytes>), what every client run
+# adds, the runs after the echo cells (tls: handshake kinds; ws: broadcast depths).
 client_opts=() fail_pattern='ERROR|FAIL|failed' hs_duration=0 kinds=() bc_depths=() broadcast=0 need=
 case $section in
   plain)
-    runs=$out/echo-runs layouts_var=ECHO_LAYOUTS servers_var=ECHO_SERVERS
-    read -r -a columns <<<"${ECHO_MODES:-multi single loop}"  # the client modes
+    runs=$out/echo-runs var=ECHO
+    read -r -a columns <<<"${ECHO_MODES:-multi single loop}"
     read -r -a wanted <<<"${ECHO_SERVERS:-strix strix-epoll raw-epoll asio-naive tokio gnet}"
     # An A/B against another build in the same interleaved run: its servers join the default list.
     [ -n "${ECHO_BASELINE_BIN:-}" ] && [ -z "${ECHO_SERVERS:-}" ] && wanted+=(strix-base strix-epoll-base)
-    for b in strix-echo-loop strix-echo-raw-epoll strix-echo-asio-naive; do
-      [ -x "$bin/$b" ] || die "$bin/$b is missing; build first (make build)"
-    done
+    for b in strix-echo-loop strix-echo-raw-epoll strix-echo-asio-naive; do [ -x "$bin/$b" ] || die "$bin/$b is missing"; done
     for m in "${columns[@]}"; do
-      case $m in multi | single | loop) ;; *) die "ECHO_MODES: unknown client mode '$m' (multi, single, loop)" ;; esac
+      [[ $m =~ ^(multi|single|loop)$ ]] || die "ECHO_MODES: unknown client mode '$m' (multi, single, loop)"
     done ;;
   tls)
-    runs=$out/echo-tls-runs layouts_var=ECHO_TLS_LAYOUTS servers_var=ECHO_TLS_SERVERS columns=(multi)
+    runs=$out/echo-tls-runs var=ECHO_TLS columns=(multi) need=--tls-cert fail_pattern='ERROR|FAIL|failed|only'
     read -r -a wanted <<<"${ECHO_TLS_SERVERS:-strix-tls tokio-tls go-tls}"
-    key_kind=${ECHO_TLS_KEY:-ec} tls_max=${ECHO_TLS_MAX:-1.3} fail_pattern='ERROR|FAIL|failed|only' need=--tls-cert
+    key_kind=${ECHO_TLS_KEY:-ec} tls_max=${ECHO_TLS_MAX:-1.3}
     hs_connections=${ECHO_TLS_HS_CONNECTIONS:-32} hs_duration=${ECHO_TLS_HS_DURATION:-3}
     [ "${ECHO_TLS_HANDSHAKES:-1}" = 0 ] || kinds=(full resumed)
     "$client" --help | grep -q -- --handshakes || die "$client has no --tls/--handshakes; rebuild it" ;;
   ws)
-    runs=$out/echo-ws-runs layouts_var=ECHO_WS_LAYOUTS servers_var=ECHO_WS_SERVERS client_opts=(--ws)
+    runs=$out/echo-ws-runs var=ECHO_WS client_opts=(--ws) need=--ws
     read -r -a sizes <<<"${ECHO_WS_SIZES:-64 1024}"
-    columns=("${sizes[@]/#/s}")  # s<payload bytes> stands where plain has its client mode
+    columns=("${sizes[@]/#/s}")
     read -r -a wanted <<<"${ECHO_WS_SERVERS:-strix-ws fastwebsockets tungstenite gobwas}"
-    read -r -a bc_depths <<<"${ECHO_WS_BC_DEPTHS:-1 16}"
-    broadcast=${ECHO_WS_BROADCAST:-1} bc_connections=${ECHO_WS_BC_CONNECTIONS:-100} bc_size=64 need=--ws
-    [ "$broadcast" != 0 ] || bc_depths=()
+    broadcast=${ECHO_WS_BROADCAST:-1} bc_connections=${ECHO_WS_BC_CONNECTIONS:-100} bc_size=64
+    [ "$broadcast" = 0 ] || read -r -a bc_depths <<<"${ECHO_WS_BC_DEPTHS:-1 16}"
     "$client" --help | grep -q -- --broadcast || die "$client has no --ws/--broadcast; rebuild it" ;;
   *) die "unknown section '$section' (all, plain, tls, ws)" ;;
 esac
+layouts_var=${var}_LAYOUTS servers_var=${var}_SERVERS
 read -r -a layouts <<<"${!layouts_var:-pinned free}"
-for l in "${layouts[@]}"; do
-  case $l in pinned | free) ;; *) die "$layouts_var: unknown layout '$l' (pinned, free)" ;; esac
-done
+for l in "${layouts[@]}"; do [[ $l =~ ^(pinned|free)$ ]] || die "$layouts_var: unknown layout '$l' (pinned, free)"; done
 
 # The pinned layout: server and client on the first and second CPU this script may run on.
 read -r cpu0 cpu1 < <(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0))[:2])')
@@ -151,25 +136,12 @@ fi
 [ "${#servers[@]}" -gt 0 ] || die "no server to measure (see $runs/servers.txt)"
 
 # --- one run --------------------------------------------------------------------------------------
-server_pid=
+server_pid= failures=0 done_runs=0
 trap '[ -z "$server_pid" ] || kill -9 "$server_pid" 2>/dev/null || true' EXIT
 trap 'exit 130' INT TERM
-
-stop_server() {  # <server name>: SIGTERM, then SIGKILL after 5 s
-  kill -TERM "$server_pid" 2>/dev/null || true
-  for _ in $(seq 100); do kill -0 "$server_pid" 2>/dev/null && sleep 0.05 || break; done
-  if kill -0 "$server_pid" 2>/dev/null; then
-    echo "$name: warning: $1 ignored SIGTERM for 5 s; killing it" >&2
-    kill -9 "$server_pid" 2>/dev/null || true
-  fi
-  wait "$server_pid" 2>/dev/null || true
-  server_pid=
-}
-
-failures=0 done_runs=0
 # run_one <tag> <label> <server|binary|args> <pin: 0|1> <client binary> <client args...>: starts the server
 # on a free port, waits until it accepts, runs the client, records where the server's threads may run
-# (every thread's Cpus_allowed_list) and stops the server.
+# (every thread's Cpus_allowed_list) and stops the server (SIGTERM, SIGKILL after 5 s).
 run_one() {
   local tag=$1 label=$2 pin=$4 cbin=$5 n binary targ port spin=() cpin=() up=0 rc=0 t
   IFS='|' read -r n binary targ _ <<<"$3"
@@ -188,7 +160,6 @@ run_one() {
   done
   if [ "$up" != 1 ]; then
     [ -f "$runs/$tag.failed" ] || echo "$n did not accept on 127.0.0.1:$port within 10 s" >"$runs/$tag.failed"
-    [ -z "$server_pid" ] || stop_server "$n"
   else
     "${cpin[@]}" timeout $((duration + hs_duration + warmup + 60)) "$cbin" --host 127.0.0.1 --port "$port" \
       "${client_opts[@]}" "$@" --server-pid "$server_pid" --json "$runs/$tag.json" >"$runs/$tag.log" 2>&1 || rc=$?
@@ -196,9 +167,18 @@ run_one() {
       awk '/^Cpus_allowed_list:/ {print $2}' "$t" 2>/dev/null || true
     done | sort | uniq -c | awk '{printf "%s%d thread%s on %s", (NR > 1 ? "; " : ""), $1, ($1 > 1 ? "s" : ""), $2}' \
       >"$runs/$tag.where"
-    stop_server "$n"
     [ "$rc" -eq 0 ] || echo "$(basename "$cbin") exited $rc: $(grep -m1 -E "$fail_pattern" "$runs/$tag.log" ||
       tail -1 "$runs/$tag.log")" >"$runs/$tag.failed"
+  fi
+  if [ -n "$server_pid" ]; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$server_pid" 2>/dev/null && sleep 0.05 || break; done
+    if kill -0 "$server_pid" 2>/dev/null; then
+      echo "$name: warning: $n ignored SIGTERM for 5 s; killing it" >&2
+      kill -9 "$server_pid" 2>/dev/null || true
+    fi
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=
   fi
   done_runs=$((done_runs + 1))
   if [ -f "$runs/$tag.failed" ]; then
@@ -217,11 +197,7 @@ rep_runs() {  # <rep>: every echo cell, then tls's handshake runs or ws's broadc
     [ "$layout" != pinned ] || pin=1
     for col in "${columns[@]}"; do
       cbin=$client sz=$size copts=(--mode multi --threads "$client_threads")
-      case $col in
-        single) copts=(--mode single) ;;
-        loop) cbin=$bin/strix-echo-loop copts=() ;;
-        s*) sz=${col#s} ;;
-      esac
+      case $col in single) copts=(--mode single) ;; loop) cbin=$bin/strix-echo-loop copts=() ;; s*) sz=${col#s} ;; esac
       for depth in "${depths[@]}"; do
         for s in "${servers[@]}"; do
           run_one "${layout}_${col}_${s%%|*}_d${depth}_r$1" "$layout $col depth $depth rep $1" "$s" "$pin" "$cbin" \
@@ -236,8 +212,8 @@ rep_runs() {  # <rep>: every echo cell, then tls's handshake runs or ws's broadc
     [ "$kind" = full ] || resume=(--resume)
     for s in "${servers[@]}"; do  # the handshake arguments (the fourth field) in place of the echo ones
       run_one "hs_${kind}_${s%%|*}_r$1" "handshakes $kind rep $1" "$(cut -d'|' -f1,2,4 <<<"$s")" "$can_pin" \
-        "$client" --handshakes "${resume[@]}" --connections "$hs_connections" \
-        --threads "$client_threads" --size "$size" --duration "$hs_duration" --warmup 1
+        "$client" --handshakes "${resume[@]}" --connections "$hs_connections" --threads "$client_threads" \
+        --size "$size" --duration "$hs_duration" --warmup 1
     done
   done
   for depth in "${bc_depths[@]}"; do
@@ -254,13 +230,9 @@ echo_runs=$((reps * ${#layouts[@]} * ${#columns[@]} * ${#depths[@]} * ${#servers
 hs_runs=$((reps * ${#kinds[@]} * ${#servers[@]})) bc_runs=$((reps * ${#bc_depths[@]} * ${#bc_servers[@]}))
 total_runs=$((echo_runs + hs_runs + bc_runs))
 minutes=$((((echo_runs + bc_runs) * (duration + warmup + 1) + hs_runs * (hs_duration + 2) + 59) / 60))
-case $section in
-  plain) what="body $size B, client modes ${columns[*]}" ;;
-  tls) what="body $size B, handshakes: ${kinds[*]:-none}, $key_kind certificate, TLS up to $tls_max" ;;
-  ws) what="payloads ${sizes[*]} B, broadcast depths ${bc_depths[*]:-none} over $bc_connections connections" ;;
-esac
 loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg) started=$(date +%s)
-echo "$name: $connections connections, $what, depths ${depths[*]}, layouts ${layouts[*]}, ${duration} s + ${warmup} s" \
+echo "$name: $connections connections, columns ${columns[*]}, depths ${depths[*]}, layouts ${layouts[*]}," \
+  "${kinds[*]:+handshakes ${kinds[*]}, }${bc_depths[*]:+broadcast depths ${bc_depths[*]}, }${duration} s + ${warmup} s" \
   "warmup, $reps reps, $cores CPUs: $total_runs runs, about $minutes min"
 echo "$name: servers: $(cut -d'|' -f1,5 "$runs"/*servers.txt | tr '|\n' ': ' | sed 's/: $//')"
 [[ " ${layouts[*]} " != *" pinned "* ]] || echo "$name: pinned layout: server on CPU $server_cpus, client on CPU $client_cpus"
@@ -272,18 +244,18 @@ echo "$name: load average at the end: $loadavg_end ($(( ($(date +%s) - started +
 report=(python3 "$here/echo_report.py" --section "$section" --runs "$runs" --out "$out" --reps "$reps"
   --depths "${depths[*]}" --layouts "${layouts[*]}" --client-threads "$client_threads" --server-cpus "$server_cpus"
   --client-cpus "$client_cpus" --loadavg "$loadavg_start" --loadavg-end "$loadavg_end")
-at="--host 127.0.0.1 --port P" multi="--mode multi --threads $client_threads"
-tail="--duration $duration --warmup $warmup --server-pid PID --json FILE"
+# The client command lines the report's Method section shows (P, PID, FILE: each run's port, server, JSON).
+at="--host 127.0.0.1 --port P" multi="--mode multi --threads $client_threads" tail="--server-pid PID --json FILE"
+run="--duration $duration --warmup $warmup $tail"
 case $section in
-  plain) "${report[@]}" --modes "${columns[*]}" --command "strix-echo-bench $at --connections $connections --size $size --depth D $tail" ;;
-  tls)
-    tls="strix-echo-bench --tls --ca CA --tls-max $tls_max $at"
+  plain) "${report[@]}" --modes "${columns[*]}" \
+    --command "strix-echo-bench $at --connections $connections --size $size --depth D $run" ;;
+  tls) tls="strix-echo-bench --tls --ca CA --tls-max $tls_max $at"
     "${report[@]}" --kinds "${kinds[*]}" --hs-pinned "$can_pin" --key "$key_kind" \
-      --command "$tls --connections $connections --size $size --depth D $multi $tail" \
-      --hs-command "$tls --handshakes [--resume] --connections $hs_connections --threads $client_threads --size $size --duration $hs_duration --warmup 1 --server-pid PID --json FILE" ;;
-  ws)
-    "${report[@]}" --sizes "${sizes[*]}" --broadcast "$broadcast" --bc-depths "${ECHO_WS_BC_DEPTHS:-1 16}" \
-      --command "strix-echo-bench --ws $at --connections $connections --size S --depth D $multi $tail" \
-      --bc-command "strix-echo-bench --ws --broadcast $at --connections $bc_connections --size $bc_size --depth D $multi $tail" ;;
+      --command "$tls --connections $connections --size $size --depth D $multi $run" --hs-command \
+      "$tls --handshakes [--resume] --connections $hs_connections --threads $client_threads --size $size --duration $hs_duration --warmup 1 $tail" ;;
+  ws) "${report[@]}" --sizes "${sizes[*]}" --broadcast "$broadcast" --bc-depths "${ECHO_WS_BC_DEPTHS:-1 16}" \
+      --command "strix-echo-bench --ws $at --connections $connections --size S --depth D $multi $run" --bc-command \
+      "strix-echo-bench --ws --broadcast $at --connections $bc_connections --size $bc_size --depth D $multi $run" ;;
 esac
 [ "$failures" -eq 0 ] || die "$failures of $total_runs runs failed (see FAILED above and $runs/*.failed); the report flags them"

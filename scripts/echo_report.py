@@ -1,14 +1,7 @@
 #!/usr/bin/env python3
-"""Writes one section's report from the files of one scripts/bench-echo.sh run: plain (<out>/echo.md and
-echo.png), tls (<out>/echo-tls.md) or ws (<out>/echo-ws.md).
-
-Echo runs: <layout>_<column>_<server>_d<depth>_r<rep>.json, the column being the client mode (plain: multi,
-single, loop; tls: multi) or s<payload bytes> (ws); <same>.failed holds why a run failed, <same>.where the
-CPUs each server thread was allowed. tls adds hs_<full|resumed>_<server>_r<rep> (handshakes), ws
-bc_s64_<server>_d<depth>_r<rep> (broadcast). servers.txt (ws: and bc-servers.txt) lists the servers,
-name|binary|arguments|role|status; tls's handshake-args.txt, name|handshake arguments. Failed runs are left
-out of the medians and flagged; a cell with no passing run shows "failed". scripts/readme_tables.py copies
-the summaries and the per-depth tables into the README.
+"""Writes one section's report (plain: <out>/echo.md and echo.png; tls: echo-tls.md; ws: echo-ws.md) from the
+raw files of one scripts/bench-echo.sh run (docs/benchmarks.md). Failed runs are left out of the medians and
+flagged; a cell with no passing run shows "failed". scripts/readme_tables.py copies sections into the README.
 """
 import argparse
 import datetime
@@ -16,9 +9,8 @@ import json
 import os
 import platform
 import statistics
-import sys
 
-from report_common import cpu_model, run_gnuplot
+from report_common import cpu_model, die, run_gnuplot
 
 FIELDS = ["msgs_in_per_s", "msgs_out_per_s", "mb_in_per_s", "mb_out_per_s",
           "server_cpu_pct", "server_rss_mib", "client_cpu_pct"]
@@ -29,11 +21,11 @@ CPU_NOTE = ("Server CPU % is utime+stime over the measured window (100 % = one C
 
 
 class Server:
+    """A line of servers.txt: name|binary|arguments|role|status ('built', or 'not built|why')."""
+
     def __init__(self, line):
-        name, binary, targ, role, status = line.rstrip("\n").split("|", 4)
-        self.name, self.binary, self.args, self.role = name, binary, targ, role
-        self.built = status == "built"
-        self.why = status.split("|", 1)[1] if "|" in status else status
+        self.name, self.binary, self.args, self.role, status = line.rstrip("\n").split("|", 4)
+        self.built, self.why = status == "built", status.split("|", 1)[-1]
 
 
 class Cell:
@@ -52,13 +44,10 @@ class Cell:
                 self.failed.append(open(base + ".failed").read().strip())
             elif not os.path.exists(base + ".json"):
                 self.failed.append(f"{os.path.basename(base)}.json is missing")
+            elif (js := json.load(open(base + ".json"))).get("ok") and js.get("errors") == 0:
+                self.rows.append(js)
             else:
-                with open(base + ".json") as f:
-                    js = json.load(f)
-                if js.get("ok") and js.get("errors") == 0:
-                    self.rows.append(js)
-                else:
-                    self.failed.append(f"ok={js.get('ok')}, errors={js.get('errors')}")
+                self.failed.append(f"ok={js.get('ok')}, errors={js.get('errors')}")
 
     def vals(self, field):
         return [r[field] for r in self.rows if r.get(field) is not None]
@@ -93,16 +82,11 @@ class Cell:
 
 def read_servers(runs, name):
     path = os.path.join(runs, name)
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [Server(line) for line in f if line.strip()]
+    return [Server(line) for line in open(path) if line.strip()] if os.path.exists(path) else []
 
 
 def fmt(v, digits=1, sep=False):
-    if v is None:
-        return "n/a"
-    return f"{v:,.0f}" if sep else f"{v:.{digits}f}"
+    return "n/a" if v is None else f"{v:,.0f}" if sep else f"{v:.{digits}f}"
 
 
 def ratio(a, b):
@@ -131,14 +115,9 @@ class Report:
                 for lay in layouts for col in columns for s in servers if s.built for d in depths}
 
     def best(self, roles, lay, col, d):
-        """(name, median) of the fastest built server with one of these roles in a cell."""
-        top = (None, None)
-        for s in self.listed:
-            if s.built and s.role in roles:
-                m = self.cells[(lay, col, s.name, d)].med()
-                if m is not None and (top[1] is None or m > top[1]):
-                    top = (s.name, m)
-        return top
+        """(name, median) of the fastest built server with one of these roles in a cell (the first of equals)."""
+        meds = [(s.name, self.cells[(lay, col, s.name, d)].med()) for s in self.listed if s.built and s.role in roles]
+        return max((m for m in meds if m[1] is not None), key=lambda m: m[1], default=(None, None))
 
     def default_med(self, lay, col, d):
         c = self.cells.get((lay, col, self.default, d))
@@ -184,7 +163,8 @@ class Report:
         out_md = os.path.join(self.a.out, self.name + ".md")
         with open(out_md, "w") as f:
             f.write("\n".join(self.L))
-        self.after()
+        if hasattr(self, "plot"):
+            self.plot()  # after the report: the plot's .dat files are written there too
         print(f"echo_report: wrote {out_md}" + (" and echo.png" if self.name == "echo" else ""))
         on = False
         for line in self.L:
@@ -192,14 +172,11 @@ class Report:
             if on and line.startswith(self.console_lines):
                 print(line)
 
-    def after(self):
-        pass
-
 
 class PlainReport(Report):
     name, title, runs_dir, default = "echo", "Echo shoot-out (seed 001)", "echo-runs", "strix"
     peers, console = ("peer", "reference"), ("## Summary", "## Depth")
-    parts = ("method", "where", "summary", "ab", "depth_tables", "cell_tables", "footer")
+    parts = ("method", "where", "summary", "ab", "depth_tables", "cell_tables")
 
     def __init__(self, a):
         super().__init__(a)
@@ -271,15 +248,16 @@ class PlainReport(Report):
             for s in (s for s in self.listed if s.built):
                 cells = {m: [self.cells[(lay, m, s.name, d)] for d in self.depths] for m in self.modes}
                 where = next((c.where for m in self.modes for c in cells[m] if c.where), "unknown")
-                client = []
-                for m in self.modes:
-                    rows = [r for c in cells[m] for r in c.rows]
-                    cpus = sorted({r.get("client_cpus", "?") for r in rows})
-                    thr = sorted({r.get("client_threads", "?") for r in rows})
-                    client.append(f"{thr[0]} thread{'s' if thr[0] != 1 else ''} on {', '.join(cpus)}"
-                                  if rows else "n/a")
+                client = (self.client_where([r for c in cells[m] for r in c.rows]) for m in self.modes)
                 L.append(f"| {SHORT[lay]} | {s.name} | {where} | " + " | ".join(client) + " |")
         L.append("")
+
+    @staticmethod
+    def client_where(rows):
+        """'N thread(s) on CPUS' of the client, from the runs' JSON summaries."""
+        thr = sorted({r.get("client_threads", "?") for r in rows})
+        cpus = sorted({r.get("client_cpus", "?") for r in rows})
+        return f"{thr[0]} thread{'s' if thr[0] != 1 else ''} on {', '.join(cpus)}" if rows else "n/a"
 
     def summary(self):
         if not self.has_strix:
@@ -318,56 +296,46 @@ class PlainReport(Report):
         self.L.append("")
 
     def depth_tables(self):
-        for d in self.depths:
-            self.depth(d)
-
-    def depth(self, d):
         a, L, short = self.a, self.L, {"multi": "multi client", "loop": "loop client"}
-        L += [f"## Depth {d}", "", f"Million msgs/s echoed at depth {d}, median of {a.reps} runs (min–max); server "
-              f"threads: {self.threads_note}; pinned apart = server on CPU {a.server_cpus}, client on CPU "
-              f"{a.client_cpus}; multi client = {a.client_threads} client threads.", "",
-              "| server | " + " | ".join(f"{SHORT[l]}, {short.get(m, 'single client')}" for l, m in self.combos)
-              + " |", "|---|" + "---:|" * len(self.combos)]
-        for s in self.servers:
-            L.append(f"| {s.name} | " + " | ".join(self.cells[(l, m, s.name, d)].millions() if s.built else
-                                                  "not built" for l, m in self.combos) + " |")
-        if self.has_strix:
-            L.append("| **strix (default) / best peer** | "
-                     + " | ".join(self.vs_best(l, m, d) for l, m in self.combos) + " |")
-            raw = (self.cells.get((l, m, "raw-epoll", d)) for l, m in self.combos)
-            L.append("| **strix (default) / raw epoll** | " + " | ".join(
-                ratio(self.default_med(l, m, d), rc.med() if rc else None) for (l, m), rc in zip(self.combos, raw))
-                + " |")
-        L.append("")
+        for d in self.depths:
+            L += [f"## Depth {d}", "", f"Million msgs/s echoed at depth {d}, median of {a.reps} runs (min–max); "
+                  f"server threads: {self.threads_note}; pinned apart = server on CPU {a.server_cpus}, client on CPU "
+                  f"{a.client_cpus}; multi client = {a.client_threads} client threads.", "",
+                  "| server | " + " | ".join(f"{SHORT[l]}, {short.get(m, 'single client')}" for l, m in self.combos)
+                  + " |", "|---|" + "---:|" * len(self.combos)]
+            L += [f"| {s.name} | " + " | ".join(self.cells[(l, m, s.name, d)].millions() if s.built else "not built"
+                                                for l, m in self.combos) + " |" for s in self.servers]
+            if self.has_strix:
+                raw = [self.cells.get((l, m, "raw-epoll", d)) for l, m in self.combos]
+                L += ["| **strix (default) / best peer** | " + " | ".join(self.vs_best(l, m, d) for l, m in self.combos)
+                      + " |", "| **strix (default) / raw epoll** | " + " | ".join(
+                          ratio(self.default_med(l, m, d), rc.med() if rc else None)
+                          for (l, m), rc in zip(self.combos, raw)) + " |"]
+            L.append("")
 
     def cell_tables(self):
-        for lay, mode in self.combos:
-            self.cell_table(lay, mode)
-
-    def cell_table(self, lay, mode):
         a, L = self.a, self.L
-        where = (f"Client pinned apart (server on CPU {a.server_cpus}, client on CPU {a.client_cpus})"
-                 if lay == "pinned" else "Client free (no taskset; servers as they run by default)")
-        L += [f"## {where}, {self.mode_title(mode)}", "",
-              "| server | depth | msgs/s median (min–max) | msgs/s out | MB/s in | server CPU % | RSS MiB "
-              "| client CPU % | vs best peer | vs raw epoll | msgs/s, each run |",
-              "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-        for s in self.servers:
-            if not s.built:
-                L.append(f"| {s.name} | all | not built | | | | | | | | |")
-                continue
-            for d in self.depths:
-                c = self.cells[(lay, mode, s.name, d)]
-                m = {f: c.med(f) for f in FIELDS}
-                bm = self.best(self.peers, lay, mode, d)[1]
-                rc = self.cells.get((lay, mode, "raw-epoll", d))
-                L.append(f"| {s.name} | {d} | {c.spread(failed=False)} | {fmt(m['msgs_out_per_s'], sep=True)} "
-                         f"| {fmt(m['mb_in_per_s'], 2)} | {fmt(m['server_cpu_pct'])} | {fmt(m['server_rss_mib'])} "
-                         f"| {fmt(m['client_cpu_pct'])} | {ratio(m['msgs_in_per_s'], bm)} "
-                         f"| {ratio(m['msgs_in_per_s'], rc.med() if rc else None)} | {c.each_run()} |")
-        L.append("")
-
-    def footer(self):
+        for lay, mode in self.combos:
+            where = (f"Client pinned apart (server on CPU {a.server_cpus}, client on CPU {a.client_cpus})"
+                     if lay == "pinned" else "Client free (no taskset; servers as they run by default)")
+            L += [f"## {where}, {self.mode_title(mode)}", "",
+                  "| server | depth | msgs/s median (min–max) | msgs/s out | MB/s in | server CPU % | RSS MiB "
+                  "| client CPU % | vs best peer | vs raw epoll | msgs/s, each run |",
+                  "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+            for s in self.servers:
+                if not s.built:
+                    L.append(f"| {s.name} | all | not built | | | | | | | | |")
+                    continue
+                for d in self.depths:
+                    c = self.cells[(lay, mode, s.name, d)]
+                    m = {f: c.med(f) for f in FIELDS}
+                    bm = self.best(self.peers, lay, mode, d)[1]
+                    rc = self.cells.get((lay, mode, "raw-epoll", d))
+                    L.append(f"| {s.name} | {d} | {c.spread(failed=False)} | {fmt(m['msgs_out_per_s'], sep=True)} | "
+                             f"{fmt(m['mb_in_per_s'], 2)} | {fmt(m['server_cpu_pct'])} | {fmt(m['server_rss_mib'])} | "
+                             f"{fmt(m['client_cpu_pct'])} | {ratio(m['msgs_in_per_s'], bm)} | "
+                             f"{ratio(m['msgs_in_per_s'], rc.med() if rc else None)} | {c.each_run()} |")
+            L.append("")
         self.L += ["MB/s counts wire bytes (4-byte header + body), 1 MB = 10^6 bytes. msgs/s out counts messages "
                    "whose last byte the client wrote. Server CPU % is utime+stime over the measured window "
                    "(100 % = one CPU); RSS is VmRSS at the end of the window; client CPU % is the load tool's own.",
@@ -375,7 +343,7 @@ class PlainReport(Report):
                    "![msgs/s echoed by depth, one panel per layout and client mode, one line per server](echo.png)",
                    ""]
 
-    def after(self):
+    def plot(self):
         """echo.png: one panel per layout and client mode, median msgs/s by depth, one line per server."""
         built, plots = [s for s in self.servers if s.built], []
         for lay, mode in self.combos:
@@ -413,11 +381,9 @@ class TlsReport(Report):
 
     def __init__(self, a):
         super().__init__(a)
-        self.hs_args = {}
         hs_file = os.path.join(a.runs, "handshake-args.txt")
-        if os.path.exists(hs_file):
-            with open(hs_file) as f:
-                self.hs_args = dict(line.rstrip("\n").split("|", 1) for line in f if "|" in line)
+        self.hs_args = (dict(line.rstrip("\n").split("|", 1) for line in open(hs_file) if "|" in line)
+                        if os.path.exists(hs_file) else {})
         self.kinds = a.kinds.split()
         self.cells = self.load(self.servers, self.layouts, ["multi"], self.depths)
         self.hs = {(s.name, kind): Cell(a.runs, a.reps, f"hs_{kind}_{s.name}")
@@ -493,15 +459,12 @@ class TlsReport(Report):
                    "|---|---|---:|---:|---:|---:|---:|"]
         for s in self.servers:
             for kind in self.kinds:
-                if not s.built:
-                    self.L.append(f"| {s.name} | {kind} | not built | | | | |")
-                    continue
-                c = self.hs[(s.name, kind)]
-                rp = c.med("resumed_pct")
-                self.L.append(f"| {s.name} | {kind} | {c.spread('handshakes_per_s')} "
-                              f"| {c.spread('handshakes_per_server_cpu_s')} "
-                              f"| {'n/a' if rp is None else f'{rp:.1f} %'} | {fmt(c.med('server_cpu_pct'))} "
-                              f"| {fmt(c.med('client_cpu_pct'))} |")
+                c = self.hs.get((s.name, kind))
+                rp = c.med("resumed_pct") if c else None
+                self.L.append(f"| {s.name} | {kind} | not built | | | | |" if not c else
+                              f"| {s.name} | {kind} | {c.spread('handshakes_per_s')} "
+                              f"| {c.spread('handshakes_per_server_cpu_s')} | {'n/a' if rp is None else f'{rp:.1f} %'} "
+                              f"| {fmt(c.med('server_cpu_pct'))} | {fmt(c.med('client_cpu_pct'))} |")
         self.L.append("")
 
     def every_run(self):
@@ -536,12 +499,20 @@ class WsReport(Report):
 
     @staticmethod
     def server_line(s):
-        if s.built:
-            return (f"- **{s.name}** ({'the engine under test' if s.role == 'strix' else 'peer'}): "
-                    f"`{' '.join([os.path.basename(s.binary), '--port P', s.args]).strip()}`")
-        if s.why.startswith("pending: "):
-            return f"- **{s.name}**: **pending**: {s.why[len('pending: '):]}"
-        return f"- **{s.name}**: **not built**: {s.why}"
+        if not s.built:
+            return f"- **{s.name}**: " + ("**pending**: " + s.why[9:] if s.why.startswith("pending: ")
+                                          else f"**not built**: {s.why}")
+        return (f"- **{s.name}** ({'the engine under test' if s.role == 'strix' else 'peer'}): "
+                f"`{' '.join([os.path.basename(s.binary), '--port P', s.args]).strip()}`")
+
+    def ms_and_us(self, s, key, digits, cpu=False):
+        """The cells after a row's name: million msgs/s, (server CPU %,) server CPU µs per message."""
+        if not s.built:
+            return ("pending" if "pending" in s.why else "not built") + (" | | |" if cpu else " | |")
+        c = (self.bc if key[0] == "bc" else self.cells)[key]
+        us = c.cpu_us_per_msg()
+        return (f"{c.millions()} | " + (f"{fmt(c.med('server_cpu_pct'))} | " if cpu else "")
+                + ("n/a" if us is None else f"{us:.{digits}f}") + " |")
 
     def method(self):
         self.L += [
@@ -597,14 +568,7 @@ class WsReport(Report):
             for size in self.sizes:
                 for d in self.depths:
                     for s in self.servers:
-                        if not s.built:
-                            L.append(f"| {s.name} | {size} B | {d} | "
-                                     f"{'pending' if 'pending' in s.why else 'not built'} | |")
-                            continue
-                        c = self.cells[(lay, f"s{size}", s.name, d)]
-                        us = c.cpu_us_per_msg()
-                        L.append(f"| {s.name} | {size} B | {d} | {c.millions()} | "
-                                 f"{'n/a' if us is None else f'{us:.2f}'} |")
+                        L.append(f"| {s.name} | {size} B | {d} | " + self.ms_and_us(s, (lay, f"s{size}", s.name, d), 2))
                     if self.has_strix:
                         L.append(f"| **strix-ws / best peer** | {size} B | {d} | "
                                  f"{self.vs_best(lay, f's{size}', d, always=True)} | |")
@@ -634,15 +598,8 @@ class WsReport(Report):
               "encode, N writes), which one good peer shows. gobwas is the best peer in most echo cells of our "
               "trials, and its low-level API leaves the least of our code in the path.", "",
               "| server | depth | M deliveries/s | server CPU % | server CPU µs/delivery |", "|---|---:|---|---:|---:|"]
-        for d in self.bc_depths:
-            for s in self.bc_servers:
-                if not s.built:
-                    L.append(f"| {s.name} | {d} | {'pending' if 'pending' in s.why else 'not built'} | | |")
-                    continue
-                c = self.bc[("bc", "s64", s.name, d)]
-                us = c.cpu_us_per_msg()
-                L.append(f"| {s.name} | {d} | {c.millions()} | {fmt(c.med('server_cpu_pct'))} "
-                         f"| {'n/a' if us is None else f'{us:.3f}'} |")
+        L += [f"| {s.name} | {d} | " + self.ms_and_us(s, ("bc", "s64", s.name, d), 3, cpu=True)
+              for d in self.bc_depths for s in self.bc_servers]
         L.append("")
 
     def every_run(self):
@@ -656,11 +613,6 @@ class WsReport(Report):
             self.L.append(f"| {lay} | {s.name} | {size} B | {d} | {c.each_run()} | {fmt(c.med('server_cpu_pct'))} "
                           f"| {fmt(c.med('server_rss_mib'))} | {fmt(c.med('client_cpu_pct'))} | {c.where or 'n/a'} |")
         self.L += ["", CPU_NOTE, ""]
-
-
-def die(why):
-    print(f"echo_report: FAILED: {why}", file=sys.stderr)
-    sys.exit(1)
 
 
 def main():
