@@ -228,8 +228,8 @@ class PlainReport(Report):
             what = {"strix": "the engine under test", "strix-base": "the engine at the A/B's baseline build",
                     "reference": "reference: a raw epoll loop with the same batching",
                     "peer": "peer", "baseline": "naive baseline: seed 001's asio server"}.get(s.role, s.role)
-            L.append(f"- **{s.name}** ({what}): " + (f"`{os.path.basename(s.binary)} --port P {s.args}`"
-                                                      if s.built else f"**not built**: {s.why}"))
+            L.append(f"- **{s.name}** ({what}): "
+                     + (f"`{os.path.basename(s.binary)} --port P {s.args}`" if s.built else f"**not built**: {s.why}"))
         L += ["", "tokio-echo (bench/peers/tokio-echo): tokio's multi-thread runtime, one task per connection, "
               "every complete frame of a read appended to one buffer and written with one `write_all`. gnet-echo "
               "(bench/peers/gnet-echo): gnet/v2 multicore engine, OnTraffic peeks the complete frames and writes "
@@ -413,8 +413,8 @@ class TlsReport(Report):
         for s in self.servers:
             what = "the engine under test" if s.role == "strix" else "peer"
             L.append(f"- **{s.name}** ({what}): " + (f"echo `{os.path.basename(s.binary)} --port P {s.args}`; "
-                                                      f"handshakes `... {self.hs_args.get(s.name, '')}`"
-                                                      if s.built else f"**not built**: {s.why}"))
+                                                     f"handshakes `... {self.hs_args.get(s.name, '')}`"
+                                                     if s.built else f"**not built**: {s.why}"))
         L += ["", "tokio-tls-echo (bench/peers/tokio-tls-echo): tokio-echo behind tokio-rustls (rustls 0.23, "
               "aws-lc-rs), one task per connection, one `write_all` + `flush` per read. go-tls-echo "
               "(bench/peers/go-tls-echo): Go crypto/tls on net, one goroutine per connection, one `Write` per read, "
@@ -442,8 +442,8 @@ class TlsReport(Report):
               "|---|---:|" + "---:|" * len(self.layouts)]
         for d in self.depths:
             for s in self.servers:
-                L.append(f"| {s.name} | {d} | " + " | ".join(self.cells[(l, "multi", s.name, d)].millions()
-                                                            if s.built else "not built" for l in self.layouts) + " |")
+                row = (self.cells[(y, "multi", s.name, d)].millions() if s.built else "not built" for y in self.layouts)
+                L.append(f"| {s.name} | {d} | " + " | ".join(row) + " |")
             if self.has_strix:
                 L.append(f"| **strix-tls / best TLS peer** | {d} | "
                          + " | ".join(self.vs_best(lay, "multi", d) for lay in self.layouts) + " |")
@@ -482,7 +482,6 @@ class TlsReport(Report):
             if c.failed:
                 L += ["", f"Handshakes, {name}, {kind}: {len(c.failed)} failed: " + "; ".join(dict.fromkeys(c.failed))]
         L += ["", CPU_NOTE, ""]
-
 
 
 class WsReport(Report):
