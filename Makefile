@@ -63,18 +63,18 @@ soak: build
 	@scripts/soak.sh $(BUILD_DIR) $(SOAK_DURATION)
 
 bench-echo: build
-	@scripts/bench-echo.sh $(BUILD_DIR)
+	@scripts/bench-echo.sh $(BUILD_DIR) all
 
 # Only the TLS section of bench-echo (strix over TLS vs tokio-rustls and Go crypto/tls, echoes and
 # handshakes/s) into build/bench/echo-tls.md; bench-echo runs it too unless ECHO_TLS=0.
 bench-echo-tls: build
-	@scripts/bench-echo-tls.sh $(BUILD_DIR)
+	@scripts/bench-echo.sh $(BUILD_DIR) tls
 
 # Only the WebSocket section of bench-echo (strix's WebSocket echo vs fastwebsockets,
 # tokio-tungstenite and gobwas/ws, plus the broadcast test) into build/bench/echo-ws.md;
 # bench-echo runs it too unless ECHO_WS=0.
 bench-echo-ws: build
-	@scripts/bench-echo-ws.sh $(BUILD_DIR)
+	@scripts/bench-echo.sh $(BUILD_DIR) ws
 
 bench-link: build
 	@scripts/bench-link.sh $(BUILD_DIR)

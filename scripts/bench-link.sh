@@ -251,6 +251,19 @@ check_counts() {
   [ "$got" = "$3" ] || echo "printed count '${got}', expected $3"
 }
 
+# verdict <exit status> <what ran> <its stderr> <its output> <count regex> <expected count>: why
+# a finished run failed (exit_why, check_counts), nothing when it passed.
+verdict() {
+  if [ "$1" != 0 ]; then exit_why "$2" "$1" "$3"; else check_counts "$4" "$5" "$6"; fi
+}
+
+# record_verdict <suite> <transport> <size> <count> <family> <run> <why> <t0> <t1> <command> <output>:
+# record, ok when why is empty.
+record_verdict() {
+  record "$1" "$2" "$3" "$4" "$5" "$6" "$([ -z "$7" ] && echo ok || echo failed)" "$7" "$(elapsed "$8" "$9")" \
+    "${10}" "${11}"
+}
+
 # pair <suite> <transport> <size> <count> <family label> <run> <receiver> <sender> <count regex>
 #      <expected count> <extra args...>
 # The two-process runs (thr, pubsub, lat, cross): receiver binds, sender connects. The printed
@@ -295,13 +308,10 @@ pair() {
   if [ "$suite" = lat ] || [ "$suite" = cross-lat ] || [ "$suite" = blat ]; then printer=send; else printer=recv; fi
   if [ "$rrc" != 0 ]; then
     why=$(exit_why "receiver $recv" "$rrc" "$runs/$tag.recv.err")
-  elif [ "$src" != 0 ]; then
-    why=$(exit_why "sender $send" "$src" "$runs/$tag.send.err")
   else
-    why=$(check_counts "$runs/$tag.$printer.out" "$cre" "$expect")
+    why=$(verdict "$src" "sender $send" "$runs/$tag.send.err" "$runs/$tag.$printer.out" "$cre" "$expect")
   fi
-  record "$suite" "$transport" "$size" "$cnt" "$family" "$rep" "$([ -z "$why" ] && echo ok || echo failed)" \
-    "$why" "$(elapsed "$t0" "$t1")" "$cmd" "$runs/$tag.$printer.out"
+  record_verdict "$suite" "$transport" "$size" "$cnt" "$family" "$rep" "$why" "$t0" "$t1" "$cmd" "$runs/$tag.$printer.out"
 }
 
 # single <suite> <transport> <size> <count> <family> <run> <binary> <count regex> <expected>
@@ -314,13 +324,8 @@ single() {
   t0=$(date +%s.%N)
   timeout "$limit" "$bin/$tool" "$@" >"$runs/$tag.out" 2>"$runs/$tag.err" || rc=$?
   t1=$(date +%s.%N)
-  if [ "$rc" != 0 ]; then
-    why=$(exit_why "$tool" "$rc" "$runs/$tag.err")
-  else
-    why=$(check_counts "$runs/$tag.out" "$cre" "$expect")
-  fi
-  record "$suite" "$transport" "$size" "$cnt" "$family" "$rep" "$([ -z "$why" ] && echo ok || echo failed)" \
-    "$why" "$(elapsed "$t0" "$t1")" "$cmd" "$runs/$tag.out"
+  why=$(verdict "$rc" "$tool" "$runs/$tag.err" "$runs/$tag.out" "$cre" "$expect")
+  record_verdict "$suite" "$transport" "$size" "$cnt" "$family" "$rep" "$why" "$t0" "$t1" "$cmd" "$runs/$tag.out"
 }
 
 built() {  # <prefix> <tool>...: all present?

@@ -16,6 +16,7 @@ b=${2:?usage: scripts/chat-ab.sh <bin_dir_A> <bin_dir_B> [runs] [duration_s] [io
 runs=${3:-3}
 duration=${4:-15}
 io=${5:-epoll}
+here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 server_pid=
 cleanup() {
@@ -42,16 +43,7 @@ one() {  # <label> <bin_dir> <run>
   kill -TERM "$server_pid"
   wait "$server_pid" || true
   server_pid=
-  python3 - "$tag.json" "$label" "$run" <<'EOF'
-import json, sys
-j = json.load(open(sys.argv[1]))
-lat = j["latency_us"]
-bad = {k: j[k] for k in ("lost", "duplicates", "out_of_order", "gaps", "corrupt") if j.get(k)}
-if bad:
-    sys.exit(f"chat-ab: {sys.argv[2]} run {sys.argv[3]} failed verification: {bad}")
-print(f"{sys.argv[2]} run {sys.argv[3]}: p50 {lat['p50'] / 1000:.2f} ms, p99 {lat['p99'] / 1000:.2f} ms, "
-      f"max {lat['max'] / 1000:.2f} ms, deliveries/s {j['deliveries_per_s']:.0f}")
-EOF
+  python3 "$here/chat_runs.py" line "$tag.json" "$label" "$run" chat-ab
 }
 
 out=$work/lines.txt
@@ -59,15 +51,4 @@ for r in $(seq "$runs"); do
   one A "$a" "$r" | tee -a "$out"
   one B "$b" "$r" | tee -a "$out"
 done
-python3 - "$out" <<'EOF'
-import re, statistics, sys
-rows = {}
-for line in open(sys.argv[1]):
-    m = re.match(r"(\w+) run \d+: p50 ([\d.]+) ms, p99 ([\d.]+) ms", line)
-    if m:
-        rows.setdefault(m.group(1), []).append((float(m.group(2)), float(m.group(3))))
-for k, v in sorted(rows.items()):
-    p50 = [x[0] for x in v]; p99 = [x[1] for x in v]
-    print(f"{k}: p50 median {statistics.median(p50):.2f} ({min(p50):.2f}-{max(p50):.2f}) ms, "
-          f"p99 median {statistics.median(p99):.2f} ({min(p99):.2f}-{max(p99):.2f}) ms over {len(v)} runs")
-EOF
+python3 "$here/chat_runs.py" summary "$out"

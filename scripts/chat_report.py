@@ -12,9 +12,8 @@ import datetime
 import json
 import os
 import platform
-import sys
 
-from report_common import cpu_model
+from report_common import cpu_model, die
 
 # Seed 004 (theirs): i5-14400F, 32 GB, Windows 11, Win32 IOCP, 500 clients / 10 rooms / 10 rps, 250 s.
 SEED_LATENCY_MS = {"avg": 0.456, "p50": 0.142, "p90": 1.163, "p99": 5.569}
@@ -31,11 +30,6 @@ SEED_ROWS = [  # sec, io r/s, io s/s, app in/s, app out/s, bytes r/s, bytes s/s,
 ]
 BUCKET_KEYS = [("le_100us", "<=100us"), ("le_500us", "<=500us"), ("le_1ms", "<=1ms"), ("le_5ms", "<=5ms"),
                ("le_50ms", "<=50ms"), ("gt_50ms", ">50ms")]
-
-
-def die(why):
-    print(f"chat_report: FAILED: {why}", file=sys.stderr)
-    sys.exit(1)
 
 
 def read(path, default=None):

@@ -13,14 +13,8 @@ import glob
 import json
 import os
 import statistics
-import sys
 
-from report_common import cpu_model
-
-
-def die(why):
-    print(f"cluster_report: FAILED: {why}", file=sys.stderr)
-    sys.exit(1)
+from report_common import cpu_model, die
 
 
 def load(runs, tag):

@@ -13,9 +13,8 @@ import platform
 import shutil
 import statistics
 import subprocess
-import sys
 
-from report_common import cpu_model
+from report_common import cpu_model, die, run_gnuplot
 
 SIZES = [64, 256, 1024, 8192, 65536]
 DR_SIZES = [64, 256, 1024]
@@ -55,11 +54,6 @@ def build_targets(subscribers):
     t += [("CURVE 64 B throughput, tcp", "curve-thr", "tcp", 64, "msg_s", ">=", 1.5),
           ("CURVE p50 round trip 64 B, tcp", "curve-lat", "tcp", 64, "p50_us", "<=", None)]
     return t
-
-
-def die(why):
-    print(f"link_report: FAILED: {why}", file=sys.stderr)
-    sys.exit(1)
 
 
 class Cell:
@@ -265,24 +259,18 @@ def write_markdown(meta, data, out_md, targets):
     lines.append("")
 
     if data.has("thr"):
-        lines.append("## Throughput, PUSH/PULL (msg/s)")
-        lines.append("")
+        lines += ["## Throughput, PUSH/PULL (msg/s)", ""]
         family_table(lines, data, "thr", TRANSPORTS, SIZES, "msg_s", fmt_int)
-        lines.append("## Bandwidth, PUSH/PULL (MB/s)")
-        lines.append("")
+        lines += ["## Bandwidth, PUSH/PULL (MB/s)", ""]
         family_table(lines, data, "thr", TRANSPORTS, SIZES, "mb_s", fmt_mb)
     if data.has("dr"):
-        lines.append("## Throughput, DEALER -> ROUTER (msg/s)")
-        lines.append("")
-        lines.append("The ROUTER receives [identity, message] and checks the message part.")
-        lines.append("")
+        lines += ["## Throughput, DEALER -> ROUTER (msg/s)", "",
+                  "The ROUTER receives [identity, message] and checks the message part.", ""]
         family_table(lines, data, "dr", TRANSPORTS, DR_SIZES, "msg_s", fmt_int)
     if data.has("pubsub"):
-        lines.append("## PUB/SUB throughput (msg/s), XPUB -> SUB, HWM 0")
-        lines.append("")
+        lines += ["## PUB/SUB throughput (msg/s), XPUB -> SUB, HWM 0", ""]
         family_table(lines, data, "pubsub", ["tcp"], [64, 65536], "msg_s", fmt_int)
-        lines.append("PUB/SUB bandwidth (MB/s):")
-        lines.append("")
+        lines += ["PUB/SUB bandwidth (MB/s):", ""]
         family_table(lines, data, "pubsub", ["tcp"], [64, 65536], "mb_s", fmt_mb)
     if data.has("fanout"):
         lines.append(f"## Fan-out: one publisher, {meta['subscribers']} subscribers, 64 B")
@@ -503,8 +491,7 @@ def short_label(suite, tr, size):
 
 
 def write_plot(meta, data, out_dir):
-    gnuplot = shutil.which("gnuplot")
-    if not gnuplot:
+    if not shutil.which("gnuplot"):
         die("gnuplot is not installed (scripts/install-deps.sh installs gnuplot-nox)")
     thr_cfgs = [("thr", tr, s) for tr in TRANSPORTS for s in SIZES]
     thr_cfgs += [("dr", tr, s) for tr in TRANSPORTS for s in DR_SIZES]
@@ -543,8 +530,6 @@ def write_plot(meta, data, out_dir):
             v = ratio_of(c, "p50_us") if have_ratio else data.cell(*c, "zmq", "p50_us").median
             f.write(f"\"{short_label(*c)}\" {num(v)} {num(targets.get(c))}\n")
             tops[dat2] = max([tops.get(dat2, 0), v or 0] + ([targets[c]] if have_ratio and c in targets else []))
-    terms = subprocess.run([gnuplot, "-e", "set terminal"], capture_output=True, text=True)
-    term = "pngcairo size 1100,820" if "pngcairo" in (terms.stdout + terms.stderr) else "png size 1100,820"
     png = os.path.join(out_dir, "link.png")
     test_mode = " (TEST MODE: both families are libzmq)" if meta["strix_prefix"] == meta["zmq_prefix"] else ""
     if have_ratio:
@@ -575,8 +560,6 @@ plot '{dat}' using 0:2:xtic(1) with boxes lc rgb '#3070b0' title '{head}'{tgt.fo
     if not plots:
         die("no libzmq figures to plot (every run failed?)")
     script = f"""
-set terminal {term}
-set output '{png}'
 set datafile missing '?'
 set style fill solid 0.7 border -1
 set boxwidth 0.6
@@ -589,9 +572,9 @@ set multiplot layout {len(plots)},1 title "{title}"
 {''.join(plots)}
 unset multiplot
 """
-    res = subprocess.run([gnuplot], input=script, capture_output=True, text=True)
-    if res.returncode != 0 or not os.path.exists(png):
-        die(f"gnuplot failed: {res.stderr.strip()}")
+    why = run_gnuplot(script, png, 1100, 820)
+    if why:
+        die(why)
 
 
 def main():

@@ -91,7 +91,7 @@ else:
 ws = read("echo-ws.md")
 WS = "### WebSocket echo shoot-out (issue 18: strix vs fastwebsockets, tokio-tungstenite and gobwas/ws)"
 if ws:
-    written = re.search(r"Written by `scripts/bench-echo-ws.sh` on ([^.]*)\.", ws)
+    written = re.search(r"Written by `scripts/bench-echo\.sh[^`]*` on ([^.]*)\.", ws)
     load = re.search(r"Load average when the run started: ([^;]*)", ws)
     parts.append("\n" + WS + "\n")
     parts.append("`make bench-echo-ws` (`make bench-echo` runs it too): 100 connections, one masked binary frame per "

@@ -9,12 +9,8 @@ import argparse
 import datetime
 import json
 import os
-import sys
 
-
-def die(why):
-    print(f"soak_report: FAILED: {why}", file=sys.stderr)
-    sys.exit(1)
+from report_common import die
 
 
 def read(path, default="n/a"):

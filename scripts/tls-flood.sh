@@ -73,16 +73,7 @@ one() {  # <label> <run>
   kill -TERM "$server_pid"
   wait "$server_pid" || true
   server_pid=
-  python3 - "$tag.json" "$label" "$run" <<'EOF'
-import json, sys
-j = json.load(open(sys.argv[1]))
-lat = j["latency_us"]
-bad = {k: j[k] for k in ("lost", "duplicates", "out_of_order", "gaps", "corrupt") if j.get(k)}
-if bad:
-    sys.exit(f"tls-flood: {sys.argv[2]} run {sys.argv[3]} failed verification: {bad}")
-print(f"{sys.argv[2]} run {sys.argv[3]}: p50 {lat['p50'] / 1000:.2f} ms, p99 {lat['p99'] / 1000:.2f} ms, "
-      f"max {lat['max'] / 1000:.2f} ms, deliveries/s {j['deliveries_per_s']:.0f}, lost {j.get('lost', 0)}")
-EOF
+  python3 "$here/chat_runs.py" line "$tag.json" "$label" "$run" tls-flood lost
 }
 
 out=$work/lines.txt
@@ -90,19 +81,4 @@ for r in $(seq "$runs"); do
   one alone "$r" | tee -a "$out"
   one flooded "$r" | tee -a "$out"
 done
-python3 - "$out" <<'EOF'
-import re, statistics, sys
-rows = {}
-for line in open(sys.argv[1]):
-    m = re.match(r"(\w+) run \d+: p50 ([\d.]+) ms, p99 ([\d.]+) ms, max [\d.]+ ms, deliveries/s (\d+)", line)
-    if m:
-        rows.setdefault(m.group(1), []).append((float(m.group(2)), float(m.group(3)), int(m.group(4))))
-for k in ("alone", "flooded"):
-    v = rows.get(k, [])
-    if not v:
-        continue
-    p50 = [x[0] for x in v]; p99 = [x[1] for x in v]; d = [x[2] for x in v]
-    print(f"{k}: p50 median {statistics.median(p50):.2f} ({min(p50):.2f}-{max(p50):.2f}) ms, "
-          f"p99 median {statistics.median(p99):.2f} ({min(p99):.2f}-{max(p99):.2f}) ms, "
-          f"deliveries/s median {statistics.median(d):.0f} over {len(v)} runs")
-EOF
+python3 "$here/chat_runs.py" summary "$out" deliveries alone flooded

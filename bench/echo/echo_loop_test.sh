@@ -5,48 +5,10 @@
 # exit 0, errors=0, outstanding=0, mode loop, and a plausible number of echoes verified.
 # Negative check: strix-echo-raw-epoll --corrupt-every 500 flips a byte in every 500th echo; the
 # client must report the content mismatch and exit 1.
-set -euo pipefail
-
+# shellcheck source=../test_lib.sh
+. "$(dirname "$0")/../test_lib.sh"
 io=$1 client=$2 strix=$3 raw=$4 work=$5
 mkdir -p "$work"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# start_server <log> <binary> <args...>: starts it on a free port; sets server_pid and port.
-start_server() {
-  local log=$1 bin=$2; shift 2
-  port=$(free_port)
-  "$bin" --port "$port" "$@" >"$log" 2>&1 &
-  server_pid=$!
-  pids+=("$server_pid")
-  for _ in $(seq 100); do
-    kill -0 "$server_pid" 2>/dev/null || { cat "$log" >&2; fail "server exited at start"; }
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  fail "server did not accept on port $port within 10 s"
-}
-
-stop_server() {
-  kill -TERM "$server_pid"
-  local rc=0
-  wait "$server_pid" || rc=$?
-  [ "$rc" -eq 0 ] || fail "server exited with $rc on SIGTERM"
-}
-
-json_field() {
-  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
-}
 
 # --- positive: strix-echo-server ----------------------------------------------------------------
 start_server "$work/server.log" "$strix" --shards 2 --io "$io"

@@ -10,34 +10,19 @@
 #               then verified against the unrelated CA: the handshake must fail and say why.
 #   handshakes  per server: 4 slots, 1 s of --handshakes --resume: exit 0, resumed > 0 and over
 #               90 % of the handshakes; then 1 s of full handshakes: resumed = 0, full > 0.
-set -euo pipefail
-
+# shellcheck source=../test_lib.sh
+. "$(dirname "$0")/../test_lib.sh"
 kind=$1 client=$2 build=$3 work=$4 strix=${5:-}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-json_field() {
-  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
-}
+client_opts=(--tls)
 
 # The servers to try: name|binary|TLS options (CERT and KEY are filled in below).
 servers=()
 for peer in go-tls tokio-tls; do
-  line=$(grep "^$peer|built|" "$build/peers/status.txt" 2>/dev/null | tail -1 || true)
-  if [ -n "$line" ] && [ -x "${line##*|}" ]; then
-    servers+=("$peer|${line##*|}|--threads 1 --cert CERT --key KEY")
+  b=$(peer_binary "$build" "$peer")
+  if [ -n "$b" ]; then
+    servers+=("$peer|$b|--threads 1 --cert CERT --key KEY")
   else
     echo "note: $peer is not built (bench/peers/build.sh $build); not tried"
   fi
@@ -55,30 +40,6 @@ fi
 "$here/echo_tls_cert.sh" "$work/cert" >/dev/null
 "$here/echo_tls_cert.sh" "$work/other-ca" >/dev/null
 cert=$work/cert/server.crt key=$work/cert/server.key ca=$work/cert/ca.crt
-
-# start_server <log> <binary> <args...>: starts it on a free port; sets server_pid and port.
-start_server() {
-  local log=$1 bin=$2; shift 2
-  port=$(free_port)
-  "$bin" --port "$port" "$@" >"$log" 2>&1 &
-  server_pid=$!
-  pids+=("$server_pid")
-  for _ in $(seq 100); do
-    kill -0 "$server_pid" 2>/dev/null || { cat "$log" >&2; fail "$bin exited at start"; }
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  fail "$bin did not accept on port $port within 10 s"
-}
-
-# run_client <name> <log and json stem> <args...>: the client against the server on $port.
-run_client() {
-  local name=$1 stem=$2; shift 2
-  rc=0
-  "$client" --port "$port" --tls --duration 1 --warmup 0 --server-pid "$server_pid" \
-    --json "$stem.json" "$@" >"$stem.log" 2>&1 || rc=$?
-  sed "s/^/  [$name] /" "$stem.log"
-}
 
 for s in "${servers[@]}"; do
   IFS='|' read -r name bin targs <<<"$s"
@@ -117,7 +78,6 @@ for s in "${servers[@]}"; do
     [ "$(json_field "$w-full.json" resumed)" = 0 ] || fail "$name: a handshake resumed without --resume"
     [ "$(json_field "$w-full.json" full)" -gt 0 ] || fail "$name: no full handshake completed"
   fi
-  kill -TERM "$server_pid"
-  wait "$server_pid" 2>/dev/null || true
+  stop_server any
 done
 echo "PASS: strix-echo-bench --tls ($kind) against $(printf '%s\n' "${servers[@]}" | cut -d'|' -f1 | tr '\n' ' ')"

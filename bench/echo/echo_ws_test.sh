@@ -13,35 +13,20 @@
 #   ws_fragment_echo.py (with $ECHO_WS_PYTHON, a python3 that has `websockets`): echoes come back
 #                in three fragments while the server pings every 20 ms; every echo must verify
 #                (several connections, so pieces of different connections' messages interleave).
-set -euo pipefail
-
+# shellcheck source=../test_lib.sh
+. "$(dirname "$0")/../test_lib.sh"
 client=$1 build=$2 work=$3 strix=${4:-} strix_bc=${5:-}
 mkdir -p "$work"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-json_field() {
-  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
-}
+client_opts=(--ws)
 
 # The servers to try: name|binary|options.
 servers=()
 gobwas=
 for peer in fastwebsockets tungstenite gobwas; do
-  line=$(grep "^$peer|built|" "$build/peers/status.txt" 2>/dev/null | tail -1 || true)
-  if [ -n "$line" ] && [ -x "${line##*|}" ]; then
-    servers+=("$peer|${line##*|}|--threads 1")
-    [ "$peer" = gobwas ] && gobwas=${line##*|}
+  b=$(peer_binary "$build" "$peer")
+  if [ -n "$b" ]; then
+    servers+=("$peer|$b|--threads 1")
+    [ "$peer" = gobwas ] && gobwas=$b
   else
     echo "note: $peer is not built (bench/peers/build.sh $build); not tried"
   fi
@@ -55,35 +40,6 @@ if [ "${#servers[@]}" -eq 0 ]; then
   echo "SKIP: no WebSocket echo server built (cmake --build $build --target echo-peers builds the peers)"
   exit 77
 fi
-
-# start_server <log> <binary> <args...>: starts it on a free port; sets server_pid and port.
-start_server() {
-  local log=$1 bin=$2; shift 2
-  port=$(free_port)
-  "$bin" --port "$port" "$@" >"$log" 2>&1 &
-  server_pid=$!
-  pids+=("$server_pid")
-  for _ in $(seq 100); do
-    kill -0 "$server_pid" 2>/dev/null || { cat "$log" >&2; fail "$bin exited at start"; }
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  fail "$bin did not accept on port $port within 10 s"
-}
-
-stop_server() {
-  kill -TERM "$server_pid"
-  wait "$server_pid" 2>/dev/null || true
-}
-
-# run_client <name> <log and json stem> <args...>: the client against the server on $port.
-run_client() {
-  local name=$1 stem=$2; shift 2
-  rc=0
-  "$client" --port "$port" --ws --duration 1 --warmup 0 --server-pid "$server_pid" \
-    --json "$stem.json" "$@" >"$stem.log" 2>&1 || rc=$?
-  sed "s/^/  [$name] /" "$stem.log"
-}
 
 for s in "${servers[@]}"; do
   IFS='|' read -r name bin targs <<<"$s"
@@ -99,7 +55,7 @@ for s in "${servers[@]}"; do
   verified=$(json_field "$w.json" verified)
   [ "$verified" -ge 1600 ] || fail "$name: only $verified echoes verified"
   grep -q '^result: PASS' "$w.log" || fail "$name: no 'result: PASS'"
-  stop_server
+  stop_server any
 done
 
 if [ -n "$gobwas" ]; then
@@ -113,12 +69,12 @@ if [ -n "$gobwas" ]; then
   delivered=$(json_field "$work/bc.json" verified)
   [ "$delivered" -ge 800 ] || fail "--broadcast: only $delivered deliveries verified"
   [ $((delivered % 8)) -eq 0 ] || fail "--broadcast: $delivered deliveries is not a multiple of the 8 connections"
-  stop_server
+  stop_server any
   start_server "$work/gobwas-echo.server.log" "$gobwas" --threads 1
   run_client gobwas "$work/bc-vs-echo" --broadcast --connections 3 --size 64 --depth 4 --drain-timeout 1
   [ "$rc" -ne 0 ] || fail "--broadcast passed against an echo server (missing deliveries went unnoticed)"
   grep -q 'deliveries still missing' "$work/bc-vs-echo.log" || fail "--broadcast against an echo server: no 'deliveries still missing'"
-  stop_server
+  stop_server any
 fi
 py=${ECHO_WS_PYTHON:-python3}
 if "$py" -c 'import websockets' 2>/dev/null; then
@@ -133,7 +89,7 @@ if "$py" -c 'import websockets' 2>/dev/null; then
   run_client fragments "$work/fragments" --connections 4 --size 1000 --depth 4
   [ "$rc" -eq 0 ] || fail "fragmented echoes with pings: client exited $rc"
   [ "$(json_field "$work/fragments.json" verified)" -ge 100 ] || fail "fragmented echoes: too few verified"
-  stop_server
+  stop_server any
   servers+=("fragments+pings|$py|")
 else
   echo "note: $py has no websockets module; the fragment and ping check is not run"
@@ -146,7 +102,7 @@ if [ -n "$strix_bc" ] && [ -x "$strix_bc" ]; then
   delivered=$(json_field "$work/strix-bc.json" verified)
   [ "$delivered" -ge 800 ] || fail "--broadcast against strix: only $delivered deliveries verified"
   [ $((delivered % 8)) -eq 0 ] || fail "--broadcast against strix: $delivered deliveries is not a multiple of 8"
-  stop_server
+  stop_server any
   servers+=("strix-ws-bc|$strix_bc|")
 fi
 echo "PASS: strix-echo-bench --ws against $(printf '%s\n' "${servers[@]}" | cut -d'|' -f1 | tr '\n' ' ')${gobwas:+and the broadcast checks}"

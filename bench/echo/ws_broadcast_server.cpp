@@ -1,5 +1,5 @@
 // strix-ws-broadcast-server: the strix side of the WebSocket echo shoot-out's broadcast test
-// (issue 18; scripts/bench-echo-ws.sh). Every text or binary message from any client goes to
+// (`scripts/bench-echo.sh <build_dir> ws`). Every text or binary message from any client goes to
 // every connected client, the sender included, with its opcode.
 //
 // The way a strix application broadcasts: each shard keeps its own WebSocket sessions in a hub

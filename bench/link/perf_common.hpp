@@ -20,6 +20,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -303,6 +304,25 @@ struct roundtrips {
     double total_seconds = 0;  // first send to last reply, as libzmq's remote_lat times it
     std::vector<double> us;    // each round trip, microseconds
 };
+
+/// Times `count` round trips of `size`-byte messages as a REQ: message seq is stamped into a
+/// buffer, then `round_trip(buffer, seq)` sends it and receives and checks the reply; the clock
+/// runs around each call and from the first to the last.
+template <class RoundTrip>
+roundtrips timed_round_trips(std::size_t size, std::uint64_t count, RoundTrip&& round_trip) {
+    roundtrips r;
+    r.us.reserve(static_cast<std::size_t>(count));
+    std::vector<std::byte> buf(size);
+    const auto start = perf_clock::now();
+    for (std::uint64_t i = 0; i < count; ++i) {
+        stamp(buf.data(), size, i);
+        const auto t0 = perf_clock::now();
+        round_trip(buf, i);
+        r.us.push_back(seconds_between(t0, perf_clock::now()) * 1e6);
+    }
+    r.total_seconds = seconds_between(start, perf_clock::now());
+    return r;
+}
 
 /// Nearest-rank percentile of sorted values: the smallest value with at least p % of all values
 /// at or below it.

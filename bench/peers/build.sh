@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the echo shoot-out's peers under the CMake build dir: the plain echo servers (tokio,
 # gnet), the TLS ones (tokio-rustls, Go crypto/tls) and the WebSocket ones (fastwebsockets,
-# tokio-tungstenite, gobwas/ws; scripts/bench-echo-ws.sh).
+# tokio-tungstenite, gobwas/ws; the ws section of scripts/bench-echo.sh).
 #
 #   bench/peers/build.sh <build_dir>     build all seven; binaries land in <build_dir>/peers/bin/
 #   bench/peers/build.sh --fetch         only download their crates / modules (an install step)
@@ -13,8 +13,8 @@
 # line per peer to <build_dir>/peers/status.txt:
 #   name|built|<binary>            or            name|not built|<one-sentence reason>
 # with name tokio, gnet, tokio-tls, go-tls, fastwebsockets, tungstenite or gobwas.
-# scripts/bench-echo.sh, bench-echo-tls.sh and bench-echo-ws.sh read
-# that file; their reports mark a skipped peer "not built".
+# scripts/bench-echo.sh reads that file (every section); the reports mark a skipped peer
+# "not built".
 set -uo pipefail
 
 src=$(cd "$(dirname "$0")" && pwd)

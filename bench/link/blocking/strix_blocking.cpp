@@ -13,7 +13,7 @@
 // Each process has one context of one shard: its sockets' I/O runs there, the application's
 // calls on the main thread (and a second thread for inproc).
 
-#include "../perf_common.hpp"
+#include "blocking_tool.hpp"
 
 #include <strix/link/blocking.hpp>
 
@@ -24,7 +24,7 @@ using namespace strix::link;
 
 namespace {
 
-constexpr std::string_view role = TOOL_ROLE;
+constexpr std::string_view role = lp::blocking_role;
 constexpr auto patience = std::chrono::milliseconds(lp::timeout_ms);
 
 // The libzmq tools' 30 s linger: what was sent is delivered, a dead peer cannot hold the process.
@@ -37,15 +37,12 @@ socket_options options() {
 const std::string tool_name = "strix-link-blocking-" + std::string(role);
 
 std::string usage_text() {
-    const bool inproc = role.starts_with("inproc");
-    const bool lat = role.ends_with("lat");
-    std::string u = "usage: " + tool_name + (inproc ? " " : " <endpoint> ") + "<message-size> " +
-                    (lat ? "<roundtrip-count>" : "<message-count>") + "\n\n";
-    u += "The " + std::string(role) +
-         " half of libzmq's perf test on strix::link's blocking API (blocking_socket from application\n"
-         "threads), paired with zmq-blocking-" +
-         std::string(role) + " (zmq_send/zmq_recv). Same lines as strix-link-" + std::string(role) + ".\n\n";
-    return u + std::string(lp::contract_help);
+    return lp::blocking_usage(tool_name,
+                              "The " + std::string(role) +
+                                  " half of libzmq's perf test on strix::link's blocking API (blocking_socket "
+                                  "from application\nthreads), paired with zmq-blocking-" +
+                                  std::string(role) + " (zmq_send/zmq_recv). Same lines as strix-link-" +
+                                  std::string(role) + ".\n\n");
 }
 
 void receive_checked(const lp::tool& t, blocking_socket& s, std::size_t size, std::uint64_t seq, std::uint64_t count,
@@ -91,19 +88,10 @@ void echo_all(const lp::tool& t, blocking_socket& s, std::size_t size, std::uint
 }
 
 lp::roundtrips request_all(const lp::tool& t, blocking_socket& s, std::size_t size, std::uint64_t count) {
-    lp::roundtrips r;
-    r.us.reserve(static_cast<std::size_t>(count));
-    std::vector<std::byte> buf(size);
-    const auto start = lp::perf_clock::now();
-    for (std::uint64_t i = 0; i < count; ++i) {
-        lp::stamp(buf.data(), size, i);
-        const auto t0 = lp::perf_clock::now();
+    return lp::timed_round_trips(size, count, [&](const std::vector<std::byte>& buf, std::uint64_t i) {
         send_checked(t, s, buf, i, count);
         receive_checked(t, s, size, i, count, "reply: ");
-        r.us.push_back(lp::seconds_between(t0, lp::perf_clock::now()) * 1e6);
-    }
-    r.total_seconds = lp::seconds_between(start, lp::perf_clock::now());
-    return r;
+    });
 }
 
 }  // namespace
@@ -111,11 +99,7 @@ lp::roundtrips request_all(const lp::tool& t, blocking_socket& s, std::size_t si
 int main(int argc, char** argv) {
     const std::string usage = usage_text();
     const lp::tool t(tool_name, usage);
-    const bool inproc = role.starts_with("inproc");
-    const lp::parsed_args a = t.parse(argc, argv, inproc ? 2 : 3, false);
-    const std::string endpoint = inproc ? "inproc://strix-link-blocking" : a.positional[0];
-    const std::size_t size = t.message_size(a.positional[inproc ? 0 : 1]);
-    const std::uint64_t count = t.message_count(a.positional[inproc ? 1 : 2], "count");
+    const auto [endpoint, size, count] = lp::parse_blocking(t, argc, argv, "inproc://strix-link-blocking");
     try {
         context ctx(1);
         if (role == "local-thr") {

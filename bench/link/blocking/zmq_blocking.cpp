@@ -13,6 +13,7 @@
 // One context per process with libzmq's default single I/O thread.
 
 #include "../zmq/zmq_perf.hpp"
+#include "blocking_tool.hpp"
 
 #include <thread>
 
@@ -20,20 +21,15 @@ namespace lp = strix::link_perf;
 
 namespace {
 
-constexpr std::string_view role = TOOL_ROLE;
+constexpr std::string_view role = lp::blocking_role;
 
 const std::string tool_name = "zmq-blocking-" + std::string(role);
 
 std::string usage_text() {
-    const bool inproc = role.starts_with("inproc");
-    const bool lat = role.ends_with("lat");
-    std::string u = "usage: " + tool_name + (inproc ? " " : " <endpoint> ") + "<message-size> " +
-                    (lat ? "<roundtrip-count>" : "<message-count>") + "\n\n";
-    u += "The " + std::string(role) +
-         " half of libzmq's perf test with zmq_send/zmq_recv from application\n"
-         "threads, paired with strix-link-blocking-" +
-         std::string(role) + ". Same lines as zmq-" + std::string(role) + ".\n\n";
-    return u + std::string(lp::contract_help);
+    return lp::blocking_usage(tool_name, "The " + std::string(role) +
+                                             " half of libzmq's perf test with zmq_send/zmq_recv from application\n"
+                                             "threads, paired with strix-link-blocking-" +
+                                             std::string(role) + ". Same lines as zmq-" + std::string(role) + ".\n\n");
 }
 
 // Receives message `seq` into buf (sized for one more byte than expected, so a longer message
@@ -83,19 +79,11 @@ void bytes_echo_all(const lp::tool& t, void* s, std::size_t size, std::uint64_t 
 }
 
 lp::roundtrips bytes_request_all(const lp::tool& t, void* s, std::size_t size, std::uint64_t count) {
-    lp::roundtrips r;
-    r.us.reserve(static_cast<std::size_t>(count));
-    std::vector<std::byte> out(size), in(size + 1);
-    const auto start = lp::perf_clock::now();
-    for (std::uint64_t i = 0; i < count; ++i) {
-        lp::stamp(out.data(), size, i);
-        const auto t0 = lp::perf_clock::now();
+    std::vector<std::byte> in(size + 1);
+    return lp::timed_round_trips(size, count, [&](const std::vector<std::byte>& out, std::uint64_t i) {
         bytes_send_checked(t, s, out, size, i, count);
         bytes_receive_checked(t, s, in, size, i, count, "reply: ");
-        r.us.push_back(lp::seconds_between(t0, lp::perf_clock::now()) * 1e6);
-    }
-    r.total_seconds = lp::seconds_between(start, lp::perf_clock::now());
-    return r;
+    });
 }
 
 }  // namespace
@@ -103,11 +91,7 @@ lp::roundtrips bytes_request_all(const lp::tool& t, void* s, std::size_t size, s
 int main(int argc, char** argv) {
     const std::string usage = usage_text();
     const lp::tool t(tool_name, usage);
-    const bool inproc = role.starts_with("inproc");
-    const lp::parsed_args a = t.parse(argc, argv, inproc ? 2 : 3, false);
-    const std::string endpoint = inproc ? "inproc://strix-link-blocking" : a.positional[0];
-    const std::size_t size = t.message_size(a.positional[inproc ? 0 : 1]);
-    const std::uint64_t count = t.message_count(a.positional[inproc ? 1 : 2], "count");
+    const auto [endpoint, size, count] = lp::parse_blocking(t, argc, argv, "inproc://strix-link-blocking");
 
     lp::zcontext ctx(t);
     if (role == "local-thr") {

@@ -6,17 +6,11 @@
 # its figures and the command asked for) and link.md (the CURVE section's tables and both target
 # rows). Then again with strix-link-curve-lat left out of bin/: its runs must be recorded as not
 # built for both families (the tool measures both) while the throughput runs still pass.
-set -euo pipefail
-
+# shellcheck source=../../test_lib.sh
+. "$(dirname "$0")/../../test_lib.sh"
 bin=$(cd "$1" && pwd) scripts=$2 work=$3
 rm -rf "$work"
 mkdir -p "$work/full" "$work/partial/bin"
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-expect_line() {  # <file> <fixed string>
-  grep -Fq -- "$2" "$1" || { cat "$1" >&2; fail "$1 lacks a line with '$2'"; }
-}
 
 ln -s "$bin" "$work/full/bin"
 rc=0
@@ -53,15 +47,15 @@ for r in runs:
 PY
 
 md=$work/full/bench/link.md
-expect_line "$md" "## CURVE (tcp)"
-expect_line "$md" "strix-link-curve-thr L 64 5000   strix-link-curve-thr L 1024 2000"
-expect_line "$md" "| tcp | **strix/libzmq** |"
-expect_line "$md" "| tcp | **strix/libzmq (lower is better)** |"
+expect_text "$md" "## CURVE (tcp)"
+expect_text "$md" "strix-link-curve-thr L 64 5000   strix-link-curve-thr L 1024 2000"
+expect_text "$md" "| tcp | **strix/libzmq** |"
+expect_text "$md" "| tcp | **strix/libzmq (lower is better)** |"
 grep -Eq '^\| CURVE 64 B throughput, tcp \| [0-9,]+ \| [0-9,]+ \| [0-9.]+x \| >= 1.5x \| (met|NOT met) \|$' "$md" ||
   { cat "$md" >&2; fail "link.md lacks the CURVE throughput target row"; }
 grep -Eq '^\| CURVE p50 round trip 64 B, tcp \| [0-9.,]+ \| [0-9.,]+ \| [0-9.]+x \| \(no target\) \| \(no target\) \|$' "$md" ||
   { cat "$md" >&2; fail "link.md lacks the CURVE round-trip row"; }
-expect_line "$md" "All runs passed."
+expect_text "$md" "All runs passed."
 
 # Without strix-link-curve-lat.
 for f in "$bin"/*; do
@@ -80,5 +74,5 @@ want = [(s, f, "ok" if s == "curve-thr" else "not_built")
 if st != want:
     sys.exit(f"FAIL: without strix-link-curve-lat: {st}, expected {want}")
 PY
-expect_line "$work/partial/bench/link.md" "| tcp | strix | not built | not built |"
+expect_text "$work/partial/bench/link.md" "| tcp | strix | not built | not built |"
 echo "curve suite: all checks passed"

@@ -8,39 +8,23 @@
 # plain-local-lat: both exit 0 and the side that prints reports the count asked for.
 # Negative (the checks are still there): strix-link-local-thr --seq on fails on plain-remote-thr's
 # zeros at message 1, and a plain sender of the wrong size fails strix-link-local-thr.
-set -euo pipefail
-
+# shellcheck source=../../test_lib.sh
+. "$(dirname "$0")/../../test_lib.sh"
 bin=$1 work=$2
 rm -rf "$work"
 mkdir -p "$work"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 for t in local-thr remote-thr local-lat remote-lat; do
   [ -x "$bin/strix-link-$t" ] || fail "$bin/strix-link-$t is not built"
   [ -x "$bin/plain-$t" ] || fail "$bin/plain-$t is not built"
 done
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-expect_line() {  # <file> <regex>
-  grep -Eq "$2" "$1" || { cat "$1" >&2; fail "$1 lacks a line matching '$2'"; }
-}
-
 n_pairs=0 failures=()
 # pair <receiver> <sender> <endpoint> <size> <count> [receiver options...]: the receiver (binds)
 # in the background, the sender (connects, retrying until the bind is there) in the foreground;
 # both must exit 0. Outputs: $work/recv.out, $work/send.out (stderr in .err). A failed pair is
 # recorded (and fails the test at the end) so that one run shows every failing combination;
-# returns 1 so its output lines are not checked.
+# returns 1 so its output lines are not checked. (Not test_lib.sh's pair, which fails at once.)
 pair() {
   local recv=$1 send=$2 ep=$3 size=$4 cnt=$5
   shift 5
@@ -94,25 +78,15 @@ for tr in tcp ipc; do
 done
 
 # --seq on: the zeros from libzmq's remote_thr fail the number check at message 1.
-port=$(free_port)
-timeout 60 "$bin/strix-link-local-thr" "tcp://127.0.0.1:$port" 64 100 --seq on >"$work/seq.out" 2>"$work/seq.err" &
-r=$!
-pids+=("$r")
-timeout 60 "$bin/plain-remote-thr" "tcp://127.0.0.1:$port" 64 100 >/dev/null 2>&1 || true
-rc=0
-wait "$r" || rc=$?
-[ "$rc" = 1 ] || fail "strix-link-local-thr --seq on given zeros exited $rc, not 1"
+ep="tcp://127.0.0.1:$(free_port)"
+receiver_fails seq "strix-link-local-thr --seq on given zeros" timeout 60 "$bin/strix-link-local-thr" "$ep" 64 100 \
+  --seq on -- timeout 60 "$bin/plain-remote-thr" "$ep" 64 100
 expect_line "$work/seq.err" '^strix-link-local-thr: message 1 carries sequence number 0: a message was lost, duplicated or reordered$'
 
 # Sizes are checked whatever --seq says: 32-byte zeros into a 64-byte receiver fail at message 0.
-port=$(free_port)
-timeout 60 "$bin/strix-link-local-thr" "tcp://127.0.0.1:$port" 64 100 >"$work/size.out" 2>"$work/size.err" &
-r=$!
-pids+=("$r")
-timeout 60 "$bin/plain-remote-thr" "tcp://127.0.0.1:$port" 32 100 >/dev/null 2>&1 || true
-rc=0
-wait "$r" || rc=$?
-[ "$rc" = 1 ] || fail "a 64-byte strix-link-local-thr given 32-byte zeros exited $rc, not 1"
+ep="tcp://127.0.0.1:$(free_port)"
+receiver_fails size "a 64-byte strix-link-local-thr given 32-byte zeros" timeout 60 "$bin/strix-link-local-thr" \
+  "$ep" 64 100 -- timeout 60 "$bin/plain-remote-thr" "$ep" 32 100
 expect_line "$work/size.err" '^strix-link-local-thr: message 0 has 32 bytes, expected 64$'
 [ ! -s "$work/size.out" ] || fail "a failed receiver printed results"
 

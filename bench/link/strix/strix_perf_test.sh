@@ -9,32 +9,16 @@
 # Negative: a sender of the wrong size and two senders whose sequence numbers interleave make the
 # receiver exit 1 and say why; a receiver missing messages and a sender with nobody to send to
 # give up after the contract's 30 s with the counts; wrong arguments exit 2; --help exits 0.
-set -euo pipefail
-
+# shellcheck source=../../test_lib.sh
+. "$(dirname "$0")/../../test_lib.sh"
 bin=$1 work=$2
 rm -rf "$work"
 mkdir -p "$work"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 for t in local-thr remote-thr local-lat remote-lat inproc-thr inproc-lat fanout; do
   [ -x "$bin/strix-link-$t" ] || fail "$bin/strix-link-$t is not built"
   [ -x "$bin/zmq-$t" ] || fail "$bin/zmq-$t is not built (the cross-runs need it)"
 done
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-expect_line() {  # <file> <regex>
-  grep -Eq "$2" "$1" || { cat "$1" >&2; fail "$1 lacks a line matching '$2'"; }
-}
 
 # Each 30 s timeout runs in the background while the rest of the checks go on.
 # A receiver that wants 200 messages gets 100: after 30 s without one it exits 1 with the count.
@@ -51,39 +35,6 @@ pids+=("$blocked")
 sleep 0.5
 timeout 60 "$bin/strix-link-remote-thr" "tcp://127.0.0.1:$port" 64 100 >/dev/null 2>&1 ||
   fail "a strix sender of 100 messages to a receiver of 200 did not exit 0"
-
-# pair <receiver> <sender> <endpoint> <args...>: the receiver in the background, the sender in the
-# foreground (it reconnects until the bind is there); both must exit 0. The receiver's output is
-# in $work/recv.out, the sender's in $work/send.out.
-pair() {
-  local recv=$1 send=$2 ep=$3
-  shift 3
-  timeout 60 "$bin/$recv" "$ep" "$@" >"$work/recv.out" 2>"$work/recv.err" &
-  local rp=$! rrc=0 src=0
-  pids+=("$rp")
-  timeout 60 "$bin/$send" "$ep" "$@" >"$work/send.out" 2>"$work/send.err" || src=$?
-  wait "$rp" || rrc=$?
-  if [ "$rrc" != 0 ] || [ "$src" != 0 ]; then
-    cat "$work/recv.err" "$work/send.err" >&2
-    fail "$send -> $recv over $ep ($*): receiver exited $rrc, sender $src"
-  fi
-}
-
-thr_lines() {  # <file> <size> <count>
-  expect_line "$1" "^message size: $2 \\[B\\]$"
-  expect_line "$1" "^message count: $3$"
-  expect_line "$1" '^mean throughput: [0-9]+ \[msg/s\]$'
-  expect_line "$1" '^mean throughput: [0-9]+\.[0-9]{3} \[Mb/s\]$'
-  [ "$(wc -l <"$1")" = 4 ] || { cat "$1" >&2; fail "$1 has other lines than libzmq's four"; }
-}
-
-lat_lines() {  # <file> <size> <count>
-  expect_line "$1" "^message size: $2 \\[B\\]$"
-  expect_line "$1" "^roundtrip count: $3$"
-  expect_line "$1" '^average latency: [0-9]+\.[0-9]{3} \[us\]$'
-  expect_line "$1" '^p50 roundtrip: [0-9]+\.[0-9]{3} \[us\]$'
-  expect_line "$1" '^p99 roundtrip: [0-9]+\.[0-9]{3} \[us\]$'
-}
 
 # strix -> strix throughput.
 pair strix-link-local-thr strix-link-remote-thr "tcp://127.0.0.1:$(free_port)" 64 20000
@@ -152,64 +103,38 @@ pair strix-link-local-lat zmq-remote-lat "tcp://127.0.0.1:$(free_port)" 64 500
 lat_lines "$work/send.out" 64 500
 
 # Wrong size: the receiver wants 64 bytes, the sender sends 32.
-port=$(free_port)
-timeout 60 "$bin/strix-link-local-thr" "tcp://127.0.0.1:$port" 64 100 >"$work/bad.out" 2>"$work/bad.err" &
-bad=$!
-pids+=("$bad")
-timeout 60 "$bin/strix-link-remote-thr" "tcp://127.0.0.1:$port" 32 100 >/dev/null 2>&1 || true
-rc=0
-wait "$bad" || rc=$?
-[ "$rc" = 1 ] || fail "a 64-byte receiver given 32-byte messages exited $rc, not 1"
+ep="tcp://127.0.0.1:$(free_port)"
+receiver_fails bad "a 64-byte receiver given 32-byte messages" timeout 60 "$bin/strix-link-local-thr" "$ep" 64 100 \
+  -- timeout 60 "$bin/strix-link-remote-thr" "$ep" 32 100
 expect_line "$work/bad.err" '^strix-link-local-thr: message 0 has 32 bytes, expected 64$'
 [ ! -s "$work/bad.out" ] || fail "a failed receiver printed results"
 
 # Duplicates: two senders of 100 messages each (numbers 0-99 twice) into one receiver of 200.
-port=$(free_port)
-timeout 60 "$bin/strix-link-local-thr" "tcp://127.0.0.1:$port" 64 200 >"$work/dup.out" 2>"$work/dup.err" &
-dup=$!
-pids+=("$dup")
-timeout 40 "$bin/strix-link-remote-thr" "tcp://127.0.0.1:$port" 64 100 >/dev/null 2>&1 &
+ep="tcp://127.0.0.1:$(free_port)"
+timeout 40 "$bin/strix-link-remote-thr" "$ep" 64 100 >/dev/null 2>&1 &
 pids+=("$!")
-timeout 40 "$bin/strix-link-remote-thr" "tcp://127.0.0.1:$port" 64 100 >/dev/null 2>&1 || true
-rc=0
-wait "$dup" || rc=$?
-[ "$rc" = 1 ] || fail "a receiver given sequence numbers 0-99 twice exited $rc, not 1"
+receiver_fails dup "a receiver given sequence numbers 0-99 twice" timeout 60 "$bin/strix-link-local-thr" "$ep" 64 \
+  200 -- timeout 40 "$bin/strix-link-remote-thr" "$ep" 64 100
 expect_line "$work/dup.err" 'carries sequence number [0-9]+: a message was lost, duplicated or reordered'
 
 # A REP given requests of the wrong size fails too (the REQ then gives up, or is killed).
-port=$(free_port)
-timeout 60 "$bin/strix-link-local-lat" "tcp://127.0.0.1:$port" 64 10 >/dev/null 2>"$work/badlat.err" &
-badlat=$!
-pids+=("$badlat")
-timeout 5 "$bin/zmq-remote-lat" "tcp://127.0.0.1:$port" 65 10 >/dev/null 2>&1 || true
-rc=0
-wait "$badlat" || rc=$?
-[ "$rc" = 1 ] || fail "a 64-byte REP given 65-byte requests exited $rc, not 1"
+ep="tcp://127.0.0.1:$(free_port)"
+receiver_fails badlat "a 64-byte REP given 65-byte requests" timeout 60 "$bin/strix-link-local-lat" "$ep" 64 10 \
+  -- timeout 5 "$bin/zmq-remote-lat" "$ep" 65 10
 expect_line "$work/badlat.err" '^strix-link-local-lat: message 0 has 65 bytes, expected 64$'
 
 # Wrong arguments exit 2 with the usage on stderr; --help exits 0 with it on stdout.
-for args in "" "tcp://127.0.0.1:1 64" "tcp://127.0.0.1:1 64 0" "tcp://127.0.0.1:1 x 10" \
-            "tcp://127.0.0.1:1 64 10 --pattern fanout" "tcp://127.0.0.1:1 64 10 --hwm" \
-            "tcp://127.0.0.1:1 64 10 --bogus"; do
-  rc=0
-  # shellcheck disable=SC2086  # the arguments are meant to split
-  "$bin/strix-link-local-thr" $args >/dev/null 2>"$work/usage.err" || rc=$?
-  [ "$rc" = 2 ] || fail "strix-link-local-thr $args exited $rc, not 2"
-  expect_line "$work/usage.err" '^usage: strix-link-local-thr '
-done
-rc=0
-"$bin/strix-link-local-lat" tcp://127.0.0.1:1 64 10 --pattern pubsub >/dev/null 2>&1 || rc=$?
-[ "$rc" = 2 ] || fail "strix-link-local-lat accepted --pattern (exit $rc)"
-rc=0
-"$bin/strix-link-fanout" tcp://127.0.0.1:1 0 64 10 >/dev/null 2>&1 || rc=$?
-[ "$rc" = 2 ] || fail "strix-link-fanout accepted 0 subscribers (exit $rc)"
+usage_checks strix-link-local-thr '^usage: strix-link-local-thr ' "" "tcp://127.0.0.1:1 64" "tcp://127.0.0.1:1 64 0" \
+  "tcp://127.0.0.1:1 x 10" "tcp://127.0.0.1:1 64 10 --pattern fanout" "tcp://127.0.0.1:1 64 10 --hwm" \
+  "tcp://127.0.0.1:1 64 10 --bogus"
+exits 2 "$bin/strix-link-local-lat" tcp://127.0.0.1:1 64 10 --pattern pubsub
+exits 2 "$bin/strix-link-fanout" tcp://127.0.0.1:1 0 64 10
 rc=0
 "$bin/strix-link-local-thr" tcp://127.0.0.1:bad 64 10 >/dev/null 2>"$work/addr.err" || rc=$?
 [ "$rc" = 1 ] || fail "strix-link-local-thr with a malformed address exited $rc, not 1"
 expect_line "$work/addr.err" '^strix-link-local-thr: '
-for t in local-thr remote-thr local-lat remote-lat inproc-thr inproc-lat fanout; do
-  "$bin/strix-link-$t" --help >"$work/help.out" || fail "strix-link-$t --help exited nonzero"
-  expect_line "$work/help.out" "^usage: strix-link-$t "
+for t in remote-thr local-lat remote-lat inproc-thr inproc-lat fanout; do
+  usage_checks "strix-link-$t" "^usage: strix-link-$t "
 done
 
 # The two 30 s timeouts started at the top.
