@@ -4,7 +4,8 @@
 Every figure of ours comes from the strix-chat-load JSON files in --runs (run.json, and sweep.json
 when the sweep ran; run-early.json and run-unix-early.json from the --ack early server when those
 ran; run-tls.json from the TLS server when that ran; run-ws.json, over WebSocket, when that ran); a
-missing file or a run that did not verify fails the report. Seed 004's figures are quoted from its portfolio (IOCP chat server, Windows) and always labelled as theirs.
+missing file or a run that did not verify fails the report. The Chat server portfolio's figures (IOCP chat server,
+Windows) are quoted from it and always labelled as theirs.
 """
 import argparse
 import re
@@ -15,7 +16,7 @@ import platform
 
 from report_common import cpu_model, die
 
-# Seed 004 (theirs): i5-14400F, 32 GB, Windows 11, Win32 IOCP, 500 clients / 10 rooms / 10 rps, 250 s.
+# The Chat server portfolio (theirs): i5-14400F, 32 GB, Windows 11, Win32 IOCP, 500 clients / 10 rooms / 10 rps, 250 s.
 SEED_LATENCY_MS = {"avg": 0.456, "p50": 0.142, "p90": 1.163, "p99": 5.569}
 SEED_DELIVERIES_PER_S = 248153      # headline bc-deliv/s; interval rows 252,961 .. 256,510
 SEED_APP_IN_PER_S = 4948.37
@@ -385,11 +386,11 @@ def main():
     now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     L = []
-    L.append("# Chat load test (seed 004's DummyClient workload)")
+    L.append("# Chat load test (the Chat server portfolio's DummyClient workload)")
     L.append("")
     L.append(f"Written by `scripts/bench-chat.sh` on {now} from the JSON that `strix-chat-load` and "
              "`strix-platform-probe` wrote in `chat-runs/`. strix-chat-server and the load tool ran on the same "
-             "machine, sharing its CPUs: first over loopback TCP (the seed's transport), then over a Unix socket "
+             "machine, sharing its CPUs: first over loopback TCP (the portfolio's transport), then over a Unix socket "
              "(the same server process and code above the socket). Figures marked **portfolio (theirs)** are quoted "
              "from the chat server portfolio (docs/references.md: IOCP chat server, i5-14400F, 32 GB, Windows 11, 250 s run): a different "
              "machine, OS and measuring tool, so they are an anchor, not a like-for-like comparison.")
@@ -495,7 +496,7 @@ def main():
     L.extend(readme_section(args.runs))
     L.append("## Per interval and latency buckets")
     L.append("")
-    L.append("Seed 004's columns. Ours are counted at the load tool: `io r/s` / `io s/s` are its read() / "
+    L.append("The portfolio's columns. Ours are counted at the load tool: `io r/s` / `io s/s` are its read() / "
              "write() calls on the client sockets, `bytes r/s` what the clients received (the server's output), "
              "`app in/s` chat requests sent, `app out/s` messages acknowledged (each sender's own copy), "
              "`bc-deliv/s` verified deliveries to room members. Latency: from the sender's send (client_ts) "
@@ -515,7 +516,7 @@ def main():
         L.extend(run_sections(erun, "TCP (127.0.0.1), --ack early", args.runs, "run-early"))
     if uerun:
         L.extend(run_sections(uerun, "Unix socket, --ack early", args.runs, "run-unix-early"))
-    L.append("### Seed 004 (theirs), server-side counters, every 60 s of 250 s")
+    L.append("### The Chat server portfolio (theirs), server-side counters, every 60 s of 250 s")
     L.append("")
     L.append("| sec | io r/s | io s/s | app in/s | app out/s | bytes r/s | bytes s/s | bc-deliv/s | avg (us) | p50 (us) | p90 (us) | p99 (us) |")
     L.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -535,7 +536,7 @@ def main():
                  f"{first['rps']:.1f}/s and grows x{first['sweep_factor']:.2f} per {first['duration_s']:.0f} s step "
                  f"({first['warmup_s']:.0f} s warmup each) until p99 exceeds {first['sweep_p99_ms']:.0f} ms, a delivery "
                  "is missing or late to drain (> 1 s), or the server refuses or disconnects. A step is *sustained* "
-                 "when it verified completely within those limits. Seed 004 (theirs) reported ~"
+                 "when it verified completely within those limits. The portfolio (theirs) reported ~"
                  f"{n(SEED_DELIVERIES_PER_S)} deliveries/s at its single 10 rps point; it did not sweep.")
         L.append("")
         if sweep is not None:
@@ -564,8 +565,8 @@ def main():
     L.append("```")
     L.append("")
     L.append("The server's chat rate limit is lifted (`--chat-rate`/`--chat-burst`) so the sweep measures the "
-             "server, not its limiter; at seed 004's 10 rps the default limit (50/s) would not bind either. "
-             "Re-run with `scripts/bench-chat.sh <build_dir>` (`CHAT_DURATION=250` for the seed's length).")
+             "server, not its limiter; at the portfolio's 10 rps the default limit (50/s) would not bind either. "
+             "Re-run with `scripts/bench-chat.sh <build_dir>` (`CHAT_DURATION=250` for the portfolio's length).")
     L.append("")
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:

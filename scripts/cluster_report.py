@@ -94,9 +94,9 @@ def main():
     w(f"Command: `make bench-cluster` (scripts/bench-cluster.sh, this report by scripts/cluster_report.py); "
       f"{a.elapsed} s in all.")
     w("")
-    w(f"Workload: seed 004's: {cfg.get('clients')} clients, {cfg.get('rooms')} rooms, {cfg.get('rps')} chat "
-      f"messages/s per client, payload {cfg.get('mix')}; {cfg.get('duration')} s measured after "
-      f"{cfg.get('warmup')} s warmup per run (seed 004 ran 250 s); every delivery verified by strix-chat-load "
+    w(f"Workload: the Chat server portfolio's: {cfg.get('clients')} clients, {cfg.get('rooms')} rooms, "
+      f"{cfg.get('rps')} chat messages/s per client, payload {cfg.get('mix')}; {cfg.get('duration')} s measured after "
+      f"{cfg.get('warmup')} s warmup per run (the portfolio ran 250 s); every delivery verified by strix-chat-load "
       "(per-room seq, no loss, no duplicate, in order, exact text).")
     w("")
     w(f"Where it ran: everything on this one machine ({os.cpu_count()} CPUs, {cpu_model()}), unpinned and shared: "

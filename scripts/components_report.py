@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Turns Google Benchmark JSON (with median aggregates) into seed 000's comparison tables.
+"""Turns Google Benchmark JSON (with median aggregates) into the Apex Core benchmark report's
+comparison tables.
 
 usage: components_report.py components.json components.md "command line"
 Every figure comes from the JSON of this run; nothing is typed in by hand.
@@ -75,7 +76,7 @@ rows = [
 ]
 
 out = []
-out.append("# strix component benchmarks (seed 000's suite)\n")
+out.append("# strix component benchmarks (the Apex Core benchmark report's suite)\n")
 ctx = data.get("context", {})
 out.append(f"Command: `{command}`  ")
 out.append(f"Host: {ctx.get('host_name', platform.node())}, {ctx.get('num_cpus', '?')} CPUs at "
@@ -87,7 +88,7 @@ if load:
                f"on {ctx.get('num_cpus', '?')} CPUs.  ")
 out.append("Figures are medians of the repetitions. Each row's two sides ran in the same process, "
            "same run. The machine is shared and has 2 cores; absolute numbers drift, ratios less so.\n")
-out.append("## Methodology comparison (seed 000 §9)\n")
+out.append("## Methodology comparison (Apex Core report, §9)\n")
 out.append("| Comparison | Approach A | Approach B | Ratio (A faster by) | Target |")
 out.append("|---|---|---|---|---|")
 missing = []
@@ -118,12 +119,12 @@ if "RingBuffer_WriteRead/512" in median and "NaiveBuffer_CopyWrite/512" in media
         out.append("")
         out.append(f"**Ring vs naive below 2x:** both sides copy the 512-byte message in and out; the naive "
                    f"side adds one `new[]`/`delete[]` pair per message, which costs {naive_ns - ring_ns:.1f} ns "
-                   f"here (glibc's malloc/free measures {malloc_ns:.1f} ns at 256 B in this run). Seed 000 "
-                   "measured 120 ns for malloc/free under MSVC on Windows, so the same design gave 3.9x there. "
-                   "On glibc the allocator is cheap (thread cache), and the ring's advantage at this size is "
-                   "the allocation it avoids, not the copies.")
+                   f"here (glibc's malloc/free measures {malloc_ns:.1f} ns at 256 B in this run). The Apex "
+                   "Core report measured 120 ns for malloc/free under MSVC on Windows, so the same design gave "
+                   "3.9x there. On glibc the allocator is cheap (thread cache), and the ring's advantage at this "
+                   "size is the allocation it avoids, not the copies.")
 
-# FlatBuffers against the heap (seed 000 §5): building costs more, reading in place wins.
+# FlatBuffers against the heap (Apex Core report, §5): building costs more, reading in place wins.
 if all(n in median for n in ("FlatBuffers_Build/512", "HeapAlloc_Build/512", "FlatBuffers_Read/512",
                              "HeapAlloc_Read/512", "FlatBuffers_VerifyRead/512")):
     out.append("")
@@ -134,10 +135,10 @@ if all(n in median for n in ("FlatBuffers_Build/512", "HeapAlloc_Build/512", "Fl
                "the object only, not wire bytes, as Apex Core's did; bytes from a peer also need FlatBuffers' "
                f"verifier ({fmt_ns(ns('FlatBuffers_VerifyRead/512'))} with it).")
 
-# --- Seed 000 §10: the assembled engine ------------------------------------------------------
+# --- Apex Core report, §10: the assembled engine ---------------------------------------------
 # Engine-level rows are registered once per poller backend (bench/bench_backends.hpp): the first
-# backend keeps seed 000's names, others add _<backend> to the family; the label names the
-# backend. canonical() folds both into (seed 000's name, backend).
+# backend keeps Apex Core's names, others add _<backend> to the family; the label names the
+# backend. canonical() folds both into (Apex Core's name, backend).
 
 
 def canonical(b):
@@ -176,7 +177,7 @@ def fmt_rate(b, unit):
     return "-"
 
 
-# Seed 000's own figures (v0.5.10.0 on an Intel i5-9300H, 4C/8T, Windows, MSVC 19.44): theirs.
+# The Apex Core report's own figures (v0.5.10.0 on an Intel i5-9300H, 4C/8T, Windows, MSVC 19.44): theirs.
 seed_e2e = {
     "CrossCore_Latency/spin_us:0": "24.3 µs real (9.4 µs CPU) per round trip",
     "CrossCore_PostThroughput/batch:256": "1.0 µs per task, 976,114 tasks/s",
@@ -187,7 +188,7 @@ seed_e2e = {
     "Session_EchoRoundTrip/512": "8.4 µs real (8.2 µs CPU), 63.9 MB/s",
     "Session_EchoRoundTrip/4096": "8.7 µs real (8.5 µs CPU), 480.8 MB/s",
 }
-# (seed 000's name or ours, what strix runs, unit of an item, one row per backend?)
+# (Apex Core's name or ours, what strix runs, unit of an item, one row per backend?)
 e2e_rows = [
     ("CrossCore_Latency/spin_us:0", "task shard 0 -> 1, one back 1 -> 0; idle shards sleep (default)", "round trip", True),
     ("CrossCore_Latency/spin_us:50", "the same, shards poll 50 µs before sleeping (`poll_spin`)", "round trip", True),
@@ -218,13 +219,13 @@ for name, what, unit, per_backend in e2e_rows:
         e2e_lines.append(f"| {name} | {be or '-'} | {what} | {fmt_ns(per_item_ns(b))} per {unit} ({clock}) | "
                          f"{fmt_rate(b, unit + 's')}{extra} | {seed_e2e.get(name, '-')} |")
 if e2e_lines:
-    out.append("\n## End-to-end (seed 000 §10)\n")
-    out.append("strix's figures are medians of this run's repetitions; seed 000's are theirs (v0.5.10.0, "
+    out.append("\n## End-to-end (Apex Core report, §10)\n")
+    out.append("strix's figures are medians of this run's repetitions; the Apex Core report's are theirs (v0.5.10.0, "
                "Intel i5-9300H 4C/8T, Windows, MSVC 19.44): another machine, OS and compiler, quoted for "
                "scale, not as a ratio. Engine rows run once per poller backend (epoll, the default, and io_uring). "
                "Shards are not pinned; the shards, the benchmark thread and everything else on the "
                "machine share its CPUs.\n")
-    out.append("| Benchmark | Backend | What strix runs | strix time | strix throughput | seed 000 (theirs) |")
+    out.append("| Benchmark | Backend | What strix runs | strix time | strix throughput | Apex Core (theirs) |")
     out.append("|---|---|---|---|---|---|")
     out.extend(e2e_lines)
 
@@ -252,7 +253,7 @@ component_rows = [
     ("Mesh_Backpressure", "post_to into a full mesh channel: queued in the overflow list, FIFO kept"),
     ("Dispatcher_Lookup/10", "type table (array indexed by the 16-bit type)"), ("Dispatcher_Lookup/100", ""),
     ("Dispatcher_Lookup/1000", ""),
-    ("Dispatcher_LookupFlatMap/10", "boost::unordered_flat_map (seed 000's choice)"),
+    ("Dispatcher_LookupFlatMap/10", "boost::unordered_flat_map (Apex Core's choice)"),
     ("Dispatcher_LookupFlatMap/100", ""), ("Dispatcher_LookupFlatMap/1000", ""),
     ("Dispatcher_LookupStdMap/10", "std::unordered_map"), ("Dispatcher_LookupStdMap/100", ""),
     ("Dispatcher_LookupStdMap/1000", ""),
@@ -264,10 +265,10 @@ for name, what in component_rows:
         continue
     comp_lines.append(f"| {name} | {what} | {fmt_ns(per_item_ns(b))} | {seed_components.get(name, '-')} |")
 if comp_lines:
-    out.append("\n## Serialisation, backpressure and dispatch rows (seed 000 §2, §5, §6)\n")
-    out.append("Per message, per refused push, per overflowing post or per lookup; medians of this run. Seed "
-               "000's figures are theirs (CPU time; same machine as above).\n")
-    out.append("| Benchmark | What strix runs | strix | seed 000 (theirs) |")
+    out.append("\n## Serialisation, backpressure and dispatch rows (Apex Core report, §2, §5, §6)\n")
+    out.append("Per message, per refused push, per overflowing post or per lookup; medians of this run. Apex "
+               "Core's figures are theirs (CPU time; same machine as above).\n")
+    out.append("| Benchmark | What strix runs | strix | Apex Core (theirs) |")
     out.append("|---|---|---|---|")
     out.extend(comp_lines)
 

@@ -174,7 +174,7 @@ class Report:
 
 
 class PlainReport(Report):
-    name, title, runs_dir, default = "echo", "Echo shoot-out (seed 001)", "echo-runs", "strix"
+    name, title, runs_dir, default = "echo", "Echo shoot-out (the Echo server shoot-out's method)", "echo-runs", "strix"
     peers, console = ("peer", "reference"), ("## Summary", "## Depth")
     parts = ("method", "where", "summary", "ab", "depth_tables", "cell_tables")
 
@@ -196,9 +196,9 @@ class PlainReport(Report):
 
     def method(self):
         a, L = self.a, self.L
-        L += ["", "## Method", "", "Seed 001's test: 100 connections, 8-byte bodies behind a 4-byte little-endian "
-              "length, each message echoed with its own send() (the servers coalesce). Client command, per server, "
-              "layout, client mode, depth and repetition:", "", "```",
+        L += ["", "## Method", "", "The Echo server shoot-out's test: 100 connections, 8-byte bodies behind a "
+              "4-byte little-endian length, each message echoed with its own send() (the servers coalesce). Client "
+              "command, per server, layout, client mode, depth and repetition:", "", "```",
               f"{a.command} --mode multi --threads {a.client_threads}   # multi-threaded client",
               f"{a.command} --mode single   # single-threaded client"]
         if "loop" in self.modes:
@@ -227,14 +227,15 @@ class PlainReport(Report):
         for s in self.servers:
             what = {"strix": "the engine under test", "strix-base": "the engine at the A/B's baseline build",
                     "reference": "reference: a raw epoll loop with the same batching",
-                    "peer": "peer", "baseline": "naive baseline: seed 001's asio server"}.get(s.role, s.role)
+                    "peer": "peer",
+                    "baseline": "naive baseline: the Echo server shoot-out's asio server"}.get(s.role, s.role)
             L.append(f"- **{s.name}** ({what}): "
                      + (f"`{os.path.basename(s.binary)} --port P {s.args}`" if s.built else f"**not built**: {s.why}"))
         L += ["", "tokio-echo (bench/peers/tokio-echo): tokio's multi-thread runtime, one task per connection, "
               "every complete frame of a read appended to one buffer and written with one `write_all`. gnet-echo "
               "(bench/peers/gnet-echo): gnet/v2 multicore engine, OnTraffic peeks the complete frames and writes "
               "them back with one `Write`. The **best peer** in a cell is the fastest of raw epoll, tokio and gnet "
-              "by median; the naive asio server is shown but is not a peer. Targets (issue 15): the default "
+              "by median; the naive asio server is shown but is not a peer. Targets: the default "
               "configuration (strix) at least {}x the best peer at depth 1 and {}x at depths 16 and 128."
               .format(*self.targets), ""]
 
@@ -375,7 +376,7 @@ unset multiplot
 
 
 class TlsReport(Report):
-    name, title, runs_dir, default = "echo-tls", "Echo shoot-out over TLS (issue 17)", "echo-tls-runs", "strix-tls"
+    name, title, runs_dir, default = "echo-tls", "Echo shoot-out over TLS", "echo-tls-runs", "strix-tls"
     console = ("## Summary", "## Echo over TLS", "## Handshakes")
     parts = ("method", "echo", "handshakes", "every_run")
 
@@ -430,7 +431,7 @@ class TlsReport(Report):
         L = self.L
         if self.has_strix:
             L += ["## Summary: strix over TLS against the best TLS peer", "",
-                  "Targets (issue 17): at least {}x the best TLS peer (tokio-tls, go-tls) at depth 1 and {}x at "
+                  "Targets: at least {}x the best TLS peer (tokio-tls, go-tls) at depth 1 and {}x at "
                   "depths 16 and 128.".format(*self.targets), "",
                   "| layout | depth | strix-tls msgs/s | best TLS peer msgs/s | strix-tls / best | target |",
                   "|---|---:|---:|---:|---:|---|"]
@@ -485,7 +486,7 @@ class TlsReport(Report):
 
 
 class WsReport(Report):
-    name, title, runs_dir, default = "echo-ws", "WebSocket echo shoot-out (issue 18)", "echo-ws-runs", "strix-ws"
+    name, title, runs_dir, default = "echo-ws", "WebSocket echo shoot-out", "echo-ws-runs", "strix-ws"
     targets, console, console_lines = (1.0, 1.2), ("## Summary", "## Echo", "## Broadcast"), ("|", "#", "**")
     parts, shared_note = ("method", "summary", "echo", "broadcast", "every_run"), False
 
@@ -545,10 +546,10 @@ class WsReport(Report):
         if not self.has_strix:
             why = next((s.why.removeprefix("pending: ") for s in self.listed if s.name == self.default),
                        "strix-ws was not asked for (ECHO_WS_SERVERS)")
-            L += [f"**strix: pending.** {why}. The peers' figures below are the bar strix has to meet (issue 18: "
+            L += [f"**strix: pending.** {why}. The peers' figures below are the bar strix has to meet (targets: "
                   "1.0x the best peer at depth 1, 1.2x at depths 16 and 128).", ""]
             return
-        L += ["Targets (issue 18): at least {}x the best peer (fastwebsockets, tungstenite, gobwas) at depth 1 and "
+        L += ["Targets: at least {}x the best peer (fastwebsockets, tungstenite, gobwas) at depth 1 and "
               "{}x at depths 16 and 128.".format(*self.targets), "",
               "| layout | payload | depth | strix-ws msgs/s | best peer msgs/s | strix / best | target |",
               "|---|---:|---:|---:|---:|---:|---|"]

@@ -29,7 +29,7 @@ def size_label(size):
 
 
 def build_targets(subscribers):
-    """Seed 002's goals for strix::link: (label, suite, transport, size, metric, op, ratio).
+    """The ServerLink porting log's goals for strix::link: (label, suite, transport, size, metric, op, ratio).
     Ratios are strix / libzmq: throughput at least x, latency at most x; a ratio of None is a row
     shown without a target. PUB/SUB at 64 KB is held to the 64 KB target (copy-bound), PUB/SUB at
     64 B and fan-out to the PUB/SUB one."""
@@ -41,15 +41,15 @@ def build_targets(subscribers):
     t += [(f"{size_label(s)} throughput, {tr}", "thr", tr, s, "msg_s", ">=", 1.2)
           for s in (1024, 8192) for tr in TRANSPORTS]
     t += [(f"64 KB throughput, {tr}", "thr", tr, 65536, "msg_s", ">=", 1.0) for tr in TRANSPORTS]
-    # Issue 16 (seed 003's grid): DEALER -> ROUTER.
+    # The link performance targets (the ASIO batching experiment's grid): DEALER -> ROUTER.
     t += [(f"DEALER/ROUTER {size_label(s)}, {tr}", "dr", tr, s, "msg_s", ">=", 2.0 if s == 64 else 1.5)
           for s in DR_SIZES for tr in TRANSPORTS]
     t += [(f"p50 round trip {size_label(s)}, {tr}", "lat", tr, s, "p50_us", "<=", 0.7)
           for tr in TRANSPORTS for s in LAT_SIZES]
-    # Issue 16: the blocking API against zmq_send/zmq_recv, both from application threads.
+    # The link performance targets: the blocking API against zmq_send/zmq_recv, both from application threads.
     t += [(f"blocking API 64 B throughput, {tr}", "bthr", tr, 64, "msg_s", ">=", 1.5) for tr in TRANSPORTS]
     t += [(f"blocking API p50 round trip 64 B, {tr}", "blat", tr, 64, "p50_us", "<=", 1.0) for tr in TRANSPORTS]
-    # Issue 16: CURVE against libzmq's CURVE. The issue sets a throughput target only; the round
+    # The link performance targets: CURVE against libzmq's CURVE, a throughput target only; the round
     # trip is shown beside it without one.
     t += [("CURVE 64 B throughput, tcp", "curve-thr", "tcp", 64, "msg_s", ">=", 1.5),
           ("CURVE p50 round trip 64 B, tcp", "curve-lat", "tcp", 64, "p50_us", "<=", None)]
@@ -150,7 +150,7 @@ class Data:
 
 
 def family_table(lines, data, suite, transports, sizes, metric, fmt, lower_better=False):
-    """Seed 002's shape: transport rows x size columns, one row per family and one for the ratio."""
+    """The ServerLink porting log's shape: transport rows x size columns, one row per family and one for the ratio."""
     lines.append("| Transport | | " + " | ".join(size_label(s) for s in sizes) + " |")
     lines.append("|---|---|" + "---:|" * len(sizes))
     for tr in transports:
@@ -176,7 +176,7 @@ def write_markdown(meta, data, out_md, targets):
     test_mode = meta["strix_prefix"] == meta["zmq_prefix"]
     dirty = (f" (the working tree had {meta['dirty_files']} modified tracked files)"
              if meta.get("dirty_files") else "")
-    lines.append("# strix::link against libzmq (seeds 002/003)")
+    lines.append("# strix::link against libzmq (ServerLink porting log, ASIO batching experiment)")
     lines.append("")
     lines.append(f"Written by `scripts/bench-link.sh` on {meta['started']}, commit `{meta['commit']}`"
                  f"{dirty}. Each cell is the median of the family's passing runs "

@@ -73,7 +73,7 @@ if echo:
 else:
     keep("### Echo shoot-out (the [echo server shoot-out](docs/references.md#echo-server-shoot-out): 100 connections, 8-byte messages, one send() per message)")
 tls = read("echo-tls.md")
-tls_heading = "### Echo shoot-out over TLS (issue 17: strix vs tokio-rustls and Go crypto/tls)"
+tls_heading = "### Echo shoot-out over TLS (strix vs tokio-rustls and Go crypto/tls)"
 if tls:
     parts.append("\n" + tls_heading + "\n")
     parts.append("`make bench-echo` (its TLS section; `make bench-echo-tls` alone): the same 100 connections and "
@@ -89,7 +89,7 @@ if tls:
 else:
     keep(tls_heading)
 ws = read("echo-ws.md")
-WS = "### WebSocket echo shoot-out (issue 18: strix vs fastwebsockets, tokio-tungstenite and gobwas/ws)"
+WS = "### WebSocket echo shoot-out (strix vs fastwebsockets, tokio-tungstenite and gobwas/ws)"
 if ws:
     written = re.search(r"Written by `scripts/bench-echo\.sh[^`]*` on ([^.]*)\.", ws)
     load = re.search(r"Load average when the run started: ([^;]*)", ws)
@@ -169,14 +169,15 @@ if chat:
 else:
     keep("### Chat (the [chat server portfolio](docs/references.md#chat-server-portfolio)'s workload)")
 cluster = read("cluster.md")
-CLUSTER = "### Chat cluster: two nodes and Redis next to one node (issue 19)"
+CLUSTER = "### Chat cluster: two nodes and Redis next to one node"
 if cluster:
     head = re.search(r"^# Chat cluster: .*\((.*)\)$", cluster, re.M)
     parts.append("\n" + CLUSTER + "\n")
     parts.append("`make bench-cluster`" + (f" ({head.group(1)})" if head else "")
-                 + ": seed 004's workload, every delivery verified by strix-chat-load; load tool, nodes, Redis and "
-                 "PostgreSQL on the same 2 cores. Fault runs (Redis killed, a node killed, clients dropped) and "
-                 "the cross-node hop are in build/bench/cluster.md and docs/architecture.md:\n")
+                 + ": the chat load of the Chat server portfolio (docs/references.md), every delivery verified by "
+                 "strix-chat-load; load tool, nodes, Redis and PostgreSQL on the same 2 cores. Fault runs (Redis "
+                 "killed, a node killed, clients dropped) and the cross-node hop are in build/bench/cluster.md and "
+                 "docs/architecture.md:\n")
     parts.append(section(cluster, r"^## Steady runs$") + "\n")
     for m in re.finditer(r"^### (\S+): .*$\n\n- delivery check[^*]*\*\*(\w+)\*\*", cluster, re.M):
         parts.append(f"- fault run `{m.group(1)}`: delivery check {m.group(2)}")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scaling.json (Google Benchmark, median aggregates) -> scaling.md: seed 000 §10's table.
+"""scaling.json (Google Benchmark, median aggregates) -> scaling.md: the Apex Core report's table (§10).
 
 usage: scaling_report.py scaling.json scaling.md "command line"
 """
@@ -19,7 +19,7 @@ for b in data["benchmarks"]:
 
 workers = sorted({w for (_, w) in rate})
 ctx = data.get("context", {})
-out = ["# Per-core vs shared io_context scaling (seed 000 §10)\n",
+out = ["# Per-core vs shared io_context scaling (Apex Core report, §10)\n",
        f"Command: `{command}`  ",
        f"Host: {ctx.get('num_cpus', '?')} CPUs, date {ctx.get('date', '?')}. Medians of the repetitions.  ",
        f"This machine has {os.cpu_count()} cores: rows above that count show oversubscription, not scaling.\n",

@@ -73,7 +73,7 @@ def main():
     tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
     intervals = run.get("intervals", [])
 
-    L = ["# Soak (seed 004's workload for a long run)", ""]
+    L = ["# Soak (the Chat server portfolio's workload for a long run)", ""]
     now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
     L.append(f"Written by `scripts/soak.sh` on {now}. Server: `{read(os.path.join(args.runs, 'server.cmd'))}`; "
              f"load: `{read(os.path.join(args.runs, 'load.cmd'))}`. Load average (1/5/15 min) at start "
