@@ -3,12 +3,14 @@
 #   make test   build and run every test through ctest
 #   make bench  component benchmarks and shoot-outs, tables and plots under build/bench/
 #   make bench-cluster-hop  the chat cluster's Redis hop between two nodes into build/bench/cluster-hop.md
-#   make bench-cluster  seed 004's chat load over two cluster nodes and Redis next to one node, then Redis and a
-#               node killed mid-run, into build/bench/cluster.md (CLUSTER_RUNS, CLUSTER_DURATION: scripts/bench-cluster.sh)
-#   make bench-link  strix::link against libzmq (seed 002's tables) into build/bench/link.md
+#   make bench-cluster  the Chat server portfolio's chat load over two cluster nodes and Redis next to one
+#               node, then Redis and a node killed mid-run, into build/bench/cluster.md (CLUSTER_RUNS,
+#               CLUSTER_DURATION: scripts/bench-cluster.sh)
+#   make bench-link  strix::link against libzmq (the ServerLink porting log's tables) into build/bench/link.md
 #   make bench-echo-tls  the echo shoot-out's TLS section alone (make bench-echo runs it too) into build/bench/echo-tls.md
 #   make bench-echo-ws   its WebSocket section alone (make bench-echo runs it too) into build/bench/echo-ws.md
-#   make soak   an hour of seed 004's chat load (SOAK_DURATION=600: ten minutes): latency and RSS drift per 10 min
+#   make soak   an hour of the Chat server portfolio's chat load (SOAK_DURATION=600: ten minutes): latency
+#               and RSS drift per 10 min
 #   make format applies .clang-format to the C++ sources (make format-check only reports, as CI does)
 #   make fuzz   libFuzzer targets (clang, ASan + UBSan) in build-fuzz/, FUZZ_SECONDS each (default 60)
 # SANITIZE=1 builds into build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer.
@@ -57,8 +59,8 @@ bench-cluster: build
 bench-chat: build
 	@if [ -x scripts/bench-chat.sh ]; then scripts/bench-chat.sh $(BUILD_DIR); else echo "strix: chat benchmark not available yet"; fi
 
-# An hour of seed 004's chat load (SOAK_DURATION=600 for ten minutes), reporting latency and
-# the server's RSS drift per 10 minutes into build/bench/soak.md. Not part of make test.
+# An hour of the Chat server portfolio's chat load (SOAK_DURATION=600 for ten minutes), reporting
+# latency and the server's RSS drift per 10 minutes into build/bench/soak.md. Not part of make test.
 soak: build
 	@scripts/soak.sh $(BUILD_DIR) $(SOAK_DURATION)
 

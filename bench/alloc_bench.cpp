@@ -1,4 +1,4 @@
-// Shard-local allocators vs the system allocator: seed 000 §3.
+// Shard-local allocators vs the system allocator: the Apex Core report, §3.
 //
 // Every benchmark does the same work per iteration: obtain one object of the given size, write
 // one byte into it (so the memory is really touched), let the pointer escape

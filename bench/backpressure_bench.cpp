@@ -1,4 +1,5 @@
-// What a full queue costs the producer: seed 000 §2's *_Backpressure rows, and strix's mesh.
+// What a full queue costs the producer: the Apex Core report's *_Backpressure rows (§2), and
+// strix's mesh.
 //
 //   SpscQueue_Backpressure   try_push on a full strix::spsc_queue<uint64_t> (capacity 1024):
 //                            the refusal the producer sees, the consumer's index re-read

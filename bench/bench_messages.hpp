@@ -1,5 +1,6 @@
 #pragma once
-// The benchmark message (bench/schema/bench_msg.fbs) in the two forms seed 000 §5 compares:
+// The benchmark message (bench/schema/bench_msg.fbs) in the two forms the Apex Core report compares
+// (§5):
 //
 //   FlatBuffers   built once into wire bytes by a reused FlatBufferBuilder; read in place.
 //   heap_msg      a heap-allocated struct graph (the struct, and its payload in a vector): built
@@ -55,7 +56,7 @@ struct heap_msg {
 };
 
 /// What a reader of either form looks at: every scalar, the payload's size and its first and
-/// last byte (not every byte: seed 000's reads are constant-time in the payload size). The sum
+/// last byte (not every byte: Apex Core's reads are constant-time in the payload size). The sum
 /// is checked against the sender's, so a read that sees wrong data fails the benchmark.
 inline std::uint64_t read_fields(const fb::bench_msg& m) noexcept {
     const auto* p = m.payload();

@@ -1,5 +1,5 @@
 // Receive-buffer cost per message: ring_buffer (preallocated, read in place) vs a naive buffer that
-// allocates per message (seed 000 §8, "zero-copy RingBuffer vs naive new + memcpy + delete").
+// allocates per message (Apex Core report, §8, "zero-copy RingBuffer vs naive new + memcpy + delete").
 //
 // Every variant moves one message of `size` bytes from the same source (standing in for the
 // socket) to the same destination `dst` (standing in for the handler consuming the bytes), so the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# ctest driver: runs the component suite's end-to-end rows (seed 000 §10) and the component rows
-# that came with them, each very briefly, and fails when any of them reports an error (each one
+# ctest driver: runs the component suite's end-to-end rows (Apex Core report, §10) and the component
+# rows that came with them, each very briefly, and fails when any of them reports an error (each one
 # checks its own work: handler counts, echoed bytes, task order, queue refusals) or did not run.
 #   components_smoke_test.sh <strix-bench-components> <work dir>
 set -euo pipefail

@@ -1,13 +1,13 @@
-// Seed 000 §10's cross-core rows, through strix's mesh: an engine with two shards (threads not
-// pinned: the machine the suite runs on has two cores, shared with this benchmark's own thread
-// and with whatever else runs; on a bigger idle machine pin them for cleaner figures).
+// The Apex Core report's cross-core rows (§10), through strix's mesh: an engine with two shards
+// (threads not pinned: the machine the suite runs on has two cores, shared with this benchmark's
+// own thread and with whatever else runs; on a bigger idle machine pin them for cleaner figures).
 //
 //   CrossCore_Latency/spin_us:S    a task posted shard 0 -> shard 1 (post_to), which posts one
 //       back 1 -> 0; the next ping leaves when the pong arrived. One benchmark iteration is a
 //       chain of 256 round trips timed on shard 0 (manual time: from the first ping to the last
 //       pong, so this thread's wake-up is not in it); round_trip = time / round trips.
 //       S is engine_config::poll_spin: 0 (the default) lets an idle shard sleep in epoll_wait,
-//       so every hop pays the eventfd doorbell and a thread wake-up, as seed 000's ~17-24 µs
+//       so every hop pays the eventfd doorbell and a thread wake-up, as Apex Core's ~17-24 µs
 //       did; S = 50 keeps both shards polling for 50 µs after work, so on idle cores a hop is
 //       the SPSC queue and a cache line moving between cores. On a loaded machine two polling
 //       shards compete for CPU time with everything else and a hop can wait for a time slice.

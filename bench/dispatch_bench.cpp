@@ -1,6 +1,6 @@
-// Message-type -> handler lookup: seed 000 §6's Dispatcher_Lookup/{10,100,1000}, N handlers
-// registered. Seed 000's MessageDispatcher kept them in a boost::unordered_flat_map; strix's
-// frame header has a 16-bit type, so the bench dispatcher (message_dispatcher.hpp) is a table
+// Message-type -> handler lookup: the Apex Core report's Dispatcher_Lookup/{10,100,1000} (§6),
+// N handlers registered. Apex Core's MessageDispatcher kept them in a boost::unordered_flat_map;
+// strix's frame header has a 16-bit type, so the bench dispatcher (message_dispatcher.hpp) is a table
 // indexed by type. The three rows do the same work on the same keys:
 //
 //   Dispatcher_Lookup/N          message_dispatcher::find: bounds check + one load

@@ -1,14 +1,14 @@
-// Serialisation: FlatBuffers vs a heap-allocated struct graph, seed 000 §5 ("FlatBuffers vs
+// Serialisation: FlatBuffers vs a heap-allocated struct graph, Apex Core report §5 ("FlatBuffers vs
 // new+memcpy"). The message is bench/schema/bench_msg.fbs: three 64-bit fields, a 16-bit kind
-// and a payload of N bytes (the argument). Bytes processed count the payload, as seed 000's do.
+// and a payload of N bytes (the argument). Bytes processed count the payload, as Apex Core's do.
 //
 //   FlatBuffers_Build/N   a reused FlatBufferBuilder: Clear, payload vector (one memcpy), the
 //                         table, Finish. The result is wire bytes, ready to frame and send.
 //   HeapAlloc_Build/N     new heap_msg + new payload vector (memcpy) + delete of both: the
-//                         object only, not yet serialised (seed 000's comparison; a sender would
+//                         object only, not yet serialised (Apex Core's comparison; a sender would
 //                         still have to encode it).
 //   FlatBuffers_Read/N    GetRoot on received bytes and read_fields(): in place, no copy, no
-//                         verification (seed 000's figure: what the read itself costs).
+//                         verification (Apex Core's figure: what the read itself costs).
 //   FlatBuffers_VerifyRead/N  the same after flatbuffers::Verifier, which a server must run on
 //                         bytes from a peer it does not trust (strix's chat server does).
 //   HeapAlloc_Read/N      the receiver of the heap form: unpack the packed wire bytes into a new

@@ -1,4 +1,4 @@
-// Session table: boost::unordered_flat_map vs std::unordered_map: seed 000 §6.
+// Session table: boost::unordered_flat_map vs std::unordered_map: the Apex Core report, §6.
 //
 // Keys are 64-bit session ids that look random (splitmix64 of a counter), as ids handed out by
 // a server that must not be guessable are. The value is a 48-byte session state. Each map uses

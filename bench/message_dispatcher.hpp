@@ -1,6 +1,7 @@
 #pragma once
 // message_dispatcher: the strix frame header's 16-bit message type -> the handler registered for
-// it. The dispatch step of seed 000's frame pipeline (§10) and its Dispatcher_Lookup rows (§6).
+// it. The dispatch step of the Apex Core report's frame pipeline (§10) and its Dispatcher_Lookup
+// rows (§6).
 //
 //   table_: [ 0 ][ 1 ][ 2 ] ... [ max type registered ]     one handler pointer per type,
 //             |         |                                   nullptr where none is registered
@@ -8,7 +9,7 @@
 //          handler   handler
 //
 // The type space is 16 bits, so a table indexed by type costs at most 512 KiB and a lookup is a
-// bounds check and one load; no hashing, no probing. Seed 000's dispatcher used a hash map
+// bounds check and one load; no hashing, no probing. Apex Core's dispatcher used a hash map
 // (boost::unordered_flat_map); dispatch_bench.cpp measures the three side by side.
 //
 // Bench-only: strix's engine hands frames to one session_handler and leaves dispatch to the

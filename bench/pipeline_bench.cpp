@@ -1,5 +1,5 @@
-// Seed 000 §10's Frame Pipeline: a client message from the bytes a read left in the receive
-// buffer to its handler, without the socket. Per frame (time per iteration = per frame):
+// The Apex Core report's Frame Pipeline (§10): a client message from the bytes a read left in the
+// receive buffer to its handler, without the socket. Per frame (time per iteration = per frame):
 //
 //   FramePipeline/N        strix's path, the steps a session and the chat server take:
 //     1. bytes in the ring   a batch of frames (about 16 KiB: one read's worth) is written into
@@ -15,7 +15,7 @@
 //     5. dispatch            message_dispatcher::find(header type) among 16 registered types
 //     6. handler             counts the message, checks its kind, its sequence number, and the
 //                            payload's size and first byte
-//   FramePipeline_Naive/N  the same input and the same checks the way seed 000's naive side
+//   FramePipeline_Naive/N  the same input and the same checks the way Apex Core's naive side
 //                            works: each frame's body copied into a new vector (new + memcpy),
 //                            verified, converted to a new heap_msg (new + memcpy of the
 //                            payload), dispatched through std::unordered_map<type,

@@ -1,4 +1,5 @@
-// intrusive_ptr (non-atomic, shard-local) vs std::shared_ptr (atomic) copy cost: seed 000 §7.
+// intrusive_ptr (non-atomic, shard-local) vs std::shared_ptr (atomic) copy cost: the Apex Core
+// report, §7.
 //
 // One iteration = one copy (count increment) + one destruction (count decrement), both performed
 // on the count in memory, for both pointer types alike:

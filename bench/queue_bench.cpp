@@ -1,5 +1,5 @@
-// Cross-shard queue costs: seed 000 §2 (SPSC vs MPSC) plus boost::lockfree::spsc_queue as the
-// outside peer. Element type is std::uint64_t throughout.
+// Cross-shard queue costs: the Apex Core report, §2 (SPSC vs MPSC) plus boost::lockfree::spsc_queue
+// as the outside peer. Element type is std::uint64_t throughout.
 //
 //   *_Throughput/<capacity>, MpscQueue_1P1C/<capacity>   one thread, one push + one pop per
 //       iteration: the bare cost of the two operations with the ring's lines in this core's cache.

@@ -1,17 +1,17 @@
-// Seed 000 §10's Session Echo: the whole path over loopback TCP, one message in flight.
+// The Apex Core report's Session Echo (§10): the whole path over loopback TCP, one message in flight.
 //
 //   Session_EchoRoundTrip/N   a real strix::server (one shard, not pinned, strix header framing,
 //       default limits) whose handler sends every frame back (session::send); the client is a
 //       blocking socket (TCP_NODELAY) in the benchmark thread. One iteration: write one frame
 //       (12-byte strix header + N-byte body, no CRC), read the echo, compare every byte. The
 //       body starts with the iteration number, so a stale or repeated echo fails the check.
-//       Time is wall time per round trip; bytes processed count one frame one way, as seed
-//       000's MB/s do.
+//       Time is wall time per round trip; bytes processed count one frame one way, as Apex
+//       Core's MB/s do.
 //
 // With STRIX_BENCH_FAULT=echo the server corrupts an echo now and then: the smoke test's proof
 // that the check works (fault_injection.hpp).
 //
-// Server and client share the machine's cores (here two), as seed 000's did on its one machine.
+// Server and client share the machine's cores (here two), as Apex Core's did on its one machine.
 // Runs once per poller backend (bench_backends.hpp).
 #include "bench_backends.hpp"
 #include "fault_injection.hpp"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seed 004's chat load test: strix-chat-server under strix-chat-load over loopback.
+# The Chat server portfolio's chat load test: strix-chat-server under strix-chat-load over loopback.
 #
 #   scripts/bench-chat.sh <build_dir>
 #
@@ -9,11 +9,11 @@
 #    off, chat rate limit lifted so the sweep measures the server rather than its limiter),
 #    listening on 127.0.0.1 TCP and on a Unix socket, its shards pinned to the first CPUs; the load
 #    tool is pinned to the CPUs the shards leave free;
-# 3. seed 004's workload: 500 clients, 10 rooms, 10 chat messages per second per client, payload
+# 3. the portfolio's workload: 500 clients, 10 rooms, 10 chat messages per second per client, payload
 #    64 B 80 % / 256 B 18 % / 1-2 KB 2 %, for CHAT_DURATION seconds, a row every 10 s: first over
 #    TLS (tag run-tls: a server like step 2's with --tls-cert, a self-signed P-256 certificate made
 #    with openssl for 127.0.0.1, the load tool with --tls --ca verifying it), then, on a fresh
-#    server, over TCP (the seed's transport) and over the Unix socket (same server, same code above
+#    server, over TCP (the portfolio's transport) and over the Unix socket (same server, same code above
 #    the socket), so TLS and plain TCP are measured one right after the other, then over WebSocket
 #    (tag run-ws: the same server's --ws-port, strix-chat-load --ws: every frame one binary
 #    message, the same verification) in the same run;
@@ -43,7 +43,7 @@
 #              CHAT_PROBE=0 skips the platform probe, CHAT_EARLY=0 skips the --ack early runs,
 #              CHAT_SERVER_ARGS adds arguments to both servers (e.g. --commit-delay-us 500),
 #              CHAT_README_RUNS (3; 0 skips step 6), CHAT_README_DURATION (20),
-#              CHAT_README_RPS (messages/s per client in step 6, "10 2": seed 004's rate, then a
+#              CHAT_README_RPS (messages/s per client in step 6, "10 2": the portfolio's rate, then a
 #              fifth of it, which shows how the tail behaves with CPUs left idle).
 set -euo pipefail
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make bench-cluster-hop: the Redis backplane's cross-node hop alone (issue 19 item 8's "share of
-# the cross-node hop"; the full two-node chat workload needs the room service on Redis first).
+# make bench-cluster-hop: the Redis backplane's cross-node hop alone (its share of the latency; the
+# full two-node chat workload needs the room service on Redis first).
 # Starts a throw-away redis-server (no persistence) on a free port, runs strix-bench-cluster-hop
 # steady, then again with Redis killed (-9) and restarted mid-run, and writes
 # <build>/bench/cluster-hop.md.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# make bench-cluster: seed 004's chat workload (500 clients, 10 rooms, 10 messages/s each, payload
-# 64 B 80 % / 256 B 18 % / 1-2 KB 2 %) over two strix-chat-server cluster nodes sharing one
-# redis-server, next to one node without --cluster, in the same run, interleaved:
+# make bench-cluster: the Chat server portfolio's chat workload (500 clients, 10 rooms, 10
+# messages/s each, payload 64 B 80 % / 256 B 18 % / 1-2 KB 2 %) over two strix-chat-server cluster
+# nodes sharing one redis-server, next to one node without --cluster, in the same run, interleaved:
 #
 #   run r = 1 .. CLUSTER_RUNS:  single-rR (one node, CLUSTER_SINGLE_SHARDS shards)
 #                               cluster-rR (two nodes of CLUSTER_NODE_SHARDS shards, each room's

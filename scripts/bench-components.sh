@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# make bench-components: seed 000's component suite with repetitions, then the comparison table.
-# Writes build/bench/components.json (Google Benchmark JSON with median aggregates) and
-# build/bench/components.md. BENCH_REPS (default 5) and BENCH_MIN_TIME (default 0.2 s) override.
+# make bench-components: the Apex Core report's component suite with repetitions, then the
+# comparison table. Writes build/bench/components.json (Google Benchmark JSON with median
+# aggregates) and build/bench/components.md. BENCH_REPS (default 5) and BENCH_MIN_TIME (default
+# 0.2 s) override.
 set -euo pipefail
 build=${1:-build}
 out="$build/bench"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# strix::link against libzmq (seeds 002/003): the strix-link-* perf tools and the libzmq ones
-# (zmq-*, bench/link/zmq/) with the same command lines, side by side over loopback.
+# strix::link against libzmq (ServerLink porting log, ASIO batching experiment): the strix-link-*
+# perf tools and the libzmq ones (zmq-*, bench/link/zmq/) with the same command lines, side by side
+# over loopback.
 #
 #   scripts/bench-link.sh <build_dir>
 #
@@ -8,7 +9,7 @@
 #   thr     PUSH/PULL throughput at 64 B, 256 B, 1 KB, 8 KB, 64 KB over tcp, ipc (local-thr +
 #           remote-thr, two processes) and inproc (inproc-thr, one process, two threads)
 #   dr      DEALER -> ROUTER throughput (--pattern dealerrouter) at 64 B, 256 B and 1 KB over tcp,
-#           ipc and inproc (seed 003's grid)
+#           ipc and inproc (the ASIO batching experiment's grid)
 #   pubsub  XPUB -> SUB throughput (--pattern pubsub) at 64 B and 64 KB over tcp
 #   fanout  one XPUB to LINK_SUBSCRIBERS (8) SUB threads at 64 B over tcp and inproc
 #   lat     REQ/REP round trips at 64 B, 1 KB, 8 KB over tcp, ipc (local-lat + remote-lat) and

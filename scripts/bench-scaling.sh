@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench-scaling: per-core vs shared io_context scaling (seed 000 §10).
+# make bench-scaling: per-core vs shared io_context scaling (Apex Core report, §10).
 # Writes build/bench/scaling.json and build/bench/scaling.md. BENCH_REPS (default 3) overrides.
 set -euo pipefail
 build=${1:-build}

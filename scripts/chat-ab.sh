@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A/B of two strix builds on the chat server, the README layout: strix-chat-server with nothing
 # but --port, --db (a fresh SQLite file per run), --metrics-port 0 and --io, and strix-chat-load
-# with its defaults (seed 004's 500 clients, 10 rooms, 10 messages/s each) for DURATION seconds.
-# Runs alternate between the builds (A, B, A, B, ...) so drift hits both alike; nothing is pinned.
+# with its defaults (the Chat server portfolio's 500 clients, 10 rooms, 10 messages/s each) for
+# DURATION seconds. Runs alternate between the builds (A, B, A, B, ...) so drift hits both alike;
+# nothing is pinned.
 #
 #   scripts/chat-ab.sh <bin_dir_A> <bin_dir_B> [runs] [duration_s] [io]
 #

@@ -14,7 +14,7 @@ cat <<MSG
 strix-chat-server on 127.0.0.1:$port, database $db, metrics http://127.0.0.1:$metrics/metrics
   web chat page:               http://127.0.0.1:$ws/   (open it in a browser; WebSocket ws://127.0.0.1:$ws/ws)
   chat from another terminal:  $bin/strix-chat-client --port $port --name alice
-  load test (seed 004):        $bin/strix-chat-load --port $port --clients 500 --rooms 10 --rps 10 --duration 60
+  portfolio's load test:       $bin/strix-chat-load --port $port --clients 500 --rooms 10 --rps 10 --duration 60
   the same over WebSocket:     $bin/strix-chat-load --ws --port $ws --clients 500 --rooms 10 --rps 10 --duration 60
   (the load test logs in 500 accounts; the first run creates them with argon2id, which takes a while
    at the interactive cost: start the server with --password-cost fast for load runs)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Soak: seed 004's chat workload for a long time (an hour by default) against one
+# Soak: the Chat server portfolio's chat workload for a long time (an hour by default) against one
 # strix-chat-server, reporting per interval (10 minutes by default) the latency the load tool
 # measured and the server's resident memory (/proc/<pid>/status), so a leak or a slow drift shows.
 #
@@ -8,7 +8,7 @@
 # 1. starts strix-chat-server on a fresh temporary SQLite database (or SOAK_DB) with the default
 #    acknowledgement mode (--ack stored), cheap password hashes and the chat rate limit lifted,
 #    as make bench-chat does;
-# 2. runs strix-chat-load (500 clients, 10 rooms, 10 messages/s each, the seed's payload mix) for
+# 2. runs strix-chat-load (500 clients, 10 rooms, 10 messages/s each, the portfolio's payload mix) for
 #    the duration after SOAK_WARMUP seconds, one row per SOAK_INTERVAL; it verifies every delivery
 #    (any loss, duplicate, reordering or corruption fails the soak);
 # 3. samples the server's VmRSS, VmHWM and CPU time every 5 s, and at the end of each interval row,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# A TLS handshake flood beside the chat workload (issue 17): does a flood from one address starve
+# A TLS handshake flood beside the chat workload: does a flood from one address starve
 # everyone else? strix-chat-server serves TLS (a throwaway certificate from
-# bench/echo/echo_tls_cert.sh); strix-chat-load runs seed 004's workload over TLS from 127.0.0.1
+# bench/echo/echo_tls_cert.sh); strix-chat-load runs the portfolio's workload over TLS from 127.0.0.1
 # (its defaults: 500 clients, 10 rooms, 10 messages/s each, every delivery verified), once alone
 # and once while strix-tls-flood, bound to 127.0.0.254 (strix-chat-load spreads its clients over 127.0.0.1, .2,
 # .3: see --clients-per-source), keeps STALLED handshakes open (each one the

@@ -1,4 +1,4 @@
-// strix-echo-server: seed 001's echo server on the strix engine.
+// strix-echo-server: the Echo server shoot-out's echo server on the strix engine.
 // Wire format: 4-byte little-endian total length (header included), then the body.
 // The handler sends each message back with its own send() call; the engine coalesces them.
 // With --ws it speaks WebSocket (RFC 6455) instead and echoes every message with its opcode
@@ -30,7 +30,7 @@ public:
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"strix-echo-server: echoes length-prefixed messages (seed 001's method)"};
+    CLI::App app{"strix-echo-server: echoes length-prefixed messages (the Echo server shoot-out's method)"};
     strix::engine_config ecfg;
     strix::server_config scfg;
     scfg.port = 7001;

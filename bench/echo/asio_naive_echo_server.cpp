@@ -1,19 +1,20 @@
-// strix-echo-asio-naive: seed 001's "naive" boost::asio echo server, ported to Linux.
+// strix-echo-asio-naive: the Echo server shoot-out's "naive" boost::asio echo server, ported to
+// Linux.
 //
-// Kept as the seed wrote it, because its shape is what is being measured:
+// Kept as the report wrote it, because its shape is what is being measured:
 //   - one io_context run by 20 threads (--threads),
 //   - per connection: async_read of the 4-byte header, then async_read of the body,
 //   - for EACH message one async_write, serialized by a mutex-guarded std::deque of pending
 //     messages (the next write starts when the previous one completes),
 //   - the message is a fixed-size object copied into the queue, like the asio chat example's
-//     chat_message that the seed's code derives from (body at most 512 bytes).
-// Changes from the seed, and why:
+//     chat_message that the report's code derives from (body at most 512 bytes).
+// Changes from the report's code, and why:
 //   - std::thread instead of boost::thread and std::mutex instead of a Win32 CRITICAL_SECTION;
-//   - the 4-byte header is the total length, little-endian (seed 001's wire format);
+//   - the 4-byte header is the total length, little-endian (the shoot-out's wire format);
 //   - it binds 127.0.0.1 instead of every interface (benchmarks run over loopback only);
 //   - TCP_NODELAY is set, as on every other server in the shoot-out, so the comparison is about
 //     the I/O model and not about Nagle's algorithm;
-//   - SIGTERM / SIGINT stop it cleanly (the seed waited for a key press).
+//   - SIGTERM / SIGINT stop it cleanly (the report's server waited for a key press).
 
 #include <boost/asio.hpp>
 
@@ -146,13 +147,14 @@ private:
 int run(int argc, char** argv) {
     std::uint16_t port = 0;
     unsigned nthreads = 20;
-    CLI::App app{"strix-echo-asio-naive: seed 001's naive boost::asio echo server", "strix-echo-asio-naive"};
+    CLI::App app{"strix-echo-asio-naive: the Echo server shoot-out's naive boost::asio echo server",
+                 "strix-echo-asio-naive"};
     app.footer("Wire format: 4-byte little-endian total length (header included), then the body\n"
                "(at most 512 bytes here, like asio's chat_message). Stops on SIGTERM or SIGINT.");
   // A repeated option keeps its last value, so a wrapper script can override what it passed.
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     app.add_option("--port", port, "TCP port to listen on, 127.0.0.1")->required()->check(CLI::Range(1, 65535));
-    app.add_option("--threads", nthreads, "threads running the one io_context (20 as in seed 001)")
+    app.add_option("--threads", nthreads, "threads running the one io_context (20 as in the shoot-out)")
         ->capture_default_str()
         ->check(CLI::Range(1, 1024));
     echo_parse_args(app, argc, argv);

@@ -1,4 +1,4 @@
-// strix-echo-bench: the load tool of seed 001's echo shoot-out.
+// strix-echo-bench: the load tool of the echo shoot-out (the Echo server shoot-out's method).
 //
 // Opens --connections TCP connections to an echo server, keeps --depth messages in flight on each
 // (a new message for every echo received), and checks every echoed byte and the order of the

@@ -16,7 +16,7 @@ namespace strix {
 
 echo_bench_options parse_echo_bench_options(int argc, char** argv) {
     echo_bench_options o;
-    CLI::App app{"strix-echo-bench: the load tool of seed 001's echo shoot-out; verifies every echoed byte "
+    CLI::App app{"strix-echo-bench: the load tool of the echo shoot-out; verifies every echoed byte "
                  "and the order of the echoes",
                  "strix-echo-bench"};
     app.footer("MB/s counts wire bytes (header + body), 1 MB = 10^6 bytes; with --tls the echo protocol's bytes "

@@ -1,5 +1,5 @@
 #pragma once
-// Wire format shared by every echo program in bench/echo/ (seed 001's):
+// Wire format shared by every echo program in bench/echo/ (the Echo server shoot-out's):
 //
 //   byte 0          4                          len
 //        +----------+--------------------------+

@@ -1,4 +1,5 @@
-// strix-echo-raw-epoll: the physical-limit reference of the echo shoot-out (seed 003's lesson).
+// strix-echo-raw-epoll: the physical-limit reference of the echo shoot-out (the ASIO batching
+// experiment's lesson).
 //
 // No framework: N threads, each pinned to a core (unless --no-pin) with its own epoll and its own SO_REUSEPORT
 // listener, so connections never move between threads and no lock or atomic is touched per

@@ -62,7 +62,8 @@ private:
 }  // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"strix-ws-broadcast-server: every WebSocket message to every client (issue 18's broadcast test)"};
+    CLI::App app{"strix-ws-broadcast-server: every WebSocket message to every client (the broadcast test of "
+                 "the WebSocket echo shoot-out)"};
     strix::engine_config ecfg;
     strix::server_config scfg;
     scfg.port = 7001;

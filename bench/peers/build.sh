@@ -110,7 +110,7 @@ build_crate tokio tokio-echo "tokio 1.54"
 build_module gnet gnet-echo "gnet v2.9.7"
 build_crate tokio-tls tokio-tls-echo "tokio 1.54 with tokio-rustls 0.26"
 build_module go-tls go-tls-echo "go-tls-echo (its go.mod)"
-# The WebSocket peers (issue 18). gobwas/ws v1.5.0's go.mod asks for go 1.26.
+# The WebSocket peers. gobwas/ws v1.5.0's go.mod asks for go 1.26.
 build_crate fastwebsockets fastwebsockets-echo "tokio 1.54 with fastwebsockets 0.10 and hyper 1"
 build_crate tungstenite tungstenite-echo "tokio 1.54 with tokio-tungstenite 0.30"
 build_module gobwas gobwas-echo "gobwas/ws v1.5.0" 1.26

@@ -1,4 +1,4 @@
-// Per-core vs shared architecture on a stateful workload (seed 000 §10).
+// Per-core vs shared architecture on a stateful workload (Apex Core report, §10).
 //
 // Each message is a posted task whose handler finds a session in a map and updates its state,
 // as a server does for every request. Both sides do the same work with N workers:

@@ -1,6 +1,6 @@
 // strix-example-chat-room [port] [shards]: one chat room served by every core.
 //
-// Wire format, both directions: seed 001's frames, one message per frame.
+// Wire format, both directions: the Echo server shoot-out's frames, one message per frame.
 //
 //   +----------------------------+---------------------------------+
 //   | u32 little-endian: 4 + n   | n bytes: the message (any bytes) |

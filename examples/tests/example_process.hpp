@@ -63,7 +63,7 @@ private:
     child child_;
 };
 
-/// Reads one seed 001 frame (header included); empty on timeout, EOF or a bad length.
+/// Reads one length-prefixed frame (header included); empty on timeout, EOF or a bad length.
 inline bytes read_frame(int fd) {
     bytes hdr(4);
     if (!recv_exact(fd, hdr.data(), 4)) return {};

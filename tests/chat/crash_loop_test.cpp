@@ -1,12 +1,12 @@
-// The crash loop (issue 10, item 8): chat load against the real server, `kill -9` at a random
-// moment, restart on the same database, ten times, on SQLite and on PostgreSQL. After every kill
-// the database must hold every message any client received (a sender's own chat_msg is its
-// acknowledgement; with the default --ack stored no client sees a message before it is
-// committed), each room's log must have no gap, and after every restart the clients must be back
-// in their rooms by logging in (rooms and memberships are stored) and go on with the next seq.
+// The crash loop: chat load against the real server, `kill -9` at a random moment, restart on the
+// same database, ten times, on SQLite and on PostgreSQL. After every kill the database must hold
+// every message any client received (a sender's own chat_msg is its acknowledgement; with the
+// default --ack stored no client sees a message before it is committed), each room's log must have
+// no gap, and after every restart the clients must be back in their rooms by logging in (rooms and
+// memberships are stored) and go on with the next seq.
 //
 // Each round prints one line (rounds, acknowledged, in flight at the kill, stored but never
-// acknowledged, missing); the last line is the total the issue asks for.
+// acknowledged, missing); the last line is the total over all rounds.
 #include "chat_fixture.hpp"
 
 #include <atomic>

@@ -1,4 +1,4 @@
-// Issue 17's lockout row: 2,000 wrong passwords for one name from one address used to keep the
+// The login lockout row: 2,000 wrong passwords for one name from one address used to keep the
 // owner out for five minutes, whatever address and password the owner came with. With device
 // tokens (docs/protocol.md, "Device tokens") the owner's client, which logged in before, gets in
 // during and after such a flood; a client without a token is still refused. And the token rules:

@@ -1,4 +1,4 @@
-// Issue 10's connection rows, rerun: connections that send one byte and stop, connections that
+// The hardening's connection rows, rerun: connections that send one byte and stop, connections that
 // trickle a byte every 2 s under an idle timeout, thousands of connections that never log in. Each
 // now ends as docs/protocol.md says (frame timeout, login timeout, connection caps), with an
 // error_res first where the server has something to say, and a counter in the metrics. Short

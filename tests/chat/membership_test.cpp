@@ -15,7 +15,7 @@ using proto::msg_type;
 
 class membership : public chat_test {};
 
-// Issue 19's scenario as a new user tried it: three members, one disconnects, one leaves, the
+// The membership scenario as a new user tried it: three members, one disconnects, one leaves, the
 // last leaves. The room used to stay listed with 0 members and joinable while the page said it
 // was deleted, and the disconnect was announced as a leave.
 TEST_P(membership, a_disconnect_is_offline_and_the_room_goes_with_its_last_member) {

@@ -1,4 +1,4 @@
-// Issue 10's memory row, rerun: 500 rooms exist, four sessions each send 20,000 list_rooms_req
+// The hardening's memory row, rerun: 500 rooms exist, four sessions each send 20,000 list_rooms_req
 // (~18 KB per reply) and never read. Before, each was cut as a slow consumer but the server's RSS
 // rose 1.0-1.5 GiB and ~1 GiB stayed held. Now a session has one list in flight at a time, replies
 // count against its output limit, reading pauses at the high-water mark, and the session is cut by

@@ -1,6 +1,6 @@
-// The metrics endpoint on a shard's reactor. Issue 10's row: "20 half-sent HTTP requests held open
-// on the metrics port: a scrape then takes 17-18 s (Prometheus gives up at 10 s)". Now a scrape is
-// answered at once whatever other connections do, and the bad ones are closed by the request
+// The metrics endpoint on a shard's reactor. The hardening's row: "20 half-sent HTTP requests held
+// open on the metrics port: a scrape then takes 17-18 s (Prometheus gives up at 10 s)". Now a scrape
+// is answered at once whatever other connections do, and the bad ones are closed by the request
 // timeout (408) or the head limit (431). (The HTTP head framer on its own, and the endpoint
 // serving a registry, are tested in tests/net/metrics_endpoint_test.cpp.)
 #include "chat_fixture.hpp"

@@ -1,7 +1,7 @@
-// Issue 10's throttle rows, rerun: failed logins back off, then lock out, answered without hashing;
-// per source address too; the password-hash queue is bounded (server_busy beyond it); an unknown
-// account takes as long to refuse as a wrong password; room changes are rate limited like chat;
-// and 2,000 join+leave pairs in under a second no longer send every member 4,000 notices.
+// The hardening's throttle rows, rerun: failed logins back off, then lock out, answered without
+// hashing; per source address too; the password-hash queue is bounded (server_busy beyond it); an
+// unknown account takes as long to refuse as a wrong password; room changes are rate limited like
+// chat; and 2,000 join+leave pairs in under a second no longer send every member 4,000 notices.
 #include "chat_fixture.hpp"
 #include "metrics_scrape.hpp"
 

@@ -1,10 +1,10 @@
-// Presence and membership across nodes (issue 19 items 1 and 4, cluster mode): one real
-// redis-server, one PostgreSQL database, two (or three) strix-chat-server processes. A member on
-// node B sees a member on node A join, go offline, come online and leave; join_room_res on B
-// lists A's online members as online, also after a Redis restart; a node killed with kill -9 has
-// its members shown offline on the other node within --node-ttl-ms + --node-scan-ms (measured
-// and printed); and the membership scenario of the issue across two nodes: one member
-// disconnects, one leaves, the last leaves, and the room is gone (list_rooms agrees).
+// Presence and membership across nodes (cluster mode): one real redis-server, one PostgreSQL
+// database, two (or three) strix-chat-server processes. A member on node B sees a member on node A
+// join, go offline, come online and leave; join_room_res on B lists A's online members as online,
+// also after a Redis restart; a node killed with kill -9 has its members shown offline on the other
+// node within --node-ttl-ms + --node-scan-ms (measured and printed); and the membership scenario
+// across two nodes: one member disconnects, one leaves, the last leaves, and the room is gone
+// (list_rooms agrees).
 #include "../chat/chat_fixture.hpp"
 
 #include <support/redis_server.hpp>
@@ -208,7 +208,7 @@ listing list_until(chat_client& c, const listing& want) {
     return got;
 }
 
-// Issue 19's membership scenario across two nodes: three members, one disconnects (offline, not
+// The membership scenario across two nodes: three members, one disconnects (offline, not
 // gone), one leaves, the last leaves; the room is deleted only when nobody belongs to it any
 // more, decided by the database, and list_rooms (from either node) agrees.
 TEST(cluster_presence, TheRoomGoesWithItsLastMemberAcrossTwoNodes) {

@@ -41,7 +41,7 @@ def run(cmd, hint="", **kw):
 
 
 def frame(body):
-    """Seed 001's framing: 4-byte little-endian total length, then the body."""
+    """The echo framing: 4-byte little-endian total length, then the body."""
     return struct.pack("<I", 4 + len(body)) + body
 
 

@@ -1,6 +1,6 @@
 #pragma once
-// Helpers for black-box tests over loopback: blocking client sockets with timeouts, seed 001
-// framing, child processes. Everything is bounded in time; nothing leaves 127.0.0.1.
+// Helpers for black-box tests over loopback: blocking client sockets with timeouts, the echo
+// shoot-out's framing, child processes. Everything is bounded in time; nothing leaves 127.0.0.1.
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -144,7 +144,7 @@ inline bool wait_closed(int fd, std::chrono::milliseconds within) {
     return false;
 }
 
-/// Seed 001 framing: 4-byte little-endian total length, then the body.
+/// The echo shoot-out's framing: 4-byte little-endian total length, then the body.
 inline bytes frame_le32(const bytes& body) {
     auto total = static_cast<std::uint32_t>(body.size() + 4);
     // Sized once and filled with memcpy (gcc 12 warns falsely on vector::insert here at -O3).

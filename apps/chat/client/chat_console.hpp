@@ -1,8 +1,8 @@
 #pragma once
-// chat_console: the interactive terminal client, seed 004's console client with commands instead
-// of a numbered menu. One thread, poll() on stdin and the socket; with --tls the socket is
-// non-blocking and OpenSSL runs on it (apps/chat/common/client_tls.hpp), the handshake done and
-// the certificate verified before the login (password, device token) is sent.
+// chat_console: the interactive terminal client, the Chat server portfolio's console client with
+// commands instead of a numbered menu. One thread, poll() on stdin and the socket; with --tls the
+// socket is non-blocking and OpenSSL runs on it (apps/chat/common/client_tls.hpp), the handshake
+// done and the certificate verified before the login (password, device token) is sent.
 //
 // Input is taken one line at a time and each request waits for its answer before the next line
 // is looked at (a chat line waits for its own chat_msg, which is its acknowledgement). So a script

@@ -7,9 +7,10 @@
 //   index: [0 .. 255]          one bucket per ns
 //          [256 + 128*(e-8) ..] octave [2^e, 2^(e+1)), e = 8..39, 128 buckets of 2^(e-7) ns
 //
-// Besides the buckets it keeps exact count, sum, min and max, and the exact counts of seed 004's
-// latency bands (<=100 us, <=500 us, <=1 ms, <=5 ms, <=50 ms, >50 ms). Merging two histograms is a
-// bucket-wise sum, so per-thread and per-interval histograms add up to exact totals.
+// Besides the buckets it keeps exact count, sum, min and max, and the exact counts of the Chat
+// server portfolio's latency bands (<=100 us, <=500 us, <=1 ms, <=5 ms, <=50 ms, >50 ms). Merging
+// two histograms is a bucket-wise sum, so per-thread and per-interval histograms add up to exact
+// totals.
 
 #include <array>
 #include <bit>
@@ -23,7 +24,7 @@ public:
     static constexpr int max_exponent = 40;
     static constexpr std::size_t bucket_count =
         (std::size_t{1} << linear_bits) + (max_exponent - linear_bits) * (std::size_t{1} << (linear_bits - 1));
-    /// Upper limits of seed 004's bands; a seventh band counts everything above 50 ms.
+    /// Upper limits of the Chat server portfolio's bands; a seventh band counts everything above 50 ms.
     static constexpr std::array<std::uint64_t, 5> band_limits_ns = {100'000, 500'000, 1'000'000, 5'000'000, 50'000'000};
     static constexpr std::size_t band_count = band_limits_ns.size() + 1;
 

@@ -33,9 +33,10 @@ load_options parse_load_options(int argc, char** argv) {
         if (i > 0) o.command_line += ' ';
         o.command_line += argv[i];
     }
-    CLI::App app{"strix-chat-load: seed 004's DummyClient load test for strix-chat-server. Logs in --clients\n"
-                 "accounts, makes --rooms rooms (client i joins room i % rooms), sends chat at --rps per\n"
-                 "client and verifies every delivery: room seq order, text content, exactly-once fan-out.\n"
+    CLI::App app{"strix-chat-load: the Chat server portfolio's DummyClient load test for strix-chat-server.\n"
+                 "Logs in --clients accounts, makes --rooms rooms (client i joins room i % rooms), sends\n"
+                 "chat at --rps per client and verifies every delivery: room seq order, text content,\n"
+                 "exactly-once fan-out.\n"
                  "Exit status 0 only when nothing was lost, duplicated, reordered or corrupted and the\n"
                  "server answered no request with an error (--sweep: 0 unless a step duplicated, reordered,\n"
                  "skipped or corrupted messages, or got errors other than rate_limited / server_busy).",

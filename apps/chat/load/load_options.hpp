@@ -1,6 +1,6 @@
 #pragma once
-// load_options: strix-chat-load's command line (seed 004's DummyClient profile by default:
-// 500 clients, 10 rooms, 10 chat messages per second per client, 64 B 80 % / 256 B 18 % /
+// load_options: strix-chat-load's command line (the Chat server portfolio's DummyClient profile by
+// default: 500 clients, 10 rooms, 10 chat messages per second per client, 64 B 80 % / 256 B 18 % /
 // 1-2 KB 2 %).
 
 #include "payload_mix.hpp"

@@ -1,6 +1,6 @@
 #pragma once
-// load_report: everything strix-chat-load prints or writes: seed 004's interval table (one row per
-// --report-every), the run summary, the sweep table and the --json file.
+// load_report: everything strix-chat-load prints or writes: the Chat server portfolio's interval
+// table (one row per --report-every), the run summary, the sweep table and the --json file.
 //
 // All rates are per second of the interval the row covers. The last interval of a step also
 // holds the deliveries that arrived during the drain after sending stopped (usually well under a

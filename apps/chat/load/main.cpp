@@ -1,4 +1,4 @@
-// strix-chat-load: seed 004's DummyClient load test against strix-chat-server.
+// strix-chat-load: the Chat server portfolio's DummyClient load test against strix-chat-server.
 //
 // Connects and logs in --clients accounts (PREFIX0, PREFIX1, ...: re-runs reuse them), lets the
 // first --rooms clients create a room each and every other client i join room i % rooms, then sends
@@ -6,10 +6,10 @@
 // each receiver must see its room's seq go up by exactly one, every sender's messages in
 // client_seq order with exactly the text that was sent, and every message must reach every member
 // of its room exactly once. Latency is send (client_ts) to receipt, in the same process.
-// Prints seed 004's interval table every --report-every seconds and a summary; --sweep raises the
-// rate step by step until p99 or delivery fails. Exit status 0 only when the run verified clean
-// (--sweep: when no step showed what no overload excuses: duplicates, reordering, seq gaps,
-// corrupt texts, error replies other than rate_limited / server_busy).
+// Prints the Chat server portfolio's interval table every --report-every seconds and a summary;
+// --sweep raises the rate step by step until p99 or delivery fails. Exit status 0 only when the run
+// verified clean (--sweep: when no step showed what no overload excuses: duplicates, reordering,
+// seq gaps, corrupt texts, error replies other than rate_limited / server_busy).
 //
 // Threads: --threads event loops (default 1, so the tool shares a small machine with the server
 // fairly); the controller that sequences the run is ticked from worker 0's loop.

@@ -56,7 +56,7 @@ for tr in tcp ipc; do
     # strix's sender into libzmq's local_thr. Over ipc, fewer messages than libzmq's receive
     # high-water mark (1000): a libzmq PULL whose input is throttled at the mark when the sender
     # closes a unix socket (EPOLLHUP) stops reading and drops what the kernel still holds
-    # (libzmq issue 4660, "IPC socket drops messages, ignores LINGER"); measured here with 20000
+    # (libzmq's tracker, #4660, "IPC socket drops messages, ignores LINGER"); measured here with 20000
     # messages of 64 B: 400-2500 lost in 5 of 6 runs, on both backends, after strix had written
     # every byte (strace), and the same with zmq-local-thr. Over tcp the close is only a FIN and
     # libzmq reads on.

@@ -1,7 +1,7 @@
-// strix-link-fanout: one PUB to N SUB sockets in one process, on strix::link (seed 002's
-// 8-subscriber fan-out; zmq-fanout's command line and output). The PUB lives on shard 0, the
-// subscribers are spread over both shards; every message is encoded once and referenced by every
-// subscriber's connection. The clock runs from the first send to the last subscriber's last
+// strix-link-fanout: one PUB to N SUB sockets in one process, on strix::link (the ServerLink
+// porting log's 8-subscriber fan-out; zmq-fanout's command line and output). The PUB lives on shard
+// 0, the subscribers are spread over both shards; every message is encoded once and referenced by
+// every subscriber's connection. The clock runs from the first send to the last subscriber's last
 // receive.
 
 #include "strix_perf.hpp"

@@ -1,5 +1,6 @@
-// zmq-fanout: one XPUB to N subscriber threads in one process, on libzmq (seed 002's 8-subscriber
-// fan-out). The clock runs from the first send to the last subscriber's last receive.
+// zmq-fanout: one XPUB to N subscriber threads in one process, on libzmq (the ServerLink porting
+// log's 8-subscriber fan-out). The clock runs from the first send to the last subscriber's last
+// receive.
 
 #include <atomic>
 #include <thread>

@@ -1,4 +1,4 @@
-// gnet-echo: the gnet peer of strix's echo shoot-out (seed 001's method).
+// gnet-echo: the gnet peer of strix's echo shoot-out (the Echo server shoot-out's method).
 //
 // Wire format: a 4-byte little-endian total length (the 4 header bytes included), then the body.
 // Every message is echoed back unchanged as a message of its own.
@@ -9,7 +9,7 @@
 // complete frames, writes all of them back with one Write and then discards them; a partial
 // frame stays in gnet's inbound buffer for the next event. Because the complete frames lie
 // back to back in the input, echoing each message and coalescing them is the same bytes as
-// one Write of the run of complete frames: one write(2) per event, the coalescing seed 001
+// one Write of the run of complete frames: one write(2) per event, the coalescing the shoot-out
 // asks of an engine, with nothing gnet users would not write (no extra goroutines, no
 // AsyncWrite from other goroutines, no edge-triggered or locked-thread tuning).
 //
@@ -84,7 +84,7 @@ func main() {
 	port := flag.Int("port", 7001, "TCP port on 127.0.0.1")
 	loops := flag.Int("loops", runtime.NumCPU(), "event loops (default: the CPUs this process may use)")
 	flag.Usage = func() {
-		fmt.Fprintln(flag.CommandLine.Output(), "gnet-echo: seed 001's echo server on gnet/v2")
+		fmt.Fprintln(flag.CommandLine.Output(), "gnet-echo: the Echo server shoot-out's echo server on gnet/v2")
 		flag.PrintDefaults()
 	}
 	flag.Parse()

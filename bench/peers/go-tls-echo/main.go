@@ -1,4 +1,4 @@
-// go-tls-echo: the Go crypto/tls peer of strix's TLS echo shoot-out (issue 17).
+// go-tls-echo: the Go crypto/tls peer of strix's TLS echo shoot-out.
 //
 // Wire format: a 4-byte little-endian total length (the 4 header bytes included), then the body.
 // Every message is echoed back unchanged as a message of its own.

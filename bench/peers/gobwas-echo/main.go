@@ -1,4 +1,4 @@
-// gobwas-echo: the gobwas/ws peer of strix's WebSocket echo shoot-out (issue 18), and the peer
+// gobwas-echo: the gobwas/ws peer of strix's WebSocket echo shoot-out, and the peer
 // of its broadcast test.
 //
 // Written with gobwas/ws's low-level API, the way its README recommends for speed: ws.Upgrade

@@ -77,8 +77,8 @@ public:
     virtual const char* name() const noexcept = 0;
 };
 
-/// Seed 001's framing: a 4-byte little-endian total length (the 4 bytes included), then the body.
-/// A length below 4 is net_errc::frame_too_small.
+/// The Echo server shoot-out's framing: a 4-byte little-endian total length (the 4 bytes included),
+/// then the body. A length below 4 is net_errc::frame_too_small.
 const framer& length_prefix_framer() noexcept;
 
 /// length_prefix_framer's header, inline (the session reads it directly for that framer,

@@ -1,4 +1,4 @@
-//! fastwebsockets-echo: the fastwebsockets peer of strix's WebSocket echo shoot-out (issue 18).
+//! fastwebsockets-echo: the fastwebsockets peer of strix's WebSocket echo shoot-out.
 //!
 //! Every text or binary message is echoed back as one message with the same opcode; pings are
 //! answered and a close is returned by fastwebsockets itself (auto_pong, auto_close).

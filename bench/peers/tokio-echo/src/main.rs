@@ -1,4 +1,4 @@
-//! tokio-echo: the tokio peer of strix's echo shoot-out (seed 001's method).
+//! tokio-echo: the tokio peer of strix's echo shoot-out (the Echo server shoot-out's method).
 //!
 //! Wire format: a 4-byte little-endian total length (the 4 header bytes included), then the body.
 //! Every message is echoed back unchanged as a message of its own.
@@ -8,11 +8,11 @@
 //!
 //! Write coalescing, chosen deliberately: after each read the task cuts every complete frame out
 //! of the input and appends it, frame by frame, to one output buffer (the "one send per message"
-//! of seed 001), then hands that buffer to a single `write_all`. So a read that brought 128 frames
-//! costs one write, not 128. This is the common tokio idiom (what `BufWriter` + a flush when the
-//! batch is done, or `Framed::feed` + `flush` amount to), with no extra trick on top: no
-//! `try_read` loop to gather more input before writing, no vectored writes, no busy polling.
-//! Frames that arrive split across reads stay in the input buffer until they are complete.
+//! of the Echo server shoot-out), then hands that buffer to a single `write_all`. So a read that
+//! brought 128 frames costs one write, not 128. This is the common tokio idiom (what `BufWriter` +
+//! a flush when the batch is done, or `Framed::feed` + `flush` amount to), with no extra trick on
+//! top: no `try_read` loop to gather more input before writing, no vectored writes, no busy
+//! polling. Frames that arrive split across reads stay in the input buffer until they are complete.
 //!
 //! Options: --port P (default 7001), --threads N (worker threads, default: the CPUs this
 //! process may run on). Prints "listening on 127.0.0.1:P" when it accepts. Stops on SIGTERM or
@@ -74,7 +74,7 @@ fn parse_options() -> Options {
                     .unwrap_or_else(|| usage_error("--threads must be a number from 1 to 1024"))
             }
             "-h" | "--help" => {
-                println!("tokio-echo: seed 001's echo server on tokio's multi-thread runtime");
+                println!("tokio-echo: the shoot-out's echo server on tokio's multi-thread runtime");
                 println!("usage: tokio-echo [--port P] [--threads N]");
                 println!("  --port P      TCP port on 127.0.0.1 (default 7001, 0 = any free port)");
                 println!("  --threads N   runtime worker threads (default: the CPUs this process may use)");

@@ -1,4 +1,4 @@
-//! tokio-tls-echo: the tokio-rustls peer of strix's TLS echo shoot-out (issue 17).
+//! tokio-tls-echo: the tokio-rustls peer of strix's TLS echo shoot-out.
 //!
 //! Wire format: a 4-byte little-endian total length (the 4 header bytes included), then the body.
 //! Every message is echoed back unchanged as a message of its own.

@@ -1,4 +1,4 @@
-//! tungstenite-echo: the tokio-tungstenite peer of strix's WebSocket echo shoot-out (issue 18).
+//! tungstenite-echo: the tokio-tungstenite peer of strix's WebSocket echo shoot-out.
 //!
 //! Every text or binary message is echoed back as one message with the same opcode; tungstenite
 //! answers pings and returns a close by itself.
