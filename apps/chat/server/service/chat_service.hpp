@@ -108,9 +108,6 @@ private:
     void handle_leave(player& p);
     void handle_chat(player& p, std::span<const std::byte> frame);
     void handle_list(player& p);
-    // Cluster mode (chat_service_cluster.cpp): every room of the shared database, read on a
-    // worker, with online counts from Redis.
-    void handle_list_cluster(player& p);
     void handle_ping(player& p, std::span<const std::byte> frame);
     // History and resume (chat_service_history.cpp): read on a database worker, answered here.
     void handle_history(player& p, std::span<const std::byte> frame);
@@ -118,18 +115,13 @@ private:
     bool submit_read(player& p, proto::msg_type request, std::function<std::vector<shared_buffer_ptr>(chat_store&)> read,
                      bool gap_counts);
     void read_done(std::uint64_t session_id, proto::msg_type request, std::vector<shared_buffer_ptr> frames, int outcome);
-    // Cluster mode: a resume reads the database's rows of the range on a worker, then takes
-    // what they lack from Redis's stream (chat_service_history.cpp).
-    struct stored_rows {
-        std::vector<chat_log_entry> logs;  // ascending
-        std::uint64_t oldest = 0;          // the room's oldest stored seq
-        bool ok = false;                   // false: the database failed
-    };
-    void resume_cluster(player& p, std::uint64_t room, std::uint64_t from, std::uint64_t to);
+    // A resume reads the database's rows of the range on a worker, and when they are not all of
+    // it the room sequencer completes them from what it holds (chat_service_history.cpp).
+    void resume_read(player& p, std::uint64_t room, std::uint64_t from, std::uint64_t to);
     void resume_stored(std::uint64_t session_id, std::uint64_t room, std::uint64_t from, std::uint64_t to,
-                       stored_rows rows);
+                       stored_range rows);
     void resume_merged(std::uint64_t session_id, std::uint64_t room, std::uint64_t from, std::uint64_t to,
-                       stored_rows rows, std::optional<std::vector<chat_log_entry>> streamed);
+                       stored_range rows);
 
     /// Runs fn(chat_service&) on the shard that owns `room`: now when that is this shard, else
     /// posted (FIFO per pair of shards).
