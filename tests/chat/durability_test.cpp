@@ -280,6 +280,37 @@ TEST_P(durability, with_ack_early_a_message_is_acknowledged_before_it_is_stored)
     EXPECT_EQ(h[0].text, "not stored yet");
 }
 
+TEST_P(durability, with_ack_early_a_resume_gets_what_the_writer_has_not_stored_yet) {
+    // The writer gathers for a second before each commit: meanwhile the messages are
+    // acknowledged and delivered (--ack early) but not in the database.
+    auto srv = start(2, {"--ack", "early", "--commit-delay-us", "1000000"});
+    chat_client a(srv->port()), b(srv->port());
+    a.login("ann");
+    b.login("ben");
+    auto room = a.create("r");
+    for (std::uint64_t k = 1; k <= 3; ++k) {
+        a.send_chat("m" + std::to_string(k), k);
+        EXPECT_EQ(a.expect_chat().seq, k);
+    }
+    b.join(room);  // its join point is 3: a resume from 0 asks for 1..3, none stored yet
+    flatbuffers::FlatBufferBuilder fbb;
+    fbb.Finish(proto::Createresume_req(fbb, room, 0));
+    b.send(fbb, msg_type::resume_req);
+    // The database lacks them: the server flushes its writer and reads again, so the range is
+    // whole (not a gap).
+    auto f = b.expect(msg_type::resume_res);
+    auto* r = f.as<proto::resume_res>();
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->status(), proto::resume_status::complete);
+    EXPECT_EQ(r->to_seq(), 3u);
+    EXPECT_FALSE(r->more());
+    std::vector<std::string> texts;
+    if (r->messages())
+        for (auto* m : *r->messages()) texts.push_back(m->text()->str());
+    EXPECT_EQ(texts, (std::vector<std::string>{"m1", "m2", "m3"}));
+    stop_cleanly(*srv);
+}
+
 /// The join_room_res a login sends when the account belongs to a room: (room id, member names,
 /// an offline member's with a "-" after it).
 std::pair<std::uint64_t, std::vector<std::string>> expect_rejoin(chat_client& c) {

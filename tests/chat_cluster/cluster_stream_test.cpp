@@ -16,7 +16,7 @@
 
 namespace {
 
-// Runs chat_publish for `room` as node `node` would (the wire fields of room_host_cluster.cpp:
+// Runs chat_publish for `room` as node `node` would (the wire fields of wire_chat.hpp:
 // "<sender_id> <server_ts_us> <client_ts> <client_seq> <node> <no> <name length> <name><text>");
 // the seq Redis gave it, or -1.
 long long publish_as(std::uint16_t port, std::uint64_t room, std::uint32_t node, std::uint64_t sender,

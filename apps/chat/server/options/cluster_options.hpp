@@ -21,7 +21,7 @@ struct cluster_options {
     std::uint32_t stream_max = 1000;  // --stream-max: messages per room kept in Redis (about)
     // --epoch-wait-ms: how long a node waits, when Redis has lost a room's state, for the other
     // nodes' commits in flight before reading the room's last stored seq and starting a new epoch
-    // after it (room_host_cluster_floor.cpp).
+    // after it (cluster_sequencer_floor.cpp).
     std::uint32_t epoch_wait_ms = 500;
 
     bool enabled() const noexcept { return !redis.empty(); }

@@ -1,5 +1,6 @@
 #include "cluster_presence.hpp"
 
+#include "cluster_sequencer.hpp"
 #include "room_host.hpp"
 #include "apps/chat/cluster/room_backplane.hpp"
 #include "apps/chat/server/net/frames.hpp"
@@ -34,9 +35,10 @@ const std::string& cluster_presence::incarnation() {
     return inc;
 }
 
-cluster_presence::cluster_presence(room_host& host, shard& sh, const redis_options& ro, redis_client& publisher,
-                                   std::uint32_t node, const cluster_options& co, bool registry)
-    : host_(host), shard_(sh), node_(node), publisher_(publisher), grace_(co.node_ttl_ms) {
+cluster_presence::cluster_presence(room_host& host, cluster_sequencer& seq, shard& sh, const redis_options& ro,
+                                   redis_client& publisher, std::uint32_t node, const cluster_options& co,
+                                   bool registry)
+    : host_(host), seq_(seq), shard_(sh), node_(node), publisher_(publisher), grace_(co.node_ttl_ms) {
     grace_timer_.set_callback([this] { grace_over(); });
     redis_ = std::make_unique<redis_client>(sh, ro, std::vector<std::vector<std::string>>{backplane_load_command()});
     redis_->on_connection([this](bool up) {
@@ -73,10 +75,10 @@ cluster_presence::cluster_presence(room_host& host, shard& sh, const redis_optio
         };
         ev.lapsed = [this] {
             // Others may have cleared this node's entries while its beats were late.
-            auto& c = host_.service_.container();
+            auto& c = host_.service().container();
             for (unsigned s = 0; s < c.size(); ++s)
                 c.invoke_on(s, [](chat_service& svc) {
-                    if (svc.host().presence_) svc.host().presence_->reannounce();
+                    if (auto* p = cluster_sequencer::of(svc).presence()) p->reannounce();
                 });
         };
         registry_ = std::make_unique<node_registry>(sh, ro, no, std::move(ev));
@@ -94,10 +96,10 @@ cluster_presence::~cluster_presence() {
 void cluster_presence::broadcast_alive() {
     // Every shard keeps its own copy (its rooms' views use it); shard-local after that.
     const auto alive = registry_->alive();
-    auto& c = host_.service_.container();
+    auto& c = host_.service().container();
     for (unsigned s = 0; s < c.size(); ++s)
         c.invoke_on(s, [alive](chat_service& svc) {
-            if (svc.host().presence_) svc.host().presence_->nodes_changed(alive);
+            if (auto* p = cluster_sequencer::of(svc).presence()) p->nodes_changed(alive);
         });
 }
 
@@ -191,10 +193,10 @@ bool cluster_presence::counts(std::uint32_t node, const std::string& inc) const 
 
 void cluster_presence::apply_hash(room_id id, const std::vector<online_entry>& entries,
                                   const std::vector<std::uint64_t>& left) {
-    auto rit = host_.rooms_.find(id);
+    room* rp = host_.find(id);
     auto sit = rooms_.find(id);
-    if (rit == host_.rooms_.end() || sit == rooms_.end()) return;
-    room& r = rit->second;
+    if (rp == nullptr || sit == rooms_.end()) return;
+    room& r = *rp;
     room_state& st = sit->second;
     // Leaves first: an account that left is told as member_left, not as gone offline.
     for (std::uint64_t account : left) forget_remote(r, st, account);
@@ -275,10 +277,10 @@ void cluster_presence::on_message(std::string_view channel, std::string_view pay
     auto m = parse_presence(payload);
     if (!m || m->node == node_) return;  // our own: told locally already
     const room_id id = room_of_channel(channel);
-    auto rit = host_.rooms_.find(id);
+    room* rp = host_.find(id);
     auto sit = rooms_.find(id);
-    if (rit == host_.rooms_.end() || sit == rooms_.end()) return;
-    room& r = rit->second;
+    if (rp == nullptr || sit == rooms_.end()) return;
+    room& r = *rp;
     room_state& st = sit->second;
     if (m->version <= st.version) return;  // a read applied after it was published has it
     st.version = m->version;
@@ -294,7 +296,7 @@ void cluster_presence::on_message(std::string_view channel, std::string_view pay
         forget_remote(r, st, m->account);
         break;
     case presence_change::deleted:
-        host_.deleted_elsewhere(id);
+        host_.forget_deleted(id);
         break;
     }
 }
@@ -327,18 +329,18 @@ void cluster_presence::nodes_changed(const std::map<std::uint32_t, std::string>&
         // A node gone (or back as a new incarnation) may have published messages it never
         // committed: the rooms here store them from the streams.
         for (const auto& [n, inc] : *alive_)
-            if (n != node_ && (!alive.contains(n) || alive.at(n) != inc)) host_.store_left_by(n);
+            if (n != node_ && (!alive.contains(n) || alive.at(n) != inc)) seq_.store_left_by(n);
     }
     alive_ = alive;
     std::map<std::uint32_t, std::vector<std::string>> clear;
     for (auto& [id, st] : rooms_) {
-        auto rit = host_.rooms_.find(id);
+        room* r = host_.find(id);
         std::vector<entry_key> dead;
         for (const auto& [k, inc] : st.remote)
             if (!counts(k.second, inc)) dead.push_back(k);
         for (const auto& k : dead) {
-            if (rit != host_.rooms_.end())
-                set_offline(rit->second, st, k.first, k.second);
+            if (r != nullptr)
+                set_offline(*r, st, k.first, k.second);
             else
                 st.remote.erase(k);
             auto& v = clear[k.second];
@@ -372,10 +374,10 @@ void cluster_presence::clear_node(std::vector<std::string> rooms, std::uint32_t 
 
 void cluster_presence::reannounce() {
     for (const auto& [id, st] : rooms_) {
-        auto rit = host_.rooms_.find(id);
-        if (rit == host_.rooms_.end()) continue;
-        for (const auto& a : rit->second.accounts())
-            if (a.online()) announce(rit->second, presence_change::online, a.player_id, a.name);
+        const room* r = host_.find(id);
+        if (r == nullptr) continue;
+        for (const auto& a : r->accounts())
+            if (a.online()) announce(*r, presence_change::online, a.player_id, a.name);
     }
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// cluster_presence: who is online in a room on the other nodes, for one shard's room_host in
-// cluster mode (docs/architecture.md, "Presence across nodes").
+// cluster_presence: who is online in a room on the other nodes, for one shard's room host in
+// cluster mode; part of its cluster_sequencer (docs/architecture.md, "Presence across nodes").
 //
 //   this node's sessions ─announce─> FCALL chat_presence (HSET/HDEL chat:{R}:o + PUBLISH chat:{R}:p)
 //   chat:{R}:p ──> on_message ──┐
@@ -42,17 +42,18 @@ namespace strix::chat {
 
 class room;
 class room_host;
+class cluster_sequencer;
 struct cluster_options;
 
 class cluster_presence {
 public:
-    /// For room_host `host` on shard `sh`; `registry`: this shard also heartbeats the node and
-    /// watches the others (one shard per node). Changes are announced through `publisher` (the
-    /// room_host's chat_publish connection, so a node's presence changes and its messages reach
-    /// Redis in the order it decided them; it must outlive this object). Built on the shard or
-    /// before the engine runs.
-    cluster_presence(room_host& host, shard& sh, const redis_options& ro, redis_client& publisher, std::uint32_t node,
-                     const cluster_options& co, bool registry);
+    /// For the rooms of `host` (whose sequencer is `seq`) on shard `sh`; `registry`: this shard
+    /// also heartbeats the node and watches the others (one shard per node). Changes are
+    /// announced through `publisher` (the sequencer's chat_publish connection, so a node's
+    /// presence changes and its messages reach Redis in the order it decided them; it must
+    /// outlive this object). Built on the shard or before the engine runs.
+    cluster_presence(room_host& host, cluster_sequencer& seq, shard& sh, const redis_options& ro,
+                     redis_client& publisher, std::uint32_t node, const cluster_options& co, bool registry);
     ~cluster_presence();
     cluster_presence(const cluster_presence&) = delete;
     cluster_presence& operator=(const cluster_presence&) = delete;
@@ -122,6 +123,7 @@ public:
 private:
 
     room_host& host_;
+    cluster_sequencer& seq_;
     shard& shard_;
     const std::uint32_t node_;
     redis_client& publisher_;

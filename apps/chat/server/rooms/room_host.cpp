@@ -4,14 +4,9 @@
 #include "apps/chat/server/service/chat_context.hpp"
 #include "apps/chat/server/service/chat_service.hpp"
 
-#include "apps/chat/storage/chat_log_writer.hpp"
-
 #include <strix/core/log.hpp>
 
-#include <algorithm>
 #include <chrono>
-#include <cstdlib>
-#include <type_traits>
 
 namespace strix::chat {
 namespace {
@@ -28,16 +23,11 @@ room_host::room_host(chat_service& service, chat_context& ctx, unsigned self, ch
       ctx_(ctx),
       self_(self),
       counters_(counters),
-      next_counter_(ctx.first_room_counter),
       notice_timer_([this] { flush_notices(); }),
-      ack_stored_(ctx.options.ack == ack_mode::stored),
-      node_id_(ctx.options.cluster.enabled() ? ctx.options.cluster.node_id : 0) {
-    if (node_id_ != 0) {
-        // Ids of this node continue above every id in the shared database, whichever node made it.
-        next_counter_ = (ctx.first_room_counter >> 16) + 1;
-        start_cluster();
-    }
-}
+      order_(ctx.writer, self, ctx.options.ack == ack_mode::stored),
+      seq_(make_room_sequencer(*this, ctx, self, counters)) {}
+
+room_host::~room_host() = default;
 
 void room_host::restore(stored_room stored) {
     const room_id id(stored.id);
@@ -49,31 +39,13 @@ void room_host::restore(stored_room stored) {
     set_gauge(counters_.rooms, rooms_.size());
 }
 
-template <class Write>
-std::optional<std::uint64_t> room_host::write(Write w, bool beyond_capacity) {
-    const std::uint64_t ticket = ack_stored_ ? next_ticket_ : 0;
-    const std::uint64_t tag = ticket == 0 ? 0 : shard_stamp::pack(ticket, self_);
-    bool queued;
-    if constexpr (std::is_same_v<Write, chat_log_entry>)
-        queued = ctx_.writer.try_enqueue(std::move(w), tag);
-    else
-        queued = ctx_.writer.try_enqueue(std::move(w), tag, beyond_capacity);
-    if (!queued) return std::nullopt;
-    if (ticket != 0) ++next_ticket_;
-    return ticket;
+room* room_host::find(room_id id) noexcept {
+    auto it = rooms_.find(id);
+    return it == rooms_.end() ? nullptr : &it->second;
 }
 
-// room_host_cluster.cpp queues chat log entries too.
-template std::optional<std::uint64_t> room_host::write<chat_log_entry>(chat_log_entry, bool);
-
 void room_host::deliver(unsigned to, room_event ev, std::uint64_t ticket) {
-    // Once one event waits, every later one waits behind it: the owner's order is the order
-    // every shard applies (with --ack early nothing ever waits: one branch).
-    if (ticket > committed_ || !held_.empty()) {
-        held_.push_back({ticket, to, std::move(ev)});
-        return;
-    }
-    send_event(to, std::move(ev));
+    if (order_.pass(to, ev, ticket)) send_event(to, std::move(ev));
 }
 
 void room_host::send_event(unsigned to, room_event ev) {
@@ -82,32 +54,7 @@ void room_host::send_event(unsigned to, room_event ev) {
 }
 
 void room_host::committed(std::uint64_t upto) {
-    // The writer commits in acceptance order and reports the highest ticket per batch, so the
-    // reports only grow; a ticket never handed out would be a broken invariant.
-    if (upto >= next_ticket_) {
-        log(log_level::error, "room_host {}: the writer reported ticket {} committed, but only {} were issued", self_,
-            upto, next_ticket_ - 1);
-        std::abort();
-    }
-    if (upto > committed_) committed_ = upto;
-    while (!held_.empty() && held_.front().ticket <= committed_) {
-        held_event h = std::move(held_.front());
-        held_.pop_front();
-        send_event(h.to, std::move(h.ev));
-    }
-    while (!after_commit_.empty() && after_commit_.front().first <= committed_) {
-        auto fn = std::move(after_commit_.front().second);
-        after_commit_.pop_front();
-        fn();
-    }
-}
-
-void room_host::after_commit(std::uint64_t ticket, std::function<void()> fn) {
-    if (ticket <= committed_ && after_commit_.empty()) {
-        fn();
-        return;
-    }
-    after_commit_.emplace_back(ticket, std::move(fn));
+    order_.committed(upto, [this](unsigned to, room_event&& ev) { send_event(to, std::move(ev)); });
 }
 
 void room_host::fan_out(const room& r, room_event::kind what, std::uint64_t subject, unsigned subject_shard,
@@ -145,44 +92,38 @@ void room_host::create(room_id id, std::string name, member creator) {
     const std::int64_t now = wall_clock_us();
     // The room, then its first member, in the database before create_room_res (--ack stored).
     // The second write may exceed the queue's capacity: it completes one that was admitted.
-    if (!write(room_change{room_change::kind::created, id.value(), 0, name, now})) {
+    if (!order_.write(room_change{room_change::kind::created, id.value(), 0, name, now})) {
         bump(counters_.server_busy);
         fail(subject_shard, subject, id, proto::msg_type::create_room_req, proto::error_code::server_busy,
              "the database queue is full; retry later");
         return;
     }
     const std::uint64_t ticket =
-        *write(room_change{room_change::kind::joined, id.value(), creator.player_id, {}, now}, true);
+        *order_.write(room_change{room_change::kind::joined, id.value(), creator.player_id, {}, now}, true);
     auto [it, inserted] = rooms_.try_emplace(id, id, std::move(name), ctx_.eng.shard_count());
     room& r = it->second;
     const std::uint64_t player_id = creator.player_id;
     const std::string player_name = creator.name;
     r.add(std::move(creator));
-    watch(r);
-    announce(r, presence_change::joined, player_id, player_name);
+    seq_->watch(r);
+    seq_->announce(r, presence_change::joined, player_id, player_name);
     set_gauge(counters_.rooms, rooms_.size());
     fan_out(r, room_event::kind::joined, subject, subject_shard, frames::create_room_res(r.summary()), nullptr, ticket);
 }
 
 void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
     auto it = rooms_.find(id);
-    if (it == rooms_.end() && clustered() && !after_load) {
-        load_room(id, std::move(m), rejoin);  // another node may have made it
-        return;
-    }
     if (it == rooms_.end()) {
+        if (!after_load && seq_->load(id, m, rejoin)) return;  // held elsewhere (cluster: another node made it)
         // A rejoin finds its room gone when the last member left meanwhile: nothing to say.
         fail(m.shard, m.session_id, id, proto::msg_type::join_room_req, proto::error_code::unknown_room,
              rejoin ? nullptr : "no such room");
         return;
     }
     room& r = it->second;
-    if (presence_ && !presence_->primed(id)) {
-        // Cluster mode, the node's first session in the room: who is online on the other nodes
-        // is read first, so join_room_res can say it.
-        presence_->prime(id, [this, id, m = std::move(m), rejoin]() mutable { join(id, std::move(m), rejoin, true); });
-        return;
-    }
+    // Cluster mode, the node's first session in the room: who is online on the other nodes is
+    // read first, so join_room_res can say it.
+    if (seq_->defer_join(r, m, rejoin)) return;
     const std::uint64_t subject = m.session_id;
     const unsigned subject_shard = m.shard;
     if (r.contains(subject)) {
@@ -194,7 +135,7 @@ void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
     // member joining by hand) already does: nothing to store.
     std::uint64_t ticket = 0;
     if (!rejoin && r.account(m.player_id) == nullptr) {
-        auto t = write(room_change{room_change::kind::joined, id.value(), m.player_id, {}, wall_clock_us()});
+        auto t = order_.write(room_change{room_change::kind::joined, id.value(), m.player_id, {}, wall_clock_us()});
         if (!t) {
             bump(counters_.server_busy);
             fail(subject_shard, subject, id, proto::msg_type::join_room_req, proto::error_code::server_busy,
@@ -206,17 +147,15 @@ void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
     const std::uint64_t player_id = m.player_id;
     const std::string name = m.name;
     // Online on another node already (cluster mode): nothing changes for the others here.
-    const bool elsewhere = presence_ && presence_->online_elsewhere(id, player_id);
+    const bool elsewhere = seq_->online_elsewhere(id, player_id);
     const room::added what = r.add(std::move(m));
-    if (r.size() == 1) watch(r);
+    if (r.size() == 1) seq_->watch(r);
     flush_notices(r);  // earlier changes: the newcomer sees their outcome in its member list
-    // The join point: on one node every message taken so far went out before this event; in
-    // cluster mode only those this node delivered did (later ones the feed brought wait behind a
-    // commit or a gap and reach the newcomer live), so resume must not give them as well.
-    const std::uint64_t join_seq = presence_ ? r.delivered_seq() : r.last_seq();
-    auto res = presence_ ? frames::join_room_res(presence_->summary(r), presence_->accounts(r), join_seq)
-                         : frames::join_room_res(r.summary(), r.accounts(), join_seq);
-    fan_out(r, room_event::kind::joined, subject, subject_shard, res, nullptr, ticket, join_seq);
+    // The join point: every message up to it went out before this event, and later ones reach
+    // the newcomer live, so resume must not give them as well.
+    const std::uint64_t join_seq = seq_->join_point(r);
+    fan_out(r, room_event::kind::joined, subject, subject_shard, seq_->join_room_res(r, join_seq), nullptr, ticket,
+            join_seq);
     // A new member is announced as one; a member coming back as presence; a further session of
     // an online member not at all (nothing changed for the others).
     if (what == room::added::new_member)
@@ -224,8 +163,8 @@ void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
     else if (what == room::added::came_online && !elsewhere)
         notify(r, subject, subject_shard, false, frames::member_presence(id.value(), player_id, name, true));
     if (what == room::added::new_member || what == room::added::came_online)
-        announce(r, what == room::added::new_member ? presence_change::joined : presence_change::online, player_id,
-                 name);
+        seq_->announce(r, what == room::added::new_member ? presence_change::joined : presence_change::online,
+                       player_id, name);
 }
 
 void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_shard, bool reply) {
@@ -239,26 +178,21 @@ void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_sha
         return;
     }
     room& r = it->second;
-    if (r.empty()) unwatch(r);
+    if (r.empty()) seq_->unwatch(r);
     // Belonging is per account: another session of it in the room keeps the account online.
     const bool last_session = !r.has_player(gone->player_id);
     std::uint64_t ticket = 0;
-    bool abandoned = false;
+    bool deleted = false;
     if (last_session && reply) {
         // Left on purpose: the account no longer belongs here, and a room nobody belongs to is
-        // deleted. Neither write may fail (a leave is never refused); each follows a join or
-        // create that was admitted within the queue's capacity.
+        // deleted, as the sequencer decides (a cluster node's view of who belongs may be stale:
+        // the database decides there, once this leave is stored). The write may not fail (a
+        // leave is never refused): it follows a join or create that was admitted within the
+        // queue's capacity.
         const std::int64_t now = wall_clock_us();
         r.forget(gone->player_id);
-        ticket = *write(room_change{room_change::kind::left, id.value(), gone->player_id, {}, now}, true);
-        // A node's view of who belongs may be stale in cluster mode (members joined through
-        // other nodes are not known here): it never deletes a room on that view.
-        if (r.abandoned() && !clustered()) {
-            abandoned = true;
-            ticket = *write(room_change{room_change::kind::deleted, id.value(), 0, {}, now}, true);
-        }
-        // In cluster mode the database decides, once this leave is stored.
-        if (clustered()) after_commit(ticket, [this, id] { delete_if_empty(id); });
+        ticket = *order_.write(room_change{room_change::kind::left, id.value(), gone->player_id, {}, now}, true);
+        deleted = seq_->left(r, now, ticket);
     }
     fan_out(r, room_event::kind::left, session_id, session_shard, reply ? frames::leave_room_res(id.value()) : nullptr,
             nullptr, ticket);
@@ -267,16 +201,16 @@ void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_sha
             bump(counters_.notices_coalesced);  // joined and left unnoticed: neither notice is sent
         else if (!r.empty())
             notify(r, session_id, session_shard, false, frames::member_left(id.value(), gone->player_id, gone->name));
-    } else if (last_session && !r.empty() && !(presence_ && presence_->online_elsewhere(id, gone->player_id))) {
+    } else if (last_session && !r.empty() && !seq_->online_elsewhere(id, gone->player_id)) {
         // Disconnected: still a member, now offline (its member_joined, if pending, still goes out first).
         notify(r, session_id, session_shard, false,
                frames::member_presence(id.value(), gone->player_id, gone->name, false));
     }
     if (last_session)
-        announce(r, reply ? presence_change::left : presence_change::offline, gone->player_id, gone->name);
+        seq_->announce(r, reply ? presence_change::left : presence_change::offline, gone->player_id, gone->name);
     // Cluster mode: a room without sessions here is not followed any more, so this node's view
     // of it would go stale; the next join reads it from the database again (or finds it gone).
-    if (abandoned || (clustered() && r.empty())) {
+    if (deleted || (r.empty() && !seq_->holds_idle_rooms())) {
         notices_.drop(id);
         rooms_.erase(it);
         set_gauge(counters_.rooms, rooms_.size());
@@ -290,44 +224,7 @@ void room_host::chat(chat_request& req) {
              proto::error_code::not_in_room, "not in a room");
         return;
     }
-    room& r = it->second;
-    if (clustered()) {
-        cluster_chat(r, req);
-        return;
-    }
-    frames::chat_fields f;
-    f.room_id = req.room.value();
-    f.seq = r.next_seq();
-    f.sender_id = req.sender.player_id;
-    f.sender_name = req.sender.name;
-    const std::int64_t ts = wall_clock_us();
-    f.server_ts_us = static_cast<std::uint64_t>(ts);
-    f.text = req.text;
-    f.client_ts = req.client_ts;
-    f.client_seq = req.client_seq;
-    // Encoded once, before the strings move into the log record; every member shares this buffer.
-    auto frame = frames::chat_msg(f);
-
-    chat_log_entry entry;
-    entry.room_id = req.room.value();
-    entry.seq = f.seq;
-    entry.sender_id = req.sender.player_id;
-    entry.sender_name = std::move(req.sender.name);
-    entry.server_ts_us = ts;
-    entry.text = std::move(req.text);
-    // Nothing is acknowledged (sent) that is not queued for the database, and with --ack stored
-    // not before it is committed: the sender's own copy of the chat_msg is its acknowledgement.
-    auto ticket = write(std::move(entry));
-    if (!ticket) {
-        bump(counters_.server_busy);
-        fail(req.sender.shard, req.sender.session_id, req.room, proto::msg_type::chat_req,
-             proto::error_code::server_busy, "the chat log queue is full; retry later");
-        return;
-    }
-    r.take_seq();
-    bump(counters_.chat_messages);
-    flush_notices(r);  // members hear of a newcomer before its first words
-    fan_out(r, room_event::kind::message, 0, 0, nullptr, frame, *ticket, f.seq);
+    seq_->chat(it->second, req);
 }
 
 void room_host::notify(const room& r, std::uint64_t subject, unsigned subject_shard, bool joined,
@@ -342,8 +239,7 @@ void room_host::notify(const room& r, std::uint64_t subject, unsigned subject_sh
     if (!notice_timer_.armed()) sh.timers().schedule(notice_timer_, sh.ticks_for(ctx_.options.notice_delay));
 }
 
-void room_host::flush_notices(const room& r) {
-    if (!notices_.has(r.id())) return;  // the common case, for every chat message: one branch
+void room_host::send_notices(const room& r) {
     for (auto& n : notices_.take(r.id()))
         fan_out(r, room_event::kind::notice, n.subject, n.subject_shard, nullptr, n.frame);
 }
@@ -361,8 +257,21 @@ void room_host::flush_notices() {
 
 void room_host::stop() {
     stopped_ = true;
-    stop_cluster();
+    seq_->stop();
     ctx_.eng.at(self_).timers().cancel(notice_timer_);  // what waits has nobody left to tell
+}
+
+void room_host::forget_deleted(room_id id) {
+    auto it = rooms_.find(id);
+    if (it == rooms_.end()) return;
+    if (!it->second.empty()) {
+        // A session joined here meanwhile (see docs/architecture.md: a join racing the deletion).
+        log_limited(log_level::warn, "room {}: deleted while this node has sessions in it", id.value());
+        return;
+    }
+    notices_.drop(id);
+    rooms_.erase(it);
+    set_gauge(counters_.rooms, rooms_.size());
 }
 
 std::vector<room_summary> room_host::summaries() const {

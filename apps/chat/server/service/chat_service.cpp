@@ -257,28 +257,27 @@ void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
 }
 
 void chat_service::handle_list(player& p, std::span<const std::byte>) {
-    if (host_.clustered()) {
-        handle_list_cluster(p);  // the other nodes' rooms too
-        return;
-    }
-    // Every shard's rooms, gathered back here; the reply goes out when all have answered. Each
-    // list copies every room until then, so a session has one in progress at a time (the next
-    // waits behind it like any request).
+    // The rooms the sequencer knows (this server's shards' on one node, the shared database's in
+    // a cluster). Each list copies every room until then, so a session has one in progress at a
+    // time (the next waits behind it like any request).
     p.pending = player::pending_op::list;
-    container().gather([](chat_service& svc) { return svc.host().summaries(); },
-                       [this, sid = p.sess->id()](std::vector<std::vector<room_summary>> parts) {
-                           player* q = find(sid);
-                           if (!q) return;
-                           std::vector<room_summary> all;
-                           for (auto& part : parts)
-                               all.insert(all.end(), std::make_move_iterator(part.begin()),
-                                          std::make_move_iterator(part.end()));
-                           std::sort(all.begin(), all.end(),
-                                     [](const room_summary& a, const room_summary& b) { return a.id < b.id; });
-                           if (all.size() > max_listed_rooms) all.resize(max_listed_rooms);
-                           send(*q->sess, frames::list_rooms_res(all));
-                           complete(*q, player::pending_op::list);
-                       });
+    const bool queued = host_.sequencer().list_rooms(
+        max_listed_rooms, [this, sid = p.sess->id()](std::optional<std::vector<room_summary>> rooms) {
+            player* q = find(sid);
+            if (!q) return;
+            if (rooms) {
+                send(*q->sess, frames::list_rooms_res(*rooms));
+            } else {
+                send_error(*q->sess, msg_type::list_rooms_req, error_code::internal_error,
+                           "the database is unavailable; retry later");
+            }
+            complete(*q, player::pending_op::list);
+        });
+    if (!queued) {
+        p.pending = player::pending_op::none;
+        bump(counters_.server_busy);
+        send_error(*p.sess, msg_type::list_rooms_req, error_code::server_busy, "the database queue is full; retry later");
+    }
 }
 
 void chat_service::handle_ping(player& p, std::span<const std::byte> frame) {

@@ -115,9 +115,6 @@ private:
     void handle_leave(player& p, std::span<const std::byte> frame);
     void handle_chat(player& p, std::span<const std::byte> frame);
     void handle_list(player& p, std::span<const std::byte> frame);
-    // Cluster mode (chat_service_cluster.cpp): every room of the shared database, read on a
-    // worker, with online counts from Redis.
-    void handle_list_cluster(player& p);
     void handle_ping(player& p, std::span<const std::byte> frame);
     void handle_history(player& p, std::span<const std::byte> frame) { history_.handle(p, frame); }
     void handle_resume(player& p, std::span<const std::byte> frame) { resumes_.handle(p, frame); }

@@ -1,5 +1,5 @@
 // resume_requests (resume_requests.hpp): the range checks on the shard, the read of the range on
-// a database worker and, in cluster mode, the rows the database lacks from Redis's stream.
+// a database worker and, when the rows are not all of it, what the room sequencer can add.
 
 #include "resume_requests.hpp"
 
@@ -8,7 +8,6 @@
 #include "apps/chat/server/net/frames.hpp"
 
 #include <strix/core/log.hpp>
-#include "apps/chat/storage/chat_log_writer.hpp"
 #include "apps/chat/storage/db_pool.hpp"
 
 namespace strix::chat {
@@ -80,43 +79,37 @@ void resume_requests::handle(player& p, std::span<const std::byte> frame) {
         svc_.send(s, frames::resume_res(room, true, {}, to, 0, false));
         return;
     }
-    if (host_.clustered()) {
-        resume_cluster(p, room, from, to);
-        return;
-    }
-    const std::size_t max_bytes = resume_max_bytes(ctx_.options);
-    const bool ack_early = ctx_.options.ack == ack_mode::early;
-    chat_log_writer* writer = &ctx_.writer;
-    reads_.submit(p, msg_type::resume_req, [room, from, to, max_bytes, ack_early, writer](chat_store& store) {
-        const history_query q = resume_query(room, from, to);
-        std::vector<chat_log_entry> logs = store.history_page(q);
-        if (!covers(logs, from, to) && ack_early) {
-            // --ack early: members may have seen messages the writer has not committed yet.
-            writer->flush();
-            logs = store.history_page(q);
-        }
-        return resume_answer(room, from, to, logs, store.room_log_range(room).oldest, max_bytes);
-    });
+    resume_read(p, room, from, to);
 }
 
-void resume_requests::resume_cluster(player& p, std::uint64_t room, std::uint64_t from, std::uint64_t to) {
+void resume_requests::resume_read(player& p, std::uint64_t room, std::uint64_t from, std::uint64_t to) {
     sharded<chat_service>* services = &svc_.container();
     const unsigned shard_index = svc_.shard_id();
     const std::uint64_t sid = p.sess->id();
+    const std::size_t max_bytes = resume_max_bytes(ctx_.options);
     p.pending = player::pending_op::history;
-    const bool queued = ctx_.pool.try_submit([services, shard_index, sid, room, from, to](chat_store& store) {
-        stored_rows r;
-        try {
-            r.logs = store.history_page(resume_query(room, from, to));
-            r.oldest = store.room_log_range(room).oldest;
-            r.ok = true;
-        } catch (const std::exception& e) {
-            log_limited(log_level::warn, "resume_req failed: {}", e.what());
-        }
-        services->invoke_on(shard_index, [sid, room, from, to, r = std::move(r)](chat_service& svc) mutable {
-            svc.resumes().resume_stored(sid, room, from, to, std::move(r));
+    const bool queued =
+        ctx_.pool.try_submit([services, shard_index, sid, room, from, to, max_bytes](chat_store& store) {
+            stored_range r{resume_query(room, from, to), {}, 0, false};
+            try {
+                r.logs = store.history_page(r.query);
+                r.oldest = store.room_log_range(room).oldest;
+                r.ok = true;
+            } catch (const std::exception& e) {
+                log_limited(log_level::warn, "resume_req failed: {}", e.what());
+            }
+            if (r.ok && covers(r.logs, from, to)) {
+                // The common case, answered from here: the worker encodes the frames.
+                services->invoke_on(shard_index, [sid, answer = resume_answer(room, from, to, r.logs, r.oldest,
+                                                                              max_bytes)](chat_service& svc) mutable {
+                    svc.reads().done(sid, std::move(answer));
+                });
+                return;
+            }
+            services->invoke_on(shard_index, [sid, room, from, to, r = std::move(r)](chat_service& svc) mutable {
+                svc.resumes().resume_stored(sid, room, from, to, std::move(r));
+            });
         });
-    });
     if (!queued) {
         p.pending = player::pending_op::none;
         bump(counters_.server_busy);
@@ -126,49 +119,30 @@ void resume_requests::resume_cluster(player& p, std::uint64_t room, std::uint64_
 }
 
 void resume_requests::resume_stored(std::uint64_t session_id, std::uint64_t room, std::uint64_t from, std::uint64_t to,
-                                    stored_rows rows) {
+                                    stored_range rows) {
     if (!svc_.find(session_id)) return;  // the session closed while the database read
+    if (rows.ok) {
+        // A range the database holds with holes comes back with rows past `to` filling the limit.
+        std::erase_if(rows.logs, [to](const chat_log_entry& e) { return e.seq > to; });
+        // What members were given that the database lacks, from where the sequencer has it (the
+        // writer's queue with --ack early; the room's Redis stream in a cluster).
+        host_.sequencer().complete_resume(from, to, std::move(rows),
+                                          [this, session_id, room, from, to](stored_range r) {
+                                              resume_merged(session_id, room, from, to, std::move(r));
+                                          });
+        return;
+    }
+    resume_merged(session_id, room, from, to, std::move(rows));
+}
+
+void resume_requests::resume_merged(std::uint64_t session_id, std::uint64_t room, std::uint64_t from, std::uint64_t to,
+                                    stored_range rows) {
+    if (!svc_.find(session_id)) return;
     if (!rows.ok) {
         reads_.done(session_id, {{frames::error(msg_type::resume_req, error_code::internal_error,
                                                 "the database is unavailable; retry later")},
                                  read_outcome::failed});
         return;
-    }
-    // A range the database holds with holes comes back with rows past `to` filling the limit.
-    std::erase_if(rows.logs, [to](const chat_log_entry& e) { return e.seq > to; });
-    if (covers(rows.logs, from, to)) {
-        resume_merged(session_id, room, from, to, std::move(rows), std::vector<chat_log_entry>{});
-        return;
-    }
-    host_.read_stream(room_id(room), from, static_cast<std::uint32_t>(to - from),
-                      [this, session_id, room, from, to,
-                       rows = std::move(rows)](std::optional<std::vector<chat_log_entry>> streamed) mutable {
-                          resume_merged(session_id, room, from, to, std::move(rows), std::move(streamed));
-                      });
-}
-
-void resume_requests::resume_merged(std::uint64_t session_id, std::uint64_t room, std::uint64_t from, std::uint64_t to,
-                                    stored_rows rows, std::optional<std::vector<chat_log_entry>> streamed) {
-    if (!svc_.find(session_id)) return;
-    if (streamed && !streamed->empty()) {
-        // Both ascending; a seq in both is the database's (the stream of a later epoch could
-        // reuse a seq after a lagging floor; what is stored stays what was stored).
-        std::vector<chat_log_entry> all;
-        all.reserve(rows.logs.size() + streamed->size());
-        auto db = rows.logs.begin();
-        for (auto& e : *streamed) {
-            while (db != rows.logs.end() && db->seq < e.seq) all.push_back(std::move(*db++));
-            if (db != rows.logs.end() && db->seq == e.seq) continue;
-            bump(counters_.resume_from_stream);
-            // Insert-if-absent (ON CONFLICT DO NOTHING): the origin's own write, if it still
-            // comes, stores nothing twice. A full queue leaves the message to the stream only.
-            if (!ctx_.writer.try_enqueue_copy(e))
-                log_limited(log_level::warn, "room {}: seq {} from Redis's stream not queued for the database", room,
-                            e.seq);
-            all.push_back(std::move(e));
-        }
-        while (db != rows.logs.end()) all.push_back(std::move(*db++));
-        rows.logs = std::move(all);
     }
     reads_.done(session_id, resume_answer(room, from, to, rows.logs, rows.oldest, resume_max_bytes(ctx_.options)));
 }

@@ -8,16 +8,18 @@
 //                                ══> worker (db_reads): the range's rows ─ whole: resume_res...
 //                                                                       ─ not whole: gap
 //
-// In cluster mode the members of other nodes get a message as soon as Redis publishes it, before
-// its node's commit, and a node killed between the two never commits it. So a resume there takes
-// what the database lacks from the room's Redis stream (the recent messages, exactly as
-// published), and queues each such message for the database (insert-if-absent: a commit that
-// was only late stores nothing twice), so that what one client was given, history keeps:
+// Members may have been given messages the database does not hold yet: with --ack early the
+// writer's queue has them; in cluster mode the members of other nodes get a message as soon as
+// Redis publishes it, before its node's commit, and a node killed between the two never commits
+// it. So rows that are not the whole range go to the room sequencer, which completes them from
+// where it has them (room_sequencer::complete_resume: the local one flushes the writer and reads
+// again; the cluster one takes them from the room's Redis stream, exactly as published, and
+// queues each for the database, insert-if-absent, so that what one client was given, history
+// keeps):
 //
-//   resume_req ══> worker: rows of (last_seq, joined_seq] ──> whole: resume_res
-//                                                        └──> not whole: chat_since (Redis stream)
-//                                                             ──> merged, the stream's rows queued
-//                                                                 for the database ──> resume_res / gap
+//   resume_req ══> worker: rows of (last_seq, joined_seq] ──> whole: resume_res (encoded there)
+//                                                        └──> not whole: the sequencer completes
+//                                                             them ──> resume_res / gap
 //
 // One per chat_service (its shard); every function runs there.
 
@@ -48,18 +50,13 @@ public:
     void handle(player& p, std::span<const std::byte> frame);
 
 private:
-    // Cluster mode: the database's rows of the range, read on a worker, then what they lack
-    // from Redis's stream.
-    struct stored_rows {
-        std::vector<chat_log_entry> logs;  // ascending
-        std::uint64_t oldest = 0;          // the room's oldest stored seq
-        bool ok = false;                   // false: the database failed
-    };
-    void resume_cluster(player& p, std::uint64_t room, std::uint64_t from, std::uint64_t to);
+    // The range's rows, read on a worker; answered there when they are all of it.
+    void resume_read(player& p, std::uint64_t room, std::uint64_t from, std::uint64_t to);
+    // Back on the shard with rows that are not all of it: the sequencer completes them.
     void resume_stored(std::uint64_t session_id, std::uint64_t room, std::uint64_t from, std::uint64_t to,
-                       stored_rows rows);
+                       stored_range rows);
     void resume_merged(std::uint64_t session_id, std::uint64_t room, std::uint64_t from, std::uint64_t to,
-                       stored_rows rows, std::optional<std::vector<chat_log_entry>> streamed);
+                       stored_range rows);
 
     chat_service& svc_;
     chat_context& ctx_;

@@ -1,38 +1,16 @@
-// room_host in cluster mode: the floor each chat_publish passes. When Redis has no state for a
-// room (it restarted empty), chat_publish starts a new epoch at floor + 1, so the floor must be
-// at least every seq already given to a message, or a seq is given twice: members would see
-// two messages under one seq and the database keep only the first (the second's sender
-// acknowledged, its message not stored). This node knows:
-//
-//   - the room's last_seq: what its feed delivered;
-//   - what its own chat_publish replies gave (a reply can arrive while the feed's copy is lost
-//     with a Redis that died);
-//   - the database's last seq, which holds the other nodes' acknowledged messages, read once per
-//     room after every (re)connection of the publisher, before the room's next publish.
-//
-// Measured with cluster_faults_test's Redis kill mid-chat: without the database read, about one
-// run in four gave a seq twice (the other node's reply had arrived, no feed had the message).
-//
-// The database's last seq still misses the other nodes' commits in flight when Redis died: a
-// seq another node's publish got just before the kill, not stored yet when this node read. Under
-// `make bench-cluster`'s load (5,000 messages/s) that gave 22 seqs twice in one Redis kill: the
-// node that had the first copy never got its own message back from the feed (no ack, every
-// member missed it) and the database kept one of the two. So a node may not start a room's new
-// epoch at once: its publish says so (chat_publish with may_create false), Redis answers that
-// the room has no state, and the node waits --epoch-wait-ms for those commits, reads the last
-// stored seq again, and only then publishes what waited, in order, starting the epoch:
+// cluster_sequencer: the floor each chat_publish passes. A Redis that lost a room's state starts
+// a new epoch at floor + 1, so the floor must cover every seq already given, or one is given
+// twice; and a node starts that epoch only after --epoch-wait-ms, once the other nodes' commits
+// in flight have landed. Why each part is needed, with the faults that showed it and their
+// figures: docs/architecture.md, "The floor a publish passes".
 //
 //   publish (may_create 0) ──Redis has the room──> seq, as always
 //                          └─no state──> back to the front of the room's queue ── wait ──>
 //                                        database's last seq ──> publish (may_create 1)
-//
-// A node's floor above an existing epoch's counter moves the counter (chat_publish): whatever a
-// node knows to be taken is never given again, even if another node started the epoch lower.
-// A message no reply and no commit recorded anywhere (Redis died after publishing to some
-// subscribers only) can still be given twice; docs/architecture.md says so.
+
+#include "cluster_sequencer.hpp"
 
 #include "room_host.hpp"
-
 #include "apps/chat/server/service/chat_context.hpp"
 #include "apps/chat/server/service/chat_service.hpp"
 #include "apps/chat/storage/db_pool.hpp"
@@ -43,17 +21,17 @@
 
 namespace strix::chat {
 
-std::uint64_t room_host::floor_of(const room& r) const {
+std::uint64_t cluster_sequencer::floor_of(const room& r) const {
     const auto it = floors_.find(r.id());
     return it == floors_.end() ? r.last_seq() : std::max(r.last_seq(), it->second.seq);
 }
 
-void room_host::published(room_id id, std::uint64_t seq) {
+void cluster_sequencer::published(room_id id, std::uint64_t seq) {
     auto& f = floors_[id];
     f.seq = std::max(f.seq, seq);
 }
 
-bool room_host::floor_ready(room& r, chat_request& req) {
+bool cluster_sequencer::floor_ready(room& r, chat_request& req) {
     auto& f = floors_[r.id()];
     const std::uint64_t conn = publisher_->connects();
     if (f.checked == conn && !f.reading && f.waiting.empty()) return true;
@@ -63,9 +41,9 @@ bool room_host::floor_ready(room& r, chat_request& req) {
     return false;
 }
 
-void room_host::read_floor(room_id id, std::uint64_t conn, bool settled) {
+void cluster_sequencer::read_floor(room_id id, std::uint64_t conn, bool settled) {
     floors_[id].reading = true;
-    sharded<chat_service>* services = &service_.container();
+    sharded<chat_service>* services = &host_.service().container();
     const unsigned self = self_;
     const bool queued = ctx_.pool.try_submit([services, self, id, conn, settled](chat_store& store) {
         std::uint64_t newest = 0;
@@ -75,13 +53,13 @@ void room_host::read_floor(room_id id, std::uint64_t conn, bool settled) {
             log_limited(log_level::warn, "room {}: reading its last stored seq failed: {}", id.value(), e.what());
         }
         services->invoke_on(self, [id, newest, conn, settled](chat_service& svc) {
-            svc.host().floor_read(id, newest, conn, settled);
+            of(svc).floor_read(id, newest, conn, settled);
         });
     });
     if (!queued) floor_read(id, 0, conn, settled);  // the database is busy: go on with what this node knows
 }
 
-void room_host::no_room_state(room_id id, chat_request req) {
+void cluster_sequencer::no_room_state(room_id id, chat_request req) {
     auto& f = floors_[id];
     // Before the chats that came after it (the replies come in the order of the publishes).
     f.waiting.insert(f.waiting.begin() + static_cast<std::ptrdiff_t>(f.returned), std::move(req));
@@ -89,16 +67,19 @@ void room_host::no_room_state(room_id id, chat_request req) {
     if (f.settling) return;
     f.settling = true;
     f.reading = true;  // floor_ready queues the room's chats until the read after the wait
-    log_limited(log_level::info, "room {}: Redis has no state for it; waiting {} ms for commits in flight before "
-                "continuing its seqs", id.value(), ctx_.options.cluster.epoch_wait_ms);
+    log_limited(log_level::info,
+                "room {}: Redis has no state for it; waiting {} ms for commits in flight before "
+                "continuing its seqs",
+                id.value(), ctx_.options.cluster.epoch_wait_ms);
     settle_queue_.emplace_back(id, std::chrono::steady_clock::now() +
                                        std::chrono::milliseconds(ctx_.options.cluster.epoch_wait_ms));
     shard& sh = ctx_.eng.at(self_);
     if (!settle_timer_.armed())
-        sh.timers().schedule(settle_timer_, sh.ticks_for(std::chrono::milliseconds(ctx_.options.cluster.epoch_wait_ms)));
+        sh.timers().schedule(settle_timer_,
+                             sh.ticks_for(std::chrono::milliseconds(ctx_.options.cluster.epoch_wait_ms)));
 }
 
-void room_host::settle_due() {
+void cluster_sequencer::settle_due() {
     const auto now = std::chrono::steady_clock::now();
     while (!settle_queue_.empty() && settle_queue_.front().second <= now) {
         const room_id id = settle_queue_.front().first;
@@ -112,7 +93,7 @@ void room_host::settle_due() {
     }
 }
 
-void room_host::floor_read(room_id id, std::uint64_t newest, std::uint64_t conn, bool settled) {
+void cluster_sequencer::floor_read(room_id id, std::uint64_t newest, std::uint64_t conn, bool settled) {
     const auto it = floors_.find(id);
     if (it == floors_.end() || !publisher_) return;
     auto& f = it->second;
@@ -130,13 +111,13 @@ void room_host::floor_read(room_id id, std::uint64_t newest, std::uint64_t conn,
     auto waiting = std::move(f.waiting);
     f.waiting.clear();
     for (auto& req : waiting) {
-        auto r = rooms_.find(id);
-        if (r == rooms_.end() || !r->second.contains(req.sender.session_id)) {
-            fail(req.sender.shard, req.sender.session_id, id, proto::msg_type::chat_req,
-                 proto::error_code::not_in_room, "not in a room");
+        room* r = host_.find(id);
+        if (r == nullptr || !r->contains(req.sender.session_id)) {
+            host_.fail(req.sender.shard, req.sender.session_id, id, proto::msg_type::chat_req,
+                       proto::error_code::not_in_room, "not in a room");
             continue;
         }
-        cluster_chat(r->second, req);
+        publish(*r, req);
     }
 }
 
