@@ -1,5 +1,5 @@
 #pragma once
-// cluster_options: strix-chat-server's cluster mode settings (issue 19): --cluster
+// cluster_options: strix-chat-server's cluster mode settings: --cluster
 // redis://host:port, --node-id N and the bounds of the Redis backplane. Part of chat_options
 // (same config-file keys as the long option names).
 
