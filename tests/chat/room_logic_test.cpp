@@ -201,4 +201,30 @@ TEST_F(in_process, a_room_lives_on_its_creators_shard_and_dies_when_nobody_belon
     })) << "the room nobody belongs to is deleted";
 }
 
+// The chat app's shard-only entry points check their thread in debug and sanitizer builds
+// (STRIX_ASSERT_OWNER): a call from another thread aborts and names the entry point.
+#if defined(STRIX_THREAD_CHECKS) && STRIX_THREAD_CHECKS
+using owner_checks_death = in_process;
+
+TEST_F(owner_checks_death, a_room_host_called_from_another_thread_aborts) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH((void)srv_->services().on(0).host().summaries(),
+                 "room_host::summaries called on thread [0-9]+ \\(not a shard\\), but the object belongs to shard 0");
+}
+
+TEST_F(owner_checks_death, a_shard_posting_into_another_shards_room_host_aborts) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH(
+        {
+            srv_->eng().post(1, [this] { srv_->services().on(0).host().flush_notices(); });
+            std::this_thread::sleep_for(2s);
+        },
+        "room_host::flush_notices called on shard 1, but the object belongs to shard 0");
+}
+#else
+TEST(owner_checks_death, checks_are_compiled_only_into_debug_and_sanitizer_builds) {
+    GTEST_SKIP() << "release build: STRIX_THREAD_CHECKS is off (make test SANITIZE=1 runs these)";
+}
+#endif
+
 }  // namespace

@@ -130,6 +130,7 @@ shared_buffer_ptr cluster_sequencer::join_room_res(const room& r, std::uint64_t 
 void cluster_sequencer::chat(room& r, chat_request& req) { publish(r, req); }
 
 void cluster_sequencer::publish(room& r, chat_request& req) {
+    STRIX_ASSERT_OWNER(host_.service().home(), "cluster_sequencer::publish");
     if (!publisher_) return;  // stopping
     if (!floor_ready(r, req)) return;
     const std::int64_t ts = now_us();
@@ -196,6 +197,7 @@ void cluster_sequencer::publish(room& r, chat_request& req) {
 }
 
 void cluster_sequencer::feed_message(std::string_view key, std::uint64_t seq, std::string_view body) {
+    STRIX_ASSERT_OWNER(host_.service().home(), "cluster_sequencer::feed_message");
     std::uint64_t v = 0;
     std::from_chars(key.data(), key.data() + key.size(), v);
     const room_id id(v);

@@ -64,6 +64,7 @@ void cluster_sequencer::read_stream(room_id id, std::uint64_t after, std::uint32
 
 void cluster_sequencer::complete_resume(std::uint64_t from, std::uint64_t to, stored_range rows,
                                         std::function<void(stored_range)> done) {
+    STRIX_ASSERT_OWNER(host_.service().home(), "cluster_sequencer::complete_resume");
     const std::uint64_t room = rows.query.room_id;
     read_stream(room_id(room), from, static_cast<std::uint32_t>(to - from),
                 [this, room, rows = std::move(rows),

@@ -30,6 +30,7 @@ local_sequencer::local_sequencer(room_host& host, chat_context& ctx, unsigned se
       counters_(counters) {}
 
 void local_sequencer::chat(room& r, chat_request& req) {
+    STRIX_ASSERT_OWNER(host_.service().home(), "local_sequencer::chat");
     frames::chat_fields f;
     f.room_id = req.room.value();
     f.seq = r.next_seq();
@@ -100,6 +101,7 @@ bool local_sequencer::list_rooms(std::size_t limit,
 
 void local_sequencer::complete_resume(std::uint64_t, std::uint64_t, stored_range rows,
                                       std::function<void(stored_range)> done) {
+    STRIX_ASSERT_OWNER(host_.service().home(), "local_sequencer::complete_resume");
     // With --ack stored every message members got was committed first: what the database lacks
     // is gone (retention). With --ack early it may still wait in the writer's queue: flushed,
     // then the rows are read again.

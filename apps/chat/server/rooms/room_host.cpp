@@ -54,6 +54,7 @@ void room_host::send_event(unsigned to, room_event ev) {
 }
 
 void room_host::committed(std::uint64_t upto) {
+    STRIX_ASSERT_OWNER(service_.home(), "room_host::committed");
     order_.committed(upto, [this](unsigned to, room_event&& ev) { send_event(to, std::move(ev)); });
 }
 
@@ -87,6 +88,7 @@ void room_host::fail(unsigned shard, std::uint64_t session_id, room_id id, proto
 }
 
 void room_host::create(room_id id, std::string name, member creator) {
+    STRIX_ASSERT_OWNER(service_.home(), "room_host::create");
     const std::uint64_t subject = creator.session_id;
     const unsigned subject_shard = creator.shard;
     const std::int64_t now = wall_clock_us();
@@ -112,6 +114,7 @@ void room_host::create(room_id id, std::string name, member creator) {
 }
 
 void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
+    STRIX_ASSERT_OWNER(service_.home(), "room_host::join");
     auto it = rooms_.find(id);
     if (it == rooms_.end()) {
         if (!after_load && seq_->load(id, m, rejoin)) return;  // held elsewhere (cluster: another node made it)
@@ -168,6 +171,7 @@ void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
 }
 
 void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_shard, bool reply) {
+    STRIX_ASSERT_OWNER(service_.home(), "room_host::leave");
     auto it = rooms_.find(id);
     std::optional<member> gone;
     if (it != rooms_.end()) gone = it->second.remove(session_id);
@@ -218,6 +222,7 @@ void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_sha
 }
 
 void room_host::chat(chat_request& req) {
+    STRIX_ASSERT_OWNER(service_.home(), "room_host::chat");
     auto it = rooms_.find(req.room);
     if (it == rooms_.end() || !it->second.contains(req.sender.session_id)) {
         fail(req.sender.shard, req.sender.session_id, req.room, proto::msg_type::chat_req,
@@ -245,6 +250,7 @@ void room_host::send_notices(const room& r) {
 }
 
 void room_host::flush_notices() {
+    STRIX_ASSERT_OWNER(service_.home(), "room_host::flush_notices");
     for (room_id id : notices_.rooms()) {
         auto it = rooms_.find(id);
         if (it == rooms_.end()) {
@@ -256,6 +262,7 @@ void room_host::flush_notices() {
 }
 
 void room_host::stop() {
+    STRIX_ASSERT_OWNER(service_.home(), "room_host::stop");
     stopped_ = true;
     seq_->stop();
     ctx_.eng.at(self_).timers().cancel(notice_timer_);  // what waits has nobody left to tell
@@ -275,6 +282,7 @@ void room_host::forget_deleted(room_id id) {
 }
 
 std::vector<room_summary> room_host::summaries() const {
+    STRIX_ASSERT_OWNER(service_.home(), "room_host::summaries");
     std::vector<room_summary> out;
     out.reserve(rooms_.size());
     for (const auto& [id, r] : rooms_) out.push_back(r.summary());

@@ -103,6 +103,7 @@ void chat_service::complete(player& p, player::pending_op op) {
 // The request table decides (request_table.hpp): unknown types and requests that need a login
 // are answered here, the rest go to their row's handler.
 void chat_service::dispatch(player& p, std::span<const std::byte> frame) {
+    STRIX_ASSERT_OWNER(shard_, "chat_service::dispatch");
     session& s = *p.sess;
     const msg_type type = type_of(frame);
     const request_row* row = request_table::find(type);

@@ -85,6 +85,9 @@ public:
     /// This shard's counters; read from any thread.
     const chat_counters& counters() const noexcept { return counters_; }
     unsigned shard_id() const noexcept { return self_; }
+    /// The shard this instance lives on; its entry points check it (STRIX_ASSERT_OWNER in debug
+    /// and sanitizer builds). Any thread.
+    shard& home() const noexcept { return shard_; }
 
     // --- for the request units (login_requests, db_reads, history_requests, resume_requests) ----
 

@@ -39,6 +39,7 @@ bool db_reads::submit(player& p, msg_type request, read_fn read) {
 }
 
 void db_reads::done(std::uint64_t session_id, read_answer answer) {
+    STRIX_ASSERT_OWNER(svc_.home(), "db_reads::done");
     player* p = svc_.find(session_id);
     if (!p) return;  // the session closed while the database read
     switch (answer.outcome) {

@@ -27,6 +27,7 @@ constexpr std::size_t max_password = 1024;
 }  // namespace
 
 void login_requests::handle(player& p, std::span<const std::byte> frame) {
+    STRIX_ASSERT_OWNER(svc_.home(), "login_requests::handle");
     const std::optional<credentials> c = validate(p, frame);
     if (!c) return;
     login_slot slot = admit(p);
@@ -154,6 +155,7 @@ void login_requests::hash(player& p, const credentials& c, std::string address, 
 }
 
 void login_requests::done(std::uint64_t session_id, login_verdict verdict) {
+    STRIX_ASSERT_OWNER(svc_.home(), "login_requests::done");
     player* p = svc_.find(session_id);
     if (!p) return;  // the session closed while the database worked
     finish(*p, std::move(verdict));

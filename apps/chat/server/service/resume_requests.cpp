@@ -58,6 +58,7 @@ read_answer resume_answer(std::uint64_t room, std::uint64_t from, std::uint64_t 
 }  // namespace
 
 void resume_requests::handle(player& p, std::span<const std::byte> frame) {
+    STRIX_ASSERT_OWNER(svc_.home(), "resume_requests::handle");
     auto* req = svc_.decode<proto::resume_req>(p, frame, msg_type::resume_req, "malformed resume_req");
     if (!req) return;
     session& s = *p.sess;
@@ -120,6 +121,7 @@ void resume_requests::resume_read(player& p, std::uint64_t room, std::uint64_t f
 
 void resume_requests::resume_stored(std::uint64_t session_id, std::uint64_t room, std::uint64_t from, std::uint64_t to,
                                     stored_range rows) {
+    STRIX_ASSERT_OWNER(svc_.home(), "resume_requests::resume_stored");
     if (!svc_.find(session_id)) return;  // the session closed while the database read
     if (rows.ok) {
         // A range the database holds with holes comes back with rows past `to` filling the limit.
