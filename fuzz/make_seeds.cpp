@@ -165,7 +165,8 @@ void chat_request_seeds() {
         // With a device token (32 bytes), so the optional field is in the corpus from the start.
         std::vector<std::uint8_t> token(32);
         for (std::size_t i = 0; i < token.size(); ++i) token[i] = static_cast<std::uint8_t>(i);
-        fbb.Finish(proto::Createlogin_req(fbb, fbb.CreateString("alice"), fbb.CreateString("pw"), fbb.CreateVector(token)));
+        fbb.Finish(
+            proto::Createlogin_req(fbb, fbb.CreateString("alice"), fbb.CreateString("pw"), fbb.CreateVector(token)));
         bodies.emplace_back(msg_type::login_req, finished(fbb));
     }
     {
@@ -284,20 +285,27 @@ void ws_seeds() {
     const bytes mask = u8(0x37) + u8(0xfa) + u8(0x21) + u8(0x3d);
     seed("ws", "masked_text_hello", le16(0) + u8(1) + u8(0x81) + u8(0x85) + mask + of("\x7f\x9f\x4d\x51\x58"));
     seed("ws", "unmasked_text", le16(0) + u8(2) + u8(0x81) + u8(0x05) + of("Hello"));
-    seed("ws", "fragments_and_ping", le16(0) + u8(3) + u8(0x01) + u8(0x83) + mask + of("abc") + u8(0x89) + u8(0x80) + mask +
-                                         u8(0x80) + u8(0x82) + mask + of("de"));
-    seed("ws", "len16", le16(0) + u8(4) + u8(0x82) + u8(0xfe) + u8(0x01) + u8(0x00) + mask + bytes(256, std::byte{0x41}));
+    seed("ws", "fragments_and_ping",
+         le16(0) + u8(3) + u8(0x01) + u8(0x83) + mask + of("abc") + u8(0x89) + u8(0x80) + mask + u8(0x80) + u8(0x82) +
+             mask + of("de"));
+    seed("ws", "len16",
+         le16(0) + u8(4) + u8(0x82) + u8(0xfe) + u8(0x01) + u8(0x00) + mask + bytes(256, std::byte{0x41}));
     seed("ws", "len64_top_bit", le16(0) + u8(5) + u8(0x82) + u8(0xff) + u8(0x80) + bytes(7, std::byte{0}) + mask);
-    seed("ws", "len64_too_big", le16(1024) + u8(6) + u8(0x82) + u8(0xff) + bytes(4, std::byte{0}) + u8(1) + bytes(3, std::byte{0}));
+    seed("ws", "len64_too_big",
+         le16(1024) + u8(6) + u8(0x82) + u8(0xff) + bytes(4, std::byte{0}) + u8(1) + bytes(3, std::byte{0}));
     seed("ws", "close_1000", le16(0) + u8(7) + u8(0x88) + u8(0x82) + mask + u8(0x03 ^ 0x37) + u8(0xe8 ^ 0xfa));
     seed("ws", "rsv_bits", le16(0) + u8(8) + u8(0xc1) + u8(0x81) + mask + of("x"));
     seed("ws", "utf8_mixed", le16(0) + u8(9) + of("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80 \xed\xa0\x80"));
-    seed("ws", "upgrade", le16(0) + u8(10) + of("GET /chat HTTP/1.1\r\nHost: server.example.com\r\nUpgrade: websocket\r\n"
-                                                "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                                                "Origin: http://example.com\r\nSec-WebSocket-Protocol: chat, superchat\r\n"
-                                                "Sec-WebSocket-Version: 13\r\n\r\n"));
-    seed("ws", "response_101", le16(0) + u8(11) + of("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-                                                     "Connection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"));
+    seed("ws", "upgrade",
+         le16(0) + u8(10) +
+             of("GET /chat HTTP/1.1\r\nHost: server.example.com\r\nUpgrade: websocket\r\n"
+                "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                "Origin: http://example.com\r\nSec-WebSocket-Protocol: chat, superchat\r\n"
+                "Sec-WebSocket-Version: 13\r\n\r\n"));
+    seed("ws", "response_101",
+         le16(0) + u8(11) +
+             of("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                "Connection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"));
     seed("ws", "head_too_big", le16(64) + u8(12) + of("GET / HTTP/1.1\r\nX-Junk: " + std::string(80, 'x')));
 }
 

@@ -67,9 +67,11 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--max-fragments", wo.max_fragments, "with --ws: most frames in one message")->capture_default_str();
     std::int64_t ws_handshake_ms = wo.handshake_timeout.count();
-    app.add_option("--ws-handshake-timeout-ms", ws_handshake_ms, "with --ws: close connections not upgraded by then (0 = never)")
+    app.add_option("--ws-handshake-timeout-ms", ws_handshake_ms,
+                   "with --ws: close connections not upgraded by then (0 = never)")
         ->capture_default_str();
-    app.add_option("--max-pings-per-second", wo.max_pings_per_second, "with --ws: above this, close 1008 (0 = no limit)")
+    app.add_option("--max-pings-per-second", wo.max_pings_per_second,
+                   "with --ws: above this, close 1008 (0 = no limit)")
         ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     ecfg.io = io == "uring"   ? strix::io_backend::uring
@@ -95,7 +97,8 @@ int main(int argc, char** argv) {
         });
         srv.start();
         strix::print(stdout, "strix-echo-server: listening on {}:{} with {} shards ({}{})\n", scfg.host, srv.port(),
-                     eng.shard_count(), eng.io_name(), std::string(scfg.tls ? ", TLS" : "") + (ws ? ", WebSocket" : ""));
+                     eng.shard_count(), eng.io_name(),
+                     std::string(scfg.tls ? ", TLS" : "") + (ws ? ", WebSocket" : ""));
         std::fflush(stdout);
         eng.run_until_signal();
         auto st = srv.stats();
@@ -105,12 +108,13 @@ int main(int argc, char** argv) {
                      st.accepted.value(), st.frames_in.value(), st.bytes_out.value(), st.frame_errors.value(),
                      st.slow_consumers.value());
         if (ws)
-            strix::print(stdout,
-                         "strix-echo-server: websocket: {} handshakes, {} refused, {} handshake timeouts, {} messages in; "
-                         "closes: {} handshake, {} protocol, {} invalid payload, {} too big, {} policy\n",
-                         st.ws_handshakes.value(), st.ws_handshakes_refused.value(), st.handshake_timeouts.value(),
-                         st.ws_messages_in.value(), st.ws_closes_normal.value(), st.ws_closes_protocol.value(),
-                         st.ws_closes_utf8.value(), st.ws_closes_too_big.value(), st.ws_closes_policy.value());
+            strix::print(
+                stdout,
+                "strix-echo-server: websocket: {} handshakes, {} refused, {} handshake timeouts, {} messages in; "
+                "closes: {} handshake, {} protocol, {} invalid payload, {} too big, {} policy\n",
+                st.ws_handshakes.value(), st.ws_handshakes_refused.value(), st.handshake_timeouts.value(),
+                st.ws_messages_in.value(), st.ws_closes_normal.value(), st.ws_closes_protocol.value(),
+                st.ws_closes_utf8.value(), st.ws_closes_too_big.value(), st.ws_closes_policy.value());
         for (unsigned i = 0; i < eng.shard_count(); ++i) {
             const auto& ss = eng.at(i).stats();
             strix::print(stdout, "  shard {}: {} loop turns, {} I/O events, {} wake-ups by other threads\n", i,

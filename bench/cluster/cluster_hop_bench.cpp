@@ -62,15 +62,24 @@ args parse(int argc, char** argv) {
             }
             return argv[++i];
         };
-        if (k == "--port") a.port = static_cast<std::uint16_t>(std::stoul(next()));
-        else if (k == "--redis-pid") a.redis_pid = std::stol(next());
-        else if (k == "--rooms") a.rooms = static_cast<unsigned>(std::stoul(next()));
-        else if (k == "--rate") a.rate = std::stod(next());
-        else if (k == "--seconds") a.seconds = std::stod(next());
-        else if (k == "--payload") a.payload = std::stoul(next());
-        else if (k == "--label") a.label = next();
-        else if (k == "--header") a.header = true;
-        else if (k == "--kill-redis-at") a.kill_redis_at = std::stod(next());
+        if (k == "--port")
+            a.port = static_cast<std::uint16_t>(std::stoul(next()));
+        else if (k == "--redis-pid")
+            a.redis_pid = std::stol(next());
+        else if (k == "--rooms")
+            a.rooms = static_cast<unsigned>(std::stoul(next()));
+        else if (k == "--rate")
+            a.rate = std::stod(next());
+        else if (k == "--seconds")
+            a.seconds = std::stod(next());
+        else if (k == "--payload")
+            a.payload = std::stoul(next());
+        else if (k == "--label")
+            a.label = next();
+        else if (k == "--header")
+            a.header = true;
+        else if (k == "--kill-redis-at")
+            a.kill_redis_at = std::stod(next());
         else {
             std::fprintf(stderr, "strix-bench-cluster-hop: unknown option %s\n", k.c_str());
             std::exit(2);
@@ -104,7 +113,8 @@ double cpu_s(long pid) {
         p = sp + 1;
     }
     if (fields.size() < 13) return 0;
-    return static_cast<double>(std::stoull(fields[11]) + std::stoull(fields[12])) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+    return static_cast<double>(std::stoull(fields[11]) + std::stoull(fields[12])) /
+           static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 double pct(std::vector<std::int64_t>& v, double q) {
@@ -153,7 +163,8 @@ int main(int argc, char** argv) {
                                 auto& c = checks[std::string(room)];
                                 if (c.next != 0 && seq != c.next) ++disorder;
                                 c.next = seq + 1;
-                                hop.push_back(t - std::strtoll(std::string(body.substr(0, body.find('|'))).c_str(), nullptr, 10));
+                                hop.push_back(
+                                    t - std::strtoll(std::string(body.substr(0, body.find('|'))).c_str(), nullptr, 10));
                             },
                             [&](std::string_view room, std::uint64_t from, std::uint64_t to, bool) {
                                 std::lock_guard lk(mu);
@@ -178,7 +189,8 @@ int main(int argc, char** argv) {
     std::atomic<bool> done_sending{false};
     const double cpu0 = cpu_s(a.redis_pid);
     eng.run_on(0, [&] {
-        pub = std::make_unique<redis_client>(eng.at(0), ro, std::vector<std::vector<std::string>>{backplane_load_command()});
+        pub = std::make_unique<redis_client>(eng.at(0), ro,
+                                             std::vector<std::vector<std::string>>{backplane_load_command()});
         pace.set_callback([&] {
             const auto t = now_ns();
             const auto due = static_cast<std::uint64_t>(static_cast<double>(std::min(t, end) - start) * 1e-9 * a.rate);
@@ -248,7 +260,8 @@ int main(int argc, char** argv) {
 
     std::lock_guard lk(mu);
     // Every acked publish must be delivered or lie in a reported gap; more than that is a duplicate.
-    const std::int64_t missing = static_cast<std::int64_t>(acked.load()) - static_cast<std::int64_t>(delivered + gap_seqs);
+    const std::int64_t missing =
+        static_cast<std::int64_t>(acked.load()) - static_cast<std::int64_t>(delivered + gap_seqs);
     if (a.header) {
         std::printf("| run | sent/s | delivered | acked | publish failed | lost | out of order | gap seqs (reports) | "
                     "refilled from stream | publish RTT p50/p99 us | hop p50/p99/p999 us | Redis CPU | kill -> "
@@ -257,7 +270,8 @@ int main(int argc, char** argv) {
     }
     const std::string cpu_text =
         a.redis_pid > 0 && a.kill_redis_at == 0 ? std::to_string(static_cast<int>(100 * cpu / elapsed)) + " %" : "-";
-    const std::string resub_text = resubscribed_ms >= 0 ? std::to_string(static_cast<int>(resubscribed_ms)) + " ms" : "-";
+    const std::string resub_text =
+        resubscribed_ms >= 0 ? std::to_string(static_cast<int>(resubscribed_ms)) + " ms" : "-";
     std::printf("| %s | %.0f | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRId64 " | %" PRIu64 " | %" PRIu64
                 " (%" PRIu64 ") | %" PRIu64 " | %.0f / %.0f | %.0f / %.0f / %.0f | %s | %s |\n",
                 a.label.c_str(), static_cast<double>(sent.load()) / a.seconds, delivered, acked.load(), failed.load(),

@@ -593,7 +593,9 @@ int run(int argc, char** argv) {
                 !tls              ? ""
                 : tls->verifies() ? ", TLS (server certificate verified against --ca)"
                                   : ", TLS (server certificate NOT verified: no --ca)",
-                !o.ws ? "" : o.broadcast ? ", WebSocket broadcast (msgs/s in = deliveries)" : ", WebSocket");
+                !o.ws         ? ""
+                : o.broadcast ? ", WebSocket broadcast (msgs/s in = deliveries)"
+                              : ", WebSocket");
     std::fflush(stdout);
 
     shared_state shared;
@@ -646,10 +648,9 @@ int run(int argc, char** argv) {
     const rates r = smp.window();
 
     std::printf("summary over %.2f s after %d s warmup: %s\n", r.seconds, o.warmup_s, format_rates(r).c_str());
-    std::printf(o.broadcast
-                    ? "verified %llu deliveries byte for byte and in order per sender, own outstanding %llu, "
-                      "errors=%llu\n"
-                    : "verified %llu echoes byte for byte and in order, outstanding %llu, errors=%llu\n",
+    std::printf(o.broadcast ? "verified %llu deliveries byte for byte and in order per sender, own outstanding %llu, "
+                              "errors=%llu\n"
+                            : "verified %llu echoes byte for byte and in order, outstanding %llu, errors=%llu\n",
                 static_cast<unsigned long long>(verified), static_cast<unsigned long long>(outstanding),
                 static_cast<unsigned long long>(errors));
     if (!completed && errors == 0) std::printf("run did not complete its %d s\n", o.warmup_s + o.duration_s);

@@ -55,7 +55,8 @@ void ws_messages::append(ws_own_counts own, echo_buffer& out, std::uint64_t n) {
         std::uint8_t key[4];
         std::memcpy(key, &mask, 4);
         std::uint8_t* body = p + h;
-        stamp_with(own.id, own.next_send++, [&](std::size_t i, std::uint8_t b) { body[i] = static_cast<std::uint8_t>(b ^ key[i & 3]); });
+        stamp_with(own.id, own.next_send++,
+                   [&](std::size_t i, std::uint8_t b) { body[i] = static_cast<std::uint8_t>(b ^ key[i & 3]); });
         p += wire_;
     }
     out.commit(static_cast<std::size_t>(n) * wire_);

@@ -76,7 +76,8 @@ private:
     // from 20 bytes on, the last 8.
     template <class Put>
     void stamp_with(std::uint32_t sender, std::uint64_t seq, Put put) const noexcept {
-        for (std::size_t i = 0; i < std::min<std::size_t>(size_, 8); ++i) put(i, static_cast<std::uint8_t>(seq >> (8 * i)));
+        for (std::size_t i = 0; i < std::min<std::size_t>(size_, 8); ++i)
+            put(i, static_cast<std::uint8_t>(seq >> (8 * i)));
         if (size_ >= 12)
             for (std::size_t i = 0; i < 4; ++i) put(8 + i, static_cast<std::uint8_t>(sender >> (8 * i)));
         if (size_ >= 20) {

@@ -51,8 +51,7 @@ public:
 
     void on_message(strix::session&, strix::ws_opcode op, std::span<const std::byte> payload) override {
         // Encoded once; every shard's members send the same buffer.
-        local_.container().invoke_on_all(
-            [frame = strix::ws_encode(op, payload)](hub& h) { h.deliver(frame); });
+        local_.container().invoke_on_all([frame = strix::ws_encode(op, payload)](hub& h) { h.deliver(frame); });
     }
 
 private:

@@ -237,8 +237,8 @@ inline void check_size(const tool& t, std::size_t got, std::size_t size, std::ui
                        std::string_view what = {}) {
     if (got == size) [[likely]]
         return;
-    t.fail(std::string(what) + "message " + std::to_string(seq) + " has " + std::to_string(got) +
-           " bytes, expected " + std::to_string(size));
+    t.fail(std::string(what) + "message " + std::to_string(seq) + " has " + std::to_string(got) + " bytes, expected " +
+           std::to_string(size));
 }
 
 /// One receiver's checks of a stream of messages: the size of each, and the stamp of each when

@@ -181,7 +181,8 @@ int main(int argc, char** argv) {
     app.add_option("--port", o.port, "server TLS port")->required();
     app.add_option("--source", o.source, "local address every connection is bound to")->capture_default_str();
     app.add_option("--stalled", o.stalled, "handshakes kept open and stalled")->capture_default_str();
-    app.add_option("--reopen-ms", o.reopen_ms, "a stalled connection the server closed opens again this much later (0: at once)")
+    app.add_option("--reopen-ms", o.reopen_ms,
+                   "a stalled connection the server closed opens again this much later (0: at once)")
         ->capture_default_str();
     app.add_option("--rate", o.rate, "new full handshakes per second (0 = none)")->capture_default_str();
     app.add_option("--duration", o.duration, "seconds")->capture_default_str();

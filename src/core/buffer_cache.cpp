@@ -24,9 +24,7 @@ namespace {
 constexpr int classes = 49;
 constexpr int bin_slots = 64;  // most blocks one thread keeps of one class
 
-constexpr std::size_t size_of(int i) noexcept {
-    return static_cast<std::size_t>(8 + i % 8) << (9 + i / 8);
-}
+constexpr std::size_t size_of(int i) noexcept { return static_cast<std::size_t>(8 + i % 8) << (9 + i / 8); }
 
 // The smallest class holding n bytes, n in [min_bytes, max_bytes]. With m = n - 1 and its top
 // four bits t (8..15) at bit msb - 3, the class size is (t + 1) << (msb - 3).

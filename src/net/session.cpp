@@ -81,8 +81,10 @@ std::error_code session::open_stream() {
         const tls_server_config& c = server_tls->config();
         if (!group_.tls_gate().enter(tc.address, c.max_handshakes_per_shard, c.max_handshakes_per_address)) {
             bump(group_.counters_.tls_refused);
-            log_limited(log_level::warn, "session {}: {} handshakes in progress on this shard, cap {} (and {} per address); closing",
-                        peer_, group_.tls_gate().in_progress(), c.max_handshakes_per_shard, c.max_handshakes_per_address);
+            log_limited(log_level::warn,
+                        "session {}: {} handshakes in progress on this shard, cap {} (and {} per address); closing",
+                        peer_, group_.tls_gate().in_progress(), c.max_handshakes_per_shard,
+                        c.max_handshakes_per_address);
             return net_errc::tls_handshakes_capped;
         }
         tc.gate = &group_.tls_gate();
@@ -91,7 +93,8 @@ std::error_code session::open_stream() {
     } else {
         tc.handshake_timeout = client_tls->config().handshake_timeout;
         tc.resume = &origin_->tls_resume();
-        const std::string& name = origin_->opts_.server_name.empty() ? origin_->target_.host : origin_->opts_.server_name;
+        const std::string& name =
+            origin_->opts_.server_name.empty() ? origin_->target_.host : origin_->opts_.server_name;
         ssl = detail::new_client_ssl(*client_tls, name);
     }
     if (!ssl) {

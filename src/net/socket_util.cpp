@@ -122,7 +122,8 @@ void set_keepalive(int fd, const tcp_keepalive& ka) noexcept {
     if (ka.enable < 0 && ka.idle_s < 0 && ka.interval_s < 0 && ka.count < 0) return;
     sockaddr_storage a{};
     socklen_t len = sizeof a;
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) < 0 || (a.ss_family != AF_INET && a.ss_family != AF_INET6))
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) < 0 ||
+        (a.ss_family != AF_INET && a.ss_family != AF_INET6))
         return;
     auto set = [fd](int level, int opt, int v) {
         if (v >= 0 && ::setsockopt(fd, level, opt, &v, sizeof v) < 0)

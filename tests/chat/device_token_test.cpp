@@ -34,7 +34,8 @@ struct refusal {
 };
 
 // The error_res of a login that must fail.
-refusal login_error(chat_client& c, const std::string& name, const std::string& pw, std::span<const std::byte> token = {}) {
+refusal login_error(chat_client& c, const std::string& name, const std::string& pw,
+                    std::span<const std::byte> token = {}) {
     c.send_login(name, pw, token);
     auto f = c.expect(msg_type::error_res);
     auto* e = f.as<proto::error_res>();
@@ -228,12 +229,13 @@ TEST_P(device_tokens, expired_tokens_and_other_names_tokens_are_ignored) {
         auto store = open_store();
         const auto victim_id = store->find_account("victim")->id;
         const auto carol_id = store->find_account("carol")->id;
-        const std::int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
-                                     std::chrono::system_clock::now().time_since_epoch())
-                                     .count();
+        const std::int64_t now =
+            std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count();
         const std::int64_t day = 86'400'000'000;
         store->store_device_token({victim_id, hash_of(expired), now - 40 * day, now - 10 * day, std::nullopt, 16});
-        store->store_device_token({carol_id, hash_of(carols_expired), now - 40 * day, now - 10 * day, std::nullopt, 16});
+        store->store_device_token(
+            {carol_id, hash_of(carols_expired), now - 40 * day, now - 10 * day, std::nullopt, 16});
     }
     chat_client attacker;
     ASSERT_TRUE(attacker.connect_from(srv->port(), "127.0.0.5"));
@@ -322,7 +324,8 @@ TEST_P(device_tokens, a_flood_of_made_up_tokens_costs_no_more_password_checks) {
     for (int i = 0; i < 2000; ++i) {
         flatbuffers::FlatBufferBuilder fbb;
         const bytes t = random_token();
-        fbb.Finish(proto::Createlogin_req(fbb, fbb.CreateString("victim"), fbb.CreateString("guess" + std::to_string(i)),
+        fbb.Finish(proto::Createlogin_req(fbb, fbb.CreateString("victim"),
+                                          fbb.CreateString("guess" + std::to_string(i)),
                                           fbb.CreateVector(reinterpret_cast<const std::uint8_t*>(t.data()), t.size())));
         auto f = finish_frame(fbb, msg_type::login_req);
         burst.insert(burst.end(), f->data(), f->data() + f->size());

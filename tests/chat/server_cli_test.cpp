@@ -91,8 +91,7 @@ TEST(server_cli, bad_options_and_config_files_are_rejected_with_a_reason) {
 
     auto batch = run_to_exit({"--retention-batch", "0", "--db", "sqlite:" + dir.path() + "/x.db"});
     EXPECT_EQ(batch.status, 2);
-    EXPECT_NE(batch.output.find("--retention-batch must be between 1 and 100000"), std::string::npos)
-        << batch.output;
+    EXPECT_NE(batch.output.find("--retention-batch must be between 1 and 100000"), std::string::npos) << batch.output;
     EXPECT_EQ(lines(batch.output), 1u) << batch.output;
 
     auto cfg = dir.path() + "/bad.toml";

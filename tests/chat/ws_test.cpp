@@ -49,8 +49,8 @@ std::string hex(std::span<const std::byte> b) {
     return out;
 }
 
-// Debian's python3-websockets (so /usr/bin/python3, not whatever python3 PATH finds) over wss://: sends one binary message (hex argument),
-// prints the reply's bytes in hex.
+// Debian's python3-websockets (so /usr/bin/python3, not whatever python3 PATH finds) over wss://: sends one binary
+// message (hex argument), prints the reply's bytes in hex.
 constexpr const char* wss_client = R"(
 import asyncio, ssl, sys, websockets
 async def main():
@@ -65,8 +65,8 @@ asyncio.run(main())
 std::pair<int, std::string> get(std::uint16_t port, const std::string& path) {
     int fd = connect_tcp(port, 5s);
     if (fd < 0) return {0, ""};
-    std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
-                      "\r\nConnection: close\r\n\r\n";
+    std::string req =
+        "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\nConnection: close\r\n\r\n";
     send_all(fd, req.data(), req.size());
     std::string reply;
     char buf[4096];
@@ -273,8 +273,8 @@ TEST_P(ws_chat, with_a_certificate_the_websocket_port_speaks_wss) {
     const std::string port = std::to_string(srv->ws_port());
     const std::string script = dir_.path() + "/wss_client.py";
     std::ofstream(script) << wss_client;
-    auto [status, out] = shell("timeout 30 /usr/bin/python3 " + script + " wss://127.0.0.1:" + port + "/ws " + certs.ca +
-                               " https://127.0.0.1:" + port + " " + hex({login->data(), login->size()}));
+    auto [status, out] = shell("timeout 30 /usr/bin/python3 " + script + " wss://127.0.0.1:" + port + "/ws " +
+                               certs.ca + " https://127.0.0.1:" + port + " " + hex({login->data(), login->size()}));
     ASSERT_EQ(status, 0) << out;
     // The reply is one frame: header length = message length, type login_res (2).
     ASSERT_GE(out.size(), 24u) << out;

@@ -50,8 +50,8 @@ inline upgrade_reply upgrade(int fd, std::uint16_t port, const std::string& path
 
 /// Whether an upgrade reply accepted the fixed key correctly.
 inline bool accepted(const upgrade_reply& r) {
-    return r.status == 101 && r.head.find(std::string("Sec-WebSocket-Accept: ") + expected_accept + "\r\n") !=
-                                  std::string::npos;
+    return r.status == 101 &&
+           r.head.find(std::string("Sec-WebSocket-Accept: ") + expected_accept + "\r\n") != std::string::npos;
 }
 
 /// One client frame: FIN set, masked with a fixed non-zero key (any key is valid).

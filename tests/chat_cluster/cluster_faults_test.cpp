@@ -220,8 +220,8 @@ TEST(cluster_faults, RedisKilledAndRestartedMidChat) {
         std::map<std::pair<std::uint64_t, std::string>, int> seen;
         for (const auto& l : r->chats) ++seen[{l.sender_id, l.text}];
         for (const auto& [key, l] : acked) {
-            EXPECT_EQ(seen[key], 1) << (r == &ra ? "alice" : "bob") << " got acked message " << l.text
-                                    << " (seq " << l.seq << ") " << seen[key] << " times";
+            EXPECT_EQ(seen[key], 1) << (r == &ra ? "alice" : "bob") << " got acked message " << l.text << " (seq "
+                                    << l.seq << ") " << seen[key] << " times";
         }
         for (const auto& [key, count] : seen) EXPECT_LE(count, 1) << "no message twice";
     }
@@ -253,7 +253,8 @@ TEST(cluster_faults, RedisKilledAndRestartedMidChat) {
         for (const auto* node : {&n.a, &n.b}) {
             std::istringstream lines(node->log());
             for (std::string line; std::getline(lines, line);)
-                if (line.find("room ") != std::string::npos) std::printf("%s: %s\n", node == &n.a ? "A" : "B", line.c_str());
+                if (line.find("room ") != std::string::npos)
+                    std::printf("%s: %s\n", node == &n.a ? "A" : "B", line.c_str());
         }
         auto around = [](const received& r, const char* who) {
             for (const auto& l : r.chats)

@@ -51,8 +51,8 @@ inline long long redis_integer(std::uint16_t port, const std::vector<std::string
             argv.push_back(a.data());
             lens.push_back(a.size());
         }
-        auto* r = static_cast<redisReply*>(
-            redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data()));
+        auto* r =
+            static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data()));
         if (r != nullptr && r->type == REDIS_REPLY_INTEGER) n = r->integer;
         if (r != nullptr && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
             r->element[1]->type == REDIS_REPLY_INTEGER)
@@ -70,7 +70,8 @@ inline long long subscribers(std::uint16_t port, std::uint64_t room) {
     return redis_integer(port, {"PUBSUB", "NUMSUB", "chat:{" + std::to_string(room) + "}"});
 }
 
-inline bool wait_subscribers(std::uint16_t port, std::uint64_t room, long long n, std::chrono::milliseconds within = 10s) {
+inline bool wait_subscribers(std::uint16_t port, std::uint64_t room, long long n,
+                             std::chrono::milliseconds within = 10s) {
     const auto until = clock_type::now() + within;
     while (clock_type::now() < until) {
         if (subscribers(port, room) == n) return true;
@@ -163,7 +164,7 @@ inline bytes password_login(chat_client& c, const std::string& name) {
 // Sends `n` messages "<prefix><i>" (client_seq first_seq + i) and waits for each one's
 // acknowledgement (the sender's own chat_msg); other frames go to `r`.
 inline void say(chat_client& c, std::uint64_t sender, received& r, const std::string& prefix, std::uint64_t n,
-         std::uint64_t first_seq = 1) {
+                std::uint64_t first_seq = 1) {
     for (std::uint64_t i = 0; i < n; ++i) {
         ASSERT_TRUE(c.send_chat(prefix + std::to_string(first_seq + i), first_seq + i));
         const std::size_t before = r.own(sender);

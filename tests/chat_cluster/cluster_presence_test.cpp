@@ -32,9 +32,9 @@ constexpr int node_ttl_ms = 1500;
 constexpr int node_scan_ms = 100;
 
 std::vector<std::string> node_args(const redis_server& redis, unsigned node) {
-    return {"--cluster",     "redis://127.0.0.1:" + std::to_string(redis.port()),
-            "--node-id",     std::to_string(node),
-            "--node-ttl-ms", std::to_string(node_ttl_ms),
+    return {"--cluster",      "redis://127.0.0.1:" + std::to_string(redis.port()),
+            "--node-id",      std::to_string(node),
+            "--node-ttl-ms",  std::to_string(node_ttl_ms),
             "--node-scan-ms", std::to_string(node_scan_ms)};
 }
 

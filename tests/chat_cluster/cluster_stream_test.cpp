@@ -23,7 +23,8 @@ long long publish_as(std::uint16_t port, std::uint64_t room, std::uint32_t node,
                      const std::string& name, const std::string& text) {
     const std::string body = std::to_string(sender) + " 1700000000000000 0 0 " + std::to_string(node) + " 1 " +
                              std::to_string(name.size()) + " " + name + text;
-    return redis_integer(port, strix::chat::publish_command(std::to_string(room), body, 1000, strix::chat::new_epoch()));
+    return redis_integer(port,
+                         strix::chat::publish_command(std::to_string(room), body, 1000, strix::chat::new_epoch()));
 }
 
 // Waits until the database holds `seq` of `room`; its text, or nothing.

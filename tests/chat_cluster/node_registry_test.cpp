@@ -47,8 +47,8 @@ struct nodes {
             o.node_id = id;
             o.ttl = 300ms;
             o.scan_interval = 50ms;
-            reg[shard] = std::make_unique<node_registry>(env.eng.at(shard), options_for(port), o,
-                                                         seen_by[shard].callbacks());
+            reg[shard] =
+                std::make_unique<node_registry>(env.eng.at(shard), options_for(port), o, seen_by[shard].callbacks());
         });
     }
     void stop(unsigned shard) {
@@ -94,7 +94,9 @@ TEST(node_registry, two_nodes_with_one_id_are_reported) {
     n.stop(1);
     n.start(redis.port(), 1, 1);  // the same id as shard 0's node
     ASSERT_TRUE(eventually([&] {
-        return n.env.on(0, [&] { return n.reg[0]->id_conflicts(); }) + n.env.on(1, [&] { return n.reg[1]->id_conflicts(); }) > 0;
+        return n.env.on(0, [&] { return n.reg[0]->id_conflicts(); }) + n.env.on(1, [&] {
+            return n.reg[1]->id_conflicts();
+        }) > 0;
     }));
 }
 

@@ -87,7 +87,8 @@ TEST(redis_client, unreachable_at_start_fails_clearly_then_connects_when_redis_c
     EXPECT_GE(waited, 550ms);
     EXPECT_LT(waited, 2s);
     EXPECT_GT(c.read([](redis_client& x) { return x.connect_failures(); }), 0u);
-    EXPECT_EQ(c.read([](redis_client& x) { return x.last_error(); }), std::make_error_code(std::errc::connection_refused));
+    EXPECT_EQ(c.read([](redis_client& x) { return x.last_error(); }),
+              std::make_error_code(std::errc::connection_refused));
 
     redis_server redis(port);
     ASSERT_TRUE(eventually([&] { return c.read([](redis_client& x) { return x.is_up(); }); }, 3s));
@@ -129,7 +130,9 @@ TEST(redis_client, in_flight_commands_fail_with_the_connection_not_resent) {
     // BLPOP holds its reply; the crash ends the connection under it.
     auto p = std::make_shared<std::promise<std::error_code>>();
     auto f = p->get_future();
-    env.on(0, [&] { (*c).command({"BLPOP", "nothing", "0"}, [p](std::error_code ec, const resp_reply&) { p->set_value(ec); }); });
+    env.on(0, [&] {
+        (*c).command({"BLPOP", "nothing", "0"}, [p](std::error_code ec, const resp_reply&) { p->set_value(ec); });
+    });
     std::this_thread::sleep_for(50ms);
     redis.kill();
     ASSERT_EQ(f.wait_for(3s), std::future_status::ready);

@@ -52,7 +52,8 @@ const std::vector<sample>& samples() {
         // A bulk holding CR LF and a '*': the body is skipped by length, never scanned.
         {"$6\r\n*1\r\n\r\n\r\n", "\"*1\r\n\r\n\""},
         {"*3\r\n$7\r\nmessage\r\n$8\r\nchat:{1}\r\n$9\r\n3:ab:hi!!\r\n", "[\"message\", \"chat:{1}\", \"3:ab:hi!!\"]"},
-        {"*3\r\n:2\r\n$4\r\nepoc\r\n*2\r\n*2\r\n$3\r\n1-0\r\n*2\r\n$1\r\nd\r\n$1\r\nx\r\n*2\r\n$3\r\n2-0\r\n*2\r\n$1\r\nd\r\n$0\r\n\r\n",
+        {"*3\r\n:2\r\n$4\r\nepoc\r\n*2\r\n*2\r\n$3\r\n1-0\r\n*2\r\n$1\r\nd\r\n$1\r\nx\r\n*2\r\n$3\r\n2-0\r\n*2\r\n$"
+         "1\r\nd\r\n$0\r\n\r\n",
          "[2, \"epoc\", [[\"1-0\", [\"d\", \"x\"]], [\"2-0\", [\"d\", \"\"]]]]"},
         {"*2\r\n*0\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:7\r\n", "[[], [[[[[[7]]]]]]]"},
     };
@@ -101,9 +102,9 @@ TEST(resp_framer, hostile_lengths_are_refused_before_the_body_arrives) {
 }
 
 TEST(resp_framer, malformed_input_is_a_bad_frame) {
-    for (std::string_view bad : {"?x\r\n", "$-2\r\n", "*-5\r\n", "$abc\r\n", "*1x\r\n", ":12a\r\n",
-                                 "$3\r\nabcXY", "$\r\n", "*\r\n", "$1234567890123456789012345\r\n",
-                                 "$1111111111111111111111111111111"}) {
+    for (std::string_view bad :
+         {"?x\r\n", "$-2\r\n", "*-5\r\n", "$abc\r\n", "*1x\r\n", ":12a\r\n", "$3\r\nabcXY", "$\r\n", "*\r\n",
+          "$1234567890123456789012345\r\n", "$1111111111111111111111111111111"}) {
         const auto c = cut(bad);
         EXPECT_EQ(std::error_code(c.error), make_error_code(net_errc::bad_frame)) << bad;
     }
@@ -232,7 +233,8 @@ TEST(resp_reader, reports_a_frame_holding_two_replies) {
     resp_reader r;
     resp_reply out;
     const std::string two = "+OK\r\n+OK\r\n";
-    EXPECT_EQ(r.parse(std::as_bytes(std::span(two.data(), two.size())), out), make_error_code(redis_errc::protocol_error));
+    EXPECT_EQ(r.parse(std::as_bytes(std::span(two.data(), two.size())), out),
+              make_error_code(redis_errc::protocol_error));
     // The reader is usable again afterwards.
     const std::string one = ":5\r\n";
     ASSERT_FALSE(r.parse(std::as_bytes(std::span(one.data(), one.size())), out));

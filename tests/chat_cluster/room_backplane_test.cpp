@@ -56,14 +56,15 @@ TEST(room_backplane, publish_gives_seqs_in_order_to_stream_and_channel) {
     std::atomic<bool> ready{false};
     std::unique_ptr<redis_subscriber> sub;
     env.on(0, [&] {
-        sub = std::make_unique<redis_subscriber>(
-            env.eng.at(0), options_for(redis.port()),
-            redis_subscriber::events{[&](std::string_view, std::string_view payload) {
-                                         auto m = parse_channel_message(payload);
-                                         std::lock_guard lk(mu);
-                                         if (m) seen.push_back(*m);
-                                     },
-                                     [&](std::string_view) { ready = true; }, {}});
+        sub = std::make_unique<redis_subscriber>(env.eng.at(0), options_for(redis.port()),
+                                                 redis_subscriber::events{[&](std::string_view,
+                                                                              std::string_view payload) {
+                                                                              auto m = parse_channel_message(payload);
+                                                                              std::lock_guard lk(mu);
+                                                                              if (m) seen.push_back(*m);
+                                                                          },
+                                                                          [&](std::string_view) { ready = true; },
+                                                                          {}});
         sub->subscribe(keys_for_room("7").channel);
     });
     ASSERT_TRUE(eventually([&] { return ready.load(); }));

@@ -137,8 +137,9 @@ TEST_P(chat_store_test, DeviceTokensAreStoredHashedRotatedTrimmedAndRevoked) {
     ASSERT_NE(bob, 0u);
     // Hex of a bytes column, the same spelling on both back ends.
     const auto hex_of = [&](const std::string& where) {
-        return raw(GetParam() == backend::sqlite ? "SELECT lower(hex(token_hash)) FROM device_tokens WHERE " + where
-                                                 : "SELECT encode(token_hash, 'hex') FROM device_tokens WHERE " + where);
+        return raw(GetParam() == backend::sqlite
+                       ? "SELECT lower(hex(token_hash)) FROM device_tokens WHERE " + where
+                       : "SELECT encode(token_hash, 'hex') FROM device_tokens WHERE " + where);
     };
     const std::int64_t t0 = 1'700'000'000'000'000;
     const std::int64_t day = 86'400'000'000;
@@ -363,7 +364,8 @@ TEST_P(chat_store_test, RoomsAndMembershipsAreStoredLoadedAndDeleted) {
     ASSERT_EQ(rooms.size(), 2u);  // ascending by id
     std::vector<std::uint64_t> lobby_members{ann, ben};
     std::sort(lobby_members.begin(), lobby_members.end());
-    std::vector<std::string> lobby_names{lobby_members[0] == ann ? "ann" : "ben", lobby_members[0] == ann ? "ben" : "ann"};
+    std::vector<std::string> lobby_names{lobby_members[0] == ann ? "ann" : "ben",
+                                         lobby_members[0] == ann ? "ben" : "ann"};
     EXPECT_EQ(rooms[0], (stored_room{lobby, "lobby", 2, lobby_members, lobby_names}));
     EXPECT_EQ(rooms[1], (stored_room{attic, "caf\xc3\xa9", 0, {}, {}}));
     // One room read alone (cluster mode's load on a join) is the same as in the list; a

@@ -274,7 +274,9 @@ std::optional<strix::test::tcp_timer> client_timer(std::uint16_t server_port) {
         std::istringstream in(line);
         std::string sl, loc, rem, state;
         in >> sl >> loc >> rem >> state;
-        auto port = [](const std::string& x) { return static_cast<std::uint16_t>(std::stoul(x.substr(x.find(':') + 1), nullptr, 16)); };
+        auto port = [](const std::string& x) {
+            return static_cast<std::uint16_t>(std::stoul(x.substr(x.find(':') + 1), nullptr, 16));
+        };
         // Established connections only: a TIME_WAIT entry left by another test whose server had
         // this port number before (timer 3 for a minute) would otherwise be taken for ours.
         if (state == "01" && port(rem) == server_port) found = strix::test::proc_tcp_timer(port(loc), server_port);

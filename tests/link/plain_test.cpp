@@ -30,10 +30,11 @@ public:
                 auto req = rep_.recv(std::chrono::milliseconds(50));
                 if (!req) continue;
                 // version, request id, domain, address, identity, mechanism, credentials...
-                const bool ok = req->size() == 8 && (*req)[5] == "PLAIN" && (*req)[6] == "admin" && (*req)[7] == "secret";
+                const bool ok =
+                    req->size() == 8 && (*req)[5] == "PLAIN" && (*req)[6] == "admin" && (*req)[7] == "secret";
                 if (req->size() >= 6) mechanisms_ += (*req)[5] + ";";
-                rep_.send({"1.0", req->size() > 1 ? (*req)[1] : "", ok ? "200" : "400", ok ? "OK" : "no", ok ? "admin" : "",
-                           ""});
+                rep_.send({"1.0", req->size() > 1 ? (*req)[1] : "", ok ? "200" : "400", ok ? "OK" : "no",
+                           ok ? "admin" : "", ""});
                 ++requests_;
             }
         });

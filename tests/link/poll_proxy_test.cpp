@@ -198,7 +198,8 @@ TEST(proxy, xsub_xpub_forwarder_with_capture_passes_subscriptions_up_and_message
         through = sub.recv(20ms).has_value();
     }
     ASSERT_TRUE(through);
-    while (sub.recv(100ms)) {}  // probes still on their way
+    while (sub.recv(100ms)) {
+    }  // probes still on their way
     ASSERT_EQ(pub.send({"b.1"}), 0);
     ASSERT_EQ(pub.send({"a.1", "body"}), 0);
     ASSERT_EQ(pub.send({"a.2"}), 0);

@@ -277,7 +277,8 @@ TEST(curve, strix_to_strix_both_ways) {
     auto& sbox = env.new_inbox();
     auto& cbox = env.new_inbox();
     auto& srv = env.make(0, socket_type::pair, curve_server(server), &sbox);
-    auto& cli = env.make(1, socket_type::pair, curve_client(link::curve_keypair::generate(), server.public_z85()), &cbox);
+    auto& cli =
+        env.make(1, socket_type::pair, curve_client(link::curve_keypair::generate(), server.public_z85()), &cbox);
     const std::string a = env.on(0, [&] { return srv.bind("tcp://127.0.0.1:*"); });
     env.on(1, [&] { cli.connect(a); });
     ASSERT_TRUE(wait_peers(env, cli, 1));
@@ -412,7 +413,8 @@ TEST(curve_refused, zmq_server_zap_refuses_strix_client_key) {
     const std::string a = pull.bind("tcp://127.0.0.1:*");
 
     auto& blog = env.new_log();
-    auto& bad = env.make(0, socket_type::push, curve_client(link::curve_keypair::generate(), server.pub), nullptr, &blog);
+    auto& bad =
+        env.make(0, socket_type::push, curve_client(link::curve_keypair::generate(), server.pub), nullptr, &blog);
     env.on(0, [&] { bad.connect(a); });
     EXPECT_TRUE(blog.saw(socket_event::kind::handshake_failed));
     bool said = false;
@@ -444,8 +446,8 @@ TEST(curve_refused, zap_allow_list_by_address) {
     auto& pull = env.make(0, socket_type::pull, o, nullptr, &log);
     const std::string a = env.on(0, [&] { return pull.bind("tcp://127.0.0.1:*"); });
     auto& clog = env.new_log();
-    auto& push =
-        env.make(1, socket_type::push, curve_client(link::curve_keypair::generate(), server.public_z85()), nullptr, &clog);
+    auto& push = env.make(1, socket_type::push, curve_client(link::curve_keypair::generate(), server.public_z85()),
+                          nullptr, &clog);
     env.on(1, [&] { push.connect(a); });
     ASSERT_TRUE(log.saw(socket_event::kind::handshake_failed));
     ASSERT_TRUE(clog.saw(socket_event::kind::handshake_failed));

@@ -29,9 +29,12 @@ struct pairing {
 };
 
 const pairing pairings[] = {
-    {socket_type::push, "PULL", "strixPUSH_zmq4PULL"},     {socket_type::pull, "PUSH", "strixPULL_zmq4PUSH"},
-    {socket_type::pub, "SUB", "strixPUB_zmq4SUB"},         {socket_type::sub, "PUB", "strixSUB_zmq4PUB"},
-    {socket_type::req, "REP", "strixREQ_zmq4REP"},         {socket_type::rep, "REQ", "strixREP_zmq4REQ"},
+    {socket_type::push, "PULL", "strixPUSH_zmq4PULL"},
+    {socket_type::pull, "PUSH", "strixPULL_zmq4PUSH"},
+    {socket_type::pub, "SUB", "strixPUB_zmq4SUB"},
+    {socket_type::sub, "PUB", "strixSUB_zmq4PUB"},
+    {socket_type::req, "REP", "strixREQ_zmq4REP"},
+    {socket_type::rep, "REQ", "strixREP_zmq4REQ"},
     {socket_type::dealer, "ROUTER", "strixDEALER_zmq4ROUTER"},
     {socket_type::router, "DEALER", "strixROUTER_zmq4DEALER"},
     {socket_type::pair, "PAIR", "strixPAIR_zmq4PAIR"},

@@ -30,7 +30,7 @@ inline std::optional<std::string> peer_binary(std::string& why) {
         const std::string out = std::string(STRIX_BIN_DIR) + "/../peers/zmq4";
         const std::string bin = out + "/zmq4-peer";
         auto mtime = [](const std::string& p) -> long long {
-            struct stat st{};
+            struct stat st {};
             return ::stat(p.c_str(), &st) == 0 ? static_cast<long long>(st.st_mtime) : -1;
         };
         const long long built = mtime(bin);
@@ -114,8 +114,8 @@ public:
                 buf_.erase(0, nl + 1);
                 return line;
             }
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
-                                                                                     std::chrono::steady_clock::now());
+            const auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
             if (left.count() <= 0) return "";
             pollfd p{from_, POLLIN, 0};
             if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;

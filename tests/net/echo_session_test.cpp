@@ -73,7 +73,8 @@ TEST(echo, a_stream_split_in_two_reads_at_every_offset) {
     server_fixture fx;
     std::mt19937 rng(4);
     bytes stream;
-    for (std::size_t body : {std::size_t{1}, std::size_t{200}, std::size_t{0}, std::size_t{50}}) append(stream, frame_le32(random_bytes(rng, body)));
+    for (std::size_t body : {std::size_t{1}, std::size_t{200}, std::size_t{0}, std::size_t{50}})
+        append(stream, frame_le32(random_bytes(rng, body)));
     int fd = connect_tcp(fx.srv.port());
     ASSERT_GE(fd, 0);
     std::uint64_t splits = 0;

@@ -58,7 +58,9 @@ TEST(keepalive, an_outbound_connection_gets_its_connect_options_keepalive) {
             std::istringstream in(line);
             std::string sl, loc, rem;
             in >> sl >> loc >> rem;
-            auto port = [](const std::string& x) { return static_cast<std::uint16_t>(std::stoul(x.substr(x.find(':') + 1), nullptr, 16)); };
+            auto port = [](const std::string& x) {
+                return static_cast<std::uint16_t>(std::stoul(x.substr(x.find(':') + 1), nullptr, 16));
+            };
             if (port(rem) == fx.srv.port()) t = test::proc_tcp_timer(port(loc), fx.srv.port());
         }
         return t && t->kind == 2;

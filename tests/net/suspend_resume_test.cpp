@@ -1,7 +1,7 @@
 // A reader that stops and restarts often (the blocking link API's receiver does so at its
 // high-water mark, every few hundred messages) takes a multi-megabyte stream whole and in order
-// (ctest runs it on epoll and on io_uring). On io_uring one turn's multishot receive can bring megabytes after the pause:
-// those bytes wait in the stream and are handed over a piece per resume.
+// (ctest runs it on epoll and on io_uring). On io_uring one turn's multishot receive can bring megabytes after the
+// pause: those bytes wait in the stream and are handed over a piece per resume.
 #include "support/echo_fixture.hpp"
 #include "support/loopback.hpp"
 
@@ -60,7 +60,8 @@ TEST(suspend_resume, a_reader_that_stops_every_few_frames_gets_megabytes_whole_a
     }
     for (std::uint32_t every : {1u, 50u, 700u}) {
         std::atomic<std::uint32_t> seen{0}, bad{0}, stops{0};
-        test::server_fixture fx({}, [&](shard&) { return std::make_unique<stop_and_go>(seen, bad, stops, every); }, 1);
+        test::server_fixture fx(
+            {}, [&](shard&) { return std::make_unique<stop_and_go>(seen, bad, stops, every); }, 1);
         SCOPED_TRACE(std::string(fx.eng.io_name()) + ", suspended every " + std::to_string(every) + " frames");
         const int fd = test::connect_tcp(fx.srv.port());
         ASSERT_GE(fd, 0);

@@ -67,8 +67,9 @@ struct ws_server {
     explicit ws_server(ws_options o, server_config cfg = {}) : opts(std::move(o)) {
         app.echo = true;
         opts.apply(cfg);
-        fx = std::make_unique<test::server_fixture>(
-            cfg, [this](shard&) { return std::make_unique<ws_protocol>(app, opts); });
+        fx = std::make_unique<test::server_fixture>(cfg, [this](shard&) {
+            return std::make_unique<ws_protocol>(app, opts);
+        });
     }
     recorder app;
     ws_options opts;
@@ -119,8 +120,7 @@ std::string raw_exchange(std::uint16_t port, const std::string& request) {
     return got;
 }
 
-std::string upgrade_request(const std::string& path, const std::string& extra = "",
-                            const std::string& version = "13") {
+std::string upgrade_request(const std::string& path, const std::string& extra = "", const std::string& version = "13") {
     return "GET " + path +
            " HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: " +
@@ -228,7 +228,8 @@ TEST(websocket, the_upgrade_is_refused_with_the_right_status_and_counted) {
     r = raw_exchange(port, upgrade_request("/ws"));
     EXPECT_TRUE(r.starts_with("HTTP/1.1 403 ")) << "no Origin while an allow list is set: " << r;
     r = raw_exchange(port, "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                           "Sec-WebSocket-Version: 13\r\n" + origin + "\r\n");
+                           "Sec-WebSocket-Version: 13\r\n" +
+                               origin + "\r\n");
     EXPECT_TRUE(r.starts_with("HTTP/1.1 400 ")) << "no key: " << r;
     r = raw_exchange(port, upgrade_request("/ws", origin + "X-Pad: " + std::string(2000, 'p') + "\r\n"));
     EXPECT_TRUE(r.starts_with("HTTP/1.1 431 ")) << r;
@@ -265,7 +266,8 @@ TEST(websocket, plain_requests_reach_the_applications_http_hook_and_deflate_is_d
     r = raw_exchange(port, "GET /missing HTTP/1.1\r\nHost: x\r\n\r\n");
     EXPECT_TRUE(r.starts_with("HTTP/1.1 404 ")) << r;
     EXPECT_EQ(srv.fx->srv.stats().ws_http_requests.value(), 2u);
-    r = raw_exchange(port, upgrade_request("/ws", "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n"));
+    r = raw_exchange(port, upgrade_request("/ws",
+                                           "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n"));
     EXPECT_TRUE(r.starts_with("HTTP/1.1 101 ")) << r;
     EXPECT_EQ(r.find("Sec-WebSocket-Extensions"), std::string::npos) << "compression declined by not echoing it: " << r;
 }
@@ -304,7 +306,8 @@ TEST(websocket, a_broadcast_frame_is_encoded_once_and_sent_to_every_member) {
     server_config cfg;
     o.apply(cfg);
     // One shard, so every member lives where the broadcast runs.
-    test::server_fixture fx(cfg, [&](shard&) { return std::make_unique<ws_protocol>(room, o); }, 1);
+    test::server_fixture fx(
+        cfg, [&](shard&) { return std::make_unique<ws_protocol>(room, o); }, 1);
     // The clients' group shares the server's one shard.
     session_group_config gc;
     ws_options co;
@@ -381,7 +384,13 @@ TEST(websocket, an_application_may_close_from_on_message_and_frames_may_ride_wit
     ASSERT_NE(body, std::string::npos) << got;
     EXPECT_TRUE(got.starts_with("HTTP/1.1 101 ")) << got;
     const std::string frames = got.substr(body + 4);
-    const std::string expect = std::string("\x81\x05" "first") + "\x8a\x04" "ping" + "\x88\x05" "\x0f\xa0" "bye";
+    const std::string expect = std::string("\x81\x05"
+                                           "first") +
+                               "\x8a\x04"
+                               "ping" +
+                               "\x88\x05"
+                               "\x0f\xa0"
+                               "bye";
     EXPECT_EQ(frames, expect) << "echo, pong, then the application's close, then EOF";
     EXPECT_EQ(fx.srv.stats().ws_closes_normal.value(), 1u);
 }

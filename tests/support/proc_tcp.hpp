@@ -24,7 +24,9 @@ inline std::optional<tcp_timer> proc_tcp_timer(std::uint16_t local, std::uint16_
         std::istringstream in(line);
         std::string sl, loc, rem, st, queues, timer;
         in >> sl >> loc >> rem >> st >> queues >> timer;
-        auto port = [](const std::string& a) { return static_cast<std::uint16_t>(std::stoul(a.substr(a.find(':') + 1), nullptr, 16)); };
+        auto port = [](const std::string& a) {
+            return static_cast<std::uint16_t>(std::stoul(a.substr(a.find(':') + 1), nullptr, 16));
+        };
         if (port(loc) != local || port(rem) != remote) continue;
         tcp_timer t;
         t.kind = std::stoi(timer.substr(0, timer.find(':')), nullptr, 16);

@@ -44,7 +44,8 @@ public:
     explicit redis_server(std::uint16_t port = 0) {
         binary_ = find_binary();
         char tmpl[] = "/tmp/strix-redis-XXXXXX";
-        if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error(std::string("redis_server: mkdtemp: ") + std::strerror(errno));
+        if (::mkdtemp(tmpl) == nullptr)
+            throw std::runtime_error(std::string("redis_server: mkdtemp: ") + std::strerror(errno));
         dir_ = tmpl;
         if (port != 0) {
             port_ = port;
@@ -74,11 +75,25 @@ public:
     void start() {
         if (pid_ > 0) return;
         const std::string log = dir_ + "/redis.log";
-        std::vector<std::string> args{binary_,       "--port",           std::to_string(port_), "--bind",
-                                      "127.0.0.1",   "--save",           "",                    "--appendonly",
-                                      "no",          "--daemonize",      "no",                  "--protected-mode",
-                                      "no",          "--dir",            dir_,                  "--logfile",
-                                      log,           "--databases",      "1"};
+        std::vector<std::string> args{binary_,
+                                      "--port",
+                                      std::to_string(port_),
+                                      "--bind",
+                                      "127.0.0.1",
+                                      "--save",
+                                      "",
+                                      "--appendonly",
+                                      "no",
+                                      "--daemonize",
+                                      "no",
+                                      "--protected-mode",
+                                      "no",
+                                      "--dir",
+                                      dir_,
+                                      "--logfile",
+                                      log,
+                                      "--databases",
+                                      "1"};
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
@@ -187,7 +202,8 @@ private:
         timeval tv{1, 0};
         ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         bool ok = false;
-        if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::send(fd, "PING\r\n", 6, MSG_NOSIGNAL) == 6) {
+        if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+            ::send(fd, "PING\r\n", 6, MSG_NOSIGNAL) == 6) {
             char buf[16] = {};
             const auto n = ::recv(fd, buf, sizeof buf - 1, 0);
             ok = n >= 5 && std::strncmp(buf, "+PONG", 5) == 0;

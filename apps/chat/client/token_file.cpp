@@ -22,8 +22,8 @@ int hex_value(char c) noexcept {
 std::string sanitized(const std::string& s) {
     std::string out = s;
     for (char& c : out) {
-        const bool keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-                          c == '-';
+        const bool keep =
+            (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-';
         if (!keep) c = '_';
     }
     return out;

@@ -53,7 +53,8 @@ void node_registry::beat() {
                         }
                         if (r.type == resp_reply::kind::string && r.str != incarnation_) {
                             if (first) {
-                                log(log_level::info, "node {}: a previous run's heartbeat was still alive", no_.node_id);
+                                log(log_level::info, "node {}: a previous run's heartbeat was still alive",
+                                    no_.node_id);
                             } else {
                                 ++conflicts_;
                                 log_limited(log_level::error,

@@ -54,8 +54,12 @@ std::optional<presence_message> parse_presence(std::string_view s) {
         !parse_uint(*account, m.account))
         return std::nullopt;
     switch ((*change)[0]) {
-    case 'j': case 'l': case 'n': case 'f': case 'd': m.change = static_cast<presence_change>((*change)[0]); break;
-    default: return std::nullopt;
+        case 'j':
+        case 'l':
+        case 'n':
+        case 'f':
+        case 'd': m.change = static_cast<presence_change>((*change)[0]); break;
+        default: return std::nullopt;
     }
     m.incarnation = *inc;
     m.name = s;
@@ -66,9 +70,16 @@ std::vector<std::string> presence_command(std::string_view room, const presence_
     std::string value(m.incarnation);
     value += ' ';
     value.append(m.name);
-    return {"FCALL", "chat_presence", "1", online_key(room), presence_channel(room),
-            std::string(1, static_cast<char>(m.change)), std::to_string(m.account), std::to_string(m.node),
-            std::move(value), encode_presence(m)};
+    return {"FCALL",
+            "chat_presence",
+            "1",
+            online_key(room),
+            presence_channel(room),
+            std::string(1, static_cast<char>(m.change)),
+            std::to_string(m.account),
+            std::to_string(m.node),
+            std::move(value),
+            encode_presence(m)};
 }
 
 std::vector<std::string> presence_clear_command(std::span<const std::string> rooms, std::uint32_t node,

@@ -64,7 +64,8 @@ void redis_client::on_up() {
         // A failed setup command (a function that does not compile) is a deployment error: say
         // so loudly; the commands that need it fail with Redis's own message.
         in_flight_.push_back({[what = c.empty() ? std::string() : c[0]](std::error_code ec, const resp_reply& r) {
-                                  if (ec) log(log_level::error, "Redis setup command {} failed: {} {}", what, ec, r.str);
+                                  if (ec)
+                                      log(log_level::error, "Redis setup command {} failed: {} {}", what, ec, r.str);
                               },
                               deadline});
     }

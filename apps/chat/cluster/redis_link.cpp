@@ -26,7 +26,8 @@ endpoint parse_redis_url(std::string_view url) {
     if (const auto slash = rest.find('/'); slash != std::string_view::npos) rest = rest.substr(0, slash);
     std::string_view host = rest;
     std::uint16_t port = 6379;
-    if (const auto colon = rest.rfind(':'); colon != std::string_view::npos && rest.find(']') == std::string_view::npos) {
+    if (const auto colon = rest.rfind(':');
+        colon != std::string_view::npos && rest.find(']') == std::string_view::npos) {
         host = rest.substr(0, colon);
         const auto p = rest.substr(colon + 1);
         unsigned v = 0;
@@ -64,7 +65,8 @@ session_group_config link_config(const redis_options& o) {
 redis_link::redis_link(shard& sh, redis_options opts)
     : opts_(std::move(opts)), group_(sh, *this, link_config(opts_)), timer_([this] { tick(); }) {
     // Deadlines are checked a few times per command timeout (and at least every 100 ms).
-    const auto period = std::clamp(opts_.command_timeout / 4, std::chrono::milliseconds(1), std::chrono::milliseconds(100));
+    const auto period =
+        std::clamp(opts_.command_timeout / 4, std::chrono::milliseconds(1), std::chrono::milliseconds(100));
     period_ticks_ = std::max<std::uint64_t>(1, sh.ticks_for(period));
 }
 
@@ -146,7 +148,8 @@ void redis_link::on_connect_failed(connection&, std::error_code ec) {
     // Said once when Redis cannot be reached (at start or after a loss), then every 30th try
     // (about every 30 s at the 1 s backoff cap): the node keeps serving and keeps retrying.
     if (failures_ == 1 || failures_ % 30 == 0)
-        log_limited(log_level::error, "Redis at {} unreachable: {}; retrying (attempt {}; is redis-server running there?)",
+        log_limited(log_level::error,
+                    "Redis at {} unreachable: {}; retrying (attempt {}; is redis-server running there?)",
                     opts_.target.to_string(), ec, failures_);
     on_attempt_failed(ec);
 }

@@ -86,8 +86,7 @@ void redis_subscriber::on_reply(resp_reply& r) {
         acks_.pop_front();
         return;
     }
-    if (r.type != resp_reply::kind::array || r.elements.size() < 2 ||
-        r.elements[0].type != resp_reply::kind::string) {
+    if (r.type != resp_reply::kind::array || r.elements.size() < 2 || r.elements[0].type != resp_reply::kind::string) {
         return protocol_error(r);
     }
     const std::string& kind = r.elements[0].str;

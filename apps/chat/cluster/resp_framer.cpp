@@ -103,8 +103,7 @@ public:
             std::size_t next = l.end + 2;
             switch (type) {
                 case '+':
-                case '-':
-                    break;
+                case '-': break;
                 case ':':
                     if (!valid_integer(p + pos + 1, len)) return bad();
                     break;
@@ -135,8 +134,7 @@ public:
                     }
                     break;
                 }
-                default:
-                    return bad();
+                default: return bad();
             }
             pos = next;
             // One element is complete: close every array it completes.

@@ -157,9 +157,7 @@ bool parse_u64(std::string_view s, std::uint64_t& out) noexcept {
 
 std::string_view backplane_library() { return library; }
 
-std::vector<std::string> backplane_load_command() {
-    return {"FUNCTION", "LOAD", "REPLACE", std::string(library)};
-}
+std::vector<std::string> backplane_load_command() { return {"FUNCTION", "LOAD", "REPLACE", std::string(library)}; }
 
 room_keys keys_for_room(std::string_view room) {
     std::string base = "chat:{" + std::string(room) + "}";
@@ -167,8 +165,8 @@ room_keys keys_for_room(std::string_view room) {
 }
 
 std::vector<std::string> publish_command(std::string_view room, std::string_view message, std::uint32_t stream_max,
-                                         std::string_view epoch_candidate, std::uint32_t ttl_s,
-                                         std::uint64_t seq_floor, bool may_create) {
+                                         std::string_view epoch_candidate, std::uint32_t ttl_s, std::uint64_t seq_floor,
+                                         bool may_create) {
     auto k = keys_for_room(room);
     return {"FCALL",
             "chat_publish",
@@ -185,8 +183,9 @@ std::vector<std::string> publish_command(std::string_view room, std::string_view
 }
 
 std::optional<room_position> parse_publish_reply(const resp_reply& r) {
-    if (r.type == resp_reply::kind::array && r.elements.size() == 2 && r.elements[0].type == resp_reply::kind::integer &&
-        r.elements[0].integer == 0 && r.elements[1].type == resp_reply::kind::string && r.elements[1].str.empty()) {
+    if (r.type == resp_reply::kind::array && r.elements.size() == 2 &&
+        r.elements[0].type == resp_reply::kind::integer && r.elements[0].integer == 0 &&
+        r.elements[1].type == resp_reply::kind::string && r.elements[1].str.empty()) {
         return room_position{};  // no state for the room, and the call did not start one
     }
     if (r.type != resp_reply::kind::array || r.elements.size() != 2 ||
@@ -211,7 +210,7 @@ std::optional<room_message> parse_channel_message(std::string_view payload) {
 
 std::vector<std::string> since_command(std::string_view room, std::uint64_t after, std::uint32_t limit) {
     auto k = keys_for_room(room);
-    return {"FCALL_RO", "chat_since", "2", std::move(k.meta), std::move(k.stream), std::to_string(after),
+    return {"FCALL_RO",           "chat_since", "2", std::move(k.meta), std::move(k.stream), std::to_string(after),
             std::to_string(limit)};
 }
 

@@ -19,8 +19,8 @@
 //
 // chat_since (read-only): the room's last seq and epoch and, when asked, the stream entries
 // after a seq: what a node reads after (re)subscribing to catch up. chat_positions (read-only):
-// the seq and epoch of many rooms in one call, the periodic position check. The caller compares the epoch; entries that do not start right after its seq (trimmed
-// or lost) are a gap to fill from the database.
+// the seq and epoch of many rooms in one call, the periodic position check. The caller compares the epoch; entries that
+// do not start right after its seq (trimmed or lost) are a gap to fill from the database.
 
 #include <cstdint>
 #include <optional>
@@ -57,7 +57,7 @@ std::vector<std::string> publish_command(std::string_view room, std::string_view
 
 struct room_position {
     std::uint64_t seq = 0;  // last seq given out (0: the room has no state in Redis)
-    std::string epoch;      // empty when seq is 0
+    std::string epoch;  // empty when seq is 0
 };
 /// chat_publish's reply: the seq given to the message and the room's epoch; seq 0 and no epoch
 /// when the room had no state and may_create was false (nothing was published).
@@ -75,7 +75,7 @@ std::optional<room_message> parse_channel_message(std::string_view payload);
 std::vector<std::string> since_command(std::string_view room, std::uint64_t after, std::uint32_t limit);
 
 struct room_since {
-    room_position at;                  // the room's current position
+    room_position at;  // the room's current position
     std::vector<room_message> entries;  // in seq order
     /// True when the entries start right after `after` and run without holes (to at.seq or to
     /// the limit): nothing between `after` and them was lost or trimmed.

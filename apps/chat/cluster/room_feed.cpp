@@ -18,14 +18,17 @@ void run(redis_client& c, const std::vector<std::string>& args, redis_callback c
 
 room_feed::room_feed(shard& sh, const redis_options& opts, sink s, room_feed_options fo)
     : owner_(sh), sink_(std::move(s)), fo_(fo), timer_([this] { check(); }) {
-    commands_ = std::make_unique<redis_client>(sh, opts, std::vector<std::vector<std::string>>{backplane_load_command()});
-    pubsub_ = std::make_unique<redis_subscriber>(
-        sh, opts,
-        redis_subscriber::events{[this](std::string_view ch, std::string_view m) { on_message(ch, m); },
-                                 [this](std::string_view ch) { on_subscribed(ch); },
-                                 [this](bool up) {
-                                     if (up && !seen_up_) seen_up_ = true;
-                                 }});
+    commands_ =
+        std::make_unique<redis_client>(sh, opts, std::vector<std::vector<std::string>>{backplane_load_command()});
+    pubsub_ =
+        std::make_unique<redis_subscriber>(sh, opts,
+                                           redis_subscriber::events{[this](std::string_view ch, std::string_view m) {
+                                                                        on_message(ch, m);
+                                                                    },
+                                                                    [this](std::string_view ch) { on_subscribed(ch); },
+                                                                    [this](bool up) {
+                                                                        if (up && !seen_up_) seen_up_ = true;
+                                                                    }});
     owner_.timers().schedule(timer_, owner_.ticks_for(fo_.check_interval));
 }
 
@@ -249,8 +252,9 @@ void room_feed::on_position(const std::string& room, room_state& st, const room_
         // Messages that existed a whole interval ago are still not here: pub/sub stalled without
         // telling us.
         ++stats_.stalls;
-        log_limited(log_level::warn, "room feed: room {} behind Redis ({} < {}) for a check interval; reading the stream",
-                    room, st.delivered, at.seq);
+        log_limited(log_level::warn,
+                    "room feed: room {} behind Redis ({} < {}) for a check interval; reading the stream", room,
+                    st.delivered, at.seq);
         read(room);
     }
     st.checked_top = at.seq;

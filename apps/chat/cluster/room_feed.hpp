@@ -39,20 +39,20 @@ namespace strix::chat {
 
 struct room_feed_options {
     std::chrono::milliseconds check_interval{1000};  // the position check's period
-    std::uint32_t fetch_limit = 500;                 // stream entries per read
-    std::size_t max_buffered = 2000;                 // pub/sub messages held per room while filling
-    std::size_t check_batch = 256;                   // rooms per chat_positions call
+    std::uint32_t fetch_limit = 500;  // stream entries per read
+    std::size_t max_buffered = 2000;  // pub/sub messages held per room while filling
+    std::size_t check_batch = 256;  // rooms per chat_positions call
 };
 
 /// What a feed has done, for metrics and the fault figures. Owning shard.
 struct room_feed_stats {
-    std::uint64_t delivered = 0;     // messages handed to the sink
-    std::uint64_t from_stream = 0;   // ... of which read from the stream (not pub/sub)
-    std::uint64_t duplicates = 0;    // pub/sub or stream copies of delivered messages, dropped
-    std::uint64_t reads = 0;         // chat_since reads of entries
-    std::uint64_t checks = 0;        // position check calls (one per batch of rooms)
-    std::uint64_t stalls = 0;        // checks that found a room behind for a whole interval
-    std::uint64_t gaps = 0;          // sink.gap calls
+    std::uint64_t delivered = 0;  // messages handed to the sink
+    std::uint64_t from_stream = 0;  // ... of which read from the stream (not pub/sub)
+    std::uint64_t duplicates = 0;  // pub/sub or stream copies of delivered messages, dropped
+    std::uint64_t reads = 0;  // chat_since reads of entries
+    std::uint64_t checks = 0;  // position check calls (one per batch of rooms)
+    std::uint64_t stalls = 0;  // checks that found a room behind for a whole interval
+    std::uint64_t gaps = 0;  // sink.gap calls
     std::uint64_t resubscribed = 0;  // subscriptions confirmed after a reconnect
 };
 
@@ -95,9 +95,9 @@ private:
         unsigned watchers = 0;
         std::uint64_t delivered = 0;
         std::string epoch;
-        bool reading = false;         // a chat_since for entries is in flight
-        bool read_again = false;      // something asked for a read while one was in flight
-        bool checking = false;        // a position check is in flight
+        bool reading = false;  // a chat_since for entries is in flight
+        bool read_again = false;  // something asked for a read while one was in flight
+        bool checking = false;  // a position check is in flight
         std::uint64_t checked_top = 0;  // the room's top seq at the previous position check
         std::map<std::uint64_t, std::string> early;  // pub/sub messages past a hole, by seq
     };

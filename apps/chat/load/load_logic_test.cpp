@@ -413,8 +413,8 @@ TEST(LoadWs, UnwrapsMessagesAcrossAnyReadBoundaries) {
     message(0x89, 4, false);  // a ping between messages
     message(0x82, 0, true);
     message(0x82, 125, true);
-    for (std::size_t chunk : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}, std::size_t{64},
-                              in.size()}) {
+    for (std::size_t chunk :
+         {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{7}, std::size_t{64}, in.size()}) {
         load_ws ws(1);
         std::vector<std::byte> got;
         for (std::size_t at = 0; at < in.size(); at += chunk) {
@@ -431,8 +431,8 @@ TEST(LoadWs, UnwrapsMessagesAcrossAnyReadBoundaries) {
     EXPECT_EQ(closed.unwrap(close.data(), close.size()), 0u);
     EXPECT_NE(closed.error().find("code 1009"), std::string::npos) << closed.error();
     load_ws masked(3);
-    std::vector<std::byte> bad{std::byte{0x82}, std::byte{0x81}, std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4},
-                               std::byte{5}};
+    std::vector<std::byte> bad{std::byte{0x82}, std::byte{0x81}, std::byte{1}, std::byte{2},
+                               std::byte{3},    std::byte{4},    std::byte{5}};
     masked.unwrap(bad.data(), bad.size());
     EXPECT_NE(masked.error(), "") << "a server's frame is never masked";
 }

@@ -198,25 +198,23 @@ void print_run_summary(const load_options& o, const step_result& r, double setup
         if (all.errors[i] != 0) std::printf("    error %-16s %s\n", error_key(i), thousands(all.errors[i]).c_str());
     }
     if (o.reconnect) {
-        std::printf("  reconnect   %s dropped on purpose, %s lost | %s back with a resume token (%s retried attempts, "
-                    "%s tokens refused, %s gave up) | %s resumed whole, %s refilled by resume | %s gap answers "
-                    "(%s seqs, %s over --resume-max), %s refilled by history (%s asked again), %s missing | %s deliveries of "
-                    "unconfirmed "
-                    "sends not owed | "
-                    "back in p50 %.1f ms, max %.1f ms | notices: %s member_presence, %s member_joined of "
-                    "returning members\n",
-                    thousands(all.drops).c_str(), thousands(all.lost_connections).c_str(),
-                    thousands(all.reconnects).c_str(), thousands(all.reconnect_retries).c_str(),
-                    thousands(all.tokens_refused).c_str(), thousands(all.reconnect_failures).c_str(),
-                    thousands(all.resumes).c_str(), thousands(all.refilled).c_str(),
-                    thousands(all.resume_gaps).c_str(), thousands(all.gap_seqs).c_str(),
-                    thousands(all.gaps_over_max).c_str(), thousands(all.history_refilled).c_str(),
-                    thousands(all.history_retries).c_str(),
-                    thousands(all.refill_missing).c_str(),
-                    thousands(all.dropped_owed - all.reclaimed_owed).c_str(),
-                    static_cast<double>(all.resume_time.percentile_ns(50)) / 1e6,
-                    static_cast<double>(all.resume_time.max_ns()) / 1e6, thousands(all.presence).c_str(),
-                    thousands(all.rejoin_as_joined).c_str());
+        std::printf(
+            "  reconnect   %s dropped on purpose, %s lost | %s back with a resume token (%s retried attempts, "
+            "%s tokens refused, %s gave up) | %s resumed whole, %s refilled by resume | %s gap answers "
+            "(%s seqs, %s over --resume-max), %s refilled by history (%s asked again), %s missing | %s deliveries of "
+            "unconfirmed "
+            "sends not owed | "
+            "back in p50 %.1f ms, max %.1f ms | notices: %s member_presence, %s member_joined of "
+            "returning members\n",
+            thousands(all.drops).c_str(), thousands(all.lost_connections).c_str(), thousands(all.reconnects).c_str(),
+            thousands(all.reconnect_retries).c_str(), thousands(all.tokens_refused).c_str(),
+            thousands(all.reconnect_failures).c_str(), thousands(all.resumes).c_str(), thousands(all.refilled).c_str(),
+            thousands(all.resume_gaps).c_str(), thousands(all.gap_seqs).c_str(), thousands(all.gaps_over_max).c_str(),
+            thousands(all.history_refilled).c_str(), thousands(all.history_retries).c_str(),
+            thousands(all.refill_missing).c_str(), thousands(all.dropped_owed - all.reclaimed_owed).c_str(),
+            static_cast<double>(all.resume_time.percentile_ns(50)) / 1e6,
+            static_cast<double>(all.resume_time.max_ns()) / 1e6, thousands(all.presence).c_str(),
+            thousands(all.rejoin_as_joined).c_str());
     }
     std::printf("  latency     avg %s | p50 %s | p90 %s | p99 %s | p99.9 %s | max %s (us, send to receipt)\n",
                 thousands(static_cast<std::uint64_t>(h.mean_ns() / 1000.0 + 0.5)).c_str(),

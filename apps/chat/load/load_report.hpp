@@ -27,10 +27,10 @@ struct step_result {
     bool drained = false;          ///< false: --drain-timeout expired first
     std::uint64_t lost = 0;        ///< deliveries owed (warmup included) that never arrived
     std::uint64_t excess = 0;      ///< deliveries beyond those owed: of chat_req refused with an
-                                   ///< error_res, or lost with their connection and never seen by
-                                   ///< their sender, that were delivered after all
-    bool verified = false;         ///< no loss, duplicate, reordering, corruption, error or disconnect
-    bool hard_failure = false;     ///< duplicates, reordering, seq gaps, corruption, non-overload errors:
+                               ///< error_res, or lost with their connection and never seen by
+                               ///< their sender, that were delivered after all
+    bool verified = false;  ///< no loss, duplicate, reordering, corruption, error or disconnect
+    bool hard_failure = false;  ///< duplicates, reordering, seq gaps, corruption, non-overload errors:
                                 ///< wrong at any load (loss, refusals and disconnects may be overload)
     bool sustained = false;  ///< verified, p99 within the sweep limit, no backlog
     std::string verdict;  ///< why not verified / not sustained; empty when all is well

@@ -36,8 +36,7 @@ std::string describe(const peer_address& a) {
     return std::string(host) + ":" + std::to_string(ntohs(in->sin_port));
 }
 
-load_worker::load_worker(load_shared& shared, std::vector<peer_address> addrs, std::uint32_t id,
-                         std::uint32_t workers)
+load_worker::load_worker(load_shared& shared, std::vector<peer_address> addrs, std::uint32_t id, std::uint32_t workers)
     : shared_(shared),
       box_(shared.boxes[id]),
       addrs_(std::move(addrs)),

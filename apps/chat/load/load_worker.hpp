@@ -148,7 +148,8 @@ private:
     std::uint32_t created_ = 0;
     std::uint32_t joined_ = 0;
     std::uint32_t login_retries_ = 0;
-    std::uint32_t login_window_ = max_logins_in_flight;  // logins (connects included) in flight at most; halved on "retry later"
+    std::uint32_t login_window_ =
+        max_logins_in_flight;  // logins (connects included) in flight at most; halved on "retry later"
     std::int64_t window_cut_at_ = 0;
     std::vector<load_client*> login_waiting_;  // told "retry later"; login_retry_at says when
 

@@ -112,8 +112,8 @@ void load_worker::on_frame(load_client& c, std::span<const std::byte> frame, std
                     return;
                 }
                 ++now_sink_->unexpected;
-                shared_.warn(shared_.warned_other, 10, "client {}: member_joined of player {} during the run",
-                             c.index, who);
+                shared_.warn(shared_.warned_other, 10, "client {}: member_joined of player {} during the run", c.index,
+                             who);
             }
             return;
         case proto::msg_type::member_left:
@@ -250,8 +250,8 @@ void load_worker::on_chat(load_client& c, std::span<const std::byte> frame, std:
 }
 
 // The verdict of one delivery into the counters (with a diagnostic for what is wrong).
-void load_worker::count_verdict(load_client& c, delivery_verdict v, const proto::chat_msg& m,
-                                std::uint64_t client_seq, load_stats& s) {
+void load_worker::count_verdict(load_client& c, delivery_verdict v, const proto::chat_msg& m, std::uint64_t client_seq,
+                                load_stats& s) {
     const std::uint64_t sender = m.sender() == nullptr ? 0 : m.sender()->id();
     switch (v) {
         case delivery_verdict::duplicate:

@@ -79,8 +79,7 @@ void load_worker::flush_dirty() {
 }
 
 void load_worker::flush(load_client& c) {
-    if (c.state == client_state::closed || c.state == client_state::connecting ||
-        c.state == client_state::handshaking)
+    if (c.state == client_state::closed || c.state == client_state::connecting || c.state == client_state::handshaking)
         return;
     while (c.tls && c.out_head < c.out.size()) {
         const tls_result r = c.tls->write(c.out.data() + c.out_head, c.out.size() - c.out_head);
@@ -212,8 +211,8 @@ void load_worker::read_tls(load_client& c) {
             write_interest(c, true);
             return;
         }
-        close_client(c, r.status == tls_status::closed ? std::string("the server closed the connection")
-                                                        : c.tls->error());
+        close_client(c,
+                     r.status == tls_status::closed ? std::string("the server closed the connection") : c.tls->error());
         return;
     }
 }

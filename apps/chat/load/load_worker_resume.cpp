@@ -246,9 +246,8 @@ void load_worker::on_history_res(load_client& c, std::span<const std::byte> fram
         next_reconnect_check_ = std::min(next_reconnect_check_, c.refill_retry_at);
         return;
     }
-    shared_.warn(shared_.warned_resume, 20,
-                 "client {}: history lacks seqs {}..{} after {} tries (oldest stored {})", c.index, c.resume.next(),
-                 c.resume.upto(), c.refill_retries, res->oldest_seq());
+    shared_.warn(shared_.warned_resume, 20, "client {}: history lacks seqs {}..{} after {} tries (oldest stored {})",
+                 c.index, c.resume.next(), c.resume.upto(), c.refill_retries, res->oldest_seq());
     c.resume.give_up();
     finish_resume(c);
 }
@@ -298,8 +297,8 @@ void load_worker::refill(load_client& c, const proto::chat_msg& m, bool from_his
         !shared_.text.matches(sender, client_seq, text)) {
         ++s.corrupt;
         shared_.warn(shared_.warned_corrupt, 20,
-                     "client {}: refilled seq {} (from player {}) is not a message a member of its room sent",
-                     c.index, m.seq(), sender);
+                     "client {}: refilled seq {} (from player {}) is not a message a member of its room sent", c.index,
+                     m.seq(), sender);
         return;
     }
     const delivery_verdict v = c.checker.on_message(m.seq(), it->second / shared_.opt.rooms, client_seq);

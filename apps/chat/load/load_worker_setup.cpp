@@ -119,7 +119,8 @@ void load_worker::on_connected(load_client& c) {
     if (shared_.tls != nullptr) {
         const load_options& o = shared_.opt;
         try {
-            c.tls = std::make_unique<client_tls_conn>(*shared_.tls, c.fd, o.server_name.empty() ? o.host : o.server_name);
+            c.tls =
+                std::make_unique<client_tls_conn>(*shared_.tls, c.fd, o.server_name.empty() ? o.host : o.server_name);
         } catch (const std::runtime_error& e) {
             connect_failed(c, e.what());
             return;

@@ -87,7 +87,8 @@ load_ws::head_result load_ws::read_head(std::span<const std::byte> in) {
     if (head_.rfind("HTTP/1.1 101", 0) != 0) {
         // Appended, not chained with +: GCC 12 misreads such chains as overlapping copies.
         error_ = "the WebSocket upgrade was refused: ";
-        error_.append(head_, 0, head_.find("\r\n")).append(" (is --port the server's --ws-port, and --ws-path its path?)");
+        error_.append(head_, 0, head_.find("\r\n"))
+            .append(" (is --port the server's --ws-port, and --ws-path its path?)");
     } else if (!has_header(head_, "Sec-WebSocket-Accept", accept_)) {
         error_ = "the WebSocket upgrade's Sec-WebSocket-Accept does not match the key sent";
     }
@@ -121,9 +122,9 @@ void load_ws::wrap_tail(std::vector<std::byte>& out, std::size_t at) {
 void load_ws::frame_done() {
     in_payload_ = false;
     if (opcode_ == 0x8) {
-        const unsigned code = control_.size() >= 2 ? std::to_integer<unsigned>(control_[0]) << 8 |
-                                                         std::to_integer<unsigned>(control_[1])
-                                                   : 1005;
+        const unsigned code = control_.size() >= 2
+                                  ? std::to_integer<unsigned>(control_[0]) << 8 | std::to_integer<unsigned>(control_[1])
+                                  : 1005;
         error_ = "the server closed the WebSocket with code ";
         error_.append(std::to_string(code));
     }

@@ -79,8 +79,9 @@ int main(int argc, char** argv) {
     try {
         if (!o.revoke_device_tokens.empty()) return revoke_device_tokens(o);
         strix::chat::chat_server srv(o);
-        const std::string also_unix = o.server.unix_path.empty() ? std::string()
-                                      : " and unix:" + o.server.unix_path + (srv.tls() ? " (plain)" : "");
+        const std::string also_unix = o.server.unix_path.empty()
+                                          ? std::string()
+                                          : " and unix:" + o.server.unix_path + (srv.tls() ? " (plain)" : "");
         const std::string metrics =
             srv.metrics_port() ? strix::format("http://127.0.0.1:{}/metrics", srv.metrics_port()) : std::string("off");
         strix::print(stdout,

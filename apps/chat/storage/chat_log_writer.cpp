@@ -21,9 +21,7 @@ bool chat_log_writer::try_enqueue(chat_log_entry e, std::uint64_t tag) {
     return push({std::move(e), tag, clock::now()}, false);
 }
 
-bool chat_log_writer::try_enqueue_copy(chat_log_entry e) {
-    return push({std::move(e), 0, clock::now(), true}, false);
-}
+bool chat_log_writer::try_enqueue_copy(chat_log_entry e) { return push({std::move(e), 0, clock::now(), true}, false); }
 
 bool chat_log_writer::try_enqueue(room_change c, std::uint64_t tag, bool beyond_capacity) {
     return push({std::move(c), tag, clock::now()}, beyond_capacity);
@@ -75,8 +73,7 @@ void chat_log_writer::run() {
                 if (auto* log = std::get_if<chat_log_entry>(&q.what)) {
                     batch.logs.push_back(std::move(*log));
                     batch.copies += q.copy ? 1 : 0;
-                }
-                else
+                } else
                     batch.changes.push_back(std::move(std::get<room_change>(q.what)));
                 if (q.tag != 0) batch.tags.push_back(q.tag);
                 queue_.pop_front();
@@ -122,7 +119,8 @@ bool chat_log_writer::commit_with_retry(const batch_buffer& batch, clock::time_p
             room_changes_.fetch_add(batch.changes.size(), std::memory_order_relaxed);
             batches_.fetch_add(1, std::memory_order_relaxed);
             copies_.fetch_add(batch.copies, std::memory_order_relaxed);
-            if (inserted < batch.logs.size()) duplicates_.fetch_add(batch.logs.size() - inserted, std::memory_order_relaxed);
+            if (inserted < batch.logs.size())
+                duplicates_.fetch_add(batch.logs.size() - inserted, std::memory_order_relaxed);
             if (inserted + batch.copies < batch.logs.size()) {
                 // Nothing is lost (the stored row wins), but it means a (room_id, seq) key was
                 // reused, or an earlier attempt of this batch committed after all. (Copies found

@@ -161,28 +161,31 @@ const prepared statements[] = {
      "SELECT COALESCE(MIN(seq), 0)::BIGINT, COALESCE(MAX(seq), 0)::BIGINT FROM chat_logs WHERE room_id = $1",
      {int8_oid}},
     {"strix_next_log_room", "SELECT MIN(room_id)::BIGINT FROM chat_logs WHERE room_id > $1", {int8_oid}},
-    {"strix_old_prefix", "SELECT seq, server_ts_us FROM chat_logs WHERE room_id = $1 ORDER BY seq LIMIT $2",
+    {"strix_old_prefix",
+     "SELECT seq, server_ts_us FROM chat_logs WHERE room_id = $1 ORDER BY seq LIMIT $2",
      {int8_oid, int8_oid}},
     {"strix_delete_logs", "DELETE FROM chat_logs WHERE room_id = $1 AND seq <= $2", {int8_oid, int8_oid}},
     {"strix_schema_version", "SELECT COALESCE(MAX(version), 0)::BIGINT FROM schema_version", {}},
     // Tokens: the same statements for each kind, each on its own table (tokens_sql below).
-#define STRIX_TOKEN_STATEMENTS(kind, table)                                                                       \
-    {"strix_find_" kind,                                                                                           \
-     "SELECT t.account_id, a.name, t.created_at_us, t.expires_at_us, COALESCE(m.room_id, 0)::BIGINT FROM " table  \
-     " t JOIN accounts a ON a.id = t.account_id LEFT JOIN account_rooms m ON m.account_id = t.account_id "          \
-     "WHERE t.token_hash = $1",                                                                                     \
-     {bytea_oid}},                                                                                                  \
-        {"strix_delete_" kind, "DELETE FROM " table " WHERE token_hash = $1", {bytea_oid}},                          \
-        {"strix_insert_" kind,                                                                                     \
-         "INSERT INTO " table " (token_hash, account_id, created_at_us, expires_at_us) VALUES ($1, $2, $3, $4) "  \
-         "ON CONFLICT (token_hash) DO NOTHING",                                                                     \
-         {bytea_oid, int8_oid, int8_oid, int8_oid}},                                                                \
-        {"strix_trim_" kind,                                                                                       \
-         "DELETE FROM " table " WHERE account_id = $1 AND (expires_at_us <= $2 OR token_hash NOT IN "             \
-         "(SELECT token_hash FROM " table " WHERE account_id = $1 ORDER BY created_at_us DESC, token_hash DESC "  \
-         "LIMIT $3))",                                                                                              \
-         {int8_oid, int8_oid, int8_oid}},                                                                           \
-        {"strix_revoke_" kind, "DELETE FROM " table " WHERE account_id = $1", {int8_oid}}
+#define STRIX_TOKEN_STATEMENTS(kind, table)                                                                      \
+    {"strix_find_" kind,                                                                                         \
+     "SELECT t.account_id, a.name, t.created_at_us, t.expires_at_us, COALESCE(m.room_id, 0)::BIGINT FROM " table \
+     " t JOIN accounts a ON a.id = t.account_id LEFT JOIN account_rooms m ON m.account_id = t.account_id "       \
+     "WHERE t.token_hash = $1",                                                                                  \
+     {bytea_oid}},                                                                                               \
+        {"strix_delete_" kind, "DELETE FROM " table " WHERE token_hash = $1", {bytea_oid}},                      \
+        {"strix_insert_" kind,                                                                                   \
+         "INSERT INTO " table " (token_hash, account_id, created_at_us, expires_at_us) VALUES ($1, $2, $3, $4) " \
+         "ON CONFLICT (token_hash) DO NOTHING",                                                                  \
+         {bytea_oid, int8_oid, int8_oid, int8_oid}},                                                             \
+        {"strix_trim_" kind,                                                                                     \
+         "DELETE FROM " table " WHERE account_id = $1 AND (expires_at_us <= $2 OR token_hash NOT IN "            \
+         "(SELECT token_hash FROM " table " WHERE account_id = $1 ORDER BY created_at_us DESC, token_hash DESC " \
+         "LIMIT $3))",                                                                                           \
+         {int8_oid, int8_oid, int8_oid}},                                                                        \
+    {                                                                                                            \
+        "strix_revoke_" kind, "DELETE FROM " table " WHERE account_id = $1", { int8_oid }                        \
+    }
     STRIX_TOKEN_STATEMENTS("token", "device_tokens"),
     STRIX_TOKEN_STATEMENTS("resume_token", "resume_tokens"),
 #undef STRIX_TOKEN_STATEMENTS
@@ -401,8 +404,8 @@ public:
             p.add(q.room_id);
             p.add(q.before_seq != 0 ? q.before_seq : q.after_seq);
             p.add(static_cast<std::int64_t>(std::min<std::size_t>(q.limit, 1u << 20)));
-            auto r = exec_prepared(q.before_seq != 0 ? "strix_history_before" : "strix_history_after", p,
-                                   PGRES_TUPLES_OK);
+            auto r =
+                exec_prepared(q.before_seq != 0 ? "strix_history_before" : "strix_history_after", p, PGRES_TUPLES_OK);
             return read_entries(r, q.before_seq != 0);
         });
     }

@@ -340,9 +340,8 @@ public:
         // BEGIN IMMEDIATE takes the write lock: no membership changes between count and update.
         exec("BEGIN IMMEDIATE");
         try {
-            statement count(db_,
-                            "SELECT (SELECT COUNT(*) FROM account_rooms WHERE room_id = ?1), "
-                            "(SELECT COUNT(*) FROM rooms WHERE id = ?1 AND deleted_at_us IS NULL)");
+            statement count(db_, "SELECT (SELECT COUNT(*) FROM account_rooms WHERE room_id = ?1), "
+                                 "(SELECT COUNT(*) FROM rooms WHERE id = ?1 AND deleted_at_us IS NULL)");
             count.bind(1, room_id);
             const bool empty = count.step() && count.column_i64(0) == 0 && count.column_i64(1) == 1;
             count.reset();
@@ -438,7 +437,8 @@ public:
         reset_guard g{log_range_};
         log_range_.bind(1, room_id);
         if (!log_range_.step()) return {};
-        return {static_cast<std::uint64_t>(log_range_.column_i64(0)), static_cast<std::uint64_t>(log_range_.column_i64(1))};
+        return {static_cast<std::uint64_t>(log_range_.column_i64(0)),
+                static_cast<std::uint64_t>(log_range_.column_i64(1))};
     }
 
     std::vector<std::uint64_t> log_rooms_after(std::uint64_t after, std::size_t limit) override {
@@ -546,7 +546,8 @@ private:
         log_range_ = statement(db_, "SELECT COALESCE(MIN(seq), 0), COALESCE(MAX(seq), 0) FROM chat_logs "
                                     "WHERE room_id = ?1");
         next_log_room_ = statement(db_, "SELECT room_id FROM chat_logs WHERE room_id > ?1 ORDER BY room_id LIMIT 1");
-        old_prefix_ = statement(db_, "SELECT seq, server_ts_us FROM chat_logs WHERE room_id = ?1 ORDER BY seq LIMIT ?2");
+        old_prefix_ =
+            statement(db_, "SELECT seq, server_ts_us FROM chat_logs WHERE room_id = ?1 ORDER BY seq LIMIT ?2");
         delete_logs_ = statement(db_, "DELETE FROM chat_logs WHERE room_id = ?1 AND seq <= ?2");
         version_ = statement(db_, "SELECT COALESCE(MAX(version), 0) FROM schema_version");
         // The same statements for each kind of token, each on its own table.
@@ -554,14 +555,19 @@ private:
             const std::string table = k == 0 ? "device_tokens" : "resume_tokens";
             auto make = [&](const std::string& sql) { return statement(db_, sql.c_str()); };
             tokens_[k].find = make("SELECT t.account_id, a.name, t.created_at_us, t.expires_at_us, "
-                                   "COALESCE(m.room_id, 0) FROM " + table + " t JOIN accounts a ON a.id = t.account_id "
+                                   "COALESCE(m.room_id, 0) FROM " +
+                                   table +
+                                   " t JOIN accounts a ON a.id = t.account_id "
                                    "LEFT JOIN account_rooms m ON m.account_id = t.account_id WHERE t.token_hash = ?1");
             tokens_[k].remove = make("DELETE FROM " + table + " WHERE token_hash = ?1");
-            tokens_[k].insert = make("INSERT INTO " + table + " (token_hash, account_id, created_at_us, "
+            tokens_[k].insert = make("INSERT INTO " + table +
+                                     " (token_hash, account_id, created_at_us, "
                                      "expires_at_us) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (token_hash) DO NOTHING");
-            tokens_[k].trim = make("DELETE FROM " + table + " WHERE account_id = ?1 AND (expires_at_us <= ?2 "
-                                   "OR token_hash NOT IN (SELECT token_hash FROM " + table +
-                                   " WHERE account_id = ?1 ORDER BY created_at_us DESC, token_hash DESC LIMIT ?3))");
+            tokens_[k].trim =
+                make("DELETE FROM " + table +
+                     " WHERE account_id = ?1 AND (expires_at_us <= ?2 "
+                     "OR token_hash NOT IN (SELECT token_hash FROM " +
+                     table + " WHERE account_id = ?1 ORDER BY created_at_us DESC, token_hash DESC LIMIT ?3))");
             tokens_[k].revoke = make("DELETE FROM " + table + " WHERE account_id = ?1");
         }
     }

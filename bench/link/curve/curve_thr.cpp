@@ -85,7 +85,8 @@ double run_strix(const lp::tool& t, const lc::keys& k, std::size_t size, std::ui
     // left to the process's end.
     (void)pull.release();
     (void)push.release();
-    if (got != count) t.fail("the engine stopped after " + std::to_string(got) + " of " + std::to_string(count) + " messages");
+    if (got != count)
+        t.fail("the engine stopped after " + std::to_string(got) + " of " + std::to_string(count) + " messages");
     return lp::seconds_between(first, last);
 }
 

@@ -70,4 +70,3 @@ static inline void plain_send_zeros(void* s, size_t size, long i) {
         exit(1);
     }
 }
-

@@ -378,8 +378,7 @@ private:
 /// `security`: the socket's mechanism (NULL by default; the CURVE tools set a client's).
 class lat_requester {
 public:
-    lat_requester(const tool& t, shard& sh, std::size_t size, std::uint64_t count,
-                  link::security_options security = {})
+    lat_requester(const tool& t, shard& sh, std::size_t size, std::uint64_t count, link::security_options security = {})
         : t_(t),
           sh_(sh),
           s_(sh, link::socket_type::req, secured(options_for({}, size), std::move(security))),

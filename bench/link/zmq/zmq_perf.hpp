@@ -139,8 +139,8 @@ inline void receive_checked(const tool& t, void* s, zmessage& msg, std::size_t s
 
 /// Receives message `seq` into msg and checks it with `check`; with `router`, first the
 /// identity frame a ROUTER puts ahead of each message (which must be followed by exactly one).
-inline void receive_checked(const tool& t, void* s, zmessage& msg, stream_check& check, bool router,
-                            std::size_t size, std::uint64_t seq, std::uint64_t count, const std::string& what = "") {
+inline void receive_checked(const tool& t, void* s, zmessage& msg, stream_check& check, bool router, std::size_t size,
+                            std::uint64_t seq, std::uint64_t count, const std::string& what = "") {
     if (router) {
         receive_frame(t, s, msg, seq, count, what);
         if (!zmq_msg_more(&msg.m)) t.fail(what + "message " + std::to_string(seq) + " has 1 part, expected 2");

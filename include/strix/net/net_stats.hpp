@@ -48,17 +48,21 @@ struct net_counters : metric_group {
                         "connections closed at once: TLS handshakes in progress at the per-shard or per-address cap"};
     // WebSocket (strix/net/ws_protocol.hpp).
     counter ws_handshakes{*this, "strix_ws_handshakes_total", "WebSocket upgrades completed (server and client)"};
-    counter ws_handshakes_refused{*this, "strix_ws_handshakes_refused_total",
-                                  "WebSocket upgrades refused: bad request, origin, path, version, size (or a bad 101 seen by a client)"};
+    counter ws_handshakes_refused{
+        *this, "strix_ws_handshakes_refused_total",
+        "WebSocket upgrades refused: bad request, origin, path, version, size (or a bad 101 seen by a client)"};
     counter ws_http_requests{*this, "strix_ws_http_requests_total", "plain HTTP requests answered on WebSocket ports"};
     counter ws_messages_in{*this, "strix_ws_messages_in_total", "WebSocket messages received (reassembled)"};
-    counter ws_closes_normal{*this, "strix_ws_closes_handshake_total", "WebSocket close handshakes: close frames received, or sent by ws_close"};
-    counter ws_closes_protocol{*this, "strix_ws_closes_protocol_error_total",
-                               "WebSocket sessions closed with 1002: malformed or unmasked frames, RSV bits, bad control frames"};
+    counter ws_closes_normal{*this, "strix_ws_closes_handshake_total",
+                             "WebSocket close handshakes: close frames received, or sent by ws_close"};
+    counter ws_closes_protocol{
+        *this, "strix_ws_closes_protocol_error_total",
+        "WebSocket sessions closed with 1002: malformed or unmasked frames, RSV bits, bad control frames"};
     counter ws_closes_utf8{*this, "strix_ws_closes_invalid_payload_total",
                            "WebSocket sessions closed with 1007: text or close reason not UTF-8"};
-    counter ws_closes_too_big{*this, "strix_ws_closes_too_big_total",
-                              "WebSocket sessions closed with 1009: message or frame above the limit, too many fragments"};
+    counter ws_closes_too_big{
+        *this, "strix_ws_closes_too_big_total",
+        "WebSocket sessions closed with 1009: message or frame above the limit, too many fragments"};
     counter ws_closes_policy{*this, "strix_ws_closes_policy_total",
                              "WebSocket sessions closed with 1008: ping flood, frame or handshake deadline"};
     counter accept_pauses{*this, "strix_accept_pauses_total",

@@ -46,7 +46,7 @@ namespace strix {
 namespace detail {
 class stream_io;
 class tls_stream;
-}
+}// namespace detail
 struct tls_info;
 class shard;
 class framer;

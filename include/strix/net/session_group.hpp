@@ -42,7 +42,7 @@ class shard;
 namespace detail {
 class listener;
 class tls_gate;
-}
+}// namespace detail
 
 struct session_group_config {
     session_limits limits;

@@ -284,8 +284,10 @@ private:
     void drop(uring_target* t) noexcept {
         reactor_object& owner = t->keep_alive();
         if (--t->ops_ == 0) {
-            if (t->prev_) t->prev_->next_ = t->next_;
-            else inflight_ = t->next_;
+            if (t->prev_)
+                t->prev_->next_ = t->next_;
+            else
+                inflight_ = t->next_;
             if (t->next_) t->next_->prev_ = t->prev_;
         }
         intrusive_release(&owner);  // last: it may free t

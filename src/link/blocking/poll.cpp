@@ -97,7 +97,9 @@ std::size_t poll(std::span<poll_item> items, std::chrono::milliseconds timeout) 
         if (k == 0 || !wait_any(words, k, forever ? nullptr : &abs)) {
             // Nothing to wait on, or a kernel without futex_waitv: look again shortly.
             auto nap = std::chrono::milliseconds(1);
-            if (!forever) nap = std::min(nap, std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
+            if (!forever)
+                nap = std::min(nap, std::chrono::ceil<std::chrono::milliseconds>(deadline -
+                                                                                 std::chrono::steady_clock::now()));
             if (nap.count() > 0) std::this_thread::sleep_for(nap);
         }
         set_waiting(items, detail::app_wait::none);

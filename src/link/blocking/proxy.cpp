@@ -37,7 +37,7 @@ void forward(blocking_socket& from, blocking_socket& to, blocking_socket* captur
 }
 
 message statistics(const proxy_stats& s) {
-    const std::array<std::uint64_t, 8> v{s.frontend.messages_in, s.frontend.bytes_in,  s.frontend.messages_out,
+    const std::array<std::uint64_t, 8> v{s.frontend.messages_in, s.frontend.bytes_in,   s.frontend.messages_out,
                                          s.frontend.bytes_out,   s.backend.messages_in, s.backend.bytes_in,
                                          s.backend.messages_out, s.backend.bytes_out};
     message m;

@@ -205,9 +205,11 @@ private:
 
     // --- server ------------------------------------------------------------------------------
     step on_hello(const zmtp::command& cmd, std::vector<std::byte>& out) {
-        if (cmd.name != "HELLO" || cmd.data.size() != hello_size) return fail(link_errc::bad_handshake, "malformed HELLO");
+        if (cmd.name != "HELLO" || cmd.data.size() != hello_size)
+            return fail(link_errc::bad_handshake, "malformed HELLO");
         const std::byte* d = cmd.data.data();
-        if (d[0] != std::byte{1} || d[1] != std::byte{0}) return fail(link_errc::bad_handshake, "CurveZMQ version not 1.0");
+        if (d[0] != std::byte{1} || d[1] != std::byte{0})
+            return fail(link_errc::bad_handshake, "CurveZMQ version not 1.0");
         for (std::size_t i = 2; i < 74; ++i)
             if (d[i] != std::byte{0}) return fail(link_errc::bad_handshake, "HELLO's padding is not zero");
         std::memcpy(peer_transient_.data(), d + 74, 32);
@@ -260,7 +262,8 @@ private:
         const std::size_t box = cmd.data.size() - cookie_size - 8;
         std::vector<uc> plain(box - mac_bytes);
         const nonce in = short_nonce("CurveZMQINITIATE", n);
-        if (crypto_box_open_easy_afternm(plain.data(), u(d + cookie_size + 8), box, in.data(), precomputed_.data()) != 0)
+        if (crypto_box_open_easy_afternm(plain.data(), u(d + cookie_size + 8), box, in.data(), precomputed_.data()) !=
+            0)
             return fail(link_errc::bad_crypto, "INITIATE's box does not open");
         peer_nonce_ = n;
         // Vouch: Box[C' + S](C->S') proves the client holds C's secret for this connection.
@@ -319,7 +322,8 @@ private:
         std::memcpy(vouch_plain.data(), tpub_.data(), 32);
         std::memcpy(vouch_plain.data() + 32, server_public_.data(), 32);
         const nonce vn = long_nonce("VOUCH---", vouch);
-        if (crypto_box_easy(vouch + 16, vouch_plain.data(), 64, vn.data(), server_transient.data(), secret_.data()) != 0)
+        if (crypto_box_easy(vouch + 16, vouch_plain.data(), 64, vn.data(), server_transient.data(), secret_.data()) !=
+            0)
             return fail(link_errc::bad_crypto, "WELCOME's transient key is refused");
         if (!ctx_.metadata.empty()) std::memcpy(vouch + vouch_size, ctx_.metadata.data(), ctx_.metadata.size());
         std::vector<uc> init(cookie_size + 8 + mac_bytes + iplain.size());
@@ -365,6 +369,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<mechanism> make_curve(mechanism_context ctx) { return std::make_unique<curve_mechanism>(std::move(ctx)); }
+std::unique_ptr<mechanism> make_curve(mechanism_context ctx) {
+    return std::make_unique<curve_mechanism>(std::move(ctx));
+}
 
 }  // namespace strix::link::detail

@@ -78,7 +78,8 @@ public:
                 return done();
             }
             case state::expect_welcome: {
-                if (cmd.name != "WELCOME" || !cmd.data.empty()) return fail(link_errc::bad_handshake, "expected WELCOME");
+                if (cmd.name != "WELCOME" || !cmd.data.empty())
+                    return fail(link_errc::bad_handshake, "expected WELCOME");
                 append(out, zmtp::command_frame("INITIATE", ctx_.metadata));
                 state_ = state::expect_ready;
                 return {};

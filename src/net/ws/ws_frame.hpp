@@ -56,8 +56,6 @@ inline ws_header ws_read_header(std::span<const std::byte> b) noexcept {
 
 inline bool ws_is_control(std::uint8_t op) noexcept { return (op & 0x08) != 0; }
 
-inline bool ws_known_opcode(std::uint8_t op) noexcept {
-    return op <= 0x2 || (op >= 0x8 && op <= 0xA);
-}
+inline bool ws_known_opcode(std::uint8_t op) noexcept { return op <= 0x2 || (op >= 0x8 && op <= 0xA); }
 
 }  // namespace strix::detail

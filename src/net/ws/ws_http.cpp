@@ -118,7 +118,8 @@ bool ws_key_valid(std::string_view key) noexcept {
     if (key.size() != 24 || key.substr(22) != "==") return false;
     for (std::size_t i = 0; i < 22; ++i) {
         const char c = key[i];
-        const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/';
+        const bool ok =
+            (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/';
         if (!ok) return false;
     }
     // The 22nd character carries 4 bits of the last byte and 2 of padding, which must be zero.
@@ -163,7 +164,8 @@ void ws_random_bytes(std::span<std::byte> out) noexcept {
     if (RAND_bytes(reinterpret_cast<unsigned char*>(out.data()), static_cast<int>(out.size())) != 1) {
         // OpenSSL's generator failed (no entropy source): fall back to the address space and
         // the clock; a masking key needs to be unpredictable to scripts, not secret.
-        std::uint64_t x = reinterpret_cast<std::uintptr_t>(&out) ^ static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+        std::uint64_t x = reinterpret_cast<std::uintptr_t>(&out) ^
+                          static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
         for (auto& b : out) {
             x ^= x << 13;
             x ^= x >> 7;

@@ -19,7 +19,8 @@ void ws_options::apply(session_group_config& cfg) const {
     cfg.framing = &ws_http_framer();
     // One ring holds a whole frame (payload, plus a header of at most 14 bytes) or a whole head.
     const std::uint64_t frame = static_cast<std::uint64_t>(max_message) + 14;
-    cfg.limits.max_frame = static_cast<std::uint32_t>(std::min<std::uint64_t>(std::max<std::uint64_t>(frame, max_handshake), UINT32_MAX));
+    cfg.limits.max_frame =
+        static_cast<std::uint32_t>(std::min<std::uint64_t>(std::max<std::uint64_t>(frame, max_handshake), UINT32_MAX));
     cfg.limits.recv_buffer = std::max<std::size_t>(cfg.limits.recv_buffer, cfg.limits.max_frame);
     // An echo (or a reply as large as the request) must fit in the output a session may queue.
     cfg.limits.max_queued = std::max<std::size_t>(cfg.limits.max_queued, 2 * std::size_t{cfg.limits.max_frame});
@@ -121,9 +122,7 @@ void ws_protocol::on_close(session& s, std::error_code ec) {
 
 void ws_protocol::on_drained(session& s) { app_.on_drained(s); }
 
-void ws_protocol::on_connect_failed(connection& c, std::error_code ec) {
-    app_.on_connect_failed(c, ec);
-}
+void ws_protocol::on_connect_failed(connection& c, std::error_code ec) { app_.on_connect_failed(c, ec); }
 
 void ws_protocol::impl::count_close(net_counters& n, std::uint16_t code) noexcept {
     switch (code) {

@@ -159,13 +159,15 @@ void ws_protocol::impl::on_response(session& s, ws_conn& c, std::span<const std:
 
 connection_ptr ws_protocol::connect(session_group& g, std::string_view url, const connect_options& opts) {
     const bool secure = url.starts_with("wss://");
-    if (!secure && !url.starts_with("ws://")) throw std::invalid_argument("ws url '" + std::string(url) + "': not ws:// or wss://");
+    if (!secure && !url.starts_with("ws://"))
+        throw std::invalid_argument("ws url '" + std::string(url) + "': not ws:// or wss://");
     if (secure && !opts.tls)
         throw std::invalid_argument("ws url '" + std::string(url) + "': wss:// needs connect_options::tls");
     std::string_view rest = url.substr(secure ? 6 : 5);
     const auto slash = rest.find('/');
     const std::string_view authority = rest.substr(0, slash);
-    detail::ws_target t{std::string(authority), slash == std::string_view::npos ? "/" : std::string(rest.substr(slash))};
+    detail::ws_target t{std::string(authority),
+                        slash == std::string_view::npos ? "/" : std::string(rest.substr(slash))};
     const endpoint ep = endpoint::parse("tcp://" + std::string(authority));
     for (auto it = impl_->targets.begin(); it != impl_->targets.end();) {
         if (it->second.first->state() == connection::status::closed)

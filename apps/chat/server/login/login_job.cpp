@@ -23,8 +23,8 @@ std::optional<device_token> issue_token(chat_store& store, const login_request& 
                                         token_kind kind, std::chrono::microseconds ttl,
                                         const std::optional<device_token_hash>& replaced, std::int64_t now_us) {
     const device_token fresh = make_device_token();
-    device_token_change c{account_id, hash_device_token(fresh), now_us, now_us + ttl.count(), replaced,
-                          max_device_tokens_per_account};
+    device_token_change c{account_id, hash_device_token(fresh),     now_us, now_us + ttl.count(),
+                          replaced,   max_device_tokens_per_account};
     c.kind = kind;
     try {
         store.store_device_token(c);
@@ -115,9 +115,10 @@ login_verdict run_login_job(chat_store& store, chat_context& ctx, const login_re
                                   std::chrono::duration_cast<std::chrono::microseconds>(ctx.options.device_token_ttl),
                                   replaced, now_us);
     if (ctx.options.resume_token_ttl.count() > 0)
-        v.new_resume_token = issue_token(
-            store, req, account_id, token_kind::resume,
-            std::chrono::duration_cast<std::chrono::microseconds>(ctx.options.resume_token_ttl), resume_replaced, now_us);
+        v.new_resume_token =
+            issue_token(store, req, account_id, token_kind::resume,
+                        std::chrono::duration_cast<std::chrono::microseconds>(ctx.options.resume_token_ttl),
+                        resume_replaced, now_us);
     return v;
 }
 

@@ -41,29 +41,29 @@ inline constexpr std::size_t max_device_tokens_per_account = 16;
 struct login_request {
     std::string name;
     std::string password;
-    std::string address;                      // the client's address; empty on the Unix socket
-    std::optional<device_token_hash> token;   // the presented device token's hash
+    std::string address;  // the client's address; empty on the Unix socket
+    std::optional<device_token_hash> token;  // the presented device token's hash
     std::optional<device_token_hash> resume;  // the presented resume token's hash (replaces the password)
 };
 
 /// What became of a presented device token (counted on the shard).
 enum class token_use : std::uint8_t {
-    none,      // none presented (or device tokens are off)
+    none,  // none presented (or device tokens are off)
     accepted,  // valid for this name: the name's wait did not apply
-    ignored,   // expired, or another account's: an ordinary login
-    unknown,   // not in the database (made up, replaced or revoked): an ordinary login, and a
-               // failure of the address
+    ignored,  // expired, or another account's: an ordinary login
+    unknown,  // not in the database (made up, replaced or revoked): an ordinary login, and a
+              // failure of the address
 };
 
 struct login_verdict {
-    std::optional<login_result> result;                // nullopt: refused, or the database failed
-    std::optional<login_throttle::verdict> refused;    // the token did not hold and the name or
-                                                       // address waits: rate_limited
+    std::optional<login_result> result;  // nullopt: refused, or the database failed
+    std::optional<login_throttle::verdict> refused;  // the token did not hold and the name or
+                                                     // address waits: rate_limited
     token_use token = token_use::none;
-    std::optional<device_token> new_token;             // a success: the client's next token
-    token_use resume = token_use::none;                // what became of a presented resume token
-    bool invalid_resume_token = false;                 // it did not hold and there is no password: invalid_token
-    std::optional<device_token> new_resume_token;      // a success: the client's next resume token
+    std::optional<device_token> new_token;  // a success: the client's next token
+    token_use resume = token_use::none;  // what became of a presented resume token
+    bool invalid_resume_token = false;  // it did not hold and there is no password: invalid_token
+    std::optional<device_token> new_resume_token;  // a success: the client's next resume token
 };
 
 /// Runs one admitted login against `store` and reports it to ctx.throttle (exactly once).

@@ -29,8 +29,8 @@ shared_buffer_ptr error(proto::msg_type request, proto::error_code code, std::st
     return finish_frame(fbb, proto::msg_type::error_res);
 }
 
-shared_buffer_ptr login_res(std::uint64_t player_id, std::string_view name, bool created,
-                            const device_token* token, const device_token* resume) {
+shared_buffer_ptr login_res(std::uint64_t player_id, std::string_view name, bool created, const device_token* token,
+                            const device_token* resume) {
     flatbuffers::FlatBufferBuilder fbb(256);
     auto p = player(fbb, player_id, name);
     auto bytes = [&](const device_token* k) {

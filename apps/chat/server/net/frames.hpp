@@ -23,8 +23,7 @@ shared_buffer_ptr login_res(std::uint64_t player_id, std::string_view name, bool
 shared_buffer_ptr create_room_res(const room_summary& room);
 /// `members`: every member account, in join order, with its online state; `last_seq`: the
 /// room's last message seq at the join.
-shared_buffer_ptr join_room_res(const room_summary& room, std::span<const room_member> members,
-                                std::uint64_t last_seq);
+shared_buffer_ptr join_room_res(const room_summary& room, std::span<const room_member> members, std::uint64_t last_seq);
 shared_buffer_ptr leave_room_res(std::uint64_t room_id);
 shared_buffer_ptr list_rooms_res(std::span<const room_summary> rooms);
 shared_buffer_ptr pong(std::uint64_t ts);

@@ -106,9 +106,12 @@ bool url_has_param(const std::string& url, const std::string& key) {
 bool valid_origin(const std::string& o) {
     if (o == "*") return true;
     std::size_t host = 0;
-    if (o.rfind("http://", 0) == 0) host = 7;
-    else if (o.rfind("https://", 0) == 0) host = 8;
-    else return false;
+    if (o.rfind("http://", 0) == 0)
+        host = 7;
+    else if (o.rfind("https://", 0) == 0)
+        host = 8;
+    else
+        return false;
     return o.size() > host && o.find('/', host) == std::string::npos;
 }
 
@@ -131,7 +134,8 @@ std::string validate_ws(const chat_options& o) {
     for (const std::string& origin : ws.origins) {
         if (!valid_origin(origin))
             return "--ws-origins takes * or origins like https://chat.example.com (scheme://host[:port], no path), "
-                   "got '" + origin + "'";
+                   "got '" +
+                   origin + "'";
     }
     return {};
 }
@@ -182,10 +186,10 @@ std::string validate(const chat_options& o) {
     if (o.server.port != 0 && o.metrics_port == o.server.port) return "--metrics-port must differ from --port";
     if (o.server.unix_path.size() >= 108) return "--unix path must be shorter than 108 bytes (sockaddr_un's limit)";
     if (o.tls.cert_file.empty() != o.tls.key_file.empty())
-        return "--tls-cert and --tls-key go together: give both PEM files (the certificate chain and its key), or neither";
+        return "--tls-cert and --tls-key go together: give both PEM files (the certificate chain and its key), or "
+               "neither";
     const bool tls = !o.tls.cert_file.empty();
-    if (tls && o.insecure_plaintext)
-        return "--insecure-plaintext contradicts --tls-cert: leave out one of them";
+    if (tls && o.insecure_plaintext) return "--insecure-plaintext contradicts --tls-cert: leave out one of them";
     // Secure by default: a client that reaches the port from another machine would send its
     // password and device token in clear.
     if (o.server.tcp && !tls && !o.insecure_plaintext && listens_beyond_loopback(o.server.host))

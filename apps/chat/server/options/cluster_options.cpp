@@ -44,7 +44,8 @@ std::string validate_cluster(const cluster_options& c, const std::string& db) {
         return "--cluster needs a PostgreSQL --db that every node shares; SQLite is one node's file "
                "(give --db postgresql://...)";
     }
-    if (c.node_id == 0 || c.node_id > 65535) return "--cluster needs --node-id between 1 and 65535, different on every node";
+    if (c.node_id == 0 || c.node_id > 65535)
+        return "--cluster needs --node-id between 1 and 65535, different on every node";
     if (c.node_ttl_ms < 300) return "--node-ttl-ms must be at least 300";
     if (c.node_scan_ms < 10) return "--node-scan-ms must be at least 10";
     if (c.position_check_ms < 10) return "--position-check-ms must be at least 10";

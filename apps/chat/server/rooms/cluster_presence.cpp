@@ -50,17 +50,20 @@ cluster_presence::cluster_presence(room_host& host, cluster_sequencer& seq, shar
             reannounce();
         }
     });
-    sub_ = std::make_unique<redis_subscriber>(
-        sh, ro,
-        redis_subscriber::events{[this](std::string_view ch, std::string_view m) { on_message(ch, m); },
-                                 [this](std::string_view ch) { on_subscribed(ch); },
-                                 [this](bool up) {
-                                     if (!up) forget_versions();
-                                     // Back after a loss: the reads its subscriptions trigger may
-                                     // find hashes the other nodes are still refilling.
-                                     if (up && sub_seen_up_) start_grace();
-                                     if (up) sub_seen_up_ = true;
-                                 }});
+    sub_ =
+        std::make_unique<redis_subscriber>(sh, ro,
+                                           redis_subscriber::events{[this](std::string_view ch, std::string_view m) {
+                                                                        on_message(ch, m);
+                                                                    },
+                                                                    [this](std::string_view ch) { on_subscribed(ch); },
+                                                                    [this](bool up) {
+                                                                        if (!up) forget_versions();
+                                                                        // Back after a loss: the reads its
+                                                                        // subscriptions trigger may find hashes the
+                                                                        // other nodes are still refilling.
+                                                                        if (up && sub_seen_up_) start_grace();
+                                                                        if (up) sub_seen_up_ = true;
+                                                                    }});
     if (registry) {
         node_registry_options no;
         no.node_id = node;
@@ -241,8 +244,8 @@ bool cluster_presence::online_elsewhere(room_id id, std::uint64_t account) const
     return e != it->second.remote.end() && e->first.first == account;
 }
 
-void cluster_presence::set_online(room& r, room_state& st, std::uint64_t account, std::uint32_t node,
-                                  std::string inc, std::string_view name) {
+void cluster_presence::set_online(room& r, room_state& st, std::uint64_t account, std::uint32_t node, std::string inc,
+                                  std::string_view name) {
     const bool was = online_anywhere(r, st, account);
     const bool known = r.account(account) != nullptr;
     if (!known) r.mark_absent(account, std::string(name));
@@ -285,19 +288,13 @@ void cluster_presence::on_message(std::string_view channel, std::string_view pay
     if (m->version <= st.version) return;  // a read applied after it was published has it
     st.version = m->version;
     switch (m->change) {
-    case presence_change::joined:
-    case presence_change::online:
-        set_online(r, st, m->account, m->node, std::string(m->incarnation), m->name);
-        break;
-    case presence_change::offline:
-        set_offline(r, st, m->account, m->node);
-        break;
-    case presence_change::left:
-        forget_remote(r, st, m->account);
-        break;
-    case presence_change::deleted:
-        host_.forget_deleted(id);
-        break;
+        case presence_change::joined:
+        case presence_change::online:
+            set_online(r, st, m->account, m->node, std::string(m->incarnation), m->name);
+            break;
+        case presence_change::offline: set_offline(r, st, m->account, m->node); break;
+        case presence_change::left: forget_remote(r, st, m->account); break;
+        case presence_change::deleted: host_.forget_deleted(id); break;
     }
 }
 

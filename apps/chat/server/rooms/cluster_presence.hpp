@@ -121,7 +121,6 @@ public:
     void reannounce();
 
 private:
-
     room_host& host_;
     cluster_sequencer& seq_;
     shard& shard_;

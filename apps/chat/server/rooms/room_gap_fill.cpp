@@ -132,8 +132,8 @@ void room_gap_fill::on_read(room_id room, std::uint64_t hi, read_result r) {
         read(room, f);
         return;
     }
-    log(log_level::info, "room {}: gap ({}, {}] filled from the database: {} messages, {} missing", room.value(),
-        from, to, f.filled, f.missing);
+    log(log_level::info, "room {}: gap ({}, {}] filled from the database: {} messages, {} missing", room.value(), from,
+        to, f.filled, f.missing);
     f.ranges.pop_front();
     if (!f.ranges.empty()) {
         start_range(room, f);

@@ -42,19 +42,19 @@ namespace strix::chat {
 class db_pool;
 
 struct gap_fill_options {
-    std::chrono::milliseconds retry_interval{50};     // between reads while a seq is missing
+    std::chrono::milliseconds retry_interval{50};  // between reads while a seq is missing
     std::chrono::milliseconds wait_for_commit{1500};  // how long a missing seq is waited for
-    std::size_t read_limit = 500;                     // rows per database read
+    std::size_t read_limit = 500;  // rows per database read
 };
 
 /// What the fills have done, for the log and the fault figures. Owner shard.
 struct gap_fill_stats {
-    std::uint64_t gaps = 0;      // gaps started (not counting empty ones)
-    std::uint64_t filled = 0;    // messages read from the database and delivered
-    std::uint64_t missing = 0;   // seqs the database did not have in time: reported
-    std::uint64_t reads = 0;     // database reads
-    std::uint64_t retries = 0;   // reads repeated because a seq was missing or a read failed
-    std::uint64_t held = 0;      // feed messages held behind a fill
+    std::uint64_t gaps = 0;  // gaps started (not counting empty ones)
+    std::uint64_t filled = 0;  // messages read from the database and delivered
+    std::uint64_t missing = 0;  // seqs the database did not have in time: reported
+    std::uint64_t reads = 0;  // database reads
+    std::uint64_t retries = 0;  // reads repeated because a seq was missing or a read failed
+    std::uint64_t held = 0;  // feed messages held behind a fill
 };
 
 class room_gap_fill {
@@ -91,12 +91,12 @@ public:
 private:
     struct fill {
         std::deque<std::pair<std::uint64_t, std::uint64_t>> ranges;  // (from, to], the front in progress
-        std::uint64_t next = 0;              // the front range's next seq to deliver
+        std::uint64_t next = 0;  // the front range's next seq to deliver
         std::uint64_t filled = 0, missing = 0;  // of the front range, for its log line
         // Every seq of the front range was published before the feed reported it, so each may
         // be waited for until wait_for_commit after that; then what is missing is reported.
         std::chrono::steady_clock::time_point deadline{};
-        bool reading = false;                // a database read is in flight
+        bool reading = false;  // a database read is in flight
         std::deque<std::pair<std::uint64_t, std::string>> held;
         timer_node retry;
     };

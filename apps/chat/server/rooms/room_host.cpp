@@ -59,11 +59,12 @@ void room_host::committed(std::uint64_t upto) {
 }
 
 void room_host::fan_out(const room& r, room_event::kind what, std::uint64_t subject, unsigned subject_shard,
-                        const shared_buffer_ptr& to_subject, const shared_buffer_ptr& to_members,
-                        std::uint64_t ticket, std::uint64_t seq) {
+                        const shared_buffer_ptr& to_subject, const shared_buffer_ptr& to_members, std::uint64_t ticket,
+                        std::uint64_t seq) {
     bump(counters_.broadcasts);
     // Encoded once for the whole broadcast, and only when a WebSocket member will take it.
-    const shared_buffer_ptr to_members_ws = to_members && r.ws_members() != 0 ? frames::ws_message(to_members) : nullptr;
+    const shared_buffer_ptr to_members_ws =
+        to_members && r.ws_members() != 0 ? frames::ws_message(to_members) : nullptr;
     for (unsigned s = 0; s < r.shard_count(); ++s) {
         bool subject_here = subject != 0 && s == subject_shard;
         if (r.members_on(s) == 0 && !subject_here) continue;

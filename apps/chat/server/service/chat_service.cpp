@@ -262,22 +262,24 @@ void chat_service::handle_list(player& p, std::span<const std::byte>) {
     // a cluster). Each list copies every room until then, so a session has one in progress at a
     // time (the next waits behind it like any request).
     p.pending = player::pending_op::list;
-    const bool queued = host_.sequencer().list_rooms(
-        max_listed_rooms, [this, sid = p.sess->id()](std::optional<std::vector<room_summary>> rooms) {
-            player* q = find(sid);
-            if (!q) return;
-            if (rooms) {
-                send(*q->sess, frames::list_rooms_res(*rooms));
-            } else {
-                send_error(*q->sess, msg_type::list_rooms_req, error_code::internal_error,
-                           "the database is unavailable; retry later");
-            }
-            complete(*q, player::pending_op::list);
-        });
+    const bool queued =
+        host_.sequencer().list_rooms(max_listed_rooms,
+                                     [this, sid = p.sess->id()](std::optional<std::vector<room_summary>> rooms) {
+                                         player* q = find(sid);
+                                         if (!q) return;
+                                         if (rooms) {
+                                             send(*q->sess, frames::list_rooms_res(*rooms));
+                                         } else {
+                                             send_error(*q->sess, msg_type::list_rooms_req, error_code::internal_error,
+                                                        "the database is unavailable; retry later");
+                                         }
+                                         complete(*q, player::pending_op::list);
+                                     });
     if (!queued) {
         p.pending = player::pending_op::none;
         bump(counters_.server_busy);
-        send_error(*p.sess, msg_type::list_rooms_req, error_code::server_busy, "the database queue is full; retry later");
+        send_error(*p.sess, msg_type::list_rooms_req, error_code::server_busy,
+                   "the database queue is full; retry later");
     }
 }
 
@@ -365,11 +367,11 @@ const T* chat_service::decode(player& p, std::span<const std::byte> frame, msg_t
 
 // The request units decode with it too.
 template const proto::login_req* chat_service::decode<proto::login_req>(player&, std::span<const std::byte>, msg_type,
-                                                                          const char*);
+                                                                        const char*);
 template const proto::history_req* chat_service::decode<proto::history_req>(player&, std::span<const std::byte>,
-                                                                              msg_type, const char*);
-template const proto::resume_req* chat_service::decode<proto::resume_req>(player&, std::span<const std::byte>,
                                                                             msg_type, const char*);
+template const proto::resume_req* chat_service::decode<proto::resume_req>(player&, std::span<const std::byte>, msg_type,
+                                                                          const char*);
 
 void chat_service::send(session& s, shared_buffer_ptr frame) {
     bump(counters_.app_out);
@@ -387,9 +389,7 @@ player* chat_service::find(std::uint64_t session_id) noexcept {
     return it == players_.end() ? nullptr : it->second;
 }
 
-member chat_service::as_member(const player& p) const {
-    return member{p.sess->id(), self_, p.player_id, p.name, p.ws};
-}
+member chat_service::as_member(const player& p) const { return member{p.sess->id(), self_, p.player_id, p.name, p.ws}; }
 
 // Output queued on this shard's sessions, sampled once a second for the metrics endpoint (the
 // per-send path stays free of bookkeeping).

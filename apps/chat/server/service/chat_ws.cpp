@@ -22,7 +22,7 @@ void chat_ws::on_message(session& s, ws_opcode op, std::span<const std::byte> pa
     }
     // A fragmented message is limited by its frames' sum, not by set_max_frame.
     const std::size_t limit = p->login == player::login_state::logged_in ? chat_service::max_frame_logged_in
-                                                                          : chat_service::max_frame_anonymous;
+                                                                         : chat_service::max_frame_anonymous;
     if (payload.size() > limit) {
         ws_close(s, 1009, "message larger than the frame size limit");
         return;

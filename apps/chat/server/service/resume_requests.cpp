@@ -101,10 +101,9 @@ void resume_requests::resume_read(player& p, std::uint64_t room, std::uint64_t f
             }
             if (r.ok && covers(r.logs, from, to)) {
                 // The common case, answered from here: the worker encodes the frames.
-                services->invoke_on(shard_index, [sid, answer = resume_answer(room, from, to, r.logs, r.oldest,
-                                                                              max_bytes)](chat_service& svc) mutable {
-                    svc.reads().done(sid, std::move(answer));
-                });
+                services->invoke_on(shard_index,
+                                    [sid, answer = resume_answer(room, from, to, r.logs, r.oldest, max_bytes)](
+                                        chat_service& svc) mutable { svc.reads().done(sid, std::move(answer)); });
                 return;
             }
             services->invoke_on(shard_index, [sid, room, from, to, r = std::move(r)](chat_service& svc) mutable {
