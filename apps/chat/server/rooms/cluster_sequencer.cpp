@@ -19,11 +19,6 @@
 namespace strix::chat {
 namespace {
 
-std::int64_t now_us() {
-    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
 std::string room_key(room_id id) { return std::to_string(id.value()); }
 
 }  // namespace
@@ -133,7 +128,7 @@ void cluster_sequencer::publish(room& r, chat_request& req) {
     STRIX_ASSERT_OWNER(host_.service().home(), "cluster_sequencer::publish");
     if (!publisher_) return;  // stopping
     if (!floor_ready(r, req)) return;
-    const std::int64_t ts = now_us();
+    const std::int64_t ts = wall_clock_us();
     const std::uint64_t no = ++publish_no_;
     const std::string body = encode_wire_chat({req.sender.player_id, static_cast<std::uint64_t>(ts), req.client_ts,
                                                req.client_seq, node_id_, no, req.sender.name, req.text});
@@ -176,16 +171,9 @@ void cluster_sequencer::publish(room& r, chat_request& req) {
         published(id, at->seq);
         own_seqs_[{id, at->seq}] = mine;
         bump(counters_.chat_messages);
-        chat_log_entry entry;
-        entry.room_id = id.value();
-        entry.seq = at->seq;
-        entry.sender_id = req.sender.player_id;
-        entry.sender_name = std::move(req.sender.name);
-        entry.server_ts_us = ts;
-        entry.text = std::move(req.text);
         // The members see it through the feed; the database keeps it. A full queue here loses
         // the stored copy only (counted and logged, history then has a hole at this seq).
-        auto ticket = host_.order().write(std::move(entry));
+        auto ticket = host_.order().write(to_log_entry(id, at->seq, req, ts));
         if (!ticket) {
             bump(counters_.server_busy);
             log_limited(log_level::warn, "room {}: seq {} published but not queued for the database", id.value(),

@@ -13,15 +13,6 @@
 #include <chrono>
 
 namespace strix::chat {
-namespace {
-
-std::int64_t wall_clock_us() {
-    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
-}  // namespace
-
 local_sequencer::local_sequencer(room_host& host, chat_context& ctx, unsigned self, chat_counters& counters)
     : room_sequencer(room_id_source(ctx.first_room_counter, self)),
       host_(host),
@@ -44,16 +35,9 @@ void local_sequencer::chat(room& r, chat_request& req) {
     // Encoded once, before the strings move into the log record; every member shares this buffer.
     auto frame = frames::chat_msg(f);
 
-    chat_log_entry entry;
-    entry.room_id = req.room.value();
-    entry.seq = f.seq;
-    entry.sender_id = req.sender.player_id;
-    entry.sender_name = std::move(req.sender.name);
-    entry.server_ts_us = ts;
-    entry.text = std::move(req.text);
     // Nothing is acknowledged (sent) that is not queued for the database, and with --ack stored
     // not before it is committed: the sender's own copy of the chat_msg is its acknowledgement.
-    auto ticket = host_.order().write(std::move(entry));
+    auto ticket = host_.order().write(to_log_entry(req.room, f.seq, req, ts));
     if (!ticket) {
         bump(counters_.server_busy);
         host_.fail(req.sender.shard, req.sender.session_id, req.room, proto::msg_type::chat_req,

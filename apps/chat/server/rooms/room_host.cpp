@@ -9,15 +9,6 @@
 #include <chrono>
 
 namespace strix::chat {
-namespace {
-
-std::int64_t wall_clock_us() {
-    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
-}
-
-}  // namespace
-
 room_host::room_host(chat_service& service, chat_context& ctx, unsigned self, chat_counters& counters)
     : service_(service),
       ctx_(ctx),

@@ -46,6 +46,14 @@ struct chat_request {
     std::uint64_t client_seq = 0;
 };
 
+/// Microseconds since the Unix epoch: the server's stamp on a message or a membership change.
+/// Any thread.
+std::int64_t wall_clock_us() noexcept;
+
+/// The chat log record of `req` as message `seq` of `room`, stamped `ts`; the sender's name and
+/// the text move out of req (encode what needs them first). Any thread.
+chat_log_entry to_log_entry(room_id room, std::uint64_t seq, chat_request& req, std::int64_t ts);
+
 /// A resume's rows of (from, to], as the database had them.
 struct stored_range {
     history_query query;               // what was read (a sequencer may read it again)
