@@ -13,6 +13,7 @@
 #include "room_host.hpp"
 #include "wire_chat.hpp"
 #include "apps/chat/cluster/resp.hpp"
+#include "apps/chat/server/service/chat_service.hpp"
 #include "apps/chat/cluster/room_backplane.hpp"
 #include "apps/chat/server/service/chat_context.hpp"
 #include "apps/chat/storage/chat_log_writer.hpp"
