@@ -22,20 +22,10 @@ mode=$1 load=$2 server=$3 work=$4
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work"
 mkdir -p "$work"
+# fail, free_port and the kill-on-exit list (pids) come from the bench tools' test helpers.
+# shellcheck source=../../../bench/test_lib.sh
+source "$here/../../../bench/test_lib.sh"
 server_pid=
-pids=()
-cleanup() {
-  if [ -n "$server_pid" ]; then kill -9 "$server_pid" 2>/dev/null || true; fi
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 port=$(free_port)
 sock=$work/chat.sock
@@ -53,6 +43,7 @@ fi
 "$server" --db "sqlite:$work/chat.db" --password-cost fast --port "$port" --unix "$sock" --metrics-port 0 \
   "${server_extra[@]}" >"$work/server.log" 2>&1 &
 server_pid=$!
+pids+=("$server_pid")
 up=0
 for _ in $(seq 100); do
   kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log" >&2; fail "server exited at start"; }
