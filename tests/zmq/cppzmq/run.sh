@@ -110,7 +110,7 @@ if ! {
     -DCatch2_DIR=/usr/lib/cmake/Catch2 -DCMAKE_MODULE_PATH=/usr/lib/cmake/Catch2 \
     -DFETCHCONTENT_FULLY_DISCONNECTED=ON \
     -DZeroMQ_LIBRARY="$libdir/libzmq.so" -DZeroMQ_INCLUDE_DIR="$includedir" &&
-    timeout 900 cmake --build "$bin" -j "${JOBS:-2}" --target unit_tests
+    timeout 600 cmake --build "$bin" -j "${JOBS:-2}" --target unit_tests
 } >"$log" 2>&1; then
   tail -40 "$log"
   echo "cppzmq: the build against $name failed (log: $log)" >&2
