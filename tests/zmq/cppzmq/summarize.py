@@ -64,6 +64,8 @@ def failures_in(case):
             if exception:
                 text += f" threw: {exception.strip()}"
             out.append(text)
+        elif el.tag == "Info":  # an INFO() in scope when the next failure was reported
+            out.append(f"info: {(el.text or '').strip()}")
         elif el.tag in ("Exception", "FatalErrorCondition", "Failure"):
             out.append(f"{where}: {el.tag}: {(el.text or '').strip()}")
     return out
@@ -81,17 +83,23 @@ def judge(cases_dir, case_id, timeout_s):
         root = None
     start_end = [float(t) for t in read(base + ".seconds").split()]
     wall = start_end[1] - start_end[0] if len(start_end) == 2 else 0.0
+    totals = root.find("./OverallResults") if root is not None else None
+    good = int(totals.get("successes", 0)) if totals is not None else 0
+    bad = int(totals.get("failures", 0)) if totals is not None else 0
     # timeout(1) exits 124 when it stopped the case with SIGTERM, 137 when it had to SIGKILL it.
     if rc == 124 or (rc == 137 and wall >= timeout_s):
-        return name, False, 0, 0, wall, f"timed out after {timeout_s:g} s\n{log_tail}"
+        text = f"timed out after {timeout_s:g} s"
+        ran = root.findall("./Group/TestCase") if root is not None else []
+        if ran:
+            # Catch2 handles timeout's SIGTERM by writing its report: what failed before the hang,
+            # and the last line it passed.
+            text += "; what Catch2 reported on SIGTERM:\n" + "\n".join(failures_in(ran[0]))
+        return name, False, good, bad, wall, f"{text}\n{log_tail}".strip()
     if root is None:
         why = f"killed by signal {rc - 128}" if rc > 128 else f"exit status {rc}"
         return name, False, 0, 0, wall, f"no complete report ({why})\n{log_tail}"
     ran = root.findall("./Group/TestCase")
     cases = root.find("./OverallResultsCases")
-    totals = root.find("./OverallResults")
-    good = int(totals.get("successes", 0)) if totals is not None else 0
-    bad = int(totals.get("failures", 0)) if totals is not None else 0
     if len(ran) != 1 or ran[0].get("name") != name:
         return name, False, good, bad, wall, f"the test spec ran {[c.get('name') for c in ran]}, not this case"
     result = ran[0].find("OverallResult")
