@@ -16,8 +16,9 @@ The watchdog: a test still running after $PYZMQ_HANG_SECONDS (pytest-timeout and
 SIGALRM bound tests first; this catches a call that never returns to Python to see a signal)
 gets its threads' tracebacks recorded and the process ended, so suite.py can resume the
 run after that test. When resuming, suite.py names the tests already done in $PYZMQ_SKIP_FILE
-(one node id a line) and they are deselected (by exact id: --deselect matches prefixes). The
-plugin never changes what a test does.
+(one node id a line) and they are deselected (by exact id: --deselect matches prefixes).
+$PYZMQ_TIMEOUTS names a JSON file of per-test bounds ({node id: seconds}) given to pytest-timeout
+as markers. The plugin never changes what a test does.
 """
 
 import faulthandler
@@ -26,6 +27,8 @@ import os
 import tempfile
 import threading
 import time
+
+import pytest
 
 _log = None
 _lock = threading.Lock()
@@ -76,6 +79,13 @@ def pytest_collectreport(report):
 
 
 def pytest_collection_modifyitems(config, items):
+    bounds_path = os.environ.get("PYZMQ_TIMEOUTS")
+    if bounds_path:
+        with open(bounds_path, encoding="utf-8") as f:
+            bounds = json.load(f)
+        for item in items:
+            if item.nodeid in bounds:
+                item.add_marker(pytest.mark.timeout(bounds[item.nodeid]))
     path = os.environ.get("PYZMQ_SKIP_FILE")
     if not path or not os.path.exists(path):
         return

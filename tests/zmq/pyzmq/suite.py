@@ -3,16 +3,18 @@
 python, bounded in time, and writes the outcome of every test. Called by run.sh.
 
   suite.py --python <venv>/bin/python --tests <dir with pytest.ini, tests/> --out <dir>
-           --name <strix|libzmq> --junit <file> --summary <file> [--budget 600] [--test-timeout 60]
+           --name <strix|libzmq> --junit <file> --summary <file> [--budget 600] [--test-timeout 30]
 
-pytest runs with outcome_log.py (this folder) recording each test as it ends. A run that dies
-(a crash in the library, a hang that neither pytest-timeout nor pyzmq's SIGALRM ends, caught by
-the plugin's watchdog) is resumed after the test it was running, which counts as failed with the
-end of pytest's output (faulthandler's tracebacks) as its text. Tests that fail or error are then
-run once more in a fresh process (not those that ended their process): many of pyzmq's tests sleep a fixed time for a connection (a
-loaded machine loses those races), and one that hangs leaves its module's next tests failing.
-A test that passes on that retry counts as passed and is listed as such. Each test counts once:
-failed (its call failed), error (setup or teardown failed, or it was not run before the time
+pytest runs with outcome_log.py (this folder) recording each test as it ends, and with
+pytest-timeout's thread method: a test still running after --test-timeout seconds gets its
+stacks printed and ends the pytest process (pyzmq's own SIGALRM bound is 60 s; a hung test
+left in the process would make the next ones fail too). A process that ends that way, or
+crashes in the library, or hangs past the plugin's watchdog, is resumed after the test it was
+running, which counts as failed with those stacks as its text. Tests that fail or error in a
+process that goes on are then run once more in a fresh process: some of pyzmq's tests sleep a
+fixed time for a connection and a loaded machine loses those races. A test that passes on that
+retry counts as passed and is listed as such. Each test counts once: failed (its call failed,
+or it ended its process), error (setup or teardown failed, or it was not run before the time
 bound), skipped or passed; a module that fails to import counts as one error.
 
 Writes <out>/outcomes.json (compare.py reads it), the JUnit XML, and the summary file whose first
@@ -97,13 +99,30 @@ def tail(path, lines=40):
         return "".join(f.readlines()[-lines:])
 
 
-def tracebacks(path, lines=60):
-    """faulthandler's dump in a dead pytest's output (from its first line), else the output's end."""
+NOISE = re.compile(r'^\s+File "[^"]*(/_pytest/|/pluggy/|/pytest/__main__\.py|<frozen runpy>|/pytest_timeout\.py|/outcome_log\.py)')
+
+
+def tracebacks(path, lines=80):
+    """The stacks a dead pytest printed (faulthandler's or pytest-timeout's), from their first
+    line, without pytest's own frames; else the end of its output."""
     with open(path, encoding="utf-8", errors="replace") as f:
-        text = f.readlines()
+        text = f.read().splitlines()
     start = next((i for i, line in enumerate(text)
-                  if re.match(r"(Fatal Python error|Thread 0x|Current thread 0x)", line)), None)
-    return "".join(text[start : start + lines]) if start is not None else "".join(text[-40:])
+                  if re.match(r"(Fatal Python error|Thread 0x|Current thread 0x)", line)
+                  or re.search(r"\+{5,} Timeout \+{5,}", line)), None)
+    if start is None:
+        return "\n".join(text[-40:])
+    kept, skip_code = [], False
+    for line in text[start:]:
+        if skip_code and line.startswith("    "):
+            skip_code = False
+            continue
+        skip_code = False
+        if NOISE.match(line):
+            skip_code = bool(re.search(r", line \d+, in ", line))  # pytest-timeout prints the code line
+            continue
+        kept.append(line)
+    return "\n".join(kept[:lines])
 
 
 class Runner:
@@ -115,6 +134,7 @@ class Runner:
         self.skip_file = os.path.join(args.out, "done.txt")
         self.pytest_cmd = [args.python, "-m", "pytest", "-p", "outcome_log", "-p", "no:cacheprovider",
                            "-v", "-rfE", "--continue-on-collection-errors", f"--timeout={args.test_timeout}",
+                           "--timeout-method=thread",
                            f"--basetemp={os.path.join(args.out, 'tmp')}"]
         self.env = dict(os.environ)
         # The venv's RUNPATH alone picks the library pyzmq was built against.
@@ -122,7 +142,25 @@ class Runner:
         self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [HERE, os.environ.get("PYTHONPATH")]))
         self.env["PYZMQ_OUTCOME_LOG"] = self.log
         self.env["PYZMQ_SKIP_FILE"] = self.skip_file
-        self.env["PYZMQ_HANG_SECONDS"] = str(args.test_timeout * 2 + 30)
+        self.env["PYZMQ_HANG_SECONDS"] = str(args.test_timeout + 30)
+        self.ended = {}
+        self.bounds = {}
+        if args.baseline:
+            self.env["PYZMQ_TIMEOUTS"] = self.timeouts_from(args.baseline)
+
+    def timeouts_from(self, baseline):
+        """Per-test bounds from the baseline run's durations: --timeout-factor times as long, at
+        least --min-timeout, at most --test-timeout. Written to a file for the plugin."""
+        with open(baseline, encoding="utf-8") as f:
+            tests = json.load(f)["tests"]
+        a = self.args
+        bounds = {n: round(min(a.test_timeout, max(a.min_timeout, a.timeout_factor * t["duration"])), 1)
+                  for n, t in tests.items() if t["outcome"] == "passed"}
+        self.bounds = bounds
+        path = os.path.join(a.out, "timeouts.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(bounds, f, indent=0, sort_keys=True)
+        return path
 
     def segment(self, targets, done):
         """Runs pytest once on targets, leaving out the tests in done; None when out of time."""
@@ -170,15 +208,33 @@ class Runner:
                                "text": self.death(seg)}
             if self.out_of_time(seg):
                 break
+            self.break_group(victim, collected or [], results)
         return results, collected, modules
+
+    def break_group(self, victim, collected, results):
+        """After --group-limit tests of one class (or of one module's plain functions) ended their
+        process, the rest of that group is not run: its tests fail the same way, a hang each."""
+        group = group_of(victim)
+        self.ended[group] = self.ended.get(group, 0) + 1
+        if self.ended[group] < self.args.group_limit:
+            return
+        for nodeid in collected:
+            if nodeid not in results and group_of(nodeid) == group:
+                results[nodeid] = {"outcome": "error", "duration": 0.0, "not_run": True,
+                                   "text": f"not run: {self.ended[group]} tests of {group} hung or crashed first"}
 
     def death(self, seg):
         """Why seg's pytest ended during a test, with the stacks it left."""
         if seg.hung:
             return (f"hung: still running after {seg.hung['seconds']} s; the watchdog ended pytest\n"
                     + seg.hung["tracebacks"])
+        with open(seg.log_path, encoding="utf-8", errors="replace") as f:
+            timed_out = re.search(r"^\+{5,} Timeout \+{5,}$", f.read(), re.M)
         if self.out_of_time(seg):
             why = f"killed at the run's time bound ({self.args.budget} s)"
+        elif timed_out:
+            bound = self.bounds.get(seg.in_flight(), self.args.test_timeout)
+            why = f"timed out: still running after {bound} s (pytest-timeout ended pytest)"
         elif seg.rc < 0 or seg.rc > 128:
             why = f"the test process died of signal {-seg.rc if seg.rc < 0 else seg.rc - 128}"
         else:
@@ -187,6 +243,13 @@ class Runner:
 
     def out_of_time(self, seg):
         return seg.rc in (124, 137) and time.monotonic() >= self.deadline - 2
+
+
+def group_of(nodeid):
+    """A test's class (tests/test_x.py::TestY), else its module: the tests that share fixtures."""
+    path, _, rest = nodeid.split("[")[0].partition("::")
+    parts = rest.split("::")
+    return f"{path}::{'::'.join(parts[:-1])}" if len(parts) > 1 else path
 
 
 def first_error_lines(text, n=3):
@@ -211,7 +274,8 @@ def run(args):
         tests[nodeid] = results.get(nodeid) or {
             "outcome": "error", "duration": 0.0, "not_run": True,
             "text": f"not run: the run's time bound ({args.budget} s) came first"}
-    # A crash or a hang past the watchdog is not retried: it costs minutes and tells no more.
+    # A test that ended its process (a hang, a crash) is not retried: that costs the most time
+    # and the next tests ran in a fresh process anyway.
     retry = [n for n, t in tests.items() if t["outcome"] in ("failed", "error")
              and not t.get("not_run") and not t.get("ended_process")]
     tests.update(modules)
@@ -241,10 +305,17 @@ def summarize(report):
                  f"pytest processes; {len(retried)} passed only on their retry")
     lines += [f"  retried, passed: {n} (first {report['tests'][n]['first']})" for n in retried]
     bad = sorted(n for n, t in report["tests"].items() if t["outcome"] in ("failed", "error"))
+    not_run = {}
     for n in bad:
         t = report["tests"][n]
+        if t.get("not_run"):
+            not_run.setdefault(t["text"], []).append(n)
+            continue
         lines.append(f"  {t['outcome'].upper()}: {n}")
         lines += [f"      {line}" for line in first_error_lines(t["text"])]
+    for why, names in not_run.items():
+        lines.append(f"  ERROR, {why}: {len(names)} tests")
+        lines += [f"      {n}" for n in names]
     return lines
 
 
@@ -280,7 +351,13 @@ def main():
     ap.add_argument("--summary", required=True)
     ap.add_argument("--library", default="", help="the libzmq the venv loads (for the reports)")
     ap.add_argument("--budget", type=int, default=600, help="seconds for the whole run, retries included")
-    ap.add_argument("--test-timeout", type=int, default=60, help="pytest-timeout's bound per test")
+    ap.add_argument("--test-timeout", type=int, default=30, help="pytest-timeout's bound per test")
+    ap.add_argument("--baseline", help="another run's outcomes.json: bound each test it passed by "
+                    "its duration there (see --timeout-factor, --min-timeout)")
+    ap.add_argument("--timeout-factor", type=float, default=3.0)
+    ap.add_argument("--min-timeout", type=float, default=10.0)
+    ap.add_argument("--group-limit", type=int, default=3,
+                    help="tests of one class or module that may end their process before the rest is not run")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     report = run(args)
