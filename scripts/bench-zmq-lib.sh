@@ -4,6 +4,7 @@
 # shellcheck shell=bash
 
 n_runs=0 n_failed=0 seq_no=0
+last_status= rerun=false  # the last run's status; whether the run being made is a rerun
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -70,11 +71,12 @@ record() {
   {
     printf '{"suite":"%s","transport":"%s","size":%s,"count":%s,"family":"%s","run":%s,' \
       "$suite" "$transport" "$size" "$cnt" "$family" "$rep"
-    printf '"status":"%s","why":%s,"wall_s":%s,"command":%s,"log":"%s",' \
-      "$status" "$(json_str "$why")" "$(num "$wall")" "$(json_str "$cmd")" "$log"
+    printf '"status":"%s","why":%s,"rerun":%s,"wall_s":%s,"command":%s,"log":"%s",' \
+      "$status" "$(json_str "$why")" "$rerun" "$(num "$wall")" "$(json_str "$cmd")" "$log"
     printf '"msg_s":%s,"mbit_s":%s,"avg_us":%s,"rtt_avg_us":%s,"p50_us":%s,"p99_us":%s}\n' \
       "$(num "$msg_s")" "$(num "$mbit_s")" "$(num "$avg")" "$(num "$rtt_avg")" "$(num "$p50")" "$(num "$p99")"
   } >>"$jsonl"
+  last_status=$status
   [ "$status" = not_built ] && return
   n_runs=$((n_runs + 1))
   local shown
@@ -107,6 +109,16 @@ short_cmd() {  # <command line>: with $CACHE for the cache and paths under the c
   echo "$1" | sed "s|$cache/|\$CACHE/|g; s|$root/||g" | tr -s ' ' | sed 's/^ //; s/ $//'
 }
 
+wait_exit() {  # <pid> <seconds>: 0 once the process has exited, 1 if it still runs after that long
+  local pid=$1 n
+  n=$(awk -v s="$2" 'BEGIN { printf "%d", s * 20 }')
+  for _ in $(seq "$n"); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.05
+  done
+  ! kill -0 "$pid" 2>/dev/null
+}
+
 elapsed() {  # <t0> <t1> (date +%s.%N): seconds between, 3 decimals
   awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'
 }
@@ -118,6 +130,7 @@ pair() {
   local suite=$1 transport=$2 size=$3 cnt=$4 family=$5 rep=$6 printer=$7 cre=$8 want_lib=$9
   seq_no=$((seq_no + 1))
   local tag="${suite}_${transport}_${size}_${family/->/-to-}_r${rep}"
+  [ "$rerun" = true ] && tag+=b
   local ep where
   if [ "$transport" = tcp ]; then
     where=$(free_port)
@@ -143,11 +156,21 @@ pair() {
     return
   fi
   "${pin_send[@]}" timeout "$limit" "${s[@]}" >"$runs/$tag.send.out" 2>"$runs/$tag.send.err" || src=$?
+  # A receiver has only a few seconds left once the sender is gone: past that its messages are
+  # lost (libzmq's own remote_thr drops its last messages over ipc now and then) and waiting out
+  # ZMQ_TIMEOUT would only cost time.
+  local lost=""
+  if ! wait_exit "$recv_pid" "$grace"; then
+    kill -9 "$recv_pid" 2>/dev/null || true
+    lost="receiver still running ${grace} s after the sender exited $src (ZMQ_GRACE): messages lost"
+  fi
   wait "$recv_pid" || rrc=$?
   recv_pid=
   t1=$(date +%s.%N)
   rm -f "$where"
-  if [ "$rrc" != 0 ]; then
+  if [ -n "$lost" ] && [ "$src" = 0 ]; then
+    why=$lost
+  elif [ "$rrc" != 0 ] && [ -z "$lost" ]; then
     why=$(exit_why "receiver" "$rrc" "$runs/$tag.recv.out")
   elif [ "$src" != 0 ]; then
     why=$(exit_why "sender" "$src" "$runs/$tag.send.out")
@@ -168,6 +191,7 @@ single() {
   local suite=$1 transport=$2 size=$3 cnt=$4 family=$5 rep=$6 cre=$7
   shift 7
   local tag="${suite}_${transport}_${size}_${family}_r${rep}"
+  [ "$rerun" = true ] && tag+=b
   local cmd t0 t1 rc=0 why
   cmd=$(short_cmd "$*")
   t0=$(date +%s.%N)
@@ -239,7 +263,8 @@ one() {
 # (scripts/pyzmq-venv.sh); sets py[family] and pyenv[family] when it imports and loads that
 # library, else notes why in missing.
 setup_pyzmq() {
-  local family=$1 prefix=$2 venv=$cache/pyzmq-$1 got libdir
+  local family=$1 prefix=$2 venv got libdir
+  venv=$(cache_dir "$prefix")/pyzmq
   pyenv[$family]=""
   libdir=$(dirname "${lib[$family]}")
   case $libdir in /usr/lib*|/lib*) ;; *) pyenv[$family]="LD_LIBRARY_PATH=$libdir" ;; esac
@@ -247,8 +272,8 @@ setup_pyzmq() {
     missing+=("pyzmq on $family (scripts/pyzmq-venv.sh is not there)")
     return
   fi
-  if ! "$here/pyzmq-venv.sh" "$prefix" "$venv" >"$cache/pyzmq-$family.log" 2>&1; then
-    missing+=("pyzmq on $family (scripts/pyzmq-venv.sh failed: see $cache/pyzmq-$family.log)")
+  if ! "$here/pyzmq-venv.sh" "$prefix" "$venv" >"$venv.log" 2>&1; then
+    missing+=("pyzmq on $family (scripts/pyzmq-venv.sh failed: see $venv.log)")
     return
   fi
   # shellcheck disable=SC2086  # pyenv is a NAME=VALUE word or nothing
@@ -275,8 +300,9 @@ write_meta() {
     icounts+="\"$s\":${inproc_count[$s]},"
   done
   {
-    printf '{"runs":%s,"pin":%s,"timeout_s":%s,"sizes":[%s],"suites":"%s",' "$reps" \
-      "$([ "$pin" = 1 ] && echo true || echo false)" "$limit" "$(IFS=,; echo "${sizes[*]}")" "${suites[*]}"
+    printf '{"runs":%s,"pin":%s,"timeout_s":%s,"grace_s":%s,"reruns":%s,"sizes":[%s],"suites":"%s",' "$reps" \
+      "$([ "$pin" = 1 ] && echo true || echo false)" "$limit" "$grace" "$reruns" "$(IFS=,; echo "${sizes[*]}")" \
+      "${suites[*]}"
     printf '"counts":{%s},"inproc_counts":{%s},"roundtrips":%s,"inproc_roundtrips":%s,' \
       "${counts%,}" "${icounts%,}" "$roundtrips" "$inproc_roundtrips"
     printf '"py_count":%s,"py_roundtrips":%s,"test_mode":%s,' "$py_count" "$py_roundtrips" "$test_mode"

@@ -201,7 +201,11 @@ def write_method(lines, meta):
                  "the same two ways. Every process ran under `timeout "
                  f"{meta['timeout_s']}`; the receiver started first and the sender once its tcp port listened "
                  "or its ipc socket existed; a run passes when both exit 0 and the printing side reports the "
-                 "count asked for. L is a family's build directory:")
+                 f"count asked for. A receiver still running {meta.get('grace_s', 5)} s after its sender exited is "
+                 "killed (its last messages were lost). "
+                 + ("A failed run is listed below with why and made once more; medians are of the passing runs. "
+                    if meta.get("reruns", 0) else "")
+                 + "L is a family's build directory:")
     lines.append("")
     lines.append("```")
     lines.append("L/local_thr tcp://127.0.0.1:PORT SIZE COUNT &  L/remote_thr tcp://127.0.0.1:PORT SIZE COUNT")
@@ -347,12 +351,15 @@ def write_failures(lines, data):
         return
     lines.append(f"## Failed runs ({len(failed)})")
     lines.append("")
-    lines.append("| suite | transport | size | family | run | why | log |")
-    lines.append("|---|---|---:|---|---:|---|---|")
+    lines.append("| suite | transport | size | family | run | why | log | rerun |")
+    lines.append("|---|---|---:|---|---:|---|---|---|")
     for r in failed:
         why = r["why"].replace("|", "\\|")
+        after = [x for x in data.rows if x is not r and x.get("rerun") and not r.get("rerun")
+                 and all(x[k] == r[k] for k in ("suite", "transport", "size", "family", "run"))]
+        rerun = "(this is a rerun)" if r.get("rerun") else (after[0]["status"] if after else "none")
         lines.append(f"| {r['suite']} | {r['transport']} | {r['size']} | {r['family']} | {r['run']} "
-                     f"| {why} | `zmq-runs/{r['log']}.*` |")
+                     f"| {why} | `zmq-runs/{r['log']}.*` | {rerun} |")
     lines.append("")
 
 
