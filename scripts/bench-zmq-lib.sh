@@ -306,6 +306,7 @@ write_meta() {
     printf '"counts":{%s},"inproc_counts":{%s},"roundtrips":%s,"inproc_roundtrips":%s,' \
       "${counts%,}" "${icounts%,}" "$roundtrips" "$inproc_roundtrips"
     printf '"py_count":%s,"py_roundtrips":%s,"test_mode":%s,' "$py_count" "$py_roundtrips" "$test_mode"
+    printf '"pin_recv":"%s","pin_send":"%s",' "${pin_recv[*]:-}" "${pin_send[*]:-}"
     printf '"libzmq_prefix":%s,"strix_prefix":%s,"libzmq_lib":%s,"strix_lib":%s,' \
       "$(json_str "$libzmq_prefix")" "$(json_str "$strix_prefix")" "$(json_str "${lib[libzmq]}")" \
       "$(json_str "${lib[strix]:-}")"

@@ -15,7 +15,8 @@
 # libzmq's source comes from Debian's source package (zeromq3_4.3.4.orig.tar.gz, pinned by
 # sha256), fetched once into <out_dir>/../zeromq3_4.3.4.orig.tar.gz. A rebuild happens only when
 # the prefix, the sources or the compile commands change (<out_dir>/stamp). Builds into the same
-# parent folder are serialised with flock, so two ctest runs can share the cache.
+# parent folder are serialised with flock, so two ctest runs can share the cache. Exits 77 when the
+# source cannot be fetched, 1 on any other failure.
 set -euo pipefail
 
 prefix=${1:?usage: scripts/zmq-perf-build.sh <zmq_prefix> <out_dir>}
@@ -48,7 +49,10 @@ flock 9
 tarball=$cache/$tar_name
 if [ ! -f "$tarball" ] || ! echo "$tar_sha256  $tarball" | sha256sum -c --status; then
   rm -f "$tarball.part"
-  curl -sSfL --max-time 120 -o "$tarball.part" "$tar_url" || die "could not fetch $tar_url"
+  if ! curl -sSfL --max-time 120 -o "$tarball.part" "$tar_url"; then
+    echo "zmq-perf-build: could not fetch $tar_url" >&2
+    exit 77
+  fi
   echo "$tar_sha256  $tarball.part" | sha256sum -c --status ||
     die "$tar_url does not have the pinned sha256 $tar_sha256"
   mv "$tarball.part" "$tarball"

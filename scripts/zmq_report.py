@@ -180,13 +180,16 @@ def write_machine(lines, meta):
     else:
         lines.append(f"- strix: not built (`{meta['strix_prefix']}/lib/libzmq.so.5` missing)")
     if meta["pin"]:
-        lines.append("- Placement (PIN=1): in two-process runs the receiver (local_thr, local_lat, the pyzmq "
-                     "receiver) on CPU 0 and the sender (remote_thr, remote_lat, zmq_rtt) on CPU 1, by taskset; "
-                     "inproc runs are one process with two threads, not pinned")
+        lines.append(f"- Placement (PIN=1, the default): client and server on the same {meta['nproc']} vCPUs, one "
+                     f"each: in two-process runs the receiver (local_thr, local_lat, the pyzmq receiver) under "
+                     f"`{meta.get('pin_recv', 'taskset -c 0')}` and the sender (remote_thr, remote_lat, zmq_rtt, the "
+                     f"pyzmq sender) under `{meta.get('pin_send', 'taskset -c 1')}`, each process with all its "
+                     "threads (application and I/O) on its vCPU; inproc runs are one process with its threads "
+                     "on both vCPUs, not pinned. Unpinned, where the scheduler put the two processes decided more "
+                     "than the library did (see the method check)")
     else:
-        lines.append(f"- Placement: client and server processes on the same {meta['nproc']} vCPUs, not pinned "
-                     "(the scheduler places them; PIN=1 pins the receiver to CPU 0 and the sender to CPU 1); "
-                     "inproc runs are one process with two threads")
+        lines.append(f"- Placement (PIN=0): client and server processes on the same {meta['nproc']} vCPUs, not "
+                     "pinned: the scheduler places them, run by run; inproc runs are one process")
     lines.append("")
 
 
