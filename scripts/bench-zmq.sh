@@ -34,7 +34,7 @@
 #                            65536: 30000 (about 1 s each for libzmq on a 2-core machine)
 #   ZMQ_INPROC_COUNT_<size>  the same for inproc: 64 and 1024: 5000000, 65536: 1000000
 #   ZMQ_ROUNDTRIPS (10000), ZMQ_INPROC_ROUNDTRIPS (50000)   round trips per lat and rtt run
-#   ZMQ_PY_COUNT (500000), ZMQ_PY_ROUNDTRIPS (10000)         the py suite's
+#   ZMQ_PY_COUNT (1000000), ZMQ_PY_ROUNDTRIPS (10000)        the py suite's
 #   ZMQ_TIMEOUT (60)         seconds any one process may run before it is killed (run failed)
 #   ZMQ_GRACE (5)            seconds a receiver may still run once its sender has exited (then
 #                            killed: run failed, its last messages lost)
@@ -72,7 +72,7 @@ reruns=${ZMQ_RERUNS:-1}
 n_lost=0
 roundtrips=${ZMQ_ROUNDTRIPS:-10000}
 inproc_roundtrips=${ZMQ_INPROC_ROUNDTRIPS:-50000}
-py_count=${ZMQ_PY_COUNT:-500000}
+py_count=${ZMQ_PY_COUNT:-1000000}
 py_roundtrips=${ZMQ_PY_ROUNDTRIPS:-10000}
 libzmq_prefix=${ZMQ_LIBZMQ_PREFIX:-/usr}
 strix_prefix=${ZMQ_STRIX_PREFIX:-$build/zmq}
