@@ -20,6 +20,8 @@ packages=(
   chromium-headless-shell     # the web chat page's browser test (driven through Playwright, fetched by its build step)
   nodejs                      # (with npm) the web chat page's build: flatc --ts output bundled by esbuild (scripts/build-web.sh; npm packages pinned in apps/chat/web/package-lock.json)
   python3-websockets python3-venv  # WebSocket protocol tests; venvs for PyPI tools (Autobahn case runner, Playwright)
+  python3-dev                 # pyzmq built from its sdist (Python.h) against libzmq and strix's libzmq.so.5 (scripts/pyzmq-venv.sh)
+  python3-zmq                 # Debian's pyzmq, built against the system's libzmq.so.5: the unchanged binary run on strix's
   gnuplot-nox                 # echo.png and other plots written by make bench
   clang-16 libclang-rt-16-dev llvm-16   # make fuzz only: libFuzzer + sanitizers, llvm-symbolizer (fuzz/)
   clang-format-16             # make format only: .clang-format
