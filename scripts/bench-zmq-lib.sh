@@ -1,6 +1,6 @@
 # The run machinery of scripts/bench-zmq.sh (sourced by it, not run alone): one run of one
 # configuration and family, its checks, and its JSON line. Reads the driver's variables (bin, lib,
-# py, pyenv, runs, jsonl, tmp, limit, pin_recv, pin_send, count, inproc_count, roundtrips, ...).
+# py, runs, jsonl, tmp, limit, pin_recv, pin_send, count, inproc_count, roundtrips, ...).
 # shellcheck shell=bash
 
 n_runs=0 n_failed=0 seq_no=0
@@ -249,35 +249,39 @@ one() {
         pair rtt "$transport" "$size" "$cnt" "$family" "$rep" send "$lat_count_re" ""
       fi ;;
     py-thr)
-      rcmd=(env ${pyenv[$sf]} "${py[$sf]}" "$root/bench/zmq_abi/pyzmq_thr.py" recv ENDPOINT "$size" "$cnt")
-      scmd=(env ${pyenv[$sf]} "${py[$sf]}" "$root/bench/zmq_abi/pyzmq_thr.py" send ENDPOINT "$size" "$cnt")
+      rcmd=("${py[$sf]}" "$root/bench/zmq_abi/pyzmq_thr.py" recv ENDPOINT "$size" "$cnt")
+      scmd=("${py[$sf]}" "$root/bench/zmq_abi/pyzmq_thr.py" send ENDPOINT "$size" "$cnt")
       pair py-thr "$transport" "$size" "$cnt" "$family" "$rep" recv "$thr_count_re" "${lib[$sf]}" ;;
     py-lat)
-      rcmd=(env ${pyenv[$sf]} "${py[$sf]}" "$root/bench/zmq_abi/pyzmq_lat.py" rep ENDPOINT "$size" "$cnt")
-      scmd=(env ${pyenv[$sf]} "${py[$sf]}" "$root/bench/zmq_abi/pyzmq_lat.py" req ENDPOINT "$size" "$cnt")
+      rcmd=("${py[$sf]}" "$root/bench/zmq_abi/pyzmq_lat.py" rep ENDPOINT "$size" "$cnt")
+      scmd=("${py[$sf]}" "$root/bench/zmq_abi/pyzmq_lat.py" req ENDPOINT "$size" "$cnt")
       pair py-lat "$transport" "$size" "$cnt" "$family" "$rep" send "$lat_count_re" "${lib[$sf]}" ;;
   esac
 }
 
-# setup_pyzmq <family> <prefix>: pyzmq built against the prefix's libzmq into a venv of the cache
-# (scripts/pyzmq-venv.sh); sets py[family] and pyenv[family] when it imports and loads that
-# library, else notes why in missing.
+# setup_pyzmq <family> <prefix>: pyzmq built against the prefix's libzmq by scripts/pyzmq-venv.sh
+# (its RUNPATH picks the prefix's library); sets py[family] when it imports and loads that
+# library, else notes why in missing. The venvs of /usr and <build_dir>/zmq are the pyzmq suite's
+# (<build_dir>/zmq-suite/venv-libzmq, venv-strix: built once for both); any other prefix gets
+# one in the cache.
 setup_pyzmq() {
-  local family=$1 prefix=$2 venv got libdir
-  venv=$(cache_dir "$prefix")/pyzmq
-  pyenv[$family]=""
-  libdir=$(dirname "${lib[$family]}")
-  case $libdir in /usr/lib*|/lib*) ;; *) pyenv[$family]="LD_LIBRARY_PATH=$libdir" ;; esac
+  local family=$1 prefix venv got
+  prefix=$(cd "$2" && pwd)
+  if [ "$prefix" = /usr ]; then venv=$build/zmq-suite/venv-libzmq
+  elif [ "$prefix" = "$build/zmq" ]; then venv=$build/zmq-suite/venv-strix
+  else venv=$(cache_dir "$prefix")/pyzmq; fi
   if [ ! -x "$here/pyzmq-venv.sh" ]; then
     missing+=("pyzmq on $family (scripts/pyzmq-venv.sh is not there)")
     return
   fi
-  if ! "$here/pyzmq-venv.sh" "$prefix" "$venv" >"$venv.log" 2>&1; then
-    missing+=("pyzmq on $family (scripts/pyzmq-venv.sh failed: see $venv.log)")
+  local rc=0
+  mkdir -p "$(dirname "$venv")"
+  "$here/pyzmq-venv.sh" "$prefix" "$venv" >"$venv.out" 2>&1 || rc=$?
+  if [ "$rc" != 0 ]; then
+    missing+=("pyzmq on $family (scripts/pyzmq-venv.sh exited $rc$([ "$rc" = 77 ] && echo ': PyPI out of reach'): see $venv.out)")
     return
   fi
-  # shellcheck disable=SC2086  # pyenv is a NAME=VALUE word or nothing
-  got=$(env ${pyenv[$family]} "$venv/bin/python" -c \
+  got=$("$venv/bin/python" -c \
     'import zmq; print([l.split()[-1] for l in open("/proc/self/maps") if "libzmq" in l][0])' 2>/dev/null || true)
   if [ -z "$got" ] || [ "$(readlink -f "$got")" != "${lib[$family]}" ]; then
     missing+=("pyzmq on $family (its venv loads '${got:-nothing}', not ${lib[$family]})")

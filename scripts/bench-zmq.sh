@@ -108,12 +108,12 @@ if [ "$pin" = 1 ]; then
   read -r first second <<<"$(python3 -c 'import os; c = sorted(os.sched_getaffinity(0)); print(c[0], c[1])')"
   pin_recv=(taskset -c "$first") pin_send=(taskset -c "$second")
 fi
-# Every program loads the library it was linked to (RPATH); pyzmq gets the prefix's library
-# directory explicitly. Nothing inherited may swap them.
+# Every program loads the library it was linked to (RPATH; pyzmq: RUNPATH, and each run checks
+# what it mapped). Nothing inherited may swap them.
 unset LD_LIBRARY_PATH LD_PRELOAD
 
 # The perf programs, built once per library (cached).
-declare -A bin=() lib=() py=() pyenv=()
+declare -A bin=() lib=() py=()
 # cache_dir <prefix>: the prefix's folder in the cache, one per prefix so that runs against
 # different prefixes (two smoke tests at once) never rebuild each other's programs.
 cache_dir() {

@@ -219,7 +219,7 @@ def write_method(lines, meta):
     lines.append("L/local_lat tcp://127.0.0.1:PORT SIZE ROUNDTRIPS &  L/zmq_rtt tcp://127.0.0.1:PORT SIZE ROUNDTRIPS   (and ipc)")
     lines.append("L/zmq_rtt inproc://strix-zmq-rtt SIZE ROUNDTRIPS")
     lines.append("# cross: S/remote_thr -> R/local_thr and S/remote_lat -> R/local_lat, tcp, 64 B, S != R")
-    lines.append("# pyzmq (PY = the family's venv python; LD_LIBRARY_PATH = its library's directory outside /usr)")
+    lines.append("# pyzmq (PY = the family's venv python, pyzmq built against that library by scripts/pyzmq-venv.sh)")
     lines.append(f"PY pyzmq_thr.py recv tcp://127.0.0.1:PORT 64 {meta['py_count']} &  PY pyzmq_thr.py send tcp://... 64 {meta['py_count']}")
     lines.append(f"PY pyzmq_lat.py rep tcp://127.0.0.1:PORT 64 {meta['py_roundtrips']} &  PY pyzmq_lat.py req tcp://... 64 {meta['py_roundtrips']}")
     lines.append("```")

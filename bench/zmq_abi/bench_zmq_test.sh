@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# ctest driver of scripts/bench-zmq.sh: one run of every configuration at tiny counts.
+# ctest driver of scripts/bench-zmq.sh: one run of every configuration at tiny counts (pyzmq's
+# venvs are the pyzmq suite's, built by scripts/pyzmq-venv.sh on first use: PyPI).
 #   bench_zmq_test.sh <build_dir> <work_dir> <strix prefix: /usr for libzmq against itself>
 # Passes when the driver exits 0, every run of both families (and of the control family and the
 # cross-library pairs) is in runs.jsonl with the count asked for and, once passed, a figure (a
@@ -20,7 +21,7 @@ mkdir -p "$work"
 [ -e "$prefix/lib/libzmq.so.5" ] || [ "$prefix" = /usr ] || fail "$prefix/lib/libzmq.so.5 is missing (build strix_zmq)"
 
 export ZMQ_OUT=$work ZMQ_STRIX_PREFIX=$prefix ZMQ_RUNS=1 ZMQ_SIZES="64 65536"
-export ZMQ_SUITES="thr lat rtt cross control"
+export ZMQ_SUITES="thr lat rtt cross control py" ZMQ_PY_COUNT=20000 ZMQ_PY_ROUNDTRIPS=300
 export ZMQ_COUNT_64=20000 ZMQ_COUNT_65536=500 ZMQ_INPROC_COUNT_64=20000 ZMQ_INPROC_COUNT_65536=500
 export ZMQ_ROUNDTRIPS=300 ZMQ_INPROC_ROUNDTRIPS=300 ZMQ_TIMEOUT=30
 rc=0
@@ -42,20 +43,25 @@ want = {(s, t, z, f) for s in ("thr", "lat", "rtt") for t in ("tcp", "ipc", "inp
         for f in ("libzmq", "strix")}
 want |= {("thr", t, 64, "control") for t in ("tcp", "ipc", "inproc")} | {("rtt", "tcp", 64, "control")}
 want |= {(s, "tcp", 64, f) for s in ("cross-thr", "cross-lat") for f in ("strix->libzmq", "libzmq->strix")}
+want |= {(s, "tcp", 64, f) for s in ("py-thr", "py-lat") for f in ("libzmq", "strix")}
+# pyzmq's venvs need PyPI: without it (pyzmq-venv.sh's 77) those runs are "not built".
+no_pypi = any("exited 77" in m for m in meta["missing"])
 got = {(r["suite"], r["transport"], r["size"], r["family"]) for r in rows}
 bad = [f"missing {w}" for w in sorted(want - got)] + [f"unexpected {g}" for g in sorted(got - want)]
 last = {}
 for r in rows:
     key = (r["suite"], r["transport"], r["size"], r["family"])
     last[key] = r
-    metric = "msg_s" if "thr" in r["suite"] else ("p50_us" if r["suite"] == "rtt" else "avg_us")
+    metric = "msg_s" if "thr" in r["suite"] else ("p50_us" if r["suite"] in ("rtt", "py-lat") else "avg_us")
+    if r["status"] == "not_built" and r["suite"].startswith("py-") and no_pypi:
+        continue
     if r["status"] == "ok" and not r.get(metric):
         bad.append(f"{key}: ok without {metric}")
     # libzmq's remote_thr loses its last messages over ipc now and then, so a libzmq run may fail
     # once when its rerun passes; strix's library may not.
     if r["status"] != "ok" and (r["rerun"] or ("strix" in r["family"] and not meta["test_mode"])):
         bad.append(f"{key}: {r['status']} {r['why']}{' (rerun)' if r['rerun'] else ''}")
-    want_count = {"thr": 20000 if r["size"] == 64 else 500, "cross-thr": 20000}.get(r["suite"], 300)
+    want_count = {"thr": 20000 if r["size"] == 64 else 500, "cross-thr": 20000, "py-thr": 20000}.get(r["suite"], 300)
     if r["count"] != want_count:
         bad.append(f"{key}: count {r['count']}, expected {want_count}")
 lib = os.path.realpath(os.path.join(prefix, "lib/libzmq.so.5")) if prefix != "/usr" else meta["libzmq_lib"]
@@ -69,7 +75,8 @@ PY
 
 md=$work/zmq.md
 for h in "## Summary: targets" "## Throughput, PUSH/PULL (msg/s)" "## Average latency as perf/remote_lat prints it" \
-  "## Round trip, REQ/REP, p50" "## Cross-library pairs, tcp, 64 B" "## Method check: libzmq against itself"; do
+  "## Round trip, REQ/REP, p50" "## Cross-library pairs, tcp, 64 B" "## Method check: libzmq against itself" \
+  "## pyzmq on each library, tcp, 64 B"; do
   expect_text "$md" "$h"
 done
 # Every family row of the tables has a ratio: "| tcp | 64 B | program | libzmq | strix | **1.02x** |".
