@@ -155,7 +155,9 @@ if zmq and "**Method check:**" not in zmq and re.search(r"(?m)^\| .* \| [0-9.]+x
                  + (f", medians of {runs.group(1)} runs" if runs else "")
                  + (f", {written.group(1)}, commit `{written.group(2)}`" if written else "")
                  + (f", load average {load.group(1)}" if load else "")
-                 + "; client and server processes on the same 2 vCPUs. p50 comes from our REQ client built "
+                 + ("; receiver and sender on the same 2 vCPUs, pinned to one each (taskset)"
+                    if "Placement (PIN=1" in zmq else "; receiver and sender on the same 2 vCPUs, not pinned")
+                 + ". p50 comes from our REQ client built "
                  "both ways (the perf programs print only a mean). Throughput, latency, p99, the cross-library "
                  "pairs and libzmq measured against itself are in build/bench/zmq.md:\n")
     parts.append(zmq_targets + "\n")
