@@ -42,16 +42,16 @@
 #                            recorded, and only a failed rerun fails the benchmark
 #   PIN (1)                  1: receiver on CPU 0, sender on CPU 1 (taskset); inproc runs are one
 #                            process and never pinned. 0: both processes share the cores as the
-#                            scheduler places them. Pinned is the default because on this 2-vCPU
-#                            machine the placement decides more than the library: libzmq against
-#                            itself, unpinned, gave 2.3-5.2 M msg/s at tcp 64 B and p50 round trips
-#                            of 18 us (both on one vCPU) or 58 us (a wake-up across vCPUs) by where
-#                            the scheduler put the two; pinned, 7.1-7.4 M and 58 us every time
+#                            scheduler places them. Pinned is the default because on a 2-vCPU
+#                            machine the placement decides more than the library (the figures:
+#                            docs/benchmarks.md, the bench-zmq section)
 #   ZMQ_LIBZMQ_PREFIX (/usr), ZMQ_STRIX_PREFIX (<build_dir>/zmq)   the two libraries. With
 #                            ZMQ_STRIX_PREFIX=/usr both families are Debian's libzmq (a check of
 #                            the method: every ratio should be near 1.0); the report says so
 #   ZMQ_OUT (<build_dir>/bench)         where zmq.md and zmq-runs/ go
-#   ZMQ_CACHE (<build_dir>/bench/zmq-perf)  the perf programs and pyzmq venvs, a folder per prefix
+#   ZMQ_CACHE (<build_dir>/bench/zmq-perf)  the perf programs, a folder per prefix (pyzmq's venvs:
+#                            the pyzmq suite's in <build_dir>/zmq-suite/ for /usr and <build_dir>/zmq,
+#                            this cache for other prefixes)
 # A strix prefix without lib/libzmq.so.5 (strix_zmq not built) leaves the strix runs "not built";
 # libzmq is measured alone. So does a py suite without scripts/pyzmq-venv.sh or a venv it can't build.
 set -euo pipefail
