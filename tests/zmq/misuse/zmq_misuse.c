@@ -7,52 +7,72 @@
  * Built twice from the same source against the system's <zmq.h>: zmq_misuse_libzmq (Debian's
  * libzmq) and zmq_misuse_strix (strix's libzmq.so.5). "strix" also runs the calls libzmq 4.3.4
  * crashes or asserts on (a null it does not check, a freed handle): strix must answer those with
- * -1/EFAULT (NULL/EFAULT for pointer results), or with the answer libzmq gives for the same
- * argument in a sibling function where it has one (noted at each call). LIBRARY, when given, is
- * the library the program must have loaded (checked with dladdr), so a run cannot silently test
- * the other one. Exit status 0 when every check passed.
+ * the errno libzmq gives for the other bad arguments of the same function or for the same
+ * argument in a sibling function where there is one (noted at each call), else -1/EFAULT
+ * (NULL/EFAULT for pointer results). LIBRARY, when given, is the library the program must have
+ * loaded (checked with dladdr), so a run cannot silently test the other one. Exit status 0 when
+ * every check passed.
  *
- * Which function is called how (every one of the 70 at least once; "S" marks strix-only calls):
+ * Which function is called how (all 70 at least once; S: strix-only calls):
  *
- * | function | cases |
- * |---|---|
- * | zmq_ctx_new | new contexts for every section; after ZMQ_MAX_SOCKETS 1: EMFILE on the 2nd socket |
- * | zmq_ctx_term | NULL, a socket, garbage: EFAULT; ETERM to a recv blocked in another thread; S: twice |
- * | zmq_ctx_shutdown | NULL, a socket: EFAULT; twice: 0; ETERM to blocked recv and later calls |
- * | zmq_ctx_set | NULL, socket: EFAULT; unknown option, negative IO_THREADS, MAX_SOCKETS 0, ...: EINVAL |
- * | zmq_ctx_get | NULL, socket: EFAULT; unknown option: EINVAL; S: a terminated context: EFAULT |
- * | zmq_init / zmq_term / zmq_ctx_destroy | zmq_init(-1): NULL/EINVAL; zmq_term/zmq_ctx_destroy(NULL, socket): EFAULT |
- * | zmq_socket | NULL, socket, garbage ctx: EFAULT; type -1, 999: EINVAL; after shutdown: ETERM; EMFILE |
- * | zmq_close | NULL, ctx, garbage, closed socket: ENOTSOCK |
- * | zmq_setsockopt | bad handles: ENOTSOCK; unknown id, wrong size for every int option, bad values, read-only options:
- * EINVAL; S: NULL value: EFAULT | | zmq_getsockopt | bad handles: ENOTSOCK; unknown id, short buffer for every readable
- * option, write-only options: EINVAL; after shutdown: ETERM; S: NULL value/size: EFAULT | | zmq_bind / zmq_connect |
- * bad handles: ENOTSOCK; no "://", empty parts, bad port: EINVAL; unknown transport: EPROTONOSUPPORT; udp on PAIR:
- * ENOCOMPATPROTO; in use: EADDRINUSE; IO_THREADS 0: EMTHREAD; after shutdown: ETERM; S: NULL: EINVAL | | zmq_unbind /
- * zmq_disconnect | bad handles: ENOTSOCK; NULL, bad endpoint: EINVAL; not bound/connected: ENOENT | |
- * zmq_socket_monitor | bad handles: ENOTSOCK; tcp endpoint: EPROTONOSUPPORT; bad endpoint, events above 16 bits:
- * EINVAL; NULL: 0 (stops) | | zmq_send / zmq_recv | bad handles: ENOTSOCK; SUB send, PUB recv: ENOTSUP; REQ twice:
- * EFSM; DONTWAIT: EAGAIN; ROUTER_MANDATORY: EHOSTUNREACH; ETERM; S: NULL buffer: EFAULT | | zmq_send_const | bad
- * handles: ENOTSOCK; DONTWAIT without peer: EAGAIN; S: NULL buffer: EFAULT | | zmq_sendiov / zmq_recviov | bad handles:
- * ENOTSOCK; NULL iov, count 0, NULL count: EINVAL; DONTWAIT: EAGAIN | | zmq_msg_send / zmq_sendmsg | bad handles:
- * ENOTSOCK; EFSM, EAGAIN; S: closed or NULL message: EFAULT | | zmq_msg_recv / zmq_recvmsg | bad handles: ENOTSOCK;
- * closed or NULL message: EFAULT; EAGAIN; ETERM | | zmq_msg_init / zmq_msg_init_size / zmq_msg_init_data | SIZE_MAX:
- * ENOMEM; S: NULL message, NULL data with a size: EFAULT | | zmq_msg_close | zeroed or closed message: EFAULT; S: NULL:
- * EFAULT | | zmq_msg_copy / zmq_msg_move | closed source or destination: EFAULT; S: NULL: EFAULT | | zmq_msg_data /
- * zmq_msg_size | S: NULL and closed message: NULL / 0, no crash | | zmq_msg_more / zmq_msg_get / zmq_msg_set | unknown
- * property: EINVAL; SRCFD without one: -1; set: always EINVAL; S: NULL: EFAULT | | zmq_msg_gets | unknown property,
- * closed message, no metadata: NULL/EINVAL; S: NULL: EFAULT | | zmq_poll | NULL items: EFAULT; negative count: EINVAL;
- * ctx, garbage, closed socket item: ENOTSOCK; closed fd: POLLERR; after shutdown: ETERM | | zmq_proxy /
- * zmq_proxy_steerable / zmq_device | NULL frontend or backend: EFAULT; after shutdown: ETERM; TERMINATE: 0; S: a
- * context as a socket: ENOTSOCK, zmq_device NULL: EFAULT | | zmq_z85_encode / zmq_z85_decode | size not a multiple of
- * 4, length not a multiple of 5, bad characters, overflow: NULL/EINVAL; S: NULL: EFAULT | | zmq_curve_keypair /
- * zmq_curve_public | short, bad-character key: EINVAL; public matches keypair; S: NULL, a too long key: EFAULT / EINVAL
- * | | zmq_timers_* (new, destroy, add, cancel, set_interval, reset, timeout, execute) | NULL, ctx: EFAULT; NULL
- * handler: EFAULT; unknown or cancelled id: EINVAL; S: destroy(NULL): EFAULT | | zmq_atomic_counter_* (new, set, inc,
- * dec, value, destroy) | values; destroy NULLs the pointer; S: NULL counter: no crash | | zmq_stopwatch_* (start,
- * intermediate, stop), zmq_sleep | monotonic; S: stop(NULL): no crash | | zmq_threadstart / zmq_threadclose | runs the
- * function once; S: threadclose(NULL): no crash | | zmq_version / zmq_has / zmq_strerror / zmq_errno | 4.3.x; unknown
- * capability: 0; libzmq's texts for its errnos; zmq_errno == errno; S: NULL: no crash |
+ * | function                   | cases                                                                |
+ * |----------------------------|----------------------------------------------------------------------|
+ * | zmq_ctx_new                | a context per section; ZMQ_MAX_SOCKETS 1: EMFILE on the 2nd socket   |
+ * | zmq_ctx_term               | NULL, socket, garbage: EFAULT; ETERM to a recv blocked in a thread;  |
+ * |                            | S: a terminated context: EFAULT                                      |
+ * | zmq_ctx_shutdown           | NULL, socket, garbage: EFAULT; twice: 0; ETERM to blocked recv       |
+ * | zmq_ctx_set / zmq_ctx_get  | NULL, socket, garbage: EFAULT; unknown option, bad values: EINVAL    |
+ * | zmq_init, zmq_term,        | zmq_init(-1): NULL/EINVAL; zmq_term, zmq_ctx_destroy of NULL,        |
+ * | zmq_ctx_destroy            | socket, garbage: EFAULT                                              |
+ * | zmq_socket                 | NULL, socket, garbage: EFAULT; type -1, 999: EINVAL; ETERM; EMFILE   |
+ * | zmq_close                  | NULL, ctx, garbage, closed socket: ENOTSOCK                          |
+ * | zmq_setsockopt             | bad handles: ENOTSOCK; unknown id, sizes 0/3/8 of every int option,  |
+ * |                            | bad values, read-only and other types' options: EINVAL; S: NULL      |
+ * |                            | value with a size: EFAULT                                            |
+ * | zmq_getsockopt             | bad handles: ENOTSOCK; unknown id, short buffers, write-only         |
+ * |                            | options: EINVAL; ETERM; S: NULL value or size: EFAULT                |
+ * | zmq_bind / zmq_connect     | bad handles: ENOTSOCK; malformed: EINVAL; unknown transport:         |
+ * |                            | EPROTONOSUPPORT; udp on PAIR: ENOCOMPATPROTO; EADDRINUSE, ENODEV,    |
+ * |                            | EADDRNOTAVAIL, ENAMETOOLONG; IO_THREADS 0: EMTHREAD; ETERM;          |
+ * |                            | S: NULL: EINVAL (as zmq_unbind)                                      |
+ * | zmq_unbind/zmq_disconnect  | bad handles: ENOTSOCK; NULL, malformed: EINVAL; not bound: ENOENT    |
+ * | zmq_socket_monitor         | bad handles: ENOTSOCK; tcp: EPROTONOSUPPORT; malformed, events above |
+ * |                            | 16 bits: EINVAL; NULL: stops (MONITOR_STOPPED to the reader); ETERM  |
+ * | zmq_send, zmq_recv,        | bad handles: ENOTSOCK; SUB/PULL send, PUB/PUSH recv: ENOTSUP; REQ    |
+ * | zmq_send_const,            | twice: EFSM; DONTWAIT, timeouts: EAGAIN; ROUTER_MANDATORY:           |
+ * | zmq_sendiov, zmq_recviov   | EHOSTUNREACH; bad vectors: EINVAL; ETERM; S: NULL buffer: EFAULT     |
+ * | zmq_msg_send, zmq_sendmsg  | bad handles: ENOTSOCK; EFSM; EAGAIN; ETERM; S: closed or NULL        |
+ * |                            | message: EFAULT                                                      |
+ * | zmq_msg_recv, zmq_recvmsg  | bad handles: ENOTSOCK; closed or NULL message: EFAULT; EAGAIN; ETERM |
+ * | zmq_msg_init, _init_size,  | SIZE_MAX: ENOMEM; S: NULL message, NULL data with a size: EFAULT     |
+ * | zmq_msg_init_data          |                                                                      |
+ * | zmq_msg_close              | zeroed or closed message: EFAULT; S: NULL: EFAULT                    |
+ * | zmq_msg_copy, zmq_msg_move | closed source or destination: EFAULT; S: NULL: EFAULT                |
+ * | zmq_msg_data, zmq_msg_size | S: NULL and closed message: NULL and 0, no crash                     |
+ * | zmq_msg_more, zmq_msg_get, | unknown property, SRCFD of an inproc message: EINVAL; zmq_msg_set:   |
+ * | zmq_msg_set                | always EINVAL (NULL too); S: NULL: EFAULT                            |
+ * | zmq_msg_gets               | unknown property, closed message, no metadata: EINVAL; S: NULL: EFAULT |
+ * | zmq_poll                   | NULL items: EFAULT; negative count: EINVAL; ctx, garbage, closed     |
+ * |                            | socket: ENOTSOCK; fd not open: POLLERR; after shutdown: ETERM        |
+ * | zmq_proxy, zmq_device,     | NULL frontend or backend: EFAULT; after shutdown: ETERM; TERMINATE:  |
+ * | zmq_proxy_steerable        | 0; S: ctx or garbage as a socket: ENOTSOCK; zmq_device NULL: EFAULT  |
+ * | zmq_z85_encode, _decode    | size not a multiple of 4 or 5, bad characters, overflow, empty:      |
+ * |                            | NULL/EINVAL; S: NULL: EINVAL                                         |
+ * | zmq_curve_keypair,         | short or bad-character key: EINVAL; public matches the keypair;      |
+ * | zmq_curve_public           | S: NULL, a 45-character key: EINVAL                                  |
+ * | zmq_timers_new, _destroy,  | NULL, ctx, garbage: EFAULT; NULL handler: EFAULT; unknown or         |
+ * | _add, _cancel, _reset,     | cancelled id: EINVAL; fires once when due; S: destroy(NULL), a       |
+ * | _set_interval, _timeout,   | destroyed set: EFAULT                                                |
+ * | _execute                   |                                                                      |
+ * | zmq_atomic_counter_new,    | values; inc returns the old value; destroy NULLs the pointer;        |
+ * | _set, _inc, _dec, _value,  | S: NULL counter: no crash                                            |
+ * | _destroy                   |                                                                      |
+ * | zmq_stopwatch_start,       | monotonic; S: NULL watch: 0, no crash                                |
+ * | _intermediate, _stop,      |                                                                      |
+ * | zmq_sleep                  |                                                                      |
+ * | zmq_threadstart, _close    | runs the function once; S: NULL: no crash                            |
+ * | zmq_version, zmq_has,      | 4.3.x; unknown capability: 0; libzmq's texts for its errnos;         |
+ * | zmq_strerror, zmq_errno    | zmq_errno is errno; S: NULL: no crash                                |
  */
 #define _GNU_SOURCE
 #include "misuse.h"
