@@ -119,6 +119,35 @@ static void buffers(void* ctx) {
     misuse_close(b);
 }
 
+// zmq_sendiov as libzmq 4.3.4 does it (its manual says otherwise): without ZMQ_SNDMORE each
+// vector is a message of its own; with it, the vectors are the parts of one message that ends
+// with the last (whose SNDMORE is dropped). zmq_recviov returns the number of parts it filled.
+static void vectors(void* ctx) {
+    void* a = misuse_socket(ctx, ZMQ_PAIR);
+    void* b = misuse_socket(ctx, ZMQ_PAIR);
+    int ms = 1000;
+    EXPECT_RC(zmq_setsockopt(b, ZMQ_RCVTIMEO, &ms, sizeof ms), 0);
+    EXPECT_RC(zmq_bind(a, "inproc://misuse-vectors"), 0);
+    EXPECT_RC(zmq_connect(b, "inproc://misuse-vectors"), 0);
+    char ab[] = "ab", cde[] = "cde", buf[8];
+    struct iovec two[2] = {{ab, 2}, {cde, 3}};
+    int more = -1;
+    size_t len = sizeof more;
+    EXPECT_RC(zmq_sendiov(a, two, 2, 0), 3);
+    EXPECT_RC(zmq_recv(b, buf, sizeof buf, 0), 2);
+    EXPECT_RC(zmq_getsockopt(b, ZMQ_RCVMORE, &more, &len), 0);
+    EXPECT_RC(more, 0);
+    EXPECT_RC(zmq_recv(b, buf, sizeof buf, ZMQ_DONTWAIT), 3);
+    EXPECT_RC(zmq_sendiov(a, two, 2, ZMQ_SNDMORE), 3);
+    struct iovec got[4];
+    size_t count = 4;
+    EXPECT_RC(zmq_recviov(b, got, &count, ZMQ_DONTWAIT), 2);
+    EXPECT_RC(count, 2);
+    for (size_t i = 0; i < count && i < 4; ++i) free(got[i].iov_base);
+    misuse_close(a);
+    misuse_close(b);
+}
+
 void misuse_send_recv(void) {
     void* ctx = misuse_ctx();
     would_block(ctx);
@@ -126,5 +155,6 @@ void misuse_send_recv(void) {
     request_reply_states(ctx);
     router_mandatory(ctx);
     buffers(ctx);
+    vectors(ctx);
     misuse_term(ctx);
 }

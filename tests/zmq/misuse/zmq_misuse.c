@@ -40,7 +40,8 @@
  * |                            | 16 bits: EINVAL; NULL: stops (MONITOR_STOPPED to the reader); ETERM  |
  * | zmq_send, zmq_recv,        | bad handles: ENOTSOCK; SUB/PULL send, PUB/PUSH recv: ENOTSUP; REQ    |
  * | zmq_send_const,            | twice: EFSM; DONTWAIT, timeouts: EAGAIN; ROUTER_MANDATORY:           |
- * | zmq_sendiov, zmq_recviov   | EHOSTUNREACH; bad vectors: EINVAL; ETERM; S: NULL buffer: EFAULT     |
+ * | zmq_sendiov, zmq_recviov   | EHOSTUNREACH; bad vectors: EINVAL; ETERM; S: NULL buffer: EFAULT;    |
+ * |                            | sendiov's message boundaries as libzmq's; recviov returns the parts  |
  * | zmq_msg_send, zmq_sendmsg  | bad handles: ENOTSOCK; EFSM; EAGAIN; ETERM; S: closed or NULL        |
  * |                            | message: EFAULT                                                      |
  * | zmq_msg_recv, zmq_recvmsg  | bad handles: ENOTSOCK; closed or NULL message: EFAULT; EAGAIN; ETERM |
