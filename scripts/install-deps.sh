@@ -15,6 +15,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev
   libssl-dev openssl          # TLS in strix::net and strix-echo-bench --tls (OpenSSL 3); openssl writes the bench certificates
   libzmq3-dev                 # strix::link interop tests and the libzmq baseline only
+  catch2                      # cppzmq's unit tests (Catch2 v2, as cppzmq 4.10 wants), built against strix's libzmq.so.5 and libzmq
   redis-server libhiredis-dev # chat cluster mode: the backplane (tests start their own on a free port); hiredis's RESP reader
   chromium-headless-shell     # the web chat page's browser test (driven through Playwright, fetched by its build step)
   nodejs                      # (with npm) the web chat page's build: flatc --ts output bundled by esbuild (scripts/build-web.sh; npm packages pinned in apps/chat/web/package-lock.json)

@@ -40,6 +40,11 @@ link::blocking_socket& sock::live() {
 
 bool sock::terminated() const { return owner->terminating.load(std::memory_order_acquire); }
 
+bool sock::waits_for_a_peer() const noexcept {
+    if (type != ZMQ_PUSH && type != ZMQ_DEALER && type != ZMQ_REQ && type != ZMQ_PAIR) return false;
+    return connects == 0 && (!bs || bs->peers_seen() == 0);
+}
+
 int errno_of(const std::error_code& ec) noexcept {
     if (ec.category() == link::link_category()) {
         switch (static_cast<link::link_errc>(ec.value())) {

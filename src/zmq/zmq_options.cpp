@@ -462,7 +462,7 @@ int socket_events(sock& s) {
     bs.clear_notify();
     int ev = 0;
     if (s.in_next < s.in.size() || (s.type != ZMQ_PUB && s.type != ZMQ_PUSH && link::readable(bs))) ev |= ZMQ_POLLIN;
-    if (link::writable(bs)) ev |= ZMQ_POLLOUT;
+    if (link::writable(bs) && !s.waits_for_a_peer()) ev |= ZMQ_POLLOUT;
     return ev;
 }
 

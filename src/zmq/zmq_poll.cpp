@@ -22,7 +22,7 @@ short socket_ready(sock& s, short events) {
     short r = 0;
     link::blocking_socket& bs = s.live();
     if ((events & ZMQ_POLLIN) && (pending_in(s) || link::readable(bs))) r |= ZMQ_POLLIN;
-    if ((events & ZMQ_POLLOUT) && link::writable(bs)) r |= ZMQ_POLLOUT;
+    if ((events & ZMQ_POLLOUT) && link::writable(bs) && !s.waits_for_a_peer()) r |= ZMQ_POLLOUT;
     return r;
 }
 
@@ -118,6 +118,8 @@ int zmq_poll(zmq_pollitem_t* items, int n, long timeout) {
             socks[i] = as_sock(items[i].socket);
             if (!socks[i]) return -1;
             if (socks[i]->terminated()) return fail(ETERM);
+            // Writability that depends on a peer arriving is seen through the socket's fd.
+            if ((items[i].events & ZMQ_POLLOUT) && socks[i]->waits_for_a_peer()) fds = true;
         } else {
             fds = true;
         }

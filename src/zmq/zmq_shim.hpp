@@ -96,6 +96,7 @@ struct sock {
     // SUBSCRIBE/UNSUBSCRIBE before the socket was made: applied in order when it is.
     std::vector<std::pair<bool, std::string>> early_subs;
     std::string last_endpoint;
+    int connects = 0;  // endpoints connected (not bound): libzmq queues for those before a peer
     // A message being sent part by part (ZMQ_SNDMORE): the parts so far.
     link::message out;
     bool out_open = false;
@@ -114,6 +115,9 @@ struct sock {
     /// link throws.
     link::blocking_socket& live();
     bool terminated() const;
+    /// libzmq's PUSH, DEALER, REQ and PAIR queue only for connected endpoints: with only binds
+    /// and no peer, a send would block (EAGAIN with ZMQ_DONTWAIT).
+    bool waits_for_a_peer() const noexcept;
 };
 
 /// errno for a link error code.

@@ -79,11 +79,14 @@ int send_part(sock& s, link::bytes_view b, msg_rep* m, int flags) {
     try {
         link::blocking_socket& bs = s.live();
         if (flags & ZMQ_SNDMORE) {
+            if (!s.out_open && s.waits_for_a_peer() && !bs.wait_for_peers(1, wait_for(flags, s.so.sndtimeo)))
+                return fail(wait_failed(s));
             s.out.add(m ? msg_take_part(*m) : link::part::copy(b));
             s.out_open = true;
             return 0;
         }
         const auto wait = wait_for(flags, s.so.sndtimeo);
+        if (s.waits_for_a_peer() && !bs.wait_for_peers(1, wait)) return fail(wait_failed(s));
         std::error_code ec;
         if (s.out_open) {
             ec = send_last(s, m ? msg_take_part(*m) : link::part::copy(b), wait);
@@ -145,6 +148,7 @@ int recv_part(sock& s, recv_target& t, int flags) {
             std::memcpy(t.buf, p.bytes().data(), std::min(t.len, p.size()));
         s.rcvmore = s.in_next < s.in.size();
     } else {
+        if (s.type == ZMQ_PUB || s.type == ZMQ_PUSH) return fail(ENOTSUP);
         if (!recv_in_turn(s)) return fail(EFSM);
         try {
             link::blocking_socket& bs = s.live();
@@ -193,6 +197,7 @@ int zmq_connect(void* s_, const char* addr) {
     try {
         s->live().connect(addr);
         s->last_endpoint = addr;
+        ++s->connects;
         return 0;
     } catch (...) {
         return fail(errno_of_exception());
@@ -221,6 +226,7 @@ int zmq_disconnect(void* s_, const char* addr) {
     if (!s->bs) return fail(ENOENT);
     try {
         s->bs->disconnect(addr);
+        if (s->connects > 0) --s->connects;
         return 0;
     } catch (...) {
         return fail(errno_of_exception());

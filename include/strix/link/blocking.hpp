@@ -188,6 +188,9 @@ public:
     /// well as queueing it for next_event; for a monitor that must forward events while the
     /// application's thread is busy elsewhere. The socket's thread.
     void on_shard_event(std::function<void(const socket_event&)> f);
+    /// Peers that completed the handshake, as of the shard's last turn that changed anything
+    /// (no round trip; wait_for_peers asks the shard). Any thread.
+    std::size_t peers_seen() const noexcept;
     /// The index of the shard the socket lives on (for work that must run beside it). Any thread.
     unsigned shard_index() const noexcept { return shard_; }
 

@@ -404,6 +404,10 @@ void blocking_socket::interrupt() noexcept {
     }
 }
 
+std::size_t blocking_socket::peers_seen() const noexcept {
+    return static_cast<std::size_t>(st_->peers.load(std::memory_order_acquire));
+}
+
 bool blocking_socket::interrupted() const noexcept { return st_->interrupted.load(std::memory_order_acquire); }
 
 void blocking_socket::on_shard_event(std::function<void(const socket_event&)> f) {
