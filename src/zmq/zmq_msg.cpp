@@ -213,22 +213,21 @@ int zmq_msg_get(const zmq_msg_t* m, int property) {
     if (!m || rep(m)->mark != msg_rep::valid_mark) return fail(EFAULT);
     switch (property) {
         case ZMQ_MORE: return (rep(m)->flags & msg_rep::more_flag) ? 1 : 0;
-        case ZMQ_SRCFD: return -1;  // deprecated in libzmq; strix's messages do not know their fd
+        case ZMQ_SRCFD: return fail(EINVAL);  // deprecated in libzmq; strix's messages do not know their fd
         case ZMQ_SHARED: return (rep(m)->flags & msg_rep::shared_flag) || rep(m)->kind == msg_kind::constant ? 1 : 0;
         default: return fail(EINVAL);
     }
 }
 
-int zmq_msg_set(zmq_msg_t* m, int, int) {
-    if (!m || rep(m)->mark != msg_rep::valid_mark) return fail(EFAULT);
-    return fail(EINVAL);  // libzmq 4.3 has no settable property either
+int zmq_msg_set(zmq_msg_t*, int, int) {
+    return fail(EINVAL);  // libzmq 4.3 has no settable property either, and looks at nothing
 }
 
 }  // extern "C"
 
 extern "C" const char* zmq_msg_gets(const zmq_msg_t* m, const char* property) {
     if (!m || rep(m)->mark != msg_rep::valid_mark) {
-        errno = EFAULT;
+        errno = m ? EINVAL : EFAULT;  // libzmq: EINVAL for a closed message (no metadata)
         return nullptr;
     }
     if (!property) {

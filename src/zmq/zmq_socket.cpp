@@ -17,7 +17,7 @@ namespace {
 int check_transport(const char* addr) noexcept {
     if (!addr) return EINVAL;
     const char* sep = std::strstr(addr, "://");
-    if (!sep) return EINVAL;
+    if (!sep || sep == addr || !sep[3]) return EINVAL;  // no "://", or nothing before or after it
     const std::string_view proto(addr, static_cast<std::size_t>(sep - addr));
     if (proto == "tcp" || proto == "ipc" || proto == "inproc") return 0;
     if (proto == "pgm" || proto == "epgm" || proto == "norm" || proto == "tipc" || proto == "vmci" || proto == "ws" ||
@@ -138,6 +138,7 @@ void take_part(void* user, link::bytes_view b, link::part* ref, bool more) {
 // The next part for the application: one left from the message being read, or a new message.
 int recv_part(sock& s, recv_target& t, int flags) {
     if (s.terminated()) return fail(ETERM);
+    if (s.type == ZMQ_PUB || s.type == ZMQ_PUSH) return fail(ENOTSUP);  // send-only types
     if (s.in_next < s.in.size()) {
         link::part& p = s.in[s.in_next++];
         t.first_size = p.size();
@@ -207,7 +208,7 @@ int zmq_unbind(void* s_, const char* addr) {
     sock* s = as_sock(s_);
     if (!s) return -1;
     if (s->terminated()) return fail(ETERM);
-    if (!addr) return fail(EINVAL);
+    if (const int e = check_transport(addr)) return fail(e);  // as libzmq: EINVAL for NULL too
     if (!s->bs) return fail(ENOENT);
     try {
         s->bs->unbind(addr);
@@ -221,7 +222,7 @@ int zmq_disconnect(void* s_, const char* addr) {
     sock* s = as_sock(s_);
     if (!s) return -1;
     if (s->terminated()) return fail(ETERM);
-    if (!addr) return fail(EINVAL);
+    if (const int e = check_transport(addr)) return fail(e);  // as libzmq: EINVAL for NULL too
     if (!s->bs) return fail(ENOENT);
     try {
         s->bs->disconnect(addr);
