@@ -313,7 +313,8 @@ extern "C" int zmq_sendiov(void* s_, struct iovec* iov, size_t count, int flags)
     if (count == 0 || !iov) return fail(EINVAL);
     int rc = 0;
     for (size_t i = 0; i < count; ++i) {
-        const int f = i + 1 < count ? (flags | ZMQ_SNDMORE) : flags;
+        // libzmq's own rule: the vectors go with the caller's flags, the last without SNDMORE.
+        const int f = i + 1 < count ? flags : (flags & ~ZMQ_SNDMORE);
         rc = zmq_send(s_, iov[i].iov_base, iov[i].iov_len, f);
         if (rc < 0) return -1;
     }
@@ -327,7 +328,6 @@ extern "C" int zmq_recviov(void* s_, struct iovec* iov, size_t* count, int flags
     if (!s) return -1;
     if (!iov || !count || *count == 0) return fail(EINVAL);
     size_t n = 0;
-    int total = 0;
     bool more = true;
     while (more && n < *count) {
         zmq_msg_t m;
@@ -344,9 +344,8 @@ extern "C" int zmq_recviov(void* s_, struct iovec* iov, size_t* count, int flags
         iov[n].iov_len = size;
         more = zmq_msg_more(&m) != 0;
         zmq_msg_close(&m);
-        total += rc;
         ++n;
     }
     *count = n;
-    return total;
+    return static_cast<int>(n);  // libzmq returns the parts received, not their bytes
 }
