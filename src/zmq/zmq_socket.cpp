@@ -3,6 +3,7 @@
 #include "zmq/zmq_msg.hpp"
 #include "zmq/zmq_shim.hpp"
 
+#include <arpa/inet.h>
 #include <sys/uio.h>
 
 #include <cstdlib>
@@ -24,6 +25,26 @@ int check_transport(const char* addr) noexcept {
         proto == "wss" || proto == "udp")
         return ENOCOMPATPROTO;
     return EPROTONOSUPPORT;
+}
+
+// A context made with ZMQ_IO_THREADS 0 serves inproc only, as libzmq's: EMTHREAD otherwise.
+int needs_io_thread(const sock& s, const char* addr) noexcept {
+    if (std::strncmp(addr, "inproc://", 9) == 0) return 0;
+    std::lock_guard lk(s.owner->mu);
+    return s.owner->io_threads == 0 ? EMTHREAD : 0;
+}
+
+// tcp://<host>:<port> whose host is neither "*" nor an IP address.
+bool names_an_interface(const char* addr) noexcept {
+    if (std::strncmp(addr, "tcp://", 6) != 0) return false;
+    const std::string_view rest(addr + 6);
+    const auto colon = rest.rfind(':');
+    if (colon == std::string_view::npos || colon == 0) return false;
+    std::string host(rest.substr(0, colon));
+    if (host == "*") return false;
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    unsigned char buf[16];
+    return ::inet_pton(AF_INET, host.c_str(), buf) != 1 && ::inet_pton(AF_INET6, host.c_str(), buf) != 1;
 }
 
 // The state a wait that came back empty-handed means: a terminated context or a timeout.
@@ -181,11 +202,14 @@ int zmq_bind(void* s_, const char* addr) {
     if (!s) return -1;
     if (s->terminated()) return fail(ETERM);
     if (const int e = check_transport(addr)) return fail(e);
+    if (const int e = needs_io_thread(*s, addr)) return fail(e);
     try {
         s->last_endpoint = s->live().bind(addr);
         return 0;
     } catch (...) {
-        return fail(errno_of_exception());
+        const int e = errno_of_exception();
+        // libzmq takes a tcp host it cannot parse as an address for an interface name: ENODEV.
+        return fail(e == EINVAL && names_an_interface(addr) ? ENODEV : e);
     }
 }
 
@@ -194,6 +218,7 @@ int zmq_connect(void* s_, const char* addr) {
     if (!s) return -1;
     if (s->terminated()) return fail(ETERM);
     if (const int e = check_transport(addr)) return fail(e);
+    if (const int e = needs_io_thread(*s, addr)) return fail(e);
     try {
         s->live().connect(addr);
         s->last_endpoint = addr;
