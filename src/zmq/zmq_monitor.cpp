@@ -81,11 +81,12 @@ int zmq_socket_monitor(void* s_, const char* addr, int events) {
     sock* s = as_sock(s_);
     if (!s) return -1;
     if (s->terminated()) return fail(ETERM);
+    if (static_cast<std::uint64_t>(static_cast<std::int64_t>(events)) >> 16) return fail(EINVAL);  // v1: 16 bits
     if (!addr) {
         stop_monitor(*s);
         return 0;
     }
-    if (std::strncmp(addr, "inproc://", 9) != 0) return fail(EPROTONOSUPPORT);
+    if (std::strncmp(addr, "inproc://", 9) != 0) return fail(std::strstr(addr, "://") ? EPROTONOSUPPORT : EINVAL);
     try {
         stop_monitor(*s);
         strix::link::blocking_socket& bs = s->live();

@@ -1,6 +1,7 @@
 // zmq_msg_*: messages in the caller's zmq_msg_t (the layout is in zmq_msg.hpp).
 #include "zmq/zmq_msg.hpp"
 
+#include <atomic>
 #include <cstring>
 #include <new>
 
@@ -30,6 +31,10 @@ void release(msg_rep& r) noexcept {
     switch (r.kind) {
         case msg_kind::shared: r.part.~part(); break;
         case msg_kind::user:
+            if (r.user.refs) {
+                if (r.user.refs->fetch_sub(1, std::memory_order_acq_rel) != 1) break;
+                delete r.user.refs;
+            }
             if (r.user.ffn) r.user.ffn(r.user.data, r.user.hint);
             break;
         default: break;
@@ -126,7 +131,7 @@ int zmq_msg_init_data(zmq_msg_t* m, void* data, size_t size, zmq_free_fn* ffn, v
     msg_rep& r = *rep(m);
     // A null buffer of size 0 is an empty message (libzmq does not call ffn then either).
     if (!data) return 0;
-    r.user = {data, size, ffn, hint};
+    r.user = {data, size, ffn, hint, nullptr};
     r.kind = msg_kind::user;
     return 0;
 }
@@ -159,26 +164,23 @@ int zmq_msg_copy(zmq_msg_t* dest, zmq_msg_t* src) {
     if (!d) return -1;
     if (d == s) return 0;
     try {
-        // A user buffer becomes strix's (its free function runs now): both share that buffer.
+        // A user buffer is shared, counted: its free function runs when the last copy closes.
         if (s->kind == msg_kind::user) {
-            strix::link::part p = strix::link::part::copy(msg_bytes(*s));
-            const std::uint8_t f = s->flags;
-            release(*s);
-            new (&s->part) strix::link::part(std::move(p));
-            s->kind = msg_kind::shared;
-            s->flags = f;
+            if (!s->user.refs) s->user.refs = new std::atomic<int>(1);
+            s->user.refs->fetch_add(1, std::memory_order_relaxed);
         }
         msg_reset(*d);
         d->kind = s->kind;
         d->inline_size = s->inline_size;
         switch (s->kind) {
             case msg_kind::shared: new (&d->part) strix::link::part(s->part); break;
+            case msg_kind::user:
             case msg_kind::constant: d->user = s->user; break;
             default: std::memcpy(d->bytes, s->bytes, s->inline_size); break;
         }
         d->flags = s->flags;
         d->props = s->props;
-        if (s->kind == msg_kind::shared)
+        if (s->kind == msg_kind::shared || s->kind == msg_kind::user)
             s->flags = d->flags = static_cast<std::uint8_t>(s->flags | msg_rep::shared_flag);
         return 0;
     } catch (...) {
@@ -213,22 +215,21 @@ int zmq_msg_get(const zmq_msg_t* m, int property) {
     if (!m || rep(m)->mark != msg_rep::valid_mark) return fail(EFAULT);
     switch (property) {
         case ZMQ_MORE: return (rep(m)->flags & msg_rep::more_flag) ? 1 : 0;
-        case ZMQ_SRCFD: return -1;  // deprecated in libzmq; strix's messages do not know their fd
+        case ZMQ_SRCFD: return fail(EINVAL);  // deprecated in libzmq; strix's messages do not know their fd
         case ZMQ_SHARED: return (rep(m)->flags & msg_rep::shared_flag) || rep(m)->kind == msg_kind::constant ? 1 : 0;
         default: return fail(EINVAL);
     }
 }
 
-int zmq_msg_set(zmq_msg_t* m, int, int) {
-    if (!m || rep(m)->mark != msg_rep::valid_mark) return fail(EFAULT);
-    return fail(EINVAL);  // libzmq 4.3 has no settable property either
+int zmq_msg_set(zmq_msg_t*, int, int) {
+    return fail(EINVAL);  // libzmq 4.3 has no settable property either, and looks at nothing
 }
 
 }  // extern "C"
 
 extern "C" const char* zmq_msg_gets(const zmq_msg_t* m, const char* property) {
     if (!m || rep(m)->mark != msg_rep::valid_mark) {
-        errno = EFAULT;
+        errno = m ? EINVAL : EFAULT;  // libzmq: EINVAL for a closed message (no metadata)
         return nullptr;
     }
     if (!property) {

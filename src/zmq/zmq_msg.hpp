@@ -24,6 +24,9 @@ struct user_buffer {
     std::size_t size;
     zmq_free_fn* ffn;
     void* hint;
+    // Messages sharing the buffer after zmq_msg_copy (null until the first copy): the last one
+    // closed runs ffn, as libzmq's reference count does.
+    std::atomic<int>* refs;
 };
 
 struct msg_rep {

@@ -306,7 +306,7 @@ bool set_security(sock& s, int option, const void* v, std::size_t len, int x, bo
             return true;
         }
         case ZMQ_ZAP_DOMAIN:
-            if (!v && len) break;
+            if (!v) break;  // libzmq: EINVAL even with size 0
             if (len > 255) break;
             sec.zap_domain.assign(static_cast<const char*>(v ? v : ""), len);
             return true;
@@ -366,6 +366,7 @@ bool set_bytes(sock& s, int option, const void* v, std::size_t len, int& rc) {
 
 int set_option(sock& s, int option, const void* v, std::size_t len) {
     if (!type_has(s, option)) return fail(EINVAL);
+    if (!v && len) return fail(EFAULT);  // libzmq would copy from it
     if (option == ZMQ_SUBSCRIBE || option == ZMQ_UNSUBSCRIBE) return subscription(s, option == ZMQ_SUBSCRIBE, v, len);
     int x = 0;
     const bool is_int = int_arg(v, len, x);

@@ -137,6 +137,7 @@ int zmq_poll(zmq_pollitem_t* items, int n, long timeout) {
 }
 
 int zmq_proxy_steerable(void* frontend, void* backend, void* capture, void* control) {
+    if (!frontend || !backend) return fail(EFAULT);  // libzmq's answer for these two
     sock* f = as_sock(frontend);
     if (!f) return -1;
     sock* b = as_sock(backend);

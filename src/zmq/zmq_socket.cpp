@@ -3,6 +3,7 @@
 #include "zmq/zmq_msg.hpp"
 #include "zmq/zmq_shim.hpp"
 
+#include <arpa/inet.h>
 #include <sys/uio.h>
 
 #include <cstdlib>
@@ -17,13 +18,33 @@ namespace {
 int check_transport(const char* addr) noexcept {
     if (!addr) return EINVAL;
     const char* sep = std::strstr(addr, "://");
-    if (!sep) return EINVAL;
+    if (!sep || sep == addr || !sep[3]) return EINVAL;  // no "://", or nothing before or after it
     const std::string_view proto(addr, static_cast<std::size_t>(sep - addr));
     if (proto == "tcp" || proto == "ipc" || proto == "inproc") return 0;
     if (proto == "pgm" || proto == "epgm" || proto == "norm" || proto == "tipc" || proto == "vmci" || proto == "ws" ||
         proto == "wss" || proto == "udp")
         return ENOCOMPATPROTO;
     return EPROTONOSUPPORT;
+}
+
+// A context made with ZMQ_IO_THREADS 0 serves inproc only, as libzmq's: EMTHREAD otherwise.
+int needs_io_thread(const sock& s, const char* addr) noexcept {
+    if (std::strncmp(addr, "inproc://", 9) == 0) return 0;
+    std::lock_guard lk(s.owner->mu);
+    return s.owner->io_threads == 0 ? EMTHREAD : 0;
+}
+
+// tcp://<host>:<port> whose host is neither "*" nor an IP address.
+bool names_an_interface(const char* addr) noexcept {
+    if (std::strncmp(addr, "tcp://", 6) != 0) return false;
+    const std::string_view rest(addr + 6);
+    const auto colon = rest.rfind(':');
+    if (colon == std::string_view::npos || colon == 0) return false;
+    std::string host(rest.substr(0, colon));
+    if (host == "*") return false;
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    unsigned char buf[16];
+    return ::inet_pton(AF_INET, host.c_str(), buf) != 1 && ::inet_pton(AF_INET6, host.c_str(), buf) != 1;
 }
 
 // The state a wait that came back empty-handed means: a terminated context or a timeout.
@@ -138,6 +159,7 @@ void take_part(void* user, link::bytes_view b, link::part* ref, bool more) {
 // The next part for the application: one left from the message being read, or a new message.
 int recv_part(sock& s, recv_target& t, int flags) {
     if (s.terminated()) return fail(ETERM);
+    if (s.type == ZMQ_PUB || s.type == ZMQ_PUSH) return fail(ENOTSUP);  // send-only types
     if (s.in_next < s.in.size()) {
         link::part& p = s.in[s.in_next++];
         t.first_size = p.size();
@@ -180,11 +202,14 @@ int zmq_bind(void* s_, const char* addr) {
     if (!s) return -1;
     if (s->terminated()) return fail(ETERM);
     if (const int e = check_transport(addr)) return fail(e);
+    if (const int e = needs_io_thread(*s, addr)) return fail(e);
     try {
         s->last_endpoint = s->live().bind(addr);
         return 0;
     } catch (...) {
-        return fail(errno_of_exception());
+        const int e = errno_of_exception();
+        // libzmq takes a tcp host it cannot parse as an address for an interface name: ENODEV.
+        return fail(e == EINVAL && names_an_interface(addr) ? ENODEV : e);
     }
 }
 
@@ -193,6 +218,7 @@ int zmq_connect(void* s_, const char* addr) {
     if (!s) return -1;
     if (s->terminated()) return fail(ETERM);
     if (const int e = check_transport(addr)) return fail(e);
+    if (const int e = needs_io_thread(*s, addr)) return fail(e);
     try {
         s->live().connect(addr);
         s->last_endpoint = addr;
@@ -207,7 +233,7 @@ int zmq_unbind(void* s_, const char* addr) {
     sock* s = as_sock(s_);
     if (!s) return -1;
     if (s->terminated()) return fail(ETERM);
-    if (!addr) return fail(EINVAL);
+    if (const int e = check_transport(addr)) return fail(e);  // as libzmq: EINVAL for NULL too
     if (!s->bs) return fail(ENOENT);
     try {
         s->bs->unbind(addr);
@@ -221,7 +247,7 @@ int zmq_disconnect(void* s_, const char* addr) {
     sock* s = as_sock(s_);
     if (!s) return -1;
     if (s->terminated()) return fail(ETERM);
-    if (!addr) return fail(EINVAL);
+    if (const int e = check_transport(addr)) return fail(e);  // as libzmq: EINVAL for NULL too
     if (!s->bs) return fail(ENOENT);
     try {
         s->bs->disconnect(addr);
@@ -312,7 +338,8 @@ extern "C" int zmq_sendiov(void* s_, struct iovec* iov, size_t count, int flags)
     if (count == 0 || !iov) return fail(EINVAL);
     int rc = 0;
     for (size_t i = 0; i < count; ++i) {
-        const int f = i + 1 < count ? (flags | ZMQ_SNDMORE) : flags;
+        // libzmq's own rule: the vectors go with the caller's flags, the last without SNDMORE.
+        const int f = i + 1 < count ? flags : (flags & ~ZMQ_SNDMORE);
         rc = zmq_send(s_, iov[i].iov_base, iov[i].iov_len, f);
         if (rc < 0) return -1;
     }
@@ -326,7 +353,6 @@ extern "C" int zmq_recviov(void* s_, struct iovec* iov, size_t* count, int flags
     if (!s) return -1;
     if (!iov || !count || *count == 0) return fail(EINVAL);
     size_t n = 0;
-    int total = 0;
     bool more = true;
     while (more && n < *count) {
         zmq_msg_t m;
@@ -343,9 +369,8 @@ extern "C" int zmq_recviov(void* s_, struct iovec* iov, size_t* count, int flags
         iov[n].iov_len = size;
         more = zmq_msg_more(&m) != 0;
         zmq_msg_close(&m);
-        total += rc;
         ++n;
     }
     *count = n;
-    return total;
+    return static_cast<int>(n);  // libzmq returns the parts received, not their bytes
 }

@@ -63,7 +63,7 @@ uint8_t* zmq_z85_decode(uint8_t* dest, const char* string) {
         return nullptr;
     }
     const auto raw = strix::link::z85_decode(string);
-    if (!raw) {
+    if (!raw || raw->empty()) {  // libzmq refuses an empty string
         errno = EINVAL;
         return nullptr;
     }
