@@ -78,6 +78,13 @@ class Segment:
     def in_flight(self):
         return next((n for n in reversed(self.started) if n not in self.finished), None)
 
+    def timed_out(self):
+        """The test pytest-timeout named when it ended the process. It may have finished in
+        the meantime (the timer fires as its teardown ends): it still ran past its bound."""
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            match = re.search(r"^(tests/\S+::\S+) \+{5,} Timeout \+{5,}$", f.read(), re.M)
+        return match.group(1) if match else None
+
 
 def verdict(reports):
     """One test's outcome from its setup/call/teardown reports (the last attempt's, when
@@ -202,12 +209,15 @@ class Runner:
                             for n, t in seg.collect_errors.items()})
             modules.update({n: {"outcome": "skipped", "duration": 0.0, "text": t}
                             for n, t in seg.collect_skips.items()})
-            results.update(seg.verdicts())
+            progress = seg.verdicts()
+            results.update(progress)
             if seg.session_end is not None:
                 break
-            victim = seg.in_flight()
+            victim = seg.timed_out() or seg.in_flight()
             if victim is None:
-                print(f"pyzmq suite: pytest ended (exit {seg.rc}) outside any test:\n{tail(seg.log_path)}")
+                print(f"pyzmq suite: pytest ended (exit {seg.rc}) between tests:\n{tail(seg.log_path)}")
+                if progress and not self.out_of_time(seg):
+                    continue  # resumed after the tests it finished
                 break
             results[victim] = {"outcome": "failed", "duration": 0.0, "ended_process": True,
                                "text": self.death(seg)}
@@ -233,12 +243,10 @@ class Runner:
         if seg.hung:
             return (f"hung: still running after {seg.hung['seconds']} s; the watchdog ended pytest\n"
                     + seg.hung["tracebacks"])
-        with open(seg.log_path, encoding="utf-8", errors="replace") as f:
-            timed_out = re.search(r"^\+{5,} Timeout \+{5,}$", f.read(), re.M)
         if self.out_of_time(seg):
             why = f"killed at the run's time bound ({self.args.budget} s)"
-        elif timed_out:
-            bound = self.bounds.get(seg.in_flight(), self.args.test_timeout)
+        elif seg.timed_out():
+            bound = self.bounds.get(seg.timed_out(), self.args.test_timeout)
             why = f"timed out: still running after {bound} s (pytest-timeout ended pytest)"
         elif seg.rc < 0 or seg.rc > 128:
             why = f"the test process died of signal {-seg.rc if seg.rc < 0 else seg.rc - 128}"
@@ -364,7 +372,7 @@ def main():
     ap.add_argument("--min-timeout", type=float, default=10.0)
     ap.add_argument("--retry-ended", type=int, default=3,
                     help="retry the tests that ended their process when there are at most this many")
-    ap.add_argument("--group-limit", type=int, default=3,
+    ap.add_argument("--group-limit", type=int, default=2,
                     help="tests of one class or module that may end their process before the rest is not run")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
