@@ -138,6 +138,8 @@ def tracebacks(path, lines=80):
 
 
 class Runner:
+    """Runs pytest processes one after the other, under one deadline (--budget)."""
+
     def __init__(self, args):
         self.args = args
         self.deadline = time.monotonic() + args.budget
