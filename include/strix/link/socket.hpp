@@ -180,14 +180,16 @@ public:
     /// zmq_unbind: stops listening at `endpoint`, as bind() returned it (tcp: with the real port;
     /// tcp://*:N and tcp://0.0.0.0:N are one) or as given to bind() when that named a port. The
     /// port, path or name is free again at return, and a `closed` event says so. tcp and ipc:
-    /// the connections the listener accepted close too, sending what they hold within the
-    /// linger (libzmq 4.3 does the same); inproc: connections made before stay, as in libzmq.
+    /// the connections the listener accepted close too, after the loop turn (a callback of one
+    /// of them may call this), sending what they hold within the linger (libzmq 4.3 does the
+    /// same); inproc: connections made before stay, as in libzmq.
     /// Throws std::system_error with errc::no_such_file_or_directory (libzmq's ENOENT) when the
     /// socket has no such bind, std::invalid_argument for a malformed address. On the shard.
     void unbind(std::string_view endpoint);
     /// zmq_disconnect: ends the connections made by connect(endpoint) (every one, when it was
-    /// connected twice) and their reconnecting; what they still hold is dropped, as libzmq drops
-    /// an endpoint's queued messages; inproc: a connect still waiting for its bind is withdrawn.
+    /// connected twice) and their reconnecting, after the loop turn; what they still hold is
+    /// dropped, as libzmq drops an endpoint's queued messages (inproc: the peer gets what was
+    /// sent); an inproc connect still waiting for its bind is withdrawn at once.
     /// Throws as unbind. On the shard.
     void disconnect(std::string_view endpoint);
 
