@@ -23,6 +23,11 @@ void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept {
     ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
 }
 
+blocking_shared::~blocking_shared() {
+    const int fd = notify_fd.load(std::memory_order_relaxed);
+    if (fd >= 0) ::close(fd);
+}
+
 void closing_sockets::add() {
     std::lock_guard lk(mu_);
     ++n_;
@@ -180,6 +185,7 @@ void blocking_bridge::on_event(const socket_event& e) {
     }
     st_->event_seq.fetch_add(1, std::memory_order_release);
     owner_.mark_dirty(*this);
+    if (event_hook_) event_hook_(e);
 }
 
 void blocking_bridge::on_flush() {
@@ -190,6 +196,7 @@ void blocking_bridge::on_flush() {
     }
     // Dekker with the application's sleep: it stores `waiting`, fences, checks its condition.
     std::atomic_thread_fence(std::memory_order_seq_cst);
+    notify();
     bool wake = false;
     switch (st_->waiting.load(std::memory_order_relaxed)) {
         case app_wait::none: break;
@@ -206,6 +213,17 @@ void blocking_bridge::on_flush() {
     if (!wake) return;
     st_->wake_seq.fetch_add(1, std::memory_order_release);
     futex_wake_all(st_->wake_seq);
+}
+
+// Dekker with clear_notify: it clears notify_set, fences, then looks at the pipes; we published
+// and fenced before this.
+void blocking_bridge::notify() noexcept {
+    const int fd = st_->notify_fd.load(std::memory_order_acquire);
+    if (fd < 0 || st_->notify_set.load(std::memory_order_relaxed) ||
+        st_->notify_set.exchange(true, std::memory_order_acq_rel))
+        return;
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto n = ::write(fd, &one, sizeof one);
 }
 
 void blocking_bridge::close() {

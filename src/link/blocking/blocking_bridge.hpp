@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <ctime>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -59,6 +60,7 @@ enum class app_wait : std::uint8_t { none, recv, space, any };
 /// Shared by a blocking_socket (its thread) and its bridge (the shard).
 struct blocking_shared {
     explicit blocking_shared(const socket_options& o) { follow(o); }
+    ~blocking_shared();
 
     /// Takes the limits from o (the constructor; set_options, on the shard during the
     /// application's round trip, which orders it before the application's next call).
@@ -85,6 +87,12 @@ struct blocking_shared {
     std::atomic<std::uint64_t> writable{0};  // on_writable calls (a send that must wait for one)
     std::atomic<std::uint64_t> event_seq{0};  // monitor events so far
     std::atomic<std::uint64_t> peers{0};  // the socket's peers, as of the shard's last turn
+    // blocking_socket::interrupt(): every wait returns as after its timeout.
+    std::atomic<bool> interrupted{false};
+    // blocking_socket::notify_fd(): an eventfd the shard writes at a turn that changed anything,
+    // once until the application clears notify_set (so a busy socket costs one write per look).
+    std::atomic<int> notify_fd{-1};
+    std::atomic<bool> notify_set{false};
     std::atomic<bool> conflate;  // socket_options::conflate: the drainer sends only the newest message
     std::mutex mu;
     std::deque<socket_event> events;  // the most recent 1,000
@@ -121,6 +129,9 @@ public:
     /// until delivered or the linger passes. On the shard.
     void close();
 
+    /// blocking_socket::on_shard_event. On the shard.
+    void set_event_hook(std::function<void(const socket_event&)> f) { event_hook_ = std::move(f); }
+
     void on_io(std::uint32_t) override {}
     void on_flush() override;
 
@@ -133,6 +144,7 @@ private:
     void on_event(const socket_event& e);
     std::error_code send_front();
     void repost();
+    void notify() noexcept;
     void finish(std::chrono::milliseconds linger);
     std::chrono::milliseconds linger_left() const;
 
@@ -144,6 +156,7 @@ private:
     std::vector<msg_pipe::entry> entries_;
     std::vector<bytes_view> views_;
     std::vector<part> srcs_;
+    std::function<void(const socket_event&)> event_hook_;
     timer_node linger_timer_;
     std::chrono::steady_clock::time_point deadline_;
     shard::hook_id exit_hook_ = 0;
