@@ -102,6 +102,12 @@ int send_part(sock& s, link::bytes_view b, msg_rep* m, int flags) {
         if (flags & ZMQ_SNDMORE) {
             if (!s.out_open && s.waits_for_a_peer() && !bs.wait_for_peers(1, wait_for(flags, s.so.sndtimeo)))
                 return fail(wait_failed(s));
+            // A mandatory ROUTER answers for the routing id at the first part, as libzmq's: the id
+            // alone goes to the socket, which checks the peer and its room and sends nothing.
+            if (!s.out_open && s.type == ZMQ_ROUTER && s.opts.router_mandatory) {
+                if (const std::error_code ec = bs.send(b, wait_for(flags, s.so.sndtimeo)))
+                    return fail(send_error(s, ec));
+            }
             s.out.add(m ? msg_take_part(*m) : link::part::copy(b));
             s.out_open = true;
             return 0;

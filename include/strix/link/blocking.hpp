@@ -167,11 +167,6 @@ public:
     /// The socket's type. Any thread.
     socket_type type() const noexcept { return type_; }
 
-    // Being added (options after creation, unbind, disconnect): not supported yet.
-    void set_options(const socket_options&) { throw std::system_error(ENOTSUP, std::generic_category()); }
-    void unbind(std::string_view) { throw std::system_error(ENOTSUP, std::generic_category()); }
-    void disconnect(std::string_view) { throw std::system_error(ENOTSUP, std::generic_category()); }
-
     // --- for event loops and the C API (libzmq's zmq.h is built on these) ---------------------
 
     /// Receives the next message part by part without building a message: sink(user, bytes,
