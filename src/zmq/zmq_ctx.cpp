@@ -27,7 +27,9 @@ link::blocking_socket& sock::live() {
         std::lock_guard lk(owner->mu);
         lc = &owner->link_locked();
     }
-    bs = std::make_unique<link::blocking_socket>(*lc, ltype, effective_options(*this));
+    link::socket_options o = effective_options(*this);
+    applied_security = o.security;
+    bs = std::make_unique<link::blocking_socket>(*lc, ltype, o);
     for (auto& [on, topic] : early_subs) {
         if (on)
             bs->subscribe(topic);

@@ -17,6 +17,22 @@ msg_rep* valid(zmq_msg_t* m) noexcept {
 
 namespace {
 
+// The calling thread's spare pooled blocks: a sender's and a receiver's steady streams reuse
+// the same few (a block freed on another thread joins that thread's list).
+struct block_list {
+    static constexpr int max_spare = 1024;
+    void* head = nullptr;
+    int count = 0;
+    ~block_list() {
+        while (head) {
+            void* next = *static_cast<void**>(head);
+            ::operator delete(head);
+            head = next;
+        }
+    }
+};
+thread_local block_list spare_blocks;
+
 void init_empty(msg_rep* r) noexcept {
     new (r) msg_rep();
     r->props = nullptr;
@@ -30,6 +46,7 @@ void init_empty(msg_rep* r) noexcept {
 void release(msg_rep& r) noexcept {
     switch (r.kind) {
         case msg_kind::shared: r.part.~part(); break;
+        case msg_kind::pooled: pooled_give(r.block); break;
         case msg_kind::user:
             if (r.user.refs) {
                 if (r.user.refs->fetch_sub(1, std::memory_order_acq_rel) != 1) break;
@@ -45,6 +62,26 @@ void release(msg_rep& r) noexcept {
 
 }  // namespace
 
+void* pooled_take() {
+    block_list& l = spare_blocks;
+    if (!l.head) return ::operator new(pooled_max);
+    void* p = l.head;
+    l.head = *static_cast<void**>(p);
+    --l.count;
+    return p;
+}
+
+void pooled_give(void* p) noexcept {
+    block_list& l = spare_blocks;
+    if (l.count >= block_list::max_spare) {
+        ::operator delete(p);
+        return;
+    }
+    *static_cast<void**>(p) = l.head;
+    l.head = p;
+    ++l.count;
+}
+
 void msg_reset(msg_rep& m) noexcept {
     release(m);
     m.flags = 0;
@@ -59,11 +96,22 @@ void msg_set_copy(msg_rep& m, link::bytes_view b) {
         m.kind = msg_kind::inline_bytes;
         return;
     }
+    if (b.size() <= pooled_max) {
+        m.block = pooled_take();
+        std::memcpy(m.block, b.data(), b.size());
+        m.inline_size = static_cast<std::uint32_t>(b.size());
+        m.kind = msg_kind::pooled;
+        return;
+    }
     new (&m.part) link::part(link::part::copy(b));
     m.kind = msg_kind::shared;
 }
 
-void msg_set_part(msg_rep& m, link::part p) noexcept {
+void msg_set_part(msg_rep& m, link::part p) {
+    if (p.size() <= pooled_max) {
+        msg_set_copy(m, p.bytes());
+        return;
+    }
     release(m);
     if (p.size() <= msg_rep::inline_max) {
         if (p.size()) std::memcpy(m.bytes, p.bytes().data(), p.size());
@@ -79,6 +127,7 @@ link::bytes_view msg_bytes(const msg_rep& m) noexcept {
     switch (m.kind) {
         case msg_kind::inline_bytes: return {reinterpret_cast<const std::byte*>(m.bytes), m.inline_size};
         case msg_kind::shared: return m.part.bytes();
+        case msg_kind::pooled: return {static_cast<const std::byte*>(m.block), m.inline_size};
         case msg_kind::user:
         case msg_kind::constant: return {static_cast<const std::byte*>(m.user.data), m.user.size};
     }
@@ -116,6 +165,12 @@ int zmq_msg_init_size(zmq_msg_t* m, size_t size) {
         return 0;
     }
     try {
+        if (size <= pooled_max) {
+            r.block = pooled_take();
+            r.inline_size = static_cast<std::uint32_t>(size);
+            r.kind = msg_kind::pooled;
+            return 0;
+        }
         new (&r.part) strix::link::part(strix::shared_buffer::create(size), 0, size);
         r.kind = msg_kind::shared;
         return 0;
@@ -164,6 +219,13 @@ int zmq_msg_copy(zmq_msg_t* dest, zmq_msg_t* src) {
     if (!d) return -1;
     if (d == s) return 0;
     try {
+        // A pooled block belongs to one message: copies share a buffer instead.
+        if (s->kind == msg_kind::pooled) {
+            strix::link::part p = strix::link::part::copy(msg_bytes(*s));
+            pooled_give(s->block);
+            new (&s->part) strix::link::part(std::move(p));
+            s->kind = msg_kind::shared;
+        }
         // A user buffer is shared, counted: its free function runs when the last copy closes.
         if (s->kind == msg_kind::user) {
             if (!s->user.refs) s->user.refs = new std::atomic<int>(1);
@@ -194,6 +256,7 @@ void* zmq_msg_data(zmq_msg_t* m) {
     switch (r->kind) {
         case msg_kind::inline_bytes: return r->bytes;
         case msg_kind::shared: return const_cast<std::byte*>(r->part.bytes().data());
+        case msg_kind::pooled: return r->block;
         default: return r->user.data;
     }
 }

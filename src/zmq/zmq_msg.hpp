@@ -1,7 +1,7 @@
 #pragma once
 // zmq_msg_t's 64 bytes as strix uses them (zmq_msg.cpp):
 //
-//   bytes 0..47   inline data (up to 48 bytes), or a link::part (a window into a shared
+//   bytes 0..47   inline data (up to 48 bytes), or a pooled block (up to 512), or a link::part (a window into a shared
 //                 buffer: received and sized messages), or a user buffer and its free function
 //                 (zmq_msg_init_data), or a constant buffer (zmq_send_const)
 //   bytes 48..55  the message's peer properties (zmq_msg_gets), or null
@@ -17,7 +17,15 @@
 
 namespace strix::zmq_abi {
 
-enum class msg_kind : std::uint8_t { inline_bytes = 1, shared = 2, user = 3, constant = 4 };
+enum class msg_kind : std::uint8_t { inline_bytes = 1, shared = 2, user = 3, constant = 4, pooled = 5 };
+
+/// Messages above the inline size up to this live in a block from the thread's own free list
+/// (no malloc, no reference count: the commonest sizes of a stream of small messages).
+constexpr std::size_t pooled_max = 512;
+/// A pooled block (pooled_max bytes) from the calling thread's free list, or a new one.
+void* pooled_take();
+/// Gives a block back to the calling thread's free list (or frees it when the list is full).
+void pooled_give(void* p) noexcept;
 
 struct user_buffer {
     void* data;
@@ -33,6 +41,7 @@ struct msg_rep {
     static constexpr std::size_t inline_max = 48;
     union {
         unsigned char bytes[inline_max];
+        void* block;  // pooled: inline_size bytes
         link::part part;
         user_buffer user;
     };
@@ -61,7 +70,7 @@ void msg_reset(msg_rep& m) noexcept;
 /// Makes m hold a copy of b (inline when small).
 void msg_set_copy(msg_rep& m, link::bytes_view b);
 /// Makes m hold p (no copy).
-void msg_set_part(msg_rep& m, link::part p) noexcept;
+void msg_set_part(msg_rep& m, link::part p);
 /// m's bytes.
 link::bytes_view msg_bytes(const msg_rep& m) noexcept;
 /// m as a part of a message to send (moves a shared part out; copies the rest, running a user

@@ -7,6 +7,7 @@
 #include <strix/link/security.hpp>
 
 #include <cstring>
+#include <stdexcept>
 
 namespace strix::zmq_abi {
 namespace {
@@ -364,6 +365,21 @@ bool set_bytes(sock& s, int option, const void* v, std::size_t len, int& rc) {
 
 }  // namespace
 
+// The live socket takes the new options. Security set halfway (a CURVE server without its
+// secret key yet) is not applied: the socket keeps the last complete one until it is, as
+// libzmq only looks at the keys when a connection starts.
+void push_options(sock& s) {
+    link::socket_options o = effective_options(s);
+    try {
+        s.bs->set_options(o);
+    } catch (const std::invalid_argument&) {
+        o.security = s.applied_security;
+        s.bs->set_options(o);
+        return;
+    }
+    s.applied_security = o.security;
+}
+
 int set_option(sock& s, int option, const void* v, std::size_t len) {
     if (!type_has(s, option)) return fail(EINVAL);
     if (!v && len) return fail(EFAULT);  // libzmq would copy from it
@@ -377,7 +393,7 @@ int set_option(sock& s, int option, const void* v, std::size_t len) {
         if (!set_stored_int(s, option, x, is_int, rc)) return fail(EINVAL);
         return rc;
     }
-    if (rc == 0 && s.bs) s.bs->set_options(effective_options(s));
+    if (rc == 0 && s.bs) push_options(s);
     return rc;
 }
 

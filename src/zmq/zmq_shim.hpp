@@ -92,6 +92,7 @@ struct sock {
     link::socket_options opts;
     stored_options so;
     security_settings sec;
+    link::security_options applied_security;  // what the live socket was last given
     std::unique_ptr<link::blocking_socket> bs;  // made by live()
     // SUBSCRIBE/UNSUBSCRIBE before the socket was made: applied in order when it is.
     std::vector<std::pair<bool, std::string>> early_subs;

@@ -47,6 +47,25 @@ bool names_an_interface(const char* addr) noexcept {
     return ::inet_pton(AF_INET, host.c_str(), buf) != 1 && ::inet_pton(AF_INET6, host.c_str(), buf) != 1;
 }
 
+// zmq_unbind and zmq_disconnect: libzmq ends a bind or a connect through either, trying the one
+// named first.
+void end_endpoint(sock& s, const char* addr, bool bound_first) {
+    auto once = [&](bool bound) {
+        if (bound) {
+            s.bs->unbind(addr);
+        } else {
+            s.bs->disconnect(addr);
+            if (s.connects > 0) --s.connects;
+        }
+    };
+    try {
+        once(bound_first);
+    } catch (const std::system_error& e) {
+        if (e.code() != std::errc::no_such_file_or_directory) throw;
+        once(!bound_first);
+    }
+}
+
 // The state a wait that came back empty-handed means: a terminated context or a timeout.
 int wait_failed(const sock& s) noexcept { return s.terminated() ? ETERM : EAGAIN; }
 
@@ -102,6 +121,12 @@ int send_part(sock& s, link::bytes_view b, msg_rep* m, int flags) {
         if (flags & ZMQ_SNDMORE) {
             if (!s.out_open && s.waits_for_a_peer() && !bs.wait_for_peers(1, wait_for(flags, s.so.sndtimeo)))
                 return fail(wait_failed(s));
+            // A mandatory ROUTER answers for the routing id at the first part, as libzmq's: the id
+            // alone goes to the socket, which checks the peer and its room and sends nothing.
+            if (!s.out_open && s.type == ZMQ_ROUTER && s.opts.router_mandatory) {
+                if (const std::error_code ec = bs.send(b, wait_for(flags, s.so.sndtimeo)))
+                    return fail(send_error(s, ec));
+            }
             s.out.add(m ? msg_take_part(*m) : link::part::copy(b));
             s.out_open = true;
             return 0;
@@ -205,6 +230,8 @@ int zmq_bind(void* s_, const char* addr) {
     if (const int e = needs_io_thread(*s, addr)) return fail(e);
     try {
         s->last_endpoint = s->live().bind(addr);
+        // libzmq names a wildcard interface by its address.
+        if (s->last_endpoint.rfind("tcp://*:", 0) == 0) s->last_endpoint.replace(0, 7, "tcp://0.0.0.0");
         return 0;
     } catch (...) {
         const int e = errno_of_exception();
@@ -236,7 +263,7 @@ int zmq_unbind(void* s_, const char* addr) {
     if (const int e = check_transport(addr)) return fail(e);  // as libzmq: EINVAL for NULL too
     if (!s->bs) return fail(ENOENT);
     try {
-        s->bs->unbind(addr);
+        end_endpoint(*s, addr, true);
         return 0;
     } catch (...) {
         return fail(errno_of_exception());
@@ -250,8 +277,7 @@ int zmq_disconnect(void* s_, const char* addr) {
     if (const int e = check_transport(addr)) return fail(e);  // as libzmq: EINVAL for NULL too
     if (!s->bs) return fail(ENOENT);
     try {
-        s->bs->disconnect(addr);
-        if (s->connects > 0) --s->connects;
+        end_endpoint(*s, addr, false);
         return 0;
     } catch (...) {
         return fail(errno_of_exception());

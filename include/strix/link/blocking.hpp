@@ -116,6 +116,18 @@ public:
     /// trip to the shard). The socket's thread.
     std::string bind(std::string_view address);
     void connect(std::string_view address);
+    /// See socket::unbind / socket::disconnect (ENOENT and malformed addresses are thrown here,
+    /// on the calling thread): a round trip to the shard, after the messages sent before. The
+    /// socket's thread.
+    void unbind(std::string_view address);
+    void disconnect(std::string_view address);
+
+    /// See socket::set_options; the blocking API's own state follows too: send() waits at the
+    /// new sndhwm, the incoming pipe holds up to the new rcvhwm, and conflate, immediate and
+    /// router_mandatory apply to the next send and recv. A round trip to the shard, after the
+    /// messages sent before (a message still waiting for room goes out under the new options).
+    /// Throws std::invalid_argument (a malformed key) changing nothing. The socket's thread.
+    void set_options(const socket_options& o);
 
     /// Queues a message for the socket's peers and returns. Waits only while sndhwm messages
     /// are queued (none while sndhwm is 0), up to `timeout` (then would_block); type errors
@@ -154,11 +166,6 @@ public:
 
     /// The socket's type. Any thread.
     socket_type type() const noexcept { return type_; }
-
-    // Being added (options after creation, unbind, disconnect): not supported yet.
-    void set_options(const socket_options&) { throw std::system_error(ENOTSUP, std::generic_category()); }
-    void unbind(std::string_view) { throw std::system_error(ENOTSUP, std::generic_category()); }
-    void disconnect(std::string_view) { throw std::system_error(ENOTSUP, std::generic_category()); }
 
     // --- for event loops and the C API (libzmq's zmq.h is built on these) ---------------------
 

@@ -124,6 +124,26 @@ std::string blocking_socket::bind(std::string_view address) {
     return where;
 }
 
+void blocking_socket::unbind(std::string_view address) {
+    on_shard([&] { bridge_->sock().unbind(address); });
+    // REQs that connect from now on do not get a direct link through the name (pipes made before
+    // stay, as the shard's inproc connections do).
+    const auto inproc = detail::inproc_name(address);
+    if (offered_ && inproc) detail::direct_unoffer(*inproc, st_.get());
+}
+
+void blocking_socket::disconnect(std::string_view address) {
+    on_shard([&] { bridge_->sock().disconnect(address); });
+    direct_ok_ = false;  // for good: later requests take the shard, to the peers that remain
+}
+
+void blocking_socket::set_options(const socket_options& o) {
+    on_shard([&] { bridge_->set_options(o); });
+    sync_sends_ = type_ == socket_type::router && o.router_mandatory;
+    conflate_ = o.conflate;
+    immediate_ = o.immediate;
+}
+
 void blocking_socket::connect(std::string_view address) {
     on_shard([&] { bridge_->sock().connect(address); });
     ++endpoints_;
@@ -267,14 +287,15 @@ std::error_code blocking_socket::send(bytes_view bytes, duration timeout) {
 // Waits for room in the outgoing pipe: it holds fewer than sndhwm messages.
 std::error_code blocking_socket::send_queued(duration timeout) {
     auto& s = *st_;
-    if (s.out_limit == 0 || !s.out.backlog_at_least(s.out_limit)) return {};
+    const std::uint64_t limit = s.out_limit.load(std::memory_order_relaxed);
+    if (limit == 0 || !s.out.backlog_at_least(limit)) return {};
     if (conflate_) {
         // Only the newest waiting message counts: the drainer drops the older ones, which
         // makes room even while no peer takes anything.
         auto* b = bridge_;
         ctx_.eng().post(shard_, [b] { b->drain(); });
     }
-    const bool room = wait_until(s, app_wait::space, timeout, [&] { return s.out.backlog() < s.out_limit; });
+    const bool room = wait_until(s, app_wait::space, timeout, [&] { return s.out.backlog() < limit; });
     return room ? std::error_code{} : make_error_code(link_errc::would_block);
 }
 
@@ -343,7 +364,8 @@ bool blocking_socket::recv_with(duration timeout, Take&& take) {
     take(parts);
     s.in.pop(parts);
     // Below half the bound again: let the shard read from its peers once more.
-    if (s.in_paused.load(std::memory_order_acquire) && s.in.backlog_seen_by_consumer() <= s.in_cap / 2 &&
+    if (s.in_paused.load(std::memory_order_acquire) &&
+        s.in.backlog_seen_by_consumer() <= s.in_cap.load(std::memory_order_relaxed) / 2 &&
         s.in_paused.exchange(false, std::memory_order_acq_rel)) {
         auto* b = bridge_;
         ctx_.eng().post(shard_, [b] { b->resume_receiving(); });

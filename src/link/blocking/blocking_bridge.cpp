@@ -68,7 +68,7 @@ void blocking_bridge::drain(std::size_t budget) {
     blocked_ = false;
     msg_pipe& out = st_->out;
     std::size_t n = 0;
-    if (st_->conflate) {
+    if (st_->conflate.load(std::memory_order_relaxed)) {
         // ZMQ_CONFLATE: of what waits, only the newest goes out.
         while (out.backlog_seen_by_consumer() > 1 && out.front(entries_)) out.pop(entries_);
     }
@@ -134,6 +134,18 @@ void blocking_bridge::resume_receiving() {
     sock_->pause_receiving(false);
 }
 
+void blocking_bridge::set_options(const socket_options& o) {
+    sock_->set_options(o);
+    st_->follow(o);
+    // A larger receive bound ends a pause taken for the old one (unless the application's
+    // resume_receiving is on its way: it cleared in_paused first).
+    if (paused_ && !st_->in.backlog_at_least(st_->in_cap.load(std::memory_order_relaxed)) &&
+        st_->in_paused.exchange(false, std::memory_order_acq_rel)) {
+        paused_ = false;
+        sock_->pause_receiving(false);
+    }
+}
+
 void blocking_bridge::on_message(message_view m) {
     if (closing_now_) return;  // nobody reads any more
     msg_pipe& in = st_->in;
@@ -151,7 +163,7 @@ void blocking_bridge::on_message(message_view m) {
         pushed_ = true;
         owner_.mark_dirty(*this);  // published, and the reader woken, once per turn
     }
-    if (!paused_ && in.backlog_at_least(st_->in_cap)) {
+    if (!paused_ && in.backlog_at_least(st_->in_cap.load(std::memory_order_relaxed))) {
         paused_ = true;
         sock_->pause_receiving(true);
         st_->in_paused.store(true, std::memory_order_release);
@@ -192,7 +204,8 @@ void blocking_bridge::on_flush() {
         case app_wait::space: {
             // Not for every message taken: once half the room is back, or when the drainer stops.
             const std::uint64_t left = st_->out.backlog_seen_by_consumer();
-            wake = left < st_->out_limit && (left <= st_->out_limit / 2 || blocked_ || finished_);
+            const std::uint64_t limit = st_->out_limit.load(std::memory_order_relaxed);
+            wake = left < limit && (left <= limit / 2 || blocked_ || finished_);
             break;
         }
         case app_wait::any: wake = true; break;

@@ -59,14 +59,23 @@ enum class app_wait : std::uint8_t { none, recv, space, any };
 
 /// Shared by a blocking_socket (its thread) and its bridge (the shard).
 struct blocking_shared {
-    explicit blocking_shared(const socket_options& o)
-        : out_limit(o.sndhwm), in_cap(o.rcvhwm ? o.rcvhwm : 1000), conflate(o.conflate) {}
+    explicit blocking_shared(const socket_options& o) { follow(o); }
     ~blocking_shared();
+
+    /// Takes the limits from o (the constructor; set_options, on the shard during the
+    /// application's round trip, which orders it before the application's next call).
+    void follow(const socket_options& o) noexcept {
+        out_limit.store(o.sndhwm, std::memory_order_relaxed);
+        in_cap.store(o.rcvhwm ? o.rcvhwm : 1000, std::memory_order_relaxed);
+        conflate.store(o.conflate, std::memory_order_relaxed);
+    }
 
     msg_pipe out;  // application -> shard
     msg_pipe in;  // shard -> application
-    const std::uint64_t out_limit;  // sndhwm: send() waits while out holds this many (0: never)
-    const std::uint64_t in_cap;  // rcvhwm: the shard pauses receiving while in holds this many
+    // Read by both threads with relaxed loads (plain loads: nothing added per message), written
+    // only by follow().
+    std::atomic<std::uint64_t> out_limit;  // sndhwm: send() waits while out holds this many (0: never)
+    std::atomic<std::uint64_t> in_cap;  // rcvhwm: the shard pauses receiving while in holds this many
 
     // The drainer has nothing to do: the next send posts a drain task (and clears the flag).
     alignas(64) std::atomic<bool> drain_idle{true};
@@ -84,7 +93,7 @@ struct blocking_shared {
     // once until the application clears notify_set (so a busy socket costs one write per look).
     std::atomic<int> notify_fd{-1};
     std::atomic<bool> notify_set{false};
-    const bool conflate;  // socket_options::conflate: the drainer sends only the newest message
+    std::atomic<bool> conflate;  // socket_options::conflate: the drainer sends only the newest message
     std::mutex mu;
     std::deque<socket_event> events;  // the most recent 1,000
 
@@ -113,6 +122,9 @@ public:
     std::error_code send_now(const message& m, bool req);
     /// The application read `in` down: receive again. On the shard.
     void resume_receiving();
+    /// blocking_socket::set_options: the socket's options and the pipes' limits. Throws (a
+    /// malformed key) before changing anything. On the shard.
+    void set_options(const socket_options& o);
     /// The application closed the socket: `out` keeps going out (then the socket's own queues)
     /// until delivered or the linger passes. On the shard.
     void close();

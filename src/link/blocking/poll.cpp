@@ -24,7 +24,8 @@ struct poll_access {
         // REQ and REP send in turn; the other types whenever the outgoing pipe has room.
         if ((s.type_ == socket_type::req || s.type_ == socket_type::rep) && !s.queueable()) return false;
         blocking_shared& st = *s.st_;
-        return st.out_limit == 0 || st.out.backlog() < st.out_limit;
+        const std::uint64_t limit = st.out_limit.load(std::memory_order_relaxed);
+        return limit == 0 || st.out.backlog() < limit;
     }
 };
 
