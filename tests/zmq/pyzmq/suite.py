@@ -154,6 +154,8 @@ class Runner:
         # The venv's RUNPATH alone picks the library pyzmq was built against.
         self.env.pop("LD_LIBRARY_PATH", None)
         self.env["PYTHONPATH"] = os.pathsep.join(filter(None, [HERE, os.environ.get("PYTHONPATH")]))
+        # Bytecode (of the plugin here too) goes to the build tree, not the source tree.
+        self.env["PYTHONPYCACHEPREFIX"] = os.path.join(args.out, "pycache")
         self.env["PYZMQ_OUTCOME_LOG"] = self.log
         self.env["PYZMQ_SKIP_FILE"] = self.skip_file
         self.env["PYZMQ_HANG_SECONDS"] = str(args.test_timeout + 30)
