@@ -60,9 +60,23 @@ def reason_for(nodeid, entries):
 
 
 def error_lines(test, n=4):
-    text = test.get("text", "")
-    lines = [line.strip() for line in text.splitlines() if line.startswith("E ")]
-    return lines[:n] or [line.strip() for line in text.splitlines() if line.strip()][:n]
+    """pytest's `E` lines; for a test that ended its process (a timeout, a crash), why, and the
+    innermost frames of its main thread."""
+    lines = test.get("text", "").splitlines()
+    marked = [line.strip() for line in lines if line.startswith("E ")]
+    if marked:
+        return marked[:n]
+    head = [line.strip() for line in lines if line.strip()][:1]
+    main = next((i for i, line in enumerate(lines)
+                 if "Stack of MainThread" in line or line.startswith("Current thread")), None)
+    if main is None:
+        return head
+    frames = []
+    for line in lines[main + 1 :]:
+        if not line.strip() or line.startswith(("~", "+", "Thread 0x")):
+            break
+        frames.append(line.strip())
+    return head + frames[-n:]
 
 
 def compare(base, strix, entries, min_share):
