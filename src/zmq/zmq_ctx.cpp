@@ -30,6 +30,13 @@ link::blocking_socket& sock::live() {
     link::socket_options o = effective_options(*this);
     applied_security = o.security;
     bs = std::make_unique<link::blocking_socket>(*lc, ltype, o);
+    {
+        // A context terminated meanwhile ends this socket's waits too (pyzmq's devices make
+        // their sockets live on their own thread while another terminates the context).
+        std::lock_guard lk(owner->mu);
+        live_bs = bs.get();
+        if (owner->terminating) bs->interrupt();
+    }
     for (auto& [on, topic] : early_subs) {
         if (on)
             bs->subscribe(topic);
@@ -116,7 +123,7 @@ bool to_link_type(int t, link::socket_type& out) noexcept {
 void interrupt_all(ctx& c) {
     c.terminating = true;
     for (sock* s : c.sockets)
-        if (s->bs) s->bs->interrupt();
+        if (s->live_bs) s->live_bs->interrupt();
 }
 
 }  // namespace
@@ -286,13 +293,19 @@ int zmq_close(void* s_) {
     sock* s = as_sock(s_);
     if (!s) return -1;
     stop_monitor(*s);
-    s->bs.reset();  // closes: queued output keeps going for the linger (the link context waits)
     ctx* c = s->owner;
-    std::lock_guard lk(c->mu);
-    c->sockets.erase(s);
+    {
+        std::lock_guard lk(c->mu);
+        s->live_bs = nullptr;
+    }
+    s->bs.reset();  // closes: queued output keeps going for the linger (the link context waits)
     s->tag = dead_tag;
+    {
+        std::lock_guard lk(c->mu);
+        c->sockets.erase(s);
+        c->cv.notify_all();
+    }
     delete s;
-    c->cv.notify_all();
     return 0;
 }
 

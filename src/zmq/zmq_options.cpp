@@ -14,6 +14,9 @@ namespace {
 
 using ms = std::chrono::milliseconds;
 
+// DRAFT option numbers zmq.h declares only with ZMQ_BUILD_DRAFT_API.
+constexpr int zap_enforce_domain = 93, loopback_fastpath = 94, multicast_loop = 96;
+
 bool int_arg(const void* v, std::size_t len, int& out) noexcept {
     if (!v || len != sizeof(int)) return false;
     std::memcpy(&out, v, sizeof(int));
@@ -256,6 +259,19 @@ bool set_stored_int(sock& s, int option, int x, bool is_int, int& rc) {
             field = &so.xpub_verboser;
             valid = valid && x >= 0;
             break;
+        // libzmq 4.3's DRAFT options that its stable build still answers (pyzmq reads them).
+        case zap_enforce_domain:
+            field = &so.zap_enforce_domain;
+            valid = valid && x >= 0;
+            break;
+        case loopback_fastpath:
+            field = &so.loopback_fastpath;
+            valid = valid && x >= 0;
+            break;
+        case multicast_loop:
+            field = &so.multicast_loop;
+            valid = valid && x >= 0;
+            break;
         case ZMQ_IPV4ONLY:
             if (!is_int || (x != 0 && x != 1)) break;
             so.ipv6 = !x;
@@ -441,6 +457,9 @@ int get_option(sock& s, int option, void* v, std::size_t* len) {
         case ZMQ_IPV6: return put_int(v, len, so.ipv6);
         case ZMQ_IPV4ONLY: return put_int(v, len, so.ipv6 ? 0 : 1);
         case ZMQ_INVERT_MATCHING: return put_int(v, len, so.invert_matching);
+        case zap_enforce_domain: return put_int(v, len, so.zap_enforce_domain);
+        case loopback_fastpath: return put_int(v, len, so.loopback_fastpath);
+        case multicast_loop: return put_int(v, len, so.multicast_loop);
         case ZMQ_USE_FD: return put_int(v, len, so.use_fd);
         case ZMQ_MECHANISM: return put_int(v, len, so.mechanism);
         case ZMQ_PLAIN_SERVER: return put_int(v, len, so.mechanism == ZMQ_PLAIN && s.sec.as_server ? 1 : 0);

@@ -71,6 +71,7 @@ struct stored_options {
     int multicast_hops = 1, multicast_maxtpdu = 1500, connect_timeout = 0, tcp_maxrt = 0;
     int ipv6 = 0, invert_matching = 0, use_fd = -1, req_correlate = 0, req_relaxed = 0;
     int router_handover = 0, router_raw = 0, stream_notify = 1, xpub_nodrop = 0, xpub_verboser = 0;
+    int zap_enforce_domain = 0, loopback_fastpath = 0, multicast_loop = 1;
     int mechanism = ZMQ_NULL;  // what the security options add up to (ZMQ_MECHANISM)
     std::int64_t maxmsgsize = -1;
     std::uint64_t affinity = 0;
@@ -94,6 +95,7 @@ struct sock {
     security_settings sec;
     link::security_options applied_security;  // what the live socket was last given
     std::unique_ptr<link::blocking_socket> bs;  // made by live()
+    link::blocking_socket* live_bs = nullptr;     // bs for zmq_ctx_term's interrupt, under owner->mu
     // SUBSCRIBE/UNSUBSCRIBE before the socket was made: applied in order when it is.
     std::vector<std::pair<bool, std::string>> early_subs;
     std::string last_endpoint;
