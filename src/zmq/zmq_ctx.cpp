@@ -119,6 +119,16 @@ bool to_link_type(int t, link::socket_type& out) noexcept {
     }
 }
 
+// Terminated contexts are kept (marked dead) a while, so a call on one gets libzmq's EFAULT
+// instead of touching freed memory.
+void quarantine(ctx* c) {
+    static std::mutex mu;
+    static std::deque<std::unique_ptr<ctx>> dead;
+    std::lock_guard lk(mu);
+    dead.emplace_back(c);
+    if (dead.size() > 64) dead.pop_front();
+}
+
 // Ends every wait of the context's sockets (ETERM from now on).
 void interrupt_all(ctx& c) {
     c.terminating = true;
@@ -189,7 +199,7 @@ int zmq_ctx_term(void* c_) {
     // The link context waits for what closed sockets still deliver (their linger).
     c->lc.reset();
     c->tag = dead_tag;
-    delete c;
+    quarantine(c);
     return 0;
 }
 
@@ -300,12 +310,15 @@ int zmq_close(void* s_) {
     }
     s->bs.reset();  // closes: queued output keeps going for the linger (the link context waits)
     s->tag = dead_tag;
-    {
-        std::lock_guard lk(c->mu);
-        c->sockets.erase(s);
-        c->cv.notify_all();
-    }
-    delete s;
+    s->mon.reset();
+    s->out = strix::link::message();
+    s->in.clear();
+    std::lock_guard lk(c->mu);
+    c->sockets.erase(s);
+    // Kept dead for a while: libzmq's sockets outlive zmq_close until its reaper gets them.
+    c->closed.emplace_back(s);
+    if (c->closed.size() > ctx::quarantined_max) c->closed.pop_front();
+    c->cv.notify_all();
     return 0;
 }
 

@@ -21,6 +21,7 @@
 #include <climits>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -48,6 +49,10 @@ struct ctx {
     std::condition_variable cv;  // zmq_ctx_term waits here for its sockets to close
     std::unique_ptr<link::context> lc;
     std::set<sock*> sockets;
+    // Closed sockets, kept (marked dead) a while so a call on one gets libzmq's ENOTSOCK
+    // instead of touching freed memory; the oldest go beyond `quarantined_max`.
+    std::deque<std::unique_ptr<sock>> closed;
+    static constexpr std::size_t quarantined_max = 256;
     std::atomic<bool> terminating{false};  // zmq_ctx_shutdown / zmq_ctx_term were called
     // zmq_ctx_set's options.
     int io_threads = ZMQ_IO_THREADS_DFLT;

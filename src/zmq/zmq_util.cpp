@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 namespace strix::zmq_abi {
@@ -119,7 +122,16 @@ int zmq_timers_destroy(void** t) {
     timers* ts = as_timers(*t);
     if (!ts) return -1;
     ts->tag = 0;
-    delete ts;
+    ts->all.clear();
+    // Kept (marked dead) a while, so a call through a stale pointer gets EFAULT instead of
+    // touching freed memory.
+    static std::mutex mu;
+    static std::deque<std::unique_ptr<timers>> dead;
+    {
+        std::lock_guard lk(mu);
+        dead.emplace_back(ts);
+        if (dead.size() > 64) dead.pop_front();
+    }
     *t = nullptr;
     return 0;
 }
