@@ -108,7 +108,7 @@ std::string blocking_socket::bind(std::string_view address) {
     direct_ok_ = false;  // a REQ with a second endpoint has peers the link does not reach
     const auto inproc = detail::inproc_name(address);
     if (type_ == socket_type::rep && inproc) {
-        detail::direct_offer(*inproc, st_);
+        detail::direct_offer(detail::inproc_key(ctx_.eng(), *inproc), st_);
         offered_ = true;
     }
     return where;
@@ -122,7 +122,7 @@ void blocking_socket::connect(std::string_view address) {
     // REQ gets a second endpoint or the REP closes.
     const auto inproc = detail::inproc_name(address);
     if (type_ == socket_type::req && endpoints_ == 1 && inproc) {
-        link_ = detail::direct_connect(*inproc, st_);
+        link_ = detail::direct_connect(detail::inproc_key(ctx_.eng(), *inproc), st_);
         direct_ok_ = link_ != nullptr;
     }
 }
@@ -330,6 +330,7 @@ std::optional<message> blocking_socket::recv(duration timeout) {
         }
     }
     message m = parts_to_message(parts);
+    m.set_properties(s.in.properties());
     s.in.pop(parts);
     // Below half the bound again: let the shard read from its peers once more.
     if (s.in_paused.load(std::memory_order_acquire) && s.in.backlog_seen_by_consumer() <= s.in_cap / 2 &&

@@ -132,6 +132,7 @@ private:
     std::vector<msg_pipe::entry> entries_;
     std::vector<bytes_view> views_;
     std::vector<part> srcs_;
+    message_properties_ptr last_props_;  // the properties `in` had put last
     timer_node linger_timer_;
     std::chrono::steady_clock::time_point deadline_;
     shard::hook_id exit_hook_ = 0;

@@ -3,12 +3,17 @@
 // session its pipe (zmtp_pipe.hpp). transport/inproc.cpp holds the other transport's pipe. With
 // CURVE or PLAIN the pipe hands the handshake's commands to its mechanism
 // (security/mechanism.hpp) instead of READY, and with CURVE boxes every frame after it
-// (put_boxed, unbox).
+// (put_boxed, unbox). Where the mechanism (or NULL with a zap_domain) needs ZAP, the handshake
+// suspends until the answer (ask_zap; the handler socket's answers come through
+// security/zap_client.hpp), and the connection's message properties (properties.hpp) are built
+// when it completes.
 #include "link/zmtp/zmtp_pipe.hpp"
 
 #include "link/pattern/pattern.hpp"
 #include "link/pattern/socket_types.hpp"
+#include "link/properties.hpp"
 #include "link/security/mechanism.hpp"
+#include "link/security/zap_client.hpp"
 #include "link/socket_core.hpp"
 
 #include <strix/core/shard.hpp>
@@ -26,7 +31,7 @@ constexpr std::size_t max_parts = 1024;  // parts of one incoming message
 
 // One tcp:// or ipc:// peer: the session's state (session::emplace_state), from the greeting to
 // the end of the connection.
-class zmtp_pipe final : public pipe {
+class zmtp_pipe final : public pipe, private zap_waiter {
 public:
     enum class phase : std::uint8_t { greeting, handshake, ready };
 
@@ -34,6 +39,7 @@ public:
         : core_(c),
           sess_(&s),
           addr_(std::move(addr)),
+          peer_addr_(peer_address_of(s.native_handle())),
           hs_timer_([this] { on_handshake_timer(); }),
           ping_timer_([this] { on_ping_timer(); }),
           ttl_timer_([this] { on_ttl_timer(); }) {
@@ -42,7 +48,7 @@ public:
         if (k != mechanism_kind::null) {
             mechanism_context ctx;
             ctx.opts = &c.opts.security;
-            ctx.peer_address = addr_;
+            ctx.peer_address = peer_addr_;
             ctx.zap_request_id = id;
             const socket_type_info* me = find_type_info(c.type);
             const std::string_view type_name = to_string(c.type);
@@ -52,6 +58,7 @@ public:
         }
     }
     ~zmtp_pipe() override {
+        stop_zap();
         auto& w = core_.owner.timers();
         w.cancel(hs_timer_);
         w.cancel(ping_timer_);
@@ -184,9 +191,8 @@ public:
                 if (!out.empty()) put(bytes_view(out));
                 return;
             }
-            const socket_type_info* me = find_type_info(core_.type);
-            const bytes_view idv = as_bytes(core_.opts.routing_id);
-            put(bytes_view(zmtp::ready_frame(to_string(core_.type), me && me->announces_identity ? &idv : nullptr)));
+            // With a zap_domain, NULL asks ZAP first (once the peer's READY is here): READY waits.
+            if (!null_zap()) put_ready();
             return;
         }
         // Handshake: READY (or ERROR) and nothing else.
@@ -204,30 +210,40 @@ public:
             fail(link_errc::peer_error, error_reason(cmd.data));
             return;
         }
+        if (zap_id_) {
+            // Every mechanism's client waits for the server's answer, which waits for ZAP's.
+            fail(link_errc::bad_handshake, "command while ZAP decides");
+            return;
+        }
         if (mech_) {
             std::vector<std::byte> out;
             const step st = mech_->on_command(cmd, out);
             if (!out.empty()) put(bytes_view(out));  // WELCOME, INITIATE, READY or ERROR
-            if (st.st == step::status::failed) {
-                fail(st.error, st.detail);
-            } else if (st.st == step::status::done) {
-                boxed_ = mech_->boxes();
-                accept_peer(bytes_view(mech_->peer_metadata()));
-            }
+            handshake_step(st);
             return;
         }
         if (cmd.name != "READY") {
             fail(link_errc::bad_handshake);
             return;
         }
+        if (null_zap()) {
+            null_ready_.assign(cmd.data.begin(), cmd.data.end());
+            mechanism_context ctx;
+            ctx.opts = &core_.opts.security;
+            ctx.peer_address = peer_addr_;
+            ctx.zap_request_id = id;
+            ask_zap(make_zap_request(ctx, "NULL", {}, cmd.data));
+            return;
+        }
         accept_peer(cmd.data);
     }
 
     // The peer's READY properties (NULL's READY, or what the mechanism received): its socket
-    // type must talk to ours; then the peer is attached.
-    void accept_peer(bytes_view props) {
+    // type must talk to ours; then the peer is attached, its messages carrying the connection's
+    // properties (built here, once).
+    void accept_peer(bytes_view announced) {
         bool have_type = false, type_ok = false;
-        const bool props_ok = zmtp::for_each_property(props, [&](std::string_view name, bytes_view value) {
+        const bool props_ok = zmtp::for_each_property(announced, [&](std::string_view name, bytes_view value) {
             if (zmtp::iequals(name, "Socket-Type")) {
                 have_type = true;
                 const std::string_view t = as_text(value);
@@ -250,11 +266,68 @@ public:
             return;
         }
         phase_ = phase::ready;
+        props = make_properties(peer_addr_, zap_done_ ? &zap_ : nullptr, announced);
         core_.owner.timers().cancel(hs_timer_);
         if (core_.opts.heartbeat_ivl.count() > 0)
             core_.owner.timers().schedule(ping_timer_, core_.owner.ticks_for(core_.opts.heartbeat_ivl));
         core_.event(socket_event::kind::handshake_succeeded, addr_, {}, peer_type_name_);
         core_.attach(*this);
+    }
+
+    // --- ZAP ------------------------------------------------------------------------------------
+    // The in-process function answers now; a handler socket bound at inproc://zeromq.zap.01
+    // answers later (zap_answered, from the loop: the handshake waits, the shard does not); with
+    // neither, libzmq 4.3 lets CURVE and NULL peers in unauthenticated and refuses PLAIN ones.
+    void ask_zap(const zap_request& r) {
+        if (const auto& f = core_.opts.security.zap) {
+            zap_answered(call_zap(f, r));
+            return;
+        }
+        if ((zap_id_ = core_.zap().ask(r, *this))) return;
+        if (mech_ && std::string_view(mech_->name()) == "PLAIN") {
+            fail(link_errc::zap_unavailable, "no ZAP handler at inproc://zeromq.zap.01");
+            return;
+        }
+        resume(zap_reply{});
+    }
+
+    void zap_answered(const zap_reply& r) override {
+        zap_id_ = 0;
+        if (failed_ || phase_ != phase::handshake) return;  // the handshake ended meanwhile
+        zap_ = r;
+        zap_done_ = true;
+        resume(r);
+    }
+
+    void zap_failed(std::error_code ec, std::string detail) override {
+        zap_id_ = 0;
+        if (failed_ || phase_ != phase::handshake) return;
+        fail(ec, std::move(detail));
+    }
+
+    // The handshake goes on with ZAP's answer (or the accepting default when nobody was asked).
+    void resume(const zap_reply& r) {
+        std::vector<std::byte> out;
+        if (mech_) {
+            const step st = mech_->on_zap(r, out);
+            if (!out.empty()) put(bytes_view(out));
+            handshake_step(st);
+            return;
+        }
+        if (!r.accepted()) {
+            const step st = zap_refusal(r, out);
+            if (!out.empty()) put(bytes_view(out));
+            fail(st.error, st.detail);
+            return;
+        }
+        put_ready();
+        accept_peer(bytes_view(null_ready_));
+    }
+
+    void stop_zap() noexcept {
+        if (!zap_id_) return;
+        core_.zap().forget(zap_id_);
+        zap_id_ = 0;
     }
 
     phase current_phase() const noexcept { return phase_; }
@@ -264,6 +337,27 @@ public:
 
 private:
     static constexpr std::size_t small_copy = 512;
+
+    void handshake_step(const step& st) {
+        switch (st.st) {
+            case step::status::more: break;
+            case step::status::failed: fail(st.error, st.detail); break;
+            case step::status::zap: ask_zap(mech_->pending_zap()); break;
+            case step::status::done:
+                boxed_ = mech_->boxes();
+                accept_peer(bytes_view(mech_->peer_metadata()));
+                break;
+        }
+    }
+
+    // NULL asks ZAP only when the socket names a domain (libzmq's rule).
+    bool null_zap() const noexcept { return !mech_ && !core_.opts.security.zap_domain.empty(); }
+
+    void put_ready() {
+        const socket_type_info* me = find_type_info(core_.type);
+        const bytes_view idv = as_bytes(core_.opts.routing_id);
+        put(bytes_view(zmtp::ready_frame(to_string(core_.type), me && me->announces_identity ? &idv : nullptr)));
+    }
 
     // Every byte this pipe queues on its session goes through put(), so appended_ minus what is
     // still queued is what the session has written.
@@ -345,6 +439,7 @@ private:
     }
 
     void fail(std::error_code ec, std::string detail = {}) {
+        stop_zap();
         failed_ = true;
         ++core_.stats.handshake_failures;
         core_.event(socket_event::kind::handshake_failed, addr_, ec, std::move(detail));
@@ -442,6 +537,7 @@ private:
     socket_core& core_;
     session* sess_;
     std::string addr_;
+    std::string peer_addr_;  // libzmq's form: ZAP's address frame, the Peer-Address property
     std::string peer_type_name_;
     timer_node hs_timer_, ping_timer_, ttl_timer_;
     std::chrono::milliseconds peer_ttl_{0};
@@ -455,6 +551,10 @@ private:
     bool ping_outstanding_ = false;
     bool failed_ = false;  // the handshake failure was counted (fail, on_protocol_error)
     std::unique_ptr<mechanism> mech_;  // PLAIN or CURVE; null for NULL
+    std::uint64_t zap_id_ = 0;          // the request a handler socket has yet to answer
+    bool zap_done_ = false;             // ZAP answered (zap_): User-Id and its metadata apply
+    zap_reply zap_;
+    std::vector<std::byte> null_ready_;  // NULL with ZAP: the peer's READY, until ZAP answers
     bool boxed_ = false;               // CURVE after the handshake: every frame is a MESSAGE
     std::vector<std::byte> rx_;        // an opened MESSAGE: flags, then the body
     std::vector<std::byte> tx_;        // a large frame being boxed
