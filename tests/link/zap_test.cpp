@@ -41,7 +41,8 @@ link::socket_options quick(link::socket_options o = {}) {
 class zap_thread {
 public:
     using decide_fn = std::function<strs(const strs& request)>;
-    zap_thread(link::context& ctx, decide_fn decide) : rep_(ctx, socket_type::rep, quick()), decide_(std::move(decide)) {
+    zap_thread(link::context& ctx, decide_fn decide)
+        : rep_(ctx, socket_type::rep, quick()), decide_(std::move(decide)) {
         rep_.bind("inproc://zeromq.zap.01");
         thread_ = std::thread([this] { serve(); });
     }
@@ -145,7 +146,11 @@ TEST(zap_handler, curve_peers_accepted_and_refused_by_a_blocking_rep_on_another_
     const std::string alice_key(reinterpret_cast<const char*>(alice.public_key.data()), 32);
     zap_thread zap(ctx, [&](const strs& r) -> strs {
         const bool ok = r.size() == 7 && r[5] == "CURVE" && r[6] == alice_key;
-        return {"1.0", r[1], ok ? "200" : "400", ok ? "OK" : "unknown key", ok ? "alice" : "",
+        return {"1.0",
+                r[1],
+                ok ? "200" : "400",
+                ok ? "OK" : "unknown key",
+                ok ? "alice" : "",
                 ok ? metadata("Team", "blue") : ""};
     });
     auto so = curve_server(server_keys);
@@ -155,8 +160,8 @@ TEST(zap_handler, curve_peers_accepted_and_refused_by_a_blocking_rep_on_another_
     const std::string where = pull.bind("tcp://127.0.0.1:*");
 
     link::context clients(1);
-    blocking_socket stranger(clients, socket_type::push, curve_client(link::curve_keypair::generate(),
-                                                                      server_keys.public_z85()));
+    blocking_socket stranger(clients, socket_type::push,
+                             curve_client(link::curve_keypair::generate(), server_keys.public_z85()));
     stranger.connect(where);
     ASSERT_TRUE(wait_event(pull, failed_with(link::link_errc::auth_failed, "400 unknown key")));
     // The refused client got ERROR "400" (libzmq's CURVE server answers INITIATE the same way).
@@ -213,8 +218,8 @@ TEST(zap_handler, plain_status_codes_as_libzmq_answers_them) {
 
     link::context clients(1);
     // 400 and 500: the server reports the code and sends ERROR with it; 300: closes silently.
-    for (const auto& [user, code] : std::vector<std::pair<std::string, std::string>>{
-             {"bad", "400"}, {"boom", "500"}, {"temp", "300"}}) {
+    for (const auto& [user, code] :
+         std::vector<std::pair<std::string, std::string>>{{"bad", "400"}, {"boom", "500"}, {"temp", "300"}}) {
         SCOPED_TRACE(user);
         blocking_socket c(clients, socket_type::push, plain_client(user, "pw"));
         c.connect(where);
@@ -258,7 +263,8 @@ TEST(zap_handler, no_handler_bound_accepts_curve_and_null_refuses_plain_as_libzm
     const std::string null_at = null_dom.bind("tcp://127.0.0.1:*");
 
     link::context clients(1);
-    blocking_socket c1(clients, socket_type::push, curve_client(link::curve_keypair::generate(), server_keys.public_z85()));
+    blocking_socket c1(clients, socket_type::push,
+                       curve_client(link::curve_keypair::generate(), server_keys.public_z85()));
     c1.connect(curve_at);
     ASSERT_FALSE(c1.send("c", std::chrono::seconds(5)));
     auto m = curve.recv(std::chrono::seconds(5));

@@ -124,8 +124,10 @@ public:
     std::error_code send(bytes_view bytes, duration timeout = forever);
     std::error_code send(std::string_view text, duration timeout = forever) { return send(as_bytes(text), timeout); }
 
-    /// The next message, or nullopt after `timeout` (0: only what is already there). The
-    /// socket's thread.
+    /// The next message, or nullopt after `timeout` (0: only what is already there). A message
+    /// from a tcp:// or ipc:// peer carries its connection's properties (message::properties():
+    /// Socket-Type, Identity, Peer-Address, ZAP's User-Id and metadata; see message.hpp), shared
+    /// with the connection's other messages. The socket's thread.
     std::optional<message> recv(duration timeout = forever);
 
     /// SUB/XSUB (a round trip to the shard, after the messages sent before it). The socket's

@@ -178,7 +178,14 @@ public:
     }
 
 private:
-    enum class state : std::uint8_t { expect_hello, expect_welcome, expect_initiate, expect_zap, expect_ready, finished };
+    enum class state : std::uint8_t {
+        expect_hello,
+        expect_welcome,
+        expect_initiate,
+        expect_zap,
+        expect_ready,
+        finished
+    };
 
     // Each direction's XSalsa20 subkey for MESSAGE boxes (see the top of the file).
     void derive_message_keys() {

@@ -92,7 +92,14 @@ public:
     }
 
 private:
-    enum class state : std::uint8_t { expect_hello, expect_zap, expect_welcome, expect_initiate, expect_ready, finished };
+    enum class state : std::uint8_t {
+        expect_hello,
+        expect_zap,
+        expect_welcome,
+        expect_initiate,
+        expect_ready,
+        finished
+    };
     static void append(std::vector<std::byte>& v, bytes_view b) { v.insert(v.end(), b.begin(), b.end()); }
     step fail(link_errc e, std::string d) {
         state_ = state::finished;

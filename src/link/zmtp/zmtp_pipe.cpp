@@ -291,9 +291,12 @@ public:
         resume(zap_reply{});
     }
 
+    // The handshake may have ended meanwhile (failed, timed out, or the peer went).
+    bool zap_pending_ended() const noexcept { return failed_ || phase_ != phase::handshake || !sess_->is_open(); }
+
     void zap_answered(const zap_reply& r) override {
         zap_id_ = 0;
-        if (failed_ || phase_ != phase::handshake) return;  // the handshake ended meanwhile
+        if (zap_pending_ended()) return;
         zap_ = r;
         zap_done_ = true;
         resume(r);
@@ -301,7 +304,7 @@ public:
 
     void zap_failed(std::error_code ec, std::string detail) override {
         zap_id_ = 0;
-        if (failed_ || phase_ != phase::handshake) return;
+        if (zap_pending_ended()) return;
         fail(ec, std::move(detail));
     }
 
