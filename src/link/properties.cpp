@@ -60,7 +60,7 @@ message_properties_ptr make_properties(const std::string& peer_address, const za
         for (auto& [n, v] : zap->metadata) add(n, v);
     }
     zmtp::for_each_property(announced, [&](std::string_view name, bytes_view value) { add(name, as_text(value)); });
-    return std::make_shared<const message_properties>(std::move(e));
+    return message_properties_ptr(new message_properties(std::move(e)));
 }
 
 }  // namespace detail

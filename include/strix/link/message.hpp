@@ -10,12 +10,14 @@
 // connection's handshake completes, and every message from that connection points at the same
 // immutable set: no allocation or copy per message.
 
+#include <strix/core/intrusive_ptr.hpp>
 #include <strix/core/shared_buffer.hpp>
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <initializer_list>
-#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,6 +25,9 @@
 #include <vector>
 
 namespace strix::link {
+namespace detail {
+class msg_pipe;
+}
 
 using bytes_view = std::span<const std::byte>;
 
@@ -45,6 +50,8 @@ public:
     using entry = std::pair<std::string, std::string>;
     message_properties() = default;
     explicit message_properties(std::vector<entry> entries) : entries_(std::move(entries)) {}
+    message_properties(const message_properties&) = delete;
+    message_properties& operator=(const message_properties&) = delete;
     /// The value of `name`, or nullptr. Names compare without regard to case (ZMTP's rule for
     /// property names); "Routing-Id" and "Identity" name the same property. The pointer lives as
     /// long as this set. Any thread.
@@ -53,9 +60,23 @@ public:
     const std::vector<entry>& entries() const noexcept { return entries_; }
 
 private:
+    // An atomic count (message_properties_ptr copies and releases are safe from any thread). The
+    // blocking API's pipe takes references in batches and hands one to each message it passes
+    // on, so a stream of messages costs one atomic operation each (its release), not two.
+    friend class detail::msg_pipe;
+    void add_references(std::uint64_t n) const noexcept { refs_.fetch_add(n, std::memory_order_relaxed); }
+    void drop_references(std::uint64_t n) const noexcept {
+        // acq_rel: the thread that frees must see every write made by the other holders.
+        if (refs_.fetch_sub(n, std::memory_order_acq_rel) == n) delete this;
+    }
+    friend void intrusive_add_ref(const message_properties* p) noexcept { p->add_references(1); }
+    friend void intrusive_release(const message_properties* p) noexcept { p->drop_references(1); }
+
     std::vector<entry> entries_;
+    mutable std::atomic<std::uint64_t> refs_{0};
 };
-using message_properties_ptr = std::shared_ptr<const message_properties>;
+/// A counted, shared reference to a connection's properties (any thread may copy or drop it).
+using message_properties_ptr = intrusive_ptr<const message_properties>;
 
 /// One part: a window into a shared buffer.
 class part {

@@ -330,7 +330,7 @@ std::optional<message> blocking_socket::recv(duration timeout) {
         }
     }
     message m = parts_to_message(parts);
-    m.set_properties(s.in.properties());
+    m.set_properties(s.in.take_properties());
     s.in.pop(parts);
     // Below half the bound again: let the shard read from its peers once more.
     if (s.in_paused.load(std::memory_order_acquire) && s.in.backlog_seen_by_consumer() <= s.in_cap / 2 &&
