@@ -10,6 +10,68 @@
 
 namespace strix::link {
 
+// This thread's reserve of references to one set (the one it took a reference to last).
+// Invariant: a set's count = the references its pointers hold + the references in reserves. A
+// reserve with none left owns nothing, so its `of` may name a set that is gone (it is then only
+// compared). Trivially destructible, so that releases from other thread-local destructors still
+// find it; reserve_guard hands its references back when the thread ends.
+struct properties_reserve {
+    const message_properties* of;
+    std::uint64_t refs;
+    bool gone;  // the thread is ending: count one by one
+    static constexpr std::uint64_t batch = 1024;
+
+    // The reserve turns to p: what it held of the previous set goes back to that set's count.
+    void turn_to(const message_properties* p) noexcept {
+        if (refs) of->drop(refs);
+        of = p;
+        refs = 0;
+    }
+};
+
+namespace {
+
+thread_local properties_reserve reserve{};
+
+struct reserve_guard {
+    ~reserve_guard() {
+        reserve.turn_to(nullptr);
+        reserve.gone = true;
+    }
+};
+
+}  // namespace
+
+void message_properties::drop(std::uint64_t n) const noexcept {
+    // acq_rel: the thread that frees must see every write made by the other holders.
+    if (refs_.fetch_sub(n, std::memory_order_acq_rel) == n) delete this;
+}
+
+void message_properties::take_reference() const noexcept {
+    properties_reserve& r = reserve;
+    if (r.gone) {
+        refs_.fetch_add(1, std::memory_order_relaxed);
+        return;
+    }
+    static thread_local reserve_guard guard;
+    (void)guard;
+    if (r.of != this) r.turn_to(this);
+    if (r.refs == 0) {
+        refs_.fetch_add(properties_reserve::batch, std::memory_order_relaxed);
+        r.refs = properties_reserve::batch;
+    }
+    --r.refs;
+}
+
+void message_properties::release() const noexcept {
+    properties_reserve& r = reserve;
+    if (r.of == this) {
+        ++r.refs;
+        return;
+    }
+    drop(1);
+}
+
 const std::string* message_properties::get(std::string_view name) const noexcept {
     for (auto& [n, v] : entries_)
         if (zmtp::iequals(n, name)) return &v;

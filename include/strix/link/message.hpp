@@ -28,6 +28,7 @@ namespace strix::link {
 namespace detail {
 class msg_pipe;
 }
+struct properties_reserve;
 
 using bytes_view = std::span<const std::byte>;
 
@@ -60,17 +61,20 @@ public:
     const std::vector<entry>& entries() const noexcept { return entries_; }
 
 private:
-    // An atomic count (message_properties_ptr copies and releases are safe from any thread). The
-    // blocking API's pipe takes references in batches and hands one to each message it passes
-    // on, so a stream of messages costs one atomic operation each (its release), not two.
+    // An atomic count: message_properties_ptr copies and releases are safe from any thread. A
+    // stream of received messages costs no atomic operation per message, though: each thread
+    // keeps a reserve of references to the set it used last (properties.cpp), from which the
+    // blocking API's pipe gives each message one (take_reference) and to which a message
+    // released on that thread returns it; the count moves in batches.
     friend class detail::msg_pipe;
-    void add_references(std::uint64_t n) const noexcept { refs_.fetch_add(n, std::memory_order_relaxed); }
-    void drop_references(std::uint64_t n) const noexcept {
-        // acq_rel: the thread that frees must see every write made by the other holders.
-        if (refs_.fetch_sub(n, std::memory_order_acq_rel) == n) delete this;
+    void take_reference() const noexcept;
+    void release() const noexcept;
+    void drop(std::uint64_t n) const noexcept;
+    friend void intrusive_add_ref(const message_properties* p) noexcept {
+        p->refs_.fetch_add(1, std::memory_order_relaxed);
     }
-    friend void intrusive_add_ref(const message_properties* p) noexcept { p->add_references(1); }
-    friend void intrusive_release(const message_properties* p) noexcept { p->drop_references(1); }
+    friend void intrusive_release(const message_properties* p) noexcept { p->release(); }
+    friend struct properties_reserve;
 
     std::vector<entry> entries_;
     mutable std::atomic<std::uint64_t> refs_{0};

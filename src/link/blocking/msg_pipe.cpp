@@ -27,7 +27,6 @@ msg_pipe::msg_pipe() : wchunk_(new chunk), rchunk_(wchunk_) {}
 msg_pipe::~msg_pipe() {
     std::vector<entry> left;
     while (front(left)) pop(left);
-    if (props_ && prepaid_) props_->drop_references(prepaid_);
     // Records put after the last end_message (none in practice) hold no reference: parts are
     // only referenced by put(part), and every message is ended before its sender returns.
     for (chunk* c = rchunk_; c;) {
@@ -102,12 +101,9 @@ void msg_pipe::put_empty() {
     std::memcpy(at, &h, sizeof h);
 }
 
-// The message front() returned changes the properties: the unused prepaid references to the old
-// ones go back, and the record's reference becomes the pipe's.
+// The message front() returned changes the properties: the record's reference becomes the pipe's.
 void msg_pipe::switch_properties() noexcept {
     if (!props_rec_) return;
-    if (props_ && prepaid_) props_->drop_references(prepaid_);  // props_ itself still holds one
-    prepaid_ = 0;
     props_ = std::move(*props_rec_);
     std::destroy_at(props_rec_);
     props_rec_ = nullptr;
@@ -116,12 +112,8 @@ void msg_pipe::switch_properties() noexcept {
 message_properties_ptr msg_pipe::take_properties() noexcept {
     switch_properties();
     if (!props_) return {};
-    if (prepaid_ == 0) {
-        props_->add_references(prepaid_batch);
-        prepaid_ = prepaid_batch;
-    }
-    --prepaid_;
-    return message_properties_ptr(props_.get(), false);  // adopts one prepaid reference
+    props_->take_reference();  // from this thread's reserve (message.hpp)
+    return message_properties_ptr(props_.get(), false);
 }
 
 bool msg_pipe::front(std::vector<entry>& out) {

@@ -19,7 +19,7 @@
 // message whose connection properties (message_properties) differ from the previous message's
 // starts with a record holding them; the consumer keeps the last ones it saw, so a stream from
 // one connection carries its properties once, not per message, and hands each message a
-// reference taken from a prepaid batch (take_properties: no atomic operation per message). The
+// reference from the thread's reserve (take_properties: no atomic operation per message). The
 // consumer hands each chunk it finished back through spare_, and the producer takes it from
 // there before allocating: a steady stream reuses the same few chunks.
 //
@@ -146,8 +146,6 @@ private:
     std::uint64_t tail_cache_ = 0;
     std::uint64_t popped_ = 0;
     message_properties_ptr props_;  // the properties of the messages popped last
-    std::uint64_t prepaid_ = 0;  // references to props_ counted and not yet handed out
-    static constexpr std::uint64_t prepaid_batch = 1024;
     message_properties_ptr* props_rec_ = nullptr;  // in the message front() returned, if it changes them
     chunk* pchunk_ = nullptr;  // where the message front() returned ends
     std::size_t poff_ = 0;

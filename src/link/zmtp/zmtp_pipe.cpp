@@ -170,32 +170,39 @@ public:
             on_message_frame(f);
             return;
         }
-        if (phase_ == phase::greeting) {
-            zmtp::greeting g;
-            if (auto ec = zmtp::parse_greeting(whole.first<zmtp::greeting_size>(), g)) {
-                fail(ec);
-                return;
-            }
-            const char* mine = mech_ ? mech_->name() : "NULL";
-            if (g.mechanism != mine) {
-                put(bytes_view(zmtp::error_frame("unsupported security mechanism " + g.mechanism)));
-                fail(link_errc::unsupported_mechanism, g.mechanism);
-                return;
-            }
-            v31_ = g.major > 3 || g.minor >= 1;
-            phase_ = phase::handshake;
-            sess_->set_framer(zmtp::frame_framer());
-            if (mech_) {
-                std::vector<std::byte> out;
-                mech_->start(out);
-                if (!out.empty()) put(bytes_view(out));
-                return;
-            }
-            // With a zap_domain, NULL asks ZAP first (once the peer's READY is here): READY waits.
-            if (!null_zap()) put_ready();
+        if (phase_ == phase::greeting)
+            on_greeting(whole);
+        else
+            on_handshake_frame(whole);
+    }
+
+    void on_greeting(std::span<const std::byte> whole) {
+        zmtp::greeting g;
+        if (auto ec = zmtp::parse_greeting(whole.first<zmtp::greeting_size>(), g)) {
+            fail(ec);
             return;
         }
-        // Handshake: READY (or ERROR) and nothing else.
+        const char* mine = mech_ ? mech_->name() : "NULL";
+        if (g.mechanism != mine) {
+            put(bytes_view(zmtp::error_frame("unsupported security mechanism " + g.mechanism)));
+            fail(link_errc::unsupported_mechanism, g.mechanism);
+            return;
+        }
+        v31_ = g.major > 3 || g.minor >= 1;
+        phase_ = phase::handshake;
+        sess_->set_framer(zmtp::frame_framer());
+        if (mech_) {
+            std::vector<std::byte> out;
+            mech_->start(out);
+            if (!out.empty()) put(bytes_view(out));
+            return;
+        }
+        // With a zap_domain, NULL asks ZAP first (once the peer's READY is here): READY waits.
+        if (!null_zap()) put_ready();
+    }
+
+    // Handshake: READY (or ERROR), or the mechanism's commands, and nothing else.
+    void on_handshake_frame(std::span<const std::byte> whole) {
         const zmtp::frame f = zmtp::split(whole);
         zmtp::command cmd;
         if (f.command() && mech_ && libzmq_plain_error(f.body)) {
