@@ -13,6 +13,7 @@
 
 #include <map>
 #include <mutex>
+#include <thread>
 
 namespace {
 
@@ -181,6 +182,37 @@ TEST(message_properties, libzmq_peer_announces_its_own_and_a_view_copy_keeps_the
     EXPECT_EQ(kept[0].text(), "z");
     EXPECT_EQ(prop(kept.properties(), "Socket-Type"), "PUSH");
     EXPECT_EQ(prop(kept.properties(), "Peer-Address"), "127.0.0.1");
+}
+
+TEST(message_properties, outlive_their_socket_and_context_and_travel_between_threads) {
+    // Messages received on one thread and dropped on others, after the socket, the context and
+    // the receiving thread are gone: the set stays readable while a message holds it (and the
+    // sanitizer build's leak check sees it freed once the last goes).
+    std::vector<link::message> kept;
+    std::thread receiver([&] {
+        link::context ctx(1);
+        blocking_socket pull(ctx, socket_type::pull, named(""));
+        const std::string where = pull.bind("tcp://127.0.0.1:*");
+        link::context other(1);
+        blocking_socket push(other, socket_type::push, named(""));
+        push.connect(where);
+        for (int n = 0; n < 3000; ++n) ASSERT_FALSE(push.send("m", std::chrono::seconds(5)));
+        for (int n = 0; n < 3000; ++n) {
+            auto m = pull.recv(std::chrono::seconds(5));
+            ASSERT_TRUE(m);
+            if (n % 2) kept.push_back(std::move(*m));  // the rest go here, on this thread
+        }
+    });
+    receiver.join();
+    ASSERT_EQ(kept.size(), 1500u);
+    const link::message_properties* set = kept.front().properties().get();
+    for (auto& m : kept) ASSERT_EQ(m.properties().get(), set);  // one set, shared
+    std::thread dropper([&] { kept.resize(500); });
+    dropper.join();
+    EXPECT_EQ(prop(kept.back().properties(), "Socket-Type"), "PUSH");
+    auto copy = kept.back().properties();
+    kept.clear();
+    EXPECT_EQ(prop(copy, "Peer-Address"), "127.0.0.1");
 }
 
 }  // namespace
