@@ -10,33 +10,29 @@
 
 namespace strix::link {
 
-// This thread's reserve of references to one set (the one it took a reference to last).
-// Invariant: a set's count = the references its pointers hold + the references in reserves. A
-// reserve with none left owns nothing, so its `of` may name a set that is gone (it is then only
-// compared). Trivially destructible, so that releases from other thread-local destructors still
-// find it; reserve_guard hands its references back when the thread ends.
-struct properties_reserve {
-    const message_properties* of;
-    std::uint64_t refs;
-    bool gone;  // the thread is ending: count one by one
+// Each thread's reserve (detail::properties_tls) holds references to one set: the one it took a
+// reference to last. Invariant: a set's count = the references its pointers hold + the
+// references in reserves. A reserve with none left owns nothing, so its `of` may name a set that
+// is gone (it is then only compared). The reserve is trivially destructible, so that releases
+// from other thread-local destructors still find it; reserve_guard hands its references back
+// when the thread ends.
+struct reserve_access {
     static constexpr std::uint64_t batch = 1024;
 
     // The reserve turns to p: what it held of the previous set goes back to that set's count.
-    void turn_to(const message_properties* p) noexcept {
-        if (refs) of->drop(refs);
-        of = p;
-        refs = 0;
+    static void turn_to(detail::properties_reserve& r, const message_properties* p) noexcept {
+        if (r.refs) r.of->drop(r.refs);
+        r.of = p;
+        r.refs = 0;
     }
 };
 
 namespace {
 
-thread_local properties_reserve reserve{};
-
 struct reserve_guard {
     ~reserve_guard() {
-        reserve.turn_to(nullptr);
-        reserve.gone = true;
+        reserve_access::turn_to(detail::properties_tls, nullptr);
+        detail::properties_tls.gone = true;
     }
 };
 
@@ -47,29 +43,17 @@ void message_properties::drop(std::uint64_t n) const noexcept {
     if (refs_.fetch_sub(n, std::memory_order_acq_rel) == n) delete this;
 }
 
-void message_properties::take_reference() const noexcept {
-    properties_reserve& r = reserve;
+void message_properties::take_reference_slow() const noexcept {
+    detail::properties_reserve& r = detail::properties_tls;
     if (r.gone) {
         refs_.fetch_add(1, std::memory_order_relaxed);
         return;
     }
     static thread_local reserve_guard guard;
     (void)guard;
-    if (r.of != this) r.turn_to(this);
-    if (r.refs == 0) {
-        refs_.fetch_add(properties_reserve::batch, std::memory_order_relaxed);
-        r.refs = properties_reserve::batch;
-    }
-    --r.refs;
-}
-
-void message_properties::release() const noexcept {
-    properties_reserve& r = reserve;
-    if (r.of == this) {
-        ++r.refs;
-        return;
-    }
-    drop(1);
+    if (r.of != this) reserve_access::turn_to(r, this);
+    refs_.fetch_add(reserve_access::batch, std::memory_order_relaxed);
+    r.refs = reserve_access::batch - 1;  // and one for the caller
 }
 
 const std::string* message_properties::get(std::string_view name) const noexcept {

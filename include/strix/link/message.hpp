@@ -25,10 +25,18 @@
 #include <vector>
 
 namespace strix::link {
+class message_properties;
 namespace detail {
 class msg_pipe;
-}
-struct properties_reserve;
+
+/// A thread's reserve of references to one message_properties set (src/link/properties.cpp).
+struct properties_reserve {
+    const message_properties* of = nullptr;
+    std::uint64_t refs = 0;
+    bool gone = false;  // the thread is ending: count one by one
+};
+inline thread_local properties_reserve properties_tls;
+}  // namespace detail
 
 using bytes_view = std::span<const std::byte>;
 
@@ -67,14 +75,28 @@ private:
     // blocking API's pipe gives each message one (take_reference) and to which a message
     // released on that thread returns it; the count moves in batches.
     friend class detail::msg_pipe;
-    void take_reference() const noexcept;
-    void release() const noexcept;
+    friend struct reserve_access;
+    void take_reference() const noexcept {
+        detail::properties_reserve& r = detail::properties_tls;
+        if (r.of == this && r.refs) {
+            --r.refs;
+            return;
+        }
+        take_reference_slow();
+    }
+    void take_reference_slow() const noexcept;
     void drop(std::uint64_t n) const noexcept;
     friend void intrusive_add_ref(const message_properties* p) noexcept {
         p->refs_.fetch_add(1, std::memory_order_relaxed);
     }
-    friend void intrusive_release(const message_properties* p) noexcept { p->release(); }
-    friend struct properties_reserve;
+    friend void intrusive_release(const message_properties* p) noexcept {
+        detail::properties_reserve& r = detail::properties_tls;
+        if (r.of == p) {
+            ++r.refs;
+            return;
+        }
+        p->drop(1);
+    }
 
     std::vector<entry> entries_;
     mutable std::atomic<std::uint64_t> refs_{0};

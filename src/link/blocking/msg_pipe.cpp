@@ -103,22 +103,13 @@ void msg_pipe::put_empty() {
 
 // The message front() returned changes the properties: the record's reference becomes the pipe's.
 void msg_pipe::switch_properties() noexcept {
-    if (!props_rec_) return;
     props_ = std::move(*props_rec_);
     std::destroy_at(props_rec_);
     props_rec_ = nullptr;
 }
 
-message_properties_ptr msg_pipe::take_properties() noexcept {
-    switch_properties();
-    if (!props_) return {};
-    props_->take_reference();  // from this thread's reserve (message.hpp)
-    return message_properties_ptr(props_.get(), false);
-}
-
 bool msg_pipe::front(std::vector<entry>& out) {
     out.clear();
-    props_rec_ = nullptr;
     if (empty()) return false;
     // A message is published whole: once its first record is below the tail, all of them are.
     chunk* c = rchunk_;
@@ -162,7 +153,7 @@ void msg_pipe::pop(std::vector<entry>& parts) noexcept {
     for (auto& e : parts)
         if (e.ref) std::destroy_at(e.ref);
     parts.clear();
-    switch_properties();
+    if (props_rec_) switch_properties();
     while (rchunk_ != pchunk_) {
         chunk* n = rchunk_->next;
         give_chunk(rchunk_);

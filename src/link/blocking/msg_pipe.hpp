@@ -100,7 +100,12 @@ public:
     void pop(std::vector<entry>& parts) noexcept;
     /// A reference to the properties of the message front() returned (null: none), for the
     /// message built from it. Between front() and pop().
-    message_properties_ptr take_properties() noexcept;
+    message_properties_ptr take_properties() noexcept {
+        if (props_rec_) switch_properties();
+        if (!props_) return {};
+        props_->take_reference();  // from this thread's reserve (message.hpp)
+        return message_properties_ptr(props_.get(), false);
+    }
     /// Nothing published beyond what was popped.
     bool empty() noexcept {
         if (rpos_ != tail_cache_) return false;
@@ -145,8 +150,6 @@ private:
     std::uint64_t rpos_ = 0;
     std::uint64_t tail_cache_ = 0;
     std::uint64_t popped_ = 0;
-    message_properties_ptr props_;  // the properties of the messages popped last
-    message_properties_ptr* props_rec_ = nullptr;  // in the message front() returned, if it changes them
     chunk* pchunk_ = nullptr;  // where the message front() returned ends
     std::size_t poff_ = 0;
     std::uint64_t ppos_ = 0;
@@ -156,6 +159,10 @@ private:
     // as the writer takes, so neither side goes to malloc in a steady stream.
     static constexpr int spares = 4;
     std::atomic<chunk*> spare_[spares] = {};
+    // Consumer-only, read per message only when a connection's messages carry properties (a line
+    // of their own: the consumer's line above is full, and the one before holds shared counters).
+    alignas(64) message_properties_ptr props_;  // the properties of the messages popped last
+    message_properties_ptr* props_rec_ = nullptr;  // in the message front() returned, if it changes them
 };
 
 }  // namespace strix::link::detail
