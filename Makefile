@@ -7,6 +7,8 @@
 #               node, then Redis and a node killed mid-run, into build/bench/cluster.md (CLUSTER_RUNS,
 #               CLUSTER_DURATION: scripts/bench-cluster.sh)
 #   make bench-link  strix::link against libzmq (the ServerLink porting log's tables) into build/bench/link.md
+#   make bench-zmq   strix's libzmq.so.5 against Debian's libzmq: libzmq's own perf programs and pyzmq built
+#               against each, side by side, into build/bench/zmq.md (ZMQ_RUNS and more: scripts/bench-zmq.sh)
 #   make bench-echo-tls  the echo shoot-out's TLS section alone (make bench-echo runs it too) into build/bench/echo-tls.md
 #   make bench-echo-ws   its WebSocket section alone (make bench-echo runs it too) into build/bench/echo-ws.md
 #   make soak   an hour of the Chat server portfolio's chat load (SOAK_DURATION=600: ten minutes): latency
@@ -26,7 +28,7 @@ CMAKE_FLAGS += -DCMAKE_BUILD_TYPE=Release
 endif
 CTEST_ARGS ?=
 
-.PHONY: format format-check all deps configure build test bench bench-components bench-scaling bench-echo bench-echo-tls bench-echo-ws bench-chat bench-link bench-cluster-hop bench-cluster fuzz run clean soak
+.PHONY: format format-check all deps configure build test bench bench-components bench-scaling bench-echo bench-echo-tls bench-echo-ws bench-chat bench-link bench-zmq bench-cluster-hop bench-cluster fuzz run clean soak
 
 all: build
 
@@ -42,7 +44,7 @@ build: configure
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
-bench: bench-components bench-scaling bench-echo bench-chat bench-link
+bench: bench-components bench-scaling bench-echo bench-chat bench-link bench-zmq
 
 bench-components: build
 	@scripts/bench-components.sh $(BUILD_DIR)
@@ -80,6 +82,9 @@ bench-echo-ws: build
 
 bench-link: build
 	@scripts/bench-link.sh $(BUILD_DIR)
+
+bench-zmq: build
+	@scripts/bench-zmq.sh $(BUILD_DIR)
 
 # Its own clang build (fuzz/ is a separate CMake project); report in build-fuzz/fuzz-report.md.
 FUZZ_SECONDS ?= 60

@@ -39,6 +39,11 @@ function(strix_module name)
   # per echoed message at depth 1). A project linking strix into a shared library sets
   # CMAKE_POSITION_INDEPENDENT_CODE, and gets -fno-semantic-interposition with it.
   set_target_properties(strix_${name} PROPERTIES EXPORT_NAME ${name})
+  # Sanitizer and fuzz builds measure nothing: their modules are position-independent, so strix's
+  # libzmq.so.5 (src/zmq) links them as they are instead of compiling the engine a second time.
+  if(STRIX_SANITIZE OR STRIX_PIC_MODULES)
+    set_target_properties(strix_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  endif()
   if(CMAKE_POSITION_INDEPENDENT_CODE)
     target_compile_options(strix_${name} PRIVATE -fno-semantic-interposition)
   endif()

@@ -2,7 +2,8 @@
 // tests/unit/codec and docs/wire_format.md, the framer cases of tests/net/framer_test.cpp, the
 // ZMTP conversations of tests/link/zmtp_wire_test.cpp and garbage_test.cpp, the chat requests of
 // tests/chat (and the server's replies), the config files of tests/chat/server_cli_test.cpp and
-// the HTTP requests of tests/chat/metrics_endpoint_test.cpp. Each seed carries the parameter
+// the HTTP requests of tests/chat/metrics_endpoint_test.cpp, and a few call sequences of libzmq's
+// C API. Each seed carries the parameter
 // bytes its target reads first (see the target's header comment).
 //
 //   cmake --build build-fuzz --target strix_fuzz_seeds && build-fuzz/strix_fuzz_seeds fuzz/corpus
@@ -309,6 +310,35 @@ void ws_seeds() {
     seed("ws", "head_too_big", le16(64) + u8(12) + of("GET / HTTP/1.1\r\nX-Junk: " + std::string(80, 'x')));
 }
 
+void zmq_api_seeds() {
+    // Operations [op u8][arguments]: op & 3 picks msg_* (0), send (1), recv (2), options (3); the
+    // rest of op the call (zmq_api_fuzz.cpp). Every msg_* call names two slots first.
+    const bytes init_size_0 = u8(1 << 2) + u8(0) + u8(1) + le16(100) + u8('x');
+    const bytes init_1 = u8(0) + u8(1) + u8(0);
+    seed("zmq_api", "msg_lifecycle",
+         init_size_0 + init_1 + u8(3 << 2) + u8(1) + u8(0) +  // copy 0 -> 1
+             u8(4 << 2) + u8(2) + u8(1) +                      // move 1 -> 2 (2 never initialised)
+             u8(5 << 2) + u8(0) + u8(0) + u8(5 << 2) + u8(0) + u8(0) +  // close 0 twice
+             u8(6 << 2) + u8(1) + u8(0) + u8(0) + u8(0) +               // properties of 1
+             u8(7 << 2) + u8(1) + u8(0) + u8(7 << 2) + u8(0) + u8(0) +  // data and size of 1 and 0
+             u8(2 << 2) + u8(3) + u8(0) + le16(5) + of("hello"));     // init_data 3
+    // zmq_send with SNDMORE then an empty last part, a constant, a vector; received with zmq_recv,
+    // zmq_msg_recv and zmq_recviov; a poll.
+    seed("zmq_api", "pair_multipart",
+         u8(1) + u8(0) + u8(1) + le16(3) + of("abc") + u8(1) + u8(0) + u8(0) + le16(0) +  // a -> b: [abc, ""]
+             u8(2) + u8(0) + le16(16) + u8(2) + u8(0) + le16(0) +                       // b: zmq_recv twice
+             u8((1 << 2) | 1) + u8(1) + u8(0) + u8(10) +                                // b -> a: a constant
+             init_1 + u8((1 << 2) | 2) + u8(1) + u8(1) +                                // a: zmq_msg_recv
+             u8((3 << 2) | 1) + u8(0) + u8(1) + u8(2) + u8(2) + of("p0") + u8(0) + u8(3) + of("p2x") +
+             u8((2 << 2) | 2) + u8(0) + u8(4) +  // b: zmq_recviov
+             u8((2 << 2) | 1) + u8(0) + u8(0) + u8(1) + u8((3 << 2) | 2) + u8(0));
+    // A ROUTER's routing id set and read back, a SUB's subscription, ints on the pair.
+    seed("zmq_api", "options",
+         u8(3) + u8(0) + u8(6) + u8(5) + le16(3) + of("abc") + u8((2 << 2) | 3) + u8(0) + u8(5) + le16(32) + u8(3) +
+             u8(1) + u8(2) + u8(6) + le16(1) + of("A") + u8(3) + u8(2) + u8(8) + u8(17) + le16(4) + le32(250) +
+             u8((2 << 2) | 3) + u8(2) + u8(17) + le16(4) + u8((3 << 2) | 3) + u8(3) + le16(5) + u8(0));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -324,6 +354,7 @@ int main(int argc, char** argv) {
     chat_config_seeds();
     metrics_http_seeds();
     ws_seeds();
+    zmq_api_seeds();
     std::printf("strix fuzz: wrote %d seeds under %s\n", written, root.c_str());
     return 0;
 }

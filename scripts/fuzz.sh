@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-"frame_decoder framers zmtp chat_request chat_config metrics_http tls_stream curve ws"}
+targets=${FUZZ_TARGETS:-"frame_decoder framers zmtp chat_request chat_config metrics_http tls_stream curve ws zmq_api"}
 cxx=${FUZZ_CXX:-clang++-16}
 cc=${FUZZ_CC:-clang-16}
 out=build-fuzz
@@ -57,6 +57,7 @@ declare -A under_test=(
   [metrics_http]='http_head::cut|http_response_for|namespace\)::response\('
   [tls_stream]='/src/net/tls/'
   [curve]='/src/link/security/curve\.cpp|/src/link/security/mechanism\.cpp'
+  [zmq_api]='/src/zmq/'
 )
 
 failed=()

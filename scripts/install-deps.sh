@@ -15,11 +15,15 @@ packages=(
   libcli11-dev nlohmann-json3-dev
   libssl-dev openssl          # TLS in strix::net and strix-echo-bench --tls (OpenSSL 3); openssl writes the bench certificates
   libzmq3-dev                 # strix::link interop tests and the libzmq baseline only
+  catch2                      # cppzmq's unit tests (Catch2 v2, as cppzmq 4.10 wants), built against strix's libzmq.so.5 and libzmq
   redis-server libhiredis-dev # chat cluster mode: the backplane (tests start their own on a free port); hiredis's RESP reader
   chromium-headless-shell     # the web chat page's browser test (driven through Playwright, fetched by its build step)
   nodejs                      # (with npm) the web chat page's build: flatc --ts output bundled by esbuild (scripts/build-web.sh; npm packages pinned in apps/chat/web/package-lock.json)
   python3-websockets python3-venv  # WebSocket protocol tests; venvs for PyPI tools (Autobahn case runner, Playwright)
+  python3-dev                 # pyzmq built from its sdist (Python.h) against libzmq and strix's libzmq.so.5 (scripts/pyzmq-venv.sh)
+  python3-zmq                 # Debian's pyzmq, built against the system's libzmq.so.5: the unchanged binary run on strix's
   gnuplot-nox                 # echo.png and other plots written by make bench
+  curl iproute2               # make bench-zmq: fetches libzmq's source package (its perf programs); ss sees a receiver listen
   clang-16 libclang-rt-16-dev llvm-16   # make fuzz only: libFuzzer + sanitizers, llvm-symbolizer (fuzz/)
   clang-format-16             # make format only: .clang-format
 )

@@ -138,6 +138,36 @@ if link and re.search(r"(?m)^## Blocking API", link):
                      + "\n".join(targets) + "\n")
 else:
     keep(BLOCKING)
+# strix's libzmq.so.5 against Debian's libzmq (make bench-zmq). A report whose two families loaded
+# the same library (the method check) or that has no strix library keeps the README's subsection.
+ZMQ = "### strix's libzmq.so.5 vs libzmq (libzmq's own perf programs, unchanged, built against each)"
+zmq = read("zmq.md")
+zmq_targets = section(zmq, r"^## Summary: targets$") if zmq else ""
+if zmq and "**Method check:**" not in zmq and re.search(r"(?m)^\| .* \| [0-9.]+x \| (>=|<=) ", zmq_targets):
+    written = re.search(r"Written by `scripts/bench-zmq\.sh` on ([^,]*), commit `([^`]*)`", zmq)
+    command = re.search(r"Command: `([^`]*)`", zmq)
+    runs = re.search(r"\((\d+) per family and configuration\)", zmq)
+    load = re.search(r"load average when the run started: (.*)", zmq)
+    parts.append("\n" + ZMQ + "\n")
+    parts.append("`make bench-zmq`" + (f" (`{command.group(1)}`)" if command else "")
+                 + ": libzmq 4.3.4's perf programs and a pyzmq PUSH/PULL script, each built against Debian's "
+                 "libzmq and against strix's libzmq.so.5, interleaved"
+                 + (f", medians of {runs.group(1)} runs" if runs else "")
+                 + (f", {written.group(1)}, commit `{written.group(2)}`" if written else "")
+                 + (f", load average {load.group(1)}" if load else "")
+                 + ("; receiver and sender on the same 2 vCPUs, pinned to one each (taskset)"
+                    if "Placement (PIN=1" in zmq else "; receiver and sender on the same 2 vCPUs, not pinned")
+                 + ". p50 comes from our REQ client built "
+                 "both ways (the perf programs print only a mean). Throughput, latency, p99, the cross-library "
+                 "pairs and libzmq measured against itself are in build/bench/zmq.md:\n")
+    parts.append(zmq_targets + "\n")
+    check = [l for l in section(zmq, r"^## Method check: libzmq against itself$").splitlines() if l.startswith("| ")][1:]
+    ratios = [l.rstrip(" |").rsplit("| ", 1)[-1] for l in check]
+    if ratios:
+        parts.append("Method check, libzmq against itself in the same run (again/libzmq): " + ", ".join(
+            f"{l.split('|')[1].strip()} {r}" for l, r in zip(check, ratios)) + ".\n")
+else:
+    keep(ZMQ)
 scal = read("scaling.md")
 if scal:
     cmd = re.search(r"Command: `([^`]*)`", scal)

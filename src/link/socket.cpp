@@ -26,6 +26,7 @@ socket_core::socket_core(shard& sh, socket_type t, socket_options o)
 }
 
 socket_core::~socket_core() {
+    *alive_ = false;
     closing = true;
     if (exit_hook_) owner.remove_hook(exit_hook_);
     if (linger_timer_.armed()) owner.timers().cancel(linger_timer_);
@@ -91,6 +92,52 @@ transport_state& socket_core::transport_for(std::string_view address) {
 std::string socket_core::bind(std::string_view address) { return transport_for(address).bind(address); }
 
 void socket_core::connect(std::string_view address) { transport_for(address).connect(address); }
+
+// A transport the socket never used is asked too: it checks the address (invalid_argument) and
+// knows nothing there (no_such_file_or_directory).
+void socket_core::unbind(std::string_view address) {
+    transport_for(address).unbind(address);
+    prune_later();  // what the unbind left goes once unused
+}
+
+void socket_core::disconnect(std::string_view address) {
+    transport_for(address).disconnect(address);
+    prune_later();
+}
+
+void socket_core::set_options(socket_options o) {
+    check_security(o.security);
+    opts = std::move(o);
+    snapshot_.reset();
+    for (auto& t : transports_) t.state->options_changed();
+}
+
+std::shared_ptr<const socket_options> socket_core::options_snapshot() {
+    if (!snapshot_) snapshot_ = std::make_shared<const socket_options>(opts);
+    return snapshot_;
+}
+
+void socket_core::peer_closed() {
+    if (lingering_)
+        linger_check();
+    else
+        prune_later();
+}
+
+void socket_core::prune_later() {
+    if (prune_pending_ || closing) return;
+    prune_pending_ = true;
+    // After the turn: the sessions closed in it are released by then, and nothing that
+    // called us still refers to their group.
+    owner.post_after_turn([this, alive = alive_] {
+        if (!*alive) return;
+        prune_pending_ = false;
+        if (closing) return;  // close() ended everything already
+        bool again = false;
+        for (auto& t : transports_) again |= t.state->prune();
+        if (again) prune_later();
+    });
+}
 
 std::error_code socket_core::send_part(bytes_view part, bool more) {
     if (closing) return link_errc::closed;
@@ -165,7 +212,7 @@ void socket_core::pipe_writable(pipe& p) {
 }
 
 zap_client& socket_core::zap() {
-    if (!zap_) zap_ = std::make_unique<zap_client>(owner, opts.routing_id);
+    if (!zap_) zap_ = std::make_unique<zap_client>(owner);
     return *zap_;
 }
 
@@ -214,6 +261,21 @@ std::string socket::bind(std::string_view address) {
 void socket::connect(std::string_view address) {
     STRIX_ASSERT_OWNER(core_->owner, "link::socket::connect");
     core_->connect(address);
+}
+
+void socket::unbind(std::string_view endpoint) {
+    STRIX_ASSERT_OWNER(core_->owner, "link::socket::unbind");
+    core_->unbind(endpoint);
+}
+
+void socket::disconnect(std::string_view endpoint) {
+    STRIX_ASSERT_OWNER(core_->owner, "link::socket::disconnect");
+    core_->disconnect(endpoint);
+}
+
+void socket::set_options(const socket_options& o) {
+    STRIX_ASSERT_OWNER(core_->owner, "link::socket::set_options");
+    core_->set_options(o);
 }
 
 std::error_code socket::send(bytes_view part, bool more) {

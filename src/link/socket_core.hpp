@@ -46,6 +46,14 @@ public:
     /// Through the transport table: the row for address's scheme, its state made at first use.
     std::string bind(std::string_view address);
     void connect(std::string_view address);
+    void unbind(std::string_view address);
+    void disconnect(std::string_view address);
+    /// socket::set_options: checks o (a malformed key throws, nothing changed), replaces opts and
+    /// tells the transports.
+    void set_options(socket_options o);
+    /// The options as they are now, shared by the binds and connects made until they change
+    /// (their connections keep them: libzmq's listeners and sessions keep a copy).
+    std::shared_ptr<const socket_options> options_snapshot();
     std::error_code send_part(bytes_view part, bool more);
     std::error_code send_parts(std::span<const bytes_view> parts, const part* source = nullptr);
 
@@ -61,14 +69,13 @@ public:
     std::uint64_t next_pipe_id() noexcept { return ++pipe_ids_; }
     /// The link to a ZAP handler socket (security/zap_client.hpp), made at first use.
     zap_client& zap();
-    /// A transport's peer closed: a lingering core goes once no transport flushes any more.
-    void peer_closed() {
-        if (lingering_) linger_check();
-    }
+    /// A transport's peer closed: a lingering core goes once no transport flushes any more;
+    /// else the transports prune what unbind and disconnect left, after the turn.
+    void peer_closed();
 
     shard& owner;
     const socket_type type;
-    const socket_options opts;
+    socket_options opts;  // set_options replaces them (on the shard)
     socket_stats stats;
     std::unique_ptr<pattern> pat;
     std::function<void(message_view)> on_message;
@@ -88,6 +95,7 @@ private:
     std::size_t flushing() const noexcept;
     void abort_transports();
     void linger_check();
+    void prune_later();
 
     std::function<void()> linger_done_;  // close()'s `done`
     timer_node linger_timer_;
@@ -101,6 +109,9 @@ private:
     std::unique_ptr<zap_client> zap_;  // after transports_: the pipes waiting on it go first
     bool want_writable_ = false;
     bool notifying_ = false;
+    bool prune_pending_ = false;
+    std::shared_ptr<const socket_options> snapshot_;  // options_snapshot(), until opts change
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for tasks that run after the turn
 };
 
 /// What the rest of strix::link reaches inside a socket (the blocking API's bridge).

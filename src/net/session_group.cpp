@@ -183,10 +183,15 @@ detail::tls_gate& session_group::tls_gate() { return impl_->tls_gate; }
 
 void session_group::forget(connection& c) noexcept { impl_->connections.erase(c.id_); }
 
-void session_group::close_all(std::error_code reason) {
-    STRIX_ASSERT_OWNER(owner_, "session_group::close_all");
+void session_group::stop_listening() {
+    STRIX_ASSERT_OWNER(owner_, "session_group::stop_listening");
     for (auto& l : impl_->listeners) l->close();
     impl_->listeners.clear();
+}
+
+void session_group::close_all(std::error_code reason) {
+    STRIX_ASSERT_OWNER(owner_, "session_group::close_all");
+    stop_listening();
     // Copies: closing erases from the maps.
     std::vector<connection_ptr> conns;
     for (auto& [id, c] : impl_->connections) conns.push_back(c);

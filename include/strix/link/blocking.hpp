@@ -49,10 +49,13 @@
 #include <strix/link/socket.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <cerrno>
 
 namespace strix {
 class engine;
@@ -113,6 +116,18 @@ public:
     /// trip to the shard). The socket's thread.
     std::string bind(std::string_view address);
     void connect(std::string_view address);
+    /// See socket::unbind / socket::disconnect (ENOENT and malformed addresses are thrown here,
+    /// on the calling thread): a round trip to the shard, after the messages sent before. The
+    /// socket's thread.
+    void unbind(std::string_view address);
+    void disconnect(std::string_view address);
+
+    /// See socket::set_options; the blocking API's own state follows too: send() waits at the
+    /// new sndhwm, the incoming pipe holds up to the new rcvhwm, and conflate, immediate and
+    /// router_mandatory apply to the next send and recv. A round trip to the shard, after the
+    /// messages sent before (a message still waiting for room goes out under the new options).
+    /// Throws std::invalid_argument (a malformed key) changing nothing. The socket's thread.
+    void set_options(const socket_options& o);
 
     /// Queues a message for the socket's peers and returns. Waits only while sndhwm messages
     /// are queued (none while sndhwm is 0), up to `timeout` (then would_block); type errors
@@ -154,6 +169,44 @@ public:
     /// The socket's type. Any thread.
     socket_type type() const noexcept { return type_; }
 
+    // --- for event loops and the C API (libzmq's zmq.h is built on these) ---------------------
+
+    /// Receives the next message part by part without building a message: sink(user, bytes,
+    /// ref, more) for each part (bytes valid during the call; ref, for a part passed by
+    /// reference, may be moved out). False after `timeout`, as recv(). The socket's thread.
+    using part_sink = void (*)(void* user, bytes_view bytes, part* ref, bool more);
+    bool recv_into(part_sink sink, void* user, duration timeout = forever);
+    /// After recv_into(): the properties of the message it passed on (what zmq_msg_gets reads;
+    /// see message_properties), handed over: null when it had none (inproc peers) or when they
+    /// were taken already. recv() puts them in the message instead. The socket's thread.
+    message_properties_ptr received_properties() noexcept { return std::move(recv_props_); }
+
+    /// A file descriptor that turns readable when the socket may have become readable or
+    /// writable, or had a monitor event since the last clear_notify() (libzmq's ZMQ_FD, edge
+    /// triggered: look with readable()/writable() until they say no before waiting on it again).
+    /// Made on the first call; closed with the socket. The socket's thread.
+    int notify_fd();
+    /// Rearms notify_fd; call it before looking at the socket's state (ZMQ_EVENTS does). The
+    /// socket's thread.
+    void clear_notify() noexcept;
+
+    /// Makes the socket's waits (send, recv, poll, wait_for_*, next_event), current and later,
+    /// return as if their timeout had passed; for a context being terminated (zmq_ctx_term's
+    /// ETERM). Any thread.
+    void interrupt() noexcept;
+    /// Whether interrupt() was called. Any thread.
+    bool interrupted() const noexcept;
+
+    /// Calls f on the socket's shard for every monitor event from now on (an empty f: stop), as
+    /// well as queueing it for next_event; for a monitor that must forward events while the
+    /// application's thread is busy elsewhere. The socket's thread.
+    void on_shard_event(std::function<void(const socket_event&)> f);
+    /// Peers that completed the handshake, as of the shard's last turn that changed anything
+    /// (no round trip; wait_for_peers asks the shard). Any thread.
+    std::size_t peers_seen() const noexcept;
+    /// The index of the shard the socket lives on (for work that must run beside it). Any thread.
+    unsigned shard_index() const noexcept { return shard_; }
+
 private:
     friend struct detail::poll_access;
     template <class F>
@@ -167,6 +220,8 @@ private:
     detail::msg_pipe* direct_out() noexcept;
     detail::msg_pipe* next_in() noexcept;
     void sent_direct() noexcept;
+    template <class Take>
+    bool recv_with(duration timeout, Take&& take);
 
     context& ctx_;
     unsigned shard_;
@@ -186,6 +241,7 @@ private:
     bool offered_ = false;         // REP: bound an inproc name that REQs may link to
     bool prefer_direct_ = false;   // REP: which of its two inputs recv looks at first (fairness)
     std::uint64_t direct_out_ = 0, direct_in_ = 0;  // messages through the link (for stats)
+    message_properties_ptr recv_props_;  // the last received message's, until taken
     std::shared_ptr<detail::blocking_shared> st_;
     detail::blocking_bridge* bridge_;  // lives on shard_ until it finished closing
 };

@@ -34,7 +34,8 @@ struct poll_item {
 };
 
 /// Sets every item's revents and returns how many items have any, waiting up to `timeout` for
-/// at least one (negative: no limit; 0: look once). At most 128 items. The sockets' thread.
+/// at least one (negative: no limit; 0: look once); an interrupted socket
+/// (blocking_socket::interrupt) ends the wait early. At most 128 items. The sockets' thread.
 std::size_t poll(std::span<poll_item> items, std::chrono::milliseconds timeout);
 
 /// Whether a recv(0ms) would return a message now. The socket's thread.

@@ -45,8 +45,8 @@ struct proxy_stats {
 };
 
 /// Forwards between frontend and backend until a TERMINATE arrives on control (forever when
-/// there is no control socket). capture and control may be nullptr. Returns the counters. The
-/// sockets' thread.
+/// there is no control socket) or one of the sockets is interrupted (blocking_socket::interrupt). capture and control
+/// may be nullptr. Returns the counters. The sockets' thread.
 proxy_stats proxy(blocking_socket& frontend, blocking_socket& backend, blocking_socket* capture = nullptr,
                   blocking_socket* control = nullptr);
 

@@ -177,6 +177,33 @@ public:
     /// bound later (the connection completes then).
     void connect(std::string_view address);
 
+    /// zmq_unbind: stops listening at `endpoint`, as bind() returned it (tcp: with the real port;
+    /// tcp://*:N and tcp://0.0.0.0:N are one) or as given to bind() when that named a port. The
+    /// port, path or name is free again at return, and a `closed` event says so. tcp and ipc:
+    /// the connections the listener accepted close too, after the loop turn (a callback of one
+    /// of them may call this), sending what they hold within the linger (libzmq 4.3 does the
+    /// same); inproc: connections made before stay, as in libzmq.
+    /// Throws std::system_error with errc::no_such_file_or_directory (libzmq's ENOENT) when the
+    /// socket has no such bind, std::invalid_argument for a malformed address. On the shard.
+    void unbind(std::string_view endpoint);
+    /// zmq_disconnect: ends the connections made by connect(endpoint) (every one, when it was
+    /// connected twice) and their reconnecting, after the loop turn; what they still hold is
+    /// dropped, as libzmq drops an endpoint's queued messages (inproc: the peer gets what was
+    /// sent); an inproc connect still waiting for its bind is withdrawn at once.
+    /// Throws as unbind. On the shard.
+    void disconnect(std::string_view endpoint);
+
+    /// zmq_setsockopt after creation: replaces the options. What belongs to a connection
+    /// (sndhwm and rcvhwm of inproc pipes, max_msg_size, routing_id, heartbeats, handshake_ivl,
+    /// reconnect intervals, tcp keepalive, security) applies to the binds and connects made
+    /// after the call: a listener and a connection keep the options they were made with, as
+    /// libzmq's do. sndhwm also applies to existing tcp and ipc connections (libzmq 4.3 updates
+    /// its pipes too); linger applies at close, to every connection; router_mandatory,
+    /// xpub_verbose, xpub_manual, probe_router and xpub_welcome_msg to the next send,
+    /// subscription or peer. Throws std::invalid_argument for a malformed key, changing
+    /// nothing. On the shard.
+    void set_options(const socket_options& o);
+
     /// Sends one part; more = further parts follow (the message goes out with the last one).
     std::error_code send(bytes_view part, bool more = false);
     std::error_code send(std::string_view text, bool more = false) { return send(as_bytes(text), more); }

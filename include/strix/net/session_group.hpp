@@ -84,6 +84,9 @@ public:
     /// nothing).
     void adopt(unique_fd fd, std::string peer);
 
+    /// Closes the listeners (their ports and socket files are free at return); connections and
+    /// sessions stay. On the shard.
+    void stop_listening();
     /// Stops listening and connecting, and closes every session gracefully (flushing output).
     void close_all(std::error_code reason);
     /// The same, dropping queued output: every session is closed when this returns.
@@ -92,6 +95,9 @@ public:
     shard& owner() const noexcept { return owner_; }
     session_handler& handler() const noexcept { return handler_; }
     const session_limits& limits() const noexcept { return limits_; }
+    /// Changes session_limits::close_linger for the graceful closes that start from now on (a
+    /// messaging socket whose linger is set after it was built). On the shard.
+    void set_close_linger(std::chrono::milliseconds linger) noexcept { limits_.close_linger = linger; }
     const framer& framing() const noexcept { return *framer_; }
     /// This group's counters (single writer: the shard; readable as a snapshot anywhere).
     const net_counters& counters() const noexcept { return counters_; }
@@ -128,7 +134,7 @@ private:
 
     shard& owner_;
     session_handler& handler_;
-    const session_limits limits_;
+    session_limits limits_;  // close_linger may change (set_close_linger); the rest is fixed
     const framer* framer_;
     net_counters counters_;
     admission* admit_;

@@ -10,6 +10,12 @@
 #include <strix/core/engine.hpp>
 #include <strix/core/shard.hpp>
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
+
 namespace strix::link {
 
 using detail::app_wait;
@@ -66,6 +72,10 @@ bool wait_until(blocking_shared& s, app_wait why, blocking_socket::duration time
             ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
             ts.tv_nsec = static_cast<long>(ns % 1'000'000'000);
         }
+        if (s.interrupted.load(std::memory_order_acquire)) {
+            s.waiting.store(app_wait::none, std::memory_order_relaxed);
+            return false;
+        }
         detail::futex_wait(s.wake_seq, seq, forever ? nullptr : &ts);
         s.waiting.store(app_wait::none, std::memory_order_relaxed);
         if (ready()) return true;
@@ -112,6 +122,26 @@ std::string blocking_socket::bind(std::string_view address) {
         offered_ = true;
     }
     return where;
+}
+
+void blocking_socket::unbind(std::string_view address) {
+    on_shard([&] { bridge_->sock().unbind(address); });
+    // REQs that connect from now on do not get a direct link through the name (pipes made before
+    // stay, as the shard's inproc connections do).
+    const auto inproc = detail::inproc_name(address);
+    if (offered_ && inproc) detail::direct_unoffer(detail::inproc_key(ctx_.eng(), *inproc), st_.get());
+}
+
+void blocking_socket::disconnect(std::string_view address) {
+    on_shard([&] { bridge_->sock().disconnect(address); });
+    direct_ok_ = false;  // for good: later requests take the shard, to the peers that remain
+}
+
+void blocking_socket::set_options(const socket_options& o) {
+    on_shard([&] { bridge_->set_options(o); });
+    sync_sends_ = type_ == socket_type::router && o.router_mandatory;
+    conflate_ = o.conflate;
+    immediate_ = o.immediate;
 }
 
 void blocking_socket::connect(std::string_view address) {
@@ -257,14 +287,15 @@ std::error_code blocking_socket::send(bytes_view bytes, duration timeout) {
 // Waits for room in the outgoing pipe: it holds fewer than sndhwm messages.
 std::error_code blocking_socket::send_queued(duration timeout) {
     auto& s = *st_;
-    if (s.out_limit == 0 || !s.out.backlog_at_least(s.out_limit)) return {};
+    const std::uint64_t limit = s.out_limit.load(std::memory_order_relaxed);
+    if (limit == 0 || !s.out.backlog_at_least(limit)) return {};
     if (conflate_) {
         // Only the newest waiting message counts: the drainer drops the older ones, which
         // makes room even while no peer takes anything.
         auto* b = bridge_;
         ctx_.eng().post(shard_, [b] { b->drain(); });
     }
-    const bool room = wait_until(s, app_wait::space, timeout, [&] { return s.out.backlog() < s.out_limit; });
+    const bool room = wait_until(s, app_wait::space, timeout, [&] { return s.out.backlog() < limit; });
     return room ? std::error_code{} : make_error_code(link_errc::would_block);
 }
 
@@ -304,22 +335,24 @@ message parts_to_message(Parts& parts) {
 
 }  // namespace
 
-std::optional<message> blocking_socket::recv(duration timeout) {
+// Takes the next message: take(parts) reads its parts before they are popped.
+template <class Take>
+bool blocking_socket::recv_with(duration timeout, Take&& take) {
     auto& s = *st_;
     auto& parts = s.app_entries;
     detail::msg_pipe* from = next_in();
-    if (!from && !wait_until(s, app_wait::recv, timeout, [&] { return (from = next_in()) != nullptr; }))
-        return std::nullopt;
+    if (!from && !wait_until(s, app_wait::recv, timeout, [&] { return (from = next_in()) != nullptr; })) return false;
     from->front(parts);
     if (from != &s.in) {
         // Through the link: no conflate (REQ/REP), no pause (one message at a time).
-        message m = parts_to_message(parts);
+        take(parts);
         from->pop(parts);
+        recv_props_ = nullptr;  // a thread of this process: no connection properties
         ++direct_in_;
         prefer_direct_ = false;
         if (type_ == socket_type::req) req_waiting_ = req_direct_ = false;
         if (type_ == socket_type::rep) rep_holding_ = reply_direct_ = true;
-        return m;
+        return true;
     }
     prefer_direct_ = true;
     if (conflate_) {
@@ -329,11 +362,12 @@ std::optional<message> blocking_socket::recv(duration timeout) {
             s.in.front(parts);
         }
     }
-    message m = parts_to_message(parts);
-    m.set_properties(s.in.take_properties());
+    take(parts);
+    recv_props_ = s.in.take_properties();
     s.in.pop(parts);
     // Below half the bound again: let the shard read from its peers once more.
-    if (s.in_paused.load(std::memory_order_acquire) && s.in.backlog_seen_by_consumer() <= s.in_cap / 2 &&
+    if (s.in_paused.load(std::memory_order_acquire) &&
+        s.in.backlog_seen_by_consumer() <= s.in_cap.load(std::memory_order_relaxed) / 2 &&
         s.in_paused.exchange(false, std::memory_order_acq_rel)) {
         auto* b = bridge_;
         ctx_.eng().post(shard_, [b] { b->resume_receiving(); });
@@ -344,7 +378,65 @@ std::optional<message> blocking_socket::recv(duration timeout) {
         rep_holding_ = true;
         reply_direct_ = false;
     }
+    return true;
+}
+
+std::optional<message> blocking_socket::recv(duration timeout) {
+    std::optional<message> m;
+    recv_with(timeout, [&](auto& parts) { m = parts_to_message(parts); });
+    if (m) m->set_properties(std::move(recv_props_));
     return m;
+}
+
+bool blocking_socket::recv_into(part_sink sink, void* user, duration timeout) {
+    return recv_with(timeout, [&](auto& parts) {
+        for (std::size_t i = 0; i < parts.size(); ++i) sink(user, parts[i].bytes, parts[i].ref, i + 1 < parts.size());
+        if (parts.empty()) sink(user, bytes_view(), nullptr, false);  // a message of no parts
+    });
+}
+
+int blocking_socket::notify_fd() {
+    int fd = st_->notify_fd.load(std::memory_order_acquire);
+    if (fd >= 0) return fd;
+    fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (fd < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
+    st_->notify_fd.store(fd, std::memory_order_release);
+    // Readable at once: the application looks at the state before waiting, as after a clear.
+    st_->notify_set.store(true, std::memory_order_relaxed);
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto n = ::write(fd, &one, sizeof one);
+    return fd;
+}
+
+void blocking_socket::clear_notify() noexcept {
+    const int fd = st_->notify_fd.load(std::memory_order_relaxed);
+    if (fd < 0) return;
+    st_->notify_set.store(false, std::memory_order_relaxed);
+    // Dekker with the shard's notify(): it publishes, fences, then reads notify_set.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    std::uint64_t v;
+    [[maybe_unused]] const auto n = ::read(fd, &v, sizeof v);
+}
+
+void blocking_socket::interrupt() noexcept {
+    st_->interrupted.store(true, std::memory_order_release);
+    st_->wake_seq.fetch_add(1, std::memory_order_release);
+    detail::futex_wake_all(st_->wake_seq);
+    const int fd = st_->notify_fd.load(std::memory_order_acquire);
+    if (fd >= 0) {
+        const std::uint64_t one = 1;
+        [[maybe_unused]] const auto n = ::write(fd, &one, sizeof one);
+    }
+}
+
+std::size_t blocking_socket::peers_seen() const noexcept {
+    return static_cast<std::size_t>(st_->peers.load(std::memory_order_acquire));
+}
+
+bool blocking_socket::interrupted() const noexcept { return st_->interrupted.load(std::memory_order_acquire); }
+
+void blocking_socket::on_shard_event(std::function<void(const socket_event&)> f) {
+    ctx_.eng().run_on(shard_, [&] { bridge_->set_event_hook(std::move(f)); });
 }
 
 void blocking_socket::subscribe(std::string_view topic) {
@@ -364,6 +456,7 @@ static bool wait_for_count(blocking_shared& s, blocking_socket::duration timeout
         const std::uint64_t seen = s.event_seq.load(std::memory_order_acquire);
         if (count() >= n) return true;
         if (timeout != blocking_socket::forever && std::chrono::steady_clock::now() >= deadline) return false;
+        if (s.interrupted.load(std::memory_order_acquire)) return false;
         wait_until(s, app_wait::any, std::chrono::milliseconds(10),
                    [&] { return s.event_seq.load(std::memory_order_acquire) != seen; });
     }

@@ -23,6 +23,11 @@ void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept {
     ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
 }
 
+blocking_shared::~blocking_shared() {
+    const int fd = notify_fd.load(std::memory_order_relaxed);
+    if (fd >= 0) ::close(fd);
+}
+
 void closing_sockets::add() {
     std::lock_guard lk(mu_);
     ++n_;
@@ -63,7 +68,7 @@ void blocking_bridge::drain(std::size_t budget) {
     blocked_ = false;
     msg_pipe& out = st_->out;
     std::size_t n = 0;
-    if (st_->conflate) {
+    if (st_->conflate.load(std::memory_order_relaxed)) {
         // ZMQ_CONFLATE: of what waits, only the newest goes out.
         while (out.backlog_seen_by_consumer() > 1 && out.front(entries_)) out.pop(entries_);
     }
@@ -129,6 +134,18 @@ void blocking_bridge::resume_receiving() {
     sock_->pause_receiving(false);
 }
 
+void blocking_bridge::set_options(const socket_options& o) {
+    sock_->set_options(o);
+    st_->follow(o);
+    // A larger receive bound ends a pause taken for the old one (unless the application's
+    // resume_receiving is on its way: it cleared in_paused first).
+    if (paused_ && !st_->in.backlog_at_least(st_->in_cap.load(std::memory_order_relaxed)) &&
+        st_->in_paused.exchange(false, std::memory_order_acq_rel)) {
+        paused_ = false;
+        sock_->pause_receiving(false);
+    }
+}
+
 void blocking_bridge::on_message(message_view m) {
     if (closing_now_) return;  // nobody reads any more
     msg_pipe& in = st_->in;
@@ -151,7 +168,7 @@ void blocking_bridge::on_message(message_view m) {
         pushed_ = true;
         owner_.mark_dirty(*this);  // published, and the reader woken, once per turn
     }
-    if (!paused_ && in.backlog_at_least(st_->in_cap)) {
+    if (!paused_ && in.backlog_at_least(st_->in_cap.load(std::memory_order_relaxed))) {
         paused_ = true;
         sock_->pause_receiving(true);
         st_->in_paused.store(true, std::memory_order_release);
@@ -173,6 +190,7 @@ void blocking_bridge::on_event(const socket_event& e) {
     }
     st_->event_seq.fetch_add(1, std::memory_order_release);
     owner_.mark_dirty(*this);
+    if (event_hook_) event_hook_(e);
 }
 
 void blocking_bridge::on_flush() {
@@ -183,6 +201,7 @@ void blocking_bridge::on_flush() {
     }
     // Dekker with the application's sleep: it stores `waiting`, fences, checks its condition.
     std::atomic_thread_fence(std::memory_order_seq_cst);
+    notify();
     bool wake = false;
     switch (st_->waiting.load(std::memory_order_relaxed)) {
         case app_wait::none: break;
@@ -190,7 +209,8 @@ void blocking_bridge::on_flush() {
         case app_wait::space: {
             // Not for every message taken: once half the room is back, or when the drainer stops.
             const std::uint64_t left = st_->out.backlog_seen_by_consumer();
-            wake = left < st_->out_limit && (left <= st_->out_limit / 2 || blocked_ || finished_);
+            const std::uint64_t limit = st_->out_limit.load(std::memory_order_relaxed);
+            wake = left < limit && (left <= limit / 2 || blocked_ || finished_);
             break;
         }
         case app_wait::any: wake = true; break;
@@ -198,6 +218,17 @@ void blocking_bridge::on_flush() {
     if (!wake) return;
     st_->wake_seq.fetch_add(1, std::memory_order_release);
     futex_wake_all(st_->wake_seq);
+}
+
+// Dekker with clear_notify: it clears notify_set, fences, then looks at the pipes; we published
+// and fenced before this.
+void blocking_bridge::notify() noexcept {
+    const int fd = st_->notify_fd.load(std::memory_order_acquire);
+    if (fd < 0 || st_->notify_set.load(std::memory_order_relaxed) ||
+        st_->notify_set.exchange(true, std::memory_order_acq_rel))
+        return;
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto n = ::write(fd, &one, sizeof one);
 }
 
 void blocking_bridge::close() {

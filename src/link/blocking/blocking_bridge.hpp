@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <ctime>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -58,13 +59,23 @@ enum class app_wait : std::uint8_t { none, recv, space, any };
 
 /// Shared by a blocking_socket (its thread) and its bridge (the shard).
 struct blocking_shared {
-    explicit blocking_shared(const socket_options& o)
-        : out_limit(o.sndhwm), in_cap(o.rcvhwm ? o.rcvhwm : 1000), conflate(o.conflate) {}
+    explicit blocking_shared(const socket_options& o) { follow(o); }
+    ~blocking_shared();
+
+    /// Takes the limits from o (the constructor; set_options, on the shard during the
+    /// application's round trip, which orders it before the application's next call).
+    void follow(const socket_options& o) noexcept {
+        out_limit.store(o.sndhwm, std::memory_order_relaxed);
+        in_cap.store(o.rcvhwm ? o.rcvhwm : 1000, std::memory_order_relaxed);
+        conflate.store(o.conflate, std::memory_order_relaxed);
+    }
 
     msg_pipe out;  // application -> shard
     msg_pipe in;  // shard -> application
-    const std::uint64_t out_limit;  // sndhwm: send() waits while out holds this many (0: never)
-    const std::uint64_t in_cap;  // rcvhwm: the shard pauses receiving while in holds this many
+    // Read by both threads with relaxed loads (plain loads: nothing added per message), written
+    // only by follow().
+    std::atomic<std::uint64_t> out_limit;  // sndhwm: send() waits while out holds this many (0: never)
+    std::atomic<std::uint64_t> in_cap;  // rcvhwm: the shard pauses receiving while in holds this many
 
     // The drainer has nothing to do: the next send posts a drain task (and clears the flag).
     alignas(64) std::atomic<bool> drain_idle{true};
@@ -76,7 +87,13 @@ struct blocking_shared {
     std::atomic<std::uint64_t> writable{0};  // on_writable calls (a send that must wait for one)
     std::atomic<std::uint64_t> event_seq{0};  // monitor events so far
     std::atomic<std::uint64_t> peers{0};  // the socket's peers, as of the shard's last turn
-    const bool conflate;  // socket_options::conflate: the drainer sends only the newest message
+    // blocking_socket::interrupt(): every wait returns as after its timeout.
+    std::atomic<bool> interrupted{false};
+    // blocking_socket::notify_fd(): an eventfd the shard writes at a turn that changed anything,
+    // once until the application clears notify_set (so a busy socket costs one write per look).
+    std::atomic<int> notify_fd{-1};
+    std::atomic<bool> notify_set{false};
+    std::atomic<bool> conflate;  // socket_options::conflate: the drainer sends only the newest message
     std::mutex mu;
     std::deque<socket_event> events;  // the most recent 1,000
 
@@ -105,9 +122,15 @@ public:
     std::error_code send_now(const message& m, bool req);
     /// The application read `in` down: receive again. On the shard.
     void resume_receiving();
+    /// blocking_socket::set_options: the socket's options and the pipes' limits. Throws (a
+    /// malformed key) before changing anything. On the shard.
+    void set_options(const socket_options& o);
     /// The application closed the socket: `out` keeps going out (then the socket's own queues)
     /// until delivered or the linger passes. On the shard.
     void close();
+
+    /// blocking_socket::on_shard_event. On the shard.
+    void set_event_hook(std::function<void(const socket_event&)> f) { event_hook_ = std::move(f); }
 
     void on_io(std::uint32_t) override {}
     void on_flush() override;
@@ -121,6 +144,7 @@ private:
     void on_event(const socket_event& e);
     std::error_code send_front();
     void repost();
+    void notify() noexcept;
     void finish(std::chrono::milliseconds linger);
     std::chrono::milliseconds linger_left() const;
 
@@ -133,6 +157,7 @@ private:
     std::vector<bytes_view> views_;
     std::vector<part> srcs_;
     message_properties_ptr last_props_;  // the properties `in` had put last
+    std::function<void(const socket_event&)> event_hook_;
     timer_node linger_timer_;
     std::chrono::steady_clock::time_point deadline_;
     shard::hook_id exit_hook_ = 0;

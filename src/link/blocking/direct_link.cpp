@@ -32,6 +32,12 @@ void direct_offer(std::string_view name, const std::shared_ptr<blocking_shared>&
     r.offered.insert_or_assign(std::string(name), rep);
 }
 
+void direct_unoffer(std::string_view name, const blocking_shared* rep) {
+    auto& r = registry();
+    std::lock_guard lk(r.mu);
+    if (const auto it = r.offered.find(name); it != r.offered.end() && it->second.get() == rep) r.offered.erase(it);
+}
+
 void direct_withdraw(const blocking_shared* rep) noexcept {
     auto& r = registry();
     std::lock_guard lk(r.mu);

@@ -43,6 +43,9 @@ struct direct_link {
 /// A blocking REP bound `name` (inproc_key: the engine-scoped name): REQs connecting to it may get a
 /// direct link. The REP's thread, after the bind succeeded.
 void direct_offer(std::string_view name, const std::shared_ptr<blocking_shared>& rep);
+/// The REP unbound `name`: REQs that connect to it from now on get no link to this REP (its
+/// link, if any, stays). The REP's thread.
+void direct_unoffer(std::string_view name, const blocking_shared* rep);
 /// The REP closes: its names are no longer offered and its link (if any) says rep_closed. The
 /// REP's thread.
 void direct_withdraw(const blocking_shared* rep) noexcept;

@@ -24,7 +24,8 @@ struct poll_access {
         // REQ and REP send in turn; the other types whenever the outgoing pipe has room.
         if ((s.type_ == socket_type::req || s.type_ == socket_type::rep) && !s.queueable()) return false;
         blocking_shared& st = *s.st_;
-        return st.out_limit == 0 || st.out.backlog() < st.out_limit;
+        const std::uint64_t limit = st.out_limit.load(std::memory_order_relaxed);
+        return limit == 0 || st.out.backlog() < limit;
     }
 };
 
@@ -47,6 +48,12 @@ std::size_t look(std::span<poll_item> items) noexcept {
         n += it.revents != 0;
     }
     return n;
+}
+
+bool any_interrupted(std::span<poll_item> items) noexcept {
+    for (auto& it : items)
+        if (it.socket && it.socket->interrupted()) return true;
+    return false;
 }
 
 void set_waiting(std::span<poll_item> items, detail::app_wait w) noexcept {
@@ -92,7 +99,7 @@ std::size_t poll(std::span<poll_item> items, std::chrono::milliseconds timeout) 
         set_waiting(items, detail::app_wait::any);
         std::atomic_thread_fence(std::memory_order_seq_cst);
         n = look(items);
-        if (n) break;
+        if (n || any_interrupted(items)) break;
         if (!forever && std::chrono::steady_clock::now() >= deadline) break;
         if (k == 0 || !wait_any(words, k, forever ? nullptr : &abs)) {
             // Nothing to wait on, or a kernel without futex_waitv: look again shortly.
@@ -104,7 +111,7 @@ std::size_t poll(std::span<poll_item> items, std::chrono::milliseconds timeout) 
         }
         set_waiting(items, detail::app_wait::none);
         n = look(items);
-        if (n) return n;
+        if (n || any_interrupted(items)) return n;
     }
     set_waiting(items, detail::app_wait::none);
     return n;

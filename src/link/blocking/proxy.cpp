@@ -60,7 +60,11 @@ proxy_stats proxy(blocking_socket& frontend, blocking_socket& backend, blocking_
         std::array<poll_item, 3> items{{{&frontend, paused ? std::uint8_t(0) : std::uint8_t(poll_in), 0},
                                         {&backend, paused ? std::uint8_t(0) : std::uint8_t(poll_in), 0},
                                         {control, control ? std::uint8_t(poll_in) : std::uint8_t(0), 0}}};
-        if (poll(items, std::chrono::milliseconds(-1)) == 0) continue;
+        if (poll(items, std::chrono::milliseconds(-1)) == 0) {
+            // Only an interrupted socket ends a wait without a timeout empty-handed.
+            if (frontend.interrupted() || backend.interrupted() || (control && control->interrupted())) return st;
+            continue;
+        }
         if (items[2].revents & poll_in) {
             auto cmd = control->recv(std::chrono::milliseconds(0));
             const std::string_view c = cmd && cmd->size() == 1 ? (*cmd)[0].text() : std::string_view();

@@ -20,11 +20,9 @@ bool valid_status(const std::string& s) {
 
 }  // namespace
 
-zap_client::zap_client(shard& sh, std::string routing_id) : sh_(sh), routing_id_(std::move(routing_id)) {}
-
 zap_client::~zap_client() { *alive_ = false; }
 
-std::uint64_t zap_client::ask(const zap_request& r, zap_waiter& w) {
+std::uint64_t zap_client::ask(const zap_request& r, std::string_view server_id, zap_waiter& w) {
     if (!inproc_bound(sh_.owner(), handler_name)) return 0;
     if (!dealer_) {
         socket_options o;
@@ -39,7 +37,7 @@ std::uint64_t zap_client::ask(const zap_request& r, zap_waiter& w) {
     const std::uint64_t id = ++last_id_;
     message m;
     m.add(bytes_view{});  // the envelope's delimiter
-    m.add(r.version).add(std::to_string(id)).add(r.domain).add(r.address).add(routing_id_).add(r.mechanism);
+    m.add(r.version).add(std::to_string(id)).add(r.domain).add(r.address).add(server_id).add(r.mechanism);
     for (auto& c : r.credentials) m.add(c);
     if (dealer_->send(m)) return 0;  // no connection after all (the handler went meanwhile)
     waiting_.emplace(id, &w);

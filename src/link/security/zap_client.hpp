@@ -17,8 +17,9 @@
 //   request: "", "1.0", request id, domain, address, identity, mechanism, credentials...
 //   reply:   "", "1.0", request id, status code, status text, user id, metadata
 // (the empty first frame is the envelope a REP handler strips and puts back). The identity frame
-// is the server socket's own routing id, as libzmq sends it. Request ids count up per server
-// socket (libzmq's are all "1": it has a pipe per connection where strix has one per socket).
+// is the server socket's own routing id (as at the connection's bind or connect), as libzmq sends
+// it. Request ids count up per server socket (libzmq's are all "1": it has a pipe per connection
+// where strix has one per socket).
 
 #include <strix/link/security.hpp>
 #include <strix/link/socket.hpp>
@@ -52,16 +53,16 @@ protected:
 /// A server socket's link to the ZAP handler socket. Its shard only.
 class zap_client {
 public:
-    /// routing_id: the server socket's own (the request's identity frame).
-    zap_client(shard& sh, std::string routing_id);
+    explicit zap_client(shard& sh) noexcept : sh_(sh) {}
     ~zap_client();
     zap_client(const zap_client&) = delete;
     zap_client& operator=(const zap_client&) = delete;
 
-    /// Sends r (its request id replaced by this client's next) to the handler bound at
-    /// inproc://zeromq.zap.01 on this shard's engine and keeps w until the answer or forget().
-    /// Returns the request id, or 0 when no handler is bound (nothing sent).
-    std::uint64_t ask(const zap_request& r, zap_waiter& w);
+    /// Sends r (its request id replaced by this client's next, its identity by the server
+    /// socket's own routing id `server_id`) to the handler bound at inproc://zeromq.zap.01 on
+    /// this shard's engine and keeps w until the answer or forget(). Returns the request id, or
+    /// 0 when no handler is bound (nothing sent).
+    std::uint64_t ask(const zap_request& r, std::string_view server_id, zap_waiter& w);
     /// The handshake of request `id` ended: its answer will be dropped.
     void forget(std::uint64_t id) noexcept { waiting_.erase(id); }
 
@@ -72,7 +73,6 @@ private:
     zap_waiter* waiter_for(const std::string& id, std::uint64_t& key);
 
     shard& sh_;
-    std::string routing_id_;
     std::unique_ptr<socket> dealer_;  // made at the first request that finds a handler
     std::map<std::uint64_t, zap_waiter*> waiting_;  // by request id, oldest first
     std::uint64_t last_id_ = 0;

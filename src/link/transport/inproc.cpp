@@ -121,6 +121,12 @@ public:
 
     std::string bind(std::string_view address) override;
     void connect(std::string_view address) override;
+    /// The name goes; pipes made through it stay (libzmq's inproc unbind only unregisters).
+    void unbind(std::string_view address) override;
+    /// This socket's pipes to the name (after the turn: prune), and a connect still waiting
+    /// for its bind (now).
+    void disconnect(std::string_view address) override;
+    bool prune() override;
     /// Names go, and every pipe hands its peer what was sent, then the close.
     void close() override;
     void abort() override {}  // close() left nothing behind: inproc has no queue of its own
@@ -136,7 +142,9 @@ private:
     socket_core& core_;
     std::vector<intrusive_ptr<inproc_pipe>> pipes_;
     std::vector<intrusive_ptr<inproc_binding>> bound_;    // names this socket bound
+    std::vector<intrusive_ptr<inproc_binding>> unbound_;  // unbound, still held by a connect in flight
     std::vector<intrusive_ptr<inproc_binding>> waiting_;  // connects waiting for a bind
+    std::vector<intrusive_ptr<inproc_pipe>> ending_;      // disconnected, closed at the next prune
 };
 
 /// What a pipe hands its peer in one go (once per loop turn, or sooner across shards when it
@@ -215,6 +223,9 @@ public:
     }
     void terminate(std::error_code) override { close(true); }
     const std::string& address() const noexcept override { return addr_; }
+    /// Made by this socket's connect (side 0), not by a bind's peer.
+    bool connected_here() const noexcept { return side_ == 0; }
+    bool is_closed() const noexcept { return closed_; }
     void watch_writable() noexcept override { watching_ = true; }
 
     /// Detaches, tells the peer (after what is queued), and leaves the socket's list.
@@ -512,6 +523,79 @@ void inproc_transport::connect(std::string_view address) {
     make_pair(me, target);
 }
 
+namespace {
+
+std::string_view checked_name(std::string_view address) {
+    const std::string_view name = address.substr(scheme.size());
+    if (name.empty()) throw std::invalid_argument("inproc:// needs a name");
+    return name;
+}
+
+[[noreturn]] void no_such(const char* what, std::string_view address) {
+    throw std::system_error(std::make_error_code(std::errc::no_such_file_or_directory),
+                            std::string(what) + " " + std::string(address));
+}
+
+}  // namespace
+
+void inproc_transport::unbind(std::string_view address) {
+    const std::string_view name = checked_name(address);
+    const auto it = std::find_if(bound_.begin(), bound_.end(), [&](const auto& b) { return b->info.name == name; });
+    if (it == bound_.end()) no_such("unbind", address);
+    {
+        auto& r = names();
+        std::lock_guard lk(r.mu);
+        auto at = r.bound.find((*it)->key);
+        if (at != r.bound.end() && at->second == *it) r.bound.erase(at);
+    }
+    const std::string ep = std::string(scheme) + std::string(name);
+    // A connect that found the name just before still completes (its half here is on its way,
+    // holding the binding): the binding keeps its owner until close(), or until nobody else
+    // holds it.
+    std::erase_if(unbound_, [](const auto& b) { return b->use_count() == 1; });
+    unbound_.push_back(std::move(*it));
+    bound_.erase(it);
+    core_.event(socket_event::kind::closed, ep);
+}
+
+void inproc_transport::disconnect(std::string_view address) {
+    const std::string_view name = checked_name(address);
+    bool found = false;
+    {
+        auto& r = names();
+        std::lock_guard lk(r.mu);
+        for (auto& w : waiting_) {
+            if (w->info.name != name) continue;
+            found = true;
+            auto [lo, hi] = r.waiting.equal_range(w->key);
+            for (auto it = lo; it != hi;) it = it->second == w ? r.waiting.erase(it) : std::next(it);
+            w->owner = nullptr;
+        }
+    }
+    std::erase_if(waiting_, [](const auto& w) { return w->owner == nullptr; });
+    const std::string ep = std::string(scheme) + std::string(name);
+    for (auto& p : pipes_) {
+        if (!p->connected_here() || p->address() != ep) continue;
+        if (std::find(ending_.begin(), ending_.end(), p) != ending_.end()) continue;  // disconnected already
+        found = true;
+        ending_.push_back(p);
+    }
+    if (!found) no_such("disconnect", address);
+}
+
+// The pipes disconnect() named close after the turn (disconnect may run inside one of their
+// callbacks): the peer gets what was sent, then the close.
+bool inproc_transport::prune() {
+    auto ending = std::move(ending_);
+    ending_.clear();
+    for (auto& p : ending) {
+        if (p->is_closed()) continue;
+        core_.event(socket_event::kind::disconnected, p->address(), link_errc::closed);
+        p->close(true);
+    }
+    return false;
+}
+
 // Delivers what inproc peers sent while the socket was paused.
 void inproc_transport::pause(bool on) {
     if (on) return;  // a pipe holds what arrives while core_.paused
@@ -534,9 +618,12 @@ void inproc_transport::close() {
     }
     // Only this shard reads owner: tasks arriving later see the socket is gone.
     for (auto& b : bound_) b->owner = nullptr;
+    for (auto& b : unbound_) b->owner = nullptr;
     for (auto& w : waiting_) w->owner = nullptr;
     bound_.clear();
+    unbound_.clear();
     waiting_.clear();
+    ending_.clear();
     while (!pipes_.empty()) pipes_.back()->close(true);
 }
 

@@ -1,9 +1,9 @@
 #pragma once
-// A link transport: how a socket binds, connects, closes and pauses on one address scheme. The
-// table (transport_table.cpp) has a row per scheme; socket_core looks the row up at bind and
-// connect, makes the transport's state for the socket at its first use there, and asks every
-// state it made at close and pause_receiving. Messages never pass through here: a transport's
-// peers are pipes (pipe.hpp) that the pattern writes to directly.
+// A link transport: how a socket binds, connects, unbinds, disconnects, closes and pauses on one
+// address scheme. The table (transport_table.cpp) has a row per scheme; socket_core looks the row
+// up at bind, connect, unbind and disconnect, makes the transport's state for the socket at its
+// first use there, and asks every state it made at close, pause_receiving and set_options. Messages never pass through
+// here: a transport's peers are pipes (pipe.hpp) that the pattern writes to directly.
 //
 //   socket::bind("tcp://...") ──find_transport──> row {"tcp", make_stream_transport}
 //                                                   │ first tcp:// or ipc:// use in this socket
@@ -38,6 +38,19 @@ public:
     /// Connects to `address` (scheme included), retrying as the socket's options say; returns at
     /// once (on_event tells the rest). Throws std::invalid_argument for a malformed address.
     virtual void connect(std::string_view address) = 0;
+    /// Stops listening at `address` (as bind returned it, or as given to bind when that named a
+    /// port) and reports `closed`; what the listener accepted goes as the transport says.
+    /// Throws std::system_error(no_such_file_or_directory) when nothing is bound there, and
+    /// std::invalid_argument for a malformed address.
+    virtual void unbind(std::string_view address) = 0;
+    /// Ends the connections made by connect(address) and their reconnecting. Throws as unbind.
+    virtual void disconnect(std::string_view address) = 0;
+    /// socket::set_options replaced the socket's options: apply what applies to what exists
+    /// (the linger); binds and connects made from now on read the new ones themselves.
+    virtual void options_changed() {}
+    /// After a loop turn in which a peer closed, or unbind or disconnect ran: end what they
+    /// left to end, and drop what is unused. True: call again after the next turn.
+    virtual bool prune() { return false; }
     /// The socket closes and may linger: listeners and names go, and peers get what was sent to
     /// them before their close.
     virtual void close() = 0;

@@ -35,8 +35,9 @@ class zmtp_pipe final : public pipe, private zap_waiter {
 public:
     enum class phase : std::uint8_t { greeting, handshake, ready };
 
-    zmtp_pipe(socket_core& c, session& s, std::string addr)
+    zmtp_pipe(socket_core& c, const socket_options& o, session& s, std::string addr)
         : core_(c),
+          opts_(o),
           sess_(&s),
           addr_(std::move(addr)),
           peer_addr_(peer_address_of(s.native_handle())),
@@ -44,16 +45,16 @@ public:
           ping_timer_([this] { on_ping_timer(); }),
           ttl_timer_([this] { on_ttl_timer(); }) {
         id = c.next_pipe_id();
-        const mechanism_kind k = check_security(c.opts.security);
+        const mechanism_kind k = check_security(opts_.security);
         if (k != mechanism_kind::null) {
             mechanism_context ctx;
-            ctx.opts = &c.opts.security;
+            ctx.opts = &opts_.security;
             ctx.peer_address = peer_addr_;
             ctx.zap_request_id = id;
             const socket_type_info* me = find_type_info(c.type);
             const std::string_view type_name = to_string(c.type);
             put_property(ctx.metadata, "Socket-Type", as_bytes(type_name));
-            if (me && me->announces_identity) put_property(ctx.metadata, "Identity", as_bytes(c.opts.routing_id));
+            if (me && me->announces_identity) put_property(ctx.metadata, "Identity", as_bytes(opts_.routing_id));
             mech_ = make_mechanism(k, std::move(ctx));
         }
     }
@@ -75,8 +76,8 @@ public:
         // READY waits for the peer's greeting (on_frame), as libzmq's does: sent right behind
         // ours, it reached libzmq before libzmq's own READY left, and libzmq, finding our type
         // incompatible, closed without a READY, so strix could neither see nor count the mismatch.
-        if (core_.opts.handshake_ivl.count() > 0)
-            core_.owner.timers().schedule(hs_timer_, core_.owner.ticks_for(core_.opts.handshake_ivl));
+        if (opts_.handshake_ivl.count() > 0)
+            core_.owner.timers().schedule(hs_timer_, core_.owner.ticks_for(opts_.handshake_ivl));
     }
 
     // --- pipe --------------------------------------------------------------------------------
@@ -236,7 +237,7 @@ public:
         if (null_zap()) {
             null_ready_.assign(cmd.data.begin(), cmd.data.end());
             mechanism_context ctx;
-            ctx.opts = &core_.opts.security;
+            ctx.opts = &opts_.security;
             ctx.peer_address = peer_addr_;
             ctx.zap_request_id = id;
             ask_zap(make_zap_request(ctx, "NULL", {}, cmd.data));
@@ -275,8 +276,8 @@ public:
         phase_ = phase::ready;
         props = make_properties(peer_addr_, zap_done_ ? &zap_ : nullptr, announced);
         core_.owner.timers().cancel(hs_timer_);
-        if (core_.opts.heartbeat_ivl.count() > 0)
-            core_.owner.timers().schedule(ping_timer_, core_.owner.ticks_for(core_.opts.heartbeat_ivl));
+        if (opts_.heartbeat_ivl.count() > 0)
+            core_.owner.timers().schedule(ping_timer_, core_.owner.ticks_for(opts_.heartbeat_ivl));
         core_.event(socket_event::kind::handshake_succeeded, addr_, {}, peer_type_name_);
         core_.attach(*this);
     }
@@ -286,11 +287,11 @@ public:
     // answers later (zap_answered, from the loop: the handshake waits, the shard does not); with
     // neither, libzmq 4.3 lets CURVE and NULL peers in unauthenticated and refuses PLAIN ones.
     void ask_zap(const zap_request& r) {
-        if (const auto& f = core_.opts.security.zap) {
+        if (const auto& f = opts_.security.zap) {
             zap_answered(call_zap(f, r));
             return;
         }
-        if ((zap_id_ = core_.zap().ask(r, *this))) return;
+        if ((zap_id_ = core_.zap().ask(r, opts_.routing_id, *this))) return;
         if (mech_ && std::string_view(mech_->name()) == "PLAIN") {
             fail(link_errc::zap_unavailable, "no ZAP handler at inproc://zeromq.zap.01");
             return;
@@ -361,11 +362,11 @@ private:
     }
 
     // NULL asks ZAP only when the socket names a domain (libzmq's rule).
-    bool null_zap() const noexcept { return !mech_ && !core_.opts.security.zap_domain.empty(); }
+    bool null_zap() const noexcept { return !mech_ && !opts_.security.zap_domain.empty(); }
 
     void put_ready() {
         const socket_type_info* me = find_type_info(core_.type);
-        const bytes_view idv = as_bytes(core_.opts.routing_id);
+        const bytes_view idv = as_bytes(opts_.routing_id);
         put(bytes_view(zmtp::ready_frame(to_string(core_.type), me && me->announces_identity ? &idv : nullptr)));
     }
 
@@ -413,7 +414,7 @@ private:
             drop(link_errc::bad_crypto);
             return false;
         }
-        if (rx_.size() - 1 > core_.opts.max_msg_size) {
+        if (rx_.size() - 1 > opts_.max_msg_size) {
             ++core_.stats.protocol_errors;
             drop(link_errc::message_too_large);
             return false;
@@ -488,7 +489,7 @@ private:
             core_.pat->receive(*this, std::span(&f.body, 1));
             return;
         }
-        if (asm_parts_.size() + 1 >= max_parts || asm_.size() + f.body.size() > 4 * core_.opts.max_msg_size) {
+        if (asm_parts_.size() + 1 >= max_parts || asm_.size() + f.body.size() > 4 * opts_.max_msg_size) {
             ++core_.stats.protocol_errors;
             drop(link_errc::message_too_large, "too many parts");
             return;
@@ -515,22 +516,20 @@ private:
 
     void on_ping_timer() {
         auto& sh = core_.owner;
-        const auto timeout =
-            core_.opts.heartbeat_timeout.count() > 0 ? core_.opts.heartbeat_timeout : core_.opts.heartbeat_ivl;
+        const auto timeout = opts_.heartbeat_timeout.count() > 0 ? opts_.heartbeat_timeout : opts_.heartbeat_ivl;
         if (ping_outstanding_ && sh.now_tick() - ping_sent_tick_ >= sh.ticks_for(timeout) &&
             last_rx_tick_ < ping_sent_tick_) {
             drop(link_errc::heartbeat_timeout);
             return;
         }
         if (!ping_outstanding_ || last_rx_tick_ >= ping_sent_tick_) {
-            const auto ttl =
-                static_cast<std::uint16_t>(std::min<long long>(core_.opts.heartbeat_ttl.count() / 100, 65535));
+            const auto ttl = static_cast<std::uint16_t>(std::min<long long>(opts_.heartbeat_ttl.count() / 100, 65535));
             put_command(zmtp::ping_frame(ttl, {}));
             ping_outstanding_ = true;
             ping_sent_tick_ = sh.now_tick();
         }
         // Tick at the shorter of interval and timeout so a lost peer is noticed in time.
-        sh.timers().schedule(ping_timer_, sh.ticks_for(std::min(core_.opts.heartbeat_ivl, timeout)));
+        sh.timers().schedule(ping_timer_, sh.ticks_for(std::min(opts_.heartbeat_ivl, timeout)));
     }
 
     void on_ttl_timer() {
@@ -545,6 +544,7 @@ private:
     }
 
     socket_core& core_;
+    const socket_options& opts_;  // as at the bind or connect (sndhwm: the socket's, live)
     session* sess_;
     std::string addr_;
     std::string peer_addr_;  // libzmq's form: ZAP's address frame, the Peer-Address property
@@ -597,7 +597,7 @@ session_group_config zmtp_group_config(const socket_options& o) {
 
 void zmtp_peers::on_open(session& s) {
     if (core_.paused) s.suspend_reading(true);
-    auto& p = s.emplace_state<zmtp_pipe>(core_, s, s.origin() ? s.origin()->target().to_string() : s.peer());
+    auto& p = s.emplace_state<zmtp_pipe>(core_, opts_, s, s.origin() ? s.origin()->target().to_string() : s.peer());
     core_.event(s.origin() ? socket_event::kind::connected : socket_event::kind::accepted, p.address());
     p.start();
 }

@@ -15,10 +15,12 @@ namespace strix::link::detail {
 
 class socket_core;
 
-/// The session handler of a socket's tcp/ipc session group. On the socket's shard.
+/// The session handler of a socket's tcp/ipc session group (one per bind or connect). Its
+/// connections take `o`, the socket's options at that bind or connect (o outlives the group).
+/// On the socket's shard.
 class zmtp_peers final : public session_handler {
 public:
-    explicit zmtp_peers(socket_core& c) noexcept : core_(c) {}
+    zmtp_peers(socket_core& c, const socket_options& o) noexcept : core_(c), opts_(o) {}
 
     void on_open(session& s) override;
     void on_frame(session& s, std::span<const std::byte> frame) override;
@@ -29,6 +31,7 @@ public:
 
 private:
     socket_core& core_;
+    const socket_options& opts_;
 };
 
 /// The session group's framing and limits for a socket's ZMTP peers.

@@ -1,0 +1,145 @@
+/* Messages (zmq_msg_*) closed, zeroed and NULL; zmq_poll with bad items. */
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "misuse.h"
+
+static int freed = 0;
+static void count_free(void* data, void* hint) {
+    (void)data;
+    (void)hint;
+    ++freed;
+}
+
+// A message that was initialised and closed: libzmq marks it invalid, and the functions that
+// check (close, copy, move, recv into it, gets) answer EFAULT or EINVAL.
+static void closed_message(void* ctx) {
+    zmq_msg_t closed, good;
+    EXPECT_RC(zmq_msg_init_size(&closed, 10), 0);
+    EXPECT_RC(zmq_msg_close(&closed), 0);
+    EXPECT_RC(zmq_msg_init_size(&good, 100), 0);
+    EXPECT_ERR(zmq_msg_close(&closed), EFAULT);
+    EXPECT_ERR(zmq_msg_copy(&good, &closed), EFAULT);
+    EXPECT_ERR(zmq_msg_move(&good, &closed), EFAULT);
+    EXPECT_ERR(zmq_msg_copy(&closed, &good), EFAULT);  // the destination is closed first
+    EXPECT_ERR(zmq_msg_move(&closed, &good), EFAULT);
+    EXPECT_RC(zmq_msg_size(&good), 100);  // a failed copy or move leaves the source alone
+    EXPECT_NULL(zmq_msg_gets(&closed, "Socket-Type"), EINVAL);
+    void* s = misuse_socket(ctx, ZMQ_PULL);
+    EXPECT_ERR(zmq_msg_recv(&closed, s, ZMQ_DONTWAIT), EFAULT);
+    EXPECT_ERR(zmq_recvmsg(s, &closed, ZMQ_DONTWAIT), EFAULT);
+    EXPECT_ERR(zmq_msg_recv(NULL, s, ZMQ_DONTWAIT), EFAULT);
+    misuse_close(s);
+    if (misuse_strix) {
+        // libzmq 4.3.4 asserts in msg_t::size and msg_t::data on a closed message (zmq_msg_send
+        // reads the size first).
+        void* push = misuse_socket(ctx, ZMQ_PUSH);
+        EXPECT_ERR(zmq_msg_send(&closed, push, ZMQ_DONTWAIT), EFAULT);
+        EXPECT_ERR(zmq_sendmsg(push, &closed, ZMQ_DONTWAIT), EFAULT);
+        EXPECT_ERR(zmq_msg_send(NULL, push, ZMQ_DONTWAIT), EFAULT);
+        misuse_close(push);
+        EXPECT_RC(zmq_msg_size(&closed), 0);
+        EXPECT_TRUE(zmq_msg_data(&closed) == NULL);
+    }
+    EXPECT_RC(zmq_msg_close(&good), 0);
+
+    // A zeroed zmq_msg_t is not a message either.
+    zmq_msg_t zeroed;
+    memset(&zeroed, 0, sizeof zeroed);
+    EXPECT_ERR(zmq_msg_close(&zeroed), EFAULT);
+}
+
+static void properties(void) {
+    zmq_msg_t msg, copy;
+    EXPECT_RC(zmq_msg_init(&msg), 0);
+    EXPECT_RC(zmq_msg_more(&msg), 0);
+    EXPECT_RC(zmq_msg_get(&msg, ZMQ_MORE), 0);
+    EXPECT_ERR(zmq_msg_get(&msg, 9999), EINVAL);
+    EXPECT_ERR(zmq_msg_get(&msg, -1), EINVAL);
+    EXPECT_ERR(zmq_msg_get(&msg, ZMQ_SRCFD), EINVAL);  // not from a tcp/ipc peer
+    EXPECT_ERR(zmq_msg_set(&msg, ZMQ_MORE, 1), EINVAL);
+    EXPECT_ERR(zmq_msg_set(&msg, 9999, 0), EINVAL);
+    EXPECT_ERR(zmq_msg_set(NULL, ZMQ_MORE, 1), EINVAL);  // refuses before looking at the message
+    EXPECT_NULL(zmq_msg_gets(&msg, "Socket-Type"), EINVAL);  // no metadata
+    EXPECT_NULL(zmq_msg_gets(&msg, "no-such-property"), EINVAL);
+    EXPECT_RC(zmq_msg_close(&msg), 0);
+
+    // A copy shares the content; the free function runs once, at the last close.
+    static char data[256];
+    freed = 0;
+    EXPECT_RC(zmq_msg_init_data(&msg, data, sizeof data, count_free, NULL), 0);
+    EXPECT_RC(zmq_msg_init(&copy), 0);
+    EXPECT_RC(zmq_msg_copy(&copy, &msg), 0);
+    EXPECT_RC(zmq_msg_get(&msg, ZMQ_SHARED), 1);
+    EXPECT_TRUE(zmq_msg_data(&copy) == data);
+    EXPECT_RC(zmq_msg_close(&msg), 0);
+    EXPECT_RC(freed, 0);
+    EXPECT_RC(zmq_msg_close(&copy), 0);
+    EXPECT_RC(freed, 1);
+
+    // A size no allocation can hold.
+    EXPECT_ERR(zmq_msg_init_size(&msg, SIZE_MAX), ENOMEM);
+    EXPECT_RC(zmq_msg_init_data(&msg, NULL, 0, NULL, NULL), 0);
+    EXPECT_RC(zmq_msg_size(&msg), 0);
+    EXPECT_RC(zmq_msg_close(&msg), 0);
+}
+
+// libzmq 4.3.4 dereferences every NULL message (and asserts on NULL data with a size); strix
+// answers -1/EFAULT, NULL or 0.
+static void null_messages(void) {
+    zmq_msg_t msg;
+    EXPECT_ERR(zmq_msg_init(NULL), EFAULT);
+    EXPECT_ERR(zmq_msg_init_size(NULL, 10), EFAULT);
+    EXPECT_ERR(zmq_msg_init_data(NULL, "x", 1, NULL, NULL), EFAULT);
+    EXPECT_ERR(zmq_msg_init_data(&msg, NULL, 5, NULL, NULL), EFAULT);
+    EXPECT_ERR(zmq_msg_close(NULL), EFAULT);
+    EXPECT_RC(zmq_msg_init(&msg), 0);
+    EXPECT_ERR(zmq_msg_copy(NULL, &msg), EFAULT);
+    EXPECT_ERR(zmq_msg_copy(&msg, NULL), EFAULT);
+    EXPECT_ERR(zmq_msg_move(NULL, &msg), EFAULT);
+    EXPECT_ERR(zmq_msg_move(&msg, NULL), EFAULT);
+    EXPECT_RC(zmq_msg_close(&msg), 0);
+    EXPECT_TRUE(zmq_msg_data(NULL) == NULL);
+    EXPECT_RC(zmq_msg_size(NULL), 0);
+    EXPECT_ERR(zmq_msg_more(NULL), EFAULT);
+    EXPECT_ERR(zmq_msg_get(NULL, ZMQ_MORE), EFAULT);
+    EXPECT_NULL(zmq_msg_gets(NULL, "Socket-Type"), EFAULT);
+}
+
+void misuse_messages(void) {
+    void* ctx = misuse_ctx();
+    closed_message(ctx);
+    properties();
+    if (misuse_strix) null_messages();
+    misuse_term(ctx);
+}
+
+void misuse_poll(void) {
+    void* ctx = misuse_ctx();
+    zmq_pollitem_t item = {NULL, 0, ZMQ_POLLIN, 0};
+    EXPECT_ERR(zmq_poll(NULL, 1, 0), EFAULT);
+    EXPECT_RC(zmq_poll(NULL, 0, 0), 0);
+    EXPECT_ERR(zmq_poll(&item, -1, 0), EINVAL);
+    item.socket = ctx;  // a context where a socket is expected
+    EXPECT_ERR(zmq_poll(&item, 1, 0), ENOTSOCK);
+    item.socket = misuse_garbage;
+    EXPECT_ERR(zmq_poll(&item, 1, 0), ENOTSOCK);
+    void* s = misuse_socket(ctx, ZMQ_PAIR);
+    misuse_close(s);
+    item.socket = s;  // closed
+    EXPECT_ERR(zmq_poll(&item, 1, 0), ENOTSOCK);
+
+    // A descriptor that is not open reports POLLERR; a negative one is ignored.
+    int closed_fd = 1000;
+    while (fcntl(closed_fd, F_GETFD) != -1) ++closed_fd;
+    zmq_pollitem_t fd_item = {NULL, closed_fd, ZMQ_POLLIN, 0};
+    EXPECT_RC(zmq_poll(&fd_item, 1, 0), 1);
+    EXPECT_RC(fd_item.revents, ZMQ_POLLERR);
+    fd_item.fd = -1;
+    fd_item.revents = 0;
+    EXPECT_RC(zmq_poll(&fd_item, 1, 10), 0);
+    EXPECT_RC(fd_item.revents, 0);
+    misuse_term(ctx);
+}
