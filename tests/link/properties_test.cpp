@@ -136,6 +136,35 @@ TEST(message_properties, blocking_recv_carries_them_over_tcp_and_ipc_but_not_inp
     EXPECT_EQ(seen["inproc"], 30);
 }
 
+TEST(message_properties, recv_into_hands_them_over_once) {
+    link::context ctx(1);
+    blocking_socket pull(ctx, socket_type::pull, named(""));
+    const std::string where = pull.bind("tcp://127.0.0.1:*");
+    pull.bind("inproc://props-into");
+    link::context other(1);
+    blocking_socket t(other, socket_type::push, named(""));
+    t.connect(where);
+    ASSERT_FALSE(t.send("tcp", std::chrono::seconds(5)));
+    std::string got;
+    auto sink = [](void* user, link::bytes_view b, link::part*, bool) {
+        *static_cast<std::string*>(user) += std::string(link::as_text(b));
+    };
+    ASSERT_TRUE(pull.recv_into(sink, &got, std::chrono::seconds(5)));
+    EXPECT_EQ(got, "tcp");
+    const auto p = pull.received_properties();
+    EXPECT_EQ(prop(p, "Socket-Type"), "PUSH");
+    EXPECT_EQ(prop(p, "Peer-Address"), "127.0.0.1");
+    EXPECT_FALSE(pull.received_properties());  // handed over already
+
+    blocking_socket i(ctx, socket_type::push, named(""));
+    i.connect("inproc://props-into");
+    ASSERT_FALSE(i.send("inproc", std::chrono::seconds(5)));
+    got.clear();
+    ASSERT_TRUE(pull.recv_into(sink, &got, std::chrono::seconds(5)));
+    EXPECT_EQ(got, "inproc");
+    EXPECT_FALSE(pull.received_properties());
+}
+
 TEST(message_properties, a_reps_queued_requests_keep_their_senders_set) {
     link::context ctx(1);
     blocking_socket rep(ctx, socket_type::rep, named(""));
