@@ -69,6 +69,7 @@ public:
     std::uint64_t id = 0;
     socket_type peer_type = socket_type::pair;
     std::string peer_identity;  // the Identity property from READY (may be empty)
+    message_properties_ptr props;  // tcp/ipc: the connection's, set before attach; inproc: none
     std::string routing_id;  // ROUTER: the id this peer is known by
     std::uint64_t mark = 0;  // a pattern's scratch space (fan-out dedupe)
     std::size_t topics = 0;  // PUB/XPUB: distinct topics this peer subscribes to

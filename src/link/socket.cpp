@@ -5,6 +5,7 @@
 #include "link/pattern/pattern.hpp"
 #include "link/pattern/socket_types.hpp"
 #include "link/security/mechanism.hpp"
+#include "link/security/zap_client.hpp"
 
 #include <strix/core/log.hpp>
 #include <strix/core/shard.hpp>
@@ -192,8 +193,8 @@ void socket_core::detach(pipe& p) {
     pat->detach(p);
 }
 
-void socket_core::deliver(std::span<const bytes_view> parts) {
-    if (on_message) on_message(message_view(parts));
+void socket_core::deliver(std::span<const bytes_view> parts, const message_properties_ptr* props) {
+    if (on_message) on_message(message_view(parts, props));
 }
 
 void socket_core::event(socket_event::kind k, const std::string& ep, std::error_code ec, std::string detail) {
@@ -208,6 +209,11 @@ void socket_core::pipe_writable(pipe& p) {
     notifying_ = true;  // a callback that sends until would_block must not re-enter itself
     on_writable();
     notifying_ = false;
+}
+
+zap_client& socket_core::zap() {
+    if (!zap_) zap_ = std::make_unique<zap_client>(owner);
+    return *zap_;
 }
 
 void socket_core::pause(bool on) {

@@ -27,6 +27,7 @@
 namespace strix::link::detail {
 
 class pattern;
+class zap_client;
 
 /// What socket wraps: options, pattern, the state of each transport it uses, callbacks.
 class socket_core final {
@@ -60,11 +61,14 @@ public:
     void attach(pipe& p);
     void greet(pipe& p);  // probe_router, xpub_welcome_msg
     void detach(pipe& p);
-    void deliver(std::span<const bytes_view> parts);  // to the application
+    /// To the application, with the properties of the connection the message came from.
+    void deliver(std::span<const bytes_view> parts, const message_properties_ptr* props = nullptr);
     void event(socket_event::kind k, const std::string& ep, std::error_code ec = {}, std::string detail = {});
     void pipe_writable(pipe& p);
     void note_would_block() noexcept { want_writable_ = true; }
     std::uint64_t next_pipe_id() noexcept { return ++pipe_ids_; }
+    /// The link to a ZAP handler socket (security/zap_client.hpp), made at first use.
+    zap_client& zap();
     /// A transport's peer closed: a lingering core goes once no transport flushes any more;
     /// else the transports prune what unbind and disconnect left, after the turn.
     void peer_closed();
@@ -102,6 +106,7 @@ private:
     std::vector<bytes_view> pending_;  // parts of a message being sent with more = true
     std::vector<std::vector<std::byte>> pending_store_;
     std::uint64_t pipe_ids_ = 0;
+    std::unique_ptr<zap_client> zap_;  // after transports_: the pipes waiting on it go first
     bool want_writable_ = false;
     bool notifying_ = false;
     bool prune_pending_ = false;

@@ -139,8 +139,10 @@ public:
     std::error_code send(bytes_view bytes, duration timeout = forever);
     std::error_code send(std::string_view text, duration timeout = forever) { return send(as_bytes(text), timeout); }
 
-    /// The next message, or nullopt after `timeout` (0: only what is already there). The
-    /// socket's thread.
+    /// The next message, or nullopt after `timeout` (0: only what is already there). A message
+    /// from a tcp:// or ipc:// peer carries its connection's properties (message::properties():
+    /// Socket-Type, Identity, Peer-Address, ZAP's User-Id and metadata; see message.hpp), shared
+    /// with the connection's other messages. The socket's thread.
     std::optional<message> recv(duration timeout = forever);
 
     /// SUB/XSUB (a round trip to the shard, after the messages sent before it). The socket's
@@ -174,6 +176,10 @@ public:
     /// reference, may be moved out). False after `timeout`, as recv(). The socket's thread.
     using part_sink = void (*)(void* user, bytes_view bytes, part* ref, bool more);
     bool recv_into(part_sink sink, void* user, duration timeout = forever);
+    /// After recv_into(): the properties of the message it passed on (what zmq_msg_gets reads;
+    /// see message_properties), handed over: null when it had none (inproc peers) or when they
+    /// were taken already. recv() puts them in the message instead. The socket's thread.
+    message_properties_ptr received_properties() noexcept { return std::move(recv_props_); }
 
     /// A file descriptor that turns readable when the socket may have become readable or
     /// writable, or had a monitor event since the last clear_notify() (libzmq's ZMQ_FD, edge
@@ -235,6 +241,7 @@ private:
     bool offered_ = false;         // REP: bound an inproc name that REQs may link to
     bool prefer_direct_ = false;   // REP: which of its two inputs recv looks at first (fairness)
     std::uint64_t direct_out_ = 0, direct_in_ = 0;  // messages through the link (for stats)
+    message_properties_ptr recv_props_;  // the last received message's, until taken
     std::shared_ptr<detail::blocking_shared> st_;
     detail::blocking_bridge* bridge_;  // lives on shard_ until it finished closing
 };

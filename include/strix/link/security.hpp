@@ -13,6 +13,11 @@
 // Keys are 32 bytes, given either raw or as 40 characters of Z85 (as libzmq accepts them). After
 // the handshake every message and command is boxed both ways (a CURVE MESSAGE command with
 // crypto_box under the connection's transient keys). See docs/link.md, "Security".
+//
+// ZAP as libzmq 4.3 does it works too: with no `zap` callable, a server asks the REP or ROUTER
+// socket the application bound at inproc://zeromq.zap.01 on the same engine (a shard socket, or a
+// blocking socket served by a thread), and its handshake waits for the answer without holding the
+// shard up.
 
 #include <array>
 #include <cstddef>
@@ -50,21 +55,24 @@ struct curve_keypair {
 /// A 32-byte key from its raw bytes or its 40-character Z85 text; nullopt for anything else.
 std::optional<std::array<std::byte, 32>> parse_curve_key(std::string_view key);
 
-/// What a ZAP handler is asked (RFC 27's request, in process: there is no inproc://zeromq.zap.01
-/// socket). For CURVE, credentials holds the client's 32-byte permanent public key; for PLAIN,
-/// the username and the password.
+/// What a ZAP callable (security_options::zap) is asked: RFC 27's request. For CURVE,
+/// credentials holds the client's 32-byte permanent public key; for PLAIN, the username and the
+/// password; for NULL, nothing. (A handler socket at inproc://zeromq.zap.01 gets the same fields
+/// as frames, except identity: there, as from libzmq, the server socket's own routing id.)
 struct zap_request {
     std::string version = "1.0";
     std::string request_id;  // a counter per socket
     std::string domain;      // security_options::zap_domain
-    std::string address;     // the peer's IP address (tcp) or the ipc path
+    std::string address;     // as libzmq: the peer's IP address (tcp), "localhost:uid:gid:pid" (ipc)
     std::string identity;    // the routing id the peer announced (Identity property), if any
-    std::string mechanism;   // "CURVE" or "PLAIN"
+    std::string mechanism;   // "CURVE", "PLAIN" or "NULL"
     std::vector<std::string> credentials;
 };
 
 /// A ZAP handler's answer. status_code as RFC 27: "200" accepts; "300" (temporary error), "400"
-/// (authentication failure) and "500" (internal error) refuse the peer.
+/// (authentication failure) and "500" (internal error) refuse the peer (300 closes it silently,
+/// 400 and 500 send ERROR with the code first, as libzmq does). user_id and metadata become the
+/// properties of the peer's messages (message_properties: "User-Id" and the metadata's names).
 struct zap_reply {
     std::string status_code = "200";
     std::string status_text;
@@ -74,7 +82,8 @@ struct zap_reply {
 };
 
 /// Called on the server socket's shard (or the blocking API's shard) for every peer that
-/// completes the mechanism's own checks, before the peer is attached. It must not block.
+/// completes the mechanism's own checks, before the peer is attached. It must not block (a
+/// handler that must wait for something answers through a handler socket instead).
 using zap_handler = std::function<zap_reply(const zap_request&)>;
 
 /// Security settings of a socket (socket_options::security). NULL when nothing is set; CURVE when
@@ -91,10 +100,12 @@ struct security_options {
     bool plain_server = false;
     std::string plain_username;
     std::string plain_password;
-    /// Asked for every peer of a CURVE or PLAIN server; none = every peer that completes the
-    /// mechanism is accepted (libzmq's behaviour with no ZAP handler).
+    /// Asked for every peer of a CURVE or PLAIN server (and of a NULL one with a zap_domain).
+    /// Empty: the handler socket bound at inproc://zeromq.zap.01 on this socket's engine is
+    /// asked, if there is one; with neither, as libzmq 4.3.4: CURVE and NULL peers are accepted,
+    /// PLAIN peers refused (zap_unavailable).
     zap_handler zap;
-    /// ZAP's domain field.
+    /// ZAP's domain field. Set on a NULL socket, it makes the socket ask ZAP too (libzmq's rule).
     std::string zap_domain;
 };
 

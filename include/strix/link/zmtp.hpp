@@ -55,6 +55,8 @@ enum class link_errc {
     closed,                  // the socket is closed
     auth_failed,             // ZAP refused the peer (the status code in the event's detail)
     bad_crypto,              // a CURVE box did not open (wrong key), or a nonce went backwards
+    zap_unavailable,         // PLAIN server with no ZAP handler to ask (libzmq refuses the peer too)
+    zap_bad_reply,           // the ZAP handler's reply is malformed (the event's detail says how)
 };
 const std::error_category& link_category() noexcept;
 inline std::error_code make_error_code(link_errc e) noexcept { return {static_cast<int>(e), link_category()}; }

@@ -174,6 +174,9 @@ public:
     bool is_open() const noexcept { return life_.state == phase::open; }
     std::size_t queued_bytes() const noexcept { return out_.tx.size(); }
     const std::string& peer() const noexcept { return peer_; }
+    /// The connected socket's descriptor, for queries such as getpeername (never close it, and
+    /// never read or write it: the session does).
+    int native_handle() const noexcept { return fd_.get(); }
     /// What TLS negotiated, or nullptr for a plain session (and before a TLS handshake is done:
     /// handlers hear on_open only after it, so from on_open on this is set for a TLS session).
     const tls_info* tls() const noexcept;

@@ -118,7 +118,7 @@ std::string blocking_socket::bind(std::string_view address) {
     direct_ok_ = false;  // a REQ with a second endpoint has peers the link does not reach
     const auto inproc = detail::inproc_name(address);
     if (type_ == socket_type::rep && inproc) {
-        detail::direct_offer(*inproc, st_);
+        detail::direct_offer(detail::inproc_key(ctx_.eng(), *inproc), st_);
         offered_ = true;
     }
     return where;
@@ -129,7 +129,7 @@ void blocking_socket::unbind(std::string_view address) {
     // REQs that connect from now on do not get a direct link through the name (pipes made before
     // stay, as the shard's inproc connections do).
     const auto inproc = detail::inproc_name(address);
-    if (offered_ && inproc) detail::direct_unoffer(*inproc, st_.get());
+    if (offered_ && inproc) detail::direct_unoffer(detail::inproc_key(ctx_.eng(), *inproc), st_.get());
 }
 
 void blocking_socket::disconnect(std::string_view address) {
@@ -152,7 +152,7 @@ void blocking_socket::connect(std::string_view address) {
     // REQ gets a second endpoint or the REP closes.
     const auto inproc = detail::inproc_name(address);
     if (type_ == socket_type::req && endpoints_ == 1 && inproc) {
-        link_ = detail::direct_connect(*inproc, st_);
+        link_ = detail::direct_connect(detail::inproc_key(ctx_.eng(), *inproc), st_);
         direct_ok_ = link_ != nullptr;
     }
 }
@@ -347,6 +347,7 @@ bool blocking_socket::recv_with(duration timeout, Take&& take) {
         // Through the link: no conflate (REQ/REP), no pause (one message at a time).
         take(parts);
         from->pop(parts);
+        recv_props_ = nullptr;  // a thread of this process: no connection properties
         ++direct_in_;
         prefer_direct_ = false;
         if (type_ == socket_type::req) req_waiting_ = req_direct_ = false;
@@ -362,6 +363,7 @@ bool blocking_socket::recv_with(duration timeout, Take&& take) {
         }
     }
     take(parts);
+    recv_props_ = s.in.take_properties();
     s.in.pop(parts);
     // Below half the bound again: let the shard read from its peers once more.
     if (s.in_paused.load(std::memory_order_acquire) &&
@@ -382,6 +384,7 @@ bool blocking_socket::recv_with(duration timeout, Take&& take) {
 std::optional<message> blocking_socket::recv(duration timeout) {
     std::optional<message> m;
     recv_with(timeout, [&](auto& parts) { m = parts_to_message(parts); });
+    if (m) m->set_properties(std::move(recv_props_));
     return m;
 }
 

@@ -149,6 +149,11 @@ void blocking_bridge::set_options(const socket_options& o) {
 void blocking_bridge::on_message(message_view m) {
     if (closing_now_) return;  // nobody reads any more
     msg_pipe& in = st_->in;
+    // The connection's properties travel when they change, not with every message (msg_pipe.hpp).
+    if (const message_properties_ptr& p = m.properties(); p.get() != last_props_.get()) {
+        last_props_ = p;
+        in.put_properties(p);
+    }
     if (m.size() == 0) in.put_empty();
     for (std::size_t i = 0; i < m.size(); ++i) {
         const bool more = i + 1 < m.size();

@@ -156,6 +156,7 @@ private:
     std::vector<msg_pipe::entry> entries_;
     std::vector<bytes_view> views_;
     std::vector<part> srcs_;
+    message_properties_ptr last_props_;  // the properties `in` had put last
     std::function<void(const socket_event&)> event_hook_;
     timer_node linger_timer_;
     std::chrono::steady_clock::time_point deadline_;

@@ -40,7 +40,7 @@ struct direct_link {
     std::atomic<bool> rep_closed{false};  // the REP's destructor began: requests take the shard
 };
 
-/// A blocking REP bound `name` (inproc, without the scheme): REQs connecting to it may get a
+/// A blocking REP bound `name` (inproc_key: the engine-scoped name): REQs connecting to it may get a
 /// direct link. The REP's thread, after the bind succeeded.
 void direct_offer(std::string_view name, const std::shared_ptr<blocking_shared>& rep);
 /// The REP unbound `name`: REQs that connect to it from now on get no link to this REP (its

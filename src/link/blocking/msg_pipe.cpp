@@ -19,6 +19,8 @@ struct msg_pipe::chunk {
 };
 
 static_assert(sizeof(part) % 8 == 0 && alignof(part) <= 8, "a referenced part fits an 8-byte record slot");
+static_assert(sizeof(message_properties_ptr) % 8 == 0 && alignof(message_properties_ptr) <= 8,
+              "a properties pointer fits an 8-byte record slot");
 
 msg_pipe::msg_pipe() : wchunk_(new chunk), rchunk_(wchunk_) {}
 
@@ -86,10 +88,24 @@ void msg_pipe::put(part p, bool more) {
     ::new (static_cast<void*>(at + sizeof h)) part(std::move(p));
 }
 
+void msg_pipe::put_properties(message_properties_ptr p) {
+    std::byte* at = reserve(sizeof(header) + sizeof(message_properties_ptr));
+    const header h{0, properties_change, 1, 0};  // `more`: the message's parts follow
+    std::memcpy(at, &h, sizeof h);
+    ::new (static_cast<void*>(at + sizeof h)) message_properties_ptr(std::move(p));
+}
+
 void msg_pipe::put_empty() {
     std::byte* at = reserve(sizeof(header));
     const header h{0, empty_message, 0, 0};
     std::memcpy(at, &h, sizeof h);
+}
+
+// The message front() returned changes the properties: the record's reference becomes the pipe's.
+void msg_pipe::switch_properties() noexcept {
+    props_ = std::move(*props_rec_);
+    std::destroy_at(props_rec_);
+    props_rec_ = nullptr;
 }
 
 bool msg_pipe::front(std::vector<entry>& out) {
@@ -112,6 +128,9 @@ bool msg_pipe::front(std::vector<entry>& out) {
         std::size_t len;
         if (h.kind == empty_message) {
             len = sizeof h;
+        } else if (h.kind == properties_change) {
+            props_rec_ = std::launder(reinterpret_cast<message_properties_ptr*>(body));
+            len = sizeof(header) + sizeof(message_properties_ptr);
         } else if (h.kind == ref) {
             part* p = std::launder(reinterpret_cast<part*>(body));
             out.push_back(entry{p->bytes(), p});
@@ -134,6 +153,7 @@ void msg_pipe::pop(std::vector<entry>& parts) noexcept {
     for (auto& e : parts)
         if (e.ref) std::destroy_at(e.ref);
     parts.clear();
+    if (props_rec_) switch_properties();
     while (rchunk_ != pchunk_) {
         chunk* n = rchunk_->next;
         give_chunk(rchunk_);

@@ -15,7 +15,11 @@
 //   hdr: { uint32 size, uint8 kind (copy / ref / jump), uint8 more }, 8 bytes
 //
 // Small parts (up to inline_max) are copied into the record, so a stream of small messages costs
-// no allocation and no reference count; larger ones travel as a `part` (a shared buffer). The
+// no allocation and no reference count; larger ones travel as a `part` (a shared buffer). A
+// message whose connection properties (message_properties) differ from the previous message's
+// starts with a record holding them; the consumer keeps the last ones it saw, so a stream from
+// one connection carries its properties once, not per message, and hands each message a
+// reference from the thread's reserve (take_properties: no atomic operation per message). The
 // consumer hands each chunk it finished back through spare_, and the producer takes it from
 // there before allocating: a steady stream reuses the same few chunks.
 //
@@ -61,6 +65,9 @@ public:
     void put(part p, bool more);
     /// Appends a message of no parts (end_message follows, as for any other).
     void put_empty();
+    /// The message being put, and those after it, come with these properties (null: none). Put
+    /// before the message's first part, only when they differ from the last ones put.
+    void put_properties(message_properties_ptr p);
     /// The message's last part was put: it counts towards backlog() from now.
     void end_message() noexcept {
         ++written_;
@@ -91,6 +98,14 @@ public:
     bool front(std::vector<entry>& out);
     /// Drops the message front() returned (its referenced parts are released).
     void pop(std::vector<entry>& parts) noexcept;
+    /// A reference to the properties of the message front() returned (null: none), for the
+    /// message built from it. Between front() and pop().
+    message_properties_ptr take_properties() noexcept {
+        if (props_rec_) switch_properties();
+        if (!props_) return {};
+        props_->take_reference();  // from this thread's reserve (message.hpp)
+        return message_properties_ptr(props_.get(), false);
+    }
     /// Nothing published beyond what was popped.
     bool empty() noexcept {
         if (rpos_ != tail_cache_) return false;
@@ -112,9 +127,10 @@ private:
         std::uint8_t more;
         std::uint16_t unused;
     };
-    enum kind : std::uint8_t { copy = 1, ref = 2, jump = 3, empty_message = 4 };
+    enum kind : std::uint8_t { copy = 1, ref = 2, jump = 3, empty_message = 4, properties_change = 5 };
 
     std::byte* reserve(std::size_t n);
+    void switch_properties() noexcept;
     chunk* take_chunk();
     void give_chunk(chunk* c) noexcept;
 
@@ -143,6 +159,10 @@ private:
     // as the writer takes, so neither side goes to malloc in a steady stream.
     static constexpr int spares = 4;
     std::atomic<chunk*> spare_[spares] = {};
+    // Consumer-only, read per message only when a connection's messages carry properties (a line
+    // of their own: the consumer's line above is full, and the one before holds shared counters).
+    alignas(64) message_properties_ptr props_;  // the properties of the messages popped last
+    message_properties_ptr* props_rec_ = nullptr;  // in the message front() returned, if it changes them
 };
 
 }  // namespace strix::link::detail

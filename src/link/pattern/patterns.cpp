@@ -74,8 +74,8 @@ public:
         p->write(o);
         return {};
     }
-    void receive(pipe&, std::span<const bytes_view> parts) override {
-        if (recv_) core_.deliver(parts);
+    void receive(pipe& p, std::span<const bytes_view> parts) override {
+        if (recv_) core_.deliver(parts, &p.props);
     }
 
 private:
@@ -111,7 +111,7 @@ public:
         return {};
     }
     void receive(pipe& p, std::span<const bytes_view> parts) override {
-        if (&p == peer_) core_.deliver(parts);
+        if (&p == peer_) core_.deliver(parts, &p.props);
     }
 
 private:
@@ -154,7 +154,7 @@ public:
             return;
         }
         waiting_ = nullptr;
-        core_.deliver(parts.subspan(1));
+        core_.deliver(parts.subspan(1), &p.props);
     }
 
 private:
@@ -215,11 +215,12 @@ public:
             request r;
             r.pipe_id = p.id;
             for (auto b : parts) r.parts.add(b);
+            r.parts.set_properties(p.props);
             r.delimiter = d;
             queue_.push_back(std::move(r));
             return;
         }
-        start(p.id, parts, d);
+        start(p.id, parts, d, &p.props);
     }
     ~rep_pattern() override { *alive_ = false; }
 
@@ -234,12 +235,13 @@ private:
             if (p->id == id) return p;
         return nullptr;
     }
-    void start(std::uint64_t pipe_id, std::span<const bytes_view> parts, std::size_t d) {
+    void start(std::uint64_t pipe_id, std::span<const bytes_view> parts, std::size_t d,
+               const message_properties_ptr* props) {
         busy_ = true;
         current_ = pipe_id;
         envelope_.clear();
         for (std::size_t i = 0; i <= d; ++i) envelope_.push_back(part::copy(parts[i]));
-        core_.deliver(parts.subspan(d + 1));
+        core_.deliver(parts.subspan(d + 1), props);
     }
     void next() {
         if (busy_ || queue_.empty()) return;
@@ -247,7 +249,7 @@ private:
         queue_.pop_front();
         std::vector<bytes_view> v;
         for (auto& x : r.parts) v.push_back(x.bytes());
-        start(r.pipe_id, v, r.delimiter);
+        start(r.pipe_id, v, r.delimiter, &r.parts.properties());
     }
 
     std::vector<pipe*> pipes_;
@@ -306,7 +308,7 @@ public:
         v.reserve(parts.size() + 1);
         v.push_back(as_bytes(p.routing_id));
         v.insert(v.end(), parts.begin(), parts.end());
-        core_.deliver(v);
+        core_.deliver(v, &p.props);
     }
 
 private:
@@ -322,7 +324,7 @@ public:
         std::erase(pipes_, &p);
         if (last_ == &p) last_ = nullptr;
         trie_.remove_all(&p, [&](bytes_view topic, bool gone) {
-            if (xpub_ && gone) notify(false, topic);
+            if (xpub_ && gone) notify(false, topic, p);
         });
         if (p.topics) --subscribers_;
         p.topics = 0;
@@ -358,14 +360,14 @@ public:
             subscription(p, parts[0][0] == std::byte{1}, parts[0].subspan(1));
             return;
         }
-        if (xpub_) core_.deliver(parts);  // XSUB peers may send other messages upstream
+        if (xpub_) core_.deliver(parts, &p.props);  // XSUB peers may send other messages upstream
     }
     void subscription(pipe& p, bool on, bytes_view topic) override {
         if (xpub_ && core_.opts.xpub_manual) {
             // The application decides: it hears every (un)subscription and applies it with
             // subscribe()/unsubscribe(), which act for the peer that sent the last one.
             last_ = &p;
-            notify(on, topic);
+            notify(on, topic, p);
             return;
         }
         apply(p, on, topic);
@@ -389,16 +391,17 @@ private:
                         std::string(as_text(topic)));
         }
         if (xpub_ && !core_.opts.xpub_manual && (core_.opts.xpub_verbose ? (on || c.topic_first) : c.topic_first))
-            notify(on, topic);
+            notify(on, topic, p);
     }
 
-    void notify(bool on, bytes_view topic) {
+    // A (un)subscription for the application, with the properties of the peer that sent it.
+    void notify(bool on, bytes_view topic, const pipe& from) {
         std::vector<std::byte> m;
         m.reserve(topic.size() + 1);
         m.push_back(on ? std::byte{1} : std::byte{0});
         m.insert(m.end(), topic.begin(), topic.end());
         bytes_view v(m);
-        core_.deliver(std::span(&v, 1));
+        core_.deliver(std::span(&v, 1), &from.props);
     }
 
     bool xpub_;
@@ -429,9 +432,9 @@ public:
             if (!p->full()) p->write(o);
         return {};
     }
-    void receive(pipe&, std::span<const bytes_view> parts) override {
+    void receive(pipe& p, std::span<const bytes_view> parts) override {
         if (parts.empty() || !trie_.matches(parts[0])) return;
-        core_.deliver(parts);
+        core_.deliver(parts, &p.props);
     }
     std::error_code subscribe(bool on, bytes_view topic) override {
         // Counting happens here, as in libzmq: every subscribe goes upstream (an XPUB_VERBOSE

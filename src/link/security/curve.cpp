@@ -118,12 +118,34 @@ public:
     step on_command(const zmtp::command& cmd, std::vector<std::byte>& out) override {
         switch (state_) {
             case state::expect_hello: return on_hello(cmd, out);
-            case state::expect_initiate: return on_initiate(cmd, out);
+            case state::expect_initiate: return on_initiate(cmd);
             case state::expect_welcome: return on_welcome(cmd, out);
             case state::expect_ready: return on_ready(cmd);
+            case state::expect_zap:
             case state::finished: break;
         }
         return fail(link_errc::bad_handshake, "command after the handshake");
+    }
+
+    step on_zap(const zap_reply& r, std::vector<std::byte>& out) override {
+        if (state_ != state::expect_zap) return fail(link_errc::bad_handshake, "ZAP answer out of turn");
+        if (!r.accepted()) {
+            // ZMTP-CURVE lets the server answer INITIATE with ERROR; libzmq reports the status.
+            state_ = state::finished;
+            return zap_refusal(r, out);
+        }
+        user_id_ = r.user_id;
+        // READY: short nonce, Box[metadata](S'->C').
+        const std::uint64_t rn = next_nonce_++;
+        std::vector<uc> ready(8 + mac_bytes + ctx_.metadata.size());
+        put_be64(ready.data(), rn);
+        const nonce rnn = short_nonce("CurveZMQREADY---", rn);
+        crypto_box_easy_afternm(ready.data() + 8, u(ctx_.metadata.data()), ctx_.metadata.size(), rnn.data(),
+                                precomputed_.data());
+        append(out, zmtp::command_frame("READY", bv(ready.data(), ready.size())));
+        derive_message_keys();
+        state_ = state::finished;
+        return {step::status::done, {}, {}};
     }
 
     std::size_t encode(std::uint8_t flags, bytes_view body, std::byte* out) override {
@@ -156,7 +178,14 @@ public:
     }
 
 private:
-    enum class state : std::uint8_t { expect_hello, expect_welcome, expect_initiate, expect_ready, finished };
+    enum class state : std::uint8_t {
+        expect_hello,
+        expect_welcome,
+        expect_initiate,
+        expect_zap,
+        expect_ready,
+        finished
+    };
 
     // Each direction's XSalsa20 subkey for MESSAGE boxes (see the top of the file).
     void derive_message_keys() {
@@ -243,7 +272,7 @@ private:
         return {};
     }
 
-    step on_initiate(const zmtp::command& cmd, std::vector<std::byte>& out) {
+    step on_initiate(const zmtp::command& cmd) {
         if (cmd.name != "INITIATE" || cmd.data.size() < initiate_min)
             return fail(link_errc::bad_handshake, "malformed INITIATE");
         const std::byte* d = cmd.data.data();
@@ -279,25 +308,10 @@ private:
             return fail(link_errc::bad_crypto, "INITIATE's vouch names other keys");
         peer_meta_.assign(reinterpret_cast<const std::byte*>(plain.data() + 32 + vouch_size),
                           reinterpret_cast<const std::byte*>(plain.data() + plain.size()));
-        const zap_reply r = ask_zap(ctx_, "CURVE", {std::string(reinterpret_cast<const char*>(client.data()), 32)},
-                                    bytes_view(peer_meta_));
-        if (!r.accepted()) {
-            // ZMTP-CURVE lets the server answer INITIATE with ERROR; libzmq reports the status.
-            append(out, zmtp::error_frame(r.status_code));
-            return fail(link_errc::auth_failed, r.status_code + " " + r.status_text);
-        }
-        user_id_ = r.user_id;
-        // READY: short nonce, Box[metadata](S'->C').
-        const std::uint64_t rn = next_nonce_++;
-        std::vector<uc> ready(8 + mac_bytes + ctx_.metadata.size());
-        put_be64(ready.data(), rn);
-        const nonce rnn = short_nonce("CurveZMQREADY---", rn);
-        crypto_box_easy_afternm(ready.data() + 8, u(ctx_.metadata.data()), ctx_.metadata.size(), rnn.data(),
-                                precomputed_.data());
-        append(out, zmtp::command_frame("READY", bv(ready.data(), ready.size())));
-        derive_message_keys();
-        state_ = state::finished;
-        return {step::status::done, {}, {}};
+        zap_ = make_zap_request(ctx_, "CURVE", {std::string(reinterpret_cast<const char*>(client.data()), 32)},
+                                bytes_view(peer_meta_));
+        state_ = state::expect_zap;
+        return {step::status::zap, {}, {}};
     }
 
     // --- client ------------------------------------------------------------------------------

@@ -12,16 +12,6 @@ namespace {
 
 bytes_view text_bytes(std::string_view s) { return std::as_bytes(std::span(s.data(), s.size())); }
 
-// The peer address ZAP names: the host of tcp://host:port (IPv6 brackets removed), an ipc path as is.
-std::string zap_address(std::string_view a) {
-    if (a.starts_with("tcp://")) a.remove_prefix(6);
-    if (a.starts_with("ipc://")) return std::string(a.substr(6));
-    if (const auto colon = a.rfind(':'); colon != std::string_view::npos && a.find('/') == std::string_view::npos)
-        a = a.substr(0, colon);
-    if (a.size() >= 2 && a.front() == '[' && a.back() == ']') a = a.substr(1, a.size() - 2);
-    return std::string(a);
-}
-
 std::string identity_of(bytes_view metadata) {
     std::string id;
     zmtp::for_each_property(metadata, [&](std::string_view name, bytes_view value) {
@@ -61,15 +51,9 @@ public:
                 if (2 + ulen + plen != d.size()) return fail(link_errc::bad_handshake, "malformed HELLO");
                 std::string user(reinterpret_cast<const char*>(d.data() + 1), ulen);
                 std::string pass(reinterpret_cast<const char*>(d.data() + 2 + ulen), plen);
-                const zap_reply r = ask_zap(ctx_, "PLAIN", {std::move(user), std::move(pass)}, {});
-                if (!r.accepted()) {
-                    append(out, zmtp::error_frame(r.status_code));
-                    return fail(link_errc::auth_failed, r.status_code + " " + r.status_text);
-                }
-                user_id_ = r.user_id;
-                append(out, zmtp::command_frame("WELCOME", {}));
-                state_ = state::expect_initiate;
-                return {};
+                zap_ = make_zap_request(ctx_, "PLAIN", {std::move(user), std::move(pass)}, {});
+                state_ = state::expect_zap;
+                return {step::status::zap, {}, {}};
             }
             case state::expect_initiate: {
                 if (cmd.name != "INITIATE") return fail(link_errc::bad_handshake, "expected INITIATE");
@@ -89,13 +73,33 @@ public:
                 peer_meta_.assign(cmd.data.begin(), cmd.data.end());
                 return done();
             }
+            case state::expect_zap:
             case state::finished: break;
         }
         return fail(link_errc::bad_handshake, "command after the handshake");
     }
 
+    step on_zap(const zap_reply& r, std::vector<std::byte>& out) override {
+        if (state_ != state::expect_zap) return fail(link_errc::bad_handshake, "ZAP answer out of turn");
+        if (!r.accepted()) {
+            state_ = state::finished;
+            return zap_refusal(r, out);
+        }
+        user_id_ = r.user_id;
+        append(out, zmtp::command_frame("WELCOME", {}));
+        state_ = state::expect_initiate;
+        return {};
+    }
+
 private:
-    enum class state : std::uint8_t { expect_hello, expect_welcome, expect_initiate, expect_ready, finished };
+    enum class state : std::uint8_t {
+        expect_hello,
+        expect_zap,
+        expect_welcome,
+        expect_initiate,
+        expect_ready,
+        finished
+    };
     static void append(std::vector<std::byte>& v, bytes_view b) { v.insert(v.end(), b.begin(), b.end()); }
     step fail(link_errc e, std::string d) {
         state_ = state::finished;
@@ -143,20 +147,35 @@ void put_property(std::vector<std::byte>& out, std::string_view name, bytes_view
     out.insert(out.end(), value.begin(), value.end());
 }
 
-zap_reply ask_zap(const mechanism_context& ctx, std::string_view mech, std::vector<std::string> credentials,
-                  bytes_view peer_metadata) {
-    if (!ctx.opts->zap) return {};
+zap_request make_zap_request(const mechanism_context& ctx, std::string_view mech, std::vector<std::string> credentials,
+                             bytes_view peer_metadata) {
     zap_request r;
     r.request_id = std::to_string(ctx.zap_request_id);
     r.domain = ctx.opts->zap_domain;
-    r.address = zap_address(ctx.peer_address);
+    r.address = ctx.peer_address;
     r.identity = identity_of(peer_metadata);
     r.mechanism = std::string(mech);
     r.credentials = std::move(credentials);
-    zap_reply rep = ctx.opts->zap(r);
+    return r;
+}
+
+zap_reply call_zap(const zap_handler& h, const zap_request& r) {
+    zap_reply rep = h(r);
     // RFC 27 knows four codes; anything else is the handler's internal error.
     if (rep.status_code != "200" && rep.status_code != "300" && rep.status_code != "400") rep.status_code = "500";
     return rep;
+}
+
+step zap_refusal(const zap_reply& r, std::vector<std::byte>& out) {
+    // A temporary failure closes silently (CurveZMQ's rule, which libzmq applies to every
+    // mechanism); the others tell the client why.
+    if (r.status_code != "300") {
+        const auto e = zmtp::error_frame(r.status_code);
+        out.insert(out.end(), e.begin(), e.end());
+    }
+    std::string detail = r.status_code;
+    if (!r.status_text.empty()) detail += " " + r.status_text;
+    return {step::status::failed, link_errc::auth_failed, std::move(detail)};
 }
 
 }  // namespace strix::link::detail

@@ -11,6 +11,11 @@
 //   CURVE: HELLO C', Box[0*64](C'->S) ->     WELCOME Box[S' + cookie](S->C')
 //          INITIATE cookie, Box[C + vouch + metadata](C'->S') -> ZAP -> READY Box[metadata](S'->C')
 //   then (CURVE) every frame both ways: MESSAGE nonce, Box[flags + body] under the transient keys.
+//
+// ZAP is the pipe's business: at "ZAP" above a server's on_command returns step::status::zap with
+// zap_request() filled, the pipe asks (the in-process function, the handler socket at
+// inproc://zeromq.zap.01, which may answer later, or nobody), and hands the answer to on_zap,
+// which goes on from there.
 #include <strix/link/security.hpp>
 #include <strix/link/zmtp.hpp>
 
@@ -29,7 +34,7 @@ mechanism_kind check_security(const security_options& o);
 
 /// The outcome of one handshake command.
 struct step {
-    enum class status : std::uint8_t { more, done, failed } st = status::more;
+    enum class status : std::uint8_t { more, done, failed, zap } st = status::more;
     std::error_code error;  // failed: why
     std::string detail;     // failed: the ZAP status or what was malformed
 };
@@ -44,6 +49,12 @@ public:
     virtual void start(std::vector<std::byte>& out) = 0;
     /// One command from the peer during the handshake; frames to send are appended to out.
     virtual step on_command(const zmtp::command& cmd, std::vector<std::byte>& out) = 0;
+    /// After on_command returned step::status::zap: ZAP's answer. 200 goes on (PLAIN: WELCOME,
+    /// CURVE: READY and done); 300 fails with nothing sent, 400 and 500 with ERROR and the code,
+    /// as libzmq 4.3's servers do.
+    virtual step on_zap(const zap_reply& r, std::vector<std::byte>& out) = 0;
+    /// What to ask ZAP, once on_command returned step::status::zap.
+    const zap_request& pending_zap() const noexcept { return zap_; }
     /// The peer's metadata (READY properties), once on_command returned done.
     const std::vector<std::byte>& peer_metadata() const noexcept { return peer_meta_; }
     /// The user id ZAP gave (server), once done.
@@ -63,13 +74,14 @@ public:
 protected:
     std::vector<std::byte> peer_meta_;
     std::string user_id_;
+    zap_request zap_;
 };
 
 /// What a mechanism needs to know about its own side.
 struct mechanism_context {
     const security_options* opts = nullptr;
     std::vector<std::byte> metadata;  // our READY properties (Socket-Type, Identity)
-    std::string peer_address;         // for ZAP
+    std::string peer_address;         // ZAP's address frame (peer_address_of, properties.hpp)
     std::uint64_t zap_request_id = 0;
 };
 
@@ -78,8 +90,15 @@ std::unique_ptr<mechanism> make_mechanism(mechanism_kind k, mechanism_context ct
 
 /// READY-style properties: name length, name, value length (4, big-endian), value.
 void put_property(std::vector<std::byte>& out, std::string_view name, bytes_view value);
-/// Asks ctx.opts->zap (when set) about a peer; the reply, or an accepting one without a handler.
-zap_reply ask_zap(const mechanism_context& ctx, std::string_view mechanism, std::vector<std::string> credentials,
-                  bytes_view peer_metadata);
+/// The ZAP request for a peer: version, request id, domain and address from ctx; identity from
+/// the peer's metadata (its Identity property, if it sent one).
+zap_request make_zap_request(const mechanism_context& ctx, std::string_view mechanism,
+                             std::vector<std::string> credentials, bytes_view peer_metadata);
+/// Calls an in-process handler (security_options::zap); a status code RFC 27 does not know is
+/// the handler's internal error ("500").
+zap_reply call_zap(const zap_handler& h, const zap_request& r);
+/// A refusal: 300 sends nothing, 400 and 500 send ERROR with the code (libzmq 4.3's servers);
+/// the step fails with auth_failed and "<code> <text>" as its detail.
+step zap_refusal(const zap_reply& r, std::vector<std::byte>& out);
 
 }  // namespace strix::link::detail

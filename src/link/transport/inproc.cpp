@@ -9,8 +9,10 @@
 // queue); across shards it travels the mesh. The two sides of a pipe share an inproc_link (atomic
 // count) whose side pointers are each read and written only on their own shard.
 //
-// Names are process-wide. A connect may come before the bind: it waits in the registry and
-// completes when the name is bound, as with libzmq 4.
+// Names are scoped per engine, as libzmq scopes them per context (a blocking API context is one
+// engine): sockets on one engine find each other's names, another engine's are unseen. A connect
+// may come before the bind: it waits in the registry and completes when the name is bound, as
+// with libzmq 4.
 #include "link/transport/inproc.hpp"
 
 #include "link/pattern/pattern.hpp"
@@ -22,6 +24,7 @@
 #include <strix/core/shard.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -43,6 +46,14 @@ std::optional<std::string_view> inproc_name(std::string_view address) noexcept {
     return address.substr(scheme.size());
 }
 
+std::string inproc_key(const engine& e, std::string_view name) {
+    // The engine's address tells engines apart: its sockets (and so their names) go before it.
+    std::string key = std::to_string(reinterpret_cast<std::uintptr_t>(&e));
+    key += '/';
+    key += name;
+    return key;
+}
+
 /// What one side of an inproc pipe knows of the other.
 struct inproc_peer_info {
     std::string name;
@@ -55,6 +66,7 @@ struct inproc_peer_info {
 struct inproc_binding : atomic_ref_counted<inproc_binding> {
     inproc_transport* owner = nullptr;  // set to null on the owner's shard when it goes (read only there)
     shard* home = nullptr;
+    std::string key;  // the registry's: inproc_key(engine, name)
     inproc_peer_info info;
 };
 
@@ -80,6 +92,7 @@ intrusive_ptr<inproc_binding> make_binding(inproc_transport& t, socket_core& c, 
     intrusive_ptr<inproc_binding> b(new inproc_binding);
     b->owner = &t;
     b->home = &c.owner;
+    b->key = inproc_key(c.owner.owner(), name);
     b->info = inproc_peer_info{std::string(name), c.type, c.opts.routing_id, c.opts.sndhwm, c.opts.rcvhwm};
     return b;
 }
@@ -466,11 +479,11 @@ std::string inproc_transport::bind(std::string_view address) {
     {
         auto& r = names();
         std::lock_guard lk(r.mu);
-        if (r.bound.count(name))
+        if (r.bound.count(me->key))
             throw std::system_error(make_error_code(link_errc::address_in_use),
                                     "cannot bind inproc://" + std::string(name));
-        r.bound.emplace(std::string(name), me);
-        auto [lo, hi] = r.waiting.equal_range(name);
+        r.bound.emplace(me->key, me);
+        auto [lo, hi] = r.waiting.equal_range(me->key);
         for (auto it = lo; it != hi; ++it) waiters.push_back(it->second);
         r.waiting.erase(lo, hi);
     }
@@ -496,9 +509,9 @@ void inproc_transport::connect(std::string_view address) {
     {
         auto& r = names();
         std::lock_guard lk(r.mu);
-        auto it = r.bound.find(name);
+        auto it = r.bound.find(me->key);
         if (it == r.bound.end()) {
-            r.waiting.emplace(std::string(name), me);
+            r.waiting.emplace(me->key, me);
         } else {
             target = it->second;
         }
@@ -532,7 +545,7 @@ void inproc_transport::unbind(std::string_view address) {
     {
         auto& r = names();
         std::lock_guard lk(r.mu);
-        auto at = r.bound.find(name);
+        auto at = r.bound.find((*it)->key);
         if (at != r.bound.end() && at->second == *it) r.bound.erase(at);
     }
     const std::string ep = std::string(scheme) + std::string(name);
@@ -554,7 +567,7 @@ void inproc_transport::disconnect(std::string_view address) {
         for (auto& w : waiting_) {
             if (w->info.name != name) continue;
             found = true;
-            auto [lo, hi] = r.waiting.equal_range(name);
+            auto [lo, hi] = r.waiting.equal_range(w->key);
             for (auto it = lo; it != hi;) it = it->second == w ? r.waiting.erase(it) : std::next(it);
             w->owner = nullptr;
         }
@@ -595,11 +608,11 @@ void inproc_transport::close() {
         auto& r = names();
         std::lock_guard lk(r.mu);
         for (auto& b : bound_) {
-            auto it = r.bound.find(b->info.name);
+            auto it = r.bound.find(b->key);
             if (it != r.bound.end() && it->second == b) r.bound.erase(it);
         }
         for (auto& w : waiting_) {
-            auto [lo, hi] = r.waiting.equal_range(w->info.name);
+            auto [lo, hi] = r.waiting.equal_range(w->key);
             for (auto it = lo; it != hi;) it = it->second == w ? r.waiting.erase(it) : std::next(it);
         }
     }
@@ -612,6 +625,13 @@ void inproc_transport::close() {
     waiting_.clear();
     ending_.clear();
     while (!pipes_.empty()) pipes_.back()->close(true);
+}
+
+bool inproc_bound(const engine& e, std::string_view name) {
+    const std::string key = inproc_key(e, name);
+    auto& r = names();
+    std::lock_guard lk(r.mu);
+    return r.bound.count(key) != 0;
 }
 
 std::unique_ptr<transport_state> make_inproc_transport(socket_core& c) { return std::make_unique<inproc_transport>(c); }

@@ -29,6 +29,8 @@ public:
             case link_errc::closed: return "socket closed";
             case link_errc::auth_failed: return "the peer failed authentication (ZAP)";
             case link_errc::bad_crypto: return "a CURVE box did not open (wrong key) or a nonce was reused";
+            case link_errc::zap_unavailable: return "PLAIN needs a ZAP handler and none is bound";
+            case link_errc::zap_bad_reply: return "the ZAP handler's reply is malformed";
         }
         return "unknown strix.link error";
     }

@@ -3,12 +3,17 @@
 // session its pipe (zmtp_pipe.hpp). transport/inproc.cpp holds the other transport's pipe. With
 // CURVE or PLAIN the pipe hands the handshake's commands to its mechanism
 // (security/mechanism.hpp) instead of READY, and with CURVE boxes every frame after it
-// (put_boxed, unbox).
+// (put_boxed, unbox). Where the mechanism (or NULL with a zap_domain) needs ZAP, the handshake
+// suspends until the answer (ask_zap; the handler socket's answers come through
+// security/zap_client.hpp), and the connection's message properties (properties.hpp) are built
+// when it completes.
 #include "link/zmtp/zmtp_pipe.hpp"
 
 #include "link/pattern/pattern.hpp"
 #include "link/pattern/socket_types.hpp"
+#include "link/properties.hpp"
 #include "link/security/mechanism.hpp"
+#include "link/security/zap_client.hpp"
 #include "link/socket_core.hpp"
 
 #include <strix/core/shard.hpp>
@@ -26,7 +31,7 @@ constexpr std::size_t max_parts = 1024;  // parts of one incoming message
 
 // One tcp:// or ipc:// peer: the session's state (session::emplace_state), from the greeting to
 // the end of the connection.
-class zmtp_pipe final : public pipe {
+class zmtp_pipe final : public pipe, private zap_waiter {
 public:
     enum class phase : std::uint8_t { greeting, handshake, ready };
 
@@ -35,6 +40,7 @@ public:
           opts_(o),
           sess_(&s),
           addr_(std::move(addr)),
+          peer_addr_(peer_address_of(s.native_handle())),
           hs_timer_([this] { on_handshake_timer(); }),
           ping_timer_([this] { on_ping_timer(); }),
           ttl_timer_([this] { on_ttl_timer(); }) {
@@ -43,7 +49,7 @@ public:
         if (k != mechanism_kind::null) {
             mechanism_context ctx;
             ctx.opts = &opts_.security;
-            ctx.peer_address = addr_;
+            ctx.peer_address = peer_addr_;
             ctx.zap_request_id = id;
             const socket_type_info* me = find_type_info(c.type);
             const std::string_view type_name = to_string(c.type);
@@ -53,6 +59,7 @@ public:
         }
     }
     ~zmtp_pipe() override {
+        stop_zap();
         auto& w = core_.owner.timers();
         w.cancel(hs_timer_);
         w.cancel(ping_timer_);
@@ -164,33 +171,39 @@ public:
             on_message_frame(f);
             return;
         }
-        if (phase_ == phase::greeting) {
-            zmtp::greeting g;
-            if (auto ec = zmtp::parse_greeting(whole.first<zmtp::greeting_size>(), g)) {
-                fail(ec);
-                return;
-            }
-            const char* mine = mech_ ? mech_->name() : "NULL";
-            if (g.mechanism != mine) {
-                put(bytes_view(zmtp::error_frame("unsupported security mechanism " + g.mechanism)));
-                fail(link_errc::unsupported_mechanism, g.mechanism);
-                return;
-            }
-            v31_ = g.major > 3 || g.minor >= 1;
-            phase_ = phase::handshake;
-            sess_->set_framer(zmtp::frame_framer());
-            if (mech_) {
-                std::vector<std::byte> out;
-                mech_->start(out);
-                if (!out.empty()) put(bytes_view(out));
-                return;
-            }
-            const socket_type_info* me = find_type_info(core_.type);
-            const bytes_view idv = as_bytes(opts_.routing_id);
-            put(bytes_view(zmtp::ready_frame(to_string(core_.type), me && me->announces_identity ? &idv : nullptr)));
+        if (phase_ == phase::greeting)
+            on_greeting(whole);
+        else
+            on_handshake_frame(whole);
+    }
+
+    void on_greeting(std::span<const std::byte> whole) {
+        zmtp::greeting g;
+        if (auto ec = zmtp::parse_greeting(whole.first<zmtp::greeting_size>(), g)) {
+            fail(ec);
             return;
         }
-        // Handshake: READY (or ERROR) and nothing else.
+        const char* mine = mech_ ? mech_->name() : "NULL";
+        if (g.mechanism != mine) {
+            put(bytes_view(zmtp::error_frame("unsupported security mechanism " + g.mechanism)));
+            fail(link_errc::unsupported_mechanism, g.mechanism);
+            return;
+        }
+        v31_ = g.major > 3 || g.minor >= 1;
+        phase_ = phase::handshake;
+        sess_->set_framer(zmtp::frame_framer());
+        if (mech_) {
+            std::vector<std::byte> out;
+            mech_->start(out);
+            if (!out.empty()) put(bytes_view(out));
+            return;
+        }
+        // With a zap_domain, NULL asks ZAP first (once the peer's READY is here): READY waits.
+        if (!null_zap()) put_ready();
+    }
+
+    // Handshake: READY (or ERROR), or the mechanism's commands, and nothing else.
+    void on_handshake_frame(std::span<const std::byte> whole) {
         const zmtp::frame f = zmtp::split(whole);
         zmtp::command cmd;
         if (f.command() && mech_ && libzmq_plain_error(f.body)) {
@@ -205,30 +218,40 @@ public:
             fail(link_errc::peer_error, error_reason(cmd.data));
             return;
         }
+        if (zap_id_) {
+            // Every mechanism's client waits for the server's answer, which waits for ZAP's.
+            fail(link_errc::bad_handshake, "command while ZAP decides");
+            return;
+        }
         if (mech_) {
             std::vector<std::byte> out;
             const step st = mech_->on_command(cmd, out);
             if (!out.empty()) put(bytes_view(out));  // WELCOME, INITIATE, READY or ERROR
-            if (st.st == step::status::failed) {
-                fail(st.error, st.detail);
-            } else if (st.st == step::status::done) {
-                boxed_ = mech_->boxes();
-                accept_peer(bytes_view(mech_->peer_metadata()));
-            }
+            handshake_step(st);
             return;
         }
         if (cmd.name != "READY") {
             fail(link_errc::bad_handshake);
             return;
         }
+        if (null_zap()) {
+            null_ready_.assign(cmd.data.begin(), cmd.data.end());
+            mechanism_context ctx;
+            ctx.opts = &opts_.security;
+            ctx.peer_address = peer_addr_;
+            ctx.zap_request_id = id;
+            ask_zap(make_zap_request(ctx, "NULL", {}, cmd.data));
+            return;
+        }
         accept_peer(cmd.data);
     }
 
     // The peer's READY properties (NULL's READY, or what the mechanism received): its socket
-    // type must talk to ours; then the peer is attached.
-    void accept_peer(bytes_view props) {
+    // type must talk to ours; then the peer is attached, its messages carrying the connection's
+    // properties (built here, once).
+    void accept_peer(bytes_view announced) {
         bool have_type = false, type_ok = false;
-        const bool props_ok = zmtp::for_each_property(props, [&](std::string_view name, bytes_view value) {
+        const bool props_ok = zmtp::for_each_property(announced, [&](std::string_view name, bytes_view value) {
             if (zmtp::iequals(name, "Socket-Type")) {
                 have_type = true;
                 const std::string_view t = as_text(value);
@@ -251,11 +274,71 @@ public:
             return;
         }
         phase_ = phase::ready;
+        props = make_properties(peer_addr_, zap_done_ ? &zap_ : nullptr, announced);
         core_.owner.timers().cancel(hs_timer_);
         if (opts_.heartbeat_ivl.count() > 0)
             core_.owner.timers().schedule(ping_timer_, core_.owner.ticks_for(opts_.heartbeat_ivl));
         core_.event(socket_event::kind::handshake_succeeded, addr_, {}, peer_type_name_);
         core_.attach(*this);
+    }
+
+    // --- ZAP ------------------------------------------------------------------------------------
+    // The in-process function answers now; a handler socket bound at inproc://zeromq.zap.01
+    // answers later (zap_answered, from the loop: the handshake waits, the shard does not); with
+    // neither, libzmq 4.3 lets CURVE and NULL peers in unauthenticated and refuses PLAIN ones.
+    void ask_zap(const zap_request& r) {
+        if (const auto& f = opts_.security.zap) {
+            zap_answered(call_zap(f, r));
+            return;
+        }
+        if ((zap_id_ = core_.zap().ask(r, opts_.routing_id, *this))) return;
+        if (mech_ && std::string_view(mech_->name()) == "PLAIN") {
+            fail(link_errc::zap_unavailable, "no ZAP handler at inproc://zeromq.zap.01");
+            return;
+        }
+        resume(zap_reply{});
+    }
+
+    // The handshake may have ended meanwhile (failed, timed out, or the peer went).
+    bool zap_pending_ended() const noexcept { return failed_ || phase_ != phase::handshake || !sess_->is_open(); }
+
+    void zap_answered(const zap_reply& r) override {
+        zap_id_ = 0;
+        if (zap_pending_ended()) return;
+        zap_ = r;
+        zap_done_ = true;
+        resume(r);
+    }
+
+    void zap_failed(std::error_code ec, std::string detail) override {
+        zap_id_ = 0;
+        if (zap_pending_ended()) return;
+        fail(ec, std::move(detail));
+    }
+
+    // The handshake goes on with ZAP's answer (or the accepting default when nobody was asked).
+    void resume(const zap_reply& r) {
+        std::vector<std::byte> out;
+        if (mech_) {
+            const step st = mech_->on_zap(r, out);
+            if (!out.empty()) put(bytes_view(out));
+            handshake_step(st);
+            return;
+        }
+        if (!r.accepted()) {
+            const step st = zap_refusal(r, out);
+            if (!out.empty()) put(bytes_view(out));
+            fail(st.error, st.detail);
+            return;
+        }
+        put_ready();
+        accept_peer(bytes_view(null_ready_));
+    }
+
+    void stop_zap() noexcept {
+        if (!zap_id_) return;
+        core_.zap().forget(zap_id_);
+        zap_id_ = 0;
     }
 
     phase current_phase() const noexcept { return phase_; }
@@ -265,6 +348,27 @@ public:
 
 private:
     static constexpr std::size_t small_copy = 512;
+
+    void handshake_step(const step& st) {
+        switch (st.st) {
+            case step::status::more: break;
+            case step::status::failed: fail(st.error, st.detail); break;
+            case step::status::zap: ask_zap(mech_->pending_zap()); break;
+            case step::status::done:
+                boxed_ = mech_->boxes();
+                accept_peer(bytes_view(mech_->peer_metadata()));
+                break;
+        }
+    }
+
+    // NULL asks ZAP only when the socket names a domain (libzmq's rule).
+    bool null_zap() const noexcept { return !mech_ && !opts_.security.zap_domain.empty(); }
+
+    void put_ready() {
+        const socket_type_info* me = find_type_info(core_.type);
+        const bytes_view idv = as_bytes(opts_.routing_id);
+        put(bytes_view(zmtp::ready_frame(to_string(core_.type), me && me->announces_identity ? &idv : nullptr)));
+    }
 
     // Every byte this pipe queues on its session goes through put(), so appended_ minus what is
     // still queued is what the session has written.
@@ -346,6 +450,7 @@ private:
     }
 
     void fail(std::error_code ec, std::string detail = {}) {
+        stop_zap();
         failed_ = true;
         ++core_.stats.handshake_failures;
         core_.event(socket_event::kind::handshake_failed, addr_, ec, std::move(detail));
@@ -442,6 +547,7 @@ private:
     const socket_options& opts_;  // as at the bind or connect (sndhwm: the socket's, live)
     session* sess_;
     std::string addr_;
+    std::string peer_addr_;  // libzmq's form: ZAP's address frame, the Peer-Address property
     std::string peer_type_name_;
     timer_node hs_timer_, ping_timer_, ttl_timer_;
     std::chrono::milliseconds peer_ttl_{0};
@@ -455,6 +561,10 @@ private:
     bool ping_outstanding_ = false;
     bool failed_ = false;  // the handshake failure was counted (fail, on_protocol_error)
     std::unique_ptr<mechanism> mech_;  // PLAIN or CURVE; null for NULL
+    std::uint64_t zap_id_ = 0;          // the request a handler socket has yet to answer
+    bool zap_done_ = false;             // ZAP answered (zap_): User-Id and its metadata apply
+    zap_reply zap_;
+    std::vector<std::byte> null_ready_;  // NULL with ZAP: the peer's READY, until ZAP answers
     bool boxed_ = false;               // CURVE after the handshake: every frame is a MESSAGE
     std::vector<std::byte> rx_;        // an opened MESSAGE: flags, then the body
     std::vector<std::byte> tx_;        // a large frame being boxed
