@@ -85,7 +85,13 @@ void pooled_give(void* p) noexcept {
 void msg_reset(msg_rep& m) noexcept {
     release(m);
     m.flags = 0;
-    m.props = nullptr;
+    msg_set_props(m, nullptr);
+}
+
+void msg_set_props(msg_rep& m, link::message_properties_ptr p) noexcept {
+    // Adopts the reference m held (dropped at the end of this scope) and keeps p's.
+    link::message_properties_ptr old(m.props, false);
+    m.props = p.detach();
 }
 
 void msg_set_copy(msg_rep& m, link::bytes_view b) {
@@ -241,7 +247,7 @@ int zmq_msg_copy(zmq_msg_t* dest, zmq_msg_t* src) {
             default: std::memcpy(d->bytes, s->bytes, s->inline_size); break;
         }
         d->flags = s->flags;
-        d->props = s->props;
+        msg_set_props(*d, link::message_properties_ptr(s->props));
         if (s->kind == msg_kind::shared || s->kind == msg_kind::user)
             s->flags = d->flags = static_cast<std::uint8_t>(s->flags | msg_rep::shared_flag);
         return 0;
@@ -291,14 +297,21 @@ int zmq_msg_set(zmq_msg_t*, int, int) {
 }  // extern "C"
 
 extern "C" const char* zmq_msg_gets(const zmq_msg_t* m, const char* property) {
-    if (!m || rep(m)->mark != msg_rep::valid_mark) {
-        errno = m ? EINVAL : EFAULT;  // libzmq: EINVAL for a closed message (no metadata)
+    if (!m) {
+        errno = EFAULT;
         return nullptr;
     }
-    if (!property) {
+    if (rep(m)->mark != msg_rep::valid_mark || !property) {
+        errno = EINVAL;  // libzmq 4.3.4's answer for a closed message
+        return nullptr;
+    }
+    // The properties of the connection the message came from: Socket-Type, Identity (Routing-Id),
+    // Peer-Address, ZAP's User-Id and metadata (strix/link/message.hpp).
+    const strix::link::message_properties* props = rep(m)->props;
+    const std::string* value = props ? props->get(property) : nullptr;
+    if (!value) {
         errno = EINVAL;
         return nullptr;
     }
-    errno = EINVAL;  // no such property on this message
-    return nullptr;
+    return value->c_str();
 }

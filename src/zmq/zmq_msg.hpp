@@ -45,7 +45,7 @@ struct msg_rep {
         link::part part;
         user_buffer user;
     };
-    const void* props;
+    const link::message_properties* props;  // one counted reference, or null
     std::uint32_t inline_size;
     msg_kind kind;
     std::uint8_t flags;  // ZMQ_MORE (1), shared (2: zmq_msg_copy made it)
@@ -71,6 +71,8 @@ void msg_reset(msg_rep& m) noexcept;
 void msg_set_copy(msg_rep& m, link::bytes_view b);
 /// Makes m hold p (no copy).
 void msg_set_part(msg_rep& m, link::part p);
+/// Gives m the properties of the connection it came from (zmq_msg_gets), replacing any.
+void msg_set_props(msg_rep& m, link::message_properties_ptr p) noexcept;
 /// m's bytes.
 link::bytes_view msg_bytes(const msg_rep& m) noexcept;
 /// m as a part of a message to send (moves a shared part out; copies the rest, running a user

@@ -111,6 +111,7 @@ struct sock {
     // A message being received part by part: the parts after the one returned.
     std::vector<link::part> in;
     std::size_t in_next = 0;
+    link::message_properties_ptr in_props;  // the properties of the message being read
     bool rcvmore = false;
     // REQ: a request went out and its reply is not complete; REP: a request is being answered.
     bool req_sent = false;

@@ -201,15 +201,20 @@ int recv_part(sock& s, recv_target& t, int flags) {
             s.in.clear();
             s.in_next = 0;
             if (!bs.recv_into(&take_part, &t, wait_for(flags, s.so.rcvtimeo))) return fail(wait_failed(s));
+            s.in_props = bs.received_properties();
         } catch (...) {
             return fail(errno_of_exception());
         }
         s.rcvmore = t.more;
     }
-    if (t.m) t.m->flags = s.rcvmore ? msg_rep::more_flag : 0;
+    if (t.m) {
+        t.m->flags = s.rcvmore ? msg_rep::more_flag : 0;
+        msg_set_props(*t.m, s.in_props);  // every part of a message carries them, as in libzmq
+    }
     if (!s.rcvmore) {
         s.in.clear();
         s.in_next = 0;
+        s.in_props.reset();
         received_whole(s);
     }
     return 0;
