@@ -22,6 +22,16 @@ struct monitor {
 
 namespace {
 
+// libzmq's ZMQ_PROTOCOL_ERROR_ZAP_* code for link's zap_bad_reply detail.
+std::uint32_t zap_error(std::string_view detail) noexcept {
+    if (detail.find("malformed") != std::string_view::npos) return ZMQ_PROTOCOL_ERROR_ZAP_MALFORMED_REPLY;
+    if (detail.find("bad version") != std::string_view::npos) return ZMQ_PROTOCOL_ERROR_ZAP_BAD_VERSION;
+    if (detail.find("bad request id") != std::string_view::npos) return ZMQ_PROTOCOL_ERROR_ZAP_BAD_REQUEST_ID;
+    if (detail.find("invalid status code") != std::string_view::npos) return ZMQ_PROTOCOL_ERROR_ZAP_INVALID_STATUS_CODE;
+    if (detail.find("invalid metadata") != std::string_view::npos) return ZMQ_PROTOCOL_ERROR_ZAP_INVALID_METADATA;
+    return ZMQ_PROTOCOL_ERROR_ZAP_UNSPECIFIED;
+}
+
 // libzmq's event number and value for a link event; 0 when libzmq has no such event.
 std::pair<int, std::uint32_t> zmq_event(const link::socket_event& e) {
     using k = link::socket_event::kind;
@@ -40,6 +50,10 @@ std::pair<int, std::uint32_t> zmq_event(const link::socket_event& e) {
                 return {ZMQ_EVENT_HANDSHAKE_FAILED_AUTH, code ? code : 400};
             }
             if (e.error == link::link_errc::handshake_timeout) return {ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL, 0};
+            // No ZAP handler for a PLAIN server: libzmq reports EFAULT without detail.
+            if (e.error == link::link_errc::zap_unavailable) return {ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL, EFAULT};
+            if (e.error == link::link_errc::zap_bad_reply)
+                return {ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL, zap_error(e.detail)};
             if (e.error == link::link_errc::unsupported_mechanism)
                 return {ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL, ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH};
             if (e.error == link::link_errc::bad_crypto)
