@@ -2,6 +2,9 @@
 // zmq_errno, zmq_strerror, zmq_version, zmq_has and the deprecated zmq_init/term.
 #include "zmq/zmq_shim.hpp"
 
+#include <strix/core/log.hpp>
+
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -171,6 +174,12 @@ int zmq_has(const char* capability) {
 }
 
 void* zmq_ctx_new(void) {
+    // libzmq writes nothing to stderr; strix's engine logs connection retries at info. Quiet
+    // below errors unless STRIX_LOG asks for more.
+    static std::once_flag quiet;
+    std::call_once(quiet, [] {
+        if (!std::getenv("STRIX_LOG")) strix::set_log_level(strix::log_level::error);
+    });
     try {
         return new ctx;
     } catch (...) {

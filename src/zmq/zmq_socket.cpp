@@ -66,6 +66,21 @@ void end_endpoint(sock& s, const char* addr, bool bound_first) {
     }
 }
 
+// zmq_unbind / zmq_disconnect's checks, then end_endpoint.
+int end_by_address(void* s_, const char* addr, bool bound_first) {
+    sock* s = as_sock(s_);
+    if (!s) return -1;
+    if (s->terminated()) return fail(ETERM);
+    if (const int e = check_transport(addr)) return fail(e);  // as libzmq: EINVAL for NULL too
+    if (!s->bs) return fail(ENOENT);
+    try {
+        end_endpoint(*s, addr, bound_first);
+        return 0;
+    } catch (...) {
+        return fail(errno_of_exception());
+    }
+}
+
 // The state a wait that came back empty-handed means: a terminated context or a timeout.
 int wait_failed(const sock& s) noexcept { return s.terminated() ? ETERM : EAGAIN; }
 
@@ -261,33 +276,9 @@ int zmq_connect(void* s_, const char* addr) {
     }
 }
 
-int zmq_unbind(void* s_, const char* addr) {
-    sock* s = as_sock(s_);
-    if (!s) return -1;
-    if (s->terminated()) return fail(ETERM);
-    if (const int e = check_transport(addr)) return fail(e);  // as libzmq: EINVAL for NULL too
-    if (!s->bs) return fail(ENOENT);
-    try {
-        end_endpoint(*s, addr, true);
-        return 0;
-    } catch (...) {
-        return fail(errno_of_exception());
-    }
-}
+int zmq_unbind(void* s_, const char* addr) { return end_by_address(s_, addr, true); }
 
-int zmq_disconnect(void* s_, const char* addr) {
-    sock* s = as_sock(s_);
-    if (!s) return -1;
-    if (s->terminated()) return fail(ETERM);
-    if (const int e = check_transport(addr)) return fail(e);  // as libzmq: EINVAL for NULL too
-    if (!s->bs) return fail(ENOENT);
-    try {
-        end_endpoint(*s, addr, false);
-        return 0;
-    } catch (...) {
-        return fail(errno_of_exception());
-    }
-}
+int zmq_disconnect(void* s_, const char* addr) { return end_by_address(s_, addr, false); }
 
 int zmq_send(void* s_, const void* buf, size_t len, int flags) {
     sock* s = as_sock(s_);
