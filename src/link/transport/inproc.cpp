@@ -241,6 +241,7 @@ public:
         }
         link_->side[side_] = nullptr;
         out_ = {};
+        consumed_ = 0;
         transport_.remove(this);
     }
 
@@ -371,7 +372,11 @@ private:
     }
 
     void on_io(std::uint32_t) override {}
-    void on_flush() override { flush_out(); }
+    // A pipe closed this turn (its socket may be gone already) was maybe still marked for a
+    // flush by a receive before: nothing of it may go out any more.
+    void on_flush() override {
+        if (!closed_) flush_out();
+    }
 
     void flush_out() {
         if (consumed_) {
