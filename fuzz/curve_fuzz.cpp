@@ -97,12 +97,19 @@ struct tamper {
 };
 
 // Feeds one command body to m (an exact copy), the way zmtp_pipe does.
-detail::step feed(detail::mechanism& m, const std::vector<std::byte>& body, std::vector<std::byte>& out) {
+detail::step feed(detail::mechanism& m, const std::vector<std::byte>& body, std::vector<std::byte>& out,
+                  const zap_handler& zap) {
     const exact_copy copy{bytes(body)};
     zmtp::command cmd;
     if (!zmtp::parse_command(copy.view(), cmd)) return {detail::step::status::failed, link_errc::bad_handshake, {}};
     STRIX_FUZZ_CHECK(cmd.name.size() + cmd.data.size() + 1 == body.size());
-    return m.on_command(cmd, out);
+    detail::step st = m.on_command(cmd, out);
+    // A server suspends for ZAP's answer (zmtp_pipe asks the handler and resumes with it).
+    if (st.st == detail::step::status::zap) {
+        STRIX_FUZZ_CHECK(m.as_server() && zap);
+        st = m.on_zap(zap(m.pending_zap()), out);
+    }
+    return st;
 }
 
 }  // namespace
@@ -148,7 +155,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         auto body = in_flight[0];
         if (stage == step_at) touched |= t.apply(body);
         out.clear();
-        const detail::step st = feed(*to, body, out);
+        const detail::step st = feed(*to, body, out, so.zap);
         if (st.st == detail::step::status::failed) {
             // Refusals have causes: a tampered command, a refused key, or the wrong server key.
             STRIX_FUZZ_CHECK(touched || zap_refuses || wrong_server_key);
