@@ -11,10 +11,10 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 
-from report_common import cpu_model, die, run_gnuplot
+from report_common import Cell as report_common_cell
+from report_common import cpu_model, die, fmt_int, fmt_us, ratio, run_gnuplot
 
 SIZES = [64, 256, 1024, 8192, 65536]
 DR_SIZES = [64, 256, 1024]
@@ -56,48 +56,15 @@ def build_targets(subscribers):
     return t
 
 
-class Cell:
-    """One configuration and family: its passing values of one metric, failures, not-built."""
+class Cell(report_common_cell):
+    """report_common.Cell with this report's marks: (min-max) and [failed runs]."""
 
-    def __init__(self, rows, metric):
-        self.rows = rows
-        self.ok = [r for r in rows if r["status"] == "ok" and r.get(metric) is not None]
-        self.failed = [r for r in rows if r["status"] == "failed"]
-        self.not_built = bool(rows) and all(r["status"] == "not_built" for r in rows)
-        self.values = [float(r[metric]) for r in self.ok]
-        self.median = statistics.median(self.values) if self.values else None
-
-    def text(self, fmt):
-        if not self.rows:
-            return "not run"
-        if self.not_built:
-            return "not built"
-        if not self.values:
-            return f"FAILED ({len(self.failed)} of {len(self.rows)} runs)"
-        s = fmt(self.median)
-        if len(self.values) > 1:
-            s += f" ({fmt(min(self.values))}-{fmt(max(self.values))})"
-        if self.failed:
-            s += f" [{len(self.failed)} of {len(self.rows)} runs failed]"
-        return s
-
-
-def fmt_int(v):
-    return f"{v:,.0f}"
+    ranges = "()"
+    failures = "[]"
 
 
 def fmt_mb(v):
     return f"{v:,.2f}"
-
-
-def fmt_us(v):
-    return f"{v:,.2f}"
-
-
-def ratio(a, b):
-    if a.median is None or b.median is None or b.median == 0:
-        return None
-    return a.median / b.median
 
 
 def fmt_ratio(r, a, b):

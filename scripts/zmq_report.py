@@ -11,9 +11,8 @@ import ctypes
 import json
 import os
 import platform
-import statistics
 
-from report_common import cpu_model, die
+from report_common import Cell, cpu_model, die, fmt_int, fmt_us, ratio
 
 TRANSPORTS = ["tcp", "ipc", "inproc"]
 PROGRAMS = {  # (suite, transport kind) -> the programs that ran
@@ -27,44 +26,7 @@ def size_label(size):
     return {64: "64 B", 1024: "1 KB", 65536: "64 KB"}.get(size, f"{size} B")
 
 
-class Cell:
-    """One configuration and family: its passing values of one metric, failures, not-built."""
 
-    def __init__(self, rows, metric):
-        self.rows = rows
-        self.ok = [r for r in rows if r["status"] == "ok" and r.get(metric) is not None]
-        self.failed = [r for r in rows if r["status"] == "failed"]
-        self.not_built = bool(rows) and all(r["status"] == "not_built" for r in rows)
-        self.values = [float(r[metric]) for r in self.ok]
-        self.median = statistics.median(self.values) if self.values else None
-
-    def text(self, fmt):
-        if not self.rows:
-            return "not run"
-        if self.not_built:
-            return "not built"
-        if not self.values:
-            return f"FAILED ({len(self.failed)} of {len(self.rows)} runs)"
-        s = fmt(self.median)
-        if len(self.values) > 1:
-            s += f" [{fmt(min(self.values))}-{fmt(max(self.values))}]"
-        if self.failed:
-            s += f" ({len(self.failed)} of {len(self.rows)} runs failed)"
-        return s
-
-
-def fmt_int(v):
-    return f"{v:,.0f}"
-
-
-def fmt_us(v):
-    return f"{v:,.2f}"
-
-
-def ratio(a, b):
-    if a.median is None or b.median is None or b.median == 0:
-        return None
-    return a.median / b.median
 
 
 def fmt_ratio(a, b):
