@@ -42,18 +42,42 @@ void init_empty(msg_rep* r) noexcept {
     r->mark = msg_rep::valid_mark;
 }
 
+// One holder of a user buffer lets go: the last runs the free function.
+void drop_user(const user_buffer& u) noexcept {
+    if (u.refs) {
+        if (u.refs->fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+        delete u.refs;
+    }
+    if (u.ffn) u.ffn(u.data, u.hint);
+}
+
+// The release hook of a part made by user_part: that part was one holder of the buffer.
+void drop_user_hook(const release_hook& h) noexcept {
+    drop_user({h.words[0], reinterpret_cast<std::size_t>(h.words[1]), reinterpret_cast<zmq_free_fn*>(h.words[2]),
+               h.words[3], static_cast<std::atomic<int>*>(h.words[4])});
+}
+
+// A part holding a copy of u's bytes whose buffer is one holder of u: when strix is done with
+// the part, on whichever thread that is, the hook lets go of u.
+link::part user_part(const user_buffer& u) {
+    release_hook h;
+    h.fn = drop_user_hook;
+    h.words[0] = u.data;
+    h.words[1] = reinterpret_cast<void*>(u.size);
+    h.words[2] = reinterpret_cast<void*>(u.ffn);
+    h.words[3] = u.hint;
+    h.words[4] = u.refs;
+    auto buf = shared_buffer::create(u.size, h);
+    if (u.size) std::memcpy(buf->data(), u.data, u.size);
+    return link::part(std::move(buf), 0, u.size);
+}
+
 // Frees what r holds; r is left with nothing (not valid until set again).
 void release(msg_rep& r) noexcept {
     switch (r.kind) {
         case msg_kind::shared: r.part.~part(); break;
         case msg_kind::pooled: pooled_give(r.block); break;
-        case msg_kind::user:
-            if (r.user.refs) {
-                if (r.user.refs->fetch_sub(1, std::memory_order_acq_rel) != 1) break;
-                delete r.user.refs;
-            }
-            if (r.user.ffn) r.user.ffn(r.user.data, r.user.hint);
-            break;
+        case msg_kind::user: drop_user(r.user); break;
         default: break;
     }
     r.kind = msg_kind::inline_bytes;
@@ -142,11 +166,25 @@ link::bytes_view msg_bytes(const msg_rep& m) noexcept {
 
 link::part msg_take_part(msg_rep& m) {
     link::part p;
+    if (m.kind == msg_kind::user) {
+        p = user_part(m.user);  // m's hold on the buffer moves to the part
+        m.kind = msg_kind::inline_bytes;
+        m.inline_size = 0;
+        return p;
+    }
     if (m.kind == msg_kind::shared)
         p = std::move(m.part);
     else
         p = link::part::copy(msg_bytes(m));
     release(m);
+    return p;
+}
+
+link::part msg_share_user(msg_rep& m) {
+    // Counted as zmq_msg_copy counts: m keeps its hold until the send succeeds.
+    link::part p = user_part(m.user);
+    if (!m.user.refs) m.user.refs = new std::atomic<int>(1);
+    m.user.refs->fetch_add(1, std::memory_order_relaxed);
     return p;
 }
 

@@ -7,9 +7,12 @@
 //   bytes 48..55  the message's peer properties (zmq_msg_gets), or null
 //   bytes 56..63  size of inline data, kind, flags (more, shared), a validity mark
 //
-// The free function of zmq_msg_init_data runs on the application's thread, when the message is
-// closed or sent (the bytes are copied into strix's own buffer then): never on a shard, where
-// pyzmq's callback, which sends on a socket of its own, must not run.
+// The free function of zmq_msg_init_data runs when the last holder of the buffer lets go, as
+// libzmq's does: the message at zmq_msg_close, or, once sent, strix when the message has left
+// (written to the connection, taken by an inproc peer, or dropped at close). A sent user buffer's
+// bytes are copied into a strix buffer whose release hook (shared_buffer.hpp) is one holder, so
+// the free function may run on a shard thread (libzmq's runs on its I/O thread): pyzmq's sends
+// on a socket of another context there, and its MessageTracker tells when the message has left.
 #include "zmq/zmq_shim.hpp"
 
 #include <cstddef>
@@ -75,8 +78,11 @@ void msg_set_part(msg_rep& m, link::part p);
 void msg_set_props(msg_rep& m, link::message_properties_ptr p) noexcept;
 /// m's bytes.
 link::bytes_view msg_bytes(const msg_rep& m) noexcept;
-/// m as a part of a message to send (moves a shared part out; copies the rest, running a user
-/// buffer's free function). m is left empty.
+/// m as a part of a message to send (moves a shared part or the hold on a user buffer out;
+/// copies the rest). m is left empty.
 link::part msg_take_part(msg_rep& m);
+/// A part for sending m's user buffer (m.kind == user), one more holder of it: m keeps its own
+/// hold (dropped by msg_reset once the send succeeds).
+link::part msg_share_user(msg_rep& m);
 
 }  // namespace strix::zmq_abi

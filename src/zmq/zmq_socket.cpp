@@ -152,6 +152,10 @@ int send_part(sock& s, link::bytes_view b, msg_rep* m, int flags) {
         if (s.out_open) {
             ec = send_last(s, m ? msg_take_part(*m) : link::part::copy(b), wait);
             if (ec && m) msg_set_part(*m, std::move(const_cast<link::part&>(s.out[0])));  // unreachable: kept below
+        } else if (m && m->kind == msg_kind::user) {
+            link::message one;
+            one.add(msg_share_user(*m));  // by reference: the free function runs once it has left
+            ec = bs.send(one, wait);
         } else if (!m || b.size() <= 512 || m->kind != msg_kind::shared) {
             ec = bs.send(b, wait);  // small parts are copied into the pipe: no message object
         } else {
@@ -299,8 +303,7 @@ int zmq_msg_send(zmq_msg_t* m_, void* s_, int flags) {
     const auto b = msg_bytes(*m);
     const std::size_t size = b.size();
     if (send_part(*s, b, m, flags) < 0) return -1;
-    // Sent: the message is the socket's; the caller's is empty again (a user buffer's free
-    // function runs here, on this thread).
+    // Sent: the message is the socket's; the caller's is empty again.
     msg_reset(*m);
     return static_cast<int>(size > INT_MAX ? INT_MAX : size);
 }

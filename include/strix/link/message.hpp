@@ -121,6 +121,9 @@ public:
     std::string_view text() const noexcept { return as_text(bytes()); }
     std::size_t size() const noexcept { return len_; }
     const shared_buffer_ptr& buffer() const noexcept { return buf_; }
+    /// Its buffer has a release hook (shared_buffer.hpp): pass the part on, never a copy of its
+    /// bytes, or the hook runs before the bytes have gone anywhere.
+    bool by_reference_only() const noexcept { return buf_ && buf_->has_release_hook(); }
     std::size_t offset() const noexcept { return off_; }
 
 private:

@@ -259,7 +259,7 @@ std::error_code blocking_socket::send(const message& m, duration timeout) {
     for (std::size_t i = 0; i < m.size(); ++i) {
         const bool more = i + 1 < m.size();
         const part& p = m[i];
-        if (p.size() <= detail::msg_pipe::inline_max)
+        if (p.size() <= detail::msg_pipe::inline_max && !p.by_reference_only())
             out.put(p.bytes(), more);
         else
             out.put(p, more);  // a reference: the bytes are immutable

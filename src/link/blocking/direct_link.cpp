@@ -70,7 +70,7 @@ void direct_put(msg_pipe& p, const message& m) {
     for (std::size_t i = 0; i < m.size(); ++i) {
         const bool more = i + 1 < m.size();
         const part& pt = m[i];
-        if (pt.size() <= msg_pipe::inline_max)
+        if (pt.size() <= msg_pipe::inline_max && !pt.by_reference_only())
             p.put(pt.bytes(), more);
         else
             p.put(pt, more);  // a reference: message parts are immutable

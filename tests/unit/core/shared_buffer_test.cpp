@@ -91,4 +91,35 @@ TEST(SharedBuffer, LastReleaseOnAnotherThreadFreesIt) {
     EXPECT_FALSE(buf);  // NOLINT(bugprone-use-after-move): moved into the thread
 }
 
+// The hook of a buffer made with one runs once, on the thread that drops the last reference,
+// with the words it was given; sizes from empty through buffer_cache's range to beyond it.
+std::atomic<int> hook_runs{0};
+std::atomic<std::thread::id> hook_thread;
+void count_hook(const strix::release_hook& h) noexcept {
+    hook_runs.fetch_add(static_cast<int>(reinterpret_cast<std::uintptr_t>(h.words[0])));
+    hook_thread.store(std::this_thread::get_id());
+}
+
+TEST(SharedBuffer, ReleaseHookRunsOnceAtTheLastReleaseOnThatThread) {
+    for (std::size_t n : {std::size_t{0}, std::size_t{5}, std::size_t{5000}, std::size_t{300000}}) {
+        hook_runs = 0;
+        strix::release_hook h;
+        h.fn = count_hook;
+        h.words[0] = reinterpret_cast<void*>(std::uintptr_t{1});
+        auto buf = shared_buffer::create(n, h);
+        EXPECT_TRUE(buf->has_release_hook());
+        EXPECT_FALSE(shared_buffer::create(n)->has_release_hook());
+        EXPECT_EQ(buf->size(), n);
+        if (n) std::memset(buf->data(), 0x5a, n);  // the whole payload is the caller's
+        shared_buffer_ptr copy = buf;
+        buf.reset();
+        EXPECT_EQ(hook_runs.load(), 0) << n;
+        std::thread t([c = std::move(copy)]() mutable { c.reset(); });
+        const auto releaser = t.get_id();
+        t.join();
+        EXPECT_EQ(hook_runs.load(), 1) << n;
+        EXPECT_EQ(hook_thread.load(), releaser) << n;
+    }
+}
+
 }  // namespace

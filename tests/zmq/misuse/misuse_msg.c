@@ -1,5 +1,6 @@
 /* Messages (zmq_msg_*) closed, zeroed and NULL; zmq_poll with bad items. */
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -86,6 +87,72 @@ static void properties(void) {
     EXPECT_RC(zmq_msg_close(&msg), 0);
 }
 
+// A user buffer's free function runs once the library is done with it: not while the message
+// waits for a peer, once it has been delivered (as pyzmq's MessageTracker relies on), and for a
+// message no peer took, by the time zmq_ctx_term returns; on whichever thread lets go of it.
+static atomic_int freed_delivered = 0, freed_dropped = 0;
+static void count_free_into(void* data, void* hint) {
+    (void)data;
+    atomic_fetch_add((atomic_int*)hint, 1);
+}
+
+static int wait_freed(atomic_int* n, int want) {
+    for (int i = 0; i < 400 && atomic_load(n) < want; ++i) usleep(5000);
+    return atomic_load(n);
+}
+
+static void send_user(void* push, char* data, size_t size, int flags, atomic_int* count) {
+    zmq_msg_t msg;
+    EXPECT_RC(zmq_msg_init_data(&msg, data, size, count_free_into, count), 0);
+    EXPECT_RC(zmq_msg_send(&msg, push, flags), (long)size);
+    EXPECT_RC(zmq_msg_close(&msg), 0);
+}
+
+// Sends four user buffers before the peer is there; the test's context is terminated after.
+static void user_buffers_sent(void* ctx, const char* transport) {
+    static char small[5] = "hello", large[2000], part1[3] = "abc", part2[600];
+    atomic_store(&freed_delivered, 0);
+    void* pull = misuse_socket(ctx, ZMQ_PULL);
+    char at[256];
+    if (strcmp(transport, "tcp") == 0) {
+        // A port that was free a moment ago: the PUSH connects before anyone listens there.
+        size_t len = sizeof at;
+        EXPECT_RC(zmq_bind(pull, "tcp://127.0.0.1:*"), 0);
+        EXPECT_RC(zmq_getsockopt(pull, ZMQ_LAST_ENDPOINT, at, &len), 0);
+        EXPECT_RC(zmq_unbind(pull, at), 0);
+    } else {
+        strcpy(at, "inproc://misuse-user-buffers");
+    }
+    void* push = misuse_socket(ctx, ZMQ_PUSH);
+    EXPECT_RC(zmq_connect(push, at), 0);
+    send_user(push, small, sizeof small, 0, &freed_delivered);
+    send_user(push, large, sizeof large, 0, &freed_delivered);
+    send_user(push, part1, sizeof part1, ZMQ_SNDMORE, &freed_delivered);
+    send_user(push, part2, sizeof part2, 0, &freed_delivered);
+    usleep(50000);
+    EXPECT_RC(atomic_load(&freed_delivered), 0);  // no peer yet: the library holds all four
+    EXPECT_RC(zmq_bind(pull, at), 0);
+    zmq_msg_t in;
+    const int want_sizes[] = {sizeof small, sizeof large, sizeof part1, sizeof part2};
+    for (int i = 0; i < 4; ++i) {
+        EXPECT_RC(zmq_msg_init(&in), 0);
+        EXPECT_RC(zmq_msg_recv(&in, pull, 0), want_sizes[i]);
+        EXPECT_RC(zmq_msg_close(&in), 0);
+    }
+    EXPECT_RC(wait_freed(&freed_delivered, 4), 4);  // delivered: each given back, once
+    misuse_close(push);
+    misuse_close(pull);
+
+    // One no peer takes: held while the socket lives, dropped at its close (linger 0).
+    void* lonely = misuse_socket(ctx, ZMQ_PUSH);
+    EXPECT_RC(zmq_connect(lonely, strcmp(transport, "tcp") == 0 ? at : "inproc://misuse-nobody"), 0);
+    const int before = atomic_load(&freed_dropped);
+    send_user(lonely, small, sizeof small, 0, &freed_dropped);
+    usleep(20000);
+    EXPECT_RC(atomic_load(&freed_dropped), before);
+    misuse_close(lonely);
+}
+
 // libzmq 4.3.4 dereferences every NULL message (and asserts on NULL data with a size); strix
 // answers -1/EFAULT, NULL or 0.
 static void null_messages(void) {
@@ -112,8 +179,12 @@ void misuse_messages(void) {
     void* ctx = misuse_ctx();
     closed_message(ctx);
     properties();
+    atomic_store(&freed_dropped, 0);
+    user_buffers_sent(ctx, "inproc");
+    user_buffers_sent(ctx, "tcp");
     if (misuse_strix) null_messages();
     misuse_term(ctx);
+    EXPECT_RC(atomic_load(&freed_dropped), 2);  // the two messages dropped unsent, by now
 }
 
 void misuse_poll(void) {
