@@ -265,4 +265,25 @@ TEST(endpoints, the_blocking_api_unbinds_and_disconnects_on_the_callers_thread) 
     EXPECT_EQ(again.bind(where), where);
 }
 
+// libzmq's peer takes the disconnect's command before its next send: the blocking API's
+// disconnect returns once the peers it ended have detached, on one shard or across two.
+TEST(endpoints, an_inproc_peer_has_heard_the_disconnect_when_it_returns) {
+    for (unsigned shards : {1u, 2u}) {
+        context ctx(shards);
+        socket_options o;
+        o.linger = 0ms;
+        for (int round = 0; round < 100; ++round) {
+            const std::string name = "inproc://" + unique_name("heard");
+            blocking_socket push(ctx, socket_type::push, o);
+            push.bind(name);
+            blocking_socket pull(ctx, socket_type::pull, o);
+            pull.connect(name);
+            ASSERT_FALSE(push.send("hi", 5s));
+            ASSERT_TRUE(pull.recv(5s));
+            pull.disconnect(name);
+            ASSERT_FALSE(push.wait_for_peers(1, 0ms)) << shards << " shards, round " << round;
+        }
+    }
+}
+
 }  // namespace

@@ -117,8 +117,10 @@ public:
     std::string bind(std::string_view address);
     void connect(std::string_view address);
     /// See socket::unbind / socket::disconnect (ENOENT and malformed addresses are thrown here,
-    /// on the calling thread): a round trip to the shard, after the messages sent before. The
-    /// socket's thread.
+    /// on the calling thread): a round trip to the shard, after the messages sent before. They
+    /// return once the change has been heard: the inproc peers whose pipes it closed have
+    /// detached them, so their next send or poll sees it (as libzmq's peer does, its next call
+    /// taking the command first). The socket's thread.
     void unbind(std::string_view address);
     void disconnect(std::string_view address);
 
@@ -211,6 +213,8 @@ private:
     friend struct detail::poll_access;
     template <class F>
     auto on_shard(F&& f) -> decltype(f());
+    template <class F>
+    void on_shard_settled(F&& f);
     bool queueable() const noexcept;
     void queued();
     void turn_taken() noexcept;

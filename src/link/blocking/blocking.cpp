@@ -93,6 +93,36 @@ auto blocking_socket::on_shard(F&& f) -> decltype(f()) {
     });
 }
 
+// Runs f as on_shard does, and returns once what f set off has settled: the socket's work after
+// the turn has run (disconnect closes its pipes there), every other shard has taken what that
+// sent it (the mesh is FIFO per pair) and ended the turn in which it did, and this shard has
+// ended the turn after (the pipes closed on it are flushed then). Each shard's own state is
+// published at the end of its turn, after its dirty objects.
+template <class F>
+void blocking_socket::on_shard_settled(F&& f) {
+    engine& e = ctx_.eng();
+    const unsigned n = e.shard_count();
+    const unsigned mine = shard_;
+    std::promise<void> settled;
+    std::atomic<unsigned> left{n};
+    auto arrive = [&] {
+        if (left.fetch_sub(1, std::memory_order_acq_rel) == 1) settled.set_value();
+    };
+    on_shard([&] {
+        f();
+        shard& here = e.at(mine);
+        here.post_after_turn([&] {
+            for (unsigned i = 0; i < n; ++i) {
+                if (i == mine)
+                    here.post_after_turn(arrive);  // from an after-turn task: the next turn's
+                else
+                    here.post_to(i, [&e, i, &arrive] { e.at(i).post_after_turn(arrive); });
+            }
+        });
+    });
+    settled.get_future().wait();
+}
+
 blocking_socket::blocking_socket(context& ctx, socket_type type, socket_options opts)
     : ctx_(ctx),
       shard_(ctx.next_shard()),
@@ -125,7 +155,7 @@ std::string blocking_socket::bind(std::string_view address) {
 }
 
 void blocking_socket::unbind(std::string_view address) {
-    on_shard([&] { bridge_->sock().unbind(address); });
+    on_shard_settled([&] { bridge_->sock().unbind(address); });
     // REQs that connect from now on do not get a direct link through the name (pipes made before
     // stay, as the shard's inproc connections do).
     const auto inproc = detail::inproc_name(address);
@@ -133,7 +163,7 @@ void blocking_socket::unbind(std::string_view address) {
 }
 
 void blocking_socket::disconnect(std::string_view address) {
-    on_shard([&] { bridge_->sock().disconnect(address); });
+    on_shard_settled([&] { bridge_->sock().disconnect(address); });
     direct_ok_ = false;  // for good: later requests take the shard, to the peers that remain
 }
 
