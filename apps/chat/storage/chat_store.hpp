@@ -15,7 +15,8 @@
 //   chat_logs(room_id, seq, sender_id, sender_name, server_ts_us, text, PRIMARY KEY(room_id, seq))
 //   rooms(id PK, name, created_at_us, deleted_at_us NULL)      a deleted room keeps its row, so
 //                                                              its id is never handed out again
-//   account_rooms(account_id PK, room_id, joined_at_us)         the room each account belongs to
+//   account_rooms(account_id, room_id, joined_at_us,            the rooms each account belongs
+//                 last_read_seq, PK(account_id, room_id))       to, and how far it has read each
 //   device_tokens(token_hash PK, account_id, created_at_us,     a login's device token, by its
 //                 expires_at_us)                                BLAKE2b hash (device_token.hpp)
 //   resume_tokens(the same columns)                             a login's resume token (replaces
@@ -57,10 +58,20 @@ enum class login_outcome : std::uint8_t {
 /// the name's lockout; a resume token replaces the password. Same shape, separate tables.
 enum class token_kind : std::uint8_t { device, resume };
 
+/// A room an account belongs to (a row of account_rooms), as a login reads it.
+struct account_room {
+    std::uint64_t room_id = 0;
+    std::int64_t joined_at_us = 0;    // its latest join (a join of a room it belongs to renews it)
+    std::uint64_t last_read_seq = 0;  // the highest seq it marked read there (room_change::read)
+
+    friend bool operator==(const account_room&, const account_room&) = default;
+};
+
 struct login_result {
     login_outcome outcome = login_outcome::unknown_account;
     account acct;              // valid for ok and created; id 0 otherwise
-    std::uint64_t room_id = 0; // ok: the room the account belongs to (account_rooms), 0 for none
+    std::uint64_t room_id = 0; // ok: the room it joined last (the newest joined_at_us), 0 for none
+    std::vector<account_room> rooms;  // ok: every room it belongs to (not deleted), oldest join first
 };
 
 struct chat_log_entry {
@@ -81,14 +92,18 @@ struct room_change {
     enum class kind : std::uint8_t {
         created,  // room `room_id` called `name` exists
         deleted,  // room `room_id` is gone (its row and chat logs stay; nobody belongs to it)
-        joined,   // account `account_id` belongs to room `room_id` (instead of any other room)
-        left,     // account `account_id` no longer belongs to room `room_id` (no-op if it moved on)
+        joined,   // account `account_id` belongs to room `room_id` (too: its other rooms stay);
+                  // joined_at_us = at_us, a new row's last_read_seq = 0 (kept when it was in)
+        left,     // account `account_id` no longer belongs to room `room_id` (no-op if it did not)
+        read,     // account `account_id` read room `room_id` up to `seq`: last_read_seq rises to
+                  // it (never falls; no-op if it does not belong there)
     };
     kind what = kind::created;
     std::uint64_t room_id = 0;
-    std::uint64_t account_id = 0;  // joined, left
+    std::uint64_t account_id = 0;  // joined, left, read
     std::string name;              // created
     std::int64_t at_us = 0;        // wall clock, microseconds since the Unix epoch
+    std::uint64_t seq = 0;         // read
 
     friend bool operator==(const room_change&, const room_change&) = default;
 };
@@ -128,7 +143,8 @@ struct device_token_record {
     std::string account_name;
     std::int64_t created_at_us = 0;  // wall clock, microseconds since the Unix epoch
     std::int64_t expires_at_us = 0;  // ditto; the token is void from then on
-    std::uint64_t room_id = 0;       // the room the account belongs to (account_rooms), 0 for none
+    std::uint64_t room_id = 0;       // the room it joined last (as login_result), 0 for none
+    std::vector<account_room> rooms;  // every room it belongs to, as login_result
 };
 
 /// What store_device_token does besides storing the new token, in the same transaction.

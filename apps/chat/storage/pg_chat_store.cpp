@@ -709,6 +709,7 @@ private:
                 exec_prepared("strix_unset_member", p, PGRES_COMMAND_OK);
                 break;
             }
+            case room_change::kind::read: throw storage_error("read markers are not stored yet");
         }
     }
 

@@ -671,6 +671,7 @@ private:
                 break;
             case room_change::kind::joined: run(set_member_, c.account_id, c.room_id, c.at_us); break;
             case room_change::kind::left: run(unset_member_, c.account_id, c.room_id); break;
+            case room_change::kind::read: throw storage_error("read markers are not stored yet");
         }
     }
 
