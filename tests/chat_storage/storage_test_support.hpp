@@ -93,6 +93,28 @@ inline std::optional<std::string> raw_query_value(backend b, const std::string& 
     return std::string(::PQgetvalue(r.get(), 0, 0));
 }
 
+/// Runs `sql` (one or more statements, results discarded) directly on the database (no
+/// chat_store), e.g. to build a database at an older schema; throws std::runtime_error.
+inline void raw_exec(backend b, const std::string& url, const std::string& sql) {
+    if (b == backend::postgres) {
+        pg_server::exec_sql(url, sql);
+        return;
+    }
+    sqlite3* db = nullptr;
+    if (::sqlite3_open_v2(url.substr(7).c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+        SQLITE_OK) {
+        ::sqlite3_close(db);
+        throw std::runtime_error("raw sqlite open failed");
+    }
+    std::unique_ptr<sqlite3, decltype(&::sqlite3_close)> guard(db, &::sqlite3_close);
+    char* err = nullptr;
+    if (::sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+        std::string msg = err != nullptr ? err : ::sqlite3_errmsg(db);
+        ::sqlite3_free(err);
+        throw std::runtime_error("raw sqlite exec failed: " + msg);
+    }
+}
+
 inline chat_log_entry make_entry(std::uint64_t room, std::uint64_t seq) {
     chat_log_entry e;
     e.room_id = room;

@@ -57,7 +57,7 @@ inline constexpr migration migrations[] = {
      " PRIMARY KEY (room_id, seq))"},
     // Rooms outlive the server: a room's owner shard is implied by its id (see room_host.hpp),
     // a deleted room keeps its row so its id is never reused, and each account belongs to at
-    // most one room (where a login puts the session back).
+    // most one room (where a login puts the session back; step 6 allows many).
     {3, "rooms and memberships",
      "CREATE TABLE rooms ("
      " id INTEGER PRIMARY KEY,"
@@ -110,6 +110,26 @@ inline constexpr migration migrations[] = {
      " created_at_us BIGINT NOT NULL,"
      " expires_at_us BIGINT NOT NULL);"
      "CREATE INDEX resume_tokens_by_account ON resume_tokens (account_id, created_at_us)"},
+    // An account belongs to many rooms: one account_rooms row per (account, room), each with how
+    // far the account has read there. The one row per account of step 3 is kept, last_read_seq
+    // 0. SQLite cannot change a primary key in place, so the table is copied into a new one
+    // (dropping the old table drops its index, made again by the same name); PostgreSQL swaps
+    // the constraint (step 3's, named by PostgreSQL's rule) and keeps the index.
+    {6, "many rooms per account, read markers",
+     "CREATE TABLE account_rooms_new ("
+     " account_id INTEGER NOT NULL,"
+     " room_id INTEGER NOT NULL,"
+     " joined_at_us INTEGER NOT NULL,"
+     " last_read_seq INTEGER NOT NULL DEFAULT 0,"
+     " PRIMARY KEY (account_id, room_id)) WITHOUT ROWID;"
+     "INSERT INTO account_rooms_new (account_id, room_id, joined_at_us)"
+     " SELECT account_id, room_id, joined_at_us FROM account_rooms;"
+     "DROP TABLE account_rooms;"
+     "ALTER TABLE account_rooms_new RENAME TO account_rooms;"
+     "CREATE INDEX account_rooms_by_room ON account_rooms (room_id)",
+     "ALTER TABLE account_rooms ADD COLUMN last_read_seq BIGINT NOT NULL DEFAULT 0;"
+     "ALTER TABLE account_rooms DROP CONSTRAINT account_rooms_pkey;"
+     "ALTER TABLE account_rooms ADD PRIMARY KEY (account_id, room_id)"},
 };
 
 inline std::span<const migration> all_migrations() noexcept { return migrations; }

@@ -102,10 +102,13 @@ struct prepared {
 };
 
 const prepared statements[] = {
-    {"strix_select_account",
-     "SELECT a.id, a.password_hash, COALESCE(m.room_id, 0)::BIGINT FROM accounts a "
-     "LEFT JOIN account_rooms m ON m.account_id = a.id WHERE a.name = $1",
-     {text_oid}},
+    {"strix_select_account", "SELECT id, password_hash FROM accounts WHERE name = $1", {text_oid}},
+    // LEFT JOIN: a membership is listed unless its room is marked deleted (one whose room has no
+    // rooms row is listed, as the one-room query did).
+    {"strix_rooms_of",
+     "SELECT m.room_id, m.joined_at_us, m.last_read_seq FROM account_rooms m LEFT JOIN rooms r ON r.id = m.room_id "
+     "WHERE m.account_id = $1 AND r.deleted_at_us IS NULL ORDER BY m.joined_at_us, m.room_id",
+     {int8_oid}},
     {"strix_insert_account",
      "INSERT INTO accounts (name, password_hash, created_at_us) VALUES ($1, $2, $3) "
      "ON CONFLICT (name) DO NOTHING RETURNING id",
@@ -128,9 +131,13 @@ const prepared statements[] = {
     {"strix_clear_members", "DELETE FROM account_rooms WHERE room_id = $1", {int8_oid}},
     {"strix_lock_room", "SELECT id FROM rooms WHERE id = $1 AND deleted_at_us IS NULL FOR UPDATE", {int8_oid}},
     {"strix_count_members", "SELECT COUNT(*)::BIGINT FROM account_rooms WHERE room_id = $1", {int8_oid}},
+    // A join of a room the account belongs to renews joined_at_us and keeps last_read_seq.
     {"strix_set_member",
      "INSERT INTO account_rooms (account_id, room_id, joined_at_us) VALUES ($1, $2, $3) "
-     "ON CONFLICT (account_id) DO UPDATE SET room_id = EXCLUDED.room_id, joined_at_us = EXCLUDED.joined_at_us",
+     "ON CONFLICT (account_id, room_id) DO UPDATE SET joined_at_us = EXCLUDED.joined_at_us",
+     {int8_oid, int8_oid, int8_oid}},
+    {"strix_mark_read",
+     "UPDATE account_rooms SET last_read_seq = $3 WHERE account_id = $1 AND room_id = $2 AND last_read_seq < $3",
      {int8_oid, int8_oid, int8_oid}},
     {"strix_unset_member", "DELETE FROM account_rooms WHERE account_id = $1 AND room_id = $2", {int8_oid, int8_oid}},
     {"strix_load_rooms",
@@ -169,9 +176,8 @@ const prepared statements[] = {
     // Tokens: the same statements for each kind, each on its own table (tokens_sql below).
 #define STRIX_TOKEN_STATEMENTS(kind, table)                                                                      \
     {"strix_find_" kind,                                                                                         \
-     "SELECT t.account_id, a.name, t.created_at_us, t.expires_at_us, COALESCE(m.room_id, 0)::BIGINT FROM " table \
-     " t JOIN accounts a ON a.id = t.account_id LEFT JOIN account_rooms m ON m.account_id = t.account_id "       \
-     "WHERE t.token_hash = $1",                                                                                  \
+     "SELECT t.account_id, a.name, t.created_at_us, t.expires_at_us FROM " table                                 \
+     " t JOIN accounts a ON a.id = t.account_id WHERE t.token_hash = $1",                                        \
      {bytea_oid}},                                                                                               \
         {"strix_delete_" kind, "DELETE FROM " table " WHERE token_hash = $1", {bytea_oid}},                      \
         {"strix_insert_" kind,                                                                                   \
@@ -351,10 +357,11 @@ public:
             p.add_bytes(as_chars(hash));
             auto r = exec_prepared(token_stmt("strix_find_", kind).c_str(), p, PGRES_TUPLES_OK);
             if (::PQntuples(r.get()) == 0) return std::nullopt;
-            return device_token_record{static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 0))),
-                                       value(r, 0, 1), from_be64(::PQgetvalue(r.get(), 0, 2)),
-                                       from_be64(::PQgetvalue(r.get(), 0, 3)),
-                                       static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 4)))};
+            device_token_record rec{static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 0))), value(r, 0, 1),
+                                    from_be64(::PQgetvalue(r.get(), 0, 2)), from_be64(::PQgetvalue(r.get(), 0, 3))};
+            rec.rooms = rooms_of(rec.account_id);
+            rec.room_id = newest_room(rec.rooms);
+            return rec;
         });
     }
 
@@ -512,7 +519,9 @@ private:
         for (int round = 0; round < 2; ++round) {
             if (auto found = select_account(name)) {
                 if (!verify_password(found->hash, password)) return {login_outcome::wrong_password, {}};
-                return {login_outcome::ok, {found->id, std::string(name)}, found->room_id};
+                std::vector<account_room> rooms = rooms_of(found->id);
+                const std::uint64_t room = newest_room(rooms);
+                return {login_outcome::ok, {found->id, std::string(name)}, room, std::move(rooms)};
             }
             if (!auto_register) return {login_outcome::unknown_account, {}};
             const std::string hash = hash_password(password, policy_);
@@ -661,7 +670,6 @@ private:
     struct account_row {
         std::uint64_t id;
         std::string hash;
-        std::uint64_t room_id;
     };
 
     std::optional<account_row> select_account(std::string_view name) {
@@ -669,8 +677,21 @@ private:
         p.add_text(name);
         auto r = exec_prepared("strix_select_account", p, PGRES_TUPLES_OK);
         if (::PQntuples(r.get()) == 0) return std::nullopt;
-        return account_row{static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 0))), value(r, 0, 1),
-                           static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 2)))};
+        return account_row{static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 0))), value(r, 0, 1)};
+    }
+
+    // The rooms the account belongs to that are not deleted, oldest join first (ties by id).
+    std::vector<account_room> rooms_of(std::uint64_t account_id) {
+        params p(1);
+        p.add(account_id);
+        auto r = exec_prepared("strix_rooms_of", p, PGRES_TUPLES_OK);
+        std::vector<account_room> out;
+        for (int i = 0, n = ::PQntuples(r.get()); i < n; ++i) {
+            out.push_back({static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 0))),
+                           from_be64(::PQgetvalue(r.get(), i, 1)),
+                           static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 2)))});
+        }
+        return out;
     }
 
     // One room change, inside do_append's transaction.
@@ -709,7 +730,14 @@ private:
                 exec_prepared("strix_unset_member", p, PGRES_COMMAND_OK);
                 break;
             }
-            case room_change::kind::read: throw storage_error("read markers are not stored yet");
+            case room_change::kind::read: {
+                params p(3);
+                p.add(c.account_id);
+                p.add(c.room_id);
+                p.add(c.seq);
+                exec_prepared("strix_mark_read", p, PGRES_COMMAND_OK);
+                break;
+            }
         }
     }
 

@@ -235,7 +235,9 @@ public:
         for (int round = 0; round < 2; ++round) {
             if (auto found = select_account(name)) {
                 if (!verify_password(found->hash, password)) return {login_outcome::wrong_password, {}};
-                return {login_outcome::ok, {found->id, std::string(name)}, found->room_id};
+                std::vector<account_room> rooms = rooms_of(found->id);
+                const std::uint64_t room = newest_room(rooms);
+                return {login_outcome::ok, {found->id, std::string(name)}, room, std::move(rooms)};
             }
             if (!auto_register) return {login_outcome::unknown_account, {}};
             // Hash before touching the write lock: argon2id is the slow part.
@@ -367,13 +369,20 @@ public:
     std::uint32_t schema_version() override { return static_cast<std::uint32_t>(scalar(version_)); }
 
     std::optional<device_token_record> find_device_token(const device_token_hash& hash, token_kind kind) override {
-        statement& find = tokens_[index(kind)].find;
-        reset_guard g{find};
-        find.bind_blob(1, as_chars(hash));
-        if (!find.step()) return std::nullopt;
-        return device_token_record{static_cast<std::uint64_t>(find.column_i64(0)), find.column_string(1),
-                                   find.column_i64(2), find.column_i64(3),
-                                   static_cast<std::uint64_t>(find.column_i64(4))};
+        device_token_record rec;
+        {
+            statement& find = tokens_[index(kind)].find;
+            reset_guard g{find};
+            find.bind_blob(1, as_chars(hash));
+            if (!find.step()) return std::nullopt;
+            rec.account_id = static_cast<std::uint64_t>(find.column_i64(0));
+            rec.account_name = find.column_string(1);
+            rec.created_at_us = find.column_i64(2);
+            rec.expires_at_us = find.column_i64(3);
+        }
+        rec.rooms = rooms_of(rec.account_id);
+        rec.room_id = newest_room(rec.rooms);
+        return rec;
     }
 
     void store_device_token(const device_token_change& c) override {
@@ -512,8 +521,12 @@ private:
                                      "; check that it is a SQLite database file and writable");
         }
         migrate(path);
-        select_account_ = statement(db_, "SELECT a.id, a.password_hash, COALESCE(m.room_id, 0) FROM accounts a "
-                                         "LEFT JOIN account_rooms m ON m.account_id = a.id WHERE a.name = ?1");
+        select_account_ = statement(db_, "SELECT id, password_hash FROM accounts WHERE name = ?1");
+        // LEFT JOIN: a membership is listed unless its room is marked deleted (one whose room has no
+        // rooms row is listed, as the one-room query did).
+        rooms_of_ = statement(db_, "SELECT m.room_id, m.joined_at_us, m.last_read_seq FROM account_rooms m "
+                                   "LEFT JOIN rooms r ON r.id = m.room_id WHERE m.account_id = ?1 "
+                                   "AND r.deleted_at_us IS NULL ORDER BY m.joined_at_us, m.room_id");
         insert_account_ = statement(db_, "INSERT INTO accounts (name, password_hash, created_at_us) "
                                          "VALUES (?1, ?2, ?3) ON CONFLICT (name) DO NOTHING");
         insert_log_ = statement(db_, "INSERT INTO chat_logs (room_id, seq, sender_id, sender_name, "
@@ -528,10 +541,12 @@ private:
                                       "ON CONFLICT (id) DO NOTHING");
         delete_room_ = statement(db_, "UPDATE rooms SET deleted_at_us = ?2 WHERE id = ?1 AND deleted_at_us IS NULL");
         clear_members_ = statement(db_, "DELETE FROM account_rooms WHERE room_id = ?1");
-        set_member_ =
-            statement(db_, "INSERT INTO account_rooms (account_id, room_id, joined_at_us) VALUES (?1, ?2, ?3) "
-                           "ON CONFLICT (account_id) DO UPDATE SET room_id = excluded.room_id, "
-                           "joined_at_us = excluded.joined_at_us");
+        // A join of a room the account belongs to renews joined_at_us and keeps last_read_seq.
+        set_member_ = statement(db_, "INSERT INTO account_rooms (account_id, room_id, joined_at_us) "
+                                     "VALUES (?1, ?2, ?3) ON CONFLICT (account_id, room_id) "
+                                     "DO UPDATE SET joined_at_us = excluded.joined_at_us");
+        mark_read_ = statement(db_, "UPDATE account_rooms SET last_read_seq = ?3 "
+                                    "WHERE account_id = ?1 AND room_id = ?2 AND last_read_seq < ?3");
         unset_member_ = statement(db_, "DELETE FROM account_rooms WHERE account_id = ?1 AND room_id = ?2");
         load_rooms_ = statement(db_, "SELECT r.id, r.name, COALESCE((SELECT MAX(c.seq) FROM chat_logs c "
                                      "WHERE c.room_id = r.id), 0) FROM rooms r WHERE r.deleted_at_us IS NULL "
@@ -554,11 +569,8 @@ private:
         for (std::size_t k = 0; k < 2; ++k) {
             const std::string table = k == 0 ? "device_tokens" : "resume_tokens";
             auto make = [&](const std::string& sql) { return statement(db_, sql.c_str()); };
-            tokens_[k].find = make("SELECT t.account_id, a.name, t.created_at_us, t.expires_at_us, "
-                                   "COALESCE(m.room_id, 0) FROM " +
-                                   table +
-                                   " t JOIN accounts a ON a.id = t.account_id "
-                                   "LEFT JOIN account_rooms m ON m.account_id = t.account_id WHERE t.token_hash = ?1");
+            tokens_[k].find = make("SELECT t.account_id, a.name, t.created_at_us, t.expires_at_us FROM " + table +
+                                   " t JOIN accounts a ON a.id = t.account_id WHERE t.token_hash = ?1");
             tokens_[k].remove = make("DELETE FROM " + table + " WHERE token_hash = ?1");
             tokens_[k].insert = make("INSERT INTO " + table +
                                      " (token_hash, account_id, created_at_us, "
@@ -644,15 +656,25 @@ private:
     struct account_row {
         std::uint64_t id;
         std::string hash;
-        std::uint64_t room_id;
     };
 
     std::optional<account_row> select_account(std::string_view name) {
         reset_guard g{select_account_};
         select_account_.bind_text(1, name);
         if (!select_account_.step()) return std::nullopt;
-        return account_row{static_cast<std::uint64_t>(select_account_.column_i64(0)), select_account_.column_string(1),
-                           static_cast<std::uint64_t>(select_account_.column_i64(2))};
+        return account_row{static_cast<std::uint64_t>(select_account_.column_i64(0)), select_account_.column_string(1)};
+    }
+
+    // The rooms the account belongs to that are not deleted, oldest join first (ties by id).
+    std::vector<account_room> rooms_of(std::uint64_t account_id) {
+        std::vector<account_room> out;
+        reset_guard g{rooms_of_};
+        rooms_of_.bind(1, account_id);
+        while (rooms_of_.step()) {
+            out.push_back({static_cast<std::uint64_t>(rooms_of_.column_i64(0)), rooms_of_.column_i64(1),
+                           static_cast<std::uint64_t>(rooms_of_.column_i64(2))});
+        }
+        return out;
     }
 
     // One room change, inside write_batch's transaction.
@@ -671,7 +693,7 @@ private:
                 break;
             case room_change::kind::joined: run(set_member_, c.account_id, c.room_id, c.at_us); break;
             case room_change::kind::left: run(unset_member_, c.account_id, c.room_id); break;
-            case room_change::kind::read: throw storage_error("read markers are not stored yet");
+            case room_change::kind::read: run(mark_read_, c.account_id, c.room_id, c.seq); break;
         }
     }
 
@@ -697,6 +719,7 @@ private:
     void close() noexcept {
         // Statements first: close_v2 would otherwise defer the close until they are finalized.
         select_account_ = {};
+        rooms_of_ = {};
         insert_account_ = {};
         insert_log_ = {};
         history_ = {};
@@ -708,6 +731,7 @@ private:
         clear_members_ = {};
         set_member_ = {};
         unset_member_ = {};
+        mark_read_ = {};
         load_rooms_ = {};
         load_members_ = {};
         for (auto& t : tokens_) t = {};
@@ -727,6 +751,7 @@ private:
     password_policy policy_;
     statement select_account_, insert_account_, insert_log_, history_, count_logs_, max_room_, version_;
     statement insert_room_, delete_room_, clear_members_, set_member_, unset_member_, load_rooms_, load_members_;
+    statement rooms_of_, mark_read_;
     token_statements tokens_[2];  // by index(token_kind)
     statement history_before_, history_after_, log_range_, next_log_room_, old_prefix_, delete_logs_;
 };
