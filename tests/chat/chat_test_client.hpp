@@ -170,6 +170,28 @@ public:
         fbb.Finish(proto::Createlogin_req(fbb, n, p, t));
         return send(fbb, proto::msg_type::login_req);
     }
+    /// A login_req with login_req.version (2: conversations, many rooms per session).
+    bool send_login_version(const std::string& name, const std::string& password, std::uint32_t version) {
+        flatbuffers::FlatBufferBuilder fbb;
+        auto n = fbb.CreateString(name);
+        auto p = fbb.CreateString(password);
+        fbb.Finish(proto::Createlogin_req(fbb, n, p, 0, 0, version));
+        return send(fbb, proto::msg_type::login_req);
+    }
+    /// Logs in with protocol version 2; returns login_res.rooms as (id, last_read_seq).
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> login_v2(const std::string& name,
+                                                                  const std::string& password = "pw") {
+        send_login_version(name, password, 2);
+        auto f = expect(proto::msg_type::login_res);
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> rooms;
+        auto* r = f.as<proto::login_res>();
+        if (!r || !r->player()) return rooms;
+        EXPECT_EQ(r->player()->name()->str(), name);
+        EXPECT_TRUE(r->rooms() != nullptr) << "a version 2 login_res lists the rooms (maybe none)";
+        if (r->rooms())
+            for (auto* ref : *r->rooms()) rooms.emplace_back(ref->id(), ref->last_read_seq());
+        return rooms;
+    }
     bool send_create(const std::string& name) {
         flatbuffers::FlatBufferBuilder fbb;
         auto n = fbb.CreateString(name);
@@ -184,6 +206,19 @@ public:
     bool send_leave() {
         flatbuffers::FlatBufferBuilder fbb;
         fbb.Finish(proto::Createleave_room_req(fbb));
+        return send(fbb, proto::msg_type::leave_room_req);
+    }
+    /// A chat_req naming its room (protocol version 2).
+    bool send_chat_in(std::uint64_t room_id, const std::string& text, std::uint64_t client_seq = 0) {
+        flatbuffers::FlatBufferBuilder fbb(text.size() + 64);
+        auto t = fbb.CreateString(text);
+        fbb.Finish(proto::Createchat_req(fbb, t, 0, client_seq, room_id));
+        return send(fbb, proto::msg_type::chat_req);
+    }
+    /// A leave_room_req naming its room (protocol version 2).
+    bool send_leave_room(std::uint64_t room_id) {
+        flatbuffers::FlatBufferBuilder fbb;
+        fbb.Finish(proto::Createleave_room_req(fbb, room_id));
         return send(fbb, proto::msg_type::leave_room_req);
     }
     bool send_chat(const std::string& text, std::uint64_t client_seq = 0, std::uint64_t client_ts = 0) {

@@ -56,7 +56,8 @@ login_verdict run_login_job(chat_store& store, chat_context& ctx, const login_re
                 // The token is the credential: no password is verified, nothing is hashed.
                 v.resume = token_use::accepted;
                 resume_replaced = req.resume;
-                v.result = login_result{login_outcome::ok, {rec->account_id, rec->account_name}, rec->room_id};
+                v.result =
+                    login_result{login_outcome::ok, {rec->account_id, rec->account_name}, rec->room_id, rec->rooms};
                 resumed = true;
             } else {
                 v.resume = rec ? token_use::ignored : token_use::unknown;

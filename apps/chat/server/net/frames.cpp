@@ -30,8 +30,15 @@ shared_buffer_ptr error(proto::msg_type request, proto::error_code code, std::st
 }
 
 shared_buffer_ptr login_res(std::uint64_t player_id, std::string_view name, bool created, const device_token* token,
-                            const device_token* resume) {
-    flatbuffers::FlatBufferBuilder fbb(256);
+                            const device_token* resume, std::span<const account_room> const* rooms) {
+    flatbuffers::FlatBufferBuilder fbb(256 + (rooms ? rooms->size() * 32 : 0));
+    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<proto::room_ref>>> list;
+    if (rooms) {
+        std::vector<flatbuffers::Offset<proto::room_ref>> refs;
+        refs.reserve(rooms->size());
+        for (const account_room& r : *rooms) refs.push_back(proto::Createroom_ref(fbb, r.room_id, r.last_read_seq));
+        list = fbb.CreateVector(refs);
+    }
     auto p = player(fbb, player_id, name);
     auto bytes = [&](const device_token* k) {
         flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>> v;
@@ -40,7 +47,7 @@ shared_buffer_ptr login_res(std::uint64_t player_id, std::string_view name, bool
     };
     auto t = bytes(token);
     auto r = bytes(resume);
-    fbb.Finish(proto::Createlogin_res(fbb, p, created, t, r));
+    fbb.Finish(proto::Createlogin_res(fbb, p, created, t, r, list));
     return finish_frame(fbb, proto::msg_type::login_res);
 }
 

@@ -17,9 +17,11 @@ namespace strix::chat::frames {
 
 shared_buffer_ptr error(proto::msg_type request, proto::error_code code, std::string_view reason);
 /// `token`: the device token to hand the client, `resume`: the resume token (null: none; the
+/// field is left out); `rooms`: the account's rooms for a protocol version 2 login (null: the
 /// field is left out).
 shared_buffer_ptr login_res(std::uint64_t player_id, std::string_view name, bool created,
-                            const device_token* token = nullptr, const device_token* resume = nullptr);
+                            const device_token* token = nullptr, const device_token* resume = nullptr,
+                            std::span<const account_room> const* rooms = nullptr);
 shared_buffer_ptr create_room_res(const room_summary& room);
 /// `members`: every member account, in join order, with its online state; `last_seq`: the
 /// room's last message seq at the join.

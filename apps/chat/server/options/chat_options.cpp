@@ -167,6 +167,9 @@ std::string validate(const chat_options& o) {
     if (!(o.room_rate > 0) || !std::isfinite(o.room_rate))
         return "--room-rate must be a positive number of room changes per second";
     if (!(o.room_burst >= 1) || !std::isfinite(o.room_burst)) return "--room-burst must be at least 1";
+    // The login's room list must fit one frame (about 28 bytes a room).
+    if (o.max_rooms_per_account == 0 || o.max_rooms_per_account > 1000)
+        return "--max-rooms-per-account must be between 1 and 1000";
     const login_throttle_config& t = o.login_throttle;
     if (t.account_free == 0 || t.account_lockout < t.account_free)
         return "--login-free-failures must be at least 1 and at most --login-lockout-failures";
@@ -343,6 +346,9 @@ parse_result parse_options(int argc, char** argv) {
     app.add_option("--room-rate", o.room_rate, "room changes (create, join) per second per session")
         ->capture_default_str();
     app.add_option("--room-burst", o.room_burst, "room changes a session may make at once")->capture_default_str();
+    app.add_option("--max-rooms-per-account", o.max_rooms_per_account,
+                   "rooms an account may belong to (protocol version 2)")
+        ->capture_default_str();
     add_duration<std::int64_t>(
         app, "--notice-delay-ms", o.notice_delay, negative_timeout,
         "member_joined/member_left wait this long so a quick join+leave sends neither (0 = at once)");

@@ -111,6 +111,8 @@ struct chat_options {
     // Room changes (create_room_req, join_room_req) per session: token bucket like chat.
     double room_rate = 5.0;
     double room_burst = 10.0;
+    // The rooms an account may belong to (protocol version 2; version 1 sessions are in one).
+    std::size_t max_rooms_per_account = 100;
     // member_joined / member_left wait this long at the room's owner, so that a join and a leave
     // of one session inside the window cancel out (0 = sent at once, nothing coalesced).
     std::chrono::milliseconds notice_delay{100};

@@ -142,9 +142,9 @@ void chat_service::on_close(session& s, std::error_code) {
     auto it = players_.find(s.id());
     if (it == players_.end()) return;
     player& p = *it->second;
-    if (p.room) {
-        // Leave the room (or the room being joined: the owner handles our join first, FIFO).
-        const room_id room = p.room;
+    // Leave every room (and those being joined: the owner handles our join first, FIFO).
+    for (const auto& slot : p.rooms) {
+        const room_id room = slot.id;
         const std::uint64_t sid = s.id();
         const unsigned self = self_;
         on_owner(room, [room, sid, self](chat_service& owner) { owner.host().leave(room, sid, self, false); });
@@ -158,12 +158,36 @@ void chat_service::on_close(session& s, std::error_code) {
 
 // The account belongs to a room (it disconnected without leaving, or the server restarted): the
 // session goes back in as if it had sent join_room_req, without spending a room-change token;
-// later requests wait for the join_room_res. A room that is gone meanwhile is skipped silently.
+// later requests wait for the join_room_res (for every room the login puts it back in). A room
+// that is gone meanwhile is skipped silently.
 void chat_service::rejoin(player& p, room_id room) {
-    p.room = room;
-    p.in_room = player::room_state::joining;
+    if (!room || p.slot(room)) return;
+    p.rooms.push_back({room});
     p.pending = player::pending_op::join;
+    ++p.joins_in_flight;
     on_owner(room, [room, m = as_member(p)](chat_service& svc) mutable { svc.host().join(room, std::move(m), true); });
+}
+
+// A join or create may add a room to the session: one at a time with protocol version 1, up to
+// the rooms-per-account limit with version 2 (checked here, before anything is allocated).
+bool chat_service::may_add_room(player& p, msg_type request) {
+    if (p.version < 2) {
+        if (p.rooms.empty()) return true;
+        send_error(*p.sess, request, error_code::already_in_room, "leave your room first");
+        return false;
+    }
+    if (p.rooms.size() < ctx_.options.max_rooms_per_account) return true;
+    bump(counters_.room_limited);
+    send_error(*p.sess, request, error_code::room_limit,
+               "an account belongs to at most " + std::to_string(ctx_.options.max_rooms_per_account) +
+                   " rooms; leave one first");
+    return false;
+}
+
+// Answers the join that finished for room `room`: the pending join ends with the last of them.
+void chat_service::join_answered(player& p) {
+    if (p.joins_in_flight > 0) --p.joins_in_flight;
+    if (p.joins_in_flight == 0) complete(p, player::pending_op::join);
 }
 
 void chat_service::handle_create(player& p, std::span<const std::byte> frame) {
@@ -176,30 +200,29 @@ void chat_service::handle_create(player& p, std::span<const std::byte> frame) {
                    "room names are 1-64 bytes of UTF-8 without control characters");
         return;
     }
-    if (p.room) {
-        send_error(s, msg_type::create_room_req, error_code::already_in_room, "leave your room first");
-        return;
-    }
+    if (!may_add_room(p, msg_type::create_room_req)) return;
     if (!p.room_bucket.try_take()) {
         bump(counters_.room_rate_limited);
         send_error(s, msg_type::create_room_req, error_code::rate_limited, "too many room changes; slow down");
         return;
     }
     // Rooms live on their creator's shard, so creating one never crosses shards.
-    p.room = host_.allocate_id();
-    p.in_room = player::room_state::joining;
-    host_.create(p.room, std::string(name), as_member(p));
+    const room_id room = host_.allocate_id();
+    p.rooms.push_back({room});
+    host_.create(room, std::string(name), as_member(p));
 }
 
 void chat_service::handle_join(player& p, std::span<const std::byte> frame) {
     auto* req = decode<proto::join_room_req>(p, frame, msg_type::join_room_req, "malformed join_room_req");
     if (!req) return;
     session& s = *p.sess;
-    if (p.room) {
-        send_error(s, msg_type::join_room_req, error_code::already_in_room, "leave your room first");
+    const room_id room(req->room_id());
+    if (p.slot(room)) {
+        send_error(s, msg_type::join_room_req, error_code::already_in_room,
+                   p.version < 2 ? "leave your room first" : "already in this room");
         return;
     }
-    const room_id room(req->room_id());
+    if (!may_add_room(p, msg_type::join_room_req)) return;
     if (!room) {
         send_error(s, msg_type::join_room_req, error_code::unknown_room, "no such room");
         return;
@@ -209,20 +232,24 @@ void chat_service::handle_join(player& p, std::span<const std::byte> frame) {
         send_error(s, msg_type::join_room_req, error_code::rate_limited, "too many room changes; slow down");
         return;
     }
-    p.room = room;
-    p.in_room = player::room_state::joining;
+    p.rooms.push_back({room});
     p.pending = player::pending_op::join;
+    p.joins_in_flight = 1;
     on_owner(room, [room, m = as_member(p)](chat_service& svc) mutable { svc.host().join(room, std::move(m)); });
 }
 
-void chat_service::handle_leave(player& p, std::span<const std::byte>) {
+void chat_service::handle_leave(player& p, std::span<const std::byte> frame) {
+    auto* req = decode<proto::leave_room_req>(p, frame, msg_type::leave_room_req, "malformed leave_room_req");
+    if (!req) return;
     session& s = *p.sess;
-    if (!p.room) {
-        send_error(s, msg_type::leave_room_req, error_code::not_in_room, "not in a room");
+    const player::room_slot* slot = p.named(req->room_id());
+    if (!slot) {
+        send_error(s, msg_type::leave_room_req, error_code::not_in_room,
+                   req->room_id() == 0 && p.rooms.size() > 1 ? "name the room to leave (room_id)" : "not in that room");
         return;
     }
     // Sent even while a join is in flight: the owner sees the join first (FIFO per shard pair).
-    const room_id room = p.room;
+    const room_id room = slot->id;
     const std::uint64_t sid = s.id();
     const unsigned self = self_;
     p.pending = player::pending_op::leave;
@@ -239,8 +266,11 @@ void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
         send_error(s, msg_type::chat_req, error_code::bad_request, "chat text is 1-60000 bytes");
         return;
     }
-    if (!p.room) {
-        send_error(s, msg_type::chat_req, error_code::not_in_room, "not in a room");
+    const player::room_slot* slot = p.named(req->room_id());
+    if (!slot) {
+        send_error(s, msg_type::chat_req, error_code::not_in_room,
+                   req->room_id() == 0 && p.rooms.size() > 1 ? "name the room to send to (room_id)"
+                                                             : "not in that room");
         return;
     }
     if (!p.chat_bucket.try_take()) {
@@ -249,7 +279,7 @@ void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
         return;
     }
     chat_request cr;
-    cr.room = p.room;
+    cr.room = slot->id;
     cr.sender = as_member(p);
     cr.text.assign(text);
     cr.client_ts = req->client_ts();
@@ -295,23 +325,22 @@ void chat_service::apply(room_event& ev) {
     std::uint64_t delivered = 0, sent = 0;
     if (ev.what == room_event::kind::joined) {
         if (player* p = find(ev.subject)) {
-            if (p->room == ev.room) {
-                p->in_room = player::room_state::member;
-                p->joined_seq = ev.seq;
+            if (player::room_slot* slot = p->slot(ev.room)) {
+                slot->state = player::room_state::member;
+                slot->joined_seq = ev.seq;
                 local_.add(ev.room, p->sess);
                 if (ev.to_subject) {
                     p->sess->send(p->ws ? frames::ws_message(ev.to_subject) : ev.to_subject);
                     ++sent;
                 }
-                complete(*p, player::pending_op::join);
+                join_answered(*p);
             }
         }
         // A subject that closed meanwhile already asked the owner to remove it (on_close).
     } else if (ev.what == room_event::kind::left) {
         local_.remove(ev.room, ev.subject);
-        if (player* p = find(ev.subject); p && p->room == ev.room) {
-            p->room = room_id();
-            p->in_room = player::room_state::none;
+        if (player* p = find(ev.subject); p && p->slot(ev.room)) {
+            p->drop(ev.room);
             if (ev.to_subject) {
                 p->sess->send(p->ws ? frames::ws_message(ev.to_subject) : ev.to_subject);
                 ++sent;
@@ -343,13 +372,12 @@ void chat_service::request_failed(std::uint64_t session_id, room_id room, msg_ty
                                   const char* reason) {
     player* p = find(session_id);
     if (!p) return;
-    if ((request == msg_type::join_room_req || request == msg_type::create_room_req) && p->room == room &&
-        p->in_room == player::room_state::joining) {
-        p->room = room_id();
-        p->in_room = player::room_state::none;
+    if (request == msg_type::join_room_req || request == msg_type::create_room_req) {
+        if (const player::room_slot* slot = p->slot(room); slot && slot->state == player::room_state::joining)
+            p->drop(room);
     }
     if (reason) send_error(*p->sess, request, code, reason);  // none: a rejoin that failed says nothing
-    if (request == msg_type::join_room_req) complete(*p, player::pending_op::join);
+    if (request == msg_type::join_room_req) join_answered(*p);
     if (request == msg_type::leave_room_req) complete(*p, player::pending_op::leave);
 }
 

@@ -105,6 +105,12 @@ public:
     /// Puts p back in `room`, whose member its account is (a login): as a join_room_req would,
     /// without spending a room-change token; later requests wait for the join_room_res.
     void rejoin(player& p, room_id room);
+    /// A join or create may add a room to p (else the error reply is sent): one room with
+    /// protocol version 1, up to the rooms-per-account limit with version 2.
+    bool may_add_room(player& p, proto::msg_type request);
+    /// A join of p's (a join_room_req or a login's rejoin) was answered: the pending join ends
+    /// with the last one in flight.
+    void join_answered(player& p);
 
 private:
     friend class request_table;  // its rows name the handlers below

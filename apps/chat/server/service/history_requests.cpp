@@ -47,8 +47,9 @@ void history_requests::handle(player& p, std::span<const std::byte> frame) {
     auto* req = svc_.decode<proto::history_req>(p, frame, msg_type::history_req, "malformed history_req");
     if (!req) return;
     session& s = *p.sess;
-    if (!p.room || p.room.value() != req->room_id() || p.in_room != player::room_state::member) {
-        svc_.send_error(s, msg_type::history_req, error_code::not_in_room, "history is for the room you are in");
+    const player::room_slot* slot = req->room_id() != 0 ? p.slot(room_id(req->room_id())) : nullptr;
+    if (!slot || slot->state != player::room_state::member) {
+        svc_.send_error(s, msg_type::history_req, error_code::not_in_room, "history is for a room you are in");
         return;
     }
     if (req->before_seq() != 0 && req->after_seq() != 0) {

@@ -13,7 +13,9 @@
 #include <strix/net/admission.hpp>
 #include "apps/chat/storage/db_pool.hpp"
 
+#include <algorithm>
 #include <memory>
+#include <span>
 #include <string>
 
 namespace strix::chat {
@@ -23,6 +25,8 @@ using proto::error_code;
 using proto::msg_type;
 
 constexpr std::size_t max_password = 1024;
+// login_req.version: 1 (or 0, absent) one room at a time; 2 many rooms (docs/protocol.md).
+constexpr std::uint32_t max_protocol_version = 2;
 
 }  // namespace
 
@@ -45,6 +49,13 @@ std::optional<login_requests::credentials> login_requests::validate(player& p, s
         svc_.send_error(s, msg_type::login_req, error_code::already_logged_in, "this session is already logged in");
         return std::nullopt;
     }
+    if (req->version() > max_protocol_version) {
+        bump(counters_.bad_requests);
+        svc_.send_error(s, msg_type::login_req, error_code::bad_request,
+                        "this server speaks protocol versions 1 and 2 (login_req.version)");
+        return std::nullopt;
+    }
+    p.version = req->version() >= 2 ? 2 : 1;
     credentials c;
     c.name = req->name() ? req->name()->string_view() : std::string_view{};
     c.password = req->password() ? req->password()->string_view() : std::string_view{};
@@ -162,6 +173,24 @@ void login_requests::done(std::uint64_t session_id, login_verdict verdict) {
     svc_.complete(*p, player::pending_op::login);
 }
 
+// login_res, then the session goes back in the account's rooms: with protocol version 2 every
+// room it belongs to (listed in login_res; the oldest joins first when the database holds more
+// than the limit), with version 1 the one it joined last.
+void login_requests::rejoin_rooms(player& p, const login_result& result, const login_verdict& v) {
+    const bool created = result.outcome == login_outcome::created;
+    const device_token* token = v.new_token ? &*v.new_token : nullptr;
+    const device_token* resume = v.new_resume_token ? &*v.new_resume_token : nullptr;
+    if (p.version < 2) {
+        svc_.send(*p.sess, frames::login_res(p.player_id, p.name, created, token, resume));
+        if (result.room_id != 0) svc_.rejoin(p, room_id(result.room_id));
+        return;
+    }
+    const std::span<const account_room> rooms(result.rooms.data(),
+                                              std::min(result.rooms.size(), ctx_.options.max_rooms_per_account));
+    svc_.send(*p.sess, frames::login_res(p.player_id, p.name, created, token, resume, &rooms));
+    for (const account_room& r : rooms) svc_.rejoin(p, room_id(r.room_id));
+}
+
 void login_requests::finish(player& pl, login_verdict v) {
     player* p = &pl;
     session& s = *p->sess;
@@ -201,10 +230,7 @@ void login_requests::finish(player& pl, login_verdict v) {
             bump(counters_.logins);
             bump(counters_.players);
             if (v.token == token_use::accepted) bump(counters_.device_token_logins);
-            svc_.send(s, frames::login_res(p->player_id, p->name, result.outcome == login_outcome::created,
-                                           v.new_token ? &*v.new_token : nullptr,
-                                           v.new_resume_token ? &*v.new_resume_token : nullptr));
-            if (result.room_id != 0) svc_.rejoin(*p, room_id(result.room_id));
+            rejoin_rooms(*p, result, v);
             return;
         case login_outcome::wrong_password:
             p->login = player::login_state::anonymous;

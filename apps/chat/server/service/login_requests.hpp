@@ -53,6 +53,7 @@ private:
     void refuse_throttled(player& p, const login_throttle::verdict& v, bool device);
     void hash(player& p, const credentials& c, std::string address, login_slot slot);
     void finish(player& p, login_verdict v);
+    void rejoin_rooms(player& p, const login_result& result, const login_verdict& v);
 
     chat_service& svc_;
     chat_context& ctx_;

@@ -28,13 +28,42 @@ struct player {
     login_state login = login_state::anonymous;
     std::uint64_t player_id = 0;
     std::string name;
-    // The room this session is in or joining (none: no room); requests about it go to its owner
-    // shard (room_id::owner), which is the authority on membership.
-    room_id room;
-    room_state in_room = room_state::none;
-    // The room's last seq when this session was added (join_room_res.last_seq): every message
-    // above it reaches the session live, so a resume_req covers up to it.
-    std::uint64_t joined_seq = 0;
+    // A room this session is in or joining; requests about it go to its owner shard
+    // (room_id::owner), which is the authority on membership.
+    struct room_slot {
+        room_id id;
+        room_state state = room_state::joining;
+        // The room's last seq when this session was added (join_room_res.last_seq): every
+        // message above it reaches the session live, so a resume_req covers up to it.
+        std::uint64_t joined_seq = 0;
+    };
+    // The rooms this session is in or joining, in join order: at most one with protocol version
+    // 1, at most the server's rooms-per-account limit with version 2 (login_req.version).
+    std::vector<room_slot> rooms;
+    std::uint32_t version = 1;
+    // Joins in flight that the pending join waits for: one for join_room_req, one per room a
+    // login puts the session back in.
+    unsigned joins_in_flight = 0;
+
+    room_slot* slot(room_id id) noexcept {
+        for (auto& r : rooms)
+            if (r.id == id) return &r;
+        return nullptr;
+    }
+    /// The room a request names: `id`, or with 0 the session's only room (null when it is in
+    /// none or several).
+    room_slot* named(std::uint64_t id) noexcept {
+        if (id != 0) return slot(room_id(id));
+        return rooms.size() == 1 ? &rooms.front() : nullptr;
+    }
+    void drop(room_id id) noexcept {
+        for (auto it = rooms.begin(); it != rooms.end(); ++it)
+            if (it->id == id) {
+                rooms.erase(it);
+                return;
+            }
+    }
+
     token_bucket chat_bucket;
     token_bucket room_bucket;  // create_room_req and join_room_req (a leave always follows one)
 

@@ -62,13 +62,14 @@ void resume_requests::handle(player& p, std::span<const std::byte> frame) {
     auto* req = svc_.decode<proto::resume_req>(p, frame, msg_type::resume_req, "malformed resume_req");
     if (!req) return;
     session& s = *p.sess;
-    if (!p.room || p.room.value() != req->room_id() || p.in_room != player::room_state::member) {
-        svc_.send_error(s, msg_type::resume_req, error_code::not_in_room, "resume the room you are in (join it first)");
+    const player::room_slot* slot = req->room_id() != 0 ? p.slot(room_id(req->room_id())) : nullptr;
+    if (!slot || slot->state != player::room_state::member) {
+        svc_.send_error(s, msg_type::resume_req, error_code::not_in_room, "resume a room you are in (join it first)");
         return;
     }
     const std::uint64_t room = req->room_id();
     const std::uint64_t from = req->last_seq();
-    const std::uint64_t to = p.joined_seq;
+    const std::uint64_t to = slot->joined_seq;
     if (from >= to) {
         // Nothing was missed: everything above the join point comes live. No database trip.
         bump(counters_.resumes);

@@ -79,7 +79,8 @@ export function login(name: string, password: string, resume_token: Uint8Array |
   const n = fbb.createString(name);
   const p = fbb.createString(password);
   const t = resume_token ? login_req.createResumeTokenVector(fbb, resume_token) : 0;
-  return frame(msg_type.login_req, fbb, login_req.createlogin_req(fbb, n, p, 0, t));
+  // Protocol version 1: one room at a time (docs/protocol.md, "Conversations").
+  return frame(msg_type.login_req, fbb, login_req.createlogin_req(fbb, n, p, 0, t, 1));
 }
 
 export function create_room(name: string): Uint8Array {
@@ -109,7 +110,7 @@ export function chat(text: string, seq: bigint): Uint8Array {
   const fbb = new flatbuffers.Builder(64 + text.length * 3);
   const t = fbb.createString(text);
   const ts = BigInt(Date.now()) * 1000n;
-  return frame(msg_type.chat_req, fbb, chat_req.createchat_req(fbb, t, ts, seq));
+  return frame(msg_type.chat_req, fbb, chat_req.createchat_req(fbb, t, ts, seq, 0n));  // 0: the page's room
 }
 
 /// What the page missed in `room`: the messages after `last_seq` up to its join (resume_res).
