@@ -217,6 +217,107 @@ TEST_P(conversations, version_1_sessions_keep_one_room_and_unknown_versions_are_
     EXPECT_NE(z.login("zed"), 0u) << "the session may log in after the refusal";
 }
 
+namespace {
+void send_read(chat_client& c, std::uint64_t room, std::uint64_t seq) {
+    flatbuffers::FlatBufferBuilder fbb;
+    fbb.Finish(proto::Createread_req(fbb, room, seq));
+    c.send(fbb, msg_type::read_req);
+}
+void send_typing(chat_client& c, std::uint64_t room) {
+    flatbuffers::FlatBufferBuilder fbb;
+    fbb.Finish(proto::Createtyping_req(fbb, room));
+    c.send(fbb, msg_type::typing_req);
+}
+std::uint64_t read_seq(chat_client& c, msg_type t, std::uint64_t room) {
+    auto f = c.expect(t);
+    if (t == msg_type::read_res) {
+        auto* r = f.as<proto::read_res>();
+        EXPECT_TRUE(r && r->room_id() == room);
+        return r ? r->seq() : 0;
+    }
+    auto* r = f.as<proto::read_marker>();
+    EXPECT_TRUE(r && r->room_id() == room);
+    return r ? r->seq() : 0;
+}
+}  // namespace
+
+TEST_P(conversations, read_markers_rise_sync_to_the_other_sessions_and_come_back_at_login) {
+    auto srv = start();
+    chat_client b(srv->port()), a1(srv->port());
+    b.login_v2("ben");
+    const auto room = b.create("r");
+    a1.login_v2("ann");
+    a1.join(room);
+    b.expect_member_event(msg_type::member_joined, room, "ann");
+    for (int i = 1; i <= 3; ++i) b.send_chat_in(room, "m" + std::to_string(i), static_cast<std::uint64_t>(i));
+    for (int i = 0; i < 3; ++i) {
+        b.expect_chat();
+        a1.expect_chat();
+    }
+    chat_client a2(srv->port());
+    ASSERT_EQ(a2.login_v2("ann").size(), 1u);
+    a2.expect(msg_type::join_room_res);
+
+    send_read(a1, room, 2);
+    EXPECT_EQ(read_seq(a1, msg_type::read_res, room), 2u);
+    EXPECT_EQ(read_seq(a2, msg_type::read_marker, room), 2u);  // the account's other session
+    send_read(a1, room, 1);  // never falls: the answer says where it is, nobody else hears
+    EXPECT_EQ(read_seq(a1, msg_type::read_res, room), 2u);
+    send_read(a2, room, 99);  // past the room's last message: taken as the last
+    EXPECT_EQ(read_seq(a2, msg_type::read_res, room), 3u);
+    EXPECT_EQ(read_seq(a1, msg_type::read_marker, room), 3u);
+    b.expect_nothing();
+    send_read(b, room + 1000, 1);
+    b.expect_error(msg_type::read_req, error_code::not_in_room);
+
+    // Stored: a later login lists the marker. A new member's starts at its join point.
+    chat_client c(srv->port());
+    c.login_v2("cat");
+    c.join(room);
+    a1.close();
+    a2.close();
+    c.close();
+    b.sync();
+    chat_client a3(srv->port()), c2(srv->port());
+    const auto ann_rooms = a3.login_v2("ann");
+    ASSERT_EQ(ann_rooms.size(), 1u);
+    EXPECT_EQ(ann_rooms[0].second, 3u);
+    const auto cat_rooms = c2.login_v2("cat");
+    ASSERT_EQ(cat_rooms.size(), 1u);
+    EXPECT_EQ(cat_rooms[0].second, 3u) << "nothing before the join point is unread";
+}
+
+TEST_P(conversations, typing_reaches_the_other_sessions_is_never_stored_and_is_rate_limited) {
+    auto srv = start();
+    chat_client a(srv->port()), b(srv->port());
+    a.login_v2("ann");
+    b.login_v2("ben");
+    const auto room = a.create("t");
+    b.join(room);
+    a.expect_member_event(msg_type::member_joined, room, "ben");
+    send_typing(a, room);
+    auto f = b.expect(msg_type::typing);
+    auto* t = f.as<proto::typing>();
+    ASSERT_TRUE(t && t->player());
+    EXPECT_EQ(t->room_id(), room);
+    EXPECT_EQ(t->player()->name()->str(), "ann");
+    a.expect_nothing();  // the typer hears nothing back
+    // Five at once pass (the burst: one was spent above only by ann), the sixth is refused; none
+    // of it is history.
+    for (int i = 0; i < 6; ++i) send_typing(b, room);
+    b.expect_error(msg_type::typing_req, error_code::rate_limited);
+    for (int i = 0; i < 5; ++i) a.expect(msg_type::typing);
+    send_typing(a, room + 1000);
+    a.expect_error(msg_type::typing_req, error_code::not_in_room);
+    flatbuffers::FlatBufferBuilder fbb;
+    fbb.Finish(proto::Createhistory_req(fbb, room, 0, 0, 50));
+    a.send(fbb, msg_type::history_req);
+    auto h = a.expect(msg_type::history_res);
+    auto* hr = h.as<proto::history_res>();
+    ASSERT_TRUE(hr);
+    EXPECT_TRUE(!hr->messages() || hr->messages()->size() == 0);
+}
+
 STRIX_CHAT_BACKENDS(conversations);
 
 }  // namespace

@@ -73,6 +73,25 @@ shared_buffer_ptr join_room_res(const room_summary& room, std::span<const room_m
     return finish_frame(fbb, proto::msg_type::join_room_res);
 }
 
+shared_buffer_ptr read_res(std::uint64_t room_id, std::uint64_t seq) {
+    flatbuffers::FlatBufferBuilder fbb(64);
+    fbb.Finish(proto::Createread_res(fbb, room_id, seq));
+    return finish_frame(fbb, proto::msg_type::read_res);
+}
+
+shared_buffer_ptr read_marker(std::uint64_t room_id, std::uint64_t seq) {
+    flatbuffers::FlatBufferBuilder fbb(64);
+    fbb.Finish(proto::Createread_marker(fbb, room_id, seq));
+    return finish_frame(fbb, proto::msg_type::read_marker);
+}
+
+shared_buffer_ptr typing(std::uint64_t room_id, std::uint64_t player_id, std::string_view name) {
+    flatbuffers::FlatBufferBuilder fbb(128);
+    auto p = player(fbb, player_id, name);
+    fbb.Finish(proto::Createtyping(fbb, room_id, p));
+    return finish_frame(fbb, proto::msg_type::typing);
+}
+
 shared_buffer_ptr leave_room_res(std::uint64_t room_id) {
     flatbuffers::FlatBufferBuilder fbb(64);
     fbb.Finish(proto::Createleave_room_res(fbb, room_id));

@@ -27,6 +27,10 @@ shared_buffer_ptr create_room_res(const room_summary& room);
 /// room's last message seq at the join.
 shared_buffer_ptr join_room_res(const room_summary& room, std::span<const room_member> members, std::uint64_t last_seq);
 shared_buffer_ptr leave_room_res(std::uint64_t room_id);
+/// read_res / read_marker: the account's read marker `seq` in the room.
+shared_buffer_ptr read_res(std::uint64_t room_id, std::uint64_t seq);
+shared_buffer_ptr read_marker(std::uint64_t room_id, std::uint64_t seq);
+shared_buffer_ptr typing(std::uint64_t room_id, std::uint64_t player_id, std::string_view name);
 shared_buffer_ptr list_rooms_res(std::span<const room_summary> rooms);
 shared_buffer_ptr pong(std::uint64_t ts);
 shared_buffer_ptr member_joined(std::uint64_t room_id, std::uint64_t player_id, std::string_view name);

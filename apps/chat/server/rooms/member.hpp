@@ -12,6 +12,7 @@ struct member {
     std::uint64_t player_id = 0;
     std::string name;
     bool ws = false;  // a WebSocket session: it takes frames wrapped in a WebSocket message
+    std::uint64_t last_read = 0;  // the account's read marker in the room as its login read it
 };
 
 /// An account that belongs to a room, as the room's owner shard knows it: a member until it
@@ -20,6 +21,7 @@ struct room_member {
     std::uint64_t player_id = 0;
     std::string name;
     unsigned sessions = 0;  // its sessions in the room now
+    std::uint64_t last_read = 0;  // its read marker, as far as this shard has seen it
     bool online() const noexcept { return sessions != 0; }
 };
 

@@ -18,6 +18,7 @@ room::added room::add(member m) {
     } else if (!a->online()) {
         what = added::came_online;
     }
+    a->last_read = std::max(a->last_read, m.last_read);
     ++a->sessions;
     ++per_shard_[m.shard];
     if (m.ws) ++ws_members_;

@@ -68,6 +68,8 @@ public:
     const std::vector<room_member>& accounts() const noexcept { return accounts_; }
     /// The member account, or nullptr if it does not belong here. Owner shard only.
     const room_member* account(std::uint64_t player_id) const noexcept;
+    /// The same, to change (its read marker). Owner shard only.
+    room_member* account_mut(std::uint64_t player_id) noexcept;
     /// Whether a session of this account is in the room. Owner shard only.
     bool has_player(std::uint64_t player_id) const noexcept;
     /// The account belongs here without a session (loaded from the database). Owner shard only.
@@ -107,8 +109,6 @@ public:
     room_summary summary() const;
 
 private:
-    room_member* account_mut(std::uint64_t player_id) noexcept;
-
     room_id id_;
     std::string name_;
     std::vector<member> members_;                           // sessions, in the order they came in

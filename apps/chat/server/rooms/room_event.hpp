@@ -21,7 +21,8 @@ struct room_event {
         message,  // to_members to everyone (the sender included)
         joined,   // subject joins: add it to the local list, to_subject to it, to_members to the rest
         left,     // subject leaves: remove it from the local list, to_subject to it, to_members to the rest
-        notice,   // membership unchanged: to_members (a delayed member_joined/left) to all but the subject
+        notice,   // membership unchanged: to_members (a delayed member_joined/left, typing) to all but the subject
+        read,     // to_subject to the subject, to_members to the other sessions of account `account`
     };
 
     room_id room;
@@ -34,6 +35,7 @@ struct room_event {
     shared_buffer_ptr to_members_ws;
     kind what = kind::message;
     std::uint64_t seq = 0;          // joined: the room's last seq at the join (the subject's resume bound)
+    std::uint64_t account = 0;      // read: the account whose sessions get to_members
 };
 
 }  // namespace strix::chat

@@ -6,6 +6,7 @@
 
 #include <strix/core/log.hpp>
 
+#include <algorithm>
 #include <chrono>
 
 namespace strix::chat {
@@ -51,7 +52,7 @@ void room_host::committed(std::uint64_t upto) {
 
 void room_host::fan_out(const room& r, room_event::kind what, std::uint64_t subject, unsigned subject_shard,
                         const shared_buffer_ptr& to_subject, const shared_buffer_ptr& to_members, std::uint64_t ticket,
-                        std::uint64_t seq) {
+                        std::uint64_t seq, std::uint64_t account) {
     bump(counters_.broadcasts);
     // Encoded once for the whole broadcast, and only when a WebSocket member will take it.
     const shared_buffer_ptr to_members_ws =
@@ -67,6 +68,7 @@ void room_host::fan_out(const room& r, room_event::kind what, std::uint64_t subj
         if (subject_here) ev.to_subject = to_subject;
         ev.to_members = to_members;
         ev.seq = seq;
+        ev.account = account;
         ev.to_members_ws = to_members_ws;
         deliver(s, std::move(ev), ticket);
     }
@@ -149,6 +151,10 @@ void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
     // The join point: every message up to it went out before this event, and later ones reach
     // the newcomer live, so resume must not give them as well.
     const std::uint64_t join_seq = seq_->join_point(r);
+    if (what == room::added::new_member && !rejoin) {
+        // The join_room_res waits for the marker's write too (tickets commit in order).
+        if (const std::uint64_t t = start_reading(r, player_id, join_seq)) ticket = t;
+    }
     fan_out(r, room_event::kind::joined, subject, subject_shard, seq_->join_room_res(r, join_seq), nullptr, ticket,
             join_seq);
     // A new member is announced as one; a member coming back as presence; a further session of
@@ -222,6 +228,59 @@ void room_host::chat(chat_request& req) {
         return;
     }
     seq_->chat(it->second, req);
+}
+
+// A new member has read nothing before its join point: its unread count starts there. Best
+// effort: with the database queue full the marker stays 0 (the join itself was admitted). The
+// write's ticket, or 0.
+std::uint64_t room_host::start_reading(room& r, std::uint64_t player_id, std::uint64_t join_seq) {
+    room_member* a = r.account_mut(player_id);
+    if (a == nullptr || join_seq <= a->last_read) return 0;
+    auto t =
+        order_.write(room_change{room_change::kind::read, r.id().value(), player_id, {}, wall_clock_us(), join_seq});
+    if (!t) return 0;
+    a->last_read = join_seq;
+    return *t;
+}
+
+void room_host::mark_read(room_id id, const member& m, std::uint64_t seq) {
+    STRIX_ASSERT_OWNER(service_.home(), "room_host::mark_read");
+    auto it = rooms_.find(id);
+    if (it == rooms_.end() || !it->second.contains(m.session_id)) {
+        fail(m.shard, m.session_id, id, proto::msg_type::read_req, proto::error_code::not_in_room, "not in that room");
+        return;
+    }
+    room& r = it->second;
+    room_member* a = r.account_mut(m.player_id);
+    seq = std::min(seq, r.last_seq());
+    if (a == nullptr || seq <= a->last_read) {
+        // Nothing to store: the answer says where the marker is.
+        fan_out(r, room_event::kind::read, m.session_id, m.shard, frames::read_res(id.value(), a ? a->last_read : 0),
+                nullptr);
+        return;
+    }
+    auto t = order_.write(room_change{room_change::kind::read, id.value(), m.player_id, {}, wall_clock_us(), seq});
+    if (!t) {
+        bump(counters_.server_busy);
+        fail(m.shard, m.session_id, id, proto::msg_type::read_req, proto::error_code::server_busy,
+             "the database queue is full; retry later");
+        return;
+    }
+    a->last_read = seq;
+    fan_out(r, room_event::kind::read, m.session_id, m.shard, frames::read_res(id.value(), seq),
+            frames::read_marker(id.value(), seq), *t, 0, m.player_id);
+}
+
+void room_host::typing(room_id id, const member& m) {
+    STRIX_ASSERT_OWNER(service_.home(), "room_host::typing");
+    auto it = rooms_.find(id);
+    if (it == rooms_.end() || !it->second.contains(m.session_id)) {
+        fail(m.shard, m.session_id, id, proto::msg_type::typing_req, proto::error_code::not_in_room,
+             "not in that room");
+        return;
+    }
+    fan_out(it->second, room_event::kind::notice, m.session_id, m.shard, nullptr,
+            frames::typing(id.value(), m.player_id, m.name));
 }
 
 void room_host::notify(const room& r, std::uint64_t subject, unsigned subject_shard, bool joined,

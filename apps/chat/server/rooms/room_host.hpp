@@ -86,6 +86,15 @@ public:
     /// broadcasts it (not_in_room back to the sender otherwise). Owner shard only.
     void chat(chat_request& req);
 
+    /// Raises the read marker of m's account in the room to `seq` (at most the room's last seq),
+    /// stores it, answers read_res to m and read_marker to the account's other sessions; a seq at
+    /// or below the marker only answers. not_in_room or server_busy back otherwise. Owner shard.
+    void mark_read(room_id id, const member& m, std::uint64_t seq);
+
+    /// Tells the room's other members that m is typing (typing, never stored); not_in_room back
+    /// to m when it is not in the room. Owner shard only.
+    void typing(room_id id, const member& m);
+
     /// The writer committed every write of this shard up to ticket `upto`: deliver what waited
     /// for them. Posted by the writer thread, runs on the owner shard.
     void committed(std::uint64_t upto);
@@ -120,7 +129,7 @@ public:
     /// `ticket` (0: none) in commit order. Owner shard only.
     void fan_out(const room& r, room_event::kind what, std::uint64_t subject, unsigned subject_shard,
                  const shared_buffer_ptr& to_subject, const shared_buffer_ptr& to_members, std::uint64_t ticket = 0,
-                 std::uint64_t seq = 0);
+                 std::uint64_t seq = 0, std::uint64_t account = 0);
     /// Sends r's pending member notices now (before a message or a join). Owner shard only.
     void flush_notices(const room& r) {
         // Nothing pending is the common case: one branch for every chat message.
@@ -138,6 +147,7 @@ private:
     // went out: applied at once when `to` is this shard, else posted (FIFO per pair).
     void deliver(unsigned to, room_event ev, std::uint64_t ticket);
     void send_event(unsigned to, room_event ev);
+    std::uint64_t start_reading(room& r, std::uint64_t player_id, std::uint64_t join_seq);
     // Member notices (see member_notices.hpp): queue one, or send a room's pending ones.
     void send_notices(const room& r);
     void notify(const room& r, std::uint64_t subject, unsigned subject_shard, bool joined, shared_buffer_ptr frame);

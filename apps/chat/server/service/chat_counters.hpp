@@ -24,6 +24,7 @@ struct chat_counters : metric_group {
     counter rate_limited{*this, "strix_rate_limited_total", "chat messages refused by the rate limit"};
     counter room_rate_limited{*this, "strix_room_rate_limited_total",
                               "create/join refused by the room-change rate limit"};
+    counter typing_limited{*this, "strix_typing_limited_total", "typing_req refused by the typing rate limit"};
     counter room_limited{*this, "strix_room_limited_total", "create/join refused by the rooms-per-account limit"};
     counter login_throttled{*this, "strix_login_throttled_total",
                             "logins refused by the failed-login backoff or lockout (nothing hashed)"};

@@ -160,12 +160,14 @@ void chat_service::on_close(session& s, std::error_code) {
 // session goes back in as if it had sent join_room_req, without spending a room-change token;
 // later requests wait for the join_room_res (for every room the login puts it back in). A room
 // that is gone meanwhile is skipped silently.
-void chat_service::rejoin(player& p, room_id room) {
+void chat_service::rejoin(player& p, room_id room, std::uint64_t last_read) {
     if (!room || p.slot(room)) return;
     p.rooms.push_back({room});
     p.pending = player::pending_op::join;
     ++p.joins_in_flight;
-    on_owner(room, [room, m = as_member(p)](chat_service& svc) mutable { svc.host().join(room, std::move(m), true); });
+    member m = as_member(p);
+    m.last_read = last_read;
+    on_owner(room, [room, m = std::move(m)](chat_service& svc) mutable { svc.host().join(room, std::move(m), true); });
 }
 
 // A join or create may add a room to the session: one at a time with protocol version 1, up to
@@ -347,13 +349,20 @@ void chat_service::apply(room_event& ev) {
             }
             complete(*p, player::pending_op::leave);
         }
+    } else if (ev.what == room_event::kind::read && ev.to_subject) {
+        if (player* p = find(ev.subject)) {
+            p->sess->send(p->ws ? frames::ws_message(ev.to_subject) : ev.to_subject);
+            ++sent;
+        }
     }
     if (ev.to_members) {
         const std::uint64_t skip = ev.what == room_event::kind::message ? 0 : ev.subject;
         local_.for_each(ev.room, [&](session& s) {
             if (s.id() == skip) return;
-            ++delivered;
             const player* q = s.state<player>();
+            // A read marker goes to the account's own sessions only.
+            if (ev.what == room_event::kind::read && (!q || q->player_id != ev.account)) return;
+            ++delivered;
             if (!q || !q->ws) {
                 s.send(ev.to_members);
                 return;
@@ -399,6 +408,10 @@ template const proto::login_req* chat_service::decode<proto::login_req>(player&,
 template const proto::history_req* chat_service::decode<proto::history_req>(player&, std::span<const std::byte>,
                                                                             msg_type, const char*);
 template const proto::resume_req* chat_service::decode<proto::resume_req>(player&, std::span<const std::byte>, msg_type,
+                                                                          const char*);
+template const proto::read_req* chat_service::decode<proto::read_req>(player&, std::span<const std::byte>, msg_type,
+                                                                      const char*);
+template const proto::typing_req* chat_service::decode<proto::typing_req>(player&, std::span<const std::byte>, msg_type,
                                                                           const char*);
 
 void chat_service::send(session& s, shared_buffer_ptr frame) {

@@ -104,7 +104,7 @@ public:
     void complete(player& p, player::pending_op op);
     /// Puts p back in `room`, whose member its account is (a login): as a join_room_req would,
     /// without spending a room-change token; later requests wait for the join_room_res.
-    void rejoin(player& p, room_id room);
+    void rejoin(player& p, room_id room, std::uint64_t last_read = 0);
     /// A join or create may add a room to p (else the error reply is sent): one room with
     /// protocol version 1, up to the rooms-per-account limit with version 2.
     bool may_add_room(player& p, proto::msg_type request);
@@ -127,6 +127,8 @@ private:
     void handle_ping(player& p, std::span<const std::byte> frame);
     void handle_history(player& p, std::span<const std::byte> frame) { history_.handle(p, frame); }
     void handle_resume(player& p, std::span<const std::byte> frame) { resumes_.handle(p, frame); }
+    void handle_read(player& p, std::span<const std::byte> frame);    // marker_requests.cpp
+    void handle_typing(player& p, std::span<const std::byte> frame);  // marker_requests.cpp
 
     /// Runs fn(chat_service&) on the shard that owns `room`: now when that is this shard, else
     /// posted (FIFO per pair of shards).

@@ -188,7 +188,7 @@ void login_requests::rejoin_rooms(player& p, const login_result& result, const l
     const std::span<const account_room> rooms(result.rooms.data(),
                                               std::min(result.rooms.size(), ctx_.options.max_rooms_per_account));
     svc_.send(*p.sess, frames::login_res(p.player_id, p.name, created, token, resume, &rooms));
-    for (const account_room& r : rooms) svc_.rejoin(p, room_id(r.room_id));
+    for (const account_room& r : rooms) svc_.rejoin(p, room_id(r.room_id), r.last_read_seq);
 }
 
 void login_requests::finish(player& pl, login_verdict v) {

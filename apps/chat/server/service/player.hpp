@@ -21,7 +21,13 @@ struct player {
     enum class room_state : std::uint8_t { none, joining, member };
 
     player(session_ptr s, double chat_rate, double chat_burst, double room_rate, double room_burst)
-        : sess(std::move(s)), chat_bucket(chat_rate, chat_burst), room_bucket(room_rate, room_burst) {}
+        : sess(std::move(s)),
+          chat_bucket(chat_rate, chat_burst),
+          room_bucket(room_rate, room_burst),
+          typing_bucket(typing_rate, typing_burst) {}
+
+    // typing_req per session: a client repeats it every few seconds while its user types.
+    static constexpr double typing_rate = 1.0, typing_burst = 5.0;
 
     session_ptr sess;
     bool ws = false;  // a WebSocket session (chat_ws): every frame goes out as a binary message
@@ -66,6 +72,7 @@ struct player {
 
     token_bucket chat_bucket;
     token_bucket room_bucket;  // create_room_req and join_room_req (a leave always follows one)
+    token_bucket typing_bucket;
 
     // Requests that arrived while an earlier one is decided elsewhere (a login, a history or
     // resume read on the database pool, a join or leave at the room's owner shard, a room list

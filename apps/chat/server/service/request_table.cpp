@@ -21,6 +21,8 @@ constexpr std::array<request_row, request_table::size> request_table::rows_{{
     {msg_type::ping_req,         access::anyone,     &chat_service::handle_ping},     // chat_service.cpp
     {msg_type::history_req,      access::logged_in,  &chat_service::handle_history},  // history_requests.cpp
     {msg_type::resume_req,       access::logged_in,  &chat_service::handle_resume},   // resume_requests.cpp
+    {msg_type::read_req,         access::logged_in,  &chat_service::handle_read},     // marker_requests.cpp
+    {msg_type::typing_req,       access::logged_in,  &chat_service::handle_typing},   // marker_requests.cpp
 }};
 // clang-format on
 
