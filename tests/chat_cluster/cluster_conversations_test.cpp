@@ -2,9 +2,7 @@
 // rooms made on node A, chats in each by room id, and its next login, on node A, lists both
 // rooms with the read marker it set on node B and puts it back in each; messages cross nodes in
 // each room's one order.
-#include "../chat/chat_fixture.hpp"
-
-#include <support/redis_server.hpp>
+#include "cluster_nodes.hpp"
 
 #include <set>
 
@@ -13,16 +11,6 @@ namespace {
 using namespace strix;
 using namespace strix::test;
 using proto::msg_type;
-
-class pg_environment : public ::testing::Environment {
-public:
-    void TearDown() override { stop_shared_pg_server(); }
-};
-const ::testing::Environment* const pg_registered = ::testing::AddGlobalTestEnvironment(new pg_environment);
-
-std::vector<std::string> node_args(const redis_server& redis, unsigned node) {
-    return {"--cluster", "redis://127.0.0.1:" + std::to_string(redis.port()), "--node-id", std::to_string(node)};
-}
 
 // The next chat_msg (member notices and presence in between are skipped).
 chat_line next_chat(chat_client& c) {
@@ -40,9 +28,9 @@ TEST(cluster_conversations, ASessionInTwoRoomsMadeOnTheOtherNodeAndItsLoginThere
     redis_server redis;
     const std::string db = shared_pg_server().create_database();
     temp_dir dir;
-    server_process a(db, dir.path() + "/a.log", 2, node_args(redis, 1));
+    server_process a(db, dir.path() + "/a.log", 2, node_args(redis.port(), 1));
     ASSERT_TRUE(a.ready()) << a.log();
-    server_process b(db, dir.path() + "/b.log", 2, node_args(redis, 2));
+    server_process b(db, dir.path() + "/b.log", 2, node_args(redis.port(), 2));
     ASSERT_TRUE(b.ready()) << b.log();
 
     chat_client ann(a.port());
@@ -63,7 +51,8 @@ TEST(cluster_conversations, ASessionInTwoRoomsMadeOnTheOtherNodeAndItsLoginThere
                 const chat_line l = next_chat(*c);
                 got.emplace(l.room_id, l.text);
             }
-            EXPECT_EQ(got, (std::set<std::pair<std::uint64_t, std::string>>{{red, "ben in red"}, {blue, "ben in blue"}}));
+            EXPECT_EQ(got,
+                      (std::set<std::pair<std::uint64_t, std::string>>{{red, "ben in red"}, {blue, "ben in blue"}}));
         }
         flatbuffers::FlatBufferBuilder fbb;
         fbb.Finish(proto::Createread_req(fbb, red, 1));
