@@ -88,11 +88,23 @@ wait_for "$work/bob.out" "^\[$room#2\] bob: hi alice$"
 wait_for "$work/alice.out" "^\[$room#2\] bob: hi alice$"
 printf 'three\n' >&3
 wait_for "$work/bob.out" "^\[$room#3\] alice: three$"
+# A second room: bob stays in lobby too (protocol version 2), talks in the current one.
 printf '/create second\n' >&4
-wait_for "$work/bob.out" "^error: create_room_req: already_in_room"
+wait_for "$work/bob.out" "^created room [0-9]+ 'second'"
+second=$(sed -nE "s/^created room ([0-9]+) 'second'.*/\1/p" "$work/bob.out")
+printf 'in second\n' >&4
+wait_for "$work/bob.out" "^\[$second#1\] bob: in second$"
+printf '/mine\n' >&4
+wait_for "$work/bob.out" "^  $second  second  0 unread  \(current\)$"
+grep -Eq "^  $room  lobby  1 unread$" "$work/bob.out" || fail "bob's /mine does not list lobby with alice's 'three' unread"
+printf '/switch %s\nback in lobby\n' "$room" >&4
+wait_for "$work/alice.out" "^\[$room#4\] bob: back in lobby$"
 printf '/exit\n' >&4
 wait_for "$work/bob.out" "^left room $room 'lobby'$"
+wait_for "$work/bob.out" "^now in room $second 'second'$"
 wait_for "$work/alice.out" "^\* bob left room $room$"
+printf '/exit\n' >&4
+wait_for "$work/bob.out" "^left room $second 'second'$"
 printf 'not in a room any more\n/quit\n' >&4
 exec 4>&-
 rc=0
@@ -103,8 +115,8 @@ grep -q "^bye$" "$work/bob.out" || fail "bob's client did not say bye"
 
 # alice's view: her three chat lines, in seq order, and nothing from bob after he left.
 grep -E "^\[$room#" "$work/alice.out" >"$work/alice.chat"
-printf '[%s#1] alice: hello from alice\n[%s#2] bob: hi alice\n[%s#3] alice: three\n' "$room" "$room" "$room" \
-  >"$work/alice.want"
+printf '[%s#1] alice: hello from alice\n[%s#2] bob: hi alice\n[%s#3] alice: three\n[%s#4] bob: back in lobby\n' \
+  "$room" "$room" "$room" "$room" >"$work/alice.want"
 diff "$work/alice.want" "$work/alice.chat" || fail "alice's chat lines differ from the expected ones"
 # End of input ends the client like /quit.
 exec 3>&-

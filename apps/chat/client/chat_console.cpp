@@ -14,6 +14,7 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -356,7 +357,8 @@ void chat_console::login() {
     }
     const auto name = fbb_.CreateString(opt_.name);
     const auto password = fbb_.CreateString(opt_.password);
-    fbb_.Finish(proto::Createlogin_req(fbb_, name, password, token));
+    // Protocol version 2: in many rooms at once (docs/protocol.md, "Conversations").
+    fbb_.Finish(proto::Createlogin_req(fbb_, name, password, token, 0, 2));
     send(proto::msg_type::login_req);
     waiting_ = waiting::login;
     waiting_since_ = std::chrono::steady_clock::now();
@@ -364,15 +366,51 @@ void chat_console::login() {
 
 void chat_console::help() {
     out("commands:\n"
-        "  /rooms        list the rooms\n"
+        "  /rooms        list the server's rooms\n"
+        "  /mine         list the rooms you are in, with their unread counts\n"
         "  /create NAME  create a room and enter it\n"
-        "  /join ID      enter room ID\n"
+        "  /join ID      enter room ID (you stay in your other rooms)\n"
+        "  /switch ID    make room ID the current room (and mark it read)\n"
         "  /exit         leave the current room\n"
+        "  /read         mark the current room read\n"
+        "  /typing       tell the current room you are typing\n"
         "  /history      show 20 earlier messages of the room (again: the 20 before those)\n"
         "  /ping         measure the round trip to the server\n"
         "  /help         this list\n"
         "  /quit         disconnect and quit\n"
         "  anything else is said in the current room");
+}
+
+// Plain lines go to room `id` from now on; what it showed is read.
+void chat_console::switch_to(std::uint64_t id) {
+    auto it = rooms_.find(id);
+    if (it == rooms_.end()) return;
+    room_id_ = id;
+    room_name_ = it->second.name;
+    history_before_ = 0;
+    mark_read(id);
+}
+
+// read_req up to the newest message seen in room `id` (nothing when nothing is unread).
+void chat_console::mark_read(std::uint64_t id) {
+    auto it = rooms_.find(id);
+    if (it == rooms_.end() || it->second.unread() == 0) return;
+    it->second.last_read = it->second.last_seq;
+    fbb_.Clear();
+    fbb_.Finish(proto::Createread_req(fbb_, id, it->second.last_seq));
+    send(proto::msg_type::read_req);
+}
+
+// Room `id` is left: another room the session is in becomes the current one.
+void chat_console::room_left(std::uint64_t id) {
+    rooms_.erase(id);
+    if (room_id_ != id) return;
+    room_id_ = 0;
+    room_name_.clear();
+    if (!rooms_.empty()) {
+        switch_to(rooms_.begin()->first);
+        out("now in room {} '{}'", room_id_, room_name_);
+    }
 }
 
 void chat_console::command(const std::string& raw) {
@@ -392,7 +430,7 @@ void chat_console::command(const std::string& raw) {
             return;
         }
         fbb_.Clear();
-        fbb_.Finish(proto::Createchat_req(fbb_, fbb_.CreateString(line), steady_us() * 1000, ++client_seq_));
+        fbb_.Finish(proto::Createchat_req(fbb_, fbb_.CreateString(line), steady_us() * 1000, ++client_seq_, room_id_));
         send(proto::msg_type::chat_req);
         start(waiting::chat);
         return;
@@ -431,10 +469,39 @@ void chat_console::command(const std::string& raw) {
         send(proto::msg_type::join_room_req);
         start(waiting::join);
     } else if (cmd == "/exit") {
+        if (room_id_ == 0) {
+            out("not in a room: /create NAME or /join ID first");
+            return;
+        }
         fbb_.Clear();
-        fbb_.Finish(proto::Createleave_room_req(fbb_));
+        fbb_.Finish(proto::Createleave_room_req(fbb_, room_id_));
         send(proto::msg_type::leave_room_req);
         start(waiting::leave);
+    } else if (cmd == "/mine") {
+        if (rooms_.empty()) out("in no room: /create NAME or /join ID");
+        for (const auto& [id, r] : rooms_)
+            out("  {}  {}  {} unread{}", id, r.name, r.unread(), id == room_id_ ? "  (current)" : "");
+    } else if (cmd == "/switch") {
+        char* end = nullptr;
+        const unsigned long long id = std::strtoull(arg.c_str(), &end, 10);
+        if (arg.empty() || end == nullptr || *end != '\0' || !rooms_.contains(id)) {
+            out("usage: /switch ID (a room from /mine)");
+            return;
+        }
+        switch_to(id);
+        out("now in room {} '{}'", room_id_, room_name_);
+    } else if (cmd == "/read" || cmd == "/typing") {
+        if (room_id_ == 0) {
+            out("not in a room: /create NAME or /join ID first");
+            return;
+        }
+        if (cmd == "/read") {
+            mark_read(room_id_);
+            return;
+        }
+        fbb_.Clear();
+        fbb_.Finish(proto::Createtyping_req(fbb_, room_id_));
+        send(proto::msg_type::typing_req);
     } else if (cmd == "/history") {
         if (room_id_ == 0) {
             out("not in a room: /create NAME or /join ID first");
@@ -502,6 +569,10 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
             }
             out("logged in as {} (player {}){}", str(res->player()->name()), player_id_,
                 res->created() ? ", new account" : "");
+            // The rooms the account belongs to: a join_room_res follows for each.
+            if (res->rooms() != nullptr)
+                for (const proto::room_ref* r : *res->rooms())
+                    if (r != nullptr) rooms_[r->id()].last_read = r->last_read_seq();
             help();
             if (waiting_ == waiting::login) done_waiting();
             return;
@@ -524,9 +595,8 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
         case proto::msg_type::create_room_res: {
             const auto* res = body_as<proto::create_room_res>(frame);
             if (res == nullptr || res->room() == nullptr) break;
-            room_id_ = res->room()->id();
-            room_name_ = std::string(str(res->room()->name()));
-            history_before_ = 0;
+            rooms_[res->room()->id()].name = std::string(str(res->room()->name()));
+            switch_to(res->room()->id());
             out("created room {} '{}'; you are in it (/exit leaves)", room_id_, room_name_);
             if (waiting_ == waiting::create) done_waiting();
             return;
@@ -534,9 +604,12 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
         case proto::msg_type::join_room_res: {
             const auto* res = body_as<proto::join_room_res>(frame);
             if (res == nullptr || res->room() == nullptr) break;
-            room_id_ = res->room()->id();
-            room_name_ = std::string(str(res->room()->name()));
-            history_before_ = 0;
+            const std::uint64_t id = res->room()->id();
+            room_view& view = rooms_[id];
+            const bool asked = waiting_ == waiting::join;  // else the login put us back in it
+            view.name = std::string(str(res->room()->name()));
+            view.last_seq = std::max(view.last_seq, res->last_seq());
+            if (!asked) view.last_read = std::min(view.last_read, view.last_seq);
             std::string members;
             if (res->members() != nullptr) {
                 for (const proto::member_info* p : *res->members()) {
@@ -546,16 +619,27 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
                     if (!p->online()) members += " (offline)";
                 }
             }
-            out("joined room {} '{}' (/exit leaves); members: {}", room_id_, room_name_, members);
-            if (waiting_ == waiting::join) done_waiting();
+            if (asked || room_id_ == 0) {
+                room_id_ = id;
+                room_name_ = view.name;
+                history_before_ = 0;
+            }
+            if (asked) {
+                view.last_read = view.last_seq;  // a new member has read up to its join point
+                out("joined room {} '{}' (/exit leaves); members: {}", id, view.name, members);
+                done_waiting();
+            } else {
+                out("back in room {} '{}' ({} unread{}); members: {}", id, view.name, view.unread(),
+                    id == room_id_ ? ", current" : "", members);
+            }
             return;
         }
         case proto::msg_type::leave_room_res: {
             const auto* res = body_as<proto::leave_room_res>(frame);
             if (res == nullptr) break;
-            out("left room {} '{}'", res->room_id(), room_name_);
-            room_id_ = 0;
-            room_name_.clear();
+            const auto it = rooms_.find(res->room_id());
+            out("left room {} '{}'", res->room_id(), it != rooms_.end() ? it->second.name : std::string());
+            room_left(res->room_id());
             if (waiting_ == waiting::leave) done_waiting();
             return;
         }
@@ -565,6 +649,11 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
             const std::string_view name = str(m->sender()->name());
             const std::string_view text = str(m->text());
             out("[{}#{}] {}: {}", m->room_id(), m->seq(), name, text);
+            if (auto it = rooms_.find(m->room_id()); it != rooms_.end()) {
+                it->second.last_seq = std::max(it->second.last_seq, m->seq());
+                // What this session says itself, it has read.
+                if (m->sender()->id() == player_id_) it->second.last_read = it->second.last_seq;
+            }
             if (waiting_ == waiting::chat && m->sender()->id() == player_id_ && m->client_seq() == client_seq_) {
                 done_waiting();
             }
@@ -586,6 +675,27 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
             const auto* m = body_as<proto::member_presence>(frame);
             if (m == nullptr || m->player() == nullptr) break;
             out("* {} is {} room {}", str(m->player()->name()), m->online() ? "back in" : "offline from", m->room_id());
+            return;
+        }
+        case proto::msg_type::read_res:
+        case proto::msg_type::read_marker: {
+            // The account's marker (read_marker: another session of it moved it).
+            std::uint64_t room = 0, seq = 0;
+            if (type_of(frame) == proto::msg_type::read_res) {
+                if (const auto* r = body_as<proto::read_res>(frame)) room = r->room_id(), seq = r->seq();
+            } else if (const auto* r = body_as<proto::read_marker>(frame)) {
+                room = r->room_id();
+                seq = r->seq();
+            }
+            if (auto it = rooms_.find(room); it != rooms_.end())
+                it->second.last_read = std::max(it->second.last_read, seq);
+            return;
+        }
+        case proto::msg_type::typing: {
+            const auto* m = body_as<proto::typing>(frame);
+            if (m == nullptr || m->player() == nullptr) break;
+            if (m->player()->id() != player_id_)
+                out("* {} is typing in room {}", str(m->player()->name()), m->room_id());
             return;
         }
         case proto::msg_type::history_res: {

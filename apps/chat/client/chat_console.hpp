@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -74,6 +75,9 @@ private:
     void prompt(const char* what);
     void echo(bool on);
     void help();
+    void switch_to(std::uint64_t id);
+    void mark_read(std::uint64_t id);
+    void room_left(std::uint64_t id);
     void done_waiting();
     /// One line to stdout, flushed. Main thread.
     template <class... A>
@@ -97,7 +101,15 @@ private:
     waiting waiting_ = waiting::nothing;
     std::chrono::steady_clock::time_point waiting_since_;
     std::uint64_t player_id_ = 0;
-    std::uint64_t room_id_ = 0;
+    // A room this session is in (protocol version 2: many at once).
+    struct room_view {
+        std::string name;
+        std::uint64_t last_seq = 0;   // the newest message seen (join_room_res, then chat_msg)
+        std::uint64_t last_read = 0;  // the account's read marker (login_res, read_res, read_marker)
+        std::uint64_t unread() const noexcept { return last_seq > last_read ? last_seq - last_read : 0; }
+    };
+    std::map<std::uint64_t, room_view> rooms_;
+    std::uint64_t room_id_ = 0;         // the current room: plain lines are said there (0: none)
     std::uint64_t history_before_ = 0;  // /history pages back from here (0: the newest)
     std::string room_name_;
     std::uint64_t client_seq_ = 0;
