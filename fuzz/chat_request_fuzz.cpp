@@ -73,7 +73,19 @@ std::size_t read_as_client(bytes frame, msg_type type) {
                 seen = walk(m->player()) + (m->created() ? "c" : "");
                 if (m->device_token())
                     for (std::uint8_t b : *m->device_token()) seen += static_cast<char>(b);
+                if (m->rooms())
+                    for (const proto::room_ref* r : *m->rooms())
+                        if (r) seen += std::to_string(r->id() + r->last_read_seq());
             }
+            break;
+        case msg_type::read_res:
+            if (auto* m = body_as<proto::read_res>(frame)) seen = std::to_string(m->room_id() + m->seq());
+            break;
+        case msg_type::read_marker:
+            if (auto* m = body_as<proto::read_marker>(frame)) seen = std::to_string(m->room_id() + m->seq());
+            break;
+        case msg_type::typing:
+            if (auto* m = body_as<proto::typing>(frame)) seen = std::to_string(m->room_id()) + walk(m->player());
             break;
         case msg_type::create_room_res:
             if (auto* m = body_as<proto::create_room_res>(frame)) seen = walk(m->room());
@@ -145,6 +157,16 @@ void handle(bytes frame) {
             STRIX_FUZZ_CHECK(back && back->player() && str(back->player()->name()) == name && back->created());
             STRIX_FUZZ_CHECK(back->device_token() && back->device_token()->size() == device_token_size &&
                              std::memcmp(back->device_token()->data(), token.bytes.data(), device_token_size) == 0);
+            // A version 2 login lists the account's rooms: as many as the version's low bits say.
+            std::vector<account_room> rooms(req->version() % 64);
+            for (std::size_t i = 0; i < rooms.size(); ++i) rooms[i] = {i + 1, 0, req->version() + i};
+            const std::span<const account_room> listed(rooms);
+            const auto with_rooms = frames::login_res(42, name, false, nullptr, nullptr, &listed);
+            const auto* r = body_as<proto::login_res>(view_of(with_rooms));
+            STRIX_FUZZ_CHECK(r && r->rooms() && r->rooms()->size() == rooms.size());
+            for (std::size_t i = 0; i < rooms.size(); ++i)
+                STRIX_FUZZ_CHECK(r->rooms()->Get(static_cast<flatbuffers::uoffset_t>(i))->last_read_seq() ==
+                                 rooms[i].last_read_seq);
             return;
         }
         case msg_type::create_room_req: {
@@ -203,6 +225,27 @@ void handle(bytes frame) {
             const auto msg = frames::chat_msg(f);
             const auto* back = body_as<proto::chat_msg>(view_of(msg));
             STRIX_FUZZ_CHECK(back && str(back->text()) == text && back->client_ts() == ts && back->client_seq() == seq);
+            return;
+        }
+        case msg_type::read_req: {
+            const auto* req = body_as<proto::read_req>(frame);
+            if (!req) return;
+            const std::uint64_t room = req->room_id(), seq = req->seq();
+            const auto res = frames::read_res(room, seq);
+            const auto* back = body_as<proto::read_res>(view_of(res));
+            STRIX_FUZZ_CHECK(back && back->room_id() == room && back->seq() == seq);
+            const auto marker = frames::read_marker(room, seq);
+            const auto* m = body_as<proto::read_marker>(view_of(marker));
+            STRIX_FUZZ_CHECK(m && m->room_id() == room && m->seq() == seq);
+            return;
+        }
+        case msg_type::typing_req: {
+            const auto* req = body_as<proto::typing_req>(frame);
+            if (!req) return;
+            const std::uint64_t room = req->room_id();
+            const auto res = frames::typing(room, 9, "ann");
+            const auto* back = body_as<proto::typing>(view_of(res));
+            STRIX_FUZZ_CHECK(back && back->room_id() == room && back->player() && str(back->player()->name()) == "ann");
             return;
         }
         case msg_type::ping_req: {
