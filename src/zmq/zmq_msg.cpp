@@ -181,11 +181,16 @@ link::part msg_take_part(msg_rep& m) {
 }
 
 link::part msg_share_user(msg_rep& m) {
-    // Counted as zmq_msg_copy counts: m keeps its hold until the send succeeds.
-    link::part p = user_part(m.user);
+    // Counted as zmq_msg_copy counts: m keeps its hold until the send succeeds. The count exists
+    // before the part copies m.user into its hook, so both holders share it.
     if (!m.user.refs) m.user.refs = new std::atomic<int>(1);
     m.user.refs->fetch_add(1, std::memory_order_relaxed);
-    return p;
+    try {
+        return user_part(m.user);
+    } catch (...) {
+        m.user.refs->fetch_sub(1, std::memory_order_relaxed);  // the part was never made
+        throw;
+    }
 }
 
 }  // namespace strix::zmq_abi
