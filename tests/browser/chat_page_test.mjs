@@ -94,7 +94,8 @@ async function sees(page, who, text) {
     await page.waitForFunction((t) => [...document.querySelectorAll('#log div')].some((d) => window.line_key(d) === t),
       text, { timeout: 10000 });
   } catch {
-    fail(`${who} did not see '${text}'; the page shows:\n${(await log_lines(page)).join('\n')}`);
+    fail(`${who} did not see '${text}'; the page shows (room ${await page.evaluate(() => document.body.dataset.room)}):\n` +
+      (await log_lines(page)).join('\n'));
   }
 }
 
@@ -202,7 +203,7 @@ async function typing_line(page, who, text, ms = 10000) {
 
 // Protocol version 2 with two pages of two accounts (and alice's second page): both are in garden
 // (`room`, shown) and a second room, shed; unread badges, read markers, typing, a leave.
-async function two_rooms({ alice, bob, room, wire, url }) {
+async function two_rooms({ alice, bob, room, wire, url, say, expected }) {
   await alice.fill('#new-room', 'shed');
   await alice.click('#create-form button');
   await alice.waitForFunction((r) => document.body.dataset.room !== r, room, { timeout: 10000 });
@@ -258,6 +259,33 @@ async function two_rooms({ alice, bob, room, wire, url }) {
   const gone_ms = shown_ms + await typing_line(bob, 'bob', '', 8000);
   if (gone_ms < 4000) fail(`alice's typing line left bob's page after ${gone_ms} ms, before 5 s`);
   await alice.fill('#text', '');
+
+  // alice's page drops while bob says one line in each room: back by its resume token, it asks
+  // resume_req per room from the seq it has of it, and garden's missed line counts as unread.
+  wire.held = true;
+  wire.sent = [];
+  await alice.click('#drop');
+  await alice.waitForSelector('#conn[data-state="closed"]', { timeout: 5000 });
+  await bob.fill('#text', 'the shed while alice is away');
+  await bob.click('#chat-form button');
+  await sees(bob, 'bob', '#4 bob: the shed while alice is away');
+  await bob.click(`#my-rooms li[data-room="${room}"] button`);
+  const garden_had = expected.length;
+  const missed_line = await say('bob', 'garden while alice is away');
+  wire.held = false;
+  await alice.waitForSelector(`body[data-login="yes"][data-login-by="token"][data-room="${shed}"]`, { timeout: 20000 });
+  await sees(alice, 'alice', 'recovered 1 missed message');
+  await sees(alice, 'alice', '#4 bob: the shed while alice is away');
+  same('resume_req per room (room, last_seq)', wire.sent.filter((f) => f.type === 17)
+    .map((f) => [String(f.u64(0)), Number(f.u64(1))]).sort(), [[room, garden_had], [shed, 3]].sort());
+  await lists(alice, 'alice', [`${room}:1`, `*${shed}:0`]);
+  await alice.click(`#my-rooms li[data-room="${room}"] button`);
+  await sees(alice, 'alice', missed_line);
+  await sees(alice, 'alice', 'recovered 1 missed message');
+  await lists(alice, 'alice', [`*${room}:0`, `${shed}:0`]);
+  same("alice's garden after the drop", await log_lines(alice, '#log div.chat'), expected);
+  await bob.click(`#my-rooms li[data-room="${shed}"] button`);
+  await alice.click(`#my-rooms li[data-room="${shed}"] button`);
 
   // bob leaves shed (the room he shows): it leaves his list, he shows garden, alice sees it.
   await bob.click('#leave');
@@ -475,7 +503,7 @@ try {
   for (const t of times) if (!minutes.has(t)) fail(`alice's chat line time ${t} is not one of ${[...minutes]} (${time_zone})`);
   if (times.size === 0) fail('alice shows no chat line times');
 
-  await two_rooms({ alice, bob, room, wire, url });
+  await two_rooms({ alice, bob, room, wire, url, say, expected });
 
   // bob leaves garden, the room he shows now; the others see it.
   await alice.click(`#my-rooms li[data-room="${room}"] button`);

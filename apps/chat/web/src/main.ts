@@ -26,12 +26,13 @@ interface page_state {
   rooms: Map<bigint, room_view>; // the rooms the session is in (or was, until the login puts it back)
   shown: bigint | null; // the room whose log is shown and which the input talks to
   login_reads: Map<bigint, bigint>; // login_res.rooms's read markers, until each room's join_room_res
+  login_first: bigint | null; // the room a login shows when none is shown: the first it lists
   read_timer: number | undefined;
   seq: bigint;
 }
 
 const st: page_state = { name: '', password: '', token: null, login_by: '', me: null, rooms: new Map(), shown: null,
-                         login_reads: new Map(), read_timer: undefined, seq: 0n };
+                         login_reads: new Map(), login_first: null, read_timer: undefined, seq: 0n };
 const log_el = $('log');
 const lobby = new log_view(log_el, null); // the log while no room is shown
 const shown_view = (): room_view | null => (st.shown !== null ? st.rooms.get(st.shown) ?? null : null);
@@ -141,7 +142,10 @@ function entered(room: proto.room, members: proto.member[], last_seq: bigint): v
   if (by_login !== undefined) v.marked(by_login);
   v.joined = true;
   v.members = new Map(members.map((m) => [m.id, m]));
-  if (by_login === undefined || shown_view() === null) open_room(room.id);
+  // The login's rooms come from their shards in any order: show the first listed (or, were it
+  // deleted meanwhile, whichever comes).
+  const first = st.login_first === null || st.login_first === room.id || !st.login_reads.has(st.login_first);
+  if (by_login === undefined || (shown_view() === null && first)) open_room(room.id);
   else if (v.id === st.shown) read_up(v, true);
 }
 
@@ -171,6 +175,7 @@ function logged_in(m: Extract<proto.message, { type: msg_type.login_res }>): voi
        (st.login_by === 'token' ? ' with the resume token' : ''), 'notice');
   // A join_room_res follows for each listed room; one the account left meanwhile is gone.
   st.login_reads = new Map(m.rooms.map((r) => [r.id, r.last_read_seq]));
+  st.login_first = m.rooms.length > 0 ? m.rooms[0].id : null;
   for (const v of [...st.rooms.values()]) {
     if (st.login_reads.has(v.id)) continue;
     st.rooms.delete(v.id);
