@@ -13,7 +13,7 @@
 // 2): a message in the room a page does not show raises that room's unread badge, on alice's
 // second page too (whose login counts it); opening the room clears it (read_req, and read_marker
 // on the other page); typing shows a line on the others' pages, for 5 s or until the typist
-// speaks; a leave takes the room off the list. Chat lines show the sender and the server's time
+// speaks; alice's page drops again and resumes each room; a leave takes the room off the list. Chat lines show the sender and the server's time
 // in the page's time zone (the test's pages run in Asia/Kolkata, UTC+05:30).
 //   node chat_page_test.mjs <build dir>
 // Playwright (playwright-core, fetched by the web page's npm step) drives Debian's
@@ -528,4 +528,5 @@ try {
   rmSync(work, { recursive: true, force: true });
 }
 if (failed) process.exit(1);
-console.log('PASS: the web chat page in Chromium, with a TCP client; alice\'s page recovered every missed message once, in order');
+console.log('PASS: the web chat page in Chromium, with a TCP client; alice\'s page recovered every missed message once, ' +
+  'in order; two rooms: badges, read markers, typing, resume per room, leave');
