@@ -27,12 +27,14 @@ interface page_state {
   shown: bigint | null; // the room whose log is shown and which the input talks to
   login_reads: Map<bigint, bigint>; // login_res.rooms's read markers, until each room's join_room_res
   login_first: bigint | null; // the room a login shows when none is shown: the first it lists
+  login_order: Map<bigint, number>; // the list's order: the login's (oldest join first), then joins
+  order_next: number;
   read_timer: number | undefined;
   seq: bigint;
 }
 
 const st: page_state = { name: '', password: '', token: null, login_by: '', me: null, rooms: new Map(), shown: null,
-                         login_reads: new Map(), login_first: null, read_timer: undefined, seq: 0n };
+                         login_reads: new Map(), login_first: null, login_order: new Map(), order_next: 0, read_timer: undefined, seq: 0n };
 const log_el = $('log');
 const lobby = new log_view(log_el, null); // the log while no room is shown
 const shown_view = (): room_view | null => (st.shown !== null ? st.rooms.get(st.shown) ?? null : null);
@@ -140,6 +142,7 @@ function entered(room: proto.room, members: proto.member[], last_seq: bigint): v
     v.log.line(`joined room ${room.id} '${room.name}'`, 'notice');
   }
   if (by_login !== undefined) v.marked(by_login);
+  v.order = st.login_order.get(room.id) ?? st.order_next++;
   v.joined = true;
   v.members = new Map(members.map((m) => [m.id, m]));
   // The login's rooms come from their shards in any order: show the first listed (or, were it
@@ -176,6 +179,8 @@ function logged_in(m: Extract<proto.message, { type: msg_type.login_res }>): voi
   // A join_room_res follows for each listed room; one the account left meanwhile is gone.
   st.login_reads = new Map(m.rooms.map((r) => [r.id, r.last_read_seq]));
   st.login_first = m.rooms.length > 0 ? m.rooms[0].id : null;
+  st.login_order = new Map(m.rooms.map((r, i) => [r.id, i]));
+  st.order_next = m.rooms.length;
   for (const v of [...st.rooms.values()]) {
     if (st.login_reads.has(v.id)) continue;
     st.rooms.delete(v.id);

@@ -18,6 +18,8 @@ export class room_view {
   rec: recovery | null = null;
   /// False from a socket drop until the login's join_room_res puts the session back in.
   joined = true;
+  /// Its place in the list (the login's order, then joins and creates as they come).
+  order = 0;
   /// When the page last sent typing_req for the room (ms, performance.now()).
   typed_at = -Infinity;
   private readonly typing = new Map<bigint, { name: string; until: number }>();
@@ -68,10 +70,10 @@ export class room_view {
   }
 }
 
-/// Draws the list of `rooms` into `ul`; a click on one calls `open` with its id.
+/// Draws the list of `rooms` into `ul` (by `order`); a click on one calls `open` with its id.
 export function draw_room_list(ul: HTMLUListElement, rooms: Iterable<room_view>, shown: bigint | null,
                                open: (id: bigint) => void): void {
-  ul.replaceChildren(...[...rooms].map((v) => {
+  ul.replaceChildren(...[...rooms].sort((a, b) => a.order - b.order).map((v) => {
     const li = document.createElement('li');
     const unread = v.unread();
     li.dataset.room = v.id.toString();
