@@ -311,7 +311,11 @@ form('login-form', () => {
   open_room(null);
   log_in();
 });
-form('create-form', () => send(proto.create_room($<HTMLInputElement>('new-room').value.trim())));
+form('create-form', () => {
+  const input = $<HTMLInputElement>('new-room');
+  send(proto.create_room(input.value.trim()));
+  input.value = '';
+});
 form('chat-form', () => {
   const input = $<HTMLInputElement>('text');
   const v = shown_view();
