@@ -9,7 +9,12 @@
 // put the recovered messages before it. Each asserts what it sees, what alice's page sent (the
 // test sits on its socket: Playwright's routeWebSocket) and the server's metrics. Screenshot of
 // alice's page at the end: <build>/browser/chat-page.png; bob's while alice is offline:
-// <build>/browser/chat-page-presence.png.
+// <build>/browser/chat-page-presence.png. Then the pages are in two rooms each (protocol version
+// 2): a message in the room a page does not show raises that room's unread badge, on alice's
+// second page too (whose login counts it); opening the room clears it (read_req, and read_marker
+// on the other page); typing shows a line on the others' pages, for 5 s or until the typist
+// speaks; alice's page drops again and resumes each room; a leave takes the room off the list. Chat lines show the sender and the server's time
+// in the page's time zone (the test's pages run in Asia/Kolkata, UTC+05:30).
 //   node chat_page_test.mjs <build dir>
 // Playwright (playwright-core, fetched by the web page's npm step) drives Debian's
 // chromium-headless-shell; no browser is downloaded. Exits 77 (skipped) when no Chromium exists.
@@ -30,6 +35,9 @@ if (!chromium_bin) {
 const require = createRequire(path.join(build, 'apps/chat/web/package.json'));
 const { chromium } = require('playwright-core');
 
+const time_zone = 'Asia/Kolkata';
+const hh_mm = new Intl.DateTimeFormat('en-GB', { timeZone: time_zone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
+const test_start = Date.now();
 const work = mkdtempSync(path.join(tmpdir(), 'strix-browser-'));
 const children = [];
 let failed = false;
@@ -61,7 +69,8 @@ function start(bin, args, env = {}) {
 }
 
 async function page_for(browser, url, name) {
-  const context = await browser.newContext({ viewport: { width: 1000, height: 640 } });
+  const context = await browser.newContext({ viewport: { width: 1000, height: 640 }, timezoneId: time_zone });
+  await context.addInitScript(line_key_script);
   const page = await context.newPage();
   page.on('pageerror', (e) => { console.log(`${name}: page error: ${e.message}`); failed = true; });
   await page.goto(url);
@@ -73,14 +82,20 @@ async function page_for(browser, url, name) {
   return page;
 }
 
-// Waits until the page's log has a line equal to `text`.
+// Every page gets line_key(div): a log line as the test compares it, a chat line as '#seq sender:
+// text' (its time apart), a notice as its text. (An init script: the page's CSP forbids eval.)
+const line_key_script = `window.line_key = (d) => (d.classList.contains('chat')
+  ? '#' + d.dataset.seq + ' ' + d.querySelector('.who').textContent + ': ' + d.querySelector('.text').textContent
+  : d.textContent);`;
+
+// Waits until the page's log (the shown room's) has a line equal to `text` (line_key).
 async function sees(page, who, text) {
   try {
-    await page.waitForFunction((t) => [...document.querySelectorAll('#log div')].some((d) => d.textContent === t),
+    await page.waitForFunction((t) => [...document.querySelectorAll('#log div')].some((d) => window.line_key(d) === t),
       text, { timeout: 10000 });
   } catch {
-    const log = await page.$$eval('#log div', (ds) => ds.map((d) => d.textContent).join('\n'));
-    fail(`${who} did not see '${text}'; the page shows:\n${log}`);
+    fail(`${who} did not see '${text}'; the page shows (room ${await page.evaluate(() => document.body.dataset.room)}):\n` +
+      (await log_lines(page)).join('\n'));
   }
 }
 
@@ -107,7 +122,7 @@ async function sees_online(page, who, name, state) {
 }
 
 async function log_lines(page, sel = '#log div') {
-  return page.$$eval(sel, (ds) => ds.map((d) => d.textContent));
+  return page.$$eval(sel, (ds) => ds.map((d) => window.line_key(d)));
 }
 
 async function until(what, cond, ms = 10000) {
@@ -160,6 +175,130 @@ async function free_port() {
   return port;
 }
 
+// The rooms listed on a page's side panel (#my-rooms) as 'id:unread', current first-marked '*'.
+async function my_rooms(page) {
+  return page.$$eval('#my-rooms li', (ls) => ls.map((l) => `${l.classList.contains('current') ? '*' : ''}${l.dataset.room}:${l.dataset.unread}`));
+}
+
+// Waits until a page's room list is `want` (my_rooms).
+async function lists(page, who, want) {
+  try {
+    await page.waitForFunction((w) => JSON.stringify([...document.querySelectorAll('#my-rooms li')].map((l) =>
+      `${l.classList.contains('current') ? '*' : ''}${l.dataset.room}:${l.dataset.unread}`)) === w, JSON.stringify(want), { timeout: 10000 });
+  } catch {
+    fail(`${who}'s room list: got ${JSON.stringify(await my_rooms(page))}, want ${JSON.stringify(want)}`);
+  }
+}
+
+// Waits until a page's typing line is `text`; the ms it took.
+async function typing_line(page, who, text, ms = 10000) {
+  const t0 = Date.now();
+  try {
+    await page.waitForFunction((t) => document.getElementById('typing').textContent === t, text, { timeout: ms });
+  } catch {
+    fail(`${who}'s typing line: got '${await page.textContent('#typing')}', want '${text}' within ${ms} ms`);
+  }
+  return Date.now() - t0;
+}
+
+// Protocol version 2 with two pages of two accounts (and alice's second page): both are in garden
+// (`room`, shown) and a second room, shed; unread badges, read markers, typing, a leave.
+async function two_rooms({ alice, bob, room, wire, url, say, expected }) {
+  await alice.fill('#new-room', 'shed');
+  await alice.click('#create-form button');
+  await alice.waitForFunction((r) => document.body.dataset.room !== r, room, { timeout: 10000 });
+  const shed = await alice.evaluate(() => document.body.dataset.room);
+  await bob.click('#refresh');
+  await bob.click(`#rooms button[data-room="${shed}"]`, { timeout: 10000 });
+  await bob.waitForFunction((r) => document.body.dataset.room === r, shed, { timeout: 10000 });
+  await sees(alice, 'alice', '* bob joined');
+  await lists(bob, 'bob', [`${room}:0`, `*${shed}:0`]);
+
+  // alice goes back to garden; bob says something in shed: her shed badge counts it.
+  await alice.click(`#my-rooms li[data-room="${room}"] button`);
+  await lists(alice, 'alice', [`*${room}:0`, `${shed}:0`]);
+  await bob.fill('#text', 'anyone in the shed?');
+  await bob.click('#chat-form button');
+  await sees(bob, 'bob', '#1 bob: anyone in the shed?');
+  await lists(alice, 'alice', [`*${room}:0`, `${shed}:1`]);
+
+  // alice's second page: its login lists both rooms, shed with one unread (its marker is 0).
+  const alice2 = await page_for(browser, url, 'alice');
+  await alice2.waitForFunction((r) => document.body.dataset.room === r, room, { timeout: 10000 });
+  await lists(alice2, 'alice (second page)', [`*${room}:0`, `${shed}:1`]);
+  await bob.fill('#text', 'the tools are here');
+  await bob.click('#chat-form button');
+  await lists(alice, 'alice', [`*${room}:0`, `${shed}:2`]);
+  await lists(alice2, 'alice (second page)', [`*${room}:0`, `${shed}:2`]);
+
+  // alice opens shed: both lines are there, her badge clears, read_req{shed, 2} goes out, and
+  // the server's read_marker clears the badge on her second page.
+  const reads_before = wire.sent.filter((f) => f.type === 19).length;
+  await alice.click(`#my-rooms li[data-room="${shed}"] button`);
+  await lists(alice, 'alice', [`${room}:0`, `*${shed}:0`]);
+  same("alice's shed", await log_lines(alice, '#log div.chat'), ['#1 bob: anyone in the shed?', '#2 bob: the tools are here']);
+  await until("alice's read_req", () => wire.sent.filter((f) => f.type === 19).length > reads_before);
+  same("alice's read_req (room, seq)", wire.sent.filter((f) => f.type === 19).slice(reads_before)
+    .map((f) => [String(f.u64(0)), Number(f.u64(1))]), [[shed, 2]]);
+  await lists(alice2, 'alice (second page)', [`*${room}:0`, `${shed}:0`]);
+
+  // Typing: bob types in shed; alice (showing shed) sees the line, alice's second page (showing
+  // garden) does not until it opens shed. alice types: bob sees her, her own second page never.
+  await alice2.click(`#my-rooms li[data-room="${shed}"] button`);
+  await bob.type('#text', 'hm');
+  await typing_line(alice, 'alice', 'bob is typing…');
+  await typing_line(alice2, 'alice (second page)', 'bob is typing…');
+  await alice.type('#text', 'wait');
+  await typing_line(bob, 'bob', 'alice is typing…');
+  const seen_at = Date.now();
+  // bob's message clears his line at once; alice's on bob's page goes after 5 s.
+  await bob.fill('#text', 'hmm, no');
+  await bob.click('#chat-form button');
+  await sees(alice, 'alice', '#3 bob: hmm, no');
+  await sees(alice2, 'alice (second page)', '#3 bob: hmm, no');
+  same("alice's typing line once bob spoke", await alice.textContent('#typing'), '');
+  same("alice's second page's typing line (never her own)", await alice2.textContent('#typing'), '');
+  await typing_line(bob, 'bob', '', 8000);
+  const gone_ms = Date.now() - seen_at;
+  if (gone_ms < 4000) fail(`alice's typing line left bob's page after ${gone_ms} ms, before 5 s`);
+  await alice.fill('#text', '');
+
+  // alice's page drops while bob says one line in each room: back by its resume token, it asks
+  // resume_req per room from the seq it has of it, and garden's missed line counts as unread.
+  wire.held = true;
+  wire.sent = [];
+  await alice.click('#drop');
+  await alice.waitForSelector('#conn[data-state="closed"]', { timeout: 5000 });
+  await bob.fill('#text', 'the shed while alice is away');
+  await bob.click('#chat-form button');
+  await sees(bob, 'bob', '#4 bob: the shed while alice is away');
+  await bob.click(`#my-rooms li[data-room="${room}"] button`);
+  const garden_had = expected.length;
+  const missed_line = await say('bob', 'garden while alice is away');
+  wire.held = false;
+  await alice.waitForSelector(`body[data-login="yes"][data-login-by="token"][data-room="${shed}"]`, { timeout: 20000 });
+  await sees(alice, 'alice', 'recovered 1 missed message');
+  await sees(alice, 'alice', '#4 bob: the shed while alice is away');
+  same('resume_req per room (room, last_seq)', wire.sent.filter((f) => f.type === 17)
+    .map((f) => [String(f.u64(0)), Number(f.u64(1))]).sort(), [[room, garden_had], [shed, 3]].sort());
+  await lists(alice, 'alice', [`${room}:1`, `*${shed}:0`]);
+  await alice.click(`#my-rooms li[data-room="${room}"] button`);
+  await sees(alice, 'alice', missed_line);
+  await sees(alice, 'alice', 'recovered 1 missed message');
+  await lists(alice, 'alice', [`*${room}:0`, `${shed}:0`]);
+  same("alice's garden after the drop", await log_lines(alice, '#log div.chat'), expected);
+  await bob.click(`#my-rooms li[data-room="${shed}"] button`);
+  await alice.click(`#my-rooms li[data-room="${shed}"] button`);
+
+  // bob leaves shed (the room he shows): it leaves his list, he shows garden, alice sees it.
+  await bob.click('#leave');
+  await sees(bob, 'bob', `left room ${shed} 'shed'`);
+  await lists(bob, 'bob', [`*${room}:0`]);
+  await sees(alice, 'alice', '* bob left');
+  same("alice's shed members", await members(alice), ['alice']);
+  await alice2.close();
+}
+
 let browser;
 try {
   const resume_max = 100;
@@ -180,7 +319,7 @@ try {
 
   const bob = await page_for(browser, url, 'bob');
   await bob.click('#refresh');
-  await bob.click(`button[data-room="${room}"]`, { timeout: 10000 });
+  await bob.click(`#rooms button[data-room="${room}"]`, { timeout: 10000 });
   await bob.waitForFunction((r) => document.body.dataset.room === r, room, { timeout: 10000 });
   await sees(alice, 'alice', '* bob joined');
 
@@ -209,7 +348,7 @@ try {
       await pages[who].fill('#text', text);
       await pages[who].click('#chat-form button');
     }
-    const l = `[${room}#${expected.length + 1}] ${who}: ${text}`;
+    const l = `#${expected.length + 1} ${who}: ${text}`;
     expected.push(l);
     await sees(bob, 'bob', l);
     return l;
@@ -313,7 +452,7 @@ try {
   const lines = [];
   for (let i = 1; i <= burst; ++i) lines.push(`burst ${i} of ${burst}`);
   carol.say(lines.join('\n'));
-  for (const t of lines) expected.push(`[${room}#${expected.length + 1}] carol: ${t}`);
+  for (const t of lines) expected.push(`#${expected.length + 1} carol: ${t}`);
   await sees(bob, 'bob', expected[expected.length - 1]);
   same("bob's messages (online throughout)", await log_lines(bob, '#log div.chat'), expected);
   const revoke = spawn(path.join(build, 'bin/strix-chat-server'),
@@ -359,9 +498,21 @@ try {
   await carol.wait_for(new RegExp(`\\[${room}#${expected.length}\\] alice: back again`), 'carol hears alice after her reconnect');
   await sees(alice, 'alice', back);
 
-  // bob leaves; the others see it.
+  // Each chat line's time is the server's, as HH:MM in the page's time zone: one of the minutes
+  // the test has run through, there.
+  const minutes = new Set();
+  for (let t = test_start - 60000; t <= Date.now() + 60000; t += 30000) minutes.add(hh_mm.format(t));
+  const times = new Set(await alice.$$eval('#log div.chat .time', (ts) => ts.map((t) => t.textContent)));
+  for (const t of times) if (!minutes.has(t)) fail(`alice's chat line time ${t} is not one of ${[...minutes]} (${time_zone})`);
+  if (times.size === 0) fail('alice shows no chat line times');
+
+  await two_rooms({ alice, bob, room, wire, url, say, expected });
+
+  // bob leaves garden, the room he shows now; the others see it.
+  await alice.click(`#my-rooms li[data-room="${room}"] button`);
   await bob.click('#leave');
-  await sees(bob, 'bob', `left room ${room}`);
+  await sees(bob, 'bob', `left room ${room} 'garden'`);
+  same("bob's rooms after leaving both", await my_rooms(bob), []);
   await sees(alice, 'alice', '* bob left');
   await carol.wait_for(new RegExp(`\\* bob left room ${room}`), 'carol sees bob leave');
   same("alice's member list after bob left", await members(alice), ['alice', 'carol']);
@@ -380,4 +531,5 @@ try {
   rmSync(work, { recursive: true, force: true });
 }
 if (failed) process.exit(1);
-console.log('PASS: the web chat page in Chromium, with a TCP client; alice\'s page recovered every missed message once, in order');
+console.log('PASS: the web chat page in Chromium, with a TCP client; alice\'s page recovered every missed message once, ' +
+  'in order; two rooms: badges, read markers, typing, resume per room, leave');

@@ -1,10 +1,36 @@
-// The page's log (#log): notices go at the end; chat lines go in seq order among their room's
-// lines, so a message recovered after a reconnect lands before the live ones that came first.
+// One room's log, kept in memory (a <section> of lines) and shown in #log while the room is the one
+// shown: notices go at the end; chat lines go in seq order, so a message recovered after a
+// reconnect lands before the live ones that came first. Each chat line shows the sender's name and
+// the server's time of the message (local HH:MM).
 
 import type { chat_line } from './protocol';
 
+/// HH:MM in the browser's time zone of a server timestamp (microseconds since the epoch).
+export function clock(ts_us: bigint): string {
+  const d = new Date(Number(ts_us / 1000n));
+  return `${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`;
+}
+
+function span(cls: string, text: string): HTMLSpanElement {
+  const s = document.createElement('span');
+  s.className = cls;
+  s.textContent = text;
+  return s;
+}
+
 export class log_view {
-  constructor(private readonly el: HTMLElement) {}
+  readonly el = document.createElement('section');
+
+  /// `scroller`: the element the section is shown in (scrolled to the end on a new line).
+  constructor(private readonly scroller: HTMLElement, room: bigint | null) {
+    if (room !== null) this.el.dataset.room = room.toString();
+  }
+
+  /// Shows this log in the scroller, scrolled to its end.
+  show(): void {
+    this.scroller.replaceChildren(this.el);
+    this.scroller.scrollTop = this.scroller.scrollHeight;
+  }
 
   /// Adds a line at the end, or right after `after` when given.
   line(text: string, cls = '', after: HTMLElement | null = null): HTMLElement {
@@ -16,20 +42,20 @@ export class log_view {
     return div;
   }
 
-  /// Adds a chat message in its place: after the room's line with the next lower seq. The caller
-  /// shows each seq once (room_seqs).
+  /// Adds a chat message in its place: after the line with the next lower seq. The caller shows
+  /// each seq once (room_seqs).
   chat(m: chat_line): HTMLElement {
     const div = document.createElement('div');
-    div.textContent = `[${m.room_id}#${m.seq}] ${m.sender.name}: ${m.text}`;
     div.className = 'chat';
-    div.dataset.room = m.room_id.toString();
     div.dataset.seq = m.seq.toString();
-    // Walk back over the room's lines with higher seqs (none for a live message: appended).
+    div.dataset.sender = m.sender.id.toString();
+    div.append(span('time', clock(m.server_ts_us)), ' ', span('who', m.sender.name), ': ', span('text', m.text));
+    // Walk back over the lines with higher seqs (none for a live message: appended).
     let before: Element | null = null;
     for (let el = this.el.lastElementChild; el; el = el.previousElementSibling) {
       const d = (el as HTMLElement).dataset;
       if (d.seq === undefined) continue;
-      if (d.room !== div.dataset.room || BigInt(d.seq) < m.seq) break;
+      if (BigInt(d.seq) < m.seq) break;
       before = el;
     }
     if (before) this.el.insertBefore(div, before);
@@ -39,6 +65,6 @@ export class log_view {
 
   private append(div: HTMLElement): void {
     this.el.appendChild(div);
-    this.el.scrollTop = this.el.scrollHeight;
+    if (this.el.isConnected) this.scroller.scrollTop = this.scroller.scrollHeight;
   }
 }

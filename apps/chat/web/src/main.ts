@@ -1,16 +1,21 @@
-// The web chat page: log in, list / create / join rooms, chat, see who comes and goes and who is
-// online, leave. No framework: a few DOM nodes (index.html) and one state object. The page talks
-// to the server it was served from, at ws(s)://<host>/<path> (the path is a <meta
-// name="strix-ws-path">). After a reconnect it logs in with its resume token and gets back what it
-// missed (resume.ts).
+// The web chat page: log in, list / create / join rooms, be in many at once (a list with unread
+// counts; protocol version 2), chat, see who comes and goes, who is online and who is typing,
+// leave. No framework: a few DOM nodes (index.html) and one state object. The page talks to the
+// server it was served from, at ws(s)://<host>/<path> (the path is a <meta name="strix-ws-path">).
+// After a reconnect it logs in with its resume token and gets back what it missed in each room
+// (resume.ts).
 
 import * as proto from './protocol';
 import { msg_type, error_code, resume_status } from './protocol';
 import { chat_connection, conn_state } from './connection';
 import { log_view } from './log_view';
 import { recovery, room_seqs } from './resume';
+import { draw_room_list, room_view, typing_text } from './rooms';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+
+const typing_every_ms = 3000; // typing_req while the user types (docs/protocol.md, "Typing")
+const read_delay_ms = 250; // read_req for live messages in the shown room: a few a second at most
 
 interface page_state {
   name: string;
@@ -18,18 +23,23 @@ interface page_state {
   token: Uint8Array | null; // the newest login_res's resume token: single use
   login_by: 'password' | 'token' | '';
   me: proto.player | null;
-  room: proto.room | null;
-  members: Map<bigint, proto.member>;
-  seqs: room_seqs | null; // of `room`
-  back_to: { room: bigint; seqs: room_seqs } | null; // the room the page was in when the socket dropped
-  rec: recovery | null;
+  rooms: Map<bigint, room_view>; // the rooms the session is in (or was, until the login puts it back)
+  shown: bigint | null; // the room whose log is shown and which the input talks to
+  login_reads: Map<bigint, bigint>; // login_res.rooms's read markers, until each room's join_room_res
+  login_first: bigint | null; // the room a login shows when none is shown: the first it lists
+  login_order: Map<bigint, number>; // the list's order: the login's (oldest join first), then joins
+  order_next: number;
+  read_timer: number | undefined;
   seq: bigint;
 }
 
-const st: page_state = { name: '', password: '', token: null, login_by: '', me: null, room: null, members: new Map(),
-                         seqs: null, back_to: null, rec: null, seq: 0n };
-const log = new log_view($('log'));
-const line = (text: string, cls = '') => log.line(text, cls);
+const st: page_state = { name: '', password: '', token: null, login_by: '', me: null, rooms: new Map(), shown: null,
+                         login_reads: new Map(), login_first: null, login_order: new Map(), order_next: 0, read_timer: undefined, seq: 0n };
+const log_el = $('log');
+const lobby = new log_view(log_el, null); // the log while no room is shown
+const shown_view = (): room_view | null => (st.shown !== null ? st.rooms.get(st.shown) ?? null : null);
+// A notice in the shown room's log.
+const line = (text: string, cls = '') => (shown_view()?.log ?? lobby).line(text, cls);
 
 function ws_url(): string {
   const meta = document.querySelector('meta[name="strix-ws-path"]') as HTMLMetaElement | null;
@@ -38,13 +48,15 @@ function ws_url(): string {
 }
 
 function show(): void {
+  const v = shown_view();
   document.body.dataset.login = st.me ? 'yes' : 'no';
-  document.body.dataset.room = st.room ? st.room.id.toString() : '';
+  document.body.dataset.room = v ? v.id.toString() : '';
   document.body.dataset.loginBy = st.me ? st.login_by : '';
   $('me').textContent = st.me ? `${st.me.name} (player ${st.me.id})` : '';
-  $('room-name').textContent = st.room ? `room ${st.room.id} '${st.room.name}'` : 'no room';
+  $('room-name').textContent = v ? `${v.room.name} #${v.id}` : 'no room';
+  draw_room_list($<HTMLUListElement>('my-rooms'), st.rooms.values(), st.shown, open_room);
   const ul = $<HTMLUListElement>('members');
-  ul.replaceChildren(...[...st.members.values()].map((m) => {
+  ul.replaceChildren(...[...(v?.members.values() ?? [])].map((m) => {
     const li = document.createElement('li');
     li.textContent = m.name;
     li.dataset.name = m.name;
@@ -52,6 +64,7 @@ function show(): void {
     if (!m.online) li.className = 'offline';
     return li;
   }));
+  $('typing').textContent = v ? typing_text(v.typists()) : '';
 }
 
 function set_state(s: conn_state, detail: string): void {
@@ -59,15 +72,37 @@ function set_state(s: conn_state, detail: string): void {
   el.textContent = s === 'open' ? 'connected' : s === 'connecting' ? 'connecting...' : detail;
   el.dataset.state = s;
   if (s !== 'open') {
-    // The login will put the account back in its room: remember what the page has of it.
-    if (st.room && st.seqs) st.back_to = { room: st.room.id, seqs: st.seqs };
-    st.rec = null;
-    st.seqs = null;
+    // The login will put the session back in its rooms: each keeps what the page has of it.
+    for (const v of st.rooms.values()) v.went_offline();
     st.me = null;
-    st.room = null;
-    st.members.clear();
     show();
   }
+}
+
+/// Shows room `id`'s log (the lobby's for null) and marks what it has as read.
+function open_room(id: bigint | null): void {
+  st.shown = id !== null && st.rooms.has(id) ? id : null;
+  const v = shown_view();
+  (v?.log ?? lobby).show();
+  if (v) read_up(v, true);
+  show();
+}
+
+/// The shown room `v` is read up to its newest seq: the badge goes to 0 and read_req tells the
+/// server, at once (`now`: the user opened it) or within read_delay_ms (a live message).
+function read_up(v: room_view, now: boolean): void {
+  if (v.seqs.top > v.read) v.read = v.seqs.top;
+  if (!now) {
+    st.read_timer ??= window.setTimeout(() => {
+      st.read_timer = undefined;
+      const s = shown_view();
+      if (s) read_up(s, true);
+    }, read_delay_ms);
+    return;
+  }
+  if (!v.joined || !st.me || v.read <= v.read_sent) return;
+  v.read_sent = v.read;
+  conn.send(proto.read(v.id, v.read));
 }
 
 function rooms_listed(rooms: proto.room[]): void {
@@ -75,40 +110,53 @@ function rooms_listed(rooms: proto.room[]): void {
   ul.replaceChildren(...rooms.map((r) => {
     const li = document.createElement('li');
     const b = document.createElement('button');
-    b.textContent = `join ${r.name}`;
+    const mine = st.rooms.has(r.id);
+    b.textContent = `${mine ? 'open' : 'join'} ${r.name}`;
     b.dataset.room = r.id.toString();
-    b.onclick = () => send(proto.join_room(r.id));
-    li.append(b, ` ${r.id} (${r.members} member${r.members === 1 ? '' : 's'})`);
+    b.onclick = () => (st.rooms.has(r.id) ? open_room(r.id) : send(proto.join_room(r.id)));
+    li.append(b, ` #${r.id} (${r.members} member${r.members === 1 ? '' : 's'})`);
     return li;
   }));
 }
 
+/// In `room` now: by a join or create of the user's (shown), or put back by a login (a room
+/// the page had before its socket dropped recovers what it missed).
 function entered(room: proto.room, members: proto.member[], last_seq: bigint): void {
-  st.room = room;
-  st.members = new Map(members.map((m) => [m.id, m]));
-  const back = st.back_to?.room === room.id ? st.back_to : null;
-  st.back_to = null;
-  if (back) {
-    // Put back by the login after a reconnect: ask for what was missed.
-    line(`back in room ${room.id} '${room.name}'`, 'notice');
-    st.seqs = back.seqs;
-    st.seqs.rejoined(last_seq);
-    st.rec = new recovery(room.id, last_seq, st.seqs, {
+  const by_login = st.login_reads.get(room.id);
+  st.login_reads.delete(room.id);
+  let v = st.rooms.get(room.id);
+  if (v && !v.joined) {
+    v.room = room;
+    v.log.line(`back in room ${room.id} '${room.name}'`, 'notice');
+    v.seqs.rejoined(last_seq);
+    const w = v;
+    v.rec = new recovery(room.id, last_seq, v.seqs, {
       send,
-      chat: show_chat,
-      note: (text, cls = 'notice', after = null) => log.line(text, cls, after),
+      chat: (m) => show_chat(w, m),
+      note: (text, cls = 'notice', after = null) => w.log.line(text, cls, after),
     });
-  } else {
-    line(`joined room ${room.id} '${room.name}'`, 'notice');
-    st.seqs = new room_seqs(last_seq);
+  } else if (!v) {
+    // A user's join starts the account's marker at the join point, a login's at its stored one.
+    v = new room_view(room, new room_seqs(last_seq), by_login ?? last_seq, new log_view(log_el, room.id));
+    st.rooms.set(room.id, v);
+    v.log.line(`joined room ${room.id} '${room.name}'`, 'notice');
   }
-  show();
+  if (by_login !== undefined) v.marked(by_login);
+  v.order = st.login_order.get(room.id) ?? st.order_next++;
+  v.joined = true;
+  v.members = new Map(members.map((m) => [m.id, m]));
+  // The login's rooms come from their shards in any order: show the first listed (or, were it
+  // deleted meanwhile, whichever comes).
+  const first = st.login_first === null || st.login_first === room.id || !st.login_reads.has(st.login_first);
+  if (by_login === undefined || (shown_view() === null && first)) open_room(room.id);
+  else if (v.id === st.shown) read_up(v, true);
 }
 
-// A chat message of the room the page is in, unless shown already; its log line or null.
-function show_chat(m: proto.chat_line): HTMLElement | null {
-  if (!st.seqs || m.room_id !== st.room?.id || !st.seqs.add(m.seq)) return null;
-  return log.chat(m);
+// A chat message of room `v`, unless shown already; its log line or null.
+function show_chat(v: room_view, m: proto.chat_line): HTMLElement | null {
+  if (!v.seqs.add(m.seq)) return null;
+  v.spoke(m.sender.id);
+  return v.log.chat(m);
 }
 
 function log_in(): void {
@@ -123,19 +171,46 @@ function log_in(): void {
   }
 }
 
-function set_member(p: proto.player, online: boolean, what: string): void {
-  st.members.set(p.id, { ...p, online });
-  line(`* ${p.name} ${what}`, 'notice');
+function logged_in(m: Extract<proto.message, { type: msg_type.login_res }>): void {
+  st.me = m.player;
+  st.token = m.resume_token;
+  line(`logged in as ${m.player.name}${m.created ? ' (new account)' : ''}` +
+       (st.login_by === 'token' ? ' with the resume token' : ''), 'notice');
+  // A join_room_res follows for each listed room; one the account left meanwhile is gone.
+  st.login_reads = new Map(m.rooms.map((r) => [r.id, r.last_read_seq]));
+  st.login_first = m.rooms.length > 0 ? m.rooms[0].id : null;
+  st.login_order = new Map(m.rooms.map((r, i) => [r.id, i]));
+  st.order_next = m.rooms.length;
+  for (const v of [...st.rooms.values()]) {
+    if (st.login_reads.has(v.id)) continue;
+    st.rooms.delete(v.id);
+    line(`no longer in room ${v.id} '${v.room.name}'`, 'notice');
+  }
+  if (st.shown !== null && !st.rooms.has(st.shown)) open_room(null);
+  send(proto.list_rooms());
+}
+
+function left(room_id: bigint): void {
+  const v = st.rooms.get(room_id);
+  st.rooms.delete(room_id);
+  if (st.shown === room_id) open_room(st.rooms.keys().next().value ?? null);
+  line(`left room ${room_id}${v ? ` '${v.room.name}'` : ''}`, 'notice');
+  send(proto.list_rooms());
+}
+
+// A room notice about a member: joined or presence (`online`), or left (null).
+function set_member(m: { room_id: bigint; player: proto.player }, online: boolean | null, what: string): void {
+  const v = st.rooms.get(m.room_id);
+  if (!v) return;
+  if (online === null) v.members.delete(m.player.id);
+  else v.members.set(m.player.id, { ...m.player, online });
+  v.log.line(`* ${m.player.name} ${what}`, 'notice');
 }
 
 function received(m: proto.message): void {
   switch (m.type) {
     case msg_type.login_res:
-      st.me = m.player;
-      st.token = m.resume_token;
-      line(`logged in as ${m.player.name}${m.created ? ' (new account)' : ''}` +
-           (st.login_by === 'token' ? ' with the resume token' : ''), 'notice');
-      send(proto.list_rooms());
+      logged_in(m);
       break;
     case msg_type.create_room_res:
       entered(m.room, st.me ? [{ ...st.me, online: true }] : [], 0n);
@@ -144,39 +219,46 @@ function received(m: proto.message): void {
       entered(m.room, m.members, m.last_seq);
       break;
     case msg_type.leave_room_res:
-      line(`left room ${m.room_id}`, 'notice');
-      st.room = null;
-      st.seqs = null;
-      st.rec = null;
-      st.members.clear();
-      send(proto.list_rooms());
+      left(m.room_id);
       break;
     case msg_type.list_rooms_res:
       rooms_listed(m.rooms);
       break;
-    case msg_type.chat_msg:
-      show_chat(m);
+    case msg_type.chat_msg: {
+      const v = st.rooms.get(m.room_id);
+      if (v && show_chat(v, m) && v.id === st.shown) read_up(v, false);
       break;
-    case msg_type.resume_res:
-      if (st.rec?.resumed(m)) break;
-      if (m.status === resume_status.gap && st.seqs && m.room_id === st.room?.id && m.to_seq > st.seqs.top) {
+    }
+    case msg_type.resume_res: {
+      const v = st.rooms.get(m.room_id);
+      if (!v || v.rec?.resumed(m)) break;
+      if (m.status === resume_status.gap && m.to_seq > v.seqs.top) {
         // Unrequested: a cluster node could deliver these seqs from neither Redis nor the database.
-        line(`messages #${st.seqs.top + 1n}..#${m.to_seq} were lost by the server`, 'error');
-        st.seqs.lose(st.seqs.top, m.to_seq);
+        v.log.line(`messages #${v.seqs.top + 1n}..#${m.to_seq} were lost by the server`, 'error');
+        v.seqs.lose(v.seqs.top, m.to_seq);
       }
       break;
+    }
     case msg_type.history_res:
-      st.rec?.paged(m);
+      st.rooms.get(m.room_id)?.rec?.paged(m);
+      break;
+    case msg_type.read_res:
+    case msg_type.read_marker:
+      st.rooms.get(m.room_id)?.marked(m.seq);
+      break;
+    case msg_type.typing:
+      if (m.player.id !== st.me?.id) st.rooms.get(m.room_id)?.typing_from(m.player.id, m.player.name, show);
       break;
     case msg_type.member_joined:
-      set_member(m.player, true, 'joined');
+      set_member(m, true, 'joined');
       break;
     case msg_type.member_presence:
-      if (st.members.has(m.player.id)) set_member(m.player, m.online, m.online ? 'is back online' : 'went offline');
+      if (st.rooms.get(m.room_id)?.members.has(m.player.id)) {
+        set_member(m, m.online, m.online ? 'is back online' : 'went offline');
+      }
       break;
     case msg_type.member_left:
-      st.members.delete(m.player.id);
-      line(`* ${m.player.name} left`, 'notice');
+      set_member(m, null, 'left');
       break;
     case msg_type.error_res:
       line(`error: ${msg_type[m.request] ?? m.request}: ${error_code[m.code] ?? m.code}: ${m.reason}`, 'error');
@@ -197,7 +279,7 @@ function received(m: proto.message): void {
 const conn = new chat_connection(ws_url(), {
   state: set_state,
   // After every (re)connect: log in again, with the resume token (the password if there is none);
-  // the server puts the account back into its room and says so with a join_room_res.
+  // the server puts the session back into each of its rooms and says so with a join_room_res.
   opened: log_in,
   frame: (bytes) => {
     try {
@@ -224,19 +306,38 @@ form('login-form', () => {
   st.name = $<HTMLInputElement>('name').value.trim();
   st.password = $<HTMLInputElement>('password').value;
   st.token = null;
-  st.back_to = null;
+  // Perhaps another account: its rooms come with its login.
+  st.rooms.clear();
+  open_room(null);
   log_in();
 });
-form('create-form', () => send(proto.create_room($<HTMLInputElement>('new-room').value.trim())));
-form('chat-form', () => {
-  const input = $<HTMLInputElement>('text');
-  if (!input.value) return;
-  st.seq += 1n;
-  send(proto.chat(input.value, st.seq));
+form('create-form', () => {
+  const input = $<HTMLInputElement>('new-room');
+  send(proto.create_room(input.value.trim()));
   input.value = '';
 });
+form('chat-form', () => {
+  const input = $<HTMLInputElement>('text');
+  const v = shown_view();
+  if (!input.value || !v) return;
+  st.seq += 1n;
+  send(proto.chat(v.id, input.value, st.seq));
+  input.value = '';
+  v.typed_at = -Infinity; // typing again after this is news
+});
+// While the user types: typing_req for the shown room, at most every 3 s (the others show the
+// line for 5 s after each).
+$('text').oninput = () => {
+  const v = shown_view();
+  const now = performance.now();
+  if (!v || !v.joined || !st.me || now - v.typed_at < typing_every_ms) return;
+  v.typed_at = now;
+  conn.send(proto.typing_in(v.id));
+};
 $('refresh').onclick = () => send(proto.list_rooms());
-$('leave').onclick = () => send(proto.leave_room());
+$('leave').onclick = () => {
+  if (st.shown !== null) send(proto.leave_room(st.shown));
+};
 $('drop').onclick = () => conn.drop();
 // A ping now and then keeps the connection inside the server's --idle-timeout-ms.
 window.setInterval(() => conn.send(proto.ping(BigInt(Date.now()))), 60000);

@@ -34,6 +34,11 @@ import { member_info } from './gen/strix/chat/proto/member-info';
 import { error_res } from './gen/strix/chat/proto/error-res';
 import { player_info } from './gen/strix/chat/proto/player-info';
 import { room_info } from './gen/strix/chat/proto/room-info';
+import { read_req } from './gen/strix/chat/proto/read-req';
+import { read_res } from './gen/strix/chat/proto/read-res';
+import { read_marker } from './gen/strix/chat/proto/read-marker';
+import { typing_req } from './gen/strix/chat/proto/typing-req';
+import { typing } from './gen/strix/chat/proto/typing';
 
 export { msg_type, error_code, resume_status };
 
@@ -42,10 +47,12 @@ export const header_size = 12;
 export interface player { id: bigint; name: string }
 export interface member extends player { online: boolean }
 export interface room { id: bigint; name: string; members: number }
+/// A room the account belongs to, as a login lists it.
+export interface room_ref { id: bigint; last_read_seq: bigint }
 export interface chat_line { room_id: bigint; seq: bigint; sender: player; text: string; server_ts_us: bigint }
 
 export type message =
-  | { type: msg_type.login_res; player: player; created: boolean; resume_token: Uint8Array | null }
+  | { type: msg_type.login_res; player: player; created: boolean; resume_token: Uint8Array | null; rooms: room_ref[] }
   | { type: msg_type.create_room_res; room: room }
   | { type: msg_type.join_room_res; room: room; members: member[]; last_seq: bigint }
   | { type: msg_type.leave_room_res; room_id: bigint }
@@ -58,6 +65,8 @@ export type message =
   | { type: msg_type.member_joined; room_id: bigint; player: player }
   | { type: msg_type.member_left; room_id: bigint; player: player }
   | { type: msg_type.member_presence; room_id: bigint; player: player; online: boolean }
+  | { type: msg_type.read_res | msg_type.read_marker; room_id: bigint; seq: bigint }
+  | { type: msg_type.typing; room_id: bigint; player: player }
   | { type: msg_type.error_res; request: msg_type; code: error_code; reason: string };
 
 // A finished frame: the header, then the builder's bytes.
@@ -79,8 +88,8 @@ export function login(name: string, password: string, resume_token: Uint8Array |
   const n = fbb.createString(name);
   const p = fbb.createString(password);
   const t = resume_token ? login_req.createResumeTokenVector(fbb, resume_token) : 0;
-  // Protocol version 1: one room at a time (docs/protocol.md, "Conversations").
-  return frame(msg_type.login_req, fbb, login_req.createlogin_req(fbb, n, p, 0, t, 1));
+  // Protocol version 2: many rooms per session (docs/protocol.md, "Conversations").
+  return frame(msg_type.login_req, fbb, login_req.createlogin_req(fbb, n, p, 0, t, 2));
 }
 
 export function create_room(name: string): Uint8Array {
@@ -94,10 +103,9 @@ export function join_room(id: bigint): Uint8Array {
   return frame(msg_type.join_room_req, fbb, join_room_req.createjoin_room_req(fbb, id));
 }
 
-export function leave_room(): Uint8Array {
-  const fbb = new flatbuffers.Builder(16);
-  leave_room_req.startleave_room_req(fbb);
-  return frame(msg_type.leave_room_req, fbb, leave_room_req.endleave_room_req(fbb));
+export function leave_room(room: bigint): Uint8Array {
+  const fbb = new flatbuffers.Builder(32);
+  return frame(msg_type.leave_room_req, fbb, leave_room_req.createleave_room_req(fbb, room));
 }
 
 export function list_rooms(): Uint8Array {
@@ -106,11 +114,23 @@ export function list_rooms(): Uint8Array {
   return frame(msg_type.list_rooms_req, fbb, list_rooms_req.endlist_rooms_req(fbb));
 }
 
-export function chat(text: string, seq: bigint): Uint8Array {
+export function chat(room: bigint, text: string, seq: bigint): Uint8Array {
   const fbb = new flatbuffers.Builder(64 + text.length * 3);
   const t = fbb.createString(text);
   const ts = BigInt(Date.now()) * 1000n;
-  return frame(msg_type.chat_req, fbb, chat_req.createchat_req(fbb, t, ts, seq, 0n));  // 0: the page's room
+  return frame(msg_type.chat_req, fbb, chat_req.createchat_req(fbb, t, ts, seq, room));
+}
+
+/// The account has read `room` up to `seq` (read_res answers with its marker).
+export function read(room: bigint, seq: bigint): Uint8Array {
+  const fbb = new flatbuffers.Builder(32);
+  return frame(msg_type.read_req, fbb, read_req.createread_req(fbb, room, seq));
+}
+
+/// The user is typing in `room` (no reply; the room's other sessions get `typing`).
+export function typing_in(room: bigint): Uint8Array {
+  const fbb = new flatbuffers.Builder(32);
+  return frame(msg_type.typing_req, fbb, typing_req.createtyping_req(fbb, room));
 }
 
 /// What the page missed in `room`: the messages after `last_seq` up to its join (resume_res).
@@ -170,7 +190,12 @@ export function decode(bytes: Uint8Array): message | null {
       const m = login_res.getRootAslogin_res(bb);
       // slice(): the array is a view into this frame's bytes.
       const token = m.resumeTokenLength() > 0 ? m.resumeTokenArray()!.slice() : null;
-      return { type, player: to_player(m.player()), created: m.created(), resume_token: token };
+      const rooms: room_ref[] = [];
+      for (let i = 0; i < m.roomsLength(); ++i) {
+        const r = m.rooms(i);
+        if (r) rooms.push({ id: r.id(), last_read_seq: r.lastReadSeq() });
+      }
+      return { type, player: to_player(m.player()), created: m.created(), resume_token: token, rooms };
     }
     case msg_type.create_room_res:
       return { type, room: to_room(create_room_res.getRootAscreate_room_res(bb).room()) };
@@ -213,6 +238,18 @@ export function decode(bytes: Uint8Array): message | null {
     case msg_type.member_presence: {
       const m = member_presence.getRootAsmember_presence(bb);
       return { type, room_id: m.roomId(), player: to_player(m.player()), online: m.online() };
+    }
+    case msg_type.read_res: {
+      const m = read_res.getRootAsread_res(bb);
+      return { type, room_id: m.roomId(), seq: m.seq() };
+    }
+    case msg_type.read_marker: {
+      const m = read_marker.getRootAsread_marker(bb);
+      return { type, room_id: m.roomId(), seq: m.seq() };
+    }
+    case msg_type.typing: {
+      const m = typing.getRootAstyping(bb);
+      return { type, room_id: m.roomId(), player: to_player(m.player()) };
     }
     case msg_type.error_res: {
       const m = error_res.getRootAserror_res(bb);

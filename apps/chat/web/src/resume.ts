@@ -1,9 +1,10 @@
-// What the page has of its room's messages, and getting back what it missed while disconnected
-// (docs/protocol.md, "Resume"): the login puts the account back in its room (join_room_res,
-// last_seq = L: every message above L comes live), resume_req{room, last_seq = K} asks for K+1..L,
-// the answer is those messages (over several resume_res when `more`) or a gap, which the page
-// fills with history_req pages (after_seq). Live messages above L may arrive before or during
-// all this; the log puts every message in its place by seq, once.
+// What the page has of one room's messages, and getting back what it missed there while
+// disconnected (docs/protocol.md, "Resume"): the login puts the session back in each of its rooms
+// (a join_room_res per room, last_seq = L: every message above L comes live), and for each room
+// resume_req{room, last_seq = K} asks for K+1..L; the answer is those messages (over several
+// resume_res when `more`) or a gap, which the page fills with history_req pages (after_seq). Each
+// room has its own room_seqs and recovery, running side by side. Live messages above L may arrive
+// before or during all this; the room's log puts every message in its place by seq, once.
 
 import * as proto from './protocol';
 import { resume_status } from './protocol';
