@@ -57,6 +57,7 @@ declare -A under_test=(
   [metrics_http]='http_head::cut|http_response_for|namespace\)::response\('
   [tls_stream]='/src/net/tls/'
   [curve]='/src/link/security/curve\.cpp|/src/link/security/mechanism\.cpp'
+  [ws]='/src/net/ws/'
   [zmq_api]='/src/zmq/'
 )
 
