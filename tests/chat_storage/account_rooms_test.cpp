@@ -36,18 +36,8 @@ room_change read(std::uint64_t room, std::uint64_t acct, std::uint64_t seq) {
 // Room ids whose order differs from the order the tests join them in.
 constexpr std::uint64_t red = (5u << 8) | 1, green = (2u << 8) | 0, blue = (9u << 8) | 3, gray = (7u << 8) | 2;
 
-class account_rooms_storage_test : public ::testing::TestWithParam<backend> {
+class account_rooms_storage_test : public test::store_test {
 protected:
-    void SetUp() override {
-        try {
-            url_ = test::fresh_database_url(GetParam(), dir_);
-        } catch (const std::exception& e) {
-            FAIL() << e.what();
-        }
-    }
-
-    std::unique_ptr<chat_store> open() { return open_chat_store(url_, password_policy::fast_for_tests()); }
-
     // A store with accounts ann and ben and the four rooms.
     void open_with_rooms() {
         store_ = open();
@@ -71,8 +61,6 @@ protected:
         return raw("SELECT COUNT(*) FROM account_rooms WHERE account_id = " + std::to_string(acct));
     }
 
-    test::temp_dir dir_;
-    std::string url_;
     std::unique_ptr<chat_store> store_;
     std::uint64_t ann_ = 0, ben_ = 0;
 };

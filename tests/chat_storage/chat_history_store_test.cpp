@@ -17,18 +17,8 @@ using namespace strix;
 using namespace strix::chat;
 using strix::test::backend;
 
-class chat_history_store : public ::testing::TestWithParam<backend> {
+class chat_history_store : public test::store_test {
 protected:
-    void SetUp() override {
-        try {
-            url_ = test::fresh_database_url(GetParam(), dir_);
-        } catch (const std::exception& e) {
-            FAIL() << e.what();
-        }
-    }
-
-    std::unique_ptr<chat_store> open() { return open_chat_store(url_, password_policy::fast_for_tests()); }
-
     // Messages first..last of `room`, message seq at `base_us + seq` microseconds.
     static std::vector<chat_log_entry> range(std::uint64_t room, std::uint64_t first, std::uint64_t last,
                                              std::int64_t base_us = 0) {
@@ -51,9 +41,6 @@ protected:
         for (std::uint64_t s = first; s <= last; ++s) out.push_back(s);
         return out;
     }
-
-    test::temp_dir dir_;
-    std::string url_;
 };
 
 TEST_P(chat_history_store, HistoryPagesGoBothWaysInSeqOrder) {

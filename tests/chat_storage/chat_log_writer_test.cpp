@@ -26,20 +26,7 @@ std::vector<chat_log_entry> entries(std::uint64_t room, std::uint64_t first, std
     return v;
 }
 
-class chat_log_writer_db_test : public ::testing::TestWithParam<backend> {
-protected:
-    void SetUp() override {
-        try {
-            url_ = test::fresh_database_url(GetParam(), dir_);
-        } catch (const std::exception& e) {
-            FAIL() << e.what();
-        }
-    }
-    std::unique_ptr<chat_store> open() { return open_chat_store(url_, password_policy::fast_for_tests()); }
-
-    test::temp_dir dir_;
-    std::string url_;
-};
+class chat_log_writer_db_test : public test::store_test {};
 
 TEST_P(chat_log_writer_db_test, GroupCommits50kEntriesFromTwoThreadsExactlyOnce) {
     constexpr std::uint64_t rooms_per_thread = 10, per_room = 2500;

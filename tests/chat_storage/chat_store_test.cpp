@@ -21,25 +21,12 @@ using namespace strix;
 using namespace strix::chat;
 using strix::test::backend;
 
-class chat_store_test : public ::testing::TestWithParam<backend> {
+class chat_store_test : public test::store_test {
 protected:
-    void SetUp() override {
-        try {
-            url_ = test::fresh_database_url(GetParam(), dir_);
-        } catch (const std::exception& e) {
-            FAIL() << e.what();
-        }
-    }
-
-    std::unique_ptr<chat_store> open() { return open_chat_store(url_, password_policy::fast_for_tests()); }
-
     std::string raw(const std::string& sql) {
         auto v = test::raw_query_value(GetParam(), url_, sql);
         return v ? *v : "<no row>";
     }
-
-    test::temp_dir dir_;
-    std::string url_;
 };
 
 TEST_P(chat_store_test, MigrationsApplyOnceAndReopenIsIdempotent) {

@@ -20,18 +20,7 @@ using namespace strix;
 using namespace strix::chat;
 using strix::test::backend;
 
-class db_pool_db_test : public ::testing::TestWithParam<backend> {
-protected:
-    void SetUp() override {
-        try {
-            url_ = test::fresh_database_url(GetParam(), dir_);
-        } catch (const std::exception& e) {
-            FAIL() << e.what();
-        }
-    }
-    test::temp_dir dir_;
-    std::string url_;
-};
+class db_pool_db_test : public test::store_test {};
 
 TEST_P(db_pool_db_test, JobsRunOnWorkersEachWithItsOwnConnection) {
     db_pool pool({.url = url_, .policy = password_policy::fast_for_tests(), .workers = 2, .queue_capacity = 256});

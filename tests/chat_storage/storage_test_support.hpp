@@ -65,6 +65,24 @@ inline std::string fresh_database_url(backend b, const temp_dir& dir) {
     return shared_pg_server().create_database();
 }
 
+/// Base of the store suites: a fresh database of the parameter's back end per test (a missing
+/// PostgreSQL fails the test: it is a declared dependency).
+class store_test : public ::testing::TestWithParam<backend> {
+protected:
+    void SetUp() override {
+        try {
+            url_ = fresh_database_url(GetParam(), dir_);
+        } catch (const std::exception& e) {
+            FAIL() << e.what();
+        }
+    }
+    /// A new connection to the test's database.
+    std::unique_ptr<chat_store> open() { return open_chat_store(url_, password_policy::fast_for_tests()); }
+
+    temp_dir dir_;
+    std::string url_;
+};
+
 /// Runs a one-value query directly on the database (no chat_store); empty optional if no row.
 inline std::optional<std::string> raw_query_value(backend b, const std::string& url, const std::string& sql) {
     if (b == backend::sqlite) {
