@@ -93,7 +93,7 @@ struct room_change {
         created,  // room `room_id` called `name` exists
         deleted,  // room `room_id` is gone (its row and chat logs stay; nobody belongs to it)
         joined,   // account `account_id` belongs to room `room_id` (too: its other rooms stay);
-                  // joined_at_us = at_us, a new row's last_read_seq = 0 (kept when it was in)
+                  // joined_at_us = at_us, a new row's last_read_seq = seq (kept when it was in)
         left,     // account `account_id` no longer belongs to room `room_id` (no-op if it did not)
         read,     // account `account_id` read room `room_id` up to `seq`: last_read_seq rises to
                   // it (never falls; no-op if it does not belong there)
@@ -103,7 +103,7 @@ struct room_change {
     std::uint64_t account_id = 0;  // joined, left, read
     std::string name;              // created
     std::int64_t at_us = 0;        // wall clock, microseconds since the Unix epoch
-    std::uint64_t seq = 0;         // read
+    std::uint64_t seq = 0;         // read; joined: a new row's read marker (the join point)
 
     friend bool operator==(const room_change&, const room_change&) = default;
 };

@@ -131,11 +131,12 @@ const prepared statements[] = {
     {"strix_clear_members", "DELETE FROM account_rooms WHERE room_id = $1", {int8_oid}},
     {"strix_lock_room", "SELECT id FROM rooms WHERE id = $1 AND deleted_at_us IS NULL FOR UPDATE", {int8_oid}},
     {"strix_count_members", "SELECT COUNT(*)::BIGINT FROM account_rooms WHERE room_id = $1", {int8_oid}},
-    // A join of a room the account belongs to renews joined_at_us and keeps last_read_seq.
+    // A join of a room the account belongs to renews joined_at_us and keeps last_read_seq; a new
+    // row's marker starts at the join's seq.
     {"strix_set_member",
-     "INSERT INTO account_rooms (account_id, room_id, joined_at_us) VALUES ($1, $2, $3) "
+     "INSERT INTO account_rooms (account_id, room_id, joined_at_us, last_read_seq) VALUES ($1, $2, $3, $4) "
      "ON CONFLICT (account_id, room_id) DO UPDATE SET joined_at_us = EXCLUDED.joined_at_us",
-     {int8_oid, int8_oid, int8_oid}},
+     {int8_oid, int8_oid, int8_oid, int8_oid}},
     {"strix_mark_read",
      "UPDATE account_rooms SET last_read_seq = $3 WHERE account_id = $1 AND room_id = $2 AND last_read_seq < $3",
      {int8_oid, int8_oid, int8_oid}},
@@ -716,10 +717,11 @@ private:
                 break;
             }
             case room_change::kind::joined: {
-                params p(3);
+                params p(4);
                 p.add(c.account_id);
                 p.add(c.room_id);
                 p.add(c.at_us);
+                p.add(c.seq);
                 exec_prepared("strix_set_member", p, PGRES_COMMAND_OK);
                 break;
             }

@@ -541,9 +541,10 @@ private:
                                       "ON CONFLICT (id) DO NOTHING");
         delete_room_ = statement(db_, "UPDATE rooms SET deleted_at_us = ?2 WHERE id = ?1 AND deleted_at_us IS NULL");
         clear_members_ = statement(db_, "DELETE FROM account_rooms WHERE room_id = ?1");
-        // A join of a room the account belongs to renews joined_at_us and keeps last_read_seq.
-        set_member_ = statement(db_, "INSERT INTO account_rooms (account_id, room_id, joined_at_us) "
-                                     "VALUES (?1, ?2, ?3) ON CONFLICT (account_id, room_id) "
+        // A join of a room the account belongs to renews joined_at_us and keeps last_read_seq; a
+        // new row's marker starts at the join's seq.
+        set_member_ = statement(db_, "INSERT INTO account_rooms (account_id, room_id, joined_at_us, last_read_seq) "
+                                     "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (account_id, room_id) "
                                      "DO UPDATE SET joined_at_us = excluded.joined_at_us");
         mark_read_ = statement(db_, "UPDATE account_rooms SET last_read_seq = ?3 "
                                     "WHERE account_id = ?1 AND room_id = ?2 AND last_read_seq < ?3");
@@ -691,7 +692,7 @@ private:
                 run(delete_room_, c.room_id, c.at_us);
                 run(clear_members_, c.room_id);
                 break;
-            case room_change::kind::joined: run(set_member_, c.account_id, c.room_id, c.at_us); break;
+            case room_change::kind::joined: run(set_member_, c.account_id, c.room_id, c.at_us, c.seq); break;
             case room_change::kind::left: run(unset_member_, c.account_id, c.room_id); break;
             case room_change::kind::read: run(mark_read_, c.account_id, c.room_id, c.seq); break;
         }

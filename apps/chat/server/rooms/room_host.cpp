@@ -128,11 +128,16 @@ void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
              rejoin ? nullptr : "already a member of this room");
         return;
     }
+    // The join point: every message up to it went out before this event, and later ones reach
+    // the newcomer live, so resume must not give them as well. A new member has read nothing
+    // before it: its read marker starts there (stored with the join).
+    const std::uint64_t join_seq = seq_->join_point(r);
     // The account belongs here from now on; a member's (a rejoin, or a session of an offline
     // member joining by hand) already does: nothing to store.
     std::uint64_t ticket = 0;
     if (!rejoin && r.account(m.player_id) == nullptr) {
-        auto t = order_.write(room_change{room_change::kind::joined, id.value(), m.player_id, {}, wall_clock_us()});
+        auto t = order_.write(
+            room_change{room_change::kind::joined, id.value(), m.player_id, {}, wall_clock_us(), join_seq});
         if (!t) {
             bump(counters_.server_busy);
             fail(subject_shard, subject, id, proto::msg_type::join_room_req, proto::error_code::server_busy,
@@ -148,13 +153,7 @@ void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
     const room::added what = r.add(std::move(m));
     if (r.size() == 1) seq_->watch(r);
     flush_notices(r);  // earlier changes: the newcomer sees their outcome in its member list
-    // The join point: every message up to it went out before this event, and later ones reach
-    // the newcomer live, so resume must not give them as well.
-    const std::uint64_t join_seq = seq_->join_point(r);
-    if (what == room::added::new_member && !rejoin) {
-        // The join_room_res waits for the marker's write too (tickets commit in order).
-        if (const std::uint64_t t = start_reading(r, player_id, join_seq)) ticket = t;
-    }
+    if (what == room::added::new_member && !rejoin) r.account_mut(player_id)->last_read = join_seq;
     fan_out(r, room_event::kind::joined, subject, subject_shard, seq_->join_room_res(r, join_seq), nullptr, ticket,
             join_seq);
     // A new member is announced as one; a member coming back as presence; a further session of
@@ -228,19 +227,6 @@ void room_host::chat(chat_request& req) {
         return;
     }
     seq_->chat(it->second, req);
-}
-
-// A new member has read nothing before its join point: its unread count starts there. Best
-// effort: with the database queue full the marker stays 0 (the join itself was admitted). The
-// write's ticket, or 0.
-std::uint64_t room_host::start_reading(room& r, std::uint64_t player_id, std::uint64_t join_seq) {
-    room_member* a = r.account_mut(player_id);
-    if (a == nullptr || join_seq <= a->last_read) return 0;
-    auto t =
-        order_.write(room_change{room_change::kind::read, r.id().value(), player_id, {}, wall_clock_us(), join_seq});
-    if (!t) return 0;
-    a->last_read = join_seq;
-    return *t;
 }
 
 void room_host::mark_read(room_id id, const member& m, std::uint64_t seq) {

@@ -147,7 +147,6 @@ private:
     // went out: applied at once when `to` is this shard, else posted (FIFO per pair).
     void deliver(unsigned to, room_event ev, std::uint64_t ticket);
     void send_event(unsigned to, room_event ev);
-    std::uint64_t start_reading(room& r, std::uint64_t player_id, std::uint64_t join_seq);
     // Member notices (see member_notices.hpp): queue one, or send a room's pending ones.
     void send_notices(const room& r);
     void notify(const room& r, std::uint64_t subject, unsigned subject_shard, bool joined, shared_buffer_ptr frame);
