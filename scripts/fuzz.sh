@@ -7,6 +7,7 @@
 #
 #   FUZZ_SECONDS=60        seconds per target
 #   FUZZ_TARGETS="a b"     a subset (default: all)
+#   FUZZ_JOBS=2            targets run at once (default: the cores; each still gets FUZZ_SECONDS)
 #   FUZZ_CXX=clang++-16    the compiler (FUZZ_CC likewise)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +35,7 @@ mkdir -p $out/logs
 {
   echo "# strix fuzz report"
   echo
-  echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $seconds s per target, $("$cxx" --version | head -1), ASan + UBSan, $(nproc) cores."
+  echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $seconds s per target, ${FUZZ_JOBS:-$(nproc)} at once, $("$cxx" --version | head -1), ASan + UBSan, $(nproc) cores."
   echo "runs, exec/s, cov, ft and corpus are libFuzzer's (\`#runs DONE cov: ft: corp: exec/s:\`, stat::*):"
   echo "cov = edges covered in the whole binary (harness, the strix code it links, inlined library code),"
   echo "ft = features, corpus = inputs kept (seeds from fuzz/corpus/ plus what the run found)."
@@ -61,11 +62,12 @@ declare -A under_test=(
   [zmq_api]='/src/zmq/'
 )
 
-failed=()
-for t in $targets; do
-  bin=$out/${t}_fuzz
-  [ -x "$bin" ] || { echo "strix: no fuzz target $t" >&2; exit 1; }
-  corpus=$out/corpus/$t
+# One target: runs it, writes its report row to $out/rows/<target> and its final line to the log.
+mkdir -p $out/rows
+run_target() {
+  local t=$1
+  local bin=$out/${t}_fuzz
+  local corpus=$out/corpus/$t
   artifacts=$out/artifacts/$t/
   log=$out/logs/$t.log
   mkdir -p "$corpus" "$artifacts"
@@ -93,7 +95,6 @@ for t in $targets; do
   if [ "$status" -ne 0 ] || [ -z "$done_line" ]; then
     found=$(ls "$artifacts" 2>/dev/null | head -1)
     result="FAILED (exit $status${found:+, $artifacts$found})"
-    failed+=("$t")
     echo "strix: fuzz target $t failed (exit $status); log $log, input in $artifacts" >&2
     grep -E 'ERROR|SUMMARY|invariant broken|runtime error|#[0-9]+ 0x' "$log" | head -30 >&2 || true
   fi
@@ -106,8 +107,25 @@ for t in $targets; do
       END { if (n) printf "%d/%d_(%d%%) %d/%d_(%d%%)\n", c, n, 100*c/n, a, b, (b ? 100*a/b : 0); else print "? ?" }')
     funcs=${funcs//_/ } edges=${edges//_/ }
   fi
-  echo "| $t | $result | ${runs:-?} | ${eps:-?} | ${cov:-?} | ${ft:-?} | ${corp:-?} | $funcs | $edges | ${rss:-?} MB |" >> $report
-  echo "   ${done_line:-no final line}"
+  echo "| $t | $result | ${runs:-?} | ${eps:-?} | ${cov:-?} | ${ft:-?} | ${corp:-?} | $funcs | $edges | ${rss:-?} MB |" > $out/rows/$t
+  echo "== fuzz: $t done: ${done_line:-no final line}"
+}
+
+for t in $targets; do
+  [ -x "$out/${t}_fuzz" ] || { echo "strix: no fuzz target $t" >&2; exit 1; }
+  rm -f "$out/rows/$t"
+done
+jobs_max=${FUZZ_JOBS:-$(nproc)}
+for t in $targets; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n || true; done
+  run_target "$t" &
+done
+wait
+
+failed=()
+for t in $targets; do
+  if [ -f "$out/rows/$t" ]; then cat "$out/rows/$t" >> $report; else echo "| $t | FAILED (no result) | | | | | | | | |" >> $report; fi
+  grep -q '^| [a-z_]* | ok |' "$out/rows/$t" 2>/dev/null || failed+=("$t")
 done
 
 echo
