@@ -17,6 +17,17 @@
 //                                                              its id is never handed out again
 //   account_rooms(account_id, room_id, joined_at_us,            the rooms each account belongs
 //                 last_read_seq, PK(account_id, room_id))       to, and how far it has read each
+//   account_rooms.role                                          0 member, 1 admin, 2 owner (migration 7)
+//   rooms.kind                                                  0 group, 1 direct (migration 7)
+//   direct_rooms(low_id, high_id, room_id UNIQUE,                the direct room of two accounts
+//                PK(low_id, high_id))                            (low_id < high_id)
+//   room_sanctions(room_id, account_id, kind, until_us,         bans (kind 1) and mutes (kind 2);
+//                  by_account, at_us, PK(room_id, account_id,    until_us 0: no expiry
+//                  kind))
+//   account_blocks(account_id, blocked_id, at_us,               account_id takes no direct
+//                  PK(account_id, blocked_id))                   messages from blocked_id
+//   chat_logs.kind                                              0 text, 1 notice, 2 deleted
+//                                                               (a tombstone: text emptied)
 //   device_tokens(token_hash PK, account_id, created_at_us,     a login's device token, by its
 //                 expires_at_us)                                BLAKE2b hash (device_token.hpp)
 //   resume_tokens(the same columns)                             a login's resume token (replaces
@@ -38,6 +49,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace strix::chat {
@@ -80,7 +92,8 @@ struct chat_log_entry {
     std::uint64_t sender_id = 0;
     std::string sender_name;
     std::int64_t server_ts_us = 0;  // wall clock, microseconds since the Unix epoch
-    std::string text;               // raw bytes, stored as-is
+    std::string text;               // raw bytes, stored as-is (a notice: its encoded action)
+    std::uint8_t kind = 0;          // 0 text, 1 notice, 2 deleted (proto::msg_kind)
 
     friend bool operator==(const chat_log_entry&, const chat_log_entry&) = default;
 };
@@ -97,15 +110,37 @@ struct room_change {
         left,     // account `account_id` no longer belongs to room `room_id` (no-op if it did not)
         read,     // account `account_id` read room `room_id` up to `seq`: last_read_seq rises to
                   // it (never falls; no-op if it does not belong there)
+        role,     // account `account_id`'s role in room `room_id` becomes `role` (no-op if it
+                  // does not belong there)
+        sanction, // account `account_id` is banned (`sanction` 1) or muted (2) in room `room_id`
+                  // until `until_us` (0: no expiry), by account `by`, at `at_us`; replaces
+                  // the same kind's earlier row. A ban does not end the membership: a `left`
+                  // queued with it does
+        lift,     // the `sanction` kind's row of (room_id, account_id) is gone (no-op if none)
+        erase,    // message `seq` of room `room_id` becomes a tombstone: kind 2, text empty
+                  // (no-op if it is not stored)
     };
     kind what = kind::created;
     std::uint64_t room_id = 0;
     std::uint64_t account_id = 0;  // joined, left, read
     std::string name;              // created
     std::int64_t at_us = 0;        // wall clock, microseconds since the Unix epoch
-    std::uint64_t seq = 0;         // read; joined: a new row's read marker (the join point)
+    std::uint64_t seq = 0;         // read; joined: a new row's read marker (the join point); erase
+    std::uint8_t role = 0;         // joined (a new row's; kept when it was in) and role
+    std::uint8_t sanction = 0;     // sanction, lift: 1 ban, 2 mute
+    std::int64_t until_us = 0;     // sanction
+    std::uint64_t by = 0;          // sanction: the moderator's account
 
     friend bool operator==(const room_change&, const room_change&) = default;
+};
+
+/// A ban or a mute in force (room_sanctions).
+struct room_sanction {
+    std::uint64_t account_id = 0;
+    std::uint8_t kind = 0;       // 1 ban, 2 mute
+    std::int64_t until_us = 0;   // 0: no expiry
+
+    friend bool operator==(const room_sanction&, const room_sanction&) = default;
 };
 
 /// A room as the database keeps it, for the server to load at start-up.
@@ -115,6 +150,12 @@ struct stored_room {
     std::uint64_t last_seq = 0;                // the highest seq in its chat log, 0 when none
     std::vector<std::uint64_t> members;        // accounts that belong to it, ascending
     std::vector<std::string> member_names;     // their names, in the same order
+    std::vector<std::uint8_t> member_roles;    // their roles (0 member, 1 admin, 2 owner), same order
+    std::uint8_t kind = 0;                     // 0 group, 1 direct
+    std::vector<room_sanction> sanctions;      // those not expired at the read, by account then kind
+    // A direct room: which of its two members blocks the other (account_blocks rows between
+    // them), as (blocker, blocked) pairs.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> blocks;
 
     friend bool operator==(const stored_room&, const stored_room&) = default;
 };
@@ -156,6 +197,30 @@ struct device_token_change {
     std::optional<device_token_hash> replaces;  // the token the login presented: deleted (rotation)
     std::size_t keep = 16;                   // the account keeps at most this many, the newest
     token_kind kind = token_kind::device;    // which table
+};
+
+/// What open_direct found or made.
+struct direct_result {
+    enum class status : std::uint8_t {
+        ok,               // room_id is the pair's direct room; both accounts belong to it
+        unknown_account,  // no account is called that
+        self,             // the name is the sender's own
+        blocked,          // the peer blocks the sender
+        room_limit,       // the sender (or the peer) would pass max_rooms
+    };
+    status outcome = status::unknown_account;
+    std::uint64_t room_id = 0;
+    bool created = false;          // the room was created by this call (with new_room_id)
+    bool joined_peer = false;      // the peer's membership was added by this call
+    account peer;                  // ok, blocked, room_limit
+    bool peer_at_limit = false;    // room_limit: it is the peer's
+};
+
+/// What set_block found.
+struct block_result {
+    bool found = false;            // an account is called that
+    account peer;
+    std::uint64_t direct_room = 0; // the two accounts' direct room, 0 when none
 };
 
 /// A database operation failed (not a wrong password or an unknown name: those are outcomes).
@@ -237,6 +302,20 @@ public:
     /// is the committed one (cluster mode: a node's view of the members may be stale). True
     /// when this call deleted it. Worker thread; throws storage_error.
     virtual bool delete_room_if_empty(std::uint64_t room_id, std::int64_t now_us) = 0;
+
+    /// The direct room of account `from` and the account called `to_name`, in ONE transaction:
+    /// refused when the peer blocks `from`; found (a member who left it belongs again) or
+    /// created as room `new_room_id` (rooms row of kind 1 with an empty name, direct_rooms row,
+    /// both memberships with role 0 and last_read_seq 0). An account that would join it past
+    /// `max_rooms` memberships is room_limit. Two callers racing for one pair get the same room.
+    /// Worker thread; throws storage_error (nothing changed).
+    virtual direct_result open_direct(std::uint64_t from, std::string_view to_name, std::uint64_t new_room_id,
+                                      std::int64_t now_us, std::size_t max_rooms) = 0;
+
+    /// Stores (blocked) or deletes account `account_id`'s block of the account called `name`;
+    /// idempotent. Worker thread; throws storage_error.
+    virtual block_result set_block(std::uint64_t account_id, std::string_view name, bool blocked,
+                                   std::int64_t now_us) = 0;
 
     /// The account called `name`, if any. Worker thread; throws storage_error.
     virtual std::optional<account> find_account(std::string_view name) = 0;
