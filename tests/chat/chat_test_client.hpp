@@ -187,11 +187,59 @@ public:
         auto* r = f.as<proto::login_res>();
         if (!r || !r->player()) return rooms;
         EXPECT_EQ(r->player()->name()->str(), name);
+        me = r->player()->id();
         EXPECT_TRUE(r->rooms() != nullptr) << "a version 2 login_res lists the rooms (maybe none)";
         if (r->rooms())
             for (auto* ref : *r->rooms()) rooms.emplace_back(ref->id(), ref->last_read_seq());
         return rooms;
     }
+    /// The account id of the last login_v2 (0 before one).
+    std::uint64_t me = 0;
+
+    bool send_moderate(std::uint64_t room, proto::mod_action action, std::uint64_t target, std::uint64_t seq = 0,
+                       std::uint32_t seconds = 0) {
+        flatbuffers::FlatBufferBuilder fbb;
+        fbb.Finish(proto::Createmoderate_req(fbb, room, action, target, seq, seconds));
+        return send(fbb, proto::msg_type::moderate_req);
+    }
+    bool send_direct(const std::string& to, const std::string& text, std::uint64_t client_seq = 0) {
+        flatbuffers::FlatBufferBuilder fbb;
+        auto t = fbb.CreateString(to);
+        auto x = fbb.CreateString(text);
+        fbb.Finish(proto::Createdirect_req(fbb, t, x, 0, client_seq));
+        return send(fbb, proto::msg_type::direct_req);
+    }
+    bool send_block(const std::string& name, bool blocked) {
+        flatbuffers::FlatBufferBuilder fbb;
+        auto n = fbb.CreateString(name);
+        fbb.Finish(proto::Createblock_req(fbb, n, blocked));
+        return send(fbb, proto::msg_type::block_req);
+    }
+    /// The next frame must be a notice (a chat_msg of kind notice) in `room` with this action;
+    /// returns its seq, target id and target role.
+    struct notice_line {
+        std::uint64_t seq = 0, target = 0, target_seq = 0, until_us = 0, sender_id = 0;
+        proto::member_role role = proto::member_role::member;
+    };
+    notice_line expect_notice(std::uint64_t room, proto::mod_action action) {
+        auto f = expect(proto::msg_type::chat_msg);
+        notice_line n;
+        auto* m = f.as<proto::chat_msg>();
+        if (!m) return n;
+        EXPECT_EQ(m->room_id(), room);
+        EXPECT_EQ(m->kind(), proto::msg_kind::notice);
+        EXPECT_TRUE(m->notice() != nullptr) << "a notice carries notice_info";
+        if (!m->notice()) return n;
+        EXPECT_EQ(m->notice()->action(), action) << proto::EnumNamemod_action(m->notice()->action());
+        n.seq = m->seq();
+        n.sender_id = m->sender() ? m->sender()->id() : 0;
+        n.target = m->notice()->target() ? m->notice()->target()->id() : 0;
+        n.target_seq = m->notice()->seq();
+        n.until_us = m->notice()->until_us();
+        n.role = m->notice()->role();
+        return n;
+    }
+
     bool send_create(const std::string& name) {
         flatbuffers::FlatBufferBuilder fbb;
         auto n = fbb.CreateString(name);

@@ -1,5 +1,7 @@
 #include "frames.hpp"
 
+#include "apps/chat/server/rooms/notice.hpp"
+
 #include <strix/net/websocket.hpp>
 
 namespace strix::chat::frames {
@@ -11,13 +13,38 @@ flatbuffers::Offset<flatbuffers::String> str(flatbuffers::FlatBufferBuilder& fbb
 
 flatbuffers::Offset<proto::room_info> room_info(flatbuffers::FlatBufferBuilder& fbb, const room_summary& r) {
     auto name = str(fbb, r.name);
-    return proto::Createroom_info(fbb, r.id, name, r.members, r.online);
+    return proto::Createroom_info(fbb, r.id, name, r.members, r.online, static_cast<proto::room_kind>(r.kind));
 }
 
 flatbuffers::Offset<proto::player_info> player(flatbuffers::FlatBufferBuilder& fbb, std::uint64_t id,
                                                std::string_view name) {
     auto n = str(fbb, name);
     return proto::Createplayer_info(fbb, id, n);
+}
+
+// A chat_msg's text and notice fields for a message of `kind` (notice: its text decoded; deleted:
+// no text). A notice whose text does not decode goes out as none (logged by nobody: the stored
+// row is what it is).
+struct msg_body {
+    flatbuffers::Offset<flatbuffers::String> text;
+    flatbuffers::Offset<proto::notice_info> notice;
+};
+msg_body body(flatbuffers::FlatBufferBuilder& fbb, std::uint8_t kind, std::string_view text) {
+    msg_body b;
+    if (kind == static_cast<std::uint8_t>(proto::msg_kind::notice)) {
+        if (auto n = decode_notice(text)) {
+            flatbuffers::Offset<proto::player_info> target;
+            if (n->target != 0) target = player(fbb, n->target, n->target_name);
+            b.notice = proto::Createnotice_info(fbb, n->action, target, n->seq, static_cast<std::uint64_t>(n->until_us),
+                                                n->role);
+        }
+        b.text = str(fbb, {});
+    } else if (kind == static_cast<std::uint8_t>(proto::msg_kind::deleted)) {
+        b.text = str(fbb, {});
+    } else {
+        b.text = str(fbb, text);
+    }
+    return b;
 }
 
 }  // namespace
@@ -66,7 +93,8 @@ shared_buffer_ptr join_room_res(const room_summary& room, std::span<const room_m
     list.reserve(members.size());
     for (const auto& m : members) {
         auto n = str(fbb, m.name);
-        list.push_back(proto::Createmember_info(fbb, m.player_id, n, m.online()));
+        list.push_back(
+            proto::Createmember_info(fbb, m.player_id, n, m.online(), static_cast<proto::member_role>(m.role)));
     }
     auto v = fbb.CreateVector(list);
     fbb.Finish(proto::Createjoin_room_res(fbb, r, v, last_seq));
@@ -138,9 +166,17 @@ shared_buffer_ptr member_presence(std::uint64_t room_id, std::uint64_t player_id
 shared_buffer_ptr chat_msg(const chat_fields& f) {
     flatbuffers::FlatBufferBuilder fbb(128 + f.text.size() + f.sender_name.size());
     auto sender = player(fbb, f.sender_id, f.sender_name);
-    auto text = str(fbb, f.text);
-    fbb.Finish(proto::Createchat_msg(fbb, f.room_id, f.seq, sender, f.server_ts_us, text, f.client_ts, f.client_seq));
+    auto b = body(fbb, f.kind, f.text);
+    fbb.Finish(proto::Createchat_msg(fbb, f.room_id, f.seq, sender, f.server_ts_us, b.text, f.client_ts, f.client_seq,
+                                     static_cast<proto::msg_kind>(f.kind), b.notice));
     return finish_frame(fbb, proto::msg_type::chat_msg);
+}
+
+shared_buffer_ptr block_res(std::uint64_t player_id, std::string_view name, bool blocked) {
+    flatbuffers::FlatBufferBuilder fbb(128);
+    auto p = player(fbb, player_id, name);
+    fbb.Finish(proto::Createblock_res(fbb, p, blocked));
+    return finish_frame(fbb, proto::msg_type::block_res);
 }
 
 namespace {
@@ -151,10 +187,10 @@ flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<proto::chat_msg>>> s
     list.reserve(logs.size());
     for (const auto& e : logs) {
         auto sender = player(fbb, e.sender_id, e.sender_name);
-        auto text = str(fbb, e.text);
+        auto b = body(fbb, e.kind, e.text);
         // client_ts / client_seq are not stored: a stored message carries 0 for both.
         list.push_back(proto::Createchat_msg(fbb, e.room_id, e.seq, sender, static_cast<std::uint64_t>(e.server_ts_us),
-                                             text, 0, 0));
+                                             b.text, 0, 0, static_cast<proto::msg_kind>(e.kind), b.notice));
     }
     return fbb.CreateVector(list);
 }

@@ -46,8 +46,11 @@ struct chat_fields {
     std::string_view text;
     std::uint64_t client_ts = 0;
     std::uint64_t client_seq = 0;
+    std::uint8_t kind = 0;  // proto::msg_kind; a notice's text is its encoded action (notice.hpp)
 };
 shared_buffer_ptr chat_msg(const chat_fields& f);
+/// block_res: the account's block of `player` is now `blocked`.
+shared_buffer_ptr block_res(std::uint64_t player_id, std::string_view name, bool blocked);
 
 /// Stored messages in a history_res / resume_res: a frame holds at most this many body bytes of
 /// messages (the largest chat_msg, 60000 bytes of text, still fits one alone).

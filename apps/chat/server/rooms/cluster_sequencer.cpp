@@ -47,7 +47,7 @@ cluster_sequencer::cluster_sequencer(room_host& host, chat_context& ctx, unsigne
     g.stored = [this](room_id id, chat_log_entry&& e) {
         // The database keeps no origin or client fields: ours come from own_seqs_, others' go
         // out with node 0 (no node) and client fields 0.
-        wire_chat w{e.sender_id, static_cast<std::uint64_t>(e.server_ts_us), 0, 0, 0, 0, e.sender_name, e.text};
+        wire_chat w{e.sender_id, static_cast<std::uint64_t>(e.server_ts_us), 0, 0, 0, 0, e.sender_name, e.text, e.kind};
         if (auto o = own_seqs_.find({id, e.seq}); o != own_seqs_.end()) {
             w.client_ts = o->second.client_ts;
             w.client_seq = o->second.client_seq;
@@ -131,7 +131,7 @@ void cluster_sequencer::publish(room& r, chat_request& req) {
     const std::int64_t ts = wall_clock_us();
     const std::uint64_t no = ++publish_no_;
     const std::string body = encode_wire_chat({req.sender.player_id, static_cast<std::uint64_t>(ts), req.client_ts,
-                                               req.client_seq, node_id_, no, req.sender.name, req.text});
+                                               req.client_seq, node_id_, no, req.sender.name, req.text, req.kind});
     own_[no] = no_ticket;
     const auto& co = ctx_.options.cluster;
     // The floor: a room Redis has no state of continues after what this node knows of it, and
@@ -264,9 +264,12 @@ void cluster_sequencer::deliver_chat(room& r, std::uint64_t seq, std::string_vie
     f.text = w->text;
     f.client_ts = w->client_ts;
     f.client_seq = w->client_seq;
+    f.kind = static_cast<std::uint8_t>(w->kind);
     host_.flush_notices(r);
     host_.fan_out(r, room_event::kind::message, 0, 0, nullptr, frames::chat_msg(f), ticket, seq);
     r.note_delivered(seq);
+    if (f.kind == static_cast<std::uint8_t>(proto::msg_kind::notice))
+        host_.apply_notice(r, f.sender_id, f.text, ticket);
 }
 
 void cluster_sequencer::feed_gap(std::string_view key, std::uint64_t from, std::uint64_t to, bool epoch_changed) {

@@ -55,8 +55,8 @@ void cluster_sequencer::loaded(room_id id, std::optional<stored_room> r, member 
 bool cluster_sequencer::left(room& r, std::int64_t, std::uint64_t& ticket) {
     // This node's view of who belongs may be stale (members joined through other nodes are not
     // known here): it never deletes a room on that view. The database decides, once this leave
-    // is stored.
-    host_.order().after_commit(ticket, [this, id = r.id()] { delete_if_empty(id); });
+    // is stored. A direct room stays (the pair's next direct_req finds it).
+    if (!r.direct()) host_.order().after_commit(ticket, [this, id = r.id()] { delete_if_empty(id); });
     return false;
 }
 
@@ -95,6 +95,7 @@ bool cluster_sequencer::list_rooms(std::size_t limit,
             // Ordered by id: the first `limit` are the smallest ids, as on one node.
             for (auto& r : store.load_rooms()) {
                 if (rooms.size() == limit) break;
+                if (r.kind != 0) continue;  // direct rooms are their pairs' business
                 rooms.push_back({r.id, std::move(r.name), static_cast<std::uint32_t>(r.members.size()), 0});
             }
         } catch (const std::exception& e) {

@@ -57,6 +57,7 @@ void cluster_sequencer::read_stream(room_id id, std::uint64_t after, std::uint32
             e.sender_name = std::string(w->name);
             e.server_ts_us = static_cast<std::int64_t>(w->server_ts_us);
             e.text = std::string(w->text);
+            e.kind = static_cast<std::uint8_t>(w->kind);
             out.push_back(std::move(e));
         }
         done(std::move(out));

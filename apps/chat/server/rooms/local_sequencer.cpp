@@ -32,8 +32,10 @@ void local_sequencer::chat(room& r, chat_request& req) {
     f.text = req.text;
     f.client_ts = req.client_ts;
     f.client_seq = req.client_seq;
+    f.kind = req.kind;
     // Encoded once, before the strings move into the log record; every member shares this buffer.
     auto frame = frames::chat_msg(f);
+    const std::string notice_text = f.kind != 0 ? req.text : std::string();
 
     // Nothing is acknowledged (sent) that is not queued for the database, and with --ack stored
     // not before it is committed: the sender's own copy of the chat_msg is its acknowledgement.
@@ -48,6 +50,9 @@ void local_sequencer::chat(room& r, chat_request& req) {
     bump(counters_.chat_messages);
     host_.flush_notices(r);  // members hear of a newcomer before its first words
     host_.fan_out(r, room_event::kind::message, 0, 0, nullptr, frame, *ticket, f.seq);
+    // A notice takes effect once every member has it in its place in the room's order.
+    if (f.kind == static_cast<std::uint8_t>(proto::msg_kind::notice))
+        host_.apply_notice(r, f.sender_id, notice_text, *ticket);
 }
 
 std::uint64_t local_sequencer::join_point(const room& r) const {
@@ -60,7 +65,8 @@ shared_buffer_ptr local_sequencer::join_room_res(const room& r, std::uint64_t jo
 }
 
 bool local_sequencer::left(room& r, std::int64_t now, std::uint64_t& ticket) {
-    if (!r.abandoned()) return false;
+    // A direct room stays when both left: the pair's next direct_req finds it, with its history.
+    if (!r.abandoned() || r.direct()) return false;
     // Nobody belongs to it any more: deleted. The write may not fail (a leave is never refused):
     // it follows a join or create that was admitted within the queue's capacity.
     ticket = *host_.order().write(room_change{room_change::kind::deleted, r.id().value(), 0, {}, now}, true);
@@ -75,7 +81,8 @@ bool local_sequencer::list_rooms(std::size_t limit,
         [limit, done = std::move(done)](std::vector<std::vector<room_summary>> parts) {
             std::vector<room_summary> all;
             for (auto& part : parts)
-                all.insert(all.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+                for (auto& r : part)
+                    if (r.kind == 0) all.push_back(std::move(r));  // direct rooms are their pairs' business
             std::sort(all.begin(), all.end(), [](const room_summary& a, const room_summary& b) { return a.id < b.id; });
             if (all.size() > limit) all.resize(limit);
             done(std::move(all));

@@ -22,6 +22,7 @@ struct room_member {
     std::string name;
     unsigned sessions = 0;  // its sessions in the room now
     std::uint64_t last_read = 0;  // its read marker, as far as this shard has seen it
+    std::uint8_t role = 0;        // proto::member_role: 0 member, 1 admin, 2 owner
     bool online() const noexcept { return sessions != 0; }
 };
 
@@ -31,6 +32,7 @@ struct room_summary {
     std::string name;
     std::uint32_t members = 0;  // member accounts, online or not
     std::uint32_t online = 0;   // of those, the ones with a session in the room
+    std::uint8_t kind = 0;      // proto::room_kind: 0 group, 1 direct
 };
 
 }  // namespace strix::chat

@@ -80,7 +80,49 @@ std::size_t room::absent_count() const noexcept {
 
 room_summary room::summary() const {
     const auto online = accounts_.size() - absent_count();
-    return {id_.value(), name_, static_cast<std::uint32_t>(accounts_.size()), static_cast<std::uint32_t>(online)};
+    return {id_.value(), name_, static_cast<std::uint32_t>(accounts_.size()), static_cast<std::uint32_t>(online),
+            kind_};
+}
+
+std::uint8_t room::role_of(std::uint64_t player_id) const noexcept {
+    const room_member* a = account(player_id);
+    return a ? a->role : 0;
+}
+
+void room::set_role(std::uint64_t player_id, std::uint8_t role) noexcept {
+    if (room_member* a = account_mut(player_id)) a->role = role;
+}
+
+void room::sanction(std::uint64_t player_id, std::uint8_t kind, std::int64_t until_us) {
+    (kind == 1 ? bans_ : mutes_)[player_id] = until_us;
+}
+
+void room::lift(std::uint64_t player_id, std::uint8_t kind) noexcept { (kind == 1 ? bans_ : mutes_).erase(player_id); }
+
+bool room::under(boost::unordered_flat_map<std::uint64_t, std::int64_t>& m, std::uint64_t player_id,
+                 std::int64_t now_us) {
+    auto it = m.find(player_id);
+    if (it == m.end()) return false;
+    if (it->second == 0 || it->second > now_us) return true;
+    m.erase(it);  // expired
+    return false;
+}
+
+void room::set_block(std::uint64_t blocker, std::uint64_t blocked, bool on) {
+    const auto pair = std::make_pair(blocker, blocked);
+    auto it = std::find(blocks_.begin(), blocks_.end(), pair);
+    if (on && it == blocks_.end()) blocks_.push_back(pair);
+    if (!on && it != blocks_.end()) blocks_.erase(it);
+}
+
+bool room::blocks(std::uint64_t blocker, std::uint64_t blocked) const noexcept {
+    return std::find(blocks_.begin(), blocks_.end(), std::make_pair(blocker, blocked)) != blocks_.end();
+}
+
+std::uint64_t room::other_member(std::uint64_t player_id) const noexcept {
+    for (const auto& a : accounts_)
+        if (a.player_id != player_id) return a.player_id;
+    return 0;
 }
 
 }  // namespace strix::chat

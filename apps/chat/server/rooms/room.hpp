@@ -14,6 +14,7 @@
 #include "member.hpp"
 #include "room_id.hpp"
 
+#include <boost/unordered/unordered_flat_map.hpp>
 #include <boost/unordered/unordered_flat_set.hpp>
 
 #include <cstdint>
@@ -108,7 +109,31 @@ public:
 
     room_summary summary() const;
 
+    // --- kind, roles and moderation (room_host checks them; notices change them) -------------
+
+    /// 0 group, 1 direct (proto::room_kind). Owner shard only.
+    std::uint8_t kind() const noexcept { return kind_; }
+    bool direct() const noexcept { return kind_ == 1; }
+    void set_kind(std::uint8_t k) noexcept { kind_ = k; }
+    /// The account's role (0 member, 1 admin, 2 owner); 0 for a non-member. Owner shard only.
+    std::uint8_t role_of(std::uint64_t player_id) const noexcept;
+    void set_role(std::uint64_t player_id, std::uint8_t role) noexcept;
+    /// Bans and mutes in force: kind 1 ban, 2 mute; until_us 0 never ends. Owner shard only.
+    void sanction(std::uint64_t player_id, std::uint8_t kind, std::int64_t until_us);
+    void lift(std::uint64_t player_id, std::uint8_t kind) noexcept;
+    /// Whether the account is banned / muted at `now_us` (an expired entry is dropped).
+    bool banned(std::uint64_t player_id, std::int64_t now_us) { return under(bans_, player_id, now_us); }
+    bool muted(std::uint64_t player_id, std::int64_t now_us) { return under(mutes_, player_id, now_us); }
+    /// A direct room: `blocker` takes no messages from `blocked` (set or lifted). Owner shard.
+    void set_block(std::uint64_t blocker, std::uint64_t blocked, bool on);
+    bool blocks(std::uint64_t blocker, std::uint64_t blocked) const noexcept;
+    /// A direct room: the member that is not `player_id` (0 when none). Owner shard only.
+    std::uint64_t other_member(std::uint64_t player_id) const noexcept;
+
 private:
+    static bool under(boost::unordered_flat_map<std::uint64_t, std::int64_t>& m, std::uint64_t player_id,
+                      std::int64_t now_us);
+
     room_id id_;
     std::string name_;
     std::vector<member> members_;                           // sessions, in the order they came in
@@ -118,6 +143,9 @@ private:
     std::size_t ws_members_ = 0;
     std::uint64_t last_seq_ = 0;
     std::uint64_t delivered_seq_ = 0;  // cluster mode; on one node messages go out as they are taken
+    std::uint8_t kind_ = 0;
+    boost::unordered_flat_map<std::uint64_t, std::int64_t> bans_, mutes_;  // account -> until_us (0: never)
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> blocks_;           // (blocker, blocked)
 };
 
 }  // namespace strix::chat

@@ -23,6 +23,7 @@ struct room_event {
         left,     // subject leaves: remove it from the local list, to_subject to it, to_members to the rest
         notice,   // membership unchanged: to_members (a delayed member_joined/left, typing) to all but the subject
         read,     // to_subject to the subject, to_members to the other sessions of account `account`
+        removed,  // as left, for a session a moderator put out (no request of its own ends)
     };
 
     room_id room;

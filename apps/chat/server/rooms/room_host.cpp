@@ -26,8 +26,13 @@ void room_host::restore(stored_room stored) {
     auto [it, inserted] = rooms_.try_emplace(id, id, std::move(stored.name), ctx_.eng.shard_count());
     room& r = it->second;
     r.restore_seq(stored.last_seq);
-    for (std::size_t i = 0; i < stored.members.size(); ++i)
+    for (std::size_t i = 0; i < stored.members.size(); ++i) {
         r.mark_absent(stored.members[i], i < stored.member_names.size() ? stored.member_names[i] : std::string());
+        if (i < stored.member_roles.size()) r.set_role(stored.members[i], stored.member_roles[i]);
+    }
+    r.set_kind(stored.kind);
+    for (const room_sanction& s : stored.sanctions) r.sanction(s.account_id, s.kind, s.until_us);
+    for (const auto& [blocker, blocked] : stored.blocks) r.set_block(blocker, blocked, true);
     set_gauge(counters_.rooms, rooms_.size());
 }
 
@@ -94,13 +99,16 @@ void room_host::create(room_id id, std::string name, member creator) {
              "the database queue is full; retry later");
         return;
     }
-    const std::uint64_t ticket =
-        *order_.write(room_change{room_change::kind::joined, id.value(), creator.player_id, {}, now}, true);
+    // Its creator owns it.
+    room_change owner{room_change::kind::joined, id.value(), creator.player_id, {}, now};
+    owner.role = 2;
+    const std::uint64_t ticket = *order_.write(std::move(owner), true);
     auto [it, inserted] = rooms_.try_emplace(id, id, std::move(name), ctx_.eng.shard_count());
     room& r = it->second;
     const std::uint64_t player_id = creator.player_id;
     const std::string player_name = creator.name;
     r.add(std::move(creator));
+    r.set_role(player_id, 2);
     seq_->watch(r);
     seq_->announce(r, presence_change::joined, player_id, player_name);
     set_gauge(counters_.rooms, rooms_.size());
@@ -126,6 +134,17 @@ void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
     if (r.contains(subject)) {
         fail(subject_shard, subject, id, proto::msg_type::join_room_req, proto::error_code::already_in_room,
              rejoin ? nullptr : "already a member of this room");
+        return;
+    }
+    // A direct room is its pair's only; a banned account stays out until the ban ends.
+    if (r.direct() && r.account(m.player_id) == nullptr) {
+        fail(subject_shard, subject, id, proto::msg_type::join_room_req, proto::error_code::forbidden,
+             rejoin ? nullptr : "a direct room is for its two accounts only");
+        return;
+    }
+    if (r.banned(m.player_id, wall_clock_us())) {
+        fail(subject_shard, subject, id, proto::msg_type::join_room_req, proto::error_code::banned,
+             rejoin ? nullptr : "banned from this room");
         return;
     }
     // The join point: every message up to it went out before this event, and later ones reach
@@ -171,6 +190,11 @@ void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_sha
     STRIX_ASSERT_OWNER(service_.home(), "room_host::leave");
     auto it = rooms_.find(id);
     std::optional<member> gone;
+    if (it != rooms_.end() && reply && owner_stays(it->second, session_id)) {
+        fail(session_shard, session_id, id, proto::msg_type::leave_room_req, proto::error_code::forbidden,
+             "the owner hands the room over first (moderate_req transfer)");
+        return;
+    }
     if (it != rooms_.end()) gone = it->second.remove(session_id);
     if (!gone) {
         if (reply)
@@ -226,7 +250,29 @@ void room_host::chat(chat_request& req) {
              proto::error_code::not_in_room, "not in a room");
         return;
     }
-    seq_->chat(it->second, req);
+    room& r = it->second;
+    const std::uint64_t who = req.sender.player_id;
+    if (r.muted(who, wall_clock_us())) {
+        bump(counters_.sends_refused);
+        fail(req.sender.shard, req.sender.session_id, req.room, proto::msg_type::chat_req, proto::error_code::muted,
+             "muted in this room");
+        return;
+    }
+    if (r.direct() && r.blocks(r.other_member(who), who)) {
+        bump(counters_.sends_refused);
+        fail(req.sender.shard, req.sender.session_id, req.room, proto::msg_type::chat_req, proto::error_code::blocked,
+             "that account does not take your direct messages");
+        return;
+    }
+    seq_->chat(r, req);
+}
+
+bool room_host::owner_stays(const room& r, std::uint64_t session_id) const {
+    // The owner's last session leaving for good, with other members left behind.
+    const member* m = r.find(session_id);
+    if (m == nullptr || r.role_of(m->player_id) != 2 || r.accounts().size() < 2) return false;
+    const room_member* a = r.account(m->player_id);
+    return a != nullptr && a->sessions == 1;
 }
 
 void room_host::mark_read(room_id id, const member& m, std::uint64_t seq) {

@@ -36,7 +36,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace strix::chat {
@@ -90,6 +92,37 @@ public:
     /// stores it, answers read_res to m and read_marker to the account's other sessions; a seq at
     /// or below the marker only answers. not_in_room or server_busy back otherwise. Owner shard.
     void mark_read(room_id id, const member& m, std::uint64_t seq);
+
+    /// A moderator's request (moderate_req): checked here against the actor's role (forbidden,
+    /// not_in_room, bad_request back to it otherwise), its changes queued for the database, and
+    /// the notice handed to the sequencer like a message; it takes effect when the notice goes
+    /// out (apply_notice). room_moderation.cpp. Owner shard only.
+    struct moderation {
+        room_id room;
+        member actor;
+        proto::mod_action action = proto::mod_action::none;
+        std::uint64_t target = 0;
+        std::uint64_t seq = 0;
+        std::uint32_t seconds = 0;
+    };
+    void moderate(moderation m);
+
+    /// What notice `text` (sent by `actor`) does to room r's state on this node: roles, bans,
+    /// mutes, and for a kick or ban the target's sessions here leave the room (they got the
+    /// notice first: leave_room_res follows it). Called by the sequencer right after it handed
+    /// the notice to the members; `ticket`: the write the notice's delivery waits for. Owner
+    /// shard only.
+    void apply_notice(room& r, std::uint64_t actor, std::string_view text, std::uint64_t ticket);
+
+    /// A direct room found or made by the database (direct_req): held here from now on (on one
+    /// node, where every room is held; in cluster mode a join loads it), both accounts members,
+    /// and session m put in it as a login's rejoin would. Then every session of the accounts in
+    /// `announce` on this node is put in it too (chat_service::enter_direct). Owner shard only.
+    void open_direct(stored_room info, member m, std::vector<std::uint64_t> announce);
+
+    /// In the direct room `id`: `blocker` takes (on = false) or refuses (on) messages from
+    /// `blocked`. Owner shard only.
+    void set_block(room_id id, std::uint64_t blocker, std::uint64_t blocked, bool on);
 
     /// Tells the room's other members that m is typing (typing, never stored); not_in_room back
     /// to m when it is not in the room. Owner shard only.
@@ -150,6 +183,17 @@ private:
     // Member notices (see member_notices.hpp): queue one, or send a room's pending ones.
     void send_notices(const room& r);
     void notify(const room& r, std::uint64_t subject, unsigned subject_shard, bool joined, shared_buffer_ptr frame);
+    // A kick or ban: the account's sessions here leave r (leave_room_res to each), it no longer
+    // belongs; a room left without sessions is dropped after this turn (cluster mode).
+    void remove_account(room& r, std::uint64_t account, std::uint64_t ticket);
+    // moderate()'s checks: the refusal's code and reason, or none.
+    struct refusal {
+        proto::error_code code;
+        const char* reason;
+    };
+    std::optional<refusal> check(room& r, const moderation& m, std::int64_t now) const;
+    // A leave that would leave the room without its owner (others still belong).
+    bool owner_stays(const room& r, std::uint64_t session_id) const;
 
     chat_service& service_;
     chat_context& ctx_;

@@ -21,6 +21,7 @@ chat_log_entry to_log_entry(room_id room, std::uint64_t seq, chat_request& req, 
     entry.sender_name = std::move(req.sender.name);
     entry.server_ts_us = ts;
     entry.text = std::move(req.text);
+    entry.kind = req.kind;
     return entry;
 }
 

@@ -44,6 +44,7 @@ struct chat_request {
     std::string text;
     std::uint64_t client_ts = 0;
     std::uint64_t client_seq = 0;
+    std::uint8_t kind = 0;  // proto::msg_kind: text, or a moderator's notice (text: notice.hpp's form)
 };
 
 /// Microseconds since the Unix epoch: the server's stamp on a message or a membership change.

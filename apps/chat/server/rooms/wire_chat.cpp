@@ -16,7 +16,7 @@ bool take_number(std::string_view& s, std::uint64_t& v) {
 
 std::string encode_wire_chat(const wire_chat& w) {
     std::string out;
-    for (std::uint64_t v : {w.sender_id, w.server_ts_us, w.client_ts, w.client_seq, w.node, w.no,
+    for (std::uint64_t v : {w.sender_id, w.server_ts_us, w.client_ts, w.client_seq, w.node, w.no, w.kind,
                             static_cast<std::uint64_t>(w.name.size())}) {
         out += std::to_string(v);
         out += ' ';
@@ -29,8 +29,10 @@ std::string encode_wire_chat(const wire_chat& w) {
 std::optional<wire_chat> decode_wire_chat(std::string_view s) {
     wire_chat w;
     std::uint64_t name_len = 0;
-    for (std::uint64_t* v : {&w.sender_id, &w.server_ts_us, &w.client_ts, &w.client_seq, &w.node, &w.no, &name_len})
+    for (std::uint64_t* v :
+         {&w.sender_id, &w.server_ts_us, &w.client_ts, &w.client_seq, &w.node, &w.no, &w.kind, &name_len})
         if (!take_number(s, *v)) return std::nullopt;
+    if (w.kind > 2) return std::nullopt;
     if (name_len > s.size()) return std::nullopt;
     w.name = s.substr(0, name_len);
     w.text = s.substr(name_len);

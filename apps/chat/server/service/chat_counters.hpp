@@ -26,6 +26,12 @@ struct chat_counters : metric_group {
                               "create/join refused by the room-change rate limit"};
     counter typing_limited{*this, "strix_typing_limited_total", "typing_req refused by the typing rate limit"};
     counter room_limited{*this, "strix_room_limited_total", "create/join refused by the rooms-per-account limit"};
+    counter moderations{*this, "strix_moderations_total", "moderate_req carried out (a notice sent)"};
+    counter moderation_refused{*this, "strix_moderation_refused_total",
+                               "moderate_req refused (role, target, or arguments)"};
+    counter directs_opened{*this, "strix_directs_opened_total", "direct rooms created by direct_req"};
+    counter sends_refused{*this, "strix_sends_refused_total",
+                          "chat_req refused in a room: muted, banned, or blocked by a direct peer"};
     counter login_throttled{*this, "strix_login_throttled_total",
                             "logins refused by the failed-login backoff or lockout (nothing hashed)"};
     counter device_token_logins{*this, "strix_device_token_logins_total",

@@ -280,12 +280,17 @@ void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
         send_error(s, msg_type::chat_req, error_code::rate_limited, "too many messages; slow down");
         return;
     }
+    send_chat(p, slot->id, text, req->client_ts(), req->client_seq());
+}
+
+void chat_service::send_chat(player& p, room_id room, std::string_view text, std::uint64_t client_ts,
+                             std::uint64_t client_seq) {
     chat_request cr;
-    cr.room = slot->id;
+    cr.room = room;
     cr.sender = as_member(p);
     cr.text.assign(text);
-    cr.client_ts = req->client_ts();
-    cr.client_seq = req->client_seq();
+    cr.client_ts = client_ts;
+    cr.client_seq = client_seq;
     on_owner(cr.room, [cr = std::move(cr)](chat_service& owner) mutable { owner.host().chat(cr); });
 }
 
@@ -339,7 +344,7 @@ void chat_service::apply(room_event& ev) {
             }
         }
         // A subject that closed meanwhile already asked the owner to remove it (on_close).
-    } else if (ev.what == room_event::kind::left) {
+    } else if (ev.what == room_event::kind::left || ev.what == room_event::kind::removed) {
         local_.remove(ev.room, ev.subject);
         if (player* p = find(ev.subject); p && p->slot(ev.room)) {
             p->drop(ev.room);
@@ -347,7 +352,7 @@ void chat_service::apply(room_event& ev) {
                 p->sess->send(p->ws ? frames::ws_message(ev.to_subject) : ev.to_subject);
                 ++sent;
             }
-            complete(*p, player::pending_op::leave);
+            if (ev.what == room_event::kind::left) complete(*p, player::pending_op::leave);
         }
     } else if (ev.what == room_event::kind::read && ev.to_subject) {
         if (player* p = find(ev.subject)) {
@@ -413,6 +418,12 @@ template const proto::read_req* chat_service::decode<proto::read_req>(player&, s
                                                                       const char*);
 template const proto::typing_req* chat_service::decode<proto::typing_req>(player&, std::span<const std::byte>, msg_type,
                                                                           const char*);
+template const proto::direct_req* chat_service::decode<proto::direct_req>(player&, std::span<const std::byte>, msg_type,
+                                                                          const char*);
+template const proto::block_req* chat_service::decode<proto::block_req>(player&, std::span<const std::byte>, msg_type,
+                                                                        const char*);
+template const proto::moderate_req* chat_service::decode<proto::moderate_req>(player&, std::span<const std::byte>,
+                                                                              msg_type, const char*);
 
 void chat_service::send(session& s, shared_buffer_ptr frame) {
     bump(counters_.app_out);

@@ -112,6 +112,18 @@ public:
     /// with the last one in flight.
     void join_answered(player& p);
 
+    /// Account `account` belongs to direct room `room` now (its first message): each of its
+    /// protocol version 2 sessions on this shard goes in, as a login's rejoin would (a session
+    /// busy with another request, or at its room limit, finds it at its next login). Posted by
+    /// the room's owner shard.
+    void enter_direct(std::uint64_t account, room_id room);
+    /// The database answered a direct_req of session `sid` (conversation_requests.cpp).
+    void direct_opened(std::uint64_t sid, std::string to, direct_result r, std::string text, std::uint64_t client_ts,
+                       std::uint64_t client_seq);
+    /// The database stored (or found unknown) a block_req of session `sid`; with a direct room
+    /// between the two, its owner shard applies it before the answer (conversation_requests.cpp).
+    void block_stored(std::uint64_t sid, block_result r, bool blocked);
+
 private:
     friend class request_table;  // its rows name the handlers below
 
@@ -129,6 +141,11 @@ private:
     void handle_resume(player& p, std::span<const std::byte> frame) { resumes_.handle(p, frame); }
     void handle_read(player& p, std::span<const std::byte> frame);    // marker_requests.cpp
     void handle_typing(player& p, std::span<const std::byte> frame);  // marker_requests.cpp
+    void handle_direct(player& p, std::span<const std::byte> frame);    // conversation_requests.cpp
+    void handle_block(player& p, std::span<const std::byte> frame);     // conversation_requests.cpp
+    void handle_moderate(player& p, std::span<const std::byte> frame);  // conversation_requests.cpp
+    // A chat_req of p's to `room` (a member's), checked and counted: to its owner shard.
+    void send_chat(player& p, room_id room, std::string_view text, std::uint64_t client_ts, std::uint64_t client_seq);
 
     /// Runs fn(chat_service&) on the shard that owns `room`: now when that is this shard, else
     /// posted (FIFO per pair of shards).

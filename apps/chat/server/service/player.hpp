@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace strix::chat {
@@ -70,6 +72,15 @@ struct player {
             }
     }
 
+    // Direct rooms this session opened with direct_req, by the peer's name: a later direct_req
+    // to the same name goes straight to the room (no database read). Bounded like its rooms.
+    std::vector<std::pair<std::string, room_id>> directs;
+    room_id direct_to(std::string_view peer) const noexcept {
+        for (const auto& [n, id] : directs)
+            if (n == peer) return id;
+        return room_id();
+    }
+
     token_bucket chat_bucket;
     token_bucket room_bucket;  // create_room_req and join_room_req (a leave always follows one)
     token_bucket typing_bucket;
@@ -79,7 +90,7 @@ struct player {
     // gathered from every shard)
     // wait here and run in order once it completes: a session's requests take effect, and are
     // answered, in the order sent, whatever shard owns what.
-    enum class pending_op : std::uint8_t { none, login, join, leave, list, history };
+    enum class pending_op : std::uint8_t { none, login, join, leave, list, history, direct, block };
     pending_op pending = pending_op::none;
     std::deque<std::vector<std::byte>> queued;
     std::size_t queued_bytes = 0;

@@ -23,6 +23,9 @@ constexpr std::array<request_row, request_table::size> request_table::rows_{{
     {msg_type::resume_req,       access::logged_in,  &chat_service::handle_resume},   // resume_requests.cpp
     {msg_type::read_req,         access::logged_in,  &chat_service::handle_read},     // marker_requests.cpp
     {msg_type::typing_req,       access::logged_in,  &chat_service::handle_typing},   // marker_requests.cpp
+    {msg_type::direct_req,       access::logged_in,  &chat_service::handle_direct},   // conversation_requests.cpp
+    {msg_type::block_req,        access::logged_in,  &chat_service::handle_block},    // conversation_requests.cpp
+    {msg_type::moderate_req,     access::logged_in,  &chat_service::handle_moderate}, // conversation_requests.cpp
 }};
 // clang-format on
 

@@ -1,0 +1,218 @@
+// room_host's roles and moderation (docs/protocol.md, "Roles and moderation"), direct rooms and
+// blocks. A moderator's action is checked on the room's owner shard of the node that got the
+// request, stored, and sent as a notice: a message in the room's order, which every node (this
+// one included) applies to its copy of the room when it goes out (apply_notice).
+#include "notice.hpp"
+#include "room_host.hpp"
+
+#include "apps/chat/server/net/frames.hpp"
+#include "apps/chat/server/service/chat_context.hpp"
+#include "apps/chat/server/service/chat_service.hpp"
+
+#include <strix/core/log.hpp>
+
+namespace strix::chat {
+namespace {
+
+using proto::error_code;
+using proto::mod_action;
+
+constexpr std::uint8_t role_member = 0, role_admin = 1, role_owner = 2;
+constexpr std::uint8_t sanction_ban = 1, sanction_mute = 2;
+// The longest ban or mute with an end: a year (a longer ban is one without an end).
+constexpr std::uint32_t max_sanction_seconds = 365u * 24 * 3600;
+
+bool acts_on_member(mod_action a) {
+    return a == mod_action::kick || a == mod_action::mute || a == mod_action::promote || a == mod_action::demote ||
+           a == mod_action::transfer;
+}
+
+bool owner_only(mod_action a) {
+    return a == mod_action::promote || a == mod_action::demote || a == mod_action::transfer;
+}
+
+}  // namespace
+
+std::optional<room_host::refusal> room_host::check(room& r, const moderation& m, std::int64_t) const {
+    const mod_action a = m.action;
+    if (a == mod_action::none || a > mod_action::MAX) return refusal{error_code::bad_request, "unknown action"};
+    if (r.direct()) return refusal{error_code::forbidden, "a direct room has no moderators"};
+    const std::uint8_t mine = r.role_of(m.actor.player_id);
+    if (owner_only(a) ? mine != role_owner : mine < role_admin)
+        return refusal{error_code::forbidden,
+                       owner_only(a) ? "only the room's owner may do that" : "only the owner and admins moderate"};
+    if (a == mod_action::erase) {
+        if (m.seq == 0 || m.seq > r.last_seq()) return refusal{error_code::bad_request, "no message with that seq"};
+        return std::nullopt;
+    }
+    if (m.target == 0) return refusal{error_code::bad_request, "name the target account (target)"};
+    if (m.target == m.actor.player_id) return refusal{error_code::bad_request, "not on yourself"};
+    const room_member* t = r.account(m.target);
+    if (acts_on_member(a) && t == nullptr) return refusal{error_code::not_in_room, "the target is not a member"};
+    // Nobody acts on the owner; only the owner acts on an admin.
+    if (t != nullptr && t->role >= mine) return refusal{error_code::forbidden, "the target's role is not below yours"};
+    if (a == mod_action::promote && t->role != role_member)
+        return refusal{error_code::bad_request, "the target is an admin already"};
+    if (a == mod_action::demote && t->role != role_admin) return refusal{error_code::bad_request, "not an admin"};
+    if ((a == mod_action::mute && m.seconds == 0) || m.seconds > max_sanction_seconds)
+        return refusal{error_code::bad_request, "seconds: 1-31536000 for a mute, 0-31536000 for a ban (0: no end)"};
+    return std::nullopt;
+}
+
+void room_host::moderate(moderation m) {
+    STRIX_ASSERT_OWNER(service_.home(), "room_host::moderate");
+    auto it = rooms_.find(m.room);
+    if (it == rooms_.end() || !it->second.contains(m.actor.session_id)) {
+        fail(m.actor.shard, m.actor.session_id, m.room, proto::msg_type::moderate_req, error_code::not_in_room,
+             "not in that room");
+        return;
+    }
+    room& r = it->second;
+    const std::int64_t now = wall_clock_us();
+    if (auto no = check(r, m, now)) {
+        bump(counters_.moderation_refused);
+        fail(m.actor.shard, m.actor.session_id, m.room, proto::msg_type::moderate_req, no->code, no->reason);
+        return;
+    }
+    notice n;
+    n.action = m.action;
+    n.target = m.action == mod_action::erase ? 0 : m.target;
+    n.seq = m.action == mod_action::erase ? m.seq : 0;
+    if (m.action == mod_action::ban || m.action == mod_action::mute)
+        n.until_us = m.seconds == 0 ? 0 : now + std::int64_t{m.seconds} * 1'000'000;
+    const room_member* t = r.account(m.target);
+    const std::string target_name = t ? t->name : std::string();
+    n.target_name = target_name;
+    // The changes, in the order the database applies them, before the notice's message.
+    std::vector<room_change> changes;
+    auto change = [&](room_change::kind k, std::uint64_t account) {
+        room_change c{k, m.room.value(), account, {}, now};
+        c.by = m.actor.player_id;
+        changes.push_back(std::move(c));
+        return &changes.back();
+    };
+    switch (m.action) {
+        case mod_action::kick: change(room_change::kind::left, m.target); break;
+        case mod_action::ban: {
+            auto* c = change(room_change::kind::sanction, m.target);
+            c->sanction = sanction_ban;
+            c->until_us = n.until_us;
+            if (t) change(room_change::kind::left, m.target);
+            break;
+        }
+        case mod_action::mute: {
+            auto* c = change(room_change::kind::sanction, m.target);
+            c->sanction = sanction_mute;
+            c->until_us = n.until_us;
+            break;
+        }
+        case mod_action::unban: change(room_change::kind::lift, m.target)->sanction = sanction_ban; break;
+        case mod_action::unmute: change(room_change::kind::lift, m.target)->sanction = sanction_mute; break;
+        case mod_action::erase: change(room_change::kind::erase, 0)->seq = m.seq; break;
+        case mod_action::promote:
+        case mod_action::demote:
+            n.role = m.action == mod_action::promote ? proto::member_role::admin : proto::member_role::member;
+            change(room_change::kind::role, m.target)->role = static_cast<std::uint8_t>(n.role);
+            break;
+        case mod_action::transfer:
+            n.role = proto::member_role::owner;
+            change(room_change::kind::role, m.target)->role = role_owner;
+            change(room_change::kind::role, m.actor.player_id)->role = role_admin;
+            break;
+        default: break;
+    }
+    // The first write may find the queue full (nothing done); the rest complete an admitted one.
+    for (std::size_t i = 0; i < changes.size(); ++i) {
+        if (!order_.write(std::move(changes[i]), i > 0)) {
+            bump(counters_.server_busy);
+            fail(m.actor.shard, m.actor.session_id, m.room, proto::msg_type::moderate_req, error_code::server_busy,
+                 "the database queue is full; retry later");
+            return;
+        }
+    }
+    bump(counters_.moderations);
+    chat_request req;
+    req.room = m.room;
+    req.sender = std::move(m.actor);
+    req.text = encode_notice(n);
+    req.kind = static_cast<std::uint8_t>(proto::msg_kind::notice);
+    seq_->chat(r, req);
+}
+
+void room_host::apply_notice(room& r, std::uint64_t actor, std::string_view text, std::uint64_t ticket) {
+    auto n = decode_notice(text);
+    if (!n) {
+        log_limited(log_level::warn, "room {}: undecodable notice", r.id().value());
+        return;
+    }
+    switch (n->action) {
+        case mod_action::ban:
+            r.sanction(n->target, sanction_ban, n->until_us);
+            remove_account(r, n->target, ticket);
+            break;
+        case mod_action::kick: remove_account(r, n->target, ticket); break;
+        case mod_action::unban: r.lift(n->target, sanction_ban); break;
+        case mod_action::mute: r.sanction(n->target, sanction_mute, n->until_us); break;
+        case mod_action::unmute: r.lift(n->target, sanction_mute); break;
+        case mod_action::promote:
+        case mod_action::demote: r.set_role(n->target, static_cast<std::uint8_t>(n->role)); break;
+        case mod_action::transfer:
+            r.set_role(actor, role_admin);
+            r.set_role(n->target, role_owner);
+            break;
+        default: break;  // erase: the tombstone is the database's; members have the notice
+    }
+}
+
+void room_host::remove_account(room& r, std::uint64_t account, std::uint64_t ticket) {
+    std::vector<std::uint64_t> sessions;
+    for (const member& m : r.members())
+        if (m.player_id == account) sessions.push_back(m.session_id);
+    std::string name;
+    if (const room_member* a = r.account(account)) name = a->name;
+    for (std::uint64_t sid : sessions) {
+        std::optional<member> gone = r.remove(sid);
+        if (!gone) continue;
+        fan_out(r, room_event::kind::removed, sid, gone->shard, frames::leave_room_res(r.id().value()), nullptr,
+                ticket);
+    }
+    const bool had_sessions = !sessions.empty();
+    r.forget(account);
+    if (had_sessions) seq_->announce(r, presence_change::left, account, name);
+    if (r.empty()) {
+        seq_->unwatch(r);
+        // Not erased now: the sequencer that called may still hold r. After this turn, if
+        // nobody came back meanwhile and the sequencer does not keep rooms without sessions.
+        if (!seq_->holds_idle_rooms())
+            ctx_.eng.at(self_).post_local([this, id = r.id()] {
+                auto it = rooms_.find(id);
+                if (it == rooms_.end() || !it->second.empty()) return;
+                notices_.drop(id);
+                rooms_.erase(it);
+                set_gauge(counters_.rooms, rooms_.size());
+            });
+    }
+}
+
+void room_host::open_direct(stored_room info, member m, std::vector<std::uint64_t> announce) {
+    STRIX_ASSERT_OWNER(service_.home(), "room_host::open_direct");
+    const room_id id(info.id);
+    if (room* r = find(id)) {
+        // Known here: a member that had left belongs again.
+        for (std::size_t i = 0; i < info.members.size(); ++i) r->mark_absent(info.members[i], info.member_names[i]);
+    } else if (seq_->holds_idle_rooms()) {
+        restore(std::move(info));
+    }
+    // Otherwise (cluster mode) the join reads it from the database.
+    join(id, std::move(m), true);
+    for (std::uint64_t account : announce)
+        for (unsigned s = 0; s < ctx_.eng.shard_count(); ++s)
+            service_.container().invoke_on(s, [account, id](chat_service& svc) { svc.enter_direct(account, id); });
+}
+
+void room_host::set_block(room_id id, std::uint64_t blocker, std::uint64_t blocked, bool on) {
+    STRIX_ASSERT_OWNER(service_.home(), "room_host::set_block");
+    if (room* r = find(id)) r->set_block(blocker, blocked, on);
+}
+
+}  // namespace strix::chat
