@@ -43,8 +43,9 @@ export function notice_text(m: proto.chat_line, me: bigint | null): string {
 }
 
 /// Notice `m` of room `v` is shown: an erase turns the message into a tombstone; a notice after
-/// the join (`join_seq`: the member list is as of then) changes roles, mutes and bans, and a
-/// kick or ban of `me` says why the leave_room_res that follows comes.
+/// the join (`join_seq`: the member list is as of then) changes roles, mutes, bans and members (a
+/// kick or ban takes the target out), and a kick or ban of `me` says why the leave_room_res that
+/// follows comes.
 export function apply_notice(v: room_view, m: proto.chat_line, me: bigint | null): void {
   const n = m.notice;
   if (!n) return;
@@ -57,6 +58,8 @@ export function apply_notice(v: room_view, m: proto.chat_line, me: bigint | null
   switch (n.action) {
     case mod_action.kick:
     case mod_action.ban:
+      // No member_left follows: the notice is the word that the account is out.
+      v.members.delete(n.target.id);
       if (n.action === mod_action.ban) v.banned.set(n.target.id, n.target.name);
       if (n.target.id === me) v.removed = notice_text(m, me);
       break;
