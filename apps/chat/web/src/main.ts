@@ -63,7 +63,6 @@ function show(): void {
   document.body.dataset.kind = v ? (v.direct ? 'direct' : 'group') : '';
   const me = st.me?.id ?? null;
   document.body.dataset.mod = v && !v.direct && role_of(v, me) >= member_role.admin ? 'yes' : 'no';
-  $('me').textContent = st.me ? `${st.me.name} (player ${st.me.id})` : '';
   $('room-name').textContent = v ? `${v.title()} #${v.id}` : 'no room';
   draw_room_list($<HTMLUListElement>('my-rooms'), st.rooms.values(), st.shown, open_room);
   draw_members($<HTMLUListElement>('members'), v, me, moderate);
@@ -142,7 +141,7 @@ function entered(room: proto.room, members: proto.member[], last_seq: bigint): v
   let v = st.rooms.get(room.id);
   if (v && !v.joined) {
     v.room = room;
-    v.log.line(`back in room ${room.id} '${room.name}'`, 'notice');
+    v.log.line(`back in room ${room.id} '${v.title()}'`, 'notice');
     v.seqs.rejoined(last_seq);
     const w = v;
     v.rec = new recovery(room.id, last_seq, v.seqs, {
@@ -364,6 +363,8 @@ form('login-form', () => {
   st.token = null;
   // Perhaps another account: its rooms come with its login.
   st.rooms.clear();
+  st.blocked.clear();
+  st.dm_asked.clear();
   open_room(null);
   log_in();
 });
