@@ -57,7 +57,9 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
         case proto::msg_type::create_room_res: {
             const auto* res = body_as<proto::create_room_res>(frame);
             if (res == nullptr || res->room() == nullptr) break;
-            rooms_[res->room()->id()].name = std::string(str(res->room()->name()));
+            room_view& view = rooms_[res->room()->id()];
+            view.name = std::string(str(res->room()->name()));
+            view.known[opt_.name] = player_id_;  // its owner, the only member yet
             switch_to(res->room()->id());
             out("created room {} '{}'; you are in it (/exit leaves)", room_id_, room_name_);
             if (waiting_ == waiting::create) done_waiting();
