@@ -176,31 +176,40 @@ TEST_P(moderation, an_erased_message_is_a_tombstone_in_history_and_ownership_mov
     EXPECT_EQ(std::get<2>(h[0]), "");
     EXPECT_EQ(std::get<1>(h[1]), proto::msg_kind::notice);
 
-    // The owner may not leave others behind; after handing over it may.
-    t.a.send_leave_room(t.room);
-    t.a.expect_error(msg_type::leave_room_req, error_code::forbidden);
+    // The owner hands over by transfer (becoming an admin), and an owner who leaves hands the
+    // room to its oldest admin.
     t.a.send_moderate(t.room, mod_action::transfer, t.b.me);
     for (chat_client* x : {&t.a, &t.b, &t.c}) {
         auto n = x->expect_notice(t.room, mod_action::transfer);
         EXPECT_EQ(n.target, t.b.me);
         EXPECT_EQ(n.role, proto::member_role::owner);
     }
-    // ann is an admin now: ben (owner) may demote her, she may not act on him.
+    // ann is an admin now: she may not act on ben (owner), who may demote and promote.
     t.a.send_moderate(t.room, mod_action::kick, t.b.me);
     t.a.expect_error(msg_type::moderate_req, error_code::forbidden);
     t.b.send_moderate(t.room, mod_action::demote, t.a.me);
     for (chat_client* x : {&t.a, &t.b, &t.c}) EXPECT_EQ(x->expect_notice(t.room, mod_action::demote).target, t.a.me);
-    t.a.send_leave_room(t.room);
-    t.a.expect(msg_type::leave_room_res);
-    // The roles are stored: a new session of ben's sees them in join_room_res.
-    t.b.close();
-    chat_client b2(srv->port());
-    b2.login_v2("ben");
-    auto j = b2.expect(msg_type::join_room_res);
+    t.b.send_moderate(t.room, mod_action::promote, t.c.me);
+    for (chat_client* x : {&t.a, &t.b, &t.c}) x->expect_notice(t.room, mod_action::promote);
+    t.b.send_leave_room(t.room);
+    t.b.expect(msg_type::leave_room_res);
+    for (chat_client* x : {&t.a, &t.c}) {
+        // Its leave, then the transfer from it to cat (the oldest admin; ann joined earlier).
+        x->expect_member_event(msg_type::member_left, t.room, "ben");
+        auto n = x->expect_notice(t.room, mod_action::transfer);
+        EXPECT_EQ(n.target, t.c.me);
+        EXPECT_EQ(n.sender_id, t.b.me);
+    }
+    // The roles are stored: a new session of ann's sees them in join_room_res.
+    t.a.close();
+    chat_client a2(srv->port());
+    a2.login_v2("ann");
+    auto j = a2.expect(msg_type::join_room_res);
     auto* r = j.as<proto::join_room_res>();
     ASSERT_TRUE(r && r->members());
+    EXPECT_EQ(r->members()->size(), 2u);
     for (auto* m : *r->members())
-        EXPECT_EQ(m->role(), m->name()->str() == "ben" ? proto::member_role::owner : proto::member_role::member)
+        EXPECT_EQ(m->role(), m->name()->str() == "cat" ? proto::member_role::owner : proto::member_role::member)
             << m->name()->str();
 }
 

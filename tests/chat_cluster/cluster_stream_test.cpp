@@ -9,6 +9,7 @@
 //   - once node 9's heartbeat expires, the nodes store what it published from the streams of the
 //     rooms they watch, with no member resuming.
 #include "cluster_nodes.hpp"
+#include "apps/chat/server/rooms/wire_chat.hpp"
 
 #include "apps/chat/cluster/room_backplane.hpp"
 
@@ -16,13 +17,11 @@
 
 namespace {
 
-// Runs chat_publish for `room` as node `node` would (the wire fields of wire_chat.hpp:
-// "<sender_id> <server_ts_us> <client_ts> <client_seq> <node> <no> <name length> <name><text>");
+// Runs chat_publish for `room` as node `node` would (a text message in wire_chat.hpp's form);
 // the seq Redis gave it, or -1.
 long long publish_as(std::uint16_t port, std::uint64_t room, std::uint32_t node, std::uint64_t sender,
                      const std::string& name, const std::string& text) {
-    const std::string body = std::to_string(sender) + " 1700000000000000 0 0 " + std::to_string(node) + " 1 " +
-                             std::to_string(name.size()) + " " + name + text;
+    const std::string body = strix::chat::encode_wire_chat({sender, 1700000000000000, 0, 0, node, 1, name, text});
     return redis_integer(port,
                          strix::chat::publish_command(std::to_string(room), body, 1000, strix::chat::new_epoch()));
 }

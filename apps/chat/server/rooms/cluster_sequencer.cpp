@@ -266,9 +266,11 @@ void cluster_sequencer::deliver_chat(room& r, std::uint64_t seq, std::string_vie
     f.client_seq = w->client_seq;
     f.kind = static_cast<std::uint8_t>(w->kind);
     host_.flush_notices(r);
-    host_.fan_out(r, room_event::kind::message, 0, 0, nullptr, frames::chat_msg(f), ticket, seq);
+    const bool notice = f.kind == static_cast<std::uint8_t>(proto::msg_kind::notice);
+    host_.fan_out(r, notice ? room_event::kind::moderation : room_event::kind::message, 0, 0, nullptr,
+                  frames::chat_msg(f), ticket, seq);
     r.note_delivered(seq);
-    if (f.kind == static_cast<std::uint8_t>(proto::msg_kind::notice))
+    if (notice)
         host_.apply_notice(r, f.sender_id, f.text, ticket, static_cast<std::int64_t>(f.server_ts_us));
 }
 

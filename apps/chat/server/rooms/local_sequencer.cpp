@@ -49,10 +49,11 @@ void local_sequencer::chat(room& r, chat_request& req) {
     r.take_seq();
     bump(counters_.chat_messages);
     host_.flush_notices(r);  // members hear of a newcomer before its first words
-    host_.fan_out(r, room_event::kind::message, 0, 0, nullptr, frame, *ticket, f.seq);
+    const bool notice = f.kind == static_cast<std::uint8_t>(proto::msg_kind::notice);
+    host_.fan_out(r, notice ? room_event::kind::moderation : room_event::kind::message, 0, 0, nullptr, frame, *ticket,
+                  f.seq);
     // A notice takes effect once every member has it in its place in the room's order.
-    if (f.kind == static_cast<std::uint8_t>(proto::msg_kind::notice))
-        host_.apply_notice(r, f.sender_id, notice_text, *ticket, ts);
+    if (notice) host_.apply_notice(r, f.sender_id, notice_text, *ticket, ts);
 }
 
 std::uint64_t local_sequencer::join_point(const room& r) const {

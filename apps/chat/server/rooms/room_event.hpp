@@ -24,6 +24,7 @@ struct room_event {
         notice,   // membership unchanged: to_members (a delayed member_joined/left, typing) to all but the subject
         read,     // to_subject to the subject, to_members to the other sessions of account `account`
         removed,  // as left, for a session a moderator put out (no request of its own ends)
+        moderation,  // as message, for a moderator's notice: protocol version 1 sessions skip it
     };
 
     room_id room;

@@ -197,11 +197,8 @@ void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_sha
     STRIX_ASSERT_OWNER(service_.home(), "room_host::leave");
     auto it = rooms_.find(id);
     std::optional<member> gone;
-    if (it != rooms_.end() && reply && owner_stays(it->second, session_id)) {
-        fail(session_shard, session_id, id, proto::msg_type::leave_room_req, proto::error_code::forbidden,
-             "the owner hands the room over first (moderate_req transfer)");
-        return;
-    }
+    // The owner leaving for good hands the room to its oldest admin, else its oldest member.
+    if (it != rooms_.end() && reply && owner_stays(it->second, session_id)) hand_over(it->second, session_id);
     if (it != rooms_.end()) gone = it->second.remove(session_id);
     if (!gone) {
         if (reply)

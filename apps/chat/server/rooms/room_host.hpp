@@ -196,6 +196,9 @@ private:
     std::optional<refusal> check(room& r, const moderation& m, std::int64_t now) const;
     // A leave that would leave the room without its owner (others still belong).
     bool owner_stays(const room& r, std::uint64_t session_id) const;
+    // The owner (session `session_id`) leaves: its oldest admin, else its oldest other member,
+    // becomes the owner (stored, and a transfer notice from the leaving owner).
+    void hand_over(room& r, std::uint64_t session_id);
 
     chat_service& service_;
     chat_context& ctx_;

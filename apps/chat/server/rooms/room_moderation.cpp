@@ -146,6 +146,45 @@ void room_host::moderate(moderation m) {
     });
 }
 
+void room_host::hand_over(room& r, std::uint64_t session_id) {
+    const member* owner = r.find(session_id);
+    if (owner == nullptr) return;
+    const room_member* next = nullptr;
+    for (const room_member& a : r.accounts())
+        if (a.player_id != owner->player_id && a.role == role_admin) {
+            next = &a;
+            break;
+        }
+    if (next == nullptr)
+        for (const room_member& a : r.accounts())
+            if (a.player_id != owner->player_id) {
+                next = &a;
+                break;
+            }
+    if (next == nullptr) return;
+    room_change c{room_change::kind::role, r.id().value(), next->player_id, {}, wall_clock_us()};
+    c.role = role_owner;
+    c.by = owner->player_id;
+    // May not fail: a leave is never refused (it completes an admitted join's writes).
+    const std::uint64_t ticket = *order_.write(std::move(c), true);
+    notice n;
+    n.action = mod_action::transfer;
+    n.target = next->player_id;
+    n.role = proto::member_role::owner;
+    n.target_name = next->name;
+    chat_request req;
+    req.room = r.id();
+    req.sender = *owner;
+    req.text = encode_notice(n);
+    req.kind = static_cast<std::uint8_t>(proto::msg_kind::notice);
+    r.set_role(next->player_id, role_owner);
+    // As moderate(): out once stored. In cluster mode a node without sessions left in the room
+    // drops it before then: the other nodes read the new owner at their next load of the room.
+    order_.after_commit(ticket, [this, req = std::move(req)]() mutable {
+        if (room* held = find(req.room)) seq_->chat(*held, req);
+    });
+}
+
 void room_host::apply_notice(room& r, std::uint64_t actor, std::string_view text, std::uint64_t ticket,
                              std::int64_t at_us) {
     auto n = decode_notice(text);

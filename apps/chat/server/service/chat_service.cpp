@@ -83,6 +83,13 @@ void chat_service::hold(player& p, std::span<const std::byte> frame) {
 void chat_service::complete(player& p, player::pending_op op) {
     if (p.pending != op) return;
     p.pending = player::pending_op::none;
+    // Direct rooms opened for the account while it was busy: in now (a join, waited for).
+    if (!p.entering.empty()) {
+        std::vector<room_id> rooms = std::move(p.entering);
+        p.entering.clear();
+        for (room_id r : rooms)
+            if (p.rooms.size() < ctx_.options.max_rooms_per_account) rejoin(p, r);
+    }
     if (p.draining) return;  // an outer loop (below) goes on
     p.draining = true;
     while (p.pending == player::pending_op::none && !p.queued.empty() && p.sess->is_open()) {
@@ -361,10 +368,14 @@ void chat_service::apply(room_event& ev) {
         }
     }
     if (ev.to_members) {
-        const std::uint64_t skip = ev.what == room_event::kind::message ? 0 : ev.subject;
+        const bool message = ev.what == room_event::kind::message || ev.what == room_event::kind::moderation;
+        const std::uint64_t skip = message ? 0 : ev.subject;
         local_.for_each(ev.room, [&](session& s) {
             if (s.id() == skip) return;
             const player* q = s.state<player>();
+            // Moderation is a protocol version 2 feature: a version 1 client would show an empty
+            // message.
+            if (ev.what == room_event::kind::moderation && (!q || q->version < 2)) return;
             // A read marker goes to the account's own sessions only.
             if (ev.what == room_event::kind::read && (!q || q->player_id != ev.account)) return;
             ++delivered;

@@ -182,7 +182,12 @@ void chat_service::enter_direct(std::uint64_t account, room_id room) {
     for (auto& [id, p] : players_) {
         if (p->player_id != account || p->login != player::login_state::logged_in || p->version < 2) continue;
         if (p->slot(room) || p->rooms.size() >= ctx_.options.max_rooms_per_account) continue;
-        if (p->pending != player::pending_op::none && p->pending != player::pending_op::join) continue;
+        if (p->pending != player::pending_op::none && p->pending != player::pending_op::join) {
+            // Busy: it goes in once that request completes, in its turn.
+            if (std::find(p->entering.begin(), p->entering.end(), room) == p->entering.end())
+                p->entering.push_back(room);
+            continue;
+        }
         rejoin(*p, room);
     }
 }

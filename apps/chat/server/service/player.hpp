@@ -81,6 +81,10 @@ struct player {
         return room_id();
     }
 
+    // Direct rooms the account was put in while this session was busy with another request:
+    // entered when that completes (chat_service::complete).
+    std::vector<room_id> entering;
+
     token_bucket chat_bucket;
     token_bucket room_bucket;  // create_room_req and join_room_req (a leave always follows one)
     token_bucket typing_bucket;
