@@ -176,8 +176,8 @@ TEST_P(account_rooms_storage_test, RoomLoadsAndEmptyDeletionsCountThatRoomsMembe
         both[0] == ann_ ? std::vector<std::string>{"ann", "ben"} : std::vector<std::string>{"ben", "ann"};
     const auto rooms = store_->load_rooms();
     ASSERT_EQ(rooms.size(), 4u);  // ascending by id: green, red, gray, blue
-    EXPECT_EQ(rooms[0], (stored_room{green, "r" + std::to_string(green), 0, both, names}));
-    EXPECT_EQ(rooms[1], (stored_room{red, "r" + std::to_string(red), 0, {ann_}, {"ann"}}));
+    EXPECT_EQ(rooms[0], (stored_room{green, "r" + std::to_string(green), 0, both, names, {0, 0}}));
+    EXPECT_EQ(rooms[1], (stored_room{red, "r" + std::to_string(red), 0, {ann_}, {"ann"}, {0}}));
     EXPECT_TRUE(rooms[2].members.empty());
     EXPECT_EQ(store_->load_room(green), rooms[0]);
     EXPECT_EQ(store_->load_room(red), rooms[1]);
@@ -191,12 +191,12 @@ TEST_P(account_rooms_storage_test, RoomLoadsAndEmptyDeletionsCountThatRoomsMembe
     EXPECT_EQ(login("ann").rooms, (std::vector<account_room>{{green, 200, 0}}));
 }
 
-// A database written by the previous build (schema version 5: one account_rooms row per account)
-// is built from the released steps' own SQL, then opened by this build.
+// A database written by an older build (schema version 5: one account_rooms row per account) is
+// built from the released steps' own SQL, then opened by this build.
 TEST_P(account_rooms_storage_test, APreviousSchemaMigratesWithItsMemberships) {
     const bool lite = GetParam() == backend::sqlite;
     constexpr std::uint32_t previous = 5;
-    ASSERT_EQ(latest_schema_version(), previous + 1) << "this test builds the schema before the newest step";
+    ASSERT_GT(latest_schema_version(), previous + 1) << "this test builds the schema before the many-rooms step";
     std::string sql = std::string(lite ? storage_detail::sqlite_schema_version_table
                                        : storage_detail::postgres_schema_version_table) +
                       ";";
@@ -221,8 +221,8 @@ TEST_P(account_rooms_storage_test, APreviousSchemaMigratesWithItsMemberships) {
     ASSERT_EQ(raw("SELECT MAX(version) FROM schema_version"), "5");
 
     store_ = open();
-    EXPECT_EQ(store_->schema_version(), previous + 1);
-    EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), std::to_string(previous + 1));
+    EXPECT_EQ(store_->schema_version(), latest_schema_version());
+    EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), std::to_string(latest_schema_version()));
     EXPECT_EQ(raw("SELECT COUNT(*) FROM account_rooms"), "3") << "every membership kept";
     EXPECT_EQ(raw("SELECT COUNT(*) FROM account_rooms WHERE last_read_seq = 0"), "3");
     EXPECT_EQ(raw(lite ? "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'account_rooms_by_room'"
@@ -236,8 +236,9 @@ TEST_P(account_rooms_storage_test, APreviousSchemaMigratesWithItsMemberships) {
     EXPECT_EQ(login("ben").rooms, (std::vector<account_room>{{green, 200, 0}}));
     const auto rooms = store_->load_rooms();
     ASSERT_EQ(rooms.size(), 2u);
-    EXPECT_EQ(rooms[0], (stored_room{green, "green", 0, {12}, {"ben"}}));
-    EXPECT_EQ(rooms[1], (stored_room{red, "red", 0, {11, 13}, {"ann", "cat"}}));
+    // The role step made each room's first member its owner.
+    EXPECT_EQ(rooms[0], (stored_room{green, "green", 0, {12}, {"ben"}, {2}}));
+    EXPECT_EQ(rooms[1], (stored_room{red, "red", 0, {11, 13}, {"ann", "cat"}, {2, 0}}));
 
     // The new key: a second room for ann, and read markers on the migrated rows.
     apply({joined(green, 11, 400), read(red, 11, 6)});
@@ -245,7 +246,7 @@ TEST_P(account_rooms_storage_test, APreviousSchemaMigratesWithItsMemberships) {
     EXPECT_EQ(a.rooms, (std::vector<account_room>{{red, 100, 6}, {green, 400, 0}}));
     EXPECT_EQ(a.room_id, green);
     store_.reset();
-    EXPECT_EQ(open()->schema_version(), previous + 1) << "reopening applies nothing again";
+    EXPECT_EQ(open()->schema_version(), latest_schema_version()) << "reopening applies nothing again";
     EXPECT_EQ(raw("SELECT COUNT(*) FROM account_rooms"), "4");
 }
 

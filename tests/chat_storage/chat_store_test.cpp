@@ -30,12 +30,12 @@ protected:
 };
 
 TEST_P(chat_store_test, MigrationsApplyOnceAndReopenIsIdempotent) {
-    ASSERT_EQ(latest_schema_version(), 6u);
+    ASSERT_EQ(latest_schema_version(), 7u);
     std::uint64_t alice_id = 0;
     {
         auto store = open();
         EXPECT_EQ(store->schema_version(), latest_schema_version());
-        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "6");
+        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "7");
         auto r = store->login("alice", "pw", true);
         ASSERT_EQ(r.outcome, login_outcome::created);
         alice_id = r.acct.id;
@@ -44,7 +44,7 @@ TEST_P(chat_store_test, MigrationsApplyOnceAndReopenIsIdempotent) {
         auto store = open();
         EXPECT_EQ(store->schema_version(), latest_schema_version());
         // Re-opening applies nothing again: still one row per step, and the data is untouched.
-        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "6");
+        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "7");
         EXPECT_EQ(raw("SELECT version FROM schema_version ORDER BY version LIMIT 1"), "1");
         auto found = store->find_account("alice");
         ASSERT_TRUE(found.has_value());
@@ -73,7 +73,7 @@ TEST_P(chat_store_test, ConcurrentOpenersOfAFreshDatabaseMigrateOnce) {
         EXPECT_EQ(errors[static_cast<std::size_t>(i)], "") << "opener " << i;
         EXPECT_EQ(versions[static_cast<std::size_t>(i)], latest_schema_version()) << "opener " << i;
     }
-    EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "6");
+    EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "7");
 }
 
 TEST_P(chat_store_test, LoginCreatesVerifiesAndRejects) {
@@ -353,8 +353,8 @@ TEST_P(chat_store_test, RoomsAndMembershipsAreStoredLoadedAndDeleted) {
     std::sort(lobby_members.begin(), lobby_members.end());
     std::vector<std::string> lobby_names{lobby_members[0] == ann ? "ann" : "ben",
                                          lobby_members[0] == ann ? "ben" : "ann"};
-    EXPECT_EQ(rooms[0], (stored_room{lobby, "lobby", 2, lobby_members, lobby_names}));
-    EXPECT_EQ(rooms[1], (stored_room{attic, "caf\xc3\xa9", 0, {ben}, {"ben"}}));
+    EXPECT_EQ(rooms[0], (stored_room{lobby, "lobby", 2, lobby_members, lobby_names, {0, 0}}));
+    EXPECT_EQ(rooms[1], (stored_room{attic, "caf\xc3\xa9", 0, {ben}, {"ben"}, {0}}));
     // One room read alone (cluster mode's load on a join) is the same as in the list; a
     // deleted or unknown room is nothing.
     EXPECT_EQ(store->load_room(lobby), rooms[0]);

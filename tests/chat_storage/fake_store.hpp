@@ -71,6 +71,11 @@ public:
     }
     std::uint64_t max_room_id() override { return 0; }
     bool delete_room_if_empty(std::uint64_t, std::int64_t) override { return false; }
+    // It stores no accounts: every name is unknown.
+    direct_result open_direct(std::uint64_t, std::string_view, std::uint64_t, std::int64_t, std::size_t) override {
+        return {};
+    }
+    block_result set_block(std::uint64_t, std::string_view, bool, std::int64_t) override { return {}; }
     std::optional<account> find_account(std::string_view) override { return std::nullopt; }
     std::uint32_t schema_version() override { return latest_schema_version(); }
     std::optional<device_token_record> find_device_token(const device_token_hash&, token_kind) override {

@@ -29,6 +29,12 @@ std::string online_key(std::string_view room) { return "chat:{" + std::string(ro
 
 std::string presence_channel(std::string_view room) { return "chat:{" + std::string(room) + "}:p"; }
 
+std::string signal_channel(std::string_view room) { return "chat:{" + std::string(room) + "}:e"; }
+
+bool is_signal_channel(std::string_view channel) {
+    return channel == control_channel || (channel.size() > 2 && channel.substr(channel.size() - 2) == ":e");
+}
+
 std::string encode_presence(const presence_message& m) {
     std::string out = std::to_string(m.node);
     out += ' ';

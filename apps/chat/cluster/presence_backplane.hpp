@@ -34,6 +34,12 @@ struct resp_reply;
 /// "chat:{R}:o" and "chat:{R}:p".
 std::string online_key(std::string_view room);
 std::string presence_channel(std::string_view room);
+/// "chat:{R}:e": signals about room R that are never stored (typing, read markers); and the one
+/// channel of signals about accounts and direct rooms (cluster_presence.hpp says what they say).
+std::string signal_channel(std::string_view room);
+inline constexpr std::string_view control_channel = "chat:ctl";
+/// Whether a channel is one of those two kinds.
+bool is_signal_channel(std::string_view channel);
 
 /// What a presence message says; the chars are the wire form.
 enum class presence_change : char { joined = 'j', left = 'l', online = 'n', offline = 'f', deleted = 'd' };

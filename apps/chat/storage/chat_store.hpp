@@ -122,7 +122,7 @@ struct room_change {
     };
     kind what = kind::created;
     std::uint64_t room_id = 0;
-    std::uint64_t account_id = 0;  // joined, left, read
+    std::uint64_t account_id = 0;  // joined, left, read, role, sanction, lift
     std::string name;              // created
     std::int64_t at_us = 0;        // wall clock, microseconds since the Unix epoch
     std::uint64_t seq = 0;         // read; joined: a new row's read marker (the join point); erase
@@ -209,7 +209,7 @@ struct direct_result {
         room_limit,       // the sender (or the peer) would pass max_rooms
     };
     status outcome = status::unknown_account;
-    std::uint64_t room_id = 0;
+    std::uint64_t room_id = 0;     // ok only (0 otherwise)
     bool created = false;          // the room was created by this call (with new_room_id)
     bool joined_peer = false;      // the peer's membership was added by this call
     account peer;                  // ok, blocked, room_limit
@@ -220,7 +220,7 @@ struct direct_result {
 struct block_result {
     bool found = false;            // an account is called that
     account peer;
-    std::uint64_t direct_room = 0; // the two accounts' direct room, 0 when none
+    std::uint64_t direct_room = 0; // the two accounts' direct room, 0 when none (or deleted)
 };
 
 /// A database operation failed (not a wrong password or an unknown name: those are outcomes).
@@ -306,14 +306,18 @@ public:
     /// The direct room of account `from` and the account called `to_name`, in ONE transaction:
     /// refused when the peer blocks `from`; found (a member who left it belongs again) or
     /// created as room `new_room_id` (rooms row of kind 1 with an empty name, direct_rooms row,
-    /// both memberships with role 0 and last_read_seq 0). An account that would join it past
-    /// `max_rooms` memberships is room_limit. Two callers racing for one pair get the same room.
-    /// Worker thread; throws storage_error (nothing changed).
+    /// both memberships with role 0 and last_read_seq 0, joined_at_us = now_us). A pair whose
+    /// room was deleted gets room `new_room_id` the same way. An account that would join it
+    /// (one not already a member) while it belongs to `max_rooms` rooms or more (not deleted) is
+    /// room_limit, the sender checked first. Any outcome but ok changes nothing. Two callers
+    /// racing for one pair get the same room (one of them created). Worker thread; throws
+    /// storage_error (nothing changed).
     virtual direct_result open_direct(std::uint64_t from, std::string_view to_name, std::uint64_t new_room_id,
                                       std::int64_t now_us, std::size_t max_rooms) = 0;
 
     /// Stores (blocked) or deletes account `account_id`'s block of the account called `name`;
-    /// idempotent. Worker thread; throws storage_error.
+    /// idempotent (a repeated block keeps the first at_us). An unknown name changes nothing
+    /// (found false). Worker thread; throws storage_error.
     virtual block_result set_block(std::uint64_t account_id, std::string_view name, bool blocked,
                                    std::int64_t now_us) = 0;
 

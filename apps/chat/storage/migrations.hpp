@@ -130,6 +130,57 @@ inline constexpr migration migrations[] = {
      "ALTER TABLE account_rooms ADD COLUMN last_read_seq BIGINT NOT NULL DEFAULT 0;"
      "ALTER TABLE account_rooms DROP CONSTRAINT account_rooms_pkey;"
      "ALTER TABLE account_rooms ADD PRIMARY KEY (account_id, room_id)"},
+    // Direct rooms, blocks and moderation: a member's role in each room, a room's kind, a chat
+    // log row's kind (a deleted message stays as a tombstone so seqs keep no holes), the one
+    // direct room of each pair of accounts, bans and mutes, and who blocks whom. Rooms made before
+    // roles existed get an owner: the member who joined first (ties: the smallest account id).
+    {7, "direct rooms, blocks, roles and sanctions",
+     "ALTER TABLE account_rooms ADD COLUMN role INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE rooms ADD COLUMN kind INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE chat_logs ADD COLUMN kind INTEGER NOT NULL DEFAULT 0;"
+     "CREATE TABLE direct_rooms ("
+     " low_id INTEGER NOT NULL,"
+     " high_id INTEGER NOT NULL,"
+     " room_id INTEGER NOT NULL UNIQUE,"
+     " PRIMARY KEY (low_id, high_id)) WITHOUT ROWID;"
+     "CREATE TABLE room_sanctions ("
+     " room_id INTEGER NOT NULL,"
+     " account_id INTEGER NOT NULL,"
+     " kind INTEGER NOT NULL,"
+     " until_us INTEGER NOT NULL,"
+     " by_account INTEGER NOT NULL,"
+     " at_us INTEGER NOT NULL,"
+     " PRIMARY KEY (room_id, account_id, kind)) WITHOUT ROWID;"
+     "CREATE TABLE account_blocks ("
+     " account_id INTEGER NOT NULL,"
+     " blocked_id INTEGER NOT NULL,"
+     " at_us INTEGER NOT NULL,"
+     " PRIMARY KEY (account_id, blocked_id)) WITHOUT ROWID;"
+     "UPDATE account_rooms SET role = 2 WHERE account_id = (SELECT m.account_id FROM account_rooms m"
+     " WHERE m.room_id = account_rooms.room_id ORDER BY m.joined_at_us, m.account_id LIMIT 1)",
+     "ALTER TABLE account_rooms ADD COLUMN role INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE rooms ADD COLUMN kind INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE chat_logs ADD COLUMN kind INTEGER NOT NULL DEFAULT 0;"
+     "CREATE TABLE direct_rooms ("
+     " low_id BIGINT NOT NULL,"
+     " high_id BIGINT NOT NULL,"
+     " room_id BIGINT NOT NULL UNIQUE,"
+     " PRIMARY KEY (low_id, high_id));"
+     "CREATE TABLE room_sanctions ("
+     " room_id BIGINT NOT NULL,"
+     " account_id BIGINT NOT NULL,"
+     " kind INTEGER NOT NULL,"
+     " until_us BIGINT NOT NULL,"
+     " by_account BIGINT NOT NULL,"
+     " at_us BIGINT NOT NULL,"
+     " PRIMARY KEY (room_id, account_id, kind));"
+     "CREATE TABLE account_blocks ("
+     " account_id BIGINT NOT NULL,"
+     " blocked_id BIGINT NOT NULL,"
+     " at_us BIGINT NOT NULL,"
+     " PRIMARY KEY (account_id, blocked_id));"
+     "UPDATE account_rooms SET role = 2 WHERE account_id = (SELECT m.account_id FROM account_rooms m"
+     " WHERE m.room_id = account_rooms.room_id ORDER BY m.joined_at_us, m.account_id LIMIT 1)"},
 };
 
 inline std::span<const migration> all_migrations() noexcept { return migrations; }

@@ -5,6 +5,7 @@
 // (and the statements re-prepared) at the start of the next call.
 
 #include "apps/chat/storage/backends.hpp"
+#include "apps/chat/storage/direct_rooms.hpp"
 #include "apps/chat/storage/migrations.hpp"
 
 #include <libpq-fe.h>
@@ -29,7 +30,7 @@ constexpr Oid bytea_oid = 17;
 // Serializes concurrent migrations of one database (any 64-bit key unique to strix).
 constexpr const char* migration_lock_sql = "SELECT pg_advisory_xact_lock(7427143700114220001)";
 
-// Rows per INSERT statement: 6 parameters each, well under the protocol's 65535 parameters.
+// Rows per INSERT statement: 7 parameters each, well under the protocol's 65535 parameters.
 constexpr std::size_t rows_per_insert = 1000;
 
 using result_ptr = std::unique_ptr<PGresult, decltype(&::PQclear)>;
@@ -114,7 +115,7 @@ const prepared statements[] = {
      "ON CONFLICT (name) DO NOTHING RETURNING id",
      {text_oid, text_oid, int8_oid}},
     {"strix_history",
-     "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text FROM chat_logs "
+     "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text, kind::BIGINT FROM chat_logs "
      "WHERE room_id = $1 ORDER BY seq DESC LIMIT $2",
      {int8_oid, int8_oid}},
     {"strix_count_logs", "SELECT COUNT(*)::BIGINT FROM chat_logs", {}},
@@ -134,35 +135,105 @@ const prepared statements[] = {
     // A join of a room the account belongs to renews joined_at_us and keeps last_read_seq; a new
     // row's marker starts at the join's seq.
     {"strix_set_member",
-     "INSERT INTO account_rooms (account_id, room_id, joined_at_us, last_read_seq) VALUES ($1, $2, $3, $4) "
+     "INSERT INTO account_rooms (account_id, room_id, joined_at_us, last_read_seq, role) VALUES ($1, $2, $3, $4, $5) "
      "ON CONFLICT (account_id, room_id) DO UPDATE SET joined_at_us = EXCLUDED.joined_at_us",
-     {int8_oid, int8_oid, int8_oid, int8_oid}},
+     {int8_oid, int8_oid, int8_oid, int8_oid, int8_oid}},
+    {"strix_set_role",
+     "UPDATE account_rooms SET role = $3 WHERE account_id = $1 AND room_id = $2",
+     {int8_oid, int8_oid, int8_oid}},
+    {"strix_set_sanction",
+     "INSERT INTO room_sanctions (room_id, account_id, kind, until_us, by_account, at_us) "
+     "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (room_id, account_id, kind) DO UPDATE SET "
+     "until_us = EXCLUDED.until_us, by_account = EXCLUDED.by_account, at_us = EXCLUDED.at_us",
+     {int8_oid, int8_oid, int8_oid, int8_oid, int8_oid, int8_oid}},
+    {"strix_lift",
+     "DELETE FROM room_sanctions WHERE room_id = $1 AND account_id = $2 AND kind = $3",
+     {int8_oid, int8_oid, int8_oid}},
+    {"strix_erase",
+     "UPDATE chat_logs SET kind = 2, text = ''::BYTEA WHERE room_id = $1 AND seq = $2",
+     {int8_oid, int8_oid}},
     {"strix_mark_read",
      "UPDATE account_rooms SET last_read_seq = $3 WHERE account_id = $1 AND room_id = $2 AND last_read_seq < $3",
      {int8_oid, int8_oid, int8_oid}},
     {"strix_unset_member", "DELETE FROM account_rooms WHERE account_id = $1 AND room_id = $2", {int8_oid, int8_oid}},
     {"strix_load_rooms",
-     "SELECT r.id, r.name, COALESCE((SELECT MAX(c.seq) FROM chat_logs c WHERE c.room_id = r.id), 0)::BIGINT "
-     "FROM rooms r WHERE r.deleted_at_us IS NULL ORDER BY r.id",
+     "SELECT r.id, r.name, COALESCE((SELECT MAX(c.seq) FROM chat_logs c WHERE c.room_id = r.id), 0)::BIGINT, "
+     "r.kind::BIGINT FROM rooms r WHERE r.deleted_at_us IS NULL ORDER BY r.id",
      {}},
     {"strix_load_members",
-     "SELECT m.room_id, m.account_id, COALESCE(a.name, '') FROM account_rooms m JOIN rooms r ON r.id = m.room_id "
-     "LEFT JOIN accounts a ON a.id = m.account_id WHERE r.deleted_at_us IS NULL ORDER BY m.room_id, m.account_id",
+     "SELECT m.room_id, m.account_id, COALESCE(a.name, ''), m.role::BIGINT FROM account_rooms m "
+     "JOIN rooms r ON r.id = m.room_id LEFT JOIN accounts a ON a.id = m.account_id "
+     "WHERE r.deleted_at_us IS NULL ORDER BY m.room_id, m.account_id",
+     {}},
+    {"strix_load_sanctions",
+     "SELECT s.room_id, s.account_id, s.kind::BIGINT, s.until_us FROM room_sanctions s "
+     "JOIN rooms r ON r.id = s.room_id WHERE r.deleted_at_us IS NULL AND (s.until_us = 0 OR s.until_us > $1) "
+     "ORDER BY s.room_id, s.account_id, s.kind",
+     {int8_oid}},
+    // Each direct room's blocks, either way round: (room, blocker, blocked).
+    {"strix_load_blocks",
+     "SELECT d.room_id, d.low_id, d.high_id FROM direct_rooms d JOIN rooms r ON r.id = d.room_id "
+     "JOIN account_blocks b ON b.account_id = d.low_id AND b.blocked_id = d.high_id WHERE r.deleted_at_us IS NULL "
+     "UNION ALL SELECT d.room_id, d.high_id, d.low_id FROM direct_rooms d JOIN rooms r ON r.id = d.room_id "
+     "JOIN account_blocks b ON b.account_id = d.high_id AND b.blocked_id = d.low_id WHERE r.deleted_at_us IS NULL "
+     "ORDER BY 1, 2",
      {}},
     {"strix_load_room",
-     "SELECT r.id, r.name, COALESCE((SELECT MAX(c.seq) FROM chat_logs c WHERE c.room_id = r.id), 0)::BIGINT "
-     "FROM rooms r WHERE r.id = $1 AND r.deleted_at_us IS NULL",
+     "SELECT r.id, r.name, COALESCE((SELECT MAX(c.seq) FROM chat_logs c WHERE c.room_id = r.id), 0)::BIGINT, "
+     "r.kind::BIGINT FROM rooms r WHERE r.id = $1 AND r.deleted_at_us IS NULL",
      {int8_oid}},
     {"strix_load_room_members",
-     "SELECT m.account_id, COALESCE(a.name, '') FROM account_rooms m LEFT JOIN accounts a ON a.id = m.account_id "
-     "WHERE m.room_id = $1 ORDER BY m.account_id",
+     "SELECT m.room_id, m.account_id, COALESCE(a.name, ''), m.role::BIGINT FROM account_rooms m "
+     "LEFT JOIN accounts a ON a.id = m.account_id WHERE m.room_id = $1 ORDER BY m.account_id",
      {int8_oid}},
+    {"strix_load_room_sanctions",
+     "SELECT room_id, account_id, kind::BIGINT, until_us FROM room_sanctions "
+     "WHERE room_id = $1 AND (until_us = 0 OR until_us > $2) ORDER BY account_id, kind",
+     {int8_oid, int8_oid}},
+    {"strix_load_room_blocks",
+     "SELECT d.room_id, d.low_id, d.high_id FROM direct_rooms d JOIN account_blocks b "
+     "ON b.account_id = d.low_id AND b.blocked_id = d.high_id WHERE d.room_id = $1 "
+     "UNION ALL SELECT d.room_id, d.high_id, d.low_id FROM direct_rooms d JOIN account_blocks b "
+     "ON b.account_id = d.high_id AND b.blocked_id = d.low_id WHERE d.room_id = $1 ORDER BY 2",
+     {int8_oid}},
+    // open_direct and set_block (direct_steps).
+    {"strix_find_pair",
+     "SELECT d.room_id, (CASE WHEN r.id IS NOT NULL AND r.deleted_at_us IS NULL THEN 1 ELSE 0 END)::BIGINT "
+     "FROM direct_rooms d LEFT JOIN rooms r ON r.id = d.room_id WHERE d.low_id = $1 AND d.high_id = $2",
+     {int8_oid, int8_oid}},
+    {"strix_claim_pair",
+     "INSERT INTO direct_rooms (low_id, high_id, room_id) VALUES ($1, $2, $3) ON CONFLICT (low_id, high_id) "
+     "DO NOTHING",
+     {int8_oid, int8_oid, int8_oid}},
+    {"strix_move_pair",
+     "UPDATE direct_rooms SET room_id = $4 WHERE low_id = $1 AND high_id = $2 AND room_id = $3",
+     {int8_oid, int8_oid, int8_oid, int8_oid}},
+    {"strix_is_member", "SELECT 1 FROM account_rooms WHERE room_id = $1 AND account_id = $2", {int8_oid, int8_oid}},
+    // As strix_rooms_of: memberships of deleted rooms do not count.
+    {"strix_count_rooms",
+     "SELECT COUNT(*)::BIGINT FROM account_rooms m LEFT JOIN rooms r ON r.id = m.room_id "
+     "WHERE m.account_id = $1 AND r.deleted_at_us IS NULL",
+     {int8_oid}},
+    // No ON CONFLICT: a taken id is the caller's error, not a room to reuse.
+    {"strix_create_direct_room",
+     "INSERT INTO rooms (id, name, created_at_us, kind) VALUES ($1, '', $2, 1)",
+     {int8_oid, int8_oid}},
+    {"strix_add_member",
+     "INSERT INTO account_rooms (account_id, room_id, joined_at_us, last_read_seq, role) VALUES ($1, $2, $3, 0, 0) "
+     "ON CONFLICT (account_id, room_id) DO NOTHING",
+     {int8_oid, int8_oid, int8_oid}},
+    {"strix_blocks", "SELECT 1 FROM account_blocks WHERE account_id = $1 AND blocked_id = $2", {int8_oid, int8_oid}},
+    {"strix_block",
+     "INSERT INTO account_blocks (account_id, blocked_id, at_us) VALUES ($1, $2, $3) "
+     "ON CONFLICT (account_id, blocked_id) DO NOTHING",
+     {int8_oid, int8_oid, int8_oid}},
+    {"strix_unblock", "DELETE FROM account_blocks WHERE account_id = $1 AND blocked_id = $2", {int8_oid, int8_oid}},
     {"strix_history_before",
-     "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text FROM chat_logs "
+     "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text, kind::BIGINT FROM chat_logs "
      "WHERE room_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
      {int8_oid, int8_oid, int8_oid}},
     {"strix_history_after",
-     "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text FROM chat_logs "
+     "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text, kind::BIGINT FROM chat_logs "
      "WHERE room_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
      {int8_oid, int8_oid, int8_oid}},
     {"strix_log_range",
@@ -199,13 +270,13 @@ const prepared statements[] = {
 };
 
 std::string insert_logs_sql(std::size_t rows) {
-    std::string sql = "INSERT INTO chat_logs (room_id, seq, sender_id, sender_name, server_ts_us, text) VALUES ";
-    sql.reserve(sql.size() + rows * 40 + 48);
+    std::string sql = "INSERT INTO chat_logs (room_id, seq, sender_id, sender_name, server_ts_us, text, kind) VALUES ";
+    sql.reserve(sql.size() + rows * 46 + 48);
     for (std::size_t r = 0; r < rows; ++r) {
-        const std::size_t b = r * 6;
+        const std::size_t b = r * 7;
         if (r) sql += ',';
         sql += '(';
-        for (std::size_t c = 1; c <= 6; ++c) {
+        for (std::size_t c = 1; c <= 7; ++c) {
             if (c > 1) sql += ',';
             sql += '$';
             sql += std::to_string(b + c);
@@ -225,7 +296,7 @@ PGconn* connect(const std::string& url) {
     return ::PQconnectdbParams(keys, values, 1);
 }
 
-class pg_chat_store final : public chat_store {
+class pg_chat_store final : public chat_store, private direct_steps {
 public:
     pg_chat_store(const std::string& url, const password_policy& policy)
         : url_(url), policy_(policy), conn_(connect(url)) {
@@ -263,25 +334,12 @@ public:
             std::vector<stored_room> out;
             params none(0);
             auto r = exec_prepared("strix_load_rooms", none, PGRES_TUPLES_OK);
-            for (int i = 0, n = ::PQntuples(r.get()); i < n; ++i) {
-                stored_room room;
-                room.id = static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 0)));
-                room.name = value(r, i, 1);
-                room.last_seq = static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 2)));
-                out.push_back(std::move(room));
-            }
-            auto m = exec_prepared("strix_load_members", none, PGRES_TUPLES_OK);
-            auto it = out.begin();
-            for (int i = 0, n = ::PQntuples(m.get()); i < n; ++i) {
-                // Both queries are ordered by room id and the members' rooms are all in `out`.
-                const auto room = static_cast<std::uint64_t>(from_be64(::PQgetvalue(m.get(), i, 0)));
-                while (it != out.end() && it->id < room) ++it;
-                if (it == out.end()) break;
-                if (it->id == room) {
-                    it->members.push_back(static_cast<std::uint64_t>(from_be64(::PQgetvalue(m.get(), i, 1))));
-                    it->member_names.push_back(value(m, i, 2));
-                }
-            }
+            for (int i = 0, n = ::PQntuples(r.get()); i < n; ++i) out.push_back(room_row(r, i));
+            attach(exec_prepared("strix_load_members", none, PGRES_TUPLES_OK), out, member_row);
+            params now(1);
+            now.add(wall_clock_us());
+            attach(exec_prepared("strix_load_sanctions", now, PGRES_TUPLES_OK), out, sanction_row);
+            attach(exec_prepared("strix_load_blocks", none, PGRES_TUPLES_OK), out, block_row);
             return out;
         });
     }
@@ -292,16 +350,44 @@ public:
             p.add(id);
             auto r = exec_prepared("strix_load_room", p, PGRES_TUPLES_OK);
             if (::PQntuples(r.get()) == 0) return std::nullopt;
-            stored_room room;
-            room.id = static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 0)));
-            room.name = value(r, 0, 1);
-            room.last_seq = static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 2)));
-            auto m = exec_prepared("strix_load_room_members", p, PGRES_TUPLES_OK);
-            for (int i = 0, n = ::PQntuples(m.get()); i < n; ++i) {
-                room.members.push_back(static_cast<std::uint64_t>(from_be64(::PQgetvalue(m.get(), i, 0))));
-                room.member_names.push_back(value(m, i, 1));
+            std::vector<stored_room> one{room_row(r, 0)};
+            attach(exec_prepared("strix_load_room_members", p, PGRES_TUPLES_OK), one, member_row);
+            params q(2);
+            q.add(id);
+            q.add(wall_clock_us());
+            attach(exec_prepared("strix_load_room_sanctions", q, PGRES_TUPLES_OK), one, sanction_row);
+            attach(exec_prepared("strix_load_room_blocks", p, PGRES_TUPLES_OK), one, block_row);
+            return std::move(one.front());
+        });
+    }
+
+    direct_result open_direct(std::uint64_t from, std::string_view to_name, std::uint64_t new_room_id,
+                              std::int64_t now_us, std::size_t max_rooms) override {
+        return retrying([&] {
+            exec("BEGIN");
+            try {
+                direct_result r = open_direct_with(*this, from, to_name, new_room_id, now_us, max_rooms);
+                exec(r.outcome == direct_result::status::ok ? "COMMIT" : "ROLLBACK");
+                return r;
+            } catch (...) {
+                rollback_quietly();
+                throw;
             }
-            return room;
+        });
+    }
+
+    block_result set_block(std::uint64_t account_id, std::string_view name, bool blocked,
+                           std::int64_t now_us) override {
+        return retrying([&] {
+            exec("BEGIN");
+            try {
+                block_result r = set_block_with(*this, account_id, name, blocked, now_us);
+                exec("COMMIT");
+                return r;
+            } catch (...) {
+                rollback_quietly();
+                throw;
+            }
         });
     }
 
@@ -472,12 +558,93 @@ protected:
     }
 
 private:
+    // A row of (id, name, last_seq, kind).
+    static stored_room room_row(const result_ptr& r, int i) {
+        stored_room room;
+        room.id = static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 0)));
+        room.name = value(r, i, 1);
+        room.last_seq = static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 2)));
+        room.kind = static_cast<std::uint8_t>(from_be64(::PQgetvalue(r.get(), i, 3)));
+        return room;
+    }
+    // (room_id, account_id, name, role)
+    static void member_row(stored_room& room, const result_ptr& r, int i) {
+        room.members.push_back(static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 1))));
+        room.member_names.push_back(value(r, i, 2));
+        room.member_roles.push_back(static_cast<std::uint8_t>(from_be64(::PQgetvalue(r.get(), i, 3))));
+    }
+    // (room_id, account_id, kind, until_us)
+    static void sanction_row(stored_room& room, const result_ptr& r, int i) {
+        room.sanctions.push_back({static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 1))),
+                                  static_cast<std::uint8_t>(from_be64(::PQgetvalue(r.get(), i, 2))),
+                                  from_be64(::PQgetvalue(r.get(), i, 3))});
+    }
+    // (room_id, blocker, blocked)
+    static void block_row(stored_room& room, const result_ptr& r, int i) {
+        room.blocks.emplace_back(static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 1))),
+                                 static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 2))));
+    }
+    // Calls fn(room, rows, i) for each row whose room (column 0) is in `rooms`; both are ordered
+    // by room id.
+    template <class F>
+    static void attach(const result_ptr& rows, std::vector<stored_room>& rooms, F fn) {
+        auto it = rooms.begin();
+        for (int i = 0, n = ::PQntuples(rows.get()); i < n; ++i) {
+            const auto room = static_cast<std::uint64_t>(from_be64(::PQgetvalue(rows.get(), i, 0)));
+            while (it != rooms.end() && it->id < room) ++it;
+            if (it == rooms.end()) break;
+            if (it->id == room) fn(*it, rows, i);
+        }
+    }
+
+    // direct_steps, inside open_direct's or set_block's transaction.
+    std::optional<account> account_named(std::string_view name) override {
+        if (auto found = select_account(name)) return account{found->id, std::string(name)};
+        return std::nullopt;
+    }
+    bool blocks(std::uint64_t blocker, std::uint64_t blocked) override {
+        return ::PQntuples(run("strix_blocks", blocker, blocked).get()) == 1;
+    }
+    std::optional<pair_row> find_pair(std::uint64_t low, std::uint64_t high) override {
+        const auto r = run("strix_find_pair", low, high);
+        if (::PQntuples(r.get()) == 0) return std::nullopt;
+        return pair_row{static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 0))),
+                        from_be64(::PQgetvalue(r.get(), 0, 1)) != 0};
+    }
+    bool claim_pair(std::uint64_t low, std::uint64_t high, std::uint64_t room_id) override {
+        // A racing caller's uncommitted row makes this wait for its commit (then: no row).
+        return changed(run("strix_claim_pair", low, high, room_id)) == 1;
+    }
+    bool move_pair(std::uint64_t low, std::uint64_t high, std::uint64_t from_room, std::uint64_t to_room) override {
+        return changed(run("strix_move_pair", low, high, from_room, to_room)) == 1;
+    }
+    bool is_member(std::uint64_t room_id, std::uint64_t account_id) override {
+        return ::PQntuples(run("strix_is_member", room_id, account_id).get()) == 1;
+    }
+    std::size_t membership_count(std::uint64_t account_id) override {
+        const auto r = run("strix_count_rooms", account_id);
+        return static_cast<std::size_t>(from_be64(::PQgetvalue(r.get(), 0, 0)));
+    }
+    void create_direct_room(std::uint64_t room_id, std::int64_t now_us) override {
+        run("strix_create_direct_room", room_id, now_us);
+    }
+    bool add_member(std::uint64_t room_id, std::uint64_t account_id, std::int64_t now_us) override {
+        return changed(run("strix_add_member", account_id, room_id, now_us)) == 1;
+    }
+    void set_block_row(std::uint64_t account_id, std::uint64_t blocked_id, bool blocked, std::int64_t now_us) override {
+        if (blocked) {
+            run("strix_block", account_id, blocked_id, now_us);
+        } else {
+            run("strix_unblock", account_id, blocked_id);
+        }
+    }
+
     // The prepared statement of this kind of token: "strix_find_" + "token" / "resume_token".
     static std::string token_stmt(const char* op, token_kind kind) {
         return std::string(op) + (kind == token_kind::device ? "token" : "resume_token");
     }
 
-    // Rows of (room_id, seq, sender_id, sender_name, server_ts_us, text); `reversed`: they came
+    // Rows of (room_id, seq, sender_id, sender_name, server_ts_us, text, kind); `reversed`: they came
     // newest first.
     static std::vector<chat_log_entry> read_entries(const result_ptr& r, bool reversed) {
         std::vector<chat_log_entry> out;
@@ -492,6 +659,7 @@ private:
             e.sender_name = value(r, i, 3);
             e.server_ts_us = from_be64(::PQgetvalue(r.get(), i, 4));
             e.text = value(r, i, 5);
+            e.kind = static_cast<std::uint8_t>(from_be64(::PQgetvalue(r.get(), i, 6)));
             out.push_back(std::move(e));
         }
         return out;
@@ -548,7 +716,7 @@ private:
             for (const auto& c : changes) apply(c);
             for (std::size_t off = 0; off < entries.size(); off += rows_per_insert) {
                 const auto chunk = entries.subspan(off, std::min(rows_per_insert, entries.size() - off));
-                params p(chunk.size() * 6);
+                params p(chunk.size() * 7);
                 for (const auto& e : chunk) {
                     p.add(e.room_id);
                     p.add(e.seq);
@@ -556,6 +724,7 @@ private:
                     p.add_text(e.sender_name);
                     p.add(e.server_ts_us);
                     p.add_bytes(e.text);
+                    p.add(std::int64_t{e.kind});
                 }
                 const std::string sql = insert_logs_sql(chunk.size());
                 result_ptr r(::PQexecParams(conn_, sql.c_str(), p.count(), p.types(), p.values(), p.lengths(),
@@ -573,25 +742,12 @@ private:
     }
 
     std::vector<chat_log_entry> do_history(std::uint64_t room_id, std::size_t limit) {
-        std::vector<chat_log_entry> out;
         params p(2);
         p.add(room_id);
         p.add(static_cast<std::int64_t>(std::min<std::size_t>(limit, INT64_MAX)));
         auto r = exec_prepared("strix_history", p, PGRES_TUPLES_OK);
-        const int n = ::PQntuples(r.get());
-        out.reserve(static_cast<std::size_t>(n));
         // Rows come newest first (so LIMIT keeps the newest); callers want newest last.
-        for (int i = n - 1; i >= 0; --i) {
-            chat_log_entry e;
-            e.room_id = static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 0)));
-            e.seq = static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 1)));
-            e.sender_id = static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), i, 2)));
-            e.sender_name = value(r, i, 3);
-            e.server_ts_us = from_be64(::PQgetvalue(r.get(), i, 4));
-            e.text = value(r, i, 5);
-            out.push_back(std::move(e));
-        }
-        return out;
+        return read_entries(r, true);
     }
 
     void configure() {
@@ -717,11 +873,12 @@ private:
                 break;
             }
             case room_change::kind::joined: {
-                params p(4);
+                params p(5);
                 p.add(c.account_id);
                 p.add(c.room_id);
                 p.add(c.at_us);
                 p.add(c.seq);
+                p.add(std::int64_t{c.role});
                 exec_prepared("strix_set_member", p, PGRES_COMMAND_OK);
                 break;
             }
@@ -740,7 +897,28 @@ private:
                 exec_prepared("strix_mark_read", p, PGRES_COMMAND_OK);
                 break;
             }
+            case room_change::kind::role: run("strix_set_role", c.account_id, c.room_id, std::int64_t{c.role}); break;
+            case room_change::kind::sanction:
+                run("strix_set_sanction", c.room_id, c.account_id, std::int64_t{c.sanction}, c.until_us, c.by, c.at_us);
+                break;
+            case room_change::kind::lift: run("strix_lift", c.room_id, c.account_id, std::int64_t{c.sanction}); break;
+            case room_change::kind::erase: run("strix_erase", c.room_id, c.seq); break;
         }
+    }
+
+    // Runs the prepared statement `name` with the integer parameters `args`.
+    template <class... A>
+    result_ptr run(const char* name, A... args) {
+        params p(sizeof...(A));
+        (p.add(args), ...);
+        const auto r = ::PQexecPrepared(conn_, name, p.count(), p.values(), p.lengths(), p.formats(), 1);
+        result_ptr out(r, &::PQclear);
+        const auto status = out ? ::PQresultStatus(out.get()) : PGRES_FATAL_ERROR;
+        check(out, status == PGRES_TUPLES_OK ? PGRES_TUPLES_OK : PGRES_COMMAND_OK, name);
+        return out;
+    }
+    static std::size_t changed(const result_ptr& r) {
+        return static_cast<std::size_t>(std::strtoull(::PQcmdTuples(r.get()), nullptr, 10));
     }
 
     std::int64_t scalar(const char* stmt) {

@@ -13,6 +13,7 @@
 // cannot keep up) is checkpointed by the committing connection itself, as SQLite would do.
 
 #include "apps/chat/storage/backends.hpp"
+#include "apps/chat/storage/direct_rooms.hpp"
 #include "apps/chat/storage/migrations.hpp"
 
 #include <sqlite3.h>
@@ -203,7 +204,7 @@ struct reset_guard {
     ~reset_guard() { s.reset(); }
 };
 
-class sqlite_chat_store final : public chat_store {
+class sqlite_chat_store final : public chat_store, private direct_steps {
 public:
     sqlite_chat_store(const std::string& path, const password_policy& policy) : policy_(policy) {
         const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
@@ -273,6 +274,7 @@ public:
                 insert_log_.bind_text(4, e.sender_name);
                 insert_log_.bind(5, e.server_ts_us);
                 insert_log_.bind_blob(6, e.text);
+                insert_log_.bind(7, std::int64_t{e.kind});
                 insert_log_.step();
                 inserted += static_cast<std::size_t>(::sqlite3_changes(db_));
             }
@@ -292,16 +294,7 @@ public:
         history_.bind(1, room_id);
         history_.bind(2, static_cast<std::int64_t>(
                              std::min<std::size_t>(limit, std::numeric_limits<std::int64_t>::max())));
-        while (history_.step()) {
-            chat_log_entry e;
-            e.room_id = static_cast<std::uint64_t>(history_.column_i64(0));
-            e.seq = static_cast<std::uint64_t>(history_.column_i64(1));
-            e.sender_id = static_cast<std::uint64_t>(history_.column_i64(2));
-            e.sender_name = history_.column_string(3);
-            e.server_ts_us = history_.column_i64(4);
-            e.text = history_.column_string(5);
-            out.push_back(std::move(e));
-        }
+        while (history_.step()) out.push_back(read_entry(history_));
         // The query walks newest first so LIMIT keeps the newest; callers want newest last.
         std::reverse(out.begin(), out.end());
         return out;
@@ -316,21 +309,24 @@ public:
                 r.id = static_cast<std::uint64_t>(load_rooms_.column_i64(0));
                 r.name = load_rooms_.column_string(1);
                 r.last_seq = static_cast<std::uint64_t>(load_rooms_.column_i64(2));
+                r.kind = static_cast<std::uint8_t>(load_rooms_.column_i64(3));
                 out.push_back(std::move(r));
             }
         }
-        reset_guard g{load_members_};
-        auto it = out.begin();
-        while (load_members_.step()) {
-            // Both queries are ordered by room id and the members' rooms are all in `out`.
-            const auto room = static_cast<std::uint64_t>(load_members_.column_i64(0));
-            while (it != out.end() && it->id < room) ++it;
-            if (it == out.end()) break;
-            if (it->id == room) {
-                it->members.push_back(static_cast<std::uint64_t>(load_members_.column_i64(1)));
-                it->member_names.push_back(load_members_.column_string(2));
-            }
-        }
+        attach(load_members_, out, [](stored_room& r, const statement& st) {
+            r.members.push_back(static_cast<std::uint64_t>(st.column_i64(1)));
+            r.member_names.push_back(st.column_string(2));
+            r.member_roles.push_back(static_cast<std::uint8_t>(st.column_i64(3)));
+        });
+        load_sanctions_.bind(1, wall_clock_us());
+        attach(load_sanctions_, out, [](stored_room& r, const statement& st) {
+            r.sanctions.push_back({static_cast<std::uint64_t>(st.column_i64(1)),
+                                   static_cast<std::uint8_t>(st.column_i64(2)), st.column_i64(3)});
+        });
+        attach(load_blocks_, out, [](stored_room& r, const statement& st) {
+            r.blocks.emplace_back(static_cast<std::uint64_t>(st.column_i64(1)),
+                                  static_cast<std::uint64_t>(st.column_i64(2)));
+        });
         return out;
     }
 
@@ -355,6 +351,34 @@ public:
             }
             exec("COMMIT");
             return empty;
+        } catch (...) {
+            ::sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+            throw;
+        }
+    }
+
+    direct_result open_direct(std::uint64_t from, std::string_view to_name, std::uint64_t new_room_id,
+                              std::int64_t now_us, std::size_t max_rooms) override {
+        // The write lock from the first read on: no other connection can claim the pair between
+        // this one's look-up and its insert.
+        exec("BEGIN IMMEDIATE");
+        try {
+            direct_result r = open_direct_with(*this, from, to_name, new_room_id, now_us, max_rooms);
+            exec(r.outcome == direct_result::status::ok ? "COMMIT" : "ROLLBACK");
+            return r;
+        } catch (...) {
+            ::sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+            throw;
+        }
+    }
+
+    block_result set_block(std::uint64_t account_id, std::string_view name, bool blocked,
+                           std::int64_t now_us) override {
+        exec("BEGIN IMMEDIATE");
+        try {
+            block_result r = set_block_with(*this, account_id, name, blocked, now_us);
+            exec("COMMIT");
+            return r;
         } catch (...) {
             ::sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
             throw;
@@ -487,6 +511,128 @@ private:
     struct token_statements {
         statement find, remove, insert, trim, revoke;
     };
+    // direct_steps' statements (open_direct, set_block).
+    struct direct_statements {
+        statement find_pair, claim_pair, move_pair, is_member, count_rooms, create_room, add_member;
+        statement blocks, block, unblock;
+    };
+
+    // direct_steps, inside open_direct's or set_block's transaction.
+    std::optional<account> account_named(std::string_view name) override { return find_account(name); }
+    bool blocks(std::uint64_t blocker, std::uint64_t blocked) override {
+        return query_row(direct_.blocks, blocker, blocked);
+    }
+    std::optional<pair_row> find_pair(std::uint64_t low, std::uint64_t high) override {
+        statement& st = direct_.find_pair;
+        reset_guard g{st};
+        st.bind(1, low);
+        st.bind(2, high);
+        if (!st.step()) return std::nullopt;
+        return pair_row{static_cast<std::uint64_t>(st.column_i64(0)), st.column_i64(1) != 0};
+    }
+    bool claim_pair(std::uint64_t low, std::uint64_t high, std::uint64_t room_id) override {
+        return change(direct_.claim_pair, low, high, room_id) == 1;
+    }
+    bool move_pair(std::uint64_t low, std::uint64_t high, std::uint64_t from_room, std::uint64_t to_room) override {
+        return change(direct_.move_pair, low, high, from_room, to_room) == 1;
+    }
+    bool is_member(std::uint64_t room_id, std::uint64_t account_id) override {
+        return query_row(direct_.is_member, room_id, account_id);
+    }
+    std::size_t membership_count(std::uint64_t account_id) override {
+        reset_guard g{direct_.count_rooms};
+        direct_.count_rooms.bind(1, account_id);
+        return static_cast<std::size_t>(scalar(direct_.count_rooms));
+    }
+    void create_direct_room(std::uint64_t room_id, std::int64_t now_us) override {
+        change(direct_.create_room, room_id, now_us);
+    }
+    bool add_member(std::uint64_t room_id, std::uint64_t account_id, std::int64_t now_us) override {
+        return change(direct_.add_member, account_id, room_id, now_us) == 1;
+    }
+    void set_block_row(std::uint64_t account_id, std::uint64_t blocked_id, bool blocked, std::int64_t now_us) override {
+        if (blocked) {
+            change(direct_.block, account_id, blocked_id, now_us);
+        } else {
+            change(direct_.unblock, account_id, blocked_id);
+        }
+    }
+
+    // Runs `st` with `binds`; returns the rows it changed.
+    template <class... B>
+    int change(statement& st, B... binds) {
+        reset_guard g{st};
+        int i = 0;
+        (bind_one(st, ++i, binds), ...);
+        st.step();
+        return ::sqlite3_changes(db_);
+    }
+    // Runs the query `st` with `binds`; true when it returns a row.
+    template <class... B>
+    static bool query_row(statement& st, B... binds) {
+        reset_guard g{st};
+        int i = 0;
+        (bind_one(st, ++i, binds), ...);
+        return st.step();
+    }
+
+    // Calls fn(room, st) for each row of `st` whose room (column 0) is in `rooms`; both are
+    // ordered by room id.
+    template <class F>
+    static void attach(statement& st, std::vector<stored_room>& rooms, F&& fn) {
+        reset_guard g{st};
+        auto it = rooms.begin();
+        while (st.step()) {
+            const auto room = static_cast<std::uint64_t>(st.column_i64(0));
+            while (it != rooms.end() && it->id < room) ++it;
+            if (it == rooms.end()) break;
+            if (it->id == room) fn(*it, st);
+        }
+    }
+
+    void prepare_moderation() {
+        set_role_ = statement(db_, "UPDATE account_rooms SET role = ?3 WHERE account_id = ?1 AND room_id = ?2");
+        set_sanction_ = statement(db_, "INSERT INTO room_sanctions (room_id, account_id, kind, until_us, by_account, "
+                                       "at_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (room_id, account_id, kind) "
+                                       "DO UPDATE SET until_us = excluded.until_us, by_account = excluded.by_account, "
+                                       "at_us = excluded.at_us");
+        lift_ = statement(db_, "DELETE FROM room_sanctions WHERE room_id = ?1 AND account_id = ?2 AND kind = ?3");
+        erase_ = statement(db_, "UPDATE chat_logs SET kind = 2, text = X'' WHERE room_id = ?1 AND seq = ?2");
+        load_sanctions_ = statement(db_, "SELECT s.room_id, s.account_id, s.kind, s.until_us FROM room_sanctions s "
+                                         "JOIN rooms r ON r.id = s.room_id WHERE r.deleted_at_us IS NULL "
+                                         "AND (s.until_us = 0 OR s.until_us > ?1) "
+                                         "ORDER BY s.room_id, s.account_id, s.kind");
+        // Each direct room's blocks, either way round: (room, blocker, blocked).
+        load_blocks_ = statement(db_, "SELECT d.room_id, d.low_id, d.high_id FROM direct_rooms d "
+                                      "JOIN rooms r ON r.id = d.room_id JOIN account_blocks b "
+                                      "ON b.account_id = d.low_id AND b.blocked_id = d.high_id "
+                                      "WHERE r.deleted_at_us IS NULL UNION ALL "
+                                      "SELECT d.room_id, d.high_id, d.low_id FROM direct_rooms d "
+                                      "JOIN rooms r ON r.id = d.room_id JOIN account_blocks b "
+                                      "ON b.account_id = d.high_id AND b.blocked_id = d.low_id "
+                                      "WHERE r.deleted_at_us IS NULL ORDER BY 1, 2");
+        direct_.find_pair = statement(db_, "SELECT d.room_id, r.id IS NOT NULL AND r.deleted_at_us IS NULL "
+                                           "FROM direct_rooms d LEFT JOIN rooms r ON r.id = d.room_id "
+                                           "WHERE d.low_id = ?1 AND d.high_id = ?2");
+        direct_.claim_pair = statement(db_, "INSERT INTO direct_rooms (low_id, high_id, room_id) VALUES (?1, ?2, ?3) "
+                                            "ON CONFLICT (low_id, high_id) DO NOTHING");
+        direct_.move_pair = statement(db_, "UPDATE direct_rooms SET room_id = ?4 "
+                                           "WHERE low_id = ?1 AND high_id = ?2 AND room_id = ?3");
+        direct_.is_member = statement(db_, "SELECT 1 FROM account_rooms WHERE room_id = ?1 AND account_id = ?2");
+        // As rooms_of_: memberships of deleted rooms do not count.
+        direct_.count_rooms = statement(db_, "SELECT COUNT(*) FROM account_rooms m LEFT JOIN rooms r "
+                                             "ON r.id = m.room_id WHERE m.account_id = ?1 AND r.deleted_at_us IS NULL");
+        // No ON CONFLICT: a taken id is the caller's error, not a room to reuse.
+        direct_.create_room =
+            statement(db_, "INSERT INTO rooms (id, name, created_at_us, kind) VALUES (?1, '', ?2, 1)");
+        direct_.add_member = statement(db_, "INSERT INTO account_rooms (account_id, room_id, joined_at_us, "
+                                            "last_read_seq, role) VALUES (?1, ?2, ?3, 0, 0) "
+                                            "ON CONFLICT (account_id, room_id) DO NOTHING");
+        direct_.blocks = statement(db_, "SELECT 1 FROM account_blocks WHERE account_id = ?1 AND blocked_id = ?2");
+        direct_.block = statement(db_, "INSERT INTO account_blocks (account_id, blocked_id, at_us) VALUES (?1, ?2, ?3) "
+                                       "ON CONFLICT (account_id, blocked_id) DO NOTHING");
+        direct_.unblock = statement(db_, "DELETE FROM account_blocks WHERE account_id = ?1 AND blocked_id = ?2");
+    }
     static std::size_t index(token_kind k) noexcept { return k == token_kind::device ? 0 : 1; }
 
     static chat_log_entry read_entry(const statement& st) {
@@ -497,6 +643,7 @@ private:
         e.sender_name = st.column_string(3);
         e.server_ts_us = st.column_i64(4);
         e.text = st.column_string(5);
+        e.kind = static_cast<std::uint8_t>(st.column_i64(6));
         return e;
     }
 
@@ -530,9 +677,9 @@ private:
         insert_account_ = statement(db_, "INSERT INTO accounts (name, password_hash, created_at_us) "
                                          "VALUES (?1, ?2, ?3) ON CONFLICT (name) DO NOTHING");
         insert_log_ = statement(db_, "INSERT INTO chat_logs (room_id, seq, sender_id, sender_name, "
-                                     "server_ts_us, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+                                     "server_ts_us, text, kind) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
                                      "ON CONFLICT (room_id, seq) DO NOTHING");
-        history_ = statement(db_, "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text "
+        history_ = statement(db_, "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text, kind "
                                   "FROM chat_logs WHERE room_id = ?1 ORDER BY seq DESC LIMIT ?2");
         count_logs_ = statement(db_, "SELECT COUNT(*) FROM chat_logs");
         max_room_ = statement(db_, "SELECT MAX(COALESCE((SELECT MAX(room_id) FROM chat_logs), 0), "
@@ -543,21 +690,24 @@ private:
         clear_members_ = statement(db_, "DELETE FROM account_rooms WHERE room_id = ?1");
         // A join of a room the account belongs to renews joined_at_us and keeps last_read_seq; a
         // new row's marker starts at the join's seq.
-        set_member_ = statement(db_, "INSERT INTO account_rooms (account_id, room_id, joined_at_us, last_read_seq) "
-                                     "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (account_id, room_id) "
-                                     "DO UPDATE SET joined_at_us = excluded.joined_at_us");
+        set_member_ =
+            statement(db_, "INSERT INTO account_rooms (account_id, room_id, joined_at_us, last_read_seq, role) "
+                           "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (account_id, room_id) "
+                           "DO UPDATE SET joined_at_us = excluded.joined_at_us");
         mark_read_ = statement(db_, "UPDATE account_rooms SET last_read_seq = ?3 "
                                     "WHERE account_id = ?1 AND room_id = ?2 AND last_read_seq < ?3");
         unset_member_ = statement(db_, "DELETE FROM account_rooms WHERE account_id = ?1 AND room_id = ?2");
         load_rooms_ = statement(db_, "SELECT r.id, r.name, COALESCE((SELECT MAX(c.seq) FROM chat_logs c "
-                                     "WHERE c.room_id = r.id), 0) FROM rooms r WHERE r.deleted_at_us IS NULL "
+                                     "WHERE c.room_id = r.id), 0), r.kind FROM rooms r WHERE r.deleted_at_us IS NULL "
                                      "ORDER BY r.id");
-        load_members_ = statement(db_, "SELECT m.room_id, m.account_id, COALESCE(a.name, '') FROM account_rooms m "
-                                       "JOIN rooms r ON r.id = m.room_id LEFT JOIN accounts a ON a.id = m.account_id "
+        load_members_ = statement(db_, "SELECT m.room_id, m.account_id, COALESCE(a.name, ''), m.role "
+                                       "FROM account_rooms m JOIN rooms r ON r.id = m.room_id "
+                                       "LEFT JOIN accounts a ON a.id = m.account_id "
                                        "WHERE r.deleted_at_us IS NULL ORDER BY m.room_id, m.account_id");
-        history_before_ = statement(db_, "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text "
+        prepare_moderation();
+        history_before_ = statement(db_, "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text, kind "
                                          "FROM chat_logs WHERE room_id = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3");
-        history_after_ = statement(db_, "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text "
+        history_after_ = statement(db_, "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text, kind "
                                         "FROM chat_logs WHERE room_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3");
         log_range_ = statement(db_, "SELECT COALESCE(MIN(seq), 0), COALESCE(MAX(seq), 0) FROM chat_logs "
                                     "WHERE room_id = ?1");
@@ -692,9 +842,17 @@ private:
                 run(delete_room_, c.room_id, c.at_us);
                 run(clear_members_, c.room_id);
                 break;
-            case room_change::kind::joined: run(set_member_, c.account_id, c.room_id, c.at_us, c.seq); break;
+            case room_change::kind::joined:
+                run(set_member_, c.account_id, c.room_id, c.at_us, c.seq, std::int64_t{c.role});
+                break;
             case room_change::kind::left: run(unset_member_, c.account_id, c.room_id); break;
             case room_change::kind::read: run(mark_read_, c.account_id, c.room_id, c.seq); break;
+            case room_change::kind::role: run(set_role_, c.account_id, c.room_id, std::int64_t{c.role}); break;
+            case room_change::kind::sanction:
+                run(set_sanction_, c.room_id, c.account_id, std::int64_t{c.sanction}, c.until_us, c.by, c.at_us);
+                break;
+            case room_change::kind::lift: run(lift_, c.room_id, c.account_id, std::int64_t{c.sanction}); break;
+            case room_change::kind::erase: run(erase_, c.room_id, c.seq); break;
         }
     }
 
@@ -735,6 +893,13 @@ private:
         mark_read_ = {};
         load_rooms_ = {};
         load_members_ = {};
+        load_sanctions_ = {};
+        load_blocks_ = {};
+        set_role_ = {};
+        set_sanction_ = {};
+        lift_ = {};
+        erase_ = {};
+        direct_ = {};
         for (auto& t : tokens_) t = {};
         history_before_ = {};
         history_after_ = {};
@@ -753,6 +918,8 @@ private:
     statement select_account_, insert_account_, insert_log_, history_, count_logs_, max_room_, version_;
     statement insert_room_, delete_room_, clear_members_, set_member_, unset_member_, load_rooms_, load_members_;
     statement rooms_of_, mark_read_;
+    statement load_sanctions_, load_blocks_, set_role_, set_sanction_, lift_, erase_;
+    direct_statements direct_;
     token_statements tokens_[2];  // by index(token_kind)
     statement history_before_, history_after_, log_range_, next_log_room_, old_prefix_, delete_logs_;
 };

@@ -65,6 +65,7 @@ cluster_presence::cluster_presence(room_host& host, cluster_sequencer& seq, shar
                                                                         if (up) sub_seen_up_ = true;
                                                                     }});
     if (registry) {
+        sub_->subscribe(std::string(control_channel));  // signals about accounts: once per node
         node_registry_options no;
         no.node_id = node;
         no.ttl = std::chrono::milliseconds(co.node_ttl_ms);
@@ -109,10 +110,12 @@ void cluster_presence::broadcast_alive() {
 void cluster_presence::watch(const room& r) {
     rooms_[r.id()].primed = true;  // joined after prime(), or a room just created here
     sub_->subscribe(presence_channel(key_of(r.id())));
+    sub_->subscribe(signal_channel(key_of(r.id())));
 }
 
 void cluster_presence::unwatch(const room& r) {
     sub_->unsubscribe(presence_channel(key_of(r.id())));
+    sub_->unsubscribe(signal_channel(key_of(r.id())));
     auto it = rooms_.find(r.id());
     if (it == rooms_.end()) return;
     // Not followed any more: the view would go stale. A join waiting for a read keeps the entry.
@@ -183,6 +186,7 @@ void cluster_presence::grace_over() {
 }
 
 void cluster_presence::on_subscribed(std::string_view channel) {
+    if (is_signal_channel(channel)) return;  // signals are not kept: nothing to read
     // What changed while this node did not follow the channel is in the hash.
     const room_id id = room_of_channel(channel);
     if (rooms_.contains(id)) read(id);
@@ -277,6 +281,7 @@ void cluster_presence::forget_remote(room& r, room_state& st, std::uint64_t acco
 }
 
 void cluster_presence::on_message(std::string_view channel, std::string_view payload) {
+    if (on_signal(channel, payload)) return;
     auto m = parse_presence(payload);
     if (!m || m->node == node_) return;  // our own: told locally already
     const room_id id = room_of_channel(channel);

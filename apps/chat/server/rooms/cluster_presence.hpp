@@ -87,6 +87,21 @@ public:
     /// The command connection (list_rooms reads online counts through it). Owning shard.
     redis_client& redis() noexcept { return *redis_; }
 
+    // --- signals: published, never stored (cluster_presence_signals.cpp) --------------------
+    //   chat:{R}:e   "<node> t <account> <name>"        a member typing in R
+    //                "<node> r <account> <seq>"         an account's read marker in R rose
+    //   chat:ctl     "<node> d <room> <account>..."     accounts now in direct room <room>
+    //                "<node> b <room> <blocker> <blocked> <0|1>"   a block in a direct room
+    // A node follows chat:{R}:e while it watches R, and chat:ctl on its registry shard. What is
+    // published while a node does not follow is lost to it: typing is ephemeral anyway, a read
+    // marker and a direct room reach its sessions at their next login, a block at the room's
+    // next load.
+
+    void signal_typing(room_id id, std::uint64_t account, std::string_view name);
+    void signal_read(room_id id, std::uint64_t account, std::uint64_t seq);
+    void signal_direct(room_id id, const std::vector<std::uint64_t>& accounts);
+    void signal_block(room_id id, std::uint64_t blocker, std::uint64_t blocked, bool on);
+
 private:
     using entry_key = std::pair<std::uint64_t, std::uint32_t>;  // account, node
     struct room_state {
@@ -100,6 +115,10 @@ private:
     void apply_hash(room_id id, const std::vector<online_entry>& entries, const std::vector<std::uint64_t>& left);
     void forget_remote(room& r, room_state& st, std::uint64_t account);
     void on_message(std::string_view channel, std::string_view payload);
+    // A signal from another node (cluster_presence_signals.cpp): true when `channel` carries
+    // signals (handled or dropped here).
+    bool on_signal(std::string_view channel, std::string_view payload);
+    void publish_signal(std::string channel, std::string payload);
     void on_subscribed(std::string_view channel);
     void forget_versions();
     // Redis may have restarted empty: for a grace period (--node-ttl-ms) entries missing from a

@@ -67,6 +67,10 @@ public:
     void announce(const room& r, presence_change what, std::uint64_t player_id, std::string_view name) override;
     bool left(room& r, std::int64_t now, std::uint64_t& ticket) override;
     bool holds_idle_rooms() const noexcept override { return false; }
+    void typed(const room& r, std::uint64_t account, std::string_view name) override;
+    void marked_read(const room& r, std::uint64_t account, std::uint64_t seq) override;
+    void direct_opened(room_id id, const std::vector<std::uint64_t>& accounts) override;
+    void block_changed(room_id id, std::uint64_t blocker, std::uint64_t blocked, bool on) override;
 
     bool list_rooms(std::size_t limit, std::function<void(std::optional<std::vector<room_summary>>)> done) override;
     void complete_resume(std::uint64_t from, std::uint64_t to, stored_range rows,

@@ -137,4 +137,22 @@ void cluster_sequencer::online_counts(std::vector<room_summary> rooms,
     });
 }
 
+// --- signals (cluster_presence_signals.cpp) --------------------------------------------------
+
+void cluster_sequencer::typed(const room& r, std::uint64_t account, std::string_view name) {
+    if (presence_) presence_->signal_typing(r.id(), account, name);
+}
+
+void cluster_sequencer::marked_read(const room& r, std::uint64_t account, std::uint64_t seq) {
+    if (presence_) presence_->signal_read(r.id(), account, seq);
+}
+
+void cluster_sequencer::direct_opened(room_id id, const std::vector<std::uint64_t>& accounts) {
+    if (presence_) presence_->signal_direct(id, accounts);
+}
+
+void cluster_sequencer::block_changed(room_id id, std::uint64_t blocker, std::uint64_t blocked, bool on) {
+    if (presence_) presence_->signal_block(id, blocker, blocked, on);
+}
+
 }  // namespace strix::chat

@@ -301,6 +301,7 @@ void room_host::mark_read(room_id id, const member& m, std::uint64_t seq) {
     a->last_read = seq;
     fan_out(r, room_event::kind::read, m.session_id, m.shard, frames::read_res(id.value(), seq),
             frames::read_marker(id.value(), seq), *t, 0, m.player_id);
+    seq_->marked_read(r, m.player_id, seq);
 }
 
 void room_host::typing(room_id id, const member& m) {
@@ -313,6 +314,7 @@ void room_host::typing(room_id id, const member& m) {
     }
     fan_out(it->second, room_event::kind::notice, m.session_id, m.shard, nullptr,
             frames::typing(id.value(), m.player_id, m.name));
+    seq_->typed(it->second, m.player_id, m.name);
 }
 
 void room_host::notify(const room& r, std::uint64_t subject, unsigned subject_shard, bool joined,

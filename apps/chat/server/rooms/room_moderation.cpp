@@ -208,6 +208,7 @@ void room_host::open_direct(stored_room info, member m, std::vector<std::uint64_
     for (std::uint64_t account : announce)
         for (unsigned s = 0; s < ctx_.eng.shard_count(); ++s)
             service_.container().invoke_on(s, [account, id](chat_service& svc) { svc.enter_direct(account, id); });
+    if (!announce.empty()) seq_->direct_opened(id, announce);
 }
 
 void room_host::set_block(room_id id, std::uint64_t blocker, std::uint64_t blocked, bool on) {

@@ -107,6 +107,18 @@ public:
     /// the next join loads it again). Any thread.
     virtual bool holds_idle_rooms() const noexcept = 0;
 
+    // --- what other nodes hear without storage (cluster mode; nothing on one node) ----------
+
+    /// A member of r typing, told to this node's members already. Owner shard.
+    virtual void typed(const room&, std::uint64_t /*account*/, std::string_view /*name*/) {}
+    /// An account's read marker in r rose to `seq` (stored), told to its sessions here. Owner.
+    virtual void marked_read(const room&, std::uint64_t /*account*/, std::uint64_t /*seq*/) {}
+    /// The accounts belong to direct room `id` now (its first message): their sessions on the
+    /// other nodes go in too. Owner shard.
+    virtual void direct_opened(room_id, const std::vector<std::uint64_t>& /*accounts*/) {}
+    /// A block in direct room `id` changed (stored): the other nodes' copies of the room follow.
+    virtual void block_changed(room_id, std::uint64_t /*blocker*/, std::uint64_t /*blocked*/, bool /*on*/) {}
+
     // --- reads that depend on where rooms live ----------------------------------------------
 
     /// The rooms list_rooms shows: the `limit` smallest ids, ascending, with member and online

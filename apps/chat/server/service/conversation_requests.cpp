@@ -256,6 +256,7 @@ void chat_service::block_stored(std::uint64_t sid, block_result r, bool blocked)
     const unsigned self = self_;
     on_owner(room, [room, blocker = p->player_id, peer = r.peer.id, blocked, self, answer](chat_service& owner) {
         owner.host().set_block(room, blocker, peer, blocked);
+        owner.host().sequencer().block_changed(room, blocker, peer, blocked);
         owner.container().invoke_on(self, answer);
     });
 }
