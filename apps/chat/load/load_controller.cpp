@@ -236,12 +236,13 @@ std::uint32_t load_controller::directs_ready() const {
 
 std::string load_controller::directs_progress() const {
     if (!shared_.layout || shared_.layout->pair_count() == 0) return "no direct pairs";
-    return std::to_string(directs_ready()) + "/" + std::to_string(2 * shared_.layout->pair_count()) +
-           " direct sides ready (round " +
-           std::to_string(shared_.phase.load(std::memory_order_relaxed) == load_phase::directs
-                              ? shared_.dm_round.load(std::memory_order_relaxed) + 1
-                              : 0) +
-           " of " + std::to_string(shared_.layout->rounds()) + ")";
+    std::string s = std::to_string(directs_ready()) + "/" + std::to_string(2 * shared_.layout->pair_count()) +
+                    " direct sides ready";
+    if (shared_.phase.load(std::memory_order_relaxed) == load_phase::directs) {
+        s += " (round " + std::to_string(shared_.dm_round.load(std::memory_order_relaxed) + 1) + " of " +
+             std::to_string(shared_.layout->rounds()) + ")";
+    }
+    return s;
 }
 
 void load_controller::start_step(std::int64_t now, double rps) {
