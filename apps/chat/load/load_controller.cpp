@@ -129,21 +129,7 @@ void load_controller::tick_setup(std::int64_t now) {
     }
     // Joins owed: every membership but the creators'.
     const std::uint32_t joins = (shared_.layout ? o.clients * o.rooms_per_client : o.clients) - o.rooms;
-    if (seconds(now - t_start_) > o.setup_timeout_s) {
-        std::string why = "setup did not finish within --setup-timeout " + std::to_string(o.setup_timeout_s) +
-                          " s: " + std::to_string(logged) + "/" + std::to_string(o.clients) + " logged in, " +
-                          std::to_string(created) + "/" + std::to_string(o.rooms) + " rooms created, " +
-                          std::to_string(joined) + "/" + std::to_string(joins) + " joined";
-        if (shared_.layout) why += ", " + directs_progress();
-        shared_.fail(why);
-        return;
-    }
-    if (shared_.layout && p != load_phase::connecting && now >= next_progress_) {
-        std::printf("setup: %u/%u rooms created, %u/%u joined, %s (%.1f s)\n", created, o.rooms, joined, joins,
-                    directs_progress().c_str(), seconds(now - t_start_));
-        std::fflush(stdout);
-        next_progress_ = now + sec_ns;
-    }
+    if (!setup_in_time(now, logged, created, joined, joins)) return;
     switch (p) {
         case load_phase::connecting:
             if (logged < o.clients) return;
@@ -174,18 +160,7 @@ void load_controller::tick_setup(std::int64_t now) {
             set_phase(load_phase::checking);
             t_phase_ = now;
             return;
-        case load_phase::directs: {
-            // Every side of the round's pairs in its direct room, the opening message seen.
-            const std::uint32_t r = shared_.dm_round.load(std::memory_order_relaxed);
-            if (directs_ready() < 2 * shared_.layout->pairs_through(r)) return;
-            if (r + 1 < shared_.layout->rounds()) {
-                shared_.dm_round.store(r + 1, std::memory_order_release);
-                return;
-            }
-            set_phase(load_phase::checking);
-            t_phase_ = now;
-            return;
-        }
+        case load_phase::directs: tick_directs(now); return;
         case load_phase::checking:
             // list_rooms_res lists 500 rooms at most: beyond, the join replies are the check.
             if (!rooms_asked_ && o.rooms > 500) {
@@ -213,6 +188,29 @@ void load_controller::tick_setup(std::int64_t now) {
     }
 }
 
+// False (the run failed) past --setup-timeout; the conversations workload's progress line each second.
+bool load_controller::setup_in_time(std::int64_t now, std::uint32_t logged, std::uint32_t created, std::uint32_t joined,
+                                    std::uint32_t joins) {
+    const load_options& o = shared_.opt;
+    if (seconds(now - t_start_) > o.setup_timeout_s) {
+        std::string why = "setup did not finish within --setup-timeout " + std::to_string(o.setup_timeout_s) +
+                          " s: " + std::to_string(logged) + "/" + std::to_string(o.clients) + " logged in, " +
+                          std::to_string(created) + "/" + std::to_string(o.rooms) + " rooms created, " +
+                          std::to_string(joined) + "/" + std::to_string(joins) + " joined";
+        if (shared_.layout) why += ", " + directs_progress();
+        shared_.fail(why);
+        return false;
+    }
+    if (shared_.layout && shared_.phase.load(std::memory_order_relaxed) != load_phase::connecting &&
+        now >= next_progress_) {
+        std::printf("setup: %u/%u rooms created, %u/%u joined, %s (%.1f s)\n", created, o.rooms, joined, joins,
+                    directs_progress().c_str(), seconds(now - t_start_));
+        std::fflush(stdout);
+        next_progress_ = now + sec_ns;
+    }
+    return true;
+}
+
 void load_controller::finish_setup(std::int64_t now) {
     const load_options& o = shared_.opt;
     setup_s_ = seconds(now - t_start_);
@@ -228,6 +226,18 @@ void load_controller::finish_setup(std::int64_t now) {
     std::fflush(stdout);
     set_phase(load_phase::running);
     start_step(now, o.rps);
+}
+
+void load_controller::tick_directs(std::int64_t now) {
+    // Every side of the round's pairs in its direct room, the opening message seen.
+    const std::uint32_t r = shared_.dm_round.load(std::memory_order_relaxed);
+    if (directs_ready() < 2 * shared_.layout->pairs_through(r)) return;
+    if (r + 1 < shared_.layout->rounds()) {
+        shared_.dm_round.store(r + 1, std::memory_order_release);
+        return;
+    }
+    set_phase(load_phase::checking);
+    t_phase_ = now;
 }
 
 std::uint32_t load_controller::directs_ready() const {

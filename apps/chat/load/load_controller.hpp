@@ -44,6 +44,9 @@ private:
     enum class step_state { sending, draining, finalizing };
 
     void tick_setup(std::int64_t now);
+    bool setup_in_time(std::int64_t now, std::uint32_t logged, std::uint32_t created, std::uint32_t joined,
+                       std::uint32_t joins);
+    void tick_directs(std::int64_t now);
     void finish_setup(std::int64_t now);
     std::uint32_t directs_ready() const;
     std::string directs_progress() const;
