@@ -18,188 +18,20 @@
 //   node chat_page_test.mjs <build dir>
 // Playwright (playwright-core, fetched by the web page's npm step) drives Debian's
 // chromium-headless-shell; no browser is downloaded. Exits 77 (skipped) when no Chromium exists.
+// Helpers: page_helpers.mjs.
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
-import { createRequire } from 'node:module';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import {
+  fail, fields, launch_browser, lists, log_lines, members, metrics, my_rooms, online, page_for, same, sees,
+  sees_online, start, start_server, state, stop_children, time_zone, typing_line, until,
+} from './page_helpers.mjs';
 
 const build = path.resolve(process.argv[2] || 'build');
-const chromium_paths = ['/usr/bin/chromium-headless-shell', '/usr/bin/chromium'];
-const chromium_bin = chromium_paths.find((p) => existsSync(p));
-if (!chromium_bin) {
-  console.log(`SKIP: no Chromium at ${chromium_paths.join(' or ')} (scripts/install-deps.sh installs chromium-headless-shell)`);
-  process.exit(77);
-}
-const require = createRequire(path.join(build, 'apps/chat/web/package.json'));
-const { chromium } = require('playwright-core');
-
-const time_zone = 'Asia/Kolkata';
 const hh_mm = new Intl.DateTimeFormat('en-GB', { timeZone: time_zone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' });
 const test_start = Date.now();
 const work = mkdtempSync(path.join(tmpdir(), 'strix-browser-'));
-const children = [];
-let failed = false;
-
-function fail(msg) {
-  failed = true;
-  throw new Error(msg);
-}
-
-// A child process whose output is collected; wait_for(re) resolves once a line matches.
-function start(bin, args, env = {}) {
-  const p = spawn(bin, args, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
-  const c = { p, out: '' };
-  p.stdout.on('data', (d) => { c.out += d; });
-  p.stderr.on('data', (d) => { c.out += d; });
-  c.wait_for = async (re, what, ms = 10000) => {
-    const until = Date.now() + ms;
-    while (Date.now() < until) {
-      const m = c.out.match(re);
-      if (m) return m;
-      if (p.exitCode !== null) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    fail(`${what}: no output matching ${re} within ${ms} ms; output:\n${c.out}`);
-  };
-  c.say = (line) => p.stdin.write(line + '\n');
-  children.push(c);
-  return c;
-}
-
-async function page_for(browser, url, name) {
-  const context = await browser.newContext({ viewport: { width: 1000, height: 640 }, timezoneId: time_zone });
-  await context.addInitScript(line_key_script);
-  const page = await context.newPage();
-  page.on('pageerror', (e) => { console.log(`${name}: page error: ${e.message}`); failed = true; });
-  await page.goto(url);
-  await page.waitForSelector('#conn[data-state="open"]', { timeout: 10000 });
-  await page.fill('#name', name);
-  await page.fill('#password', `${name}-pw`);
-  await page.click('#login-form button');
-  await page.waitForSelector('body[data-login="yes"]', { timeout: 10000 });
-  return page;
-}
-
-// Every page gets line_key(div): a log line as the test compares it, a chat line as '#seq sender:
-// text' (its time apart), a notice as its text. (An init script: the page's CSP forbids eval.)
-const line_key_script = `window.line_key = (d) => (d.classList.contains('chat')
-  ? '#' + d.dataset.seq + ' ' + d.querySelector('.who').textContent + ': ' + d.querySelector('.text').textContent
-  : d.textContent);`;
-
-// Waits until the page's log (the shown room's) has a line equal to `text` (line_key).
-async function sees(page, who, text) {
-  try {
-    await page.waitForFunction((t) => [...document.querySelectorAll('#log div')].some((d) => window.line_key(d) === t),
-      text, { timeout: 10000 });
-  } catch {
-    fail(`${who} did not see '${text}'; the page shows (room ${await page.evaluate(() => document.body.dataset.room)}):\n` +
-      (await log_lines(page)).join('\n'));
-  }
-}
-
-async function members(page) {
-  return (await page.$$eval('#members li', (ls) => ls.map((l) => l.textContent))).sort();
-}
-
-// The member list as 'name:yes|no' (data-online), sorted.
-async function online(page) {
-  return (await page.$$eval('#members li', (ls) => ls.map((l) => `${l.dataset.name}:${l.dataset.online}`))).sort();
-}
-
-// Waits until `page` shows `name` with data-online = `state` (and the offline class when 'no').
-async function sees_online(page, who, name, state) {
-  const sel = `#members li[data-name="${name}"][data-online="${state}"]`;
-  try {
-    await page.waitForSelector(sel, { timeout: 10000 });
-  } catch {
-    fail(`${who} did not show ${name} with data-online=${state}; the list: ${await online(page)}; the log:\n` +
-      (await log_lines(page)).join('\n'));
-  }
-  const offline_class = await page.$eval(sel, (l) => l.classList.contains('offline'));
-  if (offline_class !== (state === 'no')) fail(`${who}'s entry for ${name} (online ${state}) has offline class ${offline_class}`);
-}
-
-async function log_lines(page, sel = '#log div') {
-  return page.$$eval(sel, (ds) => ds.map((d) => window.line_key(d)));
-}
-
-async function until(what, cond, ms = 10000) {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) fail(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-function same(what, got, want) {
-  if (JSON.stringify(got) !== JSON.stringify(want)) {
-    fail(`${what}:\n got  ${JSON.stringify(got).slice(0, 3000)}\n want ${JSON.stringify(want).slice(0, 3000)}`);
-  }
-}
-
-// Just enough of a FlatBuffer reader for the frames the test looks at (docs/protocol.md): field i
-// of the body's root table.
-function fields(frame) {
-  const b = frame.subarray(12);
-  const table = b.readUInt32LE(0);
-  const vt = table - b.readInt32LE(table);
-  const at = (i) => (4 + 2 * i < b.readUInt16LE(vt) ? b.readUInt16LE(vt + 4 + 2 * i) : 0);
-  const ref = (i) => table + at(i) + b.readUInt32LE(table + at(i));
-  return {
-    type: frame.readUInt16LE(4),
-    u8: (i) => (at(i) ? b[table + at(i)] : 0),
-    u64: (i) => (at(i) ? b.readBigUInt64LE(table + at(i)) : 0n),
-    str: (i) => (at(i) ? b.toString('utf8', ref(i) + 4, ref(i) + 4 + b.readUInt32LE(ref(i))) : ''),
-    len: (i) => (at(i) ? b.readUInt32LE(ref(i)) : 0),
-  };
-}
-
-// The counters of the server's /metrics (summed over shards by the server).
-async function metrics(url) {
-  const text = await (await fetch(url)).text();
-  return (name) => {
-    const m = text.match(new RegExp(`^${name} (\\d+)$`, 'm'));
-    if (!m) fail(`no ${name} on ${url}`);
-    return Number(m[1]);
-  };
-}
-
-// A port nothing listens on now (the server's --metrics-port has no 'any port').
-async function free_port() {
-  const srv = createServer();
-  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
-  const { port } = srv.address();
-  await new Promise((r) => srv.close(r));
-  return port;
-}
-
-// The rooms listed on a page's side panel (#my-rooms) as 'id:unread', current first-marked '*'.
-async function my_rooms(page) {
-  return page.$$eval('#my-rooms li', (ls) => ls.map((l) => `${l.classList.contains('current') ? '*' : ''}${l.dataset.room}:${l.dataset.unread}`));
-}
-
-// Waits until a page's room list is `want` (my_rooms).
-async function lists(page, who, want) {
-  try {
-    await page.waitForFunction((w) => JSON.stringify([...document.querySelectorAll('#my-rooms li')].map((l) =>
-      `${l.classList.contains('current') ? '*' : ''}${l.dataset.room}:${l.dataset.unread}`)) === w, JSON.stringify(want), { timeout: 10000 });
-  } catch {
-    fail(`${who}'s room list: got ${JSON.stringify(await my_rooms(page))}, want ${JSON.stringify(want)}`);
-  }
-}
-
-// Waits until a page's typing line is `text`; the ms it took.
-async function typing_line(page, who, text, ms = 10000) {
-  const t0 = Date.now();
-  try {
-    await page.waitForFunction((t) => document.getElementById('typing').textContent === t, text, { timeout: ms });
-  } catch {
-    fail(`${who}'s typing line: got '${await page.textContent('#typing')}', want '${text}' within ${ms} ms`);
-  }
-  return Date.now() - t0;
-}
 
 // Protocol version 2 with two pages of two accounts (and alice's second page): both are in garden
 // (`room`, shown) and a second room, shed; unread badges, read markers, typing, a leave.
@@ -303,14 +135,9 @@ let browser;
 try {
   const resume_max = 100;
   const burst = resume_max + 150; // round 2: over --resume-max, and over one history page (200)
-  const server = start(path.join(build, 'bin/strix-chat-server'), ['--port', '0', '--ws-port', '0', '--db',
-    `sqlite:${work}/chat.db`, '--password-cost', 'fast', '--metrics-port', String(await free_port()), '--shards', '2', '--no-pin',
+  const { tcp_port, metrics_url, url } = await start_server(build, work, ['--shards', '2',
     '--resume-max', String(resume_max), '--chat-burst', String(burst + 50)]);
-  const [, tcp_port] = await server.wait_for(/listening on 127\.0\.0\.1:(\d+)/, 'server start');
-  const [, metrics_url] = await server.wait_for(/metrics (http:\/\/127\.0\.0\.1:\d+\/metrics)/, 'server start');
-  const [, url] = await server.wait_for(/web chat page (http:\/\/127\.0\.0\.1:\d+\/)/, 'server start');
-
-  browser = await chromium.launch({ executablePath: chromium_bin, args: ['--no-sandbox'], headless: true });
+  browser = await launch_browser(build);
   const alice = await page_for(browser, url, 'alice');
   await alice.fill('#new-room', 'garden');
   await alice.click('#create-form button');
@@ -522,14 +349,13 @@ try {
   console.log(`screenshot: ${shot}`);
   carol.say('/quit');
 } catch (e) {
-  failed = true;
+  state.failed = true;
   console.log(`FAIL: ${e.message}`);
 } finally {
   if (browser) await browser.close();
-  for (const c of children) if (c.p.exitCode === null) c.p.kill('SIGTERM');
-  await new Promise((r) => setTimeout(r, 200));
+  await stop_children();
   rmSync(work, { recursive: true, force: true });
 }
-if (failed) process.exit(1);
+if (state.failed) process.exit(1);
 console.log('PASS: the web chat page in Chromium, with a TCP client; alice\'s page recovered every missed message once, ' +
   'in order; two rooms: badges, read markers, typing, resume per room, leave');

@@ -4,7 +4,8 @@
 # alice gives her name and password as input lines, creates a room and talks; bob (name and
 # password as options) lists the rooms, joins, answers, provokes an error, leaves and quits; both
 # must see the same messages with the same room seqs, in order, and the notices; bob's /history
-# shows him the line alice said before he came. A wrong password
+# shows him the line alice said before he came. bob messages alice by name (/dm: a direct room),
+# blocks her (her next line is refused) and unblocks her; alice, lobby's owner, kicks him. A wrong password
 # must end a client with status 1 and the server's reason. Device tokens: alice's client keeps
 # hers in a 0600 file under $XDG_STATE_HOME (a fresh one after each login), bob's, run with
 # --no-device-token, keeps none.
@@ -99,12 +100,41 @@ wait_for "$work/bob.out" "^  $second  second  0 unread  \(current\)$"
 grep -Eq "^  $room  lobby  1 unread$" "$work/bob.out" || fail "bob's /mine does not list lobby with alice's 'three' unread"
 printf '/switch %s\nback in lobby\n' "$room" >&4
 wait_for "$work/alice.out" "^\[$room#4\] bob: back in lobby$"
-printf '/exit\n' >&4
+# A direct message by name: bob's client enters the direct room (named after alice) and makes it
+# current; alice's client is told of it, and its /history shows the line whether or not it came
+# live (her session may join the room after the line).
+printf '/dm alice psst, alice\n' >&4
+wait_for "$work/bob.out" "^direct messages with alice in room [0-9]+ \(now the current room\)$"
+dm=$(sed -nE 's/^direct messages with alice in room ([0-9]+) .*/\1/p' "$work/bob.out")
+wait_for "$work/bob.out" "^\[$dm#1\] bob: psst, alice$"
+wait_for "$work/alice.out" "^\* bob opened a direct conversation with you: room $dm "
+printf '/switch %s\n/history\n' "$dm" >&3
+wait_for "$work/alice.out" "^\[$dm#1\] bob: psst, alice$"
+# Her /dm to bob goes to the room she is in now; bob blocks her, and her next line is refused.
+printf '/dm bob hi bob\n' >&3
+wait_for "$work/bob.out" "^\[$dm#2\] alice: hi bob$"
+printf '/block alice\n' >&4
+wait_for "$work/bob.out" "^blocked alice: no direct messages from them$"
+printf '/dm bob still there?\n' >&3
+wait_for "$work/alice.out" "^error: (chat|direct)_req: blocked: "
+printf '/unblock alice\n' >&4
+wait_for "$work/bob.out" "^unblocked alice$"
+# Listed by the peer's name; alice's 'hi bob' is unread (the current room's lines count until /read).
+printf '/mine\n' >&4
+wait_for "$work/bob.out" "^  $dm  @alice  1 unread  \(current\)$"
+# alice, lobby's owner, kicks bob: both read the notice, and bob is out of lobby.
+printf '/switch %s\n/kick bob\n' "$room" >&3
+wait_for "$work/alice.out" "^\[$room#5\] \* bob was kicked by you$"
+wait_for "$work/bob.out" "^\[$room#5\] \* you were kicked by alice$"
 wait_for "$work/bob.out" "^left room $room 'lobby'$"
-wait_for "$work/bob.out" "^now in room $second 'second'$"
-wait_for "$work/alice.out" "^\* bob left room $room$"
-printf '/exit\n' >&4
+# A name the room has not seen is refused before anything is sent.
+printf '/kick nobody\n' >&3
+wait_for "$work/alice.out" "^no account called nobody seen in room $room "
+printf '/switch %s\n/exit\n' "$second" >&4
 wait_for "$work/bob.out" "^left room $second 'second'$"
+wait_for "$work/bob.out" "^now in room $dm '@alice'$"
+printf '/exit\n' >&4
+wait_for "$work/bob.out" "^left room $dm '@alice'$"
 printf 'not in a room any more\n/quit\n' >&4
 exec 4>&-
 rc=0
@@ -113,10 +143,11 @@ wait "$bob" || rc=$?
 grep -q "^not in a room" "$work/bob.out" || fail "bob was not told he is not in a room"
 grep -q "^bye$" "$work/bob.out" || fail "bob's client did not say bye"
 
-# alice's view: her three chat lines, in seq order, and nothing from bob after he left.
+# alice's view of lobby: its lines in seq order, the kick last, nothing from bob after it.
 grep -E "^\[$room#" "$work/alice.out" >"$work/alice.chat"
 printf '[%s#1] alice: hello from alice\n[%s#2] bob: hi alice\n[%s#3] alice: three\n[%s#4] bob: back in lobby\n' \
   "$room" "$room" "$room" "$room" >"$work/alice.want"
+printf '[%s#5] * bob was kicked by you\n' "$room" >>"$work/alice.want"
 diff "$work/alice.want" "$work/alice.chat" || fail "alice's chat lines differ from the expected ones"
 # End of input ends the client like /quit.
 exec 3>&-

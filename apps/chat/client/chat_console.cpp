@@ -358,6 +358,14 @@ void chat_console::help() {
         "  /read         mark the current room read\n"
         "  /typing       tell the current room you are typing\n"
         "  /history      show 20 earlier messages of the room (again: the 20 before those)\n"
+        "  /dm NAME TEXT send TEXT to the account NAME in your direct room with it (made current)\n"
+        "  /block NAME   no direct messages from NAME (/unblock NAME lifts it)\n"
+        "  moderation in the current room (owner and admins; NAME: an account seen there):\n"
+        "  /kick NAME    end NAME's membership (it may join again)\n"
+        "  /ban NAME [SECONDS]  kick, and no join for SECONDS (none: until /unban NAME)\n"
+        "  /mute NAME SECONDS   NAME's lines are refused for SECONDS (/unmute NAME lifts it)\n"
+        "  /erase SEQ    remove message SEQ ([room#SEQ]) for everyone\n"
+        "  /promote NAME, /demote NAME, /transfer NAME  (owner) make NAME an admin, a member, the owner\n"
         "  /ping         measure the round trip to the server\n"
         "  /help         this list\n"
         "  /quit         disconnect and quit\n"
@@ -499,7 +507,7 @@ void chat_console::command(const std::string& raw) {
         fbb_.Finish(proto::Createping_req(fbb_, steady_us()));
         send(proto::msg_type::ping_req);
         start(waiting::pong);
-    } else {
+    } else if (!conversation_command(cmd, arg)) {
         out("unknown command {} (/help lists the commands)", cmd);
     }
 }

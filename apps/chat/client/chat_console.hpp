@@ -10,8 +10,12 @@
 // Server pushes (chat, join and leave notices) are printed whenever they arrive.
 //
 //   [room#seq] name: text       a chat message
+//   [room#seq] * ben was kicked by ann   a moderator's notice (console_conversations.cpp)
 //   * name joined room R        join / leave notices
 //   error: <request>: <code>: <reason>
+//
+// Direct rooms (/dm NAME TEXT) are named "@peer"; moderation commands (/kick NAME ...) act in the
+// current room on an account the client has seen there.
 
 #include "apps/chat/common/client_tls.hpp"
 
@@ -59,7 +63,7 @@ public:
     int run();
 
 private:
-    enum class waiting { nothing, login, rooms, create, join, leave, chat, pong, history };
+    enum class waiting { nothing, login, rooms, create, join, leave, chat, pong, history, direct, block, moderate };
 
     bool connect_server();
     bool start_tls();
@@ -79,6 +83,12 @@ private:
     void mark_read(std::uint64_t id);
     void room_left(std::uint64_t id);
     void done_waiting();
+    // Direct messages, blocks and moderation (console_conversations.cpp).
+    bool conversation_command(const std::string& cmd, const std::string& arg);
+    void moderate(proto::mod_action action, const std::string& name, std::uint64_t seq, std::uint32_t seconds);
+    std::string message_line(const proto::chat_msg& m) const;
+    std::string notice_text(const proto::chat_msg& m) const;
+    void notice_seen(const proto::chat_msg& m);
     /// One line to stdout, flushed. Main thread.
     template <class... A>
     void out(strix::format_string_for<A...> fmt, const A&... args) {
@@ -103,7 +113,11 @@ private:
     std::uint64_t player_id_ = 0;
     // A room this session is in (protocol version 2: many at once).
     struct room_view {
-        std::string name;
+        std::string name;  // a direct room: "@" and the peer's name
+        bool direct = false;
+        // Every account seen in the room (members, joins, senders, notices' targets), by name:
+        // what the moderation commands look names up in.
+        std::map<std::string, std::uint64_t, std::less<>> known;
         std::uint64_t last_seq = 0;   // the newest message seen (join_room_res, then chat_msg)
         std::uint64_t last_read = 0;  // the account's read marker (login_res, read_res, read_marker)
         std::uint64_t unread() const noexcept { return last_seq > last_read ? last_seq - last_read : 0; }
@@ -113,6 +127,8 @@ private:
     std::uint64_t history_before_ = 0;  // /history pages back from here (0: the newest)
     std::string room_name_;
     std::uint64_t client_seq_ = 0;
+    std::string direct_to_;          // the name a /dm went to, until its chat_msg or error
+    std::uint64_t moderated_room_ = 0;  // a moderation request's room, until its notice or error
     bool logged_in_ = false;
     std::string token_path_;  // this server's and name's device token file (empty: none kept)
 };

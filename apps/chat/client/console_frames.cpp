@@ -47,7 +47,7 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
             } else {
                 out("rooms:");
                 for (const proto::room_info* r : *res->rooms()) {
-                    if (r == nullptr) continue;
+                    if (r == nullptr || r->kind() == proto::room_kind::direct) continue;
                     out("  {}  {}  ({} member{})", r->id(), str(r->name()), r->members(), r->members() == 1 ? "" : "s");
                 }
             }
@@ -57,7 +57,9 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
         case proto::msg_type::create_room_res: {
             const auto* res = body_as<proto::create_room_res>(frame);
             if (res == nullptr || res->room() == nullptr) break;
-            rooms_[res->room()->id()].name = std::string(str(res->room()->name()));
+            room_view& view = rooms_[res->room()->id()];
+            view.name = std::string(str(res->room()->name()));
+            view.known[opt_.name] = player_id_;  // its owner, the only member yet
             switch_to(res->room()->id());
             out("created room {} '{}'; you are in it (/exit leaves)", room_id_, room_name_);
             if (waiting_ == waiting::create) done_waiting();
@@ -67,26 +69,40 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
             const auto* res = body_as<proto::join_room_res>(frame);
             if (res == nullptr || res->room() == nullptr) break;
             const std::uint64_t id = res->room()->id();
+            const bool known = rooms_.contains(id);  // listed by the login (or in it before)
             room_view& view = rooms_[id];
-            const bool asked = waiting_ == waiting::join;  // else the login put us back in it
-            view.name = std::string(str(res->room()->name()));
-            view.last_seq = std::max(view.last_seq, res->last_seq());
-            if (!asked) view.last_read = std::min(view.last_read, view.last_seq);
-            std::string members;
+            view.direct = res->room()->kind() == proto::room_kind::direct;
+            std::string members, peer;  // peer: a direct room's other account
             if (res->members() != nullptr) {
                 for (const proto::member_info* p : *res->members()) {
                     if (p == nullptr) continue;
+                    view.known[std::string(str(p->name()))] = p->id();
+                    if (view.direct && p->id() != player_id_) peer = str(p->name());
                     if (!members.empty()) members += ", ";
                     members += str(p->name());
+                    if (p->role() != proto::member_role::member) strix::format_to(members, " ({})", name_of(p->role()));
                     if (!p->online()) members += " (offline)";
                 }
             }
+            view.name = view.direct ? "@" + peer : std::string(str(res->room()->name()));
+            // Else the login put us back in it, or someone's direct message to this account did.
+            const bool asked =
+                waiting_ == waiting::join || (view.direct && waiting_ == waiting::direct && peer == direct_to_);
+            view.last_seq = std::max(view.last_seq, res->last_seq());
+            if (!asked) view.last_read = std::min(view.last_read, view.last_seq);
             if (asked || room_id_ == 0) {
                 room_id_ = id;
                 room_name_ = view.name;
                 history_before_ = 0;
             }
-            if (asked) {
+            if (asked && view.direct) {
+                // Read up to the join; the message's chat_msg follows (and ends the wait).
+                view.last_read = view.last_seq;
+                out("direct messages with {} in room {} (now the current room)", peer, id);
+            } else if (view.direct && !known) {
+                out("* {} opened a direct conversation with you: room {} ({} unread; /switch {}, /history){}", peer, id,
+                    view.unread(), id, id == room_id_ ? ", current" : "");
+            } else if (asked) {
                 view.last_read = view.last_seq;  // a new member has read up to its join point
                 out("joined room {} '{}' (/exit leaves); members: {}", id, view.name, members);
                 done_waiting();
@@ -108,15 +124,17 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
         case proto::msg_type::chat_msg: {
             const auto* m = body_as<proto::chat_msg>(frame);
             if (m == nullptr || m->sender() == nullptr) break;
-            const std::string_view name = str(m->sender()->name());
-            const std::string_view text = str(m->text());
-            out("[{}#{}] {}: {}", m->room_id(), m->seq(), name, text);
+            out_line(message_line(*m));
             if (auto it = rooms_.find(m->room_id()); it != rooms_.end()) {
+                it->second.known[std::string(str(m->sender()->name()))] = m->sender()->id();
                 it->second.last_seq = std::max(it->second.last_seq, m->seq());
                 // What this session says itself, it has read.
                 if (m->sender()->id() == player_id_) it->second.last_read = it->second.last_seq;
             }
-            if (waiting_ == waiting::chat && m->sender()->id() == player_id_ && m->client_seq() == client_seq_) {
+            if (m->kind() == proto::msg_kind::notice) notice_seen(*m);
+            const bool said = waiting_ == waiting::chat || waiting_ == waiting::direct;
+            if (said && m->sender()->id() == player_id_ && m->client_seq() == client_seq_) {
+                direct_to_.clear();
                 done_waiting();
             }
             return;
@@ -125,6 +143,8 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
             const auto* m = body_as<proto::member_joined>(frame);
             if (m == nullptr || m->player() == nullptr) break;
             out("* {} joined room {}", str(m->player()->name()), m->room_id());
+            if (auto it = rooms_.find(m->room_id()); it != rooms_.end())
+                it->second.known[std::string(str(m->player()->name()))] = m->player()->id();
             return;
         }
         case proto::msg_type::member_left: {
@@ -168,14 +188,22 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
                 out("no earlier messages stored in room {}", res->room_id());
             } else {
                 out("history of room {}:", res->room_id());
-                for (const proto::chat_msg* m : *msgs) {
-                    if (m == nullptr || m->sender() == nullptr) continue;
-                    out("[{}#{}] {}: {}", m->room_id(), m->seq(), str(m->sender()->name()), str(m->text()));
-                }
+                for (const proto::chat_msg* m : *msgs)
+                    if (m != nullptr) out_line(message_line(*m));
                 history_before_ = msgs->Get(0)->seq();
                 out("{}", res->more() ? "(/history shows more)" : "(the oldest stored message)");
             }
             if (waiting_ == waiting::history) done_waiting();
+            return;
+        }
+        case proto::msg_type::block_res: {
+            const auto* r = body_as<proto::block_res>(frame);
+            if (r == nullptr || r->player() == nullptr) break;
+            if (r->blocked())
+                out("blocked {}: no direct messages from them", str(r->player()->name()));
+            else
+                out("unblocked {}", str(r->player()->name()));
+            if (waiting_ == waiting::block) done_waiting();
             return;
         }
         case proto::msg_type::pong_res: {
@@ -191,6 +219,7 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
             if (e == nullptr) break;
             const std::string_view reason = str(e->reason());
             out("error: {}: {}{}{}", name_of(e->request()), name_of(e->code()), reason.empty() ? "" : ": ", reason);
+            direct_to_.clear();
             if (waiting_ == waiting::login) {
             // Without a login nothing else can work.
                 status_ = 1;

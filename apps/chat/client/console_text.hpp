@@ -20,6 +20,11 @@ inline const char* name_of(proto::error_code e) {
                                                                                      : "unknown_error";
 }
 
+inline const char* name_of(proto::member_role r) {
+    return static_cast<unsigned>(r) <= static_cast<unsigned>(proto::member_role::MAX) ? proto::EnumNamemember_role(r)
+                                                                                      : "role";
+}
+
 inline const char* name_of(proto::msg_type t) {
     const char* n = proto::EnumNamemsg_type(t);
     return n[0] == '\0' ? "request" : n;

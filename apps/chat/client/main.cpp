@@ -1,8 +1,8 @@
 // strix-chat-client: an interactive terminal client for strix-chat-server (the Chat server
 // portfolio's console client). Prompts for the name and password when they are not given; then
-// /rooms, /create NAME, /join ID, /exit, /ping, /help, /quit, and plain lines are chat in the
-// current room. Works the same with stdin from a pipe, so it can be scripted (see
-// chat_client_test.sh).
+// /rooms, /create NAME, /join ID, /exit, /dm NAME TEXT, /kick NAME, ..., /help, /quit, and plain
+// lines are chat in the current room (docs/chat-client.md). Works the same with stdin from a pipe,
+// so it can be scripted (see chat_client_test.sh).
 
 #include "chat_console.hpp"
 

@@ -52,7 +52,7 @@ void local_sequencer::chat(room& r, chat_request& req) {
     host_.fan_out(r, room_event::kind::message, 0, 0, nullptr, frame, *ticket, f.seq);
     // A notice takes effect once every member has it in its place in the room's order.
     if (f.kind == static_cast<std::uint8_t>(proto::msg_kind::notice))
-        host_.apply_notice(r, f.sender_id, notice_text, *ticket);
+        host_.apply_notice(r, f.sender_id, notice_text, *ticket, ts);
 }
 
 std::uint64_t local_sequencer::join_point(const room& r) const {

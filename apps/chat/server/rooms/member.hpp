@@ -13,6 +13,7 @@ struct member {
     std::string name;
     bool ws = false;  // a WebSocket session: it takes frames wrapped in a WebSocket message
     std::uint64_t last_read = 0;  // the account's read marker in the room as its login read it
+    std::int64_t joined_us = 0;   // when the owner shard added it (wall clock, µs)
 };
 
 /// An account that belongs to a room, as the room's owner shard knows it: a member until it

@@ -127,6 +127,9 @@ public:
     /// A direct room: `blocker` takes no messages from `blocked` (set or lifted). Owner shard.
     void set_block(std::uint64_t blocker, std::uint64_t blocked, bool on);
     bool blocks(std::uint64_t blocker, std::uint64_t blocked) const noexcept;
+    /// Cluster mode: emptied by a kick or ban, no longer followed; the next join loads it again.
+    void mark_stale() noexcept { stale_ = true; }
+    bool stale() const noexcept { return stale_; }
     /// A direct room: the member that is not `player_id` (0 when none). Owner shard only.
     std::uint64_t other_member(std::uint64_t player_id) const noexcept;
 
@@ -144,6 +147,7 @@ private:
     std::uint64_t last_seq_ = 0;
     std::uint64_t delivered_seq_ = 0;  // cluster mode; on one node messages go out as they are taken
     std::uint8_t kind_ = 0;
+    bool stale_ = false;
     boost::unordered_flat_map<std::uint64_t, std::int64_t> bans_, mutes_;  // account -> until_us (0: never)
     std::vector<std::pair<std::uint64_t, std::uint64_t>> blocks_;           // (blocker, blocked)
 };

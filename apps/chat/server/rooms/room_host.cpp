@@ -107,6 +107,7 @@ void room_host::create(room_id id, std::string name, member creator) {
     room& r = it->second;
     const std::uint64_t player_id = creator.player_id;
     const std::string player_name = creator.name;
+    creator.joined_us = now;
     r.add(std::move(creator));
     r.set_role(player_id, 2);
     seq_->watch(r);
@@ -118,6 +119,11 @@ void room_host::create(room_id id, std::string name, member creator) {
 void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
     STRIX_ASSERT_OWNER(service_.home(), "room_host::join");
     auto it = rooms_.find(id);
+    if (it != rooms_.end() && it->second.stale() && !after_load) {
+        notices_.drop(id);
+        rooms_.erase(it);
+        it = rooms_.end();
+    }
     if (it == rooms_.end()) {
         if (!after_load && seq_->load(id, m, rejoin)) return;  // held elsewhere (cluster: another node made it)
         // A rejoin finds its room gone when the last member left meanwhile: nothing to say.
@@ -167,6 +173,7 @@ void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
     }
     const std::uint64_t player_id = m.player_id;
     const std::string name = m.name;
+    m.joined_us = wall_clock_us();
     // Online on another node already (cluster mode): nothing changes for the others here.
     const bool elsewhere = seq_->online_elsewhere(id, player_id);
     const room::added what = r.add(std::move(m));

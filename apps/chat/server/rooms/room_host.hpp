@@ -112,7 +112,8 @@ public:
     /// notice first: leave_room_res follows it). Called by the sequencer right after it handed
     /// the notice to the members; `ticket`: the write the notice's delivery waits for. Owner
     /// shard only.
-    void apply_notice(room& r, std::uint64_t actor, std::string_view text, std::uint64_t ticket);
+    /// `at_us`: the notice's server stamp.
+    void apply_notice(room& r, std::uint64_t actor, std::string_view text, std::uint64_t ticket, std::int64_t at_us);
 
     /// A direct room found or made by the database (direct_req): held here from now on (on one
     /// node, where every room is held; in cluster mode a join loads it), both accounts members,
@@ -183,9 +184,10 @@ private:
     // Member notices (see member_notices.hpp): queue one, or send a room's pending ones.
     void send_notices(const room& r);
     void notify(const room& r, std::uint64_t subject, unsigned subject_shard, bool joined, shared_buffer_ptr frame);
-    // A kick or ban: the account's sessions here leave r (leave_room_res to each), it no longer
-    // belongs; a room left without sessions is dropped after this turn (cluster mode).
-    void remove_account(room& r, std::uint64_t account, std::uint64_t ticket);
+    // A kick or ban: the account's sessions here that joined before `before_us` (0: all) leave r
+    // (leave_room_res to each) and it no longer belongs, unless one joined later; a room left
+    // without sessions is dropped after this turn (cluster mode).
+    void remove_account(room& r, std::uint64_t account, std::uint64_t ticket, std::int64_t before_us);
     // moderate()'s checks: the refusal's code and reason, or none.
     struct refusal {
         proto::error_code code;

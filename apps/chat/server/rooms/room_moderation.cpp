@@ -122,13 +122,16 @@ void room_host::moderate(moderation m) {
         default: break;
     }
     // The first write may find the queue full (nothing done); the rest complete an admitted one.
+    std::uint64_t ticket = 0;
     for (std::size_t i = 0; i < changes.size(); ++i) {
-        if (!order_.write(std::move(changes[i]), i > 0)) {
+        auto written = order_.write(std::move(changes[i]), i > 0);
+        if (!written) {
             bump(counters_.server_busy);
             fail(m.actor.shard, m.actor.session_id, m.room, proto::msg_type::moderate_req, error_code::server_busy,
                  "the database queue is full; retry later");
             return;
         }
+        ticket = *written;
     }
     bump(counters_.moderations);
     chat_request req;
@@ -136,10 +139,15 @@ void room_host::moderate(moderation m) {
     req.sender = std::move(m.actor);
     req.text = encode_notice(n);
     req.kind = static_cast<std::uint8_t>(proto::msg_kind::notice);
-    seq_->chat(r, req);
+    // The notice goes out once its changes are stored: a node that reads the room from the
+    // database after hearing of it (a join there) reads them too.
+    order_.after_commit(ticket, [this, req = std::move(req)]() mutable {
+        if (room* held = find(req.room)) seq_->chat(*held, req);
+    });
 }
 
-void room_host::apply_notice(room& r, std::uint64_t actor, std::string_view text, std::uint64_t ticket) {
+void room_host::apply_notice(room& r, std::uint64_t actor, std::string_view text, std::uint64_t ticket,
+                             std::int64_t at_us) {
     auto n = decode_notice(text);
     if (!n) {
         log_limited(log_level::warn, "room {}: undecodable notice", r.id().value());
@@ -147,10 +155,12 @@ void room_host::apply_notice(room& r, std::uint64_t actor, std::string_view text
     }
     switch (n->action) {
         case mod_action::ban:
+            // Whenever its sessions joined (a node that read the room before the ban was
+            // stored let them in): a ban in force keeps the account out.
             r.sanction(n->target, sanction_ban, n->until_us);
-            remove_account(r, n->target, ticket);
+            remove_account(r, n->target, ticket, 0);
             break;
-        case mod_action::kick: remove_account(r, n->target, ticket); break;
+        case mod_action::kick: remove_account(r, n->target, ticket, at_us); break;
         case mod_action::unban: r.lift(n->target, sanction_ban); break;
         case mod_action::mute: r.sanction(n->target, sanction_mute, n->until_us); break;
         case mod_action::unmute: r.lift(n->target, sanction_mute); break;
@@ -164,10 +174,18 @@ void room_host::apply_notice(room& r, std::uint64_t actor, std::string_view text
     }
 }
 
-void room_host::remove_account(room& r, std::uint64_t account, std::uint64_t ticket) {
+void room_host::remove_account(room& r, std::uint64_t account, std::uint64_t ticket, std::int64_t before_us) {
+    // A session that joined after the kick was decided stays: this node may have read the room
+    // from the database before the kick's notice was stored and hear of it only now.
     std::vector<std::uint64_t> sessions;
-    for (const member& m : r.members())
-        if (m.player_id == account) sessions.push_back(m.session_id);
+    bool rejoined = false;
+    for (const member& m : r.members()) {
+        if (m.player_id != account) continue;
+        if (before_us != 0 && m.joined_us > before_us)
+            rejoined = true;
+        else
+            sessions.push_back(m.session_id);
+    }
     std::string name;
     if (const room_member* a = r.account(account)) name = a->name;
     for (std::uint64_t sid : sessions) {
@@ -177,20 +195,14 @@ void room_host::remove_account(room& r, std::uint64_t account, std::uint64_t tic
                 ticket);
     }
     const bool had_sessions = !sessions.empty();
+    if (rejoined) return;  // it belongs again
     r.forget(account);
     if (had_sessions) seq_->announce(r, presence_change::left, account, name);
     if (r.empty()) {
         seq_->unwatch(r);
-        // Not erased now: the sequencer that called may still hold r. After this turn, if
-        // nobody came back meanwhile and the sequencer does not keep rooms without sessions.
-        if (!seq_->holds_idle_rooms())
-            ctx_.eng.at(self_).post_local([this, id = r.id()] {
-                auto it = rooms_.find(id);
-                if (it == rooms_.end() || !it->second.empty()) return;
-                notices_.drop(id);
-                rooms_.erase(it);
-                set_gauge(counters_.rooms, rooms_.size());
-            });
+        // Not erased here (the sequencer that called may still hold r): no longer followed, its
+        // view goes stale, and the next join reads it from the database again (cluster mode).
+        if (!seq_->holds_idle_rooms()) r.mark_stale();
     }
 }
 

@@ -1,9 +1,13 @@
 // One room's log, kept in memory (a <section> of lines) and shown in #log while the room is the one
 // shown: notices go at the end; chat lines go in seq order, so a message recovered after a
 // reconnect lands before the live ones that came first. Each chat line shows the sender's name and
-// the server's time of the message (local HH:MM).
+// the server's time of the message (local HH:MM). A moderator's notice is a line of its own in
+// seq order; an erased message stays in its place as "message removed".
 
+import { msg_kind } from './protocol';
 import type { chat_line } from './protocol';
+
+const removed_text = 'message removed';
 
 /// HH:MM in the browser's time zone of a server timestamp (microseconds since the epoch).
 export function clock(ts_us: bigint): string {
@@ -16,6 +20,15 @@ function span(cls: string, text: string): HTMLSpanElement {
   s.className = cls;
   s.textContent = text;
   return s;
+}
+
+function erase_button(): HTMLButtonElement {
+  const b = document.createElement('button');
+  b.className = 'erase';
+  b.type = 'button';
+  b.title = 'remove this message for everyone';
+  b.textContent = 'erase';
+  return b;
 }
 
 export class log_view {
@@ -43,13 +56,21 @@ export class log_view {
   }
 
   /// Adds a chat message in its place: after the line with the next lower seq. The caller shows
-  /// each seq once (room_seqs).
-  chat(m: chat_line): HTMLElement {
+  /// each seq once (room_seqs). A notice shows `notice` (its text); a member's text line has an
+  /// erase button (shown to moderators: index.html's body[data-mod]).
+  chat(m: chat_line, notice = ''): HTMLElement {
     const div = document.createElement('div');
-    div.className = 'chat';
     div.dataset.seq = m.seq.toString();
     div.dataset.sender = m.sender.id.toString();
-    div.append(span('time', clock(m.server_ts_us)), ' ', span('who', m.sender.name), ': ', span('text', m.text));
+    if (m.kind === msg_kind.notice) {
+      div.className = 'notice';
+      div.textContent = notice;
+    } else {
+      div.className = 'chat';
+      div.append(span('time', clock(m.server_ts_us)), ' ', span('who', m.sender.name), ': ', span('text', m.text));
+      if (m.kind === msg_kind.deleted) this.tombstone(div);
+      else div.append(' ', erase_button());
+    }
     // Walk back over the lines with higher seqs (none for a live message: appended).
     let before: Element | null = null;
     for (let el = this.el.lastElementChild; el; el = el.previousElementSibling) {
@@ -61,6 +82,19 @@ export class log_view {
     if (before) this.el.insertBefore(div, before);
     else this.append(div);
     return div;
+  }
+
+  /// Message `seq` was erased by a moderator: its line (if shown) says so instead.
+  erase(seq: bigint): void {
+    const div = this.el.querySelector(`div.chat[data-seq="${seq}"]`) as HTMLElement | null;
+    if (div) this.tombstone(div);
+  }
+
+  private tombstone(div: HTMLElement): void {
+    div.classList.add('deleted');
+    div.querySelector('.erase')?.remove();
+    const text = div.querySelector('.text');
+    if (text) text.textContent = removed_text;
   }
 
   private append(div: HTMLElement): void {

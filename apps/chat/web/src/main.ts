@@ -1,21 +1,25 @@
 // The web chat page: log in, list / create / join rooms, be in many at once (a list with unread
 // counts; protocol version 2), chat, see who comes and goes, who is online and who is typing,
-// leave. No framework: a few DOM nodes (index.html) and one state object. The page talks to the
+// leave; message someone by name (a direct room, listed by the peer's name), block them; see
+// members' roles and, as the owner or an admin, kick, ban, mute and erase (conversations.ts).
+// No framework: a few DOM nodes (index.html) and one state object. The page talks to the
 // server it was served from, at ws(s)://<host>/<path> (the path is a <meta name="strix-ws-path">).
 // After a reconnect it logs in with its resume token and gets back what it missed in each room
 // (resume.ts).
 
 import * as proto from './protocol';
-import { msg_type, error_code, resume_status } from './protocol';
+import { msg_type, error_code, resume_status, member_role, mod_action, msg_kind, room_kind } from './protocol';
 import { chat_connection, conn_state } from './connection';
 import { log_view } from './log_view';
 import { recovery, room_seqs } from './resume';
 import { draw_room_list, room_view, typing_text } from './rooms';
+import { apply_notice, draw_members, mute_seconds, notice_text, role_of } from './conversations';
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 
 const typing_every_ms = 3000; // typing_req while the user types (docs/protocol.md, "Typing")
 const read_delay_ms = 250; // read_req for live messages in the shown room: a few a second at most
+const history_page = 200; // history_req's largest limit
 
 interface page_state {
   name: string;
@@ -31,10 +35,13 @@ interface page_state {
   order_next: number;
   read_timer: number | undefined;
   seq: bigint;
+  dm_asked: Set<string>; // names a direct_req went to whose direct room has not come yet
+  blocked: Set<bigint>; // accounts this page blocked (block_res; the server keeps no list for it)
 }
 
 const st: page_state = { name: '', password: '', token: null, login_by: '', me: null, rooms: new Map(), shown: null,
-                         login_reads: new Map(), login_first: null, login_order: new Map(), order_next: 0, read_timer: undefined, seq: 0n };
+                         login_reads: new Map(), login_first: null, login_order: new Map(), order_next: 0, read_timer: undefined, seq: 0n,
+                         dm_asked: new Set(), blocked: new Set() };
 const log_el = $('log');
 const lobby = new log_view(log_el, null); // the log while no room is shown
 const shown_view = (): room_view | null => (st.shown !== null ? st.rooms.get(st.shown) ?? null : null);
@@ -53,18 +60,22 @@ function show(): void {
   document.body.dataset.room = v ? v.id.toString() : '';
   document.body.dataset.loginBy = st.me ? st.login_by : '';
   $('me').textContent = st.me ? `${st.me.name} (player ${st.me.id})` : '';
-  $('room-name').textContent = v ? `${v.room.name} #${v.id}` : 'no room';
+  document.body.dataset.kind = v ? (v.direct ? 'direct' : 'group') : '';
+  const me = st.me?.id ?? null;
+  document.body.dataset.mod = v && !v.direct && role_of(v, me) >= member_role.admin ? 'yes' : 'no';
+  $('room-name').textContent = v ? `${v.title()} #${v.id}` : 'no room';
   draw_room_list($<HTMLUListElement>('my-rooms'), st.rooms.values(), st.shown, open_room);
-  const ul = $<HTMLUListElement>('members');
-  ul.replaceChildren(...[...(v?.members.values() ?? [])].map((m) => {
-    const li = document.createElement('li');
-    li.textContent = m.name;
-    li.dataset.name = m.name;
-    li.dataset.online = m.online ? 'yes' : 'no';
-    if (!m.online) li.className = 'offline';
-    return li;
-  }));
+  draw_members($<HTMLUListElement>('members'), v, me, moderate);
+  const peer = v?.peer;
+  $('block').textContent = peer ? `${st.blocked.has(peer.id) ? 'unblock' : 'block'} ${peer.name}` : '';
+  $('leave').textContent = v?.direct ? 'leave conversation' : 'leave room';
   $('typing').textContent = v ? typing_text(v.typists()) : '';
+}
+
+/// A moderator's action on `target` in the shown room (a mute: for mute_seconds).
+function moderate(action: mod_action, target: proto.player): void {
+  const v = shown_view();
+  if (v) send(proto.moderate(v.id, action, target.id, 0n, action === mod_action.mute ? mute_seconds : 0));
 }
 
 function set_state(s: conn_state, detail: string): void {
@@ -107,7 +118,7 @@ function read_up(v: room_view, now: boolean): void {
 
 function rooms_listed(rooms: proto.room[]): void {
   const ul = $<HTMLUListElement>('rooms');
-  ul.replaceChildren(...rooms.map((r) => {
+  ul.replaceChildren(...rooms.filter((r) => r.kind !== room_kind.direct).map((r) => {
     const li = document.createElement('li');
     const b = document.createElement('button');
     const mine = st.rooms.has(r.id);
@@ -119,15 +130,18 @@ function rooms_listed(rooms: proto.room[]): void {
   }));
 }
 
-/// In `room` now: by a join or create of the user's (shown), or put back by a login (a room
-/// the page had before its socket dropped recovers what it missed).
+/// In `room` now: by a join, create or direct message of the user's (shown), put back by a login
+/// (a room the page had before its socket dropped recovers what it missed), or put in a direct
+/// room by someone's first message to the account (listed, not shown: its badge counts it).
 function entered(room: proto.room, members: proto.member[], last_seq: bigint): void {
   const by_login = st.login_reads.get(room.id);
   st.login_reads.delete(room.id);
+  const peer = room.kind === room_kind.direct ? members.find((m) => m.id !== st.me?.id) ?? null : null;
+  const asked = by_login === undefined && (peer === null || st.dm_asked.delete(peer.name));
   let v = st.rooms.get(room.id);
   if (v && !v.joined) {
     v.room = room;
-    v.log.line(`back in room ${room.id} '${room.name}'`, 'notice');
+    v.log.line(`back in room ${room.id} '${v.title()}'`, 'notice');
     v.seqs.rejoined(last_seq);
     const w = v;
     v.rec = new recovery(room.id, last_seq, v.seqs, {
@@ -136,27 +150,57 @@ function entered(room: proto.room, members: proto.member[], last_seq: bigint): v
       note: (text, cls = 'notice', after = null) => w.log.line(text, cls, after),
     });
   } else if (!v) {
-    // A user's join starts the account's marker at the join point, a login's at its stored one.
-    v = new room_view(room, new room_seqs(last_seq), by_login ?? last_seq, new log_view(log_el, room.id));
+    // A user's join starts the account's marker at the join point, a login's at its stored one;
+    // a direct room someone else opened has not been read (its marker starts at 0).
+    const read = by_login ?? (asked ? last_seq : 0n);
+    // A direct room entered with messages in it shows them: a history_req brings them.
+    const fetch = peer !== null && by_login === undefined && last_seq > 0n;
+    const seqs = new room_seqs(fetch ? 0n : last_seq);
+    seqs.rejoined(last_seq);
+    v = new room_view(room, seqs, read, new log_view(log_el, room.id));
     st.rooms.set(room.id, v);
-    v.log.line(`joined room ${room.id} '${room.name}'`, 'notice');
+    v.peer = peer;
+    v.log.line(peer ? `direct messages with ${peer.name} (room ${room.id})` : `joined room ${room.id} '${room.name}'`,
+               'notice');
+    if (fetch) {
+      v.fetch_to = last_seq;
+      send(proto.history(room.id, 0n, 0n, history_page));
+    }
   }
   if (by_login !== undefined) v.marked(by_login);
+  if (peer) v.peer = peer;
   v.order = st.login_order.get(room.id) ?? st.order_next++;
   v.joined = true;
+  v.join_seq = last_seq;
   v.members = new Map(members.map((m) => [m.id, m]));
   // The login's rooms come from their shards in any order: show the first listed (or, were it
   // deleted meanwhile, whichever comes).
   const first = st.login_first === null || st.login_first === room.id || !st.login_reads.has(st.login_first);
-  if (by_login === undefined || (shown_view() === null && first)) open_room(room.id);
+  if (by_login === undefined ? asked : shown_view() === null && first) open_room(room.id);
   else if (v.id === st.shown) read_up(v, true);
 }
 
-// A chat message of room `v`, unless shown already; its log line or null.
+// A chat message of room `v`, unless shown already; its log line or null. A notice is shown as
+// its text and applied (conversations.ts).
 function show_chat(v: room_view, m: proto.chat_line): HTMLElement | null {
   if (!v.seqs.add(m.seq)) return null;
   v.spoke(m.sender.id);
-  return v.log.chat(m);
+  if (m.kind !== msg_kind.notice) return v.log.chat(m);
+  const me = st.me?.id ?? null;
+  const el = v.log.chat(m, `* ${notice_text(m, me)}`);
+  apply_notice(v, m, me);
+  return el;
+}
+
+// The answer to the history_req of a direct room entered with messages in it: those up to the
+// join are shown; any older than the page the server gave are never coming.
+function fetched(v: room_view, m: Extract<proto.message, { type: msg_type.history_res }>): void {
+  const to = v.fetch_to;
+  v.fetch_to = 0n;
+  const first = m.messages.length > 0 && m.messages[0].seq <= to ? m.messages[0].seq : to + 1n;
+  v.seqs.lose(0n, first - 1n);
+  for (const c of m.messages) if (c.seq <= to) show_chat(v, c);
+  if (v.id === st.shown) read_up(v, true);
 }
 
 function log_in(): void {
@@ -194,7 +238,8 @@ function left(room_id: bigint): void {
   const v = st.rooms.get(room_id);
   st.rooms.delete(room_id);
   if (st.shown === room_id) open_room(st.rooms.keys().next().value ?? null);
-  line(`left room ${room_id}${v ? ` '${v.room.name}'` : ''}`, 'notice');
+  const what = `room ${room_id}${v ? ` '${v.title()}'` : ''}`;
+  line(v?.removed ? `removed from ${what}: ${v.removed}` : `left ${what}`, 'notice');
   send(proto.list_rooms());
 }
 
@@ -203,7 +248,7 @@ function set_member(m: { room_id: bigint; player: proto.player }, online: boolea
   const v = st.rooms.get(m.room_id);
   if (!v) return;
   if (online === null) v.members.delete(m.player.id);
-  else v.members.set(m.player.id, { ...m.player, online });
+  else v.members.set(m.player.id, { ...m.player, online, role: v.members.get(m.player.id)?.role ?? member_role.member });
   v.log.line(`* ${m.player.name} ${what}`, 'notice');
 }
 
@@ -213,7 +258,8 @@ function received(m: proto.message): void {
       logged_in(m);
       break;
     case msg_type.create_room_res:
-      entered(m.room, st.me ? [{ ...st.me, online: true }] : [], 0n);
+      // The creator is the room's owner.
+      entered(m.room, st.me ? [{ ...st.me, online: true, role: member_role.owner }] : [], 0n);
       break;
     case msg_type.join_room_res:
       entered(m.room, m.members, m.last_seq);
@@ -239,8 +285,16 @@ function received(m: proto.message): void {
       }
       break;
     }
-    case msg_type.history_res:
-      st.rooms.get(m.room_id)?.rec?.paged(m);
+    case msg_type.history_res: {
+      const v = st.rooms.get(m.room_id);
+      if (v && v.fetch_to > 0n) fetched(v, m);
+      else v?.rec?.paged(m);
+      break;
+    }
+    case msg_type.block_res:
+      if (m.blocked) st.blocked.add(m.player.id);
+      else st.blocked.delete(m.player.id);
+      line(m.blocked ? `blocked ${m.player.name}: no direct messages from them` : `unblocked ${m.player.name}`, 'notice');
       break;
     case msg_type.read_res:
     case msg_type.read_marker:
@@ -262,6 +316,7 @@ function received(m: proto.message): void {
       break;
     case msg_type.error_res:
       line(`error: ${msg_type[m.request] ?? m.request}: ${error_code[m.code] ?? m.code}: ${m.reason}`, 'error');
+      if (m.request === msg_type.direct_req) st.dm_asked.clear();
       if (m.request !== msg_type.login_req) break;
       if (m.code === error_code.invalid_token && st.password) {
         line('the resume token was refused: logging in with the password', 'notice');
@@ -308,6 +363,8 @@ form('login-form', () => {
   st.token = null;
   // Perhaps another account: its rooms come with its login.
   st.rooms.clear();
+  st.blocked.clear();
+  st.dm_asked.clear();
   open_room(null);
   log_in();
 });
@@ -315,6 +372,25 @@ form('create-form', () => {
   const input = $<HTMLInputElement>('new-room');
   send(proto.create_room(input.value.trim()));
   input.value = '';
+});
+// A message to someone by name: in the direct room the page has with them, or a direct_req
+// (the server opens the room, and the page shows it when its join_room_res comes).
+form('dm-form', () => {
+  const to = $<HTMLInputElement>('dm-to');
+  const text = $<HTMLInputElement>('dm-text');
+  const name = to.value.trim();
+  if (!name || !text.value) return;
+  st.seq += 1n;
+  const known = [...st.rooms.values()].find((v) => v.joined && v.peer?.name === name);
+  if (known) {
+    open_room(known.id);
+    send(proto.chat(known.id, text.value, st.seq));
+  } else {
+    st.dm_asked.add(name);
+    send(proto.direct(name, text.value, st.seq));
+  }
+  to.value = '';
+  text.value = '';
 });
 form('chat-form', () => {
   const input = $<HTMLInputElement>('text');
@@ -337,6 +413,17 @@ $('text').oninput = () => {
 $('refresh').onclick = () => send(proto.list_rooms());
 $('leave').onclick = () => {
   if (st.shown !== null) send(proto.leave_room(st.shown));
+};
+$('block').onclick = () => {
+  const peer = shown_view()?.peer;
+  if (peer) send(proto.block(peer.name, !st.blocked.has(peer.id)));
+};
+// A moderator's erase button on a message line (log_view.ts).
+log_el.onclick = (ev) => {
+  const b = (ev.target as HTMLElement).closest('button.erase');
+  const seq = (b?.closest('div.chat') as HTMLElement | null)?.dataset.seq;
+  const v = shown_view();
+  if (v && seq !== undefined) send(proto.moderate(v.id, mod_action.erase, 0n, BigInt(seq)));
 };
 $('drop').onclick = () => conn.drop();
 // A ping now and then keeps the connection inside the server's --idle-timeout-ms.

@@ -39,17 +39,33 @@ import { read_res } from './gen/strix/chat/proto/read-res';
 import { read_marker } from './gen/strix/chat/proto/read-marker';
 import { typing_req } from './gen/strix/chat/proto/typing-req';
 import { typing } from './gen/strix/chat/proto/typing';
+import { direct_req } from './gen/strix/chat/proto/direct-req';
+import { block_req } from './gen/strix/chat/proto/block-req';
+import { block_res } from './gen/strix/chat/proto/block-res';
+import { moderate_req } from './gen/strix/chat/proto/moderate-req';
+import { notice_info } from './gen/strix/chat/proto/notice-info';
+import { room_kind } from './gen/strix/chat/proto/room-kind';
+import { member_role } from './gen/strix/chat/proto/member-role';
+import { msg_kind } from './gen/strix/chat/proto/msg-kind';
+import { mod_action } from './gen/strix/chat/proto/mod-action';
 
-export { msg_type, error_code, resume_status };
+export { msg_type, error_code, resume_status, room_kind, member_role, msg_kind, mod_action };
 
 export const header_size = 12;
 
 export interface player { id: bigint; name: string }
-export interface member extends player { online: boolean }
-export interface room { id: bigint; name: string; members: number }
+export interface member extends player { online: boolean; role: member_role }
+/// A room: a group, or the direct room of two accounts (an empty name: the page shows the peer's).
+export interface room { id: bigint; name: string; members: number; kind: room_kind }
 /// A room the account belongs to, as a login lists it.
 export interface room_ref { id: bigint; last_read_seq: bigint }
-export interface chat_line { room_id: bigint; seq: bigint; sender: player; text: string; server_ts_us: bigint }
+/// What a moderator did (a chat_msg of kind notice): target is absent (id 0) for erase, seq is
+/// the erased message, until_us when a ban or mute ends (0: never), role the target's new one.
+export interface notice { action: mod_action; target: player; seq: bigint; until_us: bigint; role: member_role }
+/// A room message: a member's text, a notice (`notice` set, the moderator as sender) or a
+/// deleted message's tombstone (empty text).
+export interface chat_line { room_id: bigint; seq: bigint; sender: player; text: string; server_ts_us: bigint;
+                             kind: msg_kind; notice: notice | null }
 
 export type message =
   | { type: msg_type.login_res; player: player; created: boolean; resume_token: Uint8Array | null; rooms: room_ref[] }
@@ -67,6 +83,7 @@ export type message =
   | { type: msg_type.member_presence; room_id: bigint; player: player; online: boolean }
   | { type: msg_type.read_res | msg_type.read_marker; room_id: bigint; seq: bigint }
   | { type: msg_type.typing; room_id: bigint; player: player }
+  | { type: msg_type.block_res; player: player; blocked: boolean }
   | { type: msg_type.error_res; request: msg_type; code: error_code; reason: string };
 
 // A finished frame: the header, then the builder's bytes.
@@ -146,6 +163,30 @@ export function history(room: bigint, after_seq: bigint, before_seq: bigint, lim
   return frame(msg_type.history_req, fbb, history_req.createhistory_req(fbb, room, before_seq, after_seq, limit));
 }
 
+/// A message to the account called `to`: opens (or finds) the pair's direct room, which the
+/// server puts the session in with a join_room_res before the message's chat_msg.
+export function direct(to: string, text: string, seq: bigint): Uint8Array {
+  const fbb = new flatbuffers.Builder(96 + text.length * 3);
+  const n = fbb.createString(to);
+  const t = fbb.createString(text);
+  const ts = BigInt(Date.now()) * 1000n;
+  return frame(msg_type.direct_req, fbb, direct_req.createdirect_req(fbb, n, t, ts, seq));
+}
+
+/// No direct messages from the account called `name` (on = false lifts it); block_res answers.
+export function block(name: string, on: boolean): Uint8Array {
+  const fbb = new flatbuffers.Builder(64);
+  const n = fbb.createString(name);
+  return frame(msg_type.block_req, fbb, block_req.createblock_req(fbb, n, on));
+}
+
+/// A moderator's action in `room` on account `target` (erase: on message `seq`); `seconds` for a
+/// ban (0: no end) or a mute. No reply: a notice to every member, or error_res.
+export function moderate(room: bigint, action: mod_action, target: bigint, seq = 0n, seconds = 0): Uint8Array {
+  const fbb = new flatbuffers.Builder(48);
+  return frame(msg_type.moderate_req, fbb, moderate_req.createmoderate_req(fbb, room, action, target, seq, seconds));
+}
+
 export function ping(ts: bigint): Uint8Array {
   const fbb = new flatbuffers.Builder(32);
   return frame(msg_type.ping_req, fbb, ping_req.createping_req(fbb, ts));
@@ -156,12 +197,18 @@ function to_player(p: player_info | null): player {
 }
 
 function to_member(m: member_info | null): member {
-  return { id: m ? m.id() : 0n, name: (m && m.name()) || '', online: m ? m.online() : false };
+  return { id: m ? m.id() : 0n, name: (m && m.name()) || '', online: m ? m.online() : false,
+           role: m ? m.role() : member_role.member };
+}
+
+function to_notice(n: notice_info | null): notice | null {
+  if (!n) return null;
+  return { action: n.action(), target: to_player(n.target()), seq: n.seq(), until_us: n.untilUs(), role: n.role() };
 }
 
 function to_chat(m: chat_msg): chat_line {
   return { room_id: m.roomId(), seq: m.seq(), sender: to_player(m.sender()), text: m.text() || '',
-           server_ts_us: m.serverTsUs() };
+           server_ts_us: m.serverTsUs(), kind: m.kind(), notice: to_notice(m.notice()) };
 }
 
 function to_chats(n: number, at: (i: number) => chat_msg | null): chat_line[] {
@@ -174,7 +221,8 @@ function to_chats(n: number, at: (i: number) => chat_msg | null): chat_line[] {
 }
 
 function to_room(r: room_info | null): room {
-  return { id: r ? r.id() : 0n, name: (r && r.name()) || '', members: r ? r.members() : 0 };
+  return { id: r ? r.id() : 0n, name: (r && r.name()) || '', members: r ? r.members() : 0,
+           kind: r ? r.kind() : room_kind.group };
 }
 
 /// One received frame as a message, or null for a type the page does not know (ignored).
@@ -250,6 +298,10 @@ export function decode(bytes: Uint8Array): message | null {
     case msg_type.typing: {
       const m = typing.getRootAstyping(bb);
       return { type, room_id: m.roomId(), player: to_player(m.player()) };
+    }
+    case msg_type.block_res: {
+      const m = block_res.getRootAsblock_res(bb);
+      return { type, player: to_player(m.player()), blocked: m.blocked() };
     }
     case msg_type.error_res: {
       const m = error_res.getRootAserror_res(bb);

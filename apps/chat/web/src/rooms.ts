@@ -1,8 +1,9 @@
 // The rooms the session is in (protocol version 2: many at once, docs/protocol.md
 // "Conversations"), each with its log, members, seqs, read marker and who is typing in it; and the
-// side panel's list of them (#my-rooms: name, id, unread badge, the shown one highlighted).
+// side panel's list of them (#my-rooms: name, id, unread badge, the shown one highlighted). A
+// direct room (two accounts, no name) is listed by the peer's name, marked data-kind="direct".
 
-import type * as proto from './protocol';
+import * as proto from './protocol';
 import { log_view } from './log_view';
 import { recovery, room_seqs } from './resume';
 
@@ -22,6 +23,19 @@ export class room_view {
   order = 0;
   /// When the page last sent typing_req for the room (ms, performance.now()).
   typed_at = -Infinity;
+  /// A direct room's other account (null: a group room).
+  peer: proto.player | null = null;
+  /// The room's last seq at the latest join_room_res: its member list and roles are as of then,
+  /// and only notices above it change them.
+  join_seq = 0n;
+  /// A history_req for the messages up to this seq is out (a direct room entered with earlier
+  /// messages in it); 0 when none.
+  fetch_to = 0n;
+  /// Mutes and bans the page saw notices of (account -> until_us, 0: no end; banned: its name).
+  readonly muted = new Map<bigint, bigint>();
+  readonly banned = new Map<bigint, string>();
+  /// Why the session is about to leave the room (a notice of a kick or ban of the account).
+  removed = '';
   private readonly typing = new Map<bigint, { name: string; until: number }>();
 
   constructor(public room: proto.room, readonly seqs: room_seqs, read: bigint, readonly log: log_view) {
@@ -31,6 +45,15 @@ export class room_view {
 
   get id(): bigint {
     return this.room.id;
+  }
+
+  get direct(): boolean {
+    return this.room.kind === proto.room_kind.direct;
+  }
+
+  /// What the page calls the room: a direct room by its peer's name.
+  title(): string {
+    return this.direct ? `@${this.peer?.name ?? '?'}` : this.room.name;
   }
 
   unread(): number {
@@ -65,6 +88,7 @@ export class room_view {
   went_offline(): void {
     this.joined = false;
     this.rec = null;
+    this.fetch_to = 0n; // the login's resume asks for what it would have brought
     this.members.clear();
     this.typing.clear();
   }
@@ -78,11 +102,12 @@ export function draw_room_list(ul: HTMLUListElement, rooms: Iterable<room_view>,
     const unread = v.unread();
     li.dataset.room = v.id.toString();
     li.dataset.unread = unread.toString();
+    li.dataset.kind = v.direct ? 'direct' : 'group';
     if (v.id === shown) li.className = 'current';
     const b = document.createElement('button');
     const name = document.createElement('span');
     name.className = 'name';
-    name.textContent = v.room.name;
+    name.textContent = v.title();
     const id = document.createElement('span');
     id.className = 'id';
     id.textContent = ` #${v.id}`;
