@@ -30,9 +30,21 @@
 #    (500 clients, 10 rooms, 10 rps, not pinned), CHAT_README_RUNS times per backend, epoll and
 #    io_uring interleaved, each on a fresh database, then the same at a fifth of the rate (tags
 #    readme-epoll-10rps-rN, readme-uring-2rps-rN, ...);
+# 7. the conversations workload (strix-chat-load --rooms-per-client): CHAT_CONV_CLIENTS accounts
+#    (5,000) logged in with protocol version 2, each in 10 group rooms of 50 members and 2 direct
+#    partners, 20 % of its messages direct, 0.2 messages/s each (1,000 chat_req/s, ~40,400
+#    deliveries/s: a rate one 2-core machine carries with the load tool on the same machine, so the
+#    runs measure latency, not overload), CHAT_CONV_RUNS times, interleaved: on one node (a server
+#    like step 3's on a fresh SQLite database: tags conv-single-rN) and on two cluster nodes
+#    (strix-chat-server --cluster on a fresh PostgreSQL database and a fresh redis-server, started
+#    with scripts/cluster_env.sh: tags conv-cluster-rN; each node half the shards, pinned to the
+#    server CPUs like the single node, with Redis and PostgreSQL; the load tool on the CPUs left);
+#    scripts/chat_conv_report.py writes <build_dir>/bench/chat-conversations.md (and chat.md gets the
+#    same section);
 # stops each server with SIGTERM, and has scripts/chat_report.py write <build_dir>/bench/chat.md.
 # Fails loudly when a binary is missing, the server does not start or stop cleanly, or the load
-# tool fails (lost, duplicated, reordered or corrupted messages, errors).
+# tool fails (lost, duplicated, reordered or corrupted messages, errors); a conversations run that
+# does not verify is reported in the table and fails the script at the end.
 #
 # Environment: CHAT_DURATION (default 60), CHAT_WARMUP (5), CHAT_CLIENTS (500), CHAT_ROOMS (10),
 #              CHAT_RPS (10), CHAT_PAYLOAD_MIX (64:80,256:18,1024-2048:2), CHAT_SWEEP_RPS (2),
@@ -44,7 +56,12 @@
 #              CHAT_SERVER_ARGS adds arguments to both servers (e.g. --commit-delay-us 500),
 #              CHAT_README_RUNS (3; 0 skips step 6), CHAT_README_DURATION (20),
 #              CHAT_README_RPS (messages/s per client in step 6, "10 2": the portfolio's rate, then a
-#              fifth of it, which shows how the tail behaves with CPUs left idle).
+#              fifth of it, which shows how the tail behaves with CPUs left idle),
+#              CHAT_CONV=0 skips step 7, CHAT_CONV_ONLY=1 runs step 7 alone (no probe, steps 2-6 or
+#              chat.md), CHAT_CONV_CLUSTER=0 skips its cluster runs, CHAT_CONV_RUNS (5),
+#              CHAT_CONV_CLIENTS (5000), CHAT_CONV_DURATION (30), CHAT_CONV_WARMUP (5), CHAT_CONV_RPS
+#              (0.2), CHAT_CONV_ROOMS_PER_CLIENT (10), CHAT_CONV_ROOM_SIZE (50), CHAT_CONV_DM_SHARE (0.2).
+#              A short smoke: CHAT_CONV_ONLY=1 CHAT_CONV_RUNS=1 CHAT_CONV_CLIENTS=1000 CHAT_CONV_DURATION=10.
 set -euo pipefail
 
 build=${1:?usage: scripts/bench-chat.sh <build_dir>}
@@ -64,7 +81,19 @@ sweep_steps=${CHAT_SWEEP_STEPS:-12}
 load_threads=${CHAT_LOAD_THREADS:-1}
 do_sweep=${CHAT_SWEEP:-1}
 do_unix=${CHAT_UNIX:-1}
-do_probe=${CHAT_PROBE:-1}
+conv_only=${CHAT_CONV_ONLY:-0}
+do_conv=${CHAT_CONV:-1}
+[ "$conv_only" = 1 ] && do_conv=1
+do_conv_cluster=${CHAT_CONV_CLUSTER:-1}
+conv_runs_n=${CHAT_CONV_RUNS:-5}
+conv_clients=${CHAT_CONV_CLIENTS:-5000}
+conv_duration=${CHAT_CONV_DURATION:-30}
+conv_warmup=${CHAT_CONV_WARMUP:-5}
+conv_rps=${CHAT_CONV_RPS:-0.2}
+conv_k=${CHAT_CONV_ROOMS_PER_CLIENT:-10}
+conv_m=${CHAT_CONV_ROOM_SIZE:-50}
+conv_share=${CHAT_CONV_DM_SHARE:-0.2}
+do_probe=${CHAT_PROBE:-$([ "$conv_only" = 1 ] && echo 0 || echo 1)}
 do_early=${CHAT_EARLY:-1}
 do_tls=${CHAT_TLS:-1}
 do_ws=${CHAT_WS:-1}
@@ -75,10 +104,12 @@ read -r -a extra_args <<<"${CHAT_SERVER_ARGS:-}"
 
 die() { echo "bench-chat: FAILED: $*" >&2; exit 1; }
 
-for b in strix-chat-server strix-chat-load strix-platform-probe; do
+need_bins=(strix-chat-server strix-chat-load)
+[ "$do_probe" = 1 ] && need_bins+=(strix-platform-probe)
+for b in "${need_bins[@]}"; do
   [ -x "$bin/$b" ] || die "$bin/$b is missing; build first (make build)"
 done
-if [ "$do_tls" = 1 ]; then
+if [ "$do_tls" = 1 ] && [ "$conv_only" != 1 ]; then
   command -v openssl >/dev/null || die "openssl (the command) is missing: it makes the TLS run's certificate; CHAT_TLS=0 skips the run"
 fi
 
@@ -86,8 +117,10 @@ rm -rf "$runs"
 mkdir -p "$runs"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/strix-bench-chat.XXXXXX")
 server_pid=
+ce_loaded=
 cleanup() {
   if [ -n "$server_pid" ]; then kill -9 "$server_pid" 2>/dev/null || true; fi
+  if [ -n "$ce_loaded" ]; then ce_cleanup; fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -207,6 +240,15 @@ run_load() {
   snap "$runs/$tag.metrics.after"
 }
 
+# shellcheck source=bench-chat-conv.sh
+. "$here/bench-chat-conv.sh"
+if [ "$conv_only" = 1 ]; then
+  conversation_runs
+  cut -d' ' -f1-3 /proc/loadavg >"$runs/loadavg.end"
+  python3 "$here/chat_conv_report.py" --runs "$runs" --out "$out/chat-conversations.md"
+  exit 0
+fi
+
 # Tags: run / sweep over TCP, run-unix / sweep-unix over the Unix socket (run_load picks the target),
 # with -early appended for the --ack early server.
 transports=("")
@@ -274,6 +316,9 @@ for r in $(seq "$readme_runs"); do
     done
   done
 done
+if [ "$do_conv" = 1 ]; then conversation_runs; fi
 cut -d' ' -f1-3 /proc/loadavg >"$runs/loadavg.end"
 
 python3 "$here/chat_report.py" --runs "$runs" --out "$out/chat.md"
+# Exits 1 when a conversations run did not verify (chat.md shows it too).
+if [ "$do_conv" = 1 ]; then python3 "$here/chat_conv_report.py" --runs "$runs" --out "$out/chat-conversations.md"; fi

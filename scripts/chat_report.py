@@ -4,8 +4,10 @@
 Every figure of ours comes from the strix-chat-load JSON files in --runs (run.json, and sweep.json
 when the sweep ran; run-early.json and run-unix-early.json from the --ack early server when those
 ran; run-tls.json from the TLS server when that ran; run-ws.json, over WebSocket, when that ran); a
-missing file or a run that did not verify fails the report. The Chat server portfolio's figures (IOCP chat server,
-Windows) are quoted from it and always labelled as theirs.
+missing file or a run that did not verify fails the report. The conversations workload's runs
+(conv-*.json) get their own section (chat_conv_report.py), failed runs shown as such. The Chat
+server portfolio's figures (IOCP chat server, Windows) are quoted from it and always labelled as
+theirs.
 """
 import argparse
 import re
@@ -14,6 +16,7 @@ import json
 import os
 import platform
 
+from chat_conv_report import section as conversations_section
 from report_common import cpu_model, die
 
 # The Chat server portfolio (theirs): i5-14400F, 32 GB, Windows 11, Win32 IOCP, 500 clients / 10 rooms / 10 rps, 250 s.
@@ -494,6 +497,7 @@ def main():
              "and the exact text of every message; every delivery owed arrived exactly once, warmup included.")
     L.append("")
     L.extend(readme_section(args.runs))
+    L.extend(conversations_section(args.runs)[0])
     L.append("## Per interval and latency buckets")
     L.append("")
     L.append("The portfolio's columns. Ours are counted at the load tool: `io r/s` / `io s/s` are its read() / "

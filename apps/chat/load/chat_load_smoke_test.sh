@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ctest driver: strix-chat-load against a fresh strix-chat-server (new SQLite database, cheap
 # password hashes), which must stop cleanly on SIGTERM afterwards.
-#   chat_load_smoke_test.sh clean|unix|ws|limits|targets|faults <strix-chat-load> <strix-chat-server> <work dir>
+#   chat_load_smoke_test.sh clean|unix|ws|limits|targets|faults|conv|conv-faults <strix-chat-load> <strix-chat-server> <work dir>
 # clean  (chat.load_smoke): 40 clients in 4 rooms send 5 messages per second each for 3 s. The load
 #        tool must exit 0 and its JSON must show every delivery verified: lost = duplicates =
 #        out_of_order = corrupt = 0, delivered = expected = sent x 10 (the room size).
@@ -16,6 +16,14 @@
 #        and every delivery verified.
 # faults (chat.load_detects_faults): four runs at once, each through fault_proxy.py, which drops,
 #        duplicates, reorders or corrupts one chat_msg: each run must exit 1 and count exactly that.
+# conv   (chat.load_conversations): the conversations workload: 200 clients logged in with protocol
+#        version 2, each in 3 group rooms of 10 members and 2 direct pairs, 20 % of 2 messages per
+#        second each sent direct, for 3 s, against a server that allows 2 room changes at once (so
+#        the tool's "retry later" path runs). Every delivery verified per conversation: nothing
+#        lost, duplicated, out of order or corrupt, group and direct messages both sent and each
+#        delivered to exactly its room's members.
+# conv-faults (chat.load_conversations_faults): the conversations workload through fault_proxy.py
+#        dropping, duplicating or corrupting one chat_msg: each run must exit 1 and count exactly that.
 set -euo pipefail
 
 mode=$1 load=$2 server=$3 work=$4
@@ -40,6 +48,9 @@ if [ "$mode" = limits ]; then
   server_extra=(--login-queue 2 --max-connections-per-address 12)
   load_extra=(--clients-per-source 10)
 fi
+if [ "$mode" = conv ]; then
+  server_extra=(--room-burst 2 --room-rate 50)
+fi
 "$server" --db "sqlite:$work/chat.db" --password-cost fast --port "$port" --unix "$sock" --metrics-port 0 \
   "${server_extra[@]}" >"$work/server.log" 2>&1 &
 server_pid=$!
@@ -52,8 +63,15 @@ for _ in $(seq 100); do
 done
 [ "$up" = 1 ] || fail "server did not accept on 127.0.0.1:$port within 10 s"
 
-if [ "$mode" = faults ]; then
+if [ "$mode" = faults ] || [ "$mode" = conv-faults ]; then
   faults=(drop dup swap corrupt)
+  profile=(--clients 12 --rooms 2 --rps 20)
+  if [ "$mode" = conv-faults ]; then
+    # A swap across two conversations breaks no order: drop, dup and corrupt only. 24 opening
+    # messages go first (12 pairs, to both sides); the 100th chat_msg is one of the run.
+    faults=(drop dup corrupt)
+    profile=(--clients 12 --rooms-per-client 2 --room-size 4 --dm-share 0.5 --rps 20)
+  fi
   loads=()
   for f in "${faults[@]}"; do
     pport=$(free_port)
@@ -64,7 +82,7 @@ if [ "$mode" = faults ]; then
       if (exec 3<>"/dev/tcp/127.0.0.1/$pport") 2>/dev/null; then break; fi
       sleep 0.05
     done
-    timeout 60 "$load" --port "$pport" --clients 12 --rooms 2 --rps 20 --duration 1 --warmup 0 \
+    timeout 60 "$load" --port "$pport" "${profile[@]}" --duration 1 --warmup 0 \
       --report-every 1 --drain-timeout 1 --name-prefix "$f" --json "$work/$f.json" >"$work/$f.log" 2>&1 &
     loads+=("$!")
   done
@@ -75,7 +93,7 @@ if [ "$mode" = faults ]; then
     cat "$work/$f.log"
     [ "$rc" -eq 1 ] || fail "strix-chat-load exited $rc although the proxy injected a '$f' fault"
   done
-  python3 - "$work" <<'PY'
+  python3 - "$work" "${faults[@]}" <<'PY'
 import json, sys
 work = sys.argv[1]
 def load(f):
@@ -90,7 +108,8 @@ want = {
     "swap": {"out_of_order": 1, "gaps": 1},
     "corrupt": {"corrupt": 1, "lost": 1},
 }
-for f, counts in want.items():
+for f in sys.argv[2:]:
+    counts = want[f]
     d = load(f)
     need(d["ok"] is False, f + ": ok is not false")
     for k in ("lost", "duplicates", "out_of_order", "gaps", "corrupt", "disconnects"):
@@ -99,6 +118,51 @@ for f, counts in want.items():
     print("%s: detected (%s)" % (f, d["verdict"]))
 PY
   grep -q "result      FAIL" "$work/dup.log" || fail "the summary of the dup run does not say FAIL"
+elif [ "$mode" = conv ]; then
+  rc=0
+  timeout 60 "$load" --port "$port" --clients 200 --rooms-per-client 3 --room-size 10 --dm-share 0.2 \
+    --dm-partners 2 --rps 2 --duration 3 --warmup 1 --report-every 1 --json "$work/load.json" \
+    >"$work/load.log" 2>&1 || rc=$?
+  cat "$work/load.log"
+  [ "$rc" -eq 0 ] || fail "strix-chat-load (conversations) exited $rc against a correct server"
+  python3 - "$work/load.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+def need(cond, what):
+    if not cond:
+        sys.exit("FAIL: " + what + " in " + sys.argv[1])
+need(d["ok"] is True, "ok is not true")
+for k in ("lost", "duplicates", "out_of_order", "gaps", "corrupt", "disconnects", "unexpected_frames",
+          "excess_deliveries"):
+    need(d[k] == 0, k + " = " + str(d[k]))
+need(d["errors"]["total"] == 0, "errors reported")
+c = d["conversations"]
+need(d["clients"] == 200 and d["rooms"] == 60 and c["group_rooms"] == 60 and c["direct_pairs"] == 200,
+     "wrong layout: %d clients, %d rooms, %d pairs" % (d["clients"], d["rooms"], c["direct_pairs"]))
+# 200 clients x 2 rps x 3 s, give or take the pacing at the window edges; a fifth direct.
+need(1080 <= d["sent"] <= 1320, "sent = %d, expected about 1200" % d["sent"])
+room, direct = c["room"], c["direct"]
+need(room["sent"] + direct["sent"] == d["sent"], "group + direct sends != sent")
+need(0.12 * d["sent"] <= direct["sent"] <= 0.28 * d["sent"], "direct sent = %d of %d, expected about 20 %%" % (direct["sent"], d["sent"]))
+# Each group message to its 10 members, each direct one to its 2, every one of them received.
+need(room["expected_deliveries"] == 10 * room["sent"], "group expected != sent x 10")
+need(direct["expected_deliveries"] == 2 * direct["sent"], "direct expected != sent x 2")
+need(room["delivered"] == room["expected_deliveries"], "group delivered %d of %d" % (room["delivered"], room["expected_deliveries"]))
+need(direct["delivered"] == direct["expected_deliveries"] > 0, "direct delivered %d of %d" % (direct["delivered"], direct["expected_deliveries"]))
+need(d["delivered"] == d["expected_deliveries"], "delivered != expected_deliveries")
+need(d["acked"] == d["sent"], "not every sender saw its own message")
+need(room["latency_us"]["count"] == room["delivered"] and direct["latency_us"]["count"] == direct["delivered"],
+     "latency counts per kind != delivered")
+need(0 < direct["latency_us"]["p50"] <= direct["latency_us"]["p99"], "direct percentiles out of order")
+print("load.json: %d sent (%d direct), %d delivered (%d direct), p99 group %.0f us, direct %.0f us"
+      % (d["sent"], direct["sent"], d["delivered"], direct["delivered"], room["latency_us"]["p99"],
+         direct["latency_us"]["p99"]))
+PY
+  grep -q "result      PASS" "$work/load.log" || fail "summary does not say PASS"
+  retried=$(sed -n 's/.* \([0-9]*\) room requests retried after.*/\1/p' "$work/load.log")
+  [ -n "$retried" ] && [ "$retried" -gt 0 ] ||
+    fail "3 rooms and a direct room per client against --room-burst 2 were not retried (the tool reported '${retried:-nothing}')"
+  echo "conv: $retried room requests retried after rate_limited"
 else
 target=(--host 127.0.0.1 --port "$port")
 if [ "$mode" = targets ]; then

@@ -56,6 +56,14 @@ public:
         return gap ? delivery_verdict::gap : delivery_verdict::in_order;
     }
 
+    /// Starts the stream after seq `seq` (a room joined once it held messages: its
+    /// join_room_res.last_seq), the sender in `slot` having sent `client_seq` of them. Before the
+    /// first message only. Owner thread only.
+    void begin_after(std::uint64_t seq, std::size_t slot = 0, std::uint64_t client_seq = 0) {
+        last_seq_ = seq;
+        if (slot < last_client_seq_.size()) last_client_seq_[slot] = client_seq;
+    }
+
     /// The highest room seq seen. Owner thread only.
     std::uint64_t last_seq() const noexcept { return last_seq_; }
     /// Room seqs skipped and not (yet) delivered late. Owner thread only.

@@ -37,6 +37,31 @@ enum class client_state : std::uint8_t {
     closed,      ///< the connection is gone (with --reconnect maybe for a moment: see reconnect_at)
 };
 
+/// One conversation of a client in the conversations workload (conversation_layout.hpp): a group
+/// room or a direct pair, with its own client_seq and its own delivery_checker.
+struct conversation {
+    conversation(std::uint32_t k, bool dm, std::uint32_t other, std::uint32_t members)
+        : key(k), direct(dm), peer(other), checker(members) {}
+
+    std::uint32_t key;           ///< group room index, or layout.rooms() + pair index
+    bool direct;                 ///< a direct pair
+    bool joined = false;         ///< its join_room_res (or create_room_res) arrived
+    bool ready = false;          ///< joined, and a direct room's opening message accounted for
+    bool heard_chat = false;     ///< a chat_msg of the run arrived (notices come before it)
+    std::uint32_t peer;          ///< direct: the partner's client index; group: the layer
+    std::uint64_t room_id = 0;   ///< 0 until joined
+    std::uint64_t client_seq = 0;  ///< own last client_seq sent here
+    delivery_checker checker;    ///< slots: group, layout.slot_of(); direct, 0 = lower client number
+};
+
+/// A chat_req of the conversations workload not yet seen back by its sender.
+struct pending_send {
+    std::uint32_t conv;          ///< index into load_client::convs
+    std::uint64_t client_seq;
+    std::uint32_t owed;          ///< deliveries it owes (room members)
+    bool refused;                ///< an error_res for a chat_req is put on it (see on_conv_refused)
+};
+
 /// Frames larger than this from the server close the connection (list_rooms_res can be long).
 inline constexpr std::uint32_t client_max_frame = 16u << 20;
 
@@ -81,6 +106,18 @@ struct load_client {
     /// Live chat_msg frames that arrived while resuming, with their arrival times: verified in
     /// order once the refill is over.
     std::vector<std::pair<std::int64_t, std::vector<std::byte>>> held;
+
+    // The conversations workload (--rooms-per-client): its group rooms by layer, then its direct
+    // pairs in conversation_layout::pairs_of order.
+    std::vector<conversation> convs;
+    bool setup_busy = false;              ///< a create_room_req, join_room_req or direct_req is out
+    std::uint32_t setup_conv = 0;         ///< the conversation it is for
+    std::uint32_t setup_attempts = 0;     ///< sent again after "retry later" for this one
+    std::int64_t setup_retry_at = 0;      ///< when it goes again, while in the worker's setup_waiting_
+    std::uint64_t sends = 0;              ///< chat_req sent in the run (draws room or direct)
+    std::uint32_t next_room = 0;          ///< round-robin over its group rooms
+    std::uint32_t next_partner = 0;       ///< round-robin over its direct pairs
+    std::vector<pending_send> unacked;    ///< own chat_req not yet seen back
 };
 
 }  // namespace strix::chat

@@ -127,13 +127,9 @@ void load_controller::tick_setup(std::int64_t now) {
         std::fflush(stdout);
         next_progress_ = now + sec_ns;
     }
-    if (seconds(now - t_start_) > o.setup_timeout_s) {
-        shared_.fail("setup did not finish within --setup-timeout " + std::to_string(o.setup_timeout_s) +
-                     " s: " + std::to_string(logged) + "/" + std::to_string(o.clients) + " logged in, " +
-                     std::to_string(created) + "/" + std::to_string(o.rooms) + " rooms created, " +
-                     std::to_string(joined) + "/" + std::to_string(o.clients - o.rooms) + " joined");
-        return;
-    }
+    // Joins owed: every membership but the creators'.
+    const std::uint32_t joins = (shared_.layout ? o.clients * o.rooms_per_client : o.clients) - o.rooms;
+    if (!setup_in_time(now, logged, created, joined, joins)) return;
     switch (p) {
         case load_phase::connecting:
             if (logged < o.clients) return;
@@ -155,11 +151,22 @@ void load_controller::tick_setup(std::int64_t now) {
             set_phase(load_phase::joining);
             return;
         case load_phase::joining:
-            if (joined < o.clients - o.rooms) return;
+            if (joined < joins) return;
+            if (shared_.layout && shared_.layout->rounds() > 0) {
+                shared_.dm_round.store(0, std::memory_order_release);
+                set_phase(load_phase::directs);
+                return;
+            }
             set_phase(load_phase::checking);
             t_phase_ = now;
             return;
+        case load_phase::directs: tick_directs(now); return;
         case load_phase::checking:
+            // list_rooms_res lists 500 rooms at most: beyond, the join replies are the check.
+            if (!rooms_asked_ && o.rooms > 500) {
+                finish_setup(now);
+                return;
+            }
             if (!rooms_asked_) {
                 w0_.request_room_list();
                 rooms_asked_ = true;
@@ -175,15 +182,77 @@ void load_controller::tick_setup(std::int64_t now) {
                 std::fprintf(stderr, "strix-chat-load: warning: the room list does not match the joins:%s\n",
                              w0_.rooms_check() == 0 ? " no list_rooms_res within 5 s" : w0_.rooms_problem().c_str());
             }
-            setup_s_ = seconds(now - t_start_);
-            std::printf("setup: %u clients in %u rooms (%u members each) after %.1f s\n", o.clients, o.rooms,
-                        shared_.room_members.front(), setup_s_);
-            std::fflush(stdout);
-            set_phase(load_phase::running);
-            start_step(now, o.rps);
+            finish_setup(now);
             return;
         default: return;
     }
+}
+
+// False (the run failed) past --setup-timeout; the conversations workload's progress line each second.
+bool load_controller::setup_in_time(std::int64_t now, std::uint32_t logged, std::uint32_t created, std::uint32_t joined,
+                                    std::uint32_t joins) {
+    const load_options& o = shared_.opt;
+    if (seconds(now - t_start_) > o.setup_timeout_s) {
+        std::string why = "setup did not finish within --setup-timeout " + std::to_string(o.setup_timeout_s) +
+                          " s: " + std::to_string(logged) + "/" + std::to_string(o.clients) + " logged in, " +
+                          std::to_string(created) + "/" + std::to_string(o.rooms) + " rooms created, " +
+                          std::to_string(joined) + "/" + std::to_string(joins) + " joined";
+        if (shared_.layout) why += ", " + directs_progress();
+        shared_.fail(why);
+        return false;
+    }
+    if (shared_.layout && shared_.phase.load(std::memory_order_relaxed) != load_phase::connecting &&
+        now >= next_progress_) {
+        std::printf("setup: %u/%u rooms created, %u/%u joined, %s (%.1f s)\n", created, o.rooms, joined, joins,
+                    directs_progress().c_str(), seconds(now - t_start_));
+        std::fflush(stdout);
+        next_progress_ = now + sec_ns;
+    }
+    return true;
+}
+
+void load_controller::finish_setup(std::int64_t now) {
+    const load_options& o = shared_.opt;
+    setup_s_ = seconds(now - t_start_);
+    if (shared_.layout) {
+        std::printf("setup: %u clients, each in %u of %u rooms (%u members each) and %u direct pairs of %u, "
+                    "%" PRIu64 " room requests retried after \"retry later\", after %.1f s\n",
+                    o.clients, o.rooms_per_client, o.rooms, o.room_size, o.dm_partners, shared_.layout->pair_count(),
+                    sum([](const worker_mailbox& b) -> auto& { return b.setup_retries; }), setup_s_);
+    } else {
+        std::printf("setup: %u clients in %u rooms (%u members each) after %.1f s\n", o.clients, o.rooms,
+                    shared_.room_members.front(), setup_s_);
+    }
+    std::fflush(stdout);
+    set_phase(load_phase::running);
+    start_step(now, o.rps);
+}
+
+void load_controller::tick_directs(std::int64_t now) {
+    // Every side of the round's pairs in its direct room, the opening message seen.
+    const std::uint32_t r = shared_.dm_round.load(std::memory_order_relaxed);
+    if (directs_ready() < 2 * shared_.layout->pairs_through(r)) return;
+    if (r + 1 < shared_.layout->rounds()) {
+        shared_.dm_round.store(r + 1, std::memory_order_release);
+        return;
+    }
+    set_phase(load_phase::checking);
+    t_phase_ = now;
+}
+
+std::uint32_t load_controller::directs_ready() const {
+    return static_cast<std::uint32_t>(sum([](const worker_mailbox& b) -> auto& { return b.directs_ready; }));
+}
+
+std::string load_controller::directs_progress() const {
+    if (!shared_.layout || shared_.layout->pair_count() == 0) return "no direct pairs";
+    std::string s = std::to_string(directs_ready()) + "/" + std::to_string(2 * shared_.layout->pair_count()) +
+                    " direct sides ready";
+    if (shared_.phase.load(std::memory_order_relaxed) == load_phase::directs) {
+        s += " (round " + std::to_string(shared_.dm_round.load(std::memory_order_relaxed) + 1) + " of " +
+             std::to_string(shared_.layout->rounds()) + ")";
+    }
+    return s;
 }
 
 void load_controller::start_step(std::int64_t now, double rps) {
@@ -226,7 +295,7 @@ void load_controller::start_step(std::int64_t now, double rps) {
         }
     } else {
         std::printf("running: %g rps per client (%.0f chat_req/s, ~%.0f deliveries/s) for %g s after %g s warmup\n",
-                    rps, rps * o.clients, rps * o.clients * o.clients / o.rooms, o.duration_s, o.warmup_s);
+                    rps, rps * o.clients, rps * o.clients * planned_fan_out(o), o.duration_s, o.warmup_s);
         print_row_header();
     }
     std::fflush(stdout);

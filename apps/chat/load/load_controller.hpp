@@ -6,6 +6,8 @@
 //   connecting  every client connects and logs in (progress line each second)
 //   creating    clients 0 .. rooms-1 create one room each
 //   joining     every other client i joins room i % rooms
+//   directs     the conversations workload (--rooms-per-client): after creating and joining its
+//               K group rooms per client, the direct pairs are opened round by round
 //   checking    client 0 lists the rooms: each must show its expected member count
 //   running     steps: one for a normal run, up to --sweep-steps for --sweep; each step is
 //               warmup, measured window, drain (until every delivery owed arrived), finalize
@@ -15,6 +17,7 @@
 #include "load_shared.hpp"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace strix::chat {
@@ -41,6 +44,12 @@ private:
     enum class step_state { sending, draining, finalizing };
 
     void tick_setup(std::int64_t now);
+    bool setup_in_time(std::int64_t now, std::uint32_t logged, std::uint32_t created, std::uint32_t joined,
+                       std::uint32_t joins);
+    void tick_directs(std::int64_t now);
+    void finish_setup(std::int64_t now);
+    std::uint32_t directs_ready() const;
+    std::string directs_progress() const;
     void start_step(std::int64_t now, double rps);
     void tick_step(std::int64_t now);
     void print_ready_rows();

@@ -1,5 +1,6 @@
 #include "load_options.hpp"
 
+#include "conversation_layout.hpp"
 #include "message_text.hpp"
 
 #include <CLI/CLI.hpp>
@@ -23,6 +24,21 @@ bool valid_name_chars(const std::string& s) {
         if (!ok) return false;
     }
     return true;
+}
+
+// The conversations workload's options; sets --rooms to the group rooms it makes.
+void check_conversations(load_options& o, bool rooms_given) {
+    if (!(o.dm_share >= 0 && o.dm_share <= 1)) bad("--dm-share must be between 0 and 1");
+    if (o.dm_share == 0) o.dm_partners = 0;
+    if (o.dm_share > 0 && o.dm_partners == 0) bad("--dm-share needs --dm-partners of at least 2");
+    const std::string why = conversation_layout::invalid(o.clients, o.rooms_per_client, o.room_size, o.dm_partners);
+    if (!why.empty()) bad(why);
+    const std::uint32_t rooms = o.clients / o.room_size * o.rooms_per_client;
+    if (rooms_given && o.rooms != rooms)
+        bad("--rooms with --rooms-per-client must be clients * K / --room-size (" + std::to_string(rooms) +
+            "), or left out");
+    o.rooms = rooms;
+    if (o.reconnect) bad("--reconnect and --reconnect-share are for the single-room workload");
 }
 
 }  // namespace
@@ -64,7 +80,23 @@ load_options parse_load_options(int argc, char** argv) {
                             "(wss:// with --tls)");
     app.add_option("--ws-path", o.ws_path, "the server's --ws-path")->capture_default_str()->needs(ws);
     app.add_option("--clients", o.clients, "connections, one account each")->capture_default_str();
-    app.add_option("--rooms", o.rooms, "rooms; the first --rooms clients create them")->capture_default_str();
+    auto* rooms_opt =
+        app.add_option("--rooms", o.rooms, "rooms; the first --rooms clients create them")->capture_default_str();
+    auto* per_client = app.add_option("--rooms-per-client", o.rooms_per_client,
+                                      "the conversations workload: protocol version 2, each client in K group rooms "
+                                      "of --room-size members (clients * K / size rooms), a --dm-share of its "
+                                      "messages direct; 0: the single-room workload")
+                           ->capture_default_str();
+    app.add_option("--room-size", o.room_size, "members of each group room (with --rooms-per-client)")
+        ->capture_default_str()
+        ->needs(per_client);
+    app.add_option("--dm-share", o.dm_share, "share (0..1) of the messages sent as direct messages to a partner")
+        ->capture_default_str()
+        ->needs(per_client);
+    app.add_option("--dm-partners", o.dm_partners,
+                   "direct-message partners per client (even: i+-1 .. i+-N/2), each pair opened before the run")
+        ->capture_default_str()
+        ->needs(per_client);
     app.add_option("--rps", o.rps, "chat messages per second per client (start rate in --sweep)")
         ->capture_default_str();
     app.add_option("--payload-mix", o.mix_spec, "text lengths LEN:W or LO-HI:W, weights in %")->capture_default_str();
@@ -152,7 +184,11 @@ load_options parse_load_options(int argc, char** argv) {
     if (o.tls && !o.targets.empty() && o.server_name.empty())
         bad("--tls with --targets needs --server-name (the name every node's certificate carries)");
     if (o.ws && !o.targets.empty()) bad("--ws with --targets is not supported yet: give one --port");
-    if (o.rooms == 0 || o.rooms > o.clients) bad("--rooms must be between 1 and --clients");
+    if (o.rooms_per_client > 0) {
+        check_conversations(o, rooms_opt->count() != 0);
+    } else if (o.rooms == 0 || o.rooms > o.clients) {
+        bad("--rooms must be between 1 and --clients");
+    }
     if (!(o.rps > 0) || o.rps > 1e6) bad("--rps must be a positive number of messages per second");
     if (!(o.duration_s > 0)) bad("--duration must be positive");
     if (!(o.report_every_s > 0)) bad("--report-every must be positive");

@@ -26,7 +26,14 @@ struct load_options {
     bool ws = false;             ///< WebSocket: --port is the server's --ws-port (load_ws.hpp)
     std::string ws_path = "/ws";  ///< the server's --ws-path
     std::uint32_t clients = 500;
-    std::uint32_t rooms = 10;
+    std::uint32_t rooms = 10;  ///< with --rooms-per-client: the group rooms in all (clients * K / M)
+    /// --rooms-per-client K: the conversations workload (conversation_layout.hpp): protocol
+    /// version 2, each client in K group rooms of --room-size members and, with --dm-share, a
+    /// share of its messages direct to --dm-partners partners. 0: the single-room workload.
+    std::uint32_t rooms_per_client = 0;
+    std::uint32_t room_size = 50;
+    double dm_share = 0;             ///< share (0..1) of the messages that are direct messages
+    std::uint32_t dm_partners = 2;   ///< direct partners per client (0 when dm_share is 0)
     double rps = 10.0;  ///< chat_req per second per client
     std::string mix_spec = "64:80,256:18,1024-2048:2";
     payload_mix mix;
@@ -59,6 +66,13 @@ struct load_options {
     std::uint32_t poll_spin_us = 0;  ///< keep polling this long after a turn with events (0 = sleep at once)
     std::string command_line;  ///< argv joined, for the report
 };
+
+/// Deliveries each message owes on average: the room size (single-room workload: clients / rooms;
+/// conversations: --room-size, 2 for the --dm-share sent direct). Any thread.
+inline double planned_fan_out(const load_options& o) {
+    if (o.rooms_per_client == 0) return static_cast<double>(o.clients) / static_cast<double>(o.rooms);
+    return (1 - o.dm_share) * o.room_size + o.dm_share * 2;
+}
 
 /// Parses argv into options. Prints the help and exits 0 on --help; prints one sentence naming the
 /// bad option and exits 2 on anything invalid. Main thread only.

@@ -91,6 +91,44 @@ json reconnect_json(const load_stats& a) {
             {"resume_ms_max", figure(static_cast<double>(h.max_ns()) / 1e6)}};
 }
 
+// The conversations workload's layout and its group room and direct messages apart (measured
+// window, like sent / delivered at the top level).
+json conversations_json(const load_options& o, const step_result& r) {
+    const load_stats& t = r.total;
+    const auto part = [](std::uint64_t sent, std::uint64_t expected, std::uint64_t delivered,
+                         const latency_histogram& h) {
+        json j = {{"sent", sent}, {"expected_deliveries", expected}, {"delivered", delivered}};
+        add_latency(j, h);
+        return j;
+    };
+    return {{"rooms_per_client", o.rooms_per_client},
+            {"room_size", o.room_size},
+            {"group_rooms", o.rooms},
+            {"dm_share", figure(o.dm_share)},
+            {"dm_partners", o.dm_partners},
+            {"direct_pairs", o.clients * (o.dm_partners / 2)},
+            {"room", part(t.sent - t.direct_sent, t.expected - t.direct_expected, t.delivered - t.direct_delivered,
+                          t.room_latency)},
+            {"direct", part(t.direct_sent, t.direct_expected, t.direct_delivered, t.direct_latency)}};
+}
+
+// One line per kind of conversation for the summary.
+void print_conversations(const load_options& o, const step_result& r) {
+    const load_stats& t = r.total;
+    std::printf("  rooms       %u per client, %u members each (%u rooms), %u direct partners, %.0f %% direct\n",
+                o.rooms_per_client, o.room_size, o.rooms, o.dm_partners, 100.0 * o.dm_share);
+    const auto line = [&](const char* what, std::uint64_t sent, std::uint64_t expected, std::uint64_t delivered,
+                          const latency_histogram& h) {
+        std::printf("  %-11s %s sent, %s of %s expected deliveries, p50 %s us, p99 %s us, p999 %s us\n", what,
+                    thousands(sent).c_str(), thousands(delivered).c_str(), thousands(expected).c_str(),
+                    us_str(h.percentile_ns(50)).c_str(), us_str(h.percentile_ns(99)).c_str(),
+                    us_str(h.percentile_ns(99.9)).c_str());
+    };
+    line("group", t.sent - t.direct_sent, t.expected - t.direct_expected, t.delivered - t.direct_delivered,
+         t.room_latency);
+    line("direct", t.direct_sent, t.direct_expected, t.direct_delivered, t.direct_latency);
+}
+
 void add_verification(json& j, const step_result& r) {
     j["sent"] = r.total.sent;
     j["acked"] = r.total.acked;
@@ -188,6 +226,7 @@ void print_run_summary(const load_options& o, const step_result& r, double setup
     std::printf("  delivered   %s of %s expected (%s/s), fan-out x%.2f\n", thousands(t.delivered).c_str(),
                 thousands(t.expected).c_str(), thousands(per_s(t.delivered, r.measured_s)).c_str(),
                 t.sent == 0 ? 0.0 : static_cast<double>(t.expected) / static_cast<double>(t.sent));
+    if (o.rooms_per_client > 0) print_conversations(o, r);
     std::printf("  verified    lost %s | duplicates %s | out of order %s | corrupt %s | errors %s | disconnects %s"
                 " | unexpected %s   (warmup included: %s messages sent)\n",
                 thousands(r.lost).c_str(), thousands(all.duplicates).c_str(), thousands(all.out_of_order).c_str(),
@@ -316,7 +355,7 @@ bool write_json(const load_options& o, const std::vector<step_result>& steps, do
               {"threads", o.threads},
               {"payload_mix", o.mix.to_string()},
               {"mean_text_bytes", figure(o.mix.mean_len())},
-              {"fan_out", figure(static_cast<double>(o.clients) / static_cast<double>(o.rooms))},
+              {"fan_out", figure(planned_fan_out(o))},
               {"duration_s", figure(o.duration_s)},
               {"warmup_s", figure(o.warmup_s)},
               {"report_every_s", figure(o.report_every_s)},
@@ -325,6 +364,7 @@ bool write_json(const load_options& o, const std::vector<step_result>& steps, do
         if (!steps.empty()) {
             const step_result& r = steps.front();
             add_verification(j, r);
+            if (o.rooms_per_client > 0) j["conversations"] = conversations_json(o, r);
             j["io"] = {{"reads", r.total.reads},
                        {"writes", r.total.writes},
                        {"bytes_in", r.total.bytes_in},
@@ -363,6 +403,7 @@ bool write_json(const load_options& o, const std::vector<step_result>& steps, do
             if (r.sustained && (best == nullptr || r.deliveries_per_s() > best->deliveries_per_s())) best = &r;
             json step = {{"step", r.plan.index + 1}, {"rps", figure(r.plan.rps)}, {"duration_s", figure(r.measured_s)}};
             add_verification(step, r);
+            if (o.rooms_per_client > 0) step["conversations"] = conversations_json(o, r);
             step["sustained"] = r.sustained;
             step_rows.push_back(std::move(step));
         }

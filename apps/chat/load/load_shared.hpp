@@ -6,12 +6,16 @@
 //
 //   phase:  connecting -> creating -> joining -> checking -> running (steps 0..n) -> finished
 //
+// The conversations workload (--rooms-per-client) opens its direct pairs between joining and
+// checking: phase `directs`, round dm_round = 0 .. layout->rounds() - 1.
+//
 // Ownership: player_ids / room_ids are written once by the worker owning that client and read by
 // everyone after the controller has published the next phase (release store, acquire load).
 // index_of_player is filled by the controller before it publishes `creating` and is read-only
 // from then on.
 
 #include "apps/chat/common/client_tls.hpp"
+#include "conversation_layout.hpp"
 #include "load_options.hpp"
 #include "load_clock.hpp"
 #include "load_stats.hpp"
@@ -23,6 +27,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -30,7 +35,7 @@
 
 namespace strix::chat {
 
-enum class load_phase : int { connecting, creating, joining, checking, running, finished };
+enum class load_phase : int { connecting, creating, joining, directs, checking, running, finished };
 
 /// One measured step: send at `rps` per client from t_send_start until t_end, measure from
 /// t_measure. Times are steady_clock nanoseconds.
@@ -52,6 +57,9 @@ struct alignas(64) worker_mailbox {
     std::atomic<std::uint32_t> created{0};
     std::atomic<std::uint32_t> joined{0};
     std::atomic<std::uint32_t> login_retries{0};  ///< login_req sent again after server_busy / rate_limited
+    /// Conversations workload: sides of direct pairs in their room with the opening message.
+    std::atomic<std::uint32_t> directs_ready{0};
+    std::atomic<std::uint32_t> setup_retries{0};  ///< room requests sent again after "retry later"
     // Totals over the whole run, for the drain check.
     std::atomic<std::uint64_t> expected_all{0};
     std::atomic<std::uint64_t> delivered_all{0};
@@ -76,7 +84,13 @@ struct load_shared {
           room_members(o.rooms, 0),
           node_of(o.clients),
           boxes(workers) {
-        for (std::uint32_t i = 0; i < o.clients; ++i) ++room_members[i % o.rooms];
+        if (o.rooms_per_client > 0) {
+            layout =
+                std::make_unique<const conversation_layout>(o.clients, o.rooms_per_client, o.room_size, o.dm_partners);
+            room_members.assign(o.rooms, o.room_size);
+        } else {
+            for (std::uint32_t i = 0; i < o.clients; ++i) ++room_members[i % o.rooms];
+        }
     }
 
     const load_options& opt;
@@ -86,6 +100,10 @@ struct load_shared {
     std::vector<std::atomic<std::uint64_t>> player_ids;  ///< by client index; 0 until logged in
     std::vector<std::atomic<std::uint64_t>> room_ids;    ///< by room index; 0 until created
     std::vector<std::uint32_t> room_members;             ///< fixed: clients in each room
+    /// The conversations workload's layout (--rooms-per-client); null for the single-room one.
+    std::unique_ptr<const conversation_layout> layout;
+    /// Phase directs: the round of direct pairs being opened (set before the phase).
+    std::atomic<std::uint32_t> dm_round{0};
     /// By client index: the --targets node its connection goes to now (written by the owning
     /// worker at each connect, read relaxed by receivers to sort latency by same / cross node).
     std::vector<std::atomic<std::uint32_t>> node_of;

@@ -16,6 +16,8 @@
 //                          their ack (the server may or may not have taken them); reclaimed_owed
 //                          adds back the ones the sender later saw (refilled or live): owed =
 //                          expected - refused - dropped_owed + reclaimed_owed
+//   direct_*               the conversations workload: the part of sent / expected / delivered
+//                          that went to direct rooms (the rest went to group rooms)
 
 #include "latency_histogram.hpp"
 
@@ -62,6 +64,9 @@ struct load_stats {
     std::uint64_t rejoin_as_joined = 0;    ///< member_joined for a member coming back (docs: member_presence)
     std::uint64_t dropped_owed = 0;        ///< see the table above
     std::uint64_t reclaimed_owed = 0;      ///< see the table above
+    std::uint64_t direct_sent = 0;       ///< of sent, to direct rooms (conversations workload)
+    std::uint64_t direct_expected = 0;   ///< of expected, owed by those
+    std::uint64_t direct_delivered = 0;  ///< of delivered, in direct rooms
     std::uint64_t send_lag_max_ns = 0;  ///< worst lateness of a send against its schedule
     std::uint64_t busy_ns = 0;          ///< event-loop time spent between epoll waits
     std::uint64_t max_turn_ns = 0;      ///< longest such stretch: the most a receipt can be delayed
@@ -78,6 +83,10 @@ struct load_stats {
     latency_histogram cross_node;
     /// --reconnect: from losing a connection until every missed seq was refilled (or given up).
     latency_histogram resume_time;
+    /// The conversations workload: the send-to-receipt latency of group room and of direct
+    /// messages apart (both also in `latency`).
+    latency_histogram room_latency;
+    latency_histogram direct_latency;
 
     /// Adds `o` into this one (sums, and the maximum of the maxima). Owner thread only.
     void merge(const load_stats& o) noexcept {
@@ -114,6 +123,9 @@ struct load_stats {
         rejoin_as_joined += o.rejoin_as_joined;
         dropped_owed += o.dropped_owed;
         reclaimed_owed += o.reclaimed_owed;
+        direct_sent += o.direct_sent;
+        direct_expected += o.direct_expected;
+        direct_delivered += o.direct_delivered;
         if (o.send_lag_max_ns > send_lag_max_ns) send_lag_max_ns = o.send_lag_max_ns;
         busy_ns += o.busy_ns;
         if (o.max_turn_ns > max_turn_ns) max_turn_ns = o.max_turn_ns;
@@ -124,6 +136,8 @@ struct load_stats {
         same_node.merge(o.same_node);
         cross_node.merge(o.cross_node);
         resume_time.merge(o.resume_time);
+        room_latency.merge(o.room_latency);
+        direct_latency.merge(o.direct_latency);
     }
 
     /// Total error_res frames of every code. Owner thread only.

@@ -26,6 +26,16 @@ namespace {
 constexpr std::int64_t control_period_ns = 20'000'000;
 constexpr std::size_t read_buffer_size = 256 * 1024;
 
+// A client's conversations: its group rooms by layer, then its direct pairs.
+void add_conversations(load_client& c, const conversation_layout& l) {
+    for (std::uint32_t k = 0; k < l.rooms_per_client(); ++k)
+        c.convs.emplace_back(l.room_of(k, c.index), false, k, l.room_size());
+    for (std::uint32_t e : l.pairs_of(c.index)) {
+        const auto [a, b] = l.pair(e);
+        c.convs.emplace_back(l.rooms() + e, true, a == c.index ? b : a, 2);
+    }
+}
+
 }  // namespace
 
 std::string describe(const peer_address& a) {
@@ -46,7 +56,15 @@ load_worker::load_worker(load_shared& shared, std::vector<peer_address> addrs, s
       text_buf_(shared.text.max_len()),
       fbb_(4096) {
     const load_options& o = shared.opt;
+    layout_ = shared.layout.get();
     for (std::uint32_t i = id; i < o.clients; i += workers) {
+        if (layout_ != nullptr) {
+            clients_.push_back(std::make_unique<load_client>(i, o.rooms, 0));
+            add_conversations(*clients_.back(), *layout_);
+            // Neighbours alternate: every room and every pair i, i+1 spans the targets.
+            clients_.back()->target = static_cast<std::uint32_t>(i % addrs_.size());
+            continue;
+        }
         clients_.push_back(std::make_unique<load_client>(i, o.rooms, shared.room_members[i % o.rooms]));
         // Member number i / rooms of its room: a room's members are spread over every target.
         clients_.back()->target = static_cast<std::uint32_t>((i / o.rooms) % addrs_.size());
@@ -124,8 +142,22 @@ std::int64_t load_worker::control(std::int64_t now) {
     const load_phase p = shared_.phase.load(std::memory_order_acquire);
     if (p != phase_) {
         phase_ = p;
-        if (p == load_phase::creating || p == load_phase::joining) enter_rooms(p);
+        if (p == load_phase::creating || p == load_phase::joining) {
+            if (layout_ != nullptr) {
+                enter_conversations();
+            } else {
+                enter_rooms(p);
+            }
+        }
     }
+    if (phase_ == load_phase::directs) {
+        const std::uint32_t r = shared_.dm_round.load(std::memory_order_acquire);
+        if (r != dm_round_) {
+            dm_round_ = r;
+            open_directs(r);
+        }
+    }
+    if (!setup_waiting_.empty()) deadline = std::min(deadline, retry_setups(now));
     if (phase_ == load_phase::connecting) {
         connect_some(now);
         if (next_connect_ < clients_.size()) deadline = std::min(deadline, now + 5'000'000);
@@ -207,6 +239,8 @@ void load_worker::publish() {
     box_.created.store(created_, std::memory_order_relaxed);
     box_.joined.store(joined_, std::memory_order_relaxed);
     box_.login_retries.store(login_retries_, std::memory_order_relaxed);
+    box_.directs_ready.store(directs_ready_, std::memory_order_relaxed);
+    box_.setup_retries.store(setup_retries_, std::memory_order_relaxed);
     box_.expected_all.store(expected_all_, std::memory_order_relaxed);
     box_.delivered_all.store(delivered_all_, std::memory_order_relaxed);
     box_.disconnects.store(disconnects_, std::memory_order_relaxed);

@@ -17,7 +17,9 @@
 //
 // Files: load_worker.cpp (the loop, control, step rows), load_worker_setup.cpp (connect, TLS,
 // login, rooms), load_worker_io.cpp (sends, flushes, reads), load_worker_frames.cpp (replies and
-// chat_msg verification), load_worker_resume.cpp (reconnect, resume, history refill).
+// chat_msg verification), load_worker_resume.cpp (reconnect, resume, history refill),
+// load_worker_conv.cpp (the conversations workload: many rooms, direct pairs, per conversation
+// verification).
 
 #include "load_client.hpp"
 #include "load_shared.hpp"
@@ -96,6 +98,7 @@ private:
     bool take(load_client& c, std::size_t n);
     void on_frame(load_client& c, std::span<const std::byte> frame, std::int64_t now);
     void on_chat(load_client& c, std::span<const std::byte> frame, std::int64_t now);
+    void on_notice(load_client& c, proto::msg_type type, std::span<const std::byte> frame);
     void on_error_res(load_client& c, std::span<const std::byte> frame);
     void on_room_list(std::span<const std::byte> frame);
     void append_frame(load_client& c, proto::msg_type type);
@@ -120,7 +123,27 @@ private:
     void finish_resume(load_client& c);
     void confirm_own(load_client& c, std::uint64_t client_seq, load_stats& s);
     void count_verdict(load_client& c, delivery_verdict v, const proto::chat_msg& m, std::uint64_t client_seq,
-                       load_stats& s);
+                       load_stats& s, const delivery_checker* checker = nullptr);
+    // The conversations workload (load_worker_conv.cpp).
+    void enter_conversations();
+    void next_setup(load_client& c);
+    void send_setup(load_client& c);
+    void open_directs(std::uint32_t round);
+    std::int64_t retry_setups(std::int64_t now);
+    void on_conv_created(load_client& c, std::span<const std::byte> frame);
+    void on_conv_joined(load_client& c, std::span<const std::byte> frame);
+    void on_direct_joined(load_client& c, const proto::join_room_res& res);
+    void direct_ready(load_client& c, std::uint32_t vi);
+    void on_conv_chat(load_client& c, std::span<const std::byte> frame, std::int64_t now);
+    void on_opening_message(load_client& c, std::uint32_t vi, const proto::chat_msg& m, std::uint32_t slot);
+    bool on_conv_setup_error(load_client& c, const proto::error_res& res);
+    void on_conv_refused(load_client& c);
+    void on_conv_acked(load_client& c, std::uint32_t vi, std::uint64_t client_seq);
+    void on_conv_notice(load_client& c, proto::msg_type type, std::span<const std::byte> frame);
+    void send_conv_chat(load_client& c, std::int64_t now);
+    conversation* conversation_of(load_client& c, std::uint64_t room_id, std::uint32_t* index = nullptr);
+    void record_receipt(const load_client& c, load_stats& s, const proto::chat_msg& m, std::uint32_t sender_index,
+                        std::int64_t ts, std::int64_t now);
     void setup_failure(const load_client& c, const std::string& why);
     load_stats& sink_for_sent(std::int64_t client_ts);
     void publish();
@@ -152,6 +175,12 @@ private:
         max_logins_in_flight;  // logins (connects included) in flight at most; halved on "retry later"
     std::int64_t window_cut_at_ = 0;
     std::vector<load_client*> login_waiting_;  // told "retry later"; login_retry_at says when
+    // The conversations workload (null layout_: the single-room one).
+    const conversation_layout* layout_ = nullptr;
+    std::uint32_t directs_ready_ = 0;  // sides of direct pairs ready (in the room, opening message seen)
+    std::uint32_t setup_retries_ = 0;
+    std::uint32_t dm_round_ = std::numeric_limits<std::uint32_t>::max();  // the round opened last
+    std::vector<load_client*> setup_waiting_;  // a room request told "retry later"; setup_retry_at says when
 
     // The current step.
     std::uint32_t plan_gen_ = 0;

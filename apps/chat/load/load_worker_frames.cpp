@@ -27,6 +27,10 @@ void load_worker::on_frame(load_client& c, std::span<const std::byte> frame, std
     const proto::msg_type type = type_of(frame);
     switch (type) {
         case proto::msg_type::chat_msg:
+            if (layout_ != nullptr) {
+                on_conv_chat(c, frame, now);
+                return;
+            }
             if (c.state == client_state::resuming) {
                 // Live messages above the re-join's last_seq: shown after the refill below them.
                 c.held.emplace_back(now, std::vector<std::byte>(frame.begin(), frame.end()));
@@ -55,6 +59,12 @@ void load_worker::on_frame(load_client& c, std::span<const std::byte> frame, std
                 c.state = client_state::rejoining;
                 return;
             }
+            if (layout_ != nullptr && res->rooms() != nullptr && res->rooms()->size() != 0) {
+                // Their join_room_res would follow and the rooms would not be the layout's.
+                setup_failure(c, "the account belongs to " + std::to_string(res->rooms()->size()) +
+                                     " rooms already; give this run a fresh --name-prefix");
+                return;
+            }
             c.player_id = res->player()->id();
             c.state = client_state::logged_in;
             login_window_ = std::min(login_window_ + 1, max_logins_in_flight);
@@ -64,6 +74,10 @@ void load_worker::on_frame(load_client& c, std::span<const std::byte> frame, std
             return;
         }
         case proto::msg_type::create_room_res: {
+            if (layout_ != nullptr) {
+                on_conv_created(c, frame);
+                return;
+            }
             const auto* res = body_as<proto::create_room_res>(frame);
             if (res == nullptr || res->room() == nullptr || c.state != client_state::entering) {
                 setup_failure(c, "bad or unexpected create_room_res");
@@ -75,6 +89,10 @@ void load_worker::on_frame(load_client& c, std::span<const std::byte> frame, std
             return;
         }
         case proto::msg_type::join_room_res: {
+            if (layout_ != nullptr) {
+                on_conv_joined(c, frame);
+                return;
+            }
             const auto* res = body_as<proto::join_room_res>(frame);
             const std::uint64_t want = shared_.room_ids[c.room].load(std::memory_order_acquire);
             if (res != nullptr && res->room() != nullptr && c.state == client_state::rejoining) {
@@ -96,6 +114,22 @@ void load_worker::on_frame(load_client& c, std::span<const std::byte> frame, std
         }
         case proto::msg_type::list_rooms_res: on_room_list(frame); return;
         case proto::msg_type::error_res: on_error_res(c, frame); return;
+        case proto::msg_type::member_joined:
+        case proto::msg_type::member_left:
+        case proto::msg_type::member_presence:
+            if (layout_ != nullptr) {
+                on_conv_notice(c, type, frame);
+                return;
+            }
+            break;
+        default: break;
+    }
+    on_notice(c, type, frame);
+}
+
+// The single-room workload's membership notices and what else may arrive.
+void load_worker::on_notice(load_client& c, proto::msg_type type, std::span<const std::byte> frame) {
+    switch (type) {
         case proto::msg_type::member_joined:
             // Expected while the rooms fill up; nobody joins once the steps run. The server may hold
             // a notice back briefly (--notice-delay-ms) but sends it before the room's next chat_msg,
@@ -150,6 +184,7 @@ void load_worker::on_error_res(load_client& c, std::span<const std::byte> frame)
     const std::string reason(res == nullptr ? std::string_view("(undecodable error_res)") : str(res->reason()));
     const char* request = res == nullptr ? "?" : proto::EnumNamemsg_type(res->request());
     if (c.reconnecting && res != nullptr && on_reconnect_error(c, *res)) return;
+    if (layout_ != nullptr && phase_ != load_phase::running && res != nullptr && on_conv_setup_error(c, *res)) return;
     if (phase_ != load_phase::running) {
         if (res != nullptr && res->request() == proto::msg_type::login_req && c.state == client_state::logging_in &&
             (code == proto::error_code::server_busy || code == proto::error_code::rate_limited)) {
@@ -175,7 +210,9 @@ void load_worker::on_error_res(load_client& c, std::span<const std::byte> frame)
     }
     const auto slot = std::min<std::size_t>(static_cast<std::size_t>(code), error_slots - 1);
     ++now_sink_->errors[slot];
-    if (res != nullptr && res->request() == proto::msg_type::chat_req) {
+    if (res != nullptr && res->request() == proto::msg_type::chat_req && layout_ != nullptr) {
+        on_conv_refused(c);
+    } else if (res != nullptr && res->request() == proto::msg_type::chat_req) {
         // A refused message owes no deliveries: it is an error, not a loss.
         const std::uint32_t owed = shared_.room_members[c.room];
         now_sink_->refused += owed;
@@ -234,24 +271,31 @@ void load_worker::on_chat(load_client& c, std::span<const std::byte> frame, std:
         c.acked_seq = std::max(c.acked_seq, msg->client_seq());
         if (!c.unconfirmed.empty()) confirm_own(c, msg->client_seq(), s);
     }
-    // Latency into the row of the receipt (the sink of a warmup message is the warmup).
+    record_receipt(c, s, *msg, it->second, ts, now);
+}
+
+// The latency of one verified delivery (sent at `ts`, received `now`), into `s`: the row of the
+// receipt (the sink of a warmup message is the warmup).
+void load_worker::record_receipt(const load_client& c, load_stats& s, const proto::chat_msg& m,
+                                 std::uint32_t sender_index, std::int64_t ts, std::int64_t now) {
     s.latency.record(static_cast<std::uint64_t>(now - ts));
     if (addrs_.size() > 1) {
-        const bool same = shared_.node_of[it->second].load(std::memory_order_relaxed) == c.target;
+        const bool same = shared_.node_of[sender_index].load(std::memory_order_relaxed) == c.target;
         (same ? s.same_node : s.cross_node).record(static_cast<std::uint64_t>(now - ts));
     }
     // Split at the server's stamp. Both clocks are this machine's; a stamp that maps outside
     // [send, receipt] (a wall-clock step) is left out of the split rather than clamped.
-    const std::int64_t at_server = static_cast<std::int64_t>(msg->server_ts_us()) * 1000 - shared_.wall_minus_steady_ns;
+    const std::int64_t at_server = static_cast<std::int64_t>(m.server_ts_us()) * 1000 - shared_.wall_minus_steady_ns;
     if (at_server >= ts && at_server <= now) {
-        if (sender == c.player_id) s.to_server.record(static_cast<std::uint64_t>(at_server - ts));
+        if (sender_index == c.index) s.to_server.record(static_cast<std::uint64_t>(at_server - ts));
         s.from_server.record(static_cast<std::uint64_t>(now - at_server));
     }
 }
 
 // The verdict of one delivery into the counters (with a diagnostic for what is wrong).
 void load_worker::count_verdict(load_client& c, delivery_verdict v, const proto::chat_msg& m, std::uint64_t client_seq,
-                                load_stats& s) {
+                                load_stats& s, const delivery_checker* checker) {
+    if (checker == nullptr) checker = &c.checker;
     const std::uint64_t sender = m.sender() == nullptr ? 0 : m.sender()->id();
     switch (v) {
         case delivery_verdict::duplicate:
@@ -262,7 +306,7 @@ void load_worker::count_verdict(load_client& c, delivery_verdict v, const proto:
         case delivery_verdict::out_of_order:
             ++s.out_of_order;
             shared_.warn(shared_.warned_order, 20, "client {}: chat_msg room seq {} arrived after seq {}", c.index,
-                         m.seq(), c.checker.last_seq());
+                         m.seq(), checker->last_seq());
             return;
         case delivery_verdict::gap:
             ++s.gaps;

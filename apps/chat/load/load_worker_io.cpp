@@ -39,6 +39,10 @@ std::int64_t load_worker::send_due(std::int64_t now) {
 }
 
 void load_worker::send_chat(load_client& c, std::int64_t now) {
+    if (layout_ != nullptr) {
+        send_conv_chat(c, now);
+        return;
+    }
     ++c.client_seq;
     const std::size_t len = shared_.text.write(c.player_id, c.client_seq, text_buf_.data());
     fbb_.Clear();

@@ -179,6 +179,11 @@ void load_worker::send_login(load_client& c) {
         const auto n = fbb_.CreateString(name);
         const auto t = fbb_.CreateVector(c.resume_token);
         fbb_.Finish(proto::Createlogin_req(fbb_, n, {}, {}, t));
+    } else if (layout_ != nullptr) {
+        // The conversations workload: protocol version 2, many rooms per session.
+        const auto n = fbb_.CreateString(name);
+        const auto pw = fbb_.CreateString(shared_.opt.password);
+        fbb_.Finish(proto::Createlogin_req(fbb_, n, pw, {}, {}, 2));
     } else {
         fbb_.Finish(proto::Createlogin_req(fbb_, fbb_.CreateString(name), fbb_.CreateString(shared_.opt.password)));
     }
