@@ -22,6 +22,8 @@
 #include "apps/chat/common/chat_frame.hpp"
 #include "apps/chat/server/net/frames.hpp"
 #include "apps/chat/server/net/names.hpp"
+#include "apps/chat/server/rooms/notice.hpp"
+#include "apps/chat/server/rooms/wire_chat.hpp"
 
 #include <strix/net/framer.hpp>
 
@@ -246,6 +248,59 @@ void handle(bytes frame) {
             const auto res = frames::typing(room, 9, "ann");
             const auto* back = body_as<proto::typing>(view_of(res));
             STRIX_FUZZ_CHECK(back && back->room_id() == room && back->player() && str(back->player()->name()) == "ann");
+            return;
+        }
+        case msg_type::direct_req: {
+            const auto* req = body_as<proto::direct_req>(frame);
+            if (!req) return;
+            const std::string to = str(req->to()), text = str(req->text());
+            if (!valid_player_name(to) || text.empty() || text.size() > 60000) return;
+            // The message crosses nodes in wire form, then reaches the pair as a chat_msg.
+            const std::string wire = encode_wire_chat({5, 6, req->client_ts(), req->client_seq(), 1, 2, to, text, 0});
+            const auto w = decode_wire_chat(wire);
+            STRIX_FUZZ_CHECK(w && w->name == to && w->text == text && w->client_seq == req->client_seq());
+            const auto res = frames::block_res(5, to, text.size() & 1);
+            const auto* back = body_as<proto::block_res>(view_of(res));
+            STRIX_FUZZ_CHECK(back && back->player() && str(back->player()->name()) == to &&
+                             back->blocked() == static_cast<bool>(text.size() & 1));
+            return;
+        }
+        case msg_type::block_req: {
+            const auto* req = body_as<proto::block_req>(frame);
+            if (!req) return;
+            const std::string name = str(req->name());
+            if (!valid_player_name(name)) return;
+            const auto res = frames::block_res(8, name, req->blocked());
+            const auto* back = body_as<proto::block_res>(view_of(res));
+            STRIX_FUZZ_CHECK(back && back->player() && back->player()->id() == 8 && back->blocked() == req->blocked());
+            return;
+        }
+        case msg_type::moderate_req: {
+            const auto* req = body_as<proto::moderate_req>(frame);
+            if (!req) return;
+            if (req->action() == proto::mod_action::none || req->action() > proto::mod_action::MAX) return;
+            // room_moderation.cpp: the action travels as a notice's text and comes back decoded.
+            notice n;
+            n.action = req->action();
+            n.target = req->target();
+            n.seq = req->seq();
+            n.until_us = static_cast<std::int64_t>(req->seconds()) * 1'000'000;
+            n.target_name = "target";
+            const std::string text = encode_notice(n);
+            const auto d = decode_notice(text);
+            STRIX_FUZZ_CHECK(d && d->action == n.action && d->target == n.target && d->seq == n.seq &&
+                             d->until_us == n.until_us && d->target_name == "target");
+            frames::chat_fields f;
+            f.room_id = req->room_id();
+            f.seq = 3;
+            f.text = text;
+            f.kind = static_cast<std::uint8_t>(proto::msg_kind::notice);
+            const auto msg = frames::chat_msg(f);
+            const auto* back = body_as<proto::chat_msg>(view_of(msg));
+            STRIX_FUZZ_CHECK(back && back->kind() == proto::msg_kind::notice && back->notice() &&
+                             back->notice()->action() == n.action && back->notice()->seq() == n.seq &&
+                             str(back->text()).empty());
+            STRIX_FUZZ_CHECK((n.target == 0) == (back->notice()->target() == nullptr));
             return;
         }
         case msg_type::ping_req: {

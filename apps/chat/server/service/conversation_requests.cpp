@@ -184,7 +184,9 @@ void chat_service::enter_direct(std::uint64_t account, room_id room) {
         if (p->slot(room) || p->rooms.size() >= ctx_.options.max_rooms_per_account) continue;
         if (p->pending != player::pending_op::none && p->pending != player::pending_op::join) {
             // Busy: it goes in once that request completes, in its turn.
-            if (std::find(p->entering.begin(), p->entering.end(), room) == p->entering.end())
+            // Bounded like its rooms: past the limit it finds the room at its next login.
+            if (p->entering.size() < ctx_.options.max_rooms_per_account &&
+                std::find(p->entering.begin(), p->entering.end(), room) == p->entering.end())
                 p->entering.push_back(room);
             continue;
         }
