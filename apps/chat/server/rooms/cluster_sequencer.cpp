@@ -270,8 +270,7 @@ void cluster_sequencer::deliver_chat(room& r, std::uint64_t seq, std::string_vie
     host_.fan_out(r, notice ? room_event::kind::moderation : room_event::kind::message, 0, 0, nullptr,
                   frames::chat_msg(f), ticket, seq);
     r.note_delivered(seq);
-    if (notice)
-        host_.apply_notice(r, f.sender_id, f.text, ticket, static_cast<std::int64_t>(f.server_ts_us));
+    if (notice) host_.apply_notice(r, f.sender_id, f.text, ticket, static_cast<std::int64_t>(f.server_ts_us));
 }
 
 void cluster_sequencer::feed_gap(std::string_view key, std::uint64_t from, std::uint64_t to, bool epoch_changed) {

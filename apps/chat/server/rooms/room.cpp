@@ -13,6 +13,7 @@ room::added room::add(member m) {
     room_member* a = account_mut(m.player_id);
     if (a == nullptr) {
         accounts_.push_back({m.player_id, m.name, 0});
+        accounts_.back().role = role_of(m.player_id);
         a = &accounts_.back();
         what = added::new_member;
     } else if (!a->online()) {
@@ -64,7 +65,9 @@ bool room::has_player(std::uint64_t player_id) const noexcept {
 }
 
 void room::mark_absent(std::uint64_t player_id, std::string name) {
-    if (account(player_id) == nullptr) accounts_.push_back({player_id, std::move(name), 0});
+    if (account(player_id) != nullptr) return;
+    accounts_.push_back({player_id, std::move(name), 0});
+    accounts_.back().role = role_of(player_id);
 }
 
 void room::forget(std::uint64_t player_id) noexcept {
@@ -85,11 +88,15 @@ room_summary room::summary() const {
 }
 
 std::uint8_t room::role_of(std::uint64_t player_id) const noexcept {
-    const room_member* a = account(player_id);
-    return a ? a->role : 0;
+    auto it = roles_.find(player_id);
+    return it == roles_.end() ? 0 : it->second;
 }
 
-void room::set_role(std::uint64_t player_id, std::uint8_t role) noexcept {
+void room::set_role(std::uint64_t player_id, std::uint8_t role) {
+    if (role == 0)
+        roles_.erase(player_id);
+    else
+        roles_[player_id] = role;
     if (room_member* a = account_mut(player_id)) a->role = role;
 }
 

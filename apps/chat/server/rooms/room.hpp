@@ -115,9 +115,11 @@ public:
     std::uint8_t kind() const noexcept { return kind_; }
     bool direct() const noexcept { return kind_ == 1; }
     void set_kind(std::uint8_t k) noexcept { kind_ = k; }
-    /// The account's role (0 member, 1 admin, 2 owner); 0 for a non-member. Owner shard only.
+    /// The account's role (0 member, 1 admin, 2 owner), kept apart from who this node knows to
+    /// belong (in cluster mode a member that joined elsewhere may be unknown here, and a notice
+    /// may still promote it). Owner shard only.
     std::uint8_t role_of(std::uint64_t player_id) const noexcept;
-    void set_role(std::uint64_t player_id, std::uint8_t role) noexcept;
+    void set_role(std::uint64_t player_id, std::uint8_t role);
     /// Bans and mutes in force: kind 1 ban, 2 mute; until_us 0 never ends. Owner shard only.
     void sanction(std::uint64_t player_id, std::uint8_t kind, std::int64_t until_us);
     void lift(std::uint64_t player_id, std::uint8_t kind) noexcept;
@@ -149,6 +151,7 @@ private:
     std::uint8_t kind_ = 0;
     bool stale_ = false;
     boost::unordered_flat_map<std::uint64_t, std::int64_t> bans_, mutes_;  // account -> until_us (0: never)
+    boost::unordered_flat_map<std::uint64_t, std::uint8_t> roles_;          // admins and the owner
     std::vector<std::pair<std::uint64_t, std::uint64_t>> blocks_;           // (blocker, blocked)
 };
 

@@ -47,13 +47,16 @@ std::optional<room_host::refusal> room_host::check(room& r, const moderation& m,
     }
     if (m.target == 0) return refusal{error_code::bad_request, "name the target account (target)"};
     if (m.target == m.actor.player_id) return refusal{error_code::bad_request, "not on yourself"};
-    const room_member* t = r.account(m.target);
-    if (acts_on_member(a) && t == nullptr) return refusal{error_code::not_in_room, "the target is not a member"};
+    // On one node the room knows every member; in cluster mode one that joined through another
+    // node may be unknown here: the action goes ahead (on a non-member it changes nothing).
+    if (acts_on_member(a) && r.account(m.target) == nullptr && seq_->knows_all_members())
+        return refusal{error_code::not_in_room, "the target is not a member"};
     // Nobody acts on the owner; only the owner acts on an admin.
-    if (t != nullptr && t->role >= mine) return refusal{error_code::forbidden, "the target's role is not below yours"};
-    if (a == mod_action::promote && t->role != role_member)
+    const std::uint8_t theirs = r.role_of(m.target);
+    if (theirs >= mine) return refusal{error_code::forbidden, "the target's role is not below yours"};
+    if (a == mod_action::promote && theirs != role_member)
         return refusal{error_code::bad_request, "the target is an admin already"};
-    if (a == mod_action::demote && t->role != role_admin) return refusal{error_code::bad_request, "not an admin"};
+    if (a == mod_action::demote && theirs != role_admin) return refusal{error_code::bad_request, "not an admin"};
     if ((a == mod_action::mute && m.seconds == 0) || m.seconds > max_sanction_seconds)
         return refusal{error_code::bad_request, "seconds: 1-31536000 for a mute, 0-31536000 for a ban (0: no end)"};
     return std::nullopt;
@@ -97,7 +100,7 @@ void room_host::moderate(moderation m) {
             auto* c = change(room_change::kind::sanction, m.target);
             c->sanction = sanction_ban;
             c->until_us = n.until_us;
-            if (t) change(room_change::kind::left, m.target);
+            change(room_change::kind::left, m.target);  // a no-op for a non-member
             break;
         }
         case mod_action::mute: {

@@ -106,6 +106,9 @@ public:
     /// Whether a room stays held once no session here is in it (false: the host drops it, and
     /// the next join loads it again). Any thread.
     virtual bool holds_idle_rooms() const noexcept = 0;
+    /// Whether a room held here knows every account that belongs to it (false in cluster mode:
+    /// a member that joined through another node may be unknown here). Any thread.
+    virtual bool knows_all_members() const noexcept { return holds_idle_rooms(); }
 
     // --- what other nodes hear without storage (cluster mode; nothing on one node) ----------
 
