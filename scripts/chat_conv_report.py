@@ -53,8 +53,19 @@ def section(runs_dir):
     found = load_runs(runs_dir)
     if not found:
         return [], True
-    first = next(iter(found.values()))[0][1]
-    c = first.get("conversations", {})
+    # The description comes from a run that got as far as measuring (a failed run's JSON may lack
+    # the workload's fields); with none, from whatever there is.
+    runs = [j for rs in found.values() for _, j in rs]
+    first = next((j for j in runs if "latency_us" in j and "conversations" in j), runs[0])
+    c = first.get("conversations") or {}
+    if "latency_us" not in first:
+        L = ["## Conversations: many rooms per account, direct messages", "",
+             "No run got as far as measuring:", ""]
+        for kind in ("single", "cluster"):
+            for r, j in found.get(kind, []):
+                L.append(f"- {LABEL[kind]} run {r}: FAILED: {j.get('failure', '?')}")
+        L.append("")
+        return L, False
     L = ["## Conversations: many rooms per account, direct messages", ""]
     L.append(f"`strix-chat-load --rooms-per-client {c.get('rooms_per_client')} --room-size {c.get('room_size')} "
              f"--dm-share {c.get('dm_share')} --dm-partners {c.get('dm_partners')}`: {first['clients']:,} accounts "

@@ -18,6 +18,7 @@
 // Everything here runs on the owning shard.
 
 #include "member.hpp"
+#include "apps/chat/storage/chat_store.hpp"
 #include "room_id.hpp"
 #include "apps/chat/cluster/node_registry.hpp"
 #include "apps/chat/cluster/presence_backplane.hpp"
@@ -90,7 +91,9 @@ public:
     // --- signals: published, never stored (cluster_presence_signals.cpp) --------------------
     //   chat:{R}:e   "<node> t <account> <name>"        a member typing in R
     //                "<node> r <account> <seq>"         an account's read marker in R rose
-    //   chat:ctl     "<node> d <room> <account>..."     accounts now in direct room <room>
+    //   chat:ctl     "<node> d <room> <created 0|1> <account> <name> <account> <name>"
+    //                                                  the two accounts of direct room <room>
+    //                                                  (created: the room is new, all of it here)
     //                "<node> b <room> <blocker> <blocked> <0|1>"   a block in a direct room
     // A node follows chat:{R}:e while it watches R, and chat:ctl on its registry shard. What is
     // published while a node does not follow is lost to it: typing is ephemeral anyway, a read
@@ -99,7 +102,7 @@ public:
 
     void signal_typing(room_id id, std::uint64_t account, std::string_view name);
     void signal_read(room_id id, std::uint64_t account, std::uint64_t seq);
-    void signal_direct(room_id id, const std::vector<std::uint64_t>& accounts);
+    void signal_direct(const stored_room& info, bool created);
     void signal_block(room_id id, std::uint64_t blocker, std::uint64_t blocked, bool on);
 
 private:

@@ -66,11 +66,13 @@ void cluster_presence::signal_read(room_id id, std::uint64_t account, std::uint6
                    signal(node_, 'r', {std::to_string(account), std::to_string(seq)}));
 }
 
-void cluster_presence::signal_direct(room_id id, const std::vector<std::uint64_t>& accounts) {
-    std::string p = signal(node_, 'd', {std::to_string(id.value())});
-    for (std::uint64_t a : accounts) {
+void cluster_presence::signal_direct(const stored_room& info, bool created) {
+    std::string p = signal(node_, 'd', {std::to_string(info.id), created ? "1" : "0"});
+    for (std::size_t i = 0; i < info.members.size() && i < info.member_names.size(); ++i) {
         p.push_back(' ');
-        p.append(std::to_string(a));
+        p.append(std::to_string(info.members[i]));
+        p.push_back(' ');
+        p.append(info.member_names[i]);  // account names have no spaces
     }
     publish_signal(std::string(control_channel), std::move(p));
 }
@@ -94,11 +96,29 @@ bool cluster_presence::on_signal(std::string_view channel, std::string_view payl
         if (!take(payload, room) || room == 0) return true;
         const room_id id(room);
         if (what == 'd') {
-            // Every session of these accounts on this node goes in (they live on any shard).
-            std::uint64_t account = 0;
-            while (!payload.empty() && take(payload, account))
-                for (unsigned s = 0; s < services.size(); ++s)
-                    services.invoke_on(s, [account, id](chat_service& svc) { svc.enter_direct(account, id); });
+            // The room (held by its owner shard here when new: no database read), then every
+            // session of its accounts on this node goes in.
+            std::uint64_t created = 0;
+            if (!take(payload, created)) return true;
+            stored_room info;
+            info.id = room;
+            info.kind = 1;
+            while (!payload.empty()) {
+                std::uint64_t account = 0;
+                if (!take(payload, account)) return true;
+                const auto space = payload.find(' ');
+                info.members.push_back(account);
+                info.member_names.emplace_back(payload.substr(0, space));
+                info.member_roles.push_back(0);
+                payload.remove_prefix(space == std::string_view::npos ? payload.size() : space + 1);
+            }
+            if (info.members.size() != 2) return true;
+            services.invoke_on(id.owner(services.size()), [info = std::move(info), created](chat_service& svc) mutable {
+                const room_id rid(info.id);
+                std::vector<std::uint64_t> accounts = info.members;
+                svc.host().adopt_direct(std::move(info), created != 0);
+                svc.host().enter_everywhere(rid, accounts);
+            });
         } else if (what == 'b') {
             std::uint64_t blocker = 0, blocked = 0, on = 0;
             if (!take(payload, blocker) || !take(payload, blocked) || !take(payload, on)) return true;

@@ -69,7 +69,7 @@ public:
     bool holds_idle_rooms() const noexcept override { return false; }
     void typed(const room& r, std::uint64_t account, std::string_view name) override;
     void marked_read(const room& r, std::uint64_t account, std::uint64_t seq) override;
-    void direct_opened(room_id id, const std::vector<std::uint64_t>& accounts) override;
+    void direct_opened(const stored_room& info, bool created) override;
     void block_changed(room_id id, std::uint64_t blocker, std::uint64_t blocked, bool on) override;
 
     bool list_rooms(std::size_t limit, std::function<void(std::optional<std::vector<room_summary>>)> done) override;

@@ -147,8 +147,8 @@ void cluster_sequencer::marked_read(const room& r, std::uint64_t account, std::u
     if (presence_) presence_->signal_read(r.id(), account, seq);
 }
 
-void cluster_sequencer::direct_opened(room_id id, const std::vector<std::uint64_t>& accounts) {
-    if (presence_) presence_->signal_direct(id, accounts);
+void cluster_sequencer::direct_opened(const stored_room& info, bool created) {
+    if (presence_) presence_->signal_direct(info, created);
 }
 
 void cluster_sequencer::block_changed(room_id id, std::uint64_t blocker, std::uint64_t blocked, bool on) {

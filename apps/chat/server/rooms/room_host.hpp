@@ -119,7 +119,14 @@ public:
     /// node, where every room is held; in cluster mode a join loads it), both accounts members,
     /// and session m put in it as a login's rejoin would. Then every session of the accounts in
     /// `announce` on this node is put in it too (chat_service::enter_direct). Owner shard only.
-    void open_direct(stored_room info, member m, std::vector<std::uint64_t> announce);
+    /// `created`: the database made the room just now (`info` is all of it).
+    void open_direct(stored_room info, member m, std::vector<std::uint64_t> announce, bool created);
+    /// The direct room `info` as another node opened it (or this one): held here when `created`
+    /// (`info` is all of it; otherwise a join loads it), its two accounts members. Owner shard.
+    void adopt_direct(stored_room info, bool created);
+    /// Every session of `accounts` on this node goes in room `id` (chat_service::enter_direct on
+    /// each shard). Owner shard, after the room is held.
+    void enter_everywhere(room_id id, const std::vector<std::uint64_t>& accounts);
 
     /// In the direct room `id`: `blocker` takes (on = false) or refuses (on) messages from
     /// `blocked`. Owner shard only.

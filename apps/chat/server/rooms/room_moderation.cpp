@@ -248,21 +248,33 @@ void room_host::remove_account(room& r, std::uint64_t account, std::uint64_t tic
     }
 }
 
-void room_host::open_direct(stored_room info, member m, std::vector<std::uint64_t> announce) {
-    STRIX_ASSERT_OWNER(service_.home(), "room_host::open_direct");
-    const room_id id(info.id);
-    if (room* r = find(id)) {
+void room_host::adopt_direct(stored_room info, bool created) {
+    STRIX_ASSERT_OWNER(service_.home(), "room_host::adopt_direct");
+    if (room* r = find(room_id(info.id))) {
         // Known here: a member that had left belongs again.
         for (std::size_t i = 0; i < info.members.size(); ++i) r->mark_absent(info.members[i], info.member_names[i]);
-    } else if (seq_->holds_idle_rooms()) {
+    } else if (seq_->holds_idle_rooms() || created) {
+        // Everything about a room made just now is in `info` (no message, no block).
         restore(std::move(info));
     }
-    // Otherwise (cluster mode) the join reads it from the database.
-    join(id, std::move(m), true);
-    for (std::uint64_t account : announce)
+    // Otherwise (cluster mode, a room made earlier) the next join reads it from the database.
+}
+
+void room_host::enter_everywhere(room_id id, const std::vector<std::uint64_t>& accounts) {
+    for (std::uint64_t account : accounts)
         for (unsigned s = 0; s < ctx_.eng.shard_count(); ++s)
             service_.container().invoke_on(s, [account, id](chat_service& svc) { svc.enter_direct(account, id); });
-    if (!announce.empty()) seq_->direct_opened(id, announce);
+}
+
+void room_host::open_direct(stored_room info, member m, std::vector<std::uint64_t> announce, bool created) {
+    STRIX_ASSERT_OWNER(service_.home(), "room_host::open_direct");
+    const room_id id(info.id);
+    stored_room told = info;  // for the other nodes
+    adopt_direct(std::move(info), created);
+    join(id, std::move(m), true);
+    // Posted from here, after the room is held: their joins reach this shard after it.
+    enter_everywhere(id, announce);
+    if (!announce.empty()) seq_->direct_opened(told, created);
 }
 
 void room_host::set_block(room_id id, std::uint64_t blocker, std::uint64_t blocked, bool on) {

@@ -116,9 +116,9 @@ public:
     virtual void typed(const room&, std::uint64_t /*account*/, std::string_view /*name*/) {}
     /// An account's read marker in r rose to `seq` (stored), told to its sessions here. Owner.
     virtual void marked_read(const room&, std::uint64_t /*account*/, std::uint64_t /*seq*/) {}
-    /// The accounts belong to direct room `id` now (its first message): their sessions on the
-    /// other nodes go in too. Owner shard.
-    virtual void direct_opened(room_id, const std::vector<std::uint64_t>& /*accounts*/) {}
+    /// The accounts of direct room `info` belong to it now (its first message; `created`: the
+    /// room is new): their sessions on the other nodes go in too. Owner shard.
+    virtual void direct_opened(const stored_room& /*info*/, bool /*created*/) {}
     /// A block in direct room `id` changed (stored): the other nodes' copies of the room follow.
     virtual void block_changed(room_id, std::uint64_t /*blocker*/, std::uint64_t /*blocked*/, bool /*on*/) {}
 

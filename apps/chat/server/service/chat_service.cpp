@@ -340,6 +340,7 @@ void chat_service::apply(room_event& ev) {
     if (ev.what == room_event::kind::joined) {
         if (player* p = find(ev.subject)) {
             if (player::room_slot* slot = p->slot(ev.room)) {
+                if (p->direct_join == ev.room) p->direct_join = room_id();
                 slot->state = player::room_state::member;
                 slot->joined_seq = ev.seq;
                 local_.add(ev.room, p->sess);
@@ -397,6 +398,19 @@ void chat_service::request_failed(std::uint64_t session_id, room_id room, msg_ty
                                   const char* reason) {
     player* p = find(session_id);
     if (!p) return;
+    if (request == msg_type::join_room_req && p->direct_join == room) {
+        // A direct_req's join: the direct_req fails, and its message (first in line) is dropped.
+        p->direct_join = room_id();
+        if (!p->queued.empty()) {
+            p->queued_bytes -= p->queued.front().size();
+            p->queued.pop_front();
+        }
+        if (const player::room_slot* slot = p->slot(room); slot && slot->state == player::room_state::joining)
+            p->drop(room);
+        send_error(*p->sess, msg_type::direct_req, code, reason ? reason : "the direct room could not be opened");
+        join_answered(*p);
+        return;
+    }
     if (request == msg_type::join_room_req || request == msg_type::create_room_req) {
         if (const player::room_slot* slot = p->slot(room); slot && slot->state == player::room_state::joining)
             p->drop(room);

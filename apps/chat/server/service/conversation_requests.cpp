@@ -172,10 +172,11 @@ void chat_service::direct_opened(std::uint64_t sid, std::string to, direct_resul
     // Both accounts' other sessions go in too when the room (or a membership) is new.
     std::vector<std::uint64_t> announce;
     if (r.created || r.joined_peer) announce = {p->player_id, r.peer.id};
-    on_owner(room,
-             [info = std::move(info), m = as_member(*p), announce = std::move(announce)](chat_service& owner) mutable {
-                 owner.host().open_direct(std::move(info), std::move(m), announce);
-             });
+    p->direct_join = room;
+    on_owner(room, [info = std::move(info), m = as_member(*p), announce = std::move(announce),
+                    created = r.created](chat_service& owner) mutable {
+        owner.host().open_direct(std::move(info), std::move(m), announce, created);
+    });
 }
 
 void chat_service::enter_direct(std::uint64_t account, room_id room) {

@@ -84,6 +84,9 @@ struct player {
     // Direct rooms the account was put in while this session was busy with another request:
     // entered when that completes (chat_service::complete).
     std::vector<room_id> entering;
+    // The direct room a direct_req's join is in flight for (its message waits at the front of
+    // `queued`): if the join fails, so does the direct_req, and the message is dropped.
+    room_id direct_join;
 
     token_bucket chat_bucket;
     token_bucket room_bucket;  // create_room_req and join_room_req (a leave always follows one)
