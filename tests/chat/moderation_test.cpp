@@ -100,6 +100,11 @@ TEST_P(moderation, a_ban_keeps_the_account_out_of_joins_and_logins_until_lifted_
     t.c.expect(msg_type::leave_room_res);
     t.c.send_join(t.room);
     t.c.expect_error(msg_type::join_room_req, error_code::banned);
+    // Nor may it resume the room's messages.
+    flatbuffers::FlatBufferBuilder fbb;
+    fbb.Finish(proto::Createresume_req(fbb, t.room, 0));
+    t.c.send(fbb, msg_type::resume_req);
+    t.c.expect_error(msg_type::resume_req, error_code::not_in_room);
     // A new session of the account is not put back in the room.
     chat_client c2(srv->port());
     EXPECT_TRUE(c2.login_v2("cat").empty());
