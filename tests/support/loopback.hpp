@@ -8,6 +8,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -182,8 +183,13 @@ public:
     /// fd_limit > 0 caps the child's RLIMIT_NOFILE.
     child(const std::string& program, std::vector<std::string> args, const std::string& log = {}, rlim_t fd_limit = 0) {
         std::string path = std::string(STRIX_BIN_DIR) + "/" + program;
+        const pid_t parent = ::getpid();
         pid_ = ::fork();
         if (pid_ == 0) {
+            // A test that crashes or is killed takes its servers with it (its destructors never
+            // run); the check closes the race with a parent that died before the prctl.
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (::getppid() != parent) ::_exit(127);
             if (!log.empty()) {
                 int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
                 ::dup2(fd, 1);
