@@ -132,6 +132,9 @@ public:
     /// Cluster mode: emptied by a kick or ban, no longer followed; the next join loads it again.
     void mark_stale() noexcept { stale_ = true; }
     bool stale() const noexcept { return stale_; }
+    /// A stale room's feed and presence are no longer followed (the sequencer's unwatch ran).
+    void mark_unwatched() noexcept { unwatched_ = true; }
+    bool unwatched() const noexcept { return unwatched_; }
     /// A direct room: the member that is not `player_id` (0 when none). Owner shard only.
     std::uint64_t other_member(std::uint64_t player_id) const noexcept;
 
@@ -150,6 +153,7 @@ private:
     std::uint64_t delivered_seq_ = 0;  // cluster mode; on one node messages go out as they are taken
     std::uint8_t kind_ = 0;
     bool stale_ = false;
+    bool unwatched_ = false;
     boost::unordered_flat_map<std::uint64_t, std::int64_t> bans_, mutes_;  // account -> until_us (0: never)
     boost::unordered_flat_map<std::uint64_t, std::uint8_t> roles_;          // admins and the owner
     std::vector<std::pair<std::uint64_t, std::uint64_t>> blocks_;           // (blocker, blocked)

@@ -120,6 +120,8 @@ void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
     STRIX_ASSERT_OWNER(service_.home(), "room_host::join");
     auto it = rooms_.find(id);
     if (it != rooms_.end() && it->second.stale() && !after_load) {
+        // Emptied by a kick or ban in this turn or before: still followed until unwatched here.
+        if (!it->second.unwatched()) seq_->unwatch(it->second);
         notices_.drop(id);
         rooms_.erase(it);
         it = rooms_.end();

@@ -240,12 +240,22 @@ void room_host::remove_account(room& r, std::uint64_t account, std::uint64_t tic
     if (rejoined) return;  // it belongs again
     r.forget(account);
     if (had_sessions) seq_->announce(r, presence_change::left, account, name);
-    if (r.empty()) {
+    if (!r.empty()) return;
+    if (seq_->holds_idle_rooms()) {
         seq_->unwatch(r);
-        // Not erased here (the sequencer that called may still hold r): no longer followed, its
-        // view goes stale, and the next join reads it from the database again (cluster mode).
-        if (!seq_->holds_idle_rooms()) r.mark_stale();
+        return;
     }
+    // Cluster mode: its view goes stale, and the next join reads it from the database again.
+    // Neither erased nor unwatched here: the sequencer's feed that called may still be walking
+    // its state for the room; after this turn, unless a join took it meanwhile.
+    r.mark_stale();
+    ctx_.eng.at(self_).post_local([this, id = r.id()] {
+        room* held = find(id);
+        if (held != nullptr && held->stale() && !held->unwatched()) {
+            seq_->unwatch(*held);
+            held->mark_unwatched();
+        }
+    });
 }
 
 void room_host::adopt_direct(stored_room info, bool created) {
