@@ -17,7 +17,10 @@ namespace {
 
 std::string key_of(room_id id) { return std::to_string(id.value()); }
 
-// "chat:{<room>}:p" -> the room id (0 when malformed).
+void ignore_reply(std::error_code, const resp_reply&) {}
+
+}  // namespace
+
 room_id room_of_channel(std::string_view channel) {
     const auto open = channel.find('{'), close = channel.find('}');
     std::uint64_t v = 0;
@@ -25,10 +28,6 @@ room_id room_of_channel(std::string_view channel) {
     std::from_chars(channel.data() + open + 1, channel.data() + close, v);
     return room_id(v);
 }
-
-void ignore_reply(std::error_code, const resp_reply&) {}
-
-}  // namespace
 
 const std::string& cluster_presence::incarnation() {
     static const std::string inc = new_epoch();

@@ -46,6 +46,9 @@ class room_host;
 class cluster_sequencer;
 struct cluster_options;
 
+/// The room a channel "chat:{<room>}:..." is about (0 when malformed). Any thread.
+room_id room_of_channel(std::string_view channel);
+
 class cluster_presence {
 public:
     /// For the rooms of `host` (whose sequencer is `seq`) on shard `sh`; `registry`: this shard

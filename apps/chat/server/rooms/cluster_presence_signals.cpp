@@ -40,14 +40,6 @@ std::string signal(std::uint32_t node, char what, std::initializer_list<std::str
     return out;
 }
 
-room_id room_in(std::string_view channel) {
-    const auto open = channel.find('{'), close = channel.find('}');
-    std::uint64_t v = 0;
-    if (open == std::string_view::npos || close == std::string_view::npos || close < open) return room_id(0);
-    std::from_chars(channel.data() + open + 1, channel.data() + close, v);
-    return room_id(v);
-}
-
 }  // namespace
 
 void cluster_presence::publish_signal(std::string channel, std::string payload) {
@@ -128,7 +120,7 @@ bool cluster_presence::on_signal(std::string_view channel, std::string_view payl
         }
         return true;
     }
-    room* r = host_.find(room_in(channel));
+    room* r = host_.find(room_of_channel(channel));
     if (r == nullptr) return true;
     std::uint64_t account = 0;
     if (!take(payload, account)) return true;
