@@ -30,12 +30,12 @@ protected:
 };
 
 TEST_P(chat_store_test, MigrationsApplyOnceAndReopenIsIdempotent) {
-    ASSERT_EQ(latest_schema_version(), 7u);
+    ASSERT_EQ(latest_schema_version(), 8u);
     std::uint64_t alice_id = 0;
     {
         auto store = open();
         EXPECT_EQ(store->schema_version(), latest_schema_version());
-        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "7");
+        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), std::to_string(latest_schema_version()));
         auto r = store->login("alice", "pw", true);
         ASSERT_EQ(r.outcome, login_outcome::created);
         alice_id = r.acct.id;
@@ -44,7 +44,7 @@ TEST_P(chat_store_test, MigrationsApplyOnceAndReopenIsIdempotent) {
         auto store = open();
         EXPECT_EQ(store->schema_version(), latest_schema_version());
         // Re-opening applies nothing again: still one row per step, and the data is untouched.
-        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "7");
+        EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), std::to_string(latest_schema_version()));
         EXPECT_EQ(raw("SELECT version FROM schema_version ORDER BY version LIMIT 1"), "1");
         auto found = store->find_account("alice");
         ASSERT_TRUE(found.has_value());
@@ -73,7 +73,7 @@ TEST_P(chat_store_test, ConcurrentOpenersOfAFreshDatabaseMigrateOnce) {
         EXPECT_EQ(errors[static_cast<std::size_t>(i)], "") << "opener " << i;
         EXPECT_EQ(versions[static_cast<std::size_t>(i)], latest_schema_version()) << "opener " << i;
     }
-    EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), "7");
+    EXPECT_EQ(raw("SELECT COUNT(*) FROM schema_version"), std::to_string(latest_schema_version()));
 }
 
 TEST_P(chat_store_test, LoginCreatesVerifiesAndRejects) {
@@ -341,6 +341,26 @@ TEST_P(chat_store_test, AccountsAndLogsSurviveRestart) {
     EXPECT_EQ(store->count_chat_logs(), 20u);
     EXPECT_EQ(store->room_history(3, 100), logs);
     EXPECT_EQ(store->max_room_id(), 3u);
+}
+
+// A message stored with an idempotency key is found by it (per room); a second message with the
+// same key is skipped like a duplicate seq, and messages without a key never collide.
+TEST_P(chat_store_test, IdempotencyKeysFindTheirMessageAndAreStoredOnce) {
+    auto store = open();
+    auto keyed = [](std::uint64_t room, std::uint64_t seq, std::string key) {
+        chat_log_entry e = test::make_entry(room, seq);
+        e.idem_key = std::move(key);
+        return e;
+    };
+    std::vector<chat_log_entry> logs{keyed(5, 1, "order-77"), keyed(5, 2, ""), keyed(5, 3, ""),
+                                     keyed(6, 1, "order-77")};
+    EXPECT_EQ(store->write_batch({}, logs), 4u);
+    EXPECT_EQ(store->find_idempotent(5, "order-77"), std::optional<std::uint64_t>(1));
+    EXPECT_EQ(store->find_idempotent(6, "order-77"), std::optional<std::uint64_t>(1));
+    EXPECT_EQ(store->find_idempotent(5, "order-78"), std::nullopt);
+    EXPECT_EQ(store->find_idempotent(5, ""), std::nullopt) << "no key is not a key";
+    EXPECT_EQ(store->write_batch({}, std::vector<chat_log_entry>{keyed(5, 4, "order-77")}), 0u);
+    EXPECT_EQ(store->room_log_range(5).newest, 3u);
 }
 
 TEST_P(chat_store_test, RoomsAndMembershipsAreStoredLoadedAndDeleted) {

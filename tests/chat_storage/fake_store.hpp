@@ -46,6 +46,7 @@ public:
 
     login_result login(std::string_view, std::string_view, bool) override { return {}; }
     login_result login_external(std::string_view) override { return {}; }
+    std::optional<std::uint64_t> find_idempotent(std::uint64_t, std::string_view) override { return std::nullopt; }
 
     std::size_t write_batch(std::span<const room_change> changes, std::span<const chat_log_entry> entries) override {
         std::unique_lock lk(s_->mu);

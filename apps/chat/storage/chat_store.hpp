@@ -99,6 +99,7 @@ struct chat_log_entry {
     std::int64_t server_ts_us = 0;  // wall clock, microseconds since the Unix epoch
     std::string text;               // raw bytes, stored as-is (a notice: its encoded action)
     std::uint8_t kind = 0;          // 0 text, 1 notice, 2 deleted (proto::msg_kind)
+    std::string idem_key;           // the server API's idempotency key ("" for none); written, not read back
 
     friend bool operator==(const chat_log_entry&, const chat_log_entry&) = default;
 };
@@ -284,6 +285,10 @@ public:
 
     /// The oldest and newest stored seq of a room. Worker thread; throws storage_error.
     virtual log_range room_log_range(std::uint64_t room_id) = 0;
+
+    /// The seq of the message of `room_id` stored with idempotency key `key` (the server API's
+    /// POST .../messages), if any. Worker thread; throws storage_error.
+    virtual std::optional<std::uint64_t> find_idempotent(std::uint64_t room_id, std::string_view key) = 0;
 
     /// Up to `limit` room ids above `after` that have chat log rows, ascending (one index seek
     /// each: retention walks the rooms with it). Worker thread; throws storage_error.

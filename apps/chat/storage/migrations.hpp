@@ -181,6 +181,13 @@ inline constexpr migration migrations[] = {
      " PRIMARY KEY (account_id, blocked_id));"
      "UPDATE account_rooms SET role = 2 WHERE account_id = (SELECT m.account_id FROM account_rooms m"
      " WHERE m.room_id = account_rooms.room_id ORDER BY m.joined_at_us, m.account_id LIMIT 1)"},
+    // A message posted through the server API with an idempotency key keeps the key in its own
+    // row, so a retry finds the first seq after a restart, and the key commits with the message.
+    {8, "chat_logs.idem_key: the server API's idempotency keys",
+     "ALTER TABLE chat_logs ADD COLUMN idem_key TEXT NOT NULL DEFAULT '';"
+     "CREATE UNIQUE INDEX chat_logs_idem_key ON chat_logs (room_id, idem_key) WHERE idem_key <> ''",
+     "ALTER TABLE chat_logs ADD COLUMN idem_key TEXT NOT NULL DEFAULT '';"
+     "CREATE UNIQUE INDEX chat_logs_idem_key ON chat_logs (room_id, idem_key) WHERE idem_key <> ''"},
 };
 
 inline std::span<const migration> all_migrations() noexcept { return migrations; }

@@ -239,6 +239,9 @@ const prepared statements[] = {
     {"strix_log_range",
      "SELECT COALESCE(MIN(seq), 0)::BIGINT, COALESCE(MAX(seq), 0)::BIGINT FROM chat_logs WHERE room_id = $1",
      {int8_oid}},
+    {"strix_find_idem",
+     "SELECT seq FROM chat_logs WHERE room_id = $1 AND idem_key = $2 AND idem_key <> ''",
+     {int8_oid, text_oid}},
     {"strix_next_log_room", "SELECT MIN(room_id)::BIGINT FROM chat_logs WHERE room_id > $1", {int8_oid}},
     {"strix_old_prefix",
      "SELECT seq, server_ts_us FROM chat_logs WHERE room_id = $1 ORDER BY seq LIMIT $2",
@@ -270,20 +273,22 @@ const prepared statements[] = {
 };
 
 std::string insert_logs_sql(std::size_t rows) {
-    std::string sql = "INSERT INTO chat_logs (room_id, seq, sender_id, sender_name, server_ts_us, text, kind) VALUES ";
-    sql.reserve(sql.size() + rows * 46 + 48);
+    std::string sql =
+        "INSERT INTO chat_logs (room_id, seq, sender_id, sender_name, server_ts_us, text, kind, idem_key) VALUES ";
+    sql.reserve(sql.size() + rows * 52 + 48);
     for (std::size_t r = 0; r < rows; ++r) {
-        const std::size_t b = r * 7;
+        const std::size_t b = r * 8;
         if (r) sql += ',';
         sql += '(';
-        for (std::size_t c = 1; c <= 7; ++c) {
+        for (std::size_t c = 1; c <= 8; ++c) {
             if (c > 1) sql += ',';
             sql += '$';
             sql += std::to_string(b + c);
         }
         sql += ')';
     }
-    sql += " ON CONFLICT (room_id, seq) DO NOTHING";
+    // No conflict target: a stored (room_id, seq) and a stored idempotency key are both skipped.
+    sql += " ON CONFLICT DO NOTHING";
     return sql;
 }
 
@@ -519,6 +524,17 @@ public:
         });
     }
 
+    std::optional<std::uint64_t> find_idempotent(std::uint64_t room_id, std::string_view key) override {
+        return retrying([&]() -> std::optional<std::uint64_t> {
+            params p(2);
+            p.add(room_id);
+            p.add_text(key);
+            auto r = exec_prepared("strix_find_idem", p, PGRES_TUPLES_OK);
+            if (::PQntuples(r.get()) == 0) return std::nullopt;
+            return static_cast<std::uint64_t>(from_be64(::PQgetvalue(r.get(), 0, 0)));
+        });
+    }
+
     std::vector<std::uint64_t> log_rooms_after(std::uint64_t after, std::size_t limit) override {
         return retrying([&] {
             std::vector<std::uint64_t> out;
@@ -722,7 +738,7 @@ private:
             for (const auto& c : changes) apply(c);
             for (std::size_t off = 0; off < entries.size(); off += rows_per_insert) {
                 const auto chunk = entries.subspan(off, std::min(rows_per_insert, entries.size() - off));
-                params p(chunk.size() * 7);
+                params p(chunk.size() * 8);
                 for (const auto& e : chunk) {
                     p.add(e.room_id);
                     p.add(e.seq);
@@ -731,6 +747,7 @@ private:
                     p.add(e.server_ts_us);
                     p.add_bytes(e.text);
                     p.add(std::int64_t{e.kind});
+                    p.add_text(e.idem_key);
                 }
                 const std::string sql = insert_logs_sql(chunk.size());
                 result_ptr r(::PQexecParams(conn_, sql.c_str(), p.count(), p.types(), p.values(), p.lengths(),

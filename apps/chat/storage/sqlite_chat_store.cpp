@@ -283,6 +283,7 @@ public:
                 insert_log_.bind(5, e.server_ts_us);
                 insert_log_.bind_blob(6, e.text);
                 insert_log_.bind(7, std::int64_t{e.kind});
+                insert_log_.bind_text(8, e.idem_key);
                 insert_log_.step();
                 inserted += static_cast<std::size_t>(::sqlite3_changes(db_));
             }
@@ -480,6 +481,14 @@ public:
         if (!log_range_.step()) return {};
         return {static_cast<std::uint64_t>(log_range_.column_i64(0)),
                 static_cast<std::uint64_t>(log_range_.column_i64(1))};
+    }
+
+    std::optional<std::uint64_t> find_idempotent(std::uint64_t room_id, std::string_view key) override {
+        reset_guard g{find_idem_};
+        find_idem_.bind(1, room_id);
+        find_idem_.bind_text(2, key);
+        if (!find_idem_.step()) return std::nullopt;
+        return static_cast<std::uint64_t>(find_idem_.column_i64(0));
     }
 
     std::vector<std::uint64_t> log_rooms_after(std::uint64_t after, std::size_t limit) override {
@@ -684,9 +693,12 @@ private:
                                    "AND r.deleted_at_us IS NULL ORDER BY m.joined_at_us, m.room_id");
         insert_account_ = statement(db_, "INSERT INTO accounts (name, password_hash, created_at_us) "
                                          "VALUES (?1, ?2, ?3) ON CONFLICT (name) DO NOTHING");
+        // No conflict target: a stored (room_id, seq) and a stored idempotency key are both skipped.
         insert_log_ = statement(db_, "INSERT INTO chat_logs (room_id, seq, sender_id, sender_name, "
-                                     "server_ts_us, text, kind) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
-                                     "ON CONFLICT (room_id, seq) DO NOTHING");
+                                     "server_ts_us, text, kind, idem_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+                                     "ON CONFLICT DO NOTHING");
+        find_idem_ =
+            statement(db_, "SELECT seq FROM chat_logs WHERE room_id = ?1 AND idem_key = ?2 AND idem_key <> ''");
         history_ = statement(db_, "SELECT room_id, seq, sender_id, sender_name, server_ts_us, text, kind "
                                   "FROM chat_logs WHERE room_id = ?1 ORDER BY seq DESC LIMIT ?2");
         count_logs_ = statement(db_, "SELECT COUNT(*) FROM chat_logs");
@@ -923,7 +935,7 @@ private:
     sqlite3* db_ = nullptr;
     std::shared_ptr<checkpointer> checkpoints_;
     password_policy policy_;
-    statement select_account_, insert_account_, insert_log_, history_, count_logs_, max_room_, version_;
+    statement select_account_, insert_account_, insert_log_, find_idem_, history_, count_logs_, max_room_, version_;
     statement insert_room_, delete_room_, clear_members_, set_member_, unset_member_, load_rooms_, load_members_;
     statement rooms_of_, mark_read_;
     statement load_sanctions_, load_blocks_, set_role_, set_sanction_, lift_, erase_;
