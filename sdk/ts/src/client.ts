@@ -109,6 +109,7 @@ export class ChatClient extends Emitter<ChatEvents> {
   private sock: SocketLike | null = null;
   private epoch = 0; // one per socket: work of an earlier one stops
   private closed_by_user = false;
+  private expired = false; // the server closes the session: its JWT expired unrefreshed
   private retry: ReturnType<typeof setTimeout> | undefined;
   private pinger: ReturnType<typeof setInterval> | undefined;
   private attempt = 0;
@@ -160,6 +161,8 @@ export class ChatClient extends Emitter<ChatEvents> {
   /// Opens the socket; resolves once it is open, rejects when the first try fails.
   connect(): Promise<void> {
     this.closed_by_user = false;
+    this.expired = false;
+    if (this.sock) return this.connected ? Promise.resolve() : Promise.reject(new ChatConnectionError('connect', 'already connecting'));
     return new Promise((resolve, reject) => {
       void this.open({ resolve, reject });
     });
@@ -183,16 +186,19 @@ export class ChatClient extends Emitter<ChatEvents> {
   /// Logs in (protocol version 2); the server then puts the session in each of the account's
   /// rooms (a roomJoined event each). Rejects with ChatError: wrong_password, invalid_token, ...
   async login(c: Credentials): Promise<LoginResult> {
+    // Kept for re-logins once the login succeeded (a refused one is not tried again).
+    let res: LoginResult;
     if ('jwt' in c) {
-      this.creds = { name: '', password: '', jwt: c.jwt };
-      return this.send_login('jwt', '', '', null, c.jwt);
-    }
-    if ('password' in c) {
+      res = await this.send_login('jwt', '', '', null, c.jwt);
+      this.creds = { name: res.player.name, password: '', jwt: c.jwt };
+    } else if ('password' in c) {
+      res = await this.send_login('password', c.name, c.password, null, '');
       this.creds = { name: c.name, password: this.opts.keepPassword ? c.password : '', jwt: '' };
-      return this.send_login('password', c.name, c.password, null, '');
+    } else {
+      res = await this.send_login('resumeToken', c.name, '', c.resumeToken, '');
+      this.creds = { name: c.name, password: '', jwt: '' };
     }
-    this.creds = { name: c.name, password: '', jwt: '' };
-    return this.send_login('resumeToken', c.name, '', c.resumeToken, '');
+    return res;
   }
 
   /// A fresh JWT for a session that logged in with one (before or after tokenExpired); the new
@@ -331,7 +337,7 @@ export class ChatClient extends Emitter<ChatEvents> {
       const why = ev.reason ? `${ev.code} ${ev.reason}` : `${ev.code}`;
       this.went_down(`closed (${why})`);
       if (!opened && first) return void first.reject(new ChatConnectionError('connect', `cannot connect to ${this.url} (${why})`));
-      if (!this.closed_by_user && this.opts.reconnect) this.schedule(ev.code, ev.reason);
+      if (!this.closed_by_user && !this.expired && this.opts.reconnect) this.schedule(ev.code, ev.reason);
     };
   }
 
@@ -425,7 +431,6 @@ export class ChatClient extends Emitter<ChatEvents> {
     this.me = m.player;
     this.logged_in = true;
     this.token = m.resumeToken;
-    if (this.creds && !this.creds.name) this.creds.name = m.player.name;
     // A join_room_res follows for each listed room; one the account left meanwhile is gone.
     this.login_rooms = new Set(m.rooms.map((r) => r.id));
     const res: LoginResult = { player: m.player, created: m.created, rooms: m.rooms, resumeToken: m.resumeToken,
@@ -453,6 +458,13 @@ export class ChatClient extends Emitter<ChatEvents> {
     // State first, then the events, then the waiting request's promise.
     this.apply(m);
     if (m.type === msg_type.error_res) {
+      if (m.code === error_code.token_expired) {
+        // The session's JWT expired without a refresh: no reconnect logs in again with anything
+        // of this session's; the application logs in with a fresh JWT.
+        this.expired = true;
+        this.creds = null;
+        this.token = null;
+      }
       const consumed = m.request !== msg_type.none && this.requests.fail(m);
       if (!consumed) this.emit('error', new ChatError(m.request, m.code, m.reason));
       return;

@@ -32,14 +32,14 @@ export async function start_server(args = []) {
   p.stderr.on('data', (d) => { out += d; });
   const until = Date.now() + 10000;
   let m;
-  while (!(m = out.match(/web chat page http:\/\/127\.0\.0\.1:(\d+)\//))) {
+  while (!(m = out.match(/web chat page https?:\/\/127\.0\.0\.1:(\d+)\//))) {
     if (p.exitCode !== null || Date.now() > until) throw new Error(`the server did not start; its output:\n${out}`);
     await new Promise((r) => setTimeout(r, 20));
   }
   const port = Number(m[1]);
   return {
     port,
-    url: `ws://127.0.0.1:${port}/ws`,
+    url: `${args.includes('--tls-cert') ? 'wss' : 'ws'}://127.0.0.1:${port}/ws`,
     output: () => out,
     async stop() {
       if (p.exitCode === null) {
