@@ -21,10 +21,12 @@ async function free_port() {
   return port;
 }
 
-/// strix-chat-server with --ws-port on a fresh database, and `args`; { url, stop() }.
-export async function start_server(args = []) {
-  const work = mkdtempSync(path.join(tmpdir(), 'strix-sdk-'));
-  const p = spawn(path.join(build, 'bin/strix-chat-server'), ['--port', '0', '--ws-port', '0', '--db',
+/// strix-chat-server with --ws-port on a fresh database, and `args`; { url, stop() }. `again`: a
+/// stopped server's { work, port } to start on its database and WebSocket port once more.
+export async function start_server(args = [], again = null) {
+  const work = again?.work ?? mkdtempSync(path.join(tmpdir(), 'strix-sdk-'));
+  const ws_port = String(again?.port ?? 0);
+  const p = spawn(path.join(build, 'bin/strix-chat-server'), ['--port', '0', '--ws-port', ws_port, '--db',
     `sqlite:${work}/chat.db`, '--password-cost', 'fast', '--metrics-port', String(await free_port()), '--no-pin',
     '--shards', '2', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -39,14 +41,16 @@ export async function start_server(args = []) {
   const port = Number(m[1]);
   return {
     port,
+    work,
     url: `${args.includes('--tls-cert') ? 'wss' : 'ws'}://127.0.0.1:${port}/ws`,
     output: () => out,
-    async stop() {
+    /// Ends the server (SIGTERM); its database stays when `keep`.
+    async stop(keep = false) {
       if (p.exitCode === null) {
         p.kill('SIGTERM');
         await new Promise((r) => p.once('exit', r));
       }
-      rmSync(work, { recursive: true, force: true });
+      if (!keep) rmSync(work, { recursive: true, force: true });
     },
   };
 }

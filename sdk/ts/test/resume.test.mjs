@@ -4,6 +4,8 @@
 // back in its rooms and resumes each: complete (resume_res) in one room, a gap (more than
 // --resume-max) filled from the history in another. Every message is delivered once, the missed
 // ones marked recovered. Then the token is refused (spent elsewhere) and the password follows.
+// Last, the server itself restarts (SIGTERM, then again on its database and port): the client
+// comes back by its resume token and resumes what was said before the restart.
 //   STRIX_BUILD=<build dir> node --test sdk/ts/test/
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -106,4 +108,32 @@ test('a refused resume token: the password login follows', async () => {
   const [rs] = await resumed;
   assert.deepEqual([rs.roomId, rs.recovered], [room.id, 0]);
   assert.equal((await cy.send(room.id, 'still here')).seq, 1n);
+});
+
+test('the server restarts: the client comes back by its resume token and resumes', async () => {
+  const s1 = await start_server();
+  let s2;
+  const dee = await logged_in(s1.url, 'dee', fast);
+  const eve = await logged_in(s1.url, 'eve', fast);
+  clients.push(dee, eve);
+  try {
+    const room = await dee.createRoom('attic');
+    await eve.joinRoom(room.id);
+    await dee.send(room.id, 'one');
+    const seen = record(dee);
+    // eve's line reaches the server before it stops; dee is cut off by the stop before or after
+    // it arrives: either way she has it once, live or resumed.
+    await eve.send(room.id, 'two');
+    await s1.stop(true);
+    await until('dee sees the server go', () => !dee.connected);
+    const login = next(dee, 'login');
+    const resumed = next(dee, 'resumed');
+    s2 = await start_server([], s1);
+    assert.equal((await login)[0].method, 'resumeToken');
+    assert.equal((await resumed)[0].roomId, room.id);
+    assert.deepEqual(seen.map((x) => `${x.m.seq}:${x.m.text}`), ['2:two']);
+    assert.equal((await dee.send(room.id, 'three')).seq, 3n);
+  } finally {
+    await (s2 ?? s1).stop();
+  }
 });
