@@ -21,99 +21,19 @@ import type { take_result } from './requests';
 import { recover } from './recovery';
 import type { recovery_host, resume_answer } from './recovery';
 import { RoomSeqs } from './seqs';
-import { message_bytes, socket_class, socket_open } from './transport';
-import type { SocketConstructor, SocketLike } from './transport';
+import { chat_socket } from './connection';
+import type { ChatClientOptions, ChatEvents, Credentials, JoinCause, LeaveCause, RoomState } from './events';
 import type {
   ChatMessage, HistoryPage, JoinedRoom, LoginMethod, LoginResult, Member, Player, Room,
 } from './types';
 
-export type ConnectionState = 'connecting' | 'open' | 'closed';
-/// Why the session is in a room: its own join, create or direct message, a login putting it back,
-/// or the server (someone else's direct message to the account, another session's join).
-export type JoinCause = 'join' | 'create' | 'direct' | 'login' | 'server';
-/// Why the session is out of a room: its leave, a moderator (kick, ban), or gone at a re-login.
-export type LeaveCause = 'leave' | 'removed' | 'gone';
-
-export interface ChatClientOptions {
-  /// The WebSocket class (default: the global one, else the `ws` package's).
-  WebSocket?: SocketConstructor;
-  /// How long a request waits for its answer (ms; default 10000, 0: forever).
-  requestTimeoutMs?: number;
-  /// Reconnects after a drop (default true), the first after about firstDelayMs (default 500),
-  /// doubling up to maxDelayMs (default 10000), each within +-25 % (jitter).
-  reconnect?: boolean | { firstDelayMs?: number; maxDelayMs?: number };
-  /// A ping_req this often keeps a quiet session inside the server's idle timeout (ms; default
-  /// 60000, 0: never).
-  pingIntervalMs?: number;
-  /// Keeps a password login's password in memory to log in again when a reconnect's resume token
-  /// is refused (default true).
-  keepPassword?: boolean;
-}
-
-/// A login: by password, by a resume token an earlier login gave, or by a JWT the application
-/// signed (docs/protocol.md, "JWT logins").
-export type Credentials =
-  | { name: string; password: string }
-  | { name: string; resumeToken: Uint8Array }
-  | { jwt: string };
-
-/// A room the session is in (or was, until a re-login puts it back).
-export interface RoomState {
-  room: Room;
-  members: Map<bigint, Member>;
-  /// The room's last seq at the latest join: messages above it are delivered live.
-  joinSeq: bigint;
-  /// The seqs delivered (and known lost): `seqs.have`, everything up to it; `seqs.top`, the newest.
-  readonly seqs: RoomSeqs;
-  /// False from a drop until the re-login puts the session back.
-  joined: boolean;
-}
-
-export interface ChatEvents {
-  state: [state: ConnectionState, detail: string];
-  /// Every successful login, the automatic ones after a reconnect included.
-  login: [result: LoginResult];
-  /// A reconnect's resume token was refused: the client logs in with the password or JWT.
-  loginFallback: [error: ChatError];
-  /// The socket dropped; the next try comes after delayMs.
-  reconnecting: [info: { attempt: number; delayMs: number; code: number; reason: string }];
-  roomJoined: [joined: JoinedRoom & { cause: JoinCause; rejoined: boolean }];
-  roomLeft: [left: { roomId: bigint; cause: LeaveCause }];
-  /// A room message, once: live (recovered false) or from a resume (true). Live messages come in
-  /// seq order; recovered ones too, but they may come after live ones with higher seqs.
-  message: [message: ChatMessage, info: { recovered: boolean }];
-  memberJoined: [event: { roomId: bigint; player: Player }];
-  memberLeft: [event: { roomId: bigint; player: Player }];
-  presence: [event: { roomId: bigint; player: Player; online: boolean }];
-  typing: [event: { roomId: bigint; player: Player }];
-  /// The account's read marker moved (another session of it read further).
-  readMarker: [event: { roomId: bigint; seq: bigint }];
-  /// A resume found more missed than the server gives at once (or some deleted): the client
-  /// pages the history for them.
-  resumeGap: [event: { roomId: bigint; missed: bigint; oldestSeq: bigint }];
-  /// Seqs (fromSeq, toSeq] of a room will never be delivered: no longer stored, not recoverable,
-  /// or lost by the server (a cluster gap).
-  lost: [event: { roomId: bigint; fromSeq: bigint; toSeq: bigint; reason: 'notStored' | 'unrecoverable' | 'server' }];
-  /// A room's resume is over: `recovered` messages delivered, the last of them lastRecoveredSeq.
-  resumed: [event: { roomId: bigint; recovered: number; lastRecoveredSeq: bigint; toSeq: bigint }];
-  /// The session's JWT expired: refresh(jwt) within graceSeconds or the server closes it.
-  tokenExpired: [event: { expiresAt: bigint; graceSeconds: number }];
-  /// An error no request waits for (typing, an automatic re-login, one that closes the connection).
-  error: [error: ChatError];
-}
-
 const defaults = { requestTimeoutMs: 10000, firstDelayMs: 500, maxDelayMs: 10000, pingIntervalMs: 60000 };
 
 export class ChatClient extends Emitter<ChatEvents> {
-  private readonly opts: typeof defaults & { keepPassword: boolean; reconnect: boolean; WebSocket?: SocketConstructor };
-  private sock: SocketLike | null = null;
-  private epoch = 0; // one per socket: work of an earlier one stops
-  private closed_by_user = false;
-  private expired = false; // the server closes the session: its JWT expired unrefreshed
-  private retry: ReturnType<typeof setTimeout> | undefined;
-  private pinger: ReturnType<typeof setInterval> | undefined;
-  private attempt = 0;
-  private backoff_ms: number;
+  private readonly sock: chat_socket;
+  private readonly request_timeout_ms: number;
+  private readonly keep_password: boolean;
+  private epoch = 0; // one per socket: work of an earlier one stops when it closes
   private readonly requests = new request_table();
   private readonly room_map = new Map<bigint, RoomState>();
   private login_rooms = new Set<bigint>(); // listed by the latest login, until their join_room_res
@@ -126,16 +46,25 @@ export class ChatClient extends Emitter<ChatEvents> {
   constructor(readonly url: string, options: ChatClientOptions = {}) {
     super();
     const rc = typeof options.reconnect === 'object' ? options.reconnect : {};
-    this.opts = {
-      requestTimeoutMs: options.requestTimeoutMs ?? defaults.requestTimeoutMs,
+    this.request_timeout_ms = options.requestTimeoutMs ?? defaults.requestTimeoutMs;
+    this.keep_password = options.keepPassword ?? true;
+    this.sock = new chat_socket(url, {
+      WebSocket: options.WebSocket,
+      reconnect: options.reconnect !== false,
       firstDelayMs: rc.firstDelayMs ?? defaults.firstDelayMs,
       maxDelayMs: rc.maxDelayMs ?? defaults.maxDelayMs,
       pingIntervalMs: options.pingIntervalMs ?? defaults.pingIntervalMs,
-      keepPassword: options.keepPassword ?? true,
-      reconnect: options.reconnect !== false,
-      WebSocket: options.WebSocket,
-    };
-    this.backoff_ms = this.opts.firstDelayMs;
+    }, {
+      connecting: () => this.emit('state', 'connecting', url),
+      opened: (first) => {
+        this.emit('state', 'open', url);
+        // A reconnect logs in again, and the server puts the session back in its rooms.
+        if (!first && this.creds) void this.relogin(this.epoch);
+      },
+      frame: (bytes) => this.on_frame(bytes),
+      closed: (detail) => this.went_down(detail),
+      reconnecting: (attempt, delayMs, code, reason) => this.emit('reconnecting', { attempt, delayMs, code, reason }),
+    });
   }
 
   /// The account logged in (null before a login and while reconnecting).
@@ -145,7 +74,7 @@ export class ChatClient extends Emitter<ChatEvents> {
 
   /// Whether the socket is open.
   get connected(): boolean {
-    return this.sock !== null && this.sock.readyState === socket_open;
+    return this.sock.connected;
   }
 
   /// The newest resume token (spent by the next re-login).
@@ -160,27 +89,17 @@ export class ChatClient extends Emitter<ChatEvents> {
 
   /// Opens the socket; resolves once it is open, rejects when the first try fails.
   connect(): Promise<void> {
-    this.closed_by_user = false;
-    this.expired = false;
-    if (this.sock) return this.connected ? Promise.resolve() : Promise.reject(new ChatConnectionError('connect', 'already connecting'));
-    return new Promise((resolve, reject) => {
-      void this.open({ resolve, reject });
-    });
+    return this.sock.connect();
   }
 
   /// Closes the session for good (no reconnect); waiting requests fail.
   close(): void {
-    this.closed_by_user = true;
-    if (this.retry !== undefined) clearTimeout(this.retry);
-    this.retry = undefined;
-    const s = this.sock;
-    this.went_down('closed by the client');
-    s?.close(1000, 'bye');
+    this.sock.close();
   }
 
   /// Drops the socket as a network failure would (the client reconnects): for tests and demos.
   drop(): void {
-    this.sock?.close(4000, 'dropped by the client');
+    this.sock.drop();
   }
 
   /// Logs in (protocol version 2); the server then puts the session in each of the account's
@@ -193,7 +112,7 @@ export class ChatClient extends Emitter<ChatEvents> {
       this.creds = { name: res.player.name, password: '', jwt: c.jwt };
     } else if ('password' in c) {
       res = await this.send_login('password', c.name, c.password, null, '');
-      this.creds = { name: c.name, password: this.opts.keepPassword ? c.password : '', jwt: '' };
+      this.creds = { name: c.name, password: this.keep_password ? c.password : '', jwt: '' };
     } else {
       res = await this.send_login('resumeToken', c.name, '', c.resumeToken, '');
       this.creds = { name: c.name, password: '', jwt: '' };
@@ -300,82 +219,17 @@ export class ChatClient extends Emitter<ChatEvents> {
     return Date.now() - t0;
   }
 
-  // ---- the socket
-
-  private async open(first?: { resolve: () => void; reject: (e: Error) => void }): Promise<void> {
-    const epoch = ++this.epoch;
-    this.emit('state', 'connecting', this.url);
-    let ws: SocketLike;
-    try {
-      ws = new (await socket_class(this.opts.WebSocket))(this.url);
-    } catch (e) {
-      first?.reject(e as Error);
-      return;
-    }
-    if (epoch !== this.epoch || this.closed_by_user) return void ws.close();
-    ws.binaryType = 'arraybuffer';
-    this.sock = ws;
-    let opened = false;
-    ws.onopen = () => {
-      opened = true;
-      this.attempt = 0;
-      this.backoff_ms = this.opts.firstDelayMs;
-      this.emit('state', 'open', this.url);
-      this.start_pinger();
-      first?.resolve();
-      // A reconnect logs in again, and the server puts the session back in its rooms.
-      if (!first && this.creds) void this.relogin(epoch);
-    };
-    ws.onmessage = (ev) => {
-      if (this.sock !== ws) return;
-      const bytes = message_bytes(ev.data);
-      if (bytes) this.on_frame(bytes);
-    };
-    ws.onerror = () => {}; // onclose follows and says it
-    ws.onclose = (ev) => {
-      if (this.sock !== ws) return;
-      const why = ev.reason ? `${ev.code} ${ev.reason}` : `${ev.code}`;
-      this.went_down(`closed (${why})`);
-      if (!opened && first) return void first.reject(new ChatConnectionError('connect', `cannot connect to ${this.url} (${why})`));
-      if (!this.closed_by_user && !this.expired && this.opts.reconnect) this.schedule(ev.code, ev.reason);
-    };
-  }
-
   private went_down(detail: string): void {
-    this.sock = null;
     ++this.epoch;
     this.logged_in = false;
-    if (this.pinger !== undefined) clearInterval(this.pinger);
-    this.pinger = undefined;
     for (const r of this.room_map.values()) r.joined = false;
     this.login_rooms.clear();
     this.requests.drop_all('the connection closed');
     this.emit('state', 'closed', detail);
   }
 
-  private schedule(code: number, reason: string): void {
-    const delay = Math.round(this.backoff_ms * (0.75 + Math.random() / 2));
-    this.backoff_ms = Math.min(this.backoff_ms * 2, this.opts.maxDelayMs);
-    this.attempt += 1;
-    this.emit('reconnecting', { attempt: this.attempt, delayMs: delay, code, reason });
-    this.retry = setTimeout(() => {
-      this.retry = undefined;
-      // A try whose socket never opens schedules the next from its onclose.
-      if (!this.closed_by_user) void this.open();
-    }, delay);
-  }
-
-  private start_pinger(): void {
-    if (this.opts.pingIntervalMs <= 0) return;
-    const t = setInterval(() => this.raw_send(proto.ping(BigInt(Date.now()))), this.opts.pingIntervalMs);
-    (t as { unref?: () => void }).unref?.(); // Node: the timer alone keeps no process alive
-    this.pinger = t;
-  }
-
   private raw_send(frame: Uint8Array): boolean {
-    if (!this.connected) return false;
-    this.sock!.send(frame);
-    return true;
+    return this.sock.send(frame);
   }
 
   /// Sends `frame` and waits for the answer `take` accepts; `done(v)` settles the promise with v.
@@ -387,8 +241,8 @@ export class ChatClient extends Emitter<ChatEvents> {
       value = v;
       return 'done';
     };
-    const p = this.requests.add<T>(type, label, this.opts.requestTimeoutMs, (m) => take(m, done), () => value);
-    this.sock!.send(frame);
+    const p = this.requests.add<T>(type, label, this.request_timeout_ms, (m) => take(m, done), () => value);
+    this.sock.send(frame);
     return p;
   }
 
@@ -461,7 +315,7 @@ export class ChatClient extends Emitter<ChatEvents> {
       if (m.code === error_code.token_expired) {
         // The session's JWT expired without a refresh: no reconnect logs in again with anything
         // of this session's; the application logs in with a fresh JWT.
-        this.expired = true;
+        this.sock.stay_down();
         this.creds = null;
         this.token = null;
       }

@@ -3,7 +3,7 @@
 export { ChatClient } from './client';
 export type {
   ChatClientOptions, ChatEvents, ConnectionState, Credentials, JoinCause, LeaveCause, RoomState,
-} from './client';
+} from './events';
 export { ChatError, ChatTimeoutError, ChatConnectionError } from './errors';
 export { Emitter } from './emitter';
 export type { Listener } from './emitter';
