@@ -134,6 +134,11 @@ test('chat: pipelined sends are acknowledged in order; the other member gets eac
   const typing = next(a, 'typing', (e) => e.roomId === room.id);
   assert.equal(b.typing(room.id), true);
   assert.equal((await typing)[0].player.name, 'cody');
+  // typing_req has no answer: its refusal is an error event.
+  const refused = next(b, 'error');
+  b.typing(424242n);
+  const [err] = await refused;
+  assert.deepEqual([err.request, err.code], ['typing_req', 'not_in_room']);
 });
 
 test('direct messages, blocks and moderation', async () => {

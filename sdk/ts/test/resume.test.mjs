@@ -41,6 +41,8 @@ test('a cut connection: backoff, resume token login, resume per room (complete a
   const seen = record(ann);
   await until('ann has the first line', () => seen.length === 1);
 
+  const presence = [];
+  bob.on('presence', (p) => presence.push(`${p.roomId}:${p.player.name}:${p.online}`));
   const events = [];
   for (const e of ['state', 'reconnecting', 'login', 'roomJoined', 'resumeGap', 'lost', 'resumed']) {
     ann.on(e, (...a) => events.push([e, ...a]));
@@ -87,6 +89,11 @@ test('a cut connection: backoff, resume token login, resume per room (complete a
   assert.equal(ann.rooms.get(small.id).seqs.have, 3n);
   const sent = await ann.send(small.id, 'back');
   assert.equal(sent.seq, 4n);
+  // bob saw ann go offline and come back in both rooms (still a member throughout).
+  await until('bob sees ann back in both rooms', () => presence.filter((p) => p.endsWith(':true')).length === 2);
+  assert.deepEqual([...presence].sort(), [`${big.id}:ann:false`, `${big.id}:ann:true`, `${small.id}:ann:false`,
+    `${small.id}:ann:true`].sort());
+  assert.ok(presence.indexOf(`${big.id}:ann:false`) < presence.indexOf(`${big.id}:ann:true`));
 });
 
 test('a refused resume token: the password login follows', async () => {
