@@ -254,7 +254,7 @@ void handle(bytes frame) {
             const auto* req = body_as<proto::direct_req>(frame);
             if (!req) return;
             const std::string to = str(req->to()), text = str(req->text());
-            if (!valid_player_name(to) || text.empty() || text.size() > 60000) return;
+            if (!valid_account_name(to) || text.empty() || text.size() > 60000) return;
             // The message crosses nodes in wire form, then reaches the pair as a chat_msg.
             const std::string wire = encode_wire_chat({5, 6, req->client_ts(), req->client_seq(), 1, 2, to, text, 0});
             const auto w = decode_wire_chat(wire);
@@ -269,7 +269,7 @@ void handle(bytes frame) {
             const auto* req = body_as<proto::block_req>(frame);
             if (!req) return;
             const std::string name = str(req->name());
-            if (!valid_player_name(name)) return;
+            if (!valid_account_name(name)) return;
             const auto res = frames::block_res(8, name, req->blocked());
             const auto* back = body_as<proto::block_res>(view_of(res));
             STRIX_FUZZ_CHECK(back && back->player() && back->player()->id() == 8 && back->blocked() == req->blocked());

@@ -113,6 +113,28 @@ TEST_P(chat_store_test, LoginCreatesVerifiesAndRejects) {
     EXPECT_EQ(raw("SELECT COUNT(*) FROM accounts"), "2");
 }
 
+// An external login (a verified JWT's sub) creates a passwordless account once and finds it
+// after; it never takes over a password account, and no password opens an external one.
+TEST_P(chat_store_test, ExternalLoginsMakePasswordlessAccountsAndLeavePasswordOnesAlone) {
+    auto store = open();
+    auto first = store->login_external("app-user-7f3a");
+    ASSERT_EQ(first.outcome, login_outcome::created);
+    EXPECT_NE(first.acct.id, 0u);
+    auto again = store->login_external("app-user-7f3a");
+    ASSERT_EQ(again.outcome, login_outcome::ok);
+    EXPECT_EQ(again.acct.id, first.acct.id);
+    EXPECT_EQ(again.acct.name, "app-user-7f3a");
+    EXPECT_EQ(store->login("app-user-7f3a", "!external", true).outcome, login_outcome::wrong_password);
+    EXPECT_EQ(store->login("app-user-7f3a", "", true).outcome, login_outcome::wrong_password);
+
+    ASSERT_EQ(store->login("carol", "pw", true).outcome, login_outcome::created);
+    auto taken = store->login_external("carol");
+    EXPECT_EQ(taken.outcome, login_outcome::password_account);
+    EXPECT_EQ(taken.acct.id, 0u);
+    EXPECT_EQ(store->login("carol", "pw", false).outcome, login_outcome::ok);
+    EXPECT_EQ(raw("SELECT COUNT(*) FROM accounts"), "2");
+}
+
 // Device tokens: found by their hash with their account's name; the database holds the BLAKE2b
 // hash, never the token; storing one deletes the token it replaces, the account's expired ones
 // and all but its `keep` newest; revoking deletes an account's tokens and nobody else's.

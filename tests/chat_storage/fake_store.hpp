@@ -45,6 +45,7 @@ public:
     explicit fake_store(std::shared_ptr<fake_state> s) : s_(std::move(s)) {}
 
     login_result login(std::string_view, std::string_view, bool) override { return {}; }
+    login_result login_external(std::string_view) override { return {}; }
 
     std::size_t write_batch(std::span<const room_change> changes, std::span<const chat_log_entry> entries) override {
         std::unique_lock lk(s_->mu);

@@ -47,6 +47,16 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
         }
         log(log_level::info, "TLS certificate {}", describe_certificate_file(opts_.tls.cert_file));
     }
+    if (auto err = settle_jwt(opts_.jwt); !err.empty()) throw std::runtime_error(err);
+    if (opts_.jwt.enabled()) {
+        jwt_rules rules;
+        rules.audience = opts_.jwt.audience;
+        rules.issuer = opts_.jwt.issuer;
+        rules.leeway = opts_.jwt.leeway;
+        jwt_ = std::make_unique<jwt_auth>(opts_.jwt.key_file, std::move(rules));
+        log(log_level::info, "JWT logins: {} ({})", jwt_->describe(),
+            opts_.jwt.passwords() ? "password logins too" : "no password logins");
+    }
     const password_policy policy =
         opts_.fast_passwords ? password_policy::fast_for_tests() : password_policy::interactive();
     prepare_sqlite_dir(opts_.db);
@@ -85,6 +95,7 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
     ctx_ = std::unique_ptr<chat_context>(
         new chat_context{opts_, *engine_, *pool_, *writer_, room_id(max_room).counter() + 1});
     ctx_->throttle = throttle_.get();
+    ctx_->jwt = jwt_.get();
     // What an unknown account's password is verified against: a hash of the current policy, so
     // that "no such account" takes as long to answer as "wrong password".
     ctx_->dummy_hash = hash_password("strix: no such account", policy);
@@ -182,14 +193,15 @@ std::uint64_t chat_server::run() {
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
-    if (tls_) sigaddset(&set, SIGHUP);
+    if (tls_ || jwt_) sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     engine_->start();
     timespec poll{0, 100 * 1000 * 1000};
     while (engine_->running()) {
         const int s = sigtimedwait(&set, nullptr, &poll);
         if (s == SIGHUP) {
-            reload_tls();
+            if (tls_) reload_tls();
+            if (jwt_) reload_jwt();
         } else if (s > 0) {
             log(log_level::info, "signal {}: stopping gracefully", s);
             break;
@@ -211,6 +223,19 @@ bool chat_server::reload_tls() {
     }
     log(log_level::info, "TLS certificate reloaded for new connections (open ones keep theirs): {}",
         describe_certificate_file(opts_.tls.cert_file));
+    return true;
+}
+
+bool chat_server::reload_jwt() {
+    if (!jwt_) {
+        log(log_level::warn, "no JWT keys to reload: the server runs without --jwt-key");
+        return false;
+    }
+    if (auto err = jwt_->reload(); !err.empty()) {
+        log(log_level::error, "JWT key reload failed, logins keep the previous keys: {}", err);
+        return false;
+    }
+    log(log_level::info, "JWT keys reloaded: {}", jwt_->describe());
     return true;
 }
 

@@ -12,6 +12,7 @@
 // with --ack early once the writer accepted it; either way, after a clean exit every acknowledged
 // message is in the database, and with --ack stored after a crash too.
 
+#include "apps/chat/server/login/jwt.hpp"
 #include "apps/chat/server/login/login_throttle.hpp"
 #include "apps/chat/server/options/chat_options.hpp"
 #include "apps/chat/server/service/chat_context.hpp"
@@ -45,9 +46,10 @@ public:
     chat_server(const chat_server&) = delete;
     chat_server& operator=(const chat_server&) = delete;
 
-    /// Serves until SIGINT or SIGTERM, then shuts down gracefully; with --tls-cert, SIGHUP reloads
-    /// the certificate meanwhile (reload_tls()). Returns the number of chat log entries that could
-    /// not be written (0 normally). The main thread, with SIGHUP blocked too when TLS is on.
+    /// Serves until SIGINT or SIGTERM, then shuts down gracefully; SIGHUP meanwhile reloads the
+    /// certificate (--tls-cert, reload_tls()) and the JWT keys (--jwt-key, reload_jwt()). Returns
+    /// the number of chat log entries that could not be written (0 normally). The main thread,
+    /// with SIGHUP blocked too when either is on.
     std::uint64_t run();
 
     /// Reads --tls-cert and --tls-key again (blocking file reads: never on a shard). Connections
@@ -55,6 +57,10 @@ public:
     /// unusable the old certificate stays and the file and reason are logged. Returns whether the
     /// new one is in use. Any thread but a shard's.
     bool reload_tls();
+    /// Reads --jwt-key again (blocking: never on a shard): logins and refreshes from now on are
+    /// verified with the new keys; when the file is unusable the old keys stay and the reason is
+    /// logged. Returns whether the new keys are in use. Any thread but a shard's.
+    bool reload_jwt();
     /// Whether the TCP port speaks TLS. Any thread.
     bool tls() const noexcept { return tls_ != nullptr; }
 
@@ -92,6 +98,7 @@ private:
     std::unique_ptr<chat_retention> retention_;  // only with a retention policy
     std::unique_ptr<engine> engine_;
     std::unique_ptr<login_throttle> throttle_;
+    std::unique_ptr<jwt_auth> jwt_;  // --jwt-key; null: JWT logins off
     std::unique_ptr<chat_context> ctx_;
     std::unique_ptr<sharded<chat_service>> services_;
     std::shared_ptr<tls_server> tls_;   // the TCP listeners' identity; nullptr = plain

@@ -70,9 +70,9 @@ int main(int argc, char** argv) {
     auto parsed = strix::chat::parse_options(argc, argv);
     if (!parsed.options) return parsed.exit_code;
     const auto& o = *parsed.options;
-    // With a certificate, SIGHUP reloads it (chat_server::run); blocked before any thread exists
-    // for the same reason. Without one it keeps its default (the process ends).
-    if (!o.tls.cert_file.empty()) {
+    // With a certificate or JWT keys, SIGHUP reloads them (chat_server::run); blocked before any
+    // thread exists for the same reason. Without either it keeps its default (the process ends).
+    if (!o.tls.cert_file.empty() || o.jwt.enabled()) {
         sigaddset(&set, SIGHUP);
         pthread_sigmask(SIG_BLOCK, &set, nullptr);
     }

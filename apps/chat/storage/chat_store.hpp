@@ -64,7 +64,12 @@ enum class login_outcome : std::uint8_t {
     created,          // unknown name and auto_register: the account was created just now
     wrong_password,   // existing account, password did not verify
     unknown_account,  // unknown name and !auto_register
+    password_account,  // login_external of a name that is a password account
 };
+
+/// What an account made by login_external holds where a password hash would be: no password
+/// verifies against it (it is not an argon2id string), so the account logs in only by JWT.
+inline constexpr std::string_view external_account_hash = "!external";
 
 /// The two kinds of login token (docs/protocol.md): a device token only exempts its holder from
 /// the name's lockout; a resume token replaces the password. Same shape, separate tables.
@@ -242,6 +247,12 @@ public:
     /// the loser of the insert race verifies against the winner's hash instead. Worker thread;
     /// throws storage_error.
     virtual login_result login(std::string_view name, std::string_view password, bool auto_register) = 0;
+
+    /// The account of an identity the application vouched for (a verified JWT's `sub`): found,
+    /// or created (outcome created) without a password. A name that is a password account is
+    /// password_account: a token never takes over an account someone registered with a password.
+    /// Worker thread; throws storage_error.
+    virtual login_result login_external(std::string_view name) = 0;
 
     /// Applies `changes` in order, then inserts `logs`, all in ONE transaction (everything or
     /// nothing). Every step is idempotent: a (room_id, seq) that is already stored is skipped, a

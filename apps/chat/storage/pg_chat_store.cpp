@@ -321,7 +321,11 @@ public:
     ~pg_chat_store() override { ::PQfinish(conn_); }
 
     login_result login(std::string_view name, std::string_view password, bool auto_register) override {
-        return retrying([&] { return do_login(name, password, auto_register); });
+        return retrying([&] { return do_login(name, &password, auto_register); });
+    }
+
+    login_result login_external(std::string_view name) override {
+        return retrying([&] { return do_login(name, nullptr, true); });
     }
 
     std::size_t write_batch(std::span<const room_change> changes, std::span<const chat_log_entry> entries) override {
@@ -684,16 +688,18 @@ private:
         return f();
     }
 
-    login_result do_login(std::string_view name, std::string_view password, bool auto_register) {
+    // password null: an external login (login_external).
+    login_result do_login(std::string_view name, const std::string_view* password, bool auto_register) {
         for (int round = 0; round < 2; ++round) {
             if (auto found = select_account(name)) {
-                if (!verify_password(found->hash, password)) return {login_outcome::wrong_password, {}};
+                if (!password && found->hash != external_account_hash) return {login_outcome::password_account, {}};
+                if (password && !verify_password(found->hash, *password)) return {login_outcome::wrong_password, {}};
                 std::vector<account_room> rooms = rooms_of(found->id);
                 const std::uint64_t room = newest_room(rooms);
                 return {login_outcome::ok, {found->id, std::string(name)}, room, std::move(rooms)};
             }
             if (!auto_register) return {login_outcome::unknown_account, {}};
-            const std::string hash = hash_password(password, policy_);
+            const std::string hash = password ? hash_password(*password, policy_) : std::string(external_account_hash);
             params p(3);
             p.add_text(name);
             p.add_text(hash);

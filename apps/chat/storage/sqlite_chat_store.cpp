@@ -232,17 +232,25 @@ public:
     ~sqlite_chat_store() override { close(); }
 
     login_result login(std::string_view name, std::string_view password, bool auto_register) override {
+        return login_as(name, &password, auto_register);
+    }
+
+    login_result login_external(std::string_view name) override { return login_as(name, nullptr, true); }
+
+    // password null: an external login (login_external).
+    login_result login_as(std::string_view name, const std::string_view* password, bool auto_register) {
         // Two rounds at most: a lost insert race is followed by one verify of the winner's row.
         for (int round = 0; round < 2; ++round) {
             if (auto found = select_account(name)) {
-                if (!verify_password(found->hash, password)) return {login_outcome::wrong_password, {}};
+                if (!password && found->hash != external_account_hash) return {login_outcome::password_account, {}};
+                if (password && !verify_password(found->hash, *password)) return {login_outcome::wrong_password, {}};
                 std::vector<account_room> rooms = rooms_of(found->id);
                 const std::uint64_t room = newest_room(rooms);
                 return {login_outcome::ok, {found->id, std::string(name)}, room, std::move(rooms)};
             }
             if (!auto_register) return {login_outcome::unknown_account, {}};
             // Hash before touching the write lock: argon2id is the slow part.
-            const std::string hash = hash_password(password, policy_);
+            const std::string hash = password ? hash_password(*password, policy_) : std::string(external_account_hash);
             reset_guard g{insert_account_};
             insert_account_.bind_text(1, name);
             insert_account_.bind_text(2, hash);

@@ -57,7 +57,8 @@ shared_buffer_ptr error(proto::msg_type request, proto::error_code code, std::st
 }
 
 shared_buffer_ptr login_res(std::uint64_t player_id, std::string_view name, bool created, const device_token* token,
-                            const device_token* resume, std::span<const account_room> const* rooms) {
+                            const device_token* resume, std::span<const account_room> const* rooms,
+                            std::string_view display_name, std::uint64_t expires_at) {
     flatbuffers::FlatBufferBuilder fbb(256 + (rooms ? rooms->size() * 32 : 0));
     flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<proto::room_ref>>> list;
     if (rooms) {
@@ -74,8 +75,22 @@ shared_buffer_ptr login_res(std::uint64_t player_id, std::string_view name, bool
     };
     auto t = bytes(token);
     auto r = bytes(resume);
-    fbb.Finish(proto::Createlogin_res(fbb, p, created, t, r, list));
+    flatbuffers::Offset<flatbuffers::String> display;
+    if (!display_name.empty()) display = fbb.CreateString(display_name.data(), display_name.size());
+    fbb.Finish(proto::Createlogin_res(fbb, p, created, t, r, list, display, expires_at));
     return finish_frame(fbb, proto::msg_type::login_res);
+}
+
+shared_buffer_ptr refresh_res(std::uint64_t expires_at) {
+    flatbuffers::FlatBufferBuilder fbb(48);
+    fbb.Finish(proto::Createrefresh_res(fbb, expires_at));
+    return finish_frame(fbb, proto::msg_type::refresh_res);
+}
+
+shared_buffer_ptr token_expired(std::uint64_t expires_at, std::uint32_t grace_seconds) {
+    flatbuffers::FlatBufferBuilder fbb(48);
+    fbb.Finish(proto::Createtoken_expired(fbb, expires_at, grace_seconds));
+    return finish_frame(fbb, proto::msg_type::token_expired);
 }
 
 shared_buffer_ptr create_room_res(const room_summary& room) {

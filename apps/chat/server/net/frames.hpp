@@ -18,10 +18,16 @@ namespace strix::chat::frames {
 shared_buffer_ptr error(proto::msg_type request, proto::error_code code, std::string_view reason);
 /// `token`: the device token to hand the client, `resume`: the resume token (null: none; the
 /// field is left out); `rooms`: the account's rooms for a protocol version 2 login (null: the
-/// field is left out).
+/// field is left out); `display_name` and `expires_at`: a JWT login's `name` and `exp` (empty and 0:
+/// left out).
 shared_buffer_ptr login_res(std::uint64_t player_id, std::string_view name, bool created,
                             const device_token* token = nullptr, const device_token* resume = nullptr,
-                            std::span<const account_room> const* rooms = nullptr);
+                            std::span<const account_room> const* rooms = nullptr, std::string_view display_name = {},
+                            std::uint64_t expires_at = 0);
+/// refresh_res: the session's JWT now expires at `expires_at` (Unix seconds).
+shared_buffer_ptr refresh_res(std::uint64_t expires_at);
+/// token_expired: the session's JWT expired; refresh_req within `grace_seconds` or be closed.
+shared_buffer_ptr token_expired(std::uint64_t expires_at, std::uint32_t grace_seconds);
 shared_buffer_ptr create_room_res(const room_summary& room);
 /// `members`: every member account, in join order, with its online state; `last_seq`: the
 /// room's last message seq at the join.

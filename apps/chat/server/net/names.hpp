@@ -18,6 +18,19 @@ inline bool valid_player_name(std::string_view s) noexcept {
     return true;
 }
 
+/// Any account's name, as requests that name another account take it: a player name, or what a
+/// JWT's `sub` may be, 1-64 bytes of [A-Za-z0-9_.-@:|] (wider, so an application's user ids such
+/// as UUIDs or "auth0|5f7c..." fit). Any thread.
+inline bool valid_account_name(std::string_view s) noexcept {
+    if (s.empty() || s.size() > 64) return false;
+    for (unsigned char c : s) {
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+                  c == '-' || c == '@' || c == ':' || c == '|';
+        if (!ok) return false;
+    }
+    return true;
+}
+
 /// Room names: 1-64 bytes of well-formed UTF-8 (shortest forms, no surrogates) without control
 /// characters (C0, DEL, C1). Any thread.
 inline bool valid_room_name(std::string_view s) noexcept {

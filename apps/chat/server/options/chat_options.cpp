@@ -236,6 +236,7 @@ parse_result parse_options(int argc, char** argv) {
     app.add_option("--db", o.db, "database: sqlite:<path> (parent directory created) or postgresql://...")
         ->capture_default_str();
     add_cluster_options(app, o.cluster);
+    add_jwt_options(app, o.jwt);
     app.add_option("--tls-cert", o.tls.cert_file,
                    "TLS on the TCP port: the server's certificate (PEM, then its chain); reloaded on SIGHUP")
         ->type_name("FILE");
@@ -378,7 +379,9 @@ parse_result parse_options(int argc, char** argv) {
     }
     o.engine.io = io == "uring" ? io_backend::uring : io == "epoll" ? io_backend::epoll : io_backend::automatic;
     o.ack = ack == "early" ? ack_mode::early : ack_mode::stored;
-    if (auto err = validate(o); !err.empty()) {
+    std::string err = settle_jwt(o.jwt);
+    if (err.empty()) err = validate(o);
+    if (!err.empty()) {
         std::fprintf(stderr, "strix-chat-server: %s\n", err.c_str());
         return {std::nullopt, 2};
     }

@@ -4,6 +4,7 @@
 // instruction); chat_server registers every shard's instance, and a scrape sums them.
 
 #include "request_table.hpp"
+#include "apps/chat/server/login/jwt.hpp"
 
 #include <strix/core/metrics.hpp>
 #include <strix/core/shard.hpp>  // room_host.hpp takes timer_node from here
@@ -62,6 +63,12 @@ struct chat_counters : metric_group {
     counter broadcasts{*this, "strix_broadcasts_total", "room events fanned out (messages, joins, leaves)"};
     counter deliveries{*this, "strix_broadcast_deliveries_total", "frames handed to room members by broadcasts"};
     counter cross_shard_posts{*this, "strix_cross_shard_posts_total", "broadcast tasks posted to other shards"};
+    counter jwt_logins{*this, "strix_jwt_logins_total", "successful logins with a JWT"};
+    counter jwt_refreshes{*this, "strix_jwt_refreshes_total", "refresh_req that gave a session a fresh JWT"};
+    counter jwt_room_refused{*this, "strix_jwt_room_refused_total",
+                             "joins and creates refused because the session's JWT does not list the room"};
+    counter jwt_expired_closed{*this, "strix_jwt_expired_closed_total",
+                               "sessions closed because their JWT expired and no refresh came in the grace period"};
     gauge sessions{*this, "strix_sessions", "open sessions"};
     gauge players{*this, "strix_players", "logged-in sessions"};
     gauge rooms{*this, "strix_rooms", "rooms"};  // the rooms this shard owns
@@ -73,6 +80,8 @@ struct chat_counters : metric_group {
     // One series per row of request_table (requests[i] is row i's), labelled with its type:
     // counted when dispatched, refused ones included (an unknown type counts in bad_requests).
     std::array<counter, request_table::size> requests = per_request(std::make_index_sequence<request_table::size>());
+    // One series per jwt_refusal (logins and refreshes), labelled reason="<jwt_refusal_name>".
+    std::array<counter, jwt_refusal_count> jwt_refused = per_refusal(std::make_index_sequence<jwt_refusal_count>());
 
 private:
     // Each counter is built in its place in `requests` (a prvalue, never copied: a copy would not
@@ -82,6 +91,11 @@ private:
         return {counter(*this, "strix_requests_total", "client requests dispatched, by type (refused ones included)",
                         request_table::label(I))...};
     }
+    template <std::size_t... I>
+    std::array<counter, sizeof...(I)> per_refusal(std::index_sequence<I...>) {
+        return {counter(*this, "strix_jwt_refused_total", "JWTs refused, by reason", refusal_label(I))...};
+    }
+    static std::string_view refusal_label(std::size_t i);
 };
 
 }  // namespace strix::chat

@@ -209,6 +209,7 @@ void chat_service::handle_create(player& p, std::span<const std::byte> frame) {
                    "room names are 1-64 bytes of UTF-8 without control characters");
         return;
     }
+    if (!jwt_.may_create(p, name)) return;
     if (!may_add_room(p, msg_type::create_room_req)) return;
     if (!p.room_bucket.try_take()) {
         bump(counters_.room_rate_limited);
@@ -231,6 +232,7 @@ void chat_service::handle_join(player& p, std::span<const std::byte> frame) {
                    p.version < 2 ? "leave your room first" : "already in this room");
         return;
     }
+    if (!jwt_.may_join(p, req->room_id())) return;
     if (!may_add_room(p, msg_type::join_room_req)) return;
     if (!room) {
         send_error(s, msg_type::join_room_req, error_code::unknown_room, "no such room");
@@ -449,6 +451,8 @@ template const proto::block_req* chat_service::decode<proto::block_req>(player&,
                                                                         const char*);
 template const proto::moderate_req* chat_service::decode<proto::moderate_req>(player&, std::span<const std::byte>,
                                                                               msg_type, const char*);
+template const proto::refresh_req* chat_service::decode<proto::refresh_req>(player&, std::span<const std::byte>,
+                                                                            msg_type, const char*);
 
 void chat_service::send(session& s, shared_buffer_ptr frame) {
     bump(counters_.app_out);
@@ -480,6 +484,7 @@ void chat_service::sample() {
     set_gauge(counters_.send_queued_bytes, bytes);
     set_gauge(counters_.send_queues_in_use, queues);
     counters_.send_queues_peak.raise_to(queues);
+    jwt_.tick(wall_clock_us() / 1'000'000);
 }
 
 }  // namespace strix::chat

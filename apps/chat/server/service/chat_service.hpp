@@ -19,6 +19,7 @@
 #include "chat_counters.hpp"
 #include "db_reads.hpp"
 #include "history_requests.hpp"
+#include "jwt_sessions.hpp"
 #include "login_requests.hpp"
 #include "player.hpp"
 #include "resume_requests.hpp"
@@ -79,6 +80,7 @@ public:
     room_host& host() noexcept { return host_; }
     /// The request units, for what their database work brings back to this shard.
     login_requests& logins() noexcept { return logins_; }
+    jwt_sessions& jwt() noexcept { return jwt_; }
     db_reads& reads() noexcept { return reads_; }
     resume_requests& resumes() noexcept { return resumes_; }
 
@@ -144,6 +146,7 @@ private:
     void handle_direct(player& p, std::span<const std::byte> frame);    // conversation_requests.cpp
     void handle_block(player& p, std::span<const std::byte> frame);     // conversation_requests.cpp
     void handle_moderate(player& p, std::span<const std::byte> frame);  // conversation_requests.cpp
+    void handle_refresh(player& p, std::span<const std::byte> frame) { jwt_.handle_refresh(p, frame); }
     // A chat_req of p's to `room` (a member's), checked and counted: to its owner shard.
     void send_chat(player& p, room_id room, std::string_view text, std::uint64_t client_ts, std::uint64_t client_seq);
 
@@ -163,6 +166,7 @@ private:
     room_host host_;
     local_rooms local_;
     login_requests logins_{*this, ctx_, counters_};
+    jwt_sessions jwt_{*this, ctx_, counters_};
     db_reads reads_{*this, ctx_, counters_};
     history_requests history_{*this, counters_, reads_};
     resume_requests resumes_{*this, ctx_, counters_, host_, reads_};

@@ -48,9 +48,9 @@ void chat_service::handle_direct(player& p, std::span<const std::byte> frame) {
     }
     std::string_view to = req->to() ? req->to()->string_view() : std::string_view{};
     std::string_view text = req->text() ? req->text()->string_view() : std::string_view{};
-    if (!valid_player_name(to) || to == p.name) {
+    if (!valid_account_name(to) || to == p.name) {
         send_error(s, msg_type::direct_req, error_code::invalid_name,
-                   to == p.name ? "that is your own name" : "names are 1-32 bytes of A-Z a-z 0-9 _ . -");
+                   to == p.name ? "that is your own name" : "account names are 1-64 bytes of A-Z a-z 0-9 _ . - @ : |");
         return;
     }
     if (text.empty() || text.size() > max_text) {
@@ -200,9 +200,10 @@ void chat_service::handle_block(player& p, std::span<const std::byte> frame) {
     if (!req) return;
     session& s = *p.sess;
     std::string_view name = req->name() ? req->name()->string_view() : std::string_view{};
-    if (!valid_player_name(name) || name == p.name) {
+    if (!valid_account_name(name) || name == p.name) {
         send_error(s, msg_type::block_req, error_code::invalid_name,
-                   name == p.name ? "that is your own name" : "names are 1-32 bytes of A-Z a-z 0-9 _ . -");
+                   name == p.name ? "that is your own name"
+                                  : "account names are 1-64 bytes of A-Z a-z 0-9 _ . - @ : |");
         return;
     }
     if (!p.room_bucket.try_take()) {

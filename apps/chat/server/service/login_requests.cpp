@@ -37,7 +37,9 @@ void login_requests::handle(player& p, std::span<const std::byte> frame) {
     login_slot slot = admit(p);
     if (!slot) return;
     std::string address(admission::address_of(p.sess->peer()));
-    if (!throttle(p, *c, address)) return;
+    // A token's signature cannot be guessed, so JWT logins skip the failed-login throttle; the
+    // login queue bounds what verifying them costs.
+    if (c->jwt.empty() && !throttle(p, *c, address)) return;
     hash(p, *c, std::move(address), std::move(slot));
 }
 
@@ -57,6 +59,22 @@ std::optional<login_requests::credentials> login_requests::validate(player& p, s
     }
     p.version = req->version() >= 2 ? 2 : 1;
     credentials c;
+    if (req->jwt() && req->jwt()->size() != 0) {
+        if (!ctx_.jwt) {
+            bump(counters_.bad_requests);
+            svc_.send_error(s, msg_type::login_req, error_code::bad_request,
+                            "JWT logins are off on this server (it has no --jwt-key)");
+            return std::nullopt;
+        }
+        c.jwt = req->jwt()->string_view();
+        return c;
+    }
+    if (!ctx_.options.jwt.passwords()) {
+        bump(counters_.bad_requests);
+        svc_.send_error(s, msg_type::login_req, error_code::bad_request,
+                        "this server takes JWT logins only (login_req.jwt)");
+        return std::nullopt;
+    }
     c.name = req->name() ? req->name()->string_view() : std::string_view{};
     c.password = req->password() ? req->password()->string_view() : std::string_view{};
     if (!valid_player_name(c.name)) {
@@ -145,24 +163,31 @@ void login_requests::hash(player& p, const credentials& c, std::string address, 
     // std::function copies the job it holds, so the copies share the request and the slot; the
     // slot goes back once, after the verdict, or when a job that never ran (refused here) is
     // destroyed.
-    auto req = std::make_shared<login_request>(
-        login_request{std::string(c.name), std::string(c.password), std::move(address), c.token, c.resume});
+    auto req =
+        std::make_shared<login_request>(login_request{std::string(c.name), std::string(c.password), std::move(address),
+                                                      c.token, c.resume, std::string(c.jwt)});
     bool queued = ctx_.pool.try_submit([services, ctx, shard_index, sid, req,
                                         slot = std::make_shared<login_slot>(std::move(slot))](chat_store& store) {
-        login_verdict v = run_login_job(store, *ctx, *req);
+        login_verdict v = req->jwt.empty() ? run_login_job(store, *ctx, *req) : run_jwt_login_job(store, *ctx, *req);
         slot->release();
         services->invoke_on(shard_index, [sid, v = std::move(v)](chat_service& svc) mutable {
             svc.logins().done(sid, std::move(v));
         });
     });
     if (!queued) {
-        ctx_.throttle->abandoned(held_key, req->address);
+        if (req->jwt.empty()) ctx_.throttle->abandoned(held_key, req->address);
         p.login = player::login_state::anonymous;
         p.pending = player::pending_op::none;
         bump(counters_.server_busy);
         svc_.send_error(*p.sess, msg_type::login_req, error_code::server_busy,
                         "the database queue is full; retry later");
     }
+}
+
+void login_requests::refuse_jwt(player& p, const jwt_verdict& v) {
+    bump(counters_.login_failures);
+    bump(counters_.jwt_refused[static_cast<std::size_t>(v.refusal)]);
+    svc_.send_error(*p.sess, msg_type::login_req, error_code::invalid_token, "JWT refused: " + v.reason);
 }
 
 void login_requests::done(std::uint64_t session_id, login_verdict verdict) {
@@ -180,14 +205,16 @@ void login_requests::rejoin_rooms(player& p, const login_result& result, const l
     const bool created = result.outcome == login_outcome::created;
     const device_token* token = v.new_token ? &*v.new_token : nullptr;
     const device_token* resume = v.new_resume_token ? &*v.new_resume_token : nullptr;
+    const std::string_view display = v.jwt ? std::string_view(v.jwt->claims->name) : std::string_view{};
+    const auto expires = static_cast<std::uint64_t>(p.jwt_exp);
     if (p.version < 2) {
-        svc_.send(*p.sess, frames::login_res(p.player_id, p.name, created, token, resume));
+        svc_.send(*p.sess, frames::login_res(p.player_id, p.name, created, token, resume, nullptr, display, expires));
         if (result.room_id != 0) svc_.rejoin(p, room_id(result.room_id));
         return;
     }
     const std::span<const account_room> rooms(result.rooms.data(),
                                               std::min(result.rooms.size(), ctx_.options.max_rooms_per_account));
-    svc_.send(*p.sess, frames::login_res(p.player_id, p.name, created, token, resume, &rooms));
+    svc_.send(*p.sess, frames::login_res(p.player_id, p.name, created, token, resume, &rooms, display, expires));
     for (const account_room& r : rooms) svc_.rejoin(p, room_id(r.room_id), r.last_read_seq);
 }
 
@@ -203,6 +230,11 @@ void login_requests::finish(player& pl, login_verdict v) {
         bump(counters_.login_failures);
         svc_.send_error(s, msg_type::login_req, error_code::invalid_token,
                         "the resume token is unknown, expired or revoked; log in with the password");
+        return;
+    }
+    if (v.jwt && !v.jwt->claims) {
+        p->login = player::login_state::anonymous;
+        refuse_jwt(*p, *v.jwt);
         return;
     }
     if (v.refused) {
@@ -230,12 +262,23 @@ void login_requests::finish(player& pl, login_verdict v) {
             bump(counters_.logins);
             bump(counters_.players);
             if (v.token == token_use::accepted) bump(counters_.device_token_logins);
+            if (v.jwt) {
+                bump(counters_.jwt_logins);
+                svc_.jwt().logged_in(*p, *v.jwt->claims);
+            }
             rejoin_rooms(*p, result, v);
             return;
         case login_outcome::wrong_password:
             p->login = player::login_state::anonymous;
             bump(counters_.login_failures);
             svc_.send_error(s, msg_type::login_req, error_code::wrong_password, "wrong password");
+            return;
+        case login_outcome::password_account:
+            p->login = player::login_state::anonymous;
+            bump(counters_.login_failures);
+            bump(counters_.jwt_refused[static_cast<std::size_t>(jwt_refusal::bad_subject)]);
+            svc_.send_error(s, msg_type::login_req, error_code::invalid_token,
+                            "the token's sub names an account that logs in with a password");
             return;
         case login_outcome::unknown_account:
             p->login = player::login_state::anonymous;

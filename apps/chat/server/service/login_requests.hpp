@@ -43,6 +43,7 @@ private:
         std::string_view password;
         std::optional<device_token_hash> token;   // the presented device token's hash
         std::optional<device_token_hash> resume;  // the presented resume token's hash
+        std::string_view jwt;  // a JWT login's token (then nothing above is used)
         // The key the attempt is throttled under: the resume token's, else the device token's,
         // else the name.
         std::string throttle_key() const;
@@ -51,6 +52,7 @@ private:
     login_slot admit(player& p);
     bool throttle(player& p, const credentials& c, const std::string& address);
     void refuse_throttled(player& p, const login_throttle::verdict& v, bool device);
+    void refuse_jwt(player& p, const jwt_verdict& v);
     void hash(player& p, const credentials& c, std::string address, login_slot slot);
     void finish(player& p, login_verdict v);
     void rejoin_rooms(player& p, const login_result& result, const login_verdict& v);

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -36,6 +37,10 @@ struct player {
     login_state login = login_state::anonymous;
     std::uint64_t player_id = 0;
     std::string name;
+    // A JWT login's: when its token expires (Unix seconds; 0 for other logins), and the rooms it
+    // may join or create (its `rooms` claim: ids and names; absent, any).
+    std::int64_t jwt_exp = 0;
+    std::optional<std::vector<std::string>> jwt_rooms;
     // A room this session is in or joining; requests about it go to its owner shard
     // (room_id::owner), which is the authority on membership.
     struct room_slot {
@@ -97,7 +102,7 @@ struct player {
     // gathered from every shard)
     // wait here and run in order once it completes: a session's requests take effect, and are
     // answered, in the order sent, whatever shard owns what.
-    enum class pending_op : std::uint8_t { none, login, join, leave, list, history, direct, block };
+    enum class pending_op : std::uint8_t { none, login, join, leave, list, history, direct, block, refresh };
     pending_op pending = pending_op::none;
     std::deque<std::vector<std::byte>> queued;
     std::size_t queued_bytes = 0;

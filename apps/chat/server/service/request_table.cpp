@@ -26,6 +26,7 @@ constexpr std::array<request_row, request_table::size> request_table::rows_{{
     {msg_type::direct_req,       access::logged_in,  &chat_service::handle_direct},   // conversation_requests.cpp
     {msg_type::block_req,        access::logged_in,  &chat_service::handle_block},    // conversation_requests.cpp
     {msg_type::moderate_req,     access::logged_in,  &chat_service::handle_moderate}, // conversation_requests.cpp
+    {msg_type::refresh_req,      access::logged_in,  &chat_service::handle_refresh},  // jwt_sessions.cpp
 }};
 // clang-format on
 

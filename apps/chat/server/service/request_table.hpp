@@ -44,7 +44,7 @@ struct request_row {
 class request_table {
 public:
     /// How many rows (request_table.cpp checks it); the per-type counters are sized by it.
-    static constexpr std::size_t size = 14;
+    static constexpr std::size_t size = 15;
 
     static constexpr std::span<const request_row, size> rows() noexcept { return rows_; }
     /// The row of `type`; nullptr when no client request has that type.
