@@ -1,8 +1,9 @@
 // The SDK's JWT logins against strix-chat-server with --jwt-key (an HS256 secret the test writes;
 // tokens signed here with node:crypto): a login by token (display name, expiry), a refused token,
 // refresh, and an expiry: tokenExpired, then a refresh keeps one session while another that does
-// not refresh is closed with token_expired and does not reconnect. Skipped on a server without
-// JWT logins.
+// not refresh is closed with token_expired and does not reconnect; a JWT session whose connection
+// is cut comes back (by its resume token when the login gave one, else by its JWT) and resumes its
+// room. Skipped on a server without JWT logins.
 //   STRIX_BUILD=<build dir> node --test sdk/ts/test/
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { build, next, sdk, start_server, until } from './helpers.mjs';
+import { build, next, record, relay, sdk, start_server, until } from './helpers.mjs';
 
 const help = execFileSync(path.join(build, 'bin/strix-chat-server'), ['--help'], { encoding: 'utf8' });
 const skip = help.includes('--jwt-key') ? false : 'this server has no JWT logins (--jwt-key)';
@@ -83,4 +84,33 @@ test('expiry: tokenExpired, a refresh keeps the session; without one it is close
   assert.deepEqual(reconnects, []);
   assert.ok(kept.connected);
   assert.ok((await kept.ping()) >= 0);
+});
+
+test('a cut JWT session logs in again by itself and resumes', { skip }, async () => {
+  const r = await relay(server.port);
+  try {
+    const c = await client();
+    const w = new sdk.ChatClient(r.url, { pingIntervalMs: 0, reconnect: { firstDelayMs: 50 } });
+    clients.push(w);
+    await w.connect();
+    const first = await w.login({ jwt: jwt({ sub: 'wren', exp: now() + 600 }) });
+    await c.login({ jwt: jwt({ sub: 'cole', exp: now() + 600 }) });
+    const room = await w.createRoom('den');
+    await c.joinRoom(room.id);
+    const seen = record(w);
+    r.held = true;
+    r.cut();
+    await until('wren sees the cut', () => !w.connected);
+    await c.send(room.id, 'while wren was away');
+    const login = next(w, 'login');
+    const resumed = next(w, 'resumed');
+    r.held = false;
+    const [res] = await login;
+    assert.equal(res.method, first.resumeToken ? 'resumeToken' : 'jwt');
+    assert.equal(res.player.name, 'wren');
+    assert.equal((await resumed)[0].recovered, 1);
+    assert.deepEqual(seen.map((x) => [x.m.text, x.recovered]), [['while wren was away', true]]);
+  } finally {
+    await r.close();
+  }
 });
