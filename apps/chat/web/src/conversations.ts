@@ -3,8 +3,8 @@
 // user's own role allows on it (kick, ban, mute for 10 minutes, unmute; promote and demote for the
 // owner; unban for a ban the page saw).
 
-import * as proto from './protocol';
-import { member_role, mod_action } from './protocol';
+import { MemberRole as member_role, ModAction as mod_action } from '@strix/chat-client';
+import type { ChatMessage, Member, Player } from '@strix/chat-client';
 import type { room_view } from './rooms';
 
 /// The page's mute: 10 minutes.
@@ -20,14 +20,14 @@ export function duration_text(us: bigint): string {
 }
 
 /// What notice `m` says, from the side of account `me` ("you" for it): "ben was kicked by ann".
-export function notice_text(m: proto.chat_line, me: bigint | null): string {
+export function notice_text(m: ChatMessage, me: bigint | null): string {
   const n = m.notice;
-  const who = (p: proto.player) => (p.id === me ? 'you' : p.name || `player ${p.id}`);
+  const who = (p: Player) => (p.id === me ? 'you' : p.name || `player ${p.id}`);
   const by = who(m.sender);
   if (!n) return `${by} did something this page does not know`;
   const t = who(n.target);
   const was = t === 'you' ? 'were' : 'was';
-  const until = n.until_us > m.server_ts_us ? ` for ${duration_text(n.until_us - m.server_ts_us)}` : '';
+  const until = n.untilUs > m.serverTsUs ? ` for ${duration_text(n.untilUs - m.serverTsUs)}` : '';
   switch (n.action) {
     case mod_action.kick: return `${t} ${was} kicked by ${by}`;
     case mod_action.ban: return `${t} ${was} banned by ${by}${until}`;
@@ -46,7 +46,7 @@ export function notice_text(m: proto.chat_line, me: bigint | null): string {
 /// the join (`join_seq`: the member list is as of then) changes roles, mutes, bans and members (a
 /// kick or ban takes the target out), and a kick or ban of `me` says why the leave_room_res that
 /// follows comes.
-export function apply_notice(v: room_view, m: proto.chat_line, me: bigint | null): void {
+export function apply_notice(v: room_view, m: ChatMessage, me: bigint | null): void {
   const n = m.notice;
   if (!n) return;
   if (n.action === mod_action.erase) v.log.erase(n.seq);
@@ -64,7 +64,7 @@ export function apply_notice(v: room_view, m: proto.chat_line, me: bigint | null
       if (n.target.id === me) v.removed = notice_text(m, me);
       break;
     case mod_action.unban: v.banned.delete(n.target.id); break;
-    case mod_action.mute: v.muted.set(n.target.id, n.until_us); break;
+    case mod_action.mute: v.muted.set(n.target.id, n.untilUs); break;
     case mod_action.unmute: v.muted.delete(n.target.id); break;
     case mod_action.promote:
     case mod_action.demote: set_role(n.target.id, n.role); break;
@@ -97,8 +97,8 @@ function button(act: string, label: string, onclick: () => void): HTMLButtonElem
 }
 
 /// The actions `mine` (a role) allows on a member of role `theirs` in a group room.
-function actions(v: room_view, m: proto.member, mine: member_role,
-                 act: (a: mod_action, target: proto.player) => void): HTMLButtonElement[] {
+function actions(v: room_view, m: Member, mine: member_role,
+                 act: (a: mod_action, target: Player) => void): HTMLButtonElement[] {
   if (v.direct || mine < member_role.admin || m.role >= mine) return [];
   const on = (a: mod_action) => () => act(a, m);
   const out = [button('kick', 'kick', on(mod_action.kick)), button('ban', 'ban', on(mod_action.ban))];
@@ -114,7 +114,7 @@ function actions(v: room_view, m: proto.member, mine: member_role,
 /// Draws room `v`'s members into `ul` (null: none): name, role, online state, and the actions
 /// account `me` may take on each; then the bans the page saw, with unban. `act` sends one.
 export function draw_members(ul: HTMLUListElement, v: room_view | null, me: bigint | null,
-                             act: (a: mod_action, target: proto.player) => void): void {
+                             act: (a: mod_action, target: Player) => void): void {
   if (!v) {
     ul.replaceChildren();
     return;

@@ -4,8 +4,8 @@
 // the server's time of the message (local HH:MM). A moderator's notice is a line of its own in
 // seq order; an erased message stays in its place as "message removed".
 
-import { msg_kind } from './protocol';
-import type { chat_line } from './protocol';
+import { MsgKind } from '@strix/chat-client';
+import type { ChatMessage } from '@strix/chat-client';
 
 const removed_text = 'message removed';
 
@@ -56,19 +56,19 @@ export class log_view {
   }
 
   /// Adds a chat message in its place: after the line with the next lower seq. The caller shows
-  /// each seq once (room_seqs). A notice shows `notice` (its text); a member's text line has an
+  /// each seq once (the client delivers each once). A notice shows `notice` (its text); a member's text line has an
   /// erase button (shown to moderators: index.html's body[data-mod]).
-  chat(m: chat_line, notice = ''): HTMLElement {
+  chat(m: ChatMessage, notice = ''): HTMLElement {
     const div = document.createElement('div');
     div.dataset.seq = m.seq.toString();
     div.dataset.sender = m.sender.id.toString();
-    if (m.kind === msg_kind.notice) {
+    if (m.kind === MsgKind.notice) {
       div.className = 'notice';
       div.textContent = notice;
     } else {
       div.className = 'chat';
-      div.append(span('time', clock(m.server_ts_us)), ' ', span('who', m.sender.name), ': ', span('text', m.text));
-      if (m.kind === msg_kind.deleted) this.tombstone(div);
+      div.append(span('time', clock(m.serverTsUs)), ' ', span('who', m.sender.name), ': ', span('text', m.text));
+      if (m.kind === MsgKind.deleted) this.tombstone(div);
       else div.append(' ', erase_button());
     }
     // Walk back over the lines with higher seqs (none for a live message: appended).

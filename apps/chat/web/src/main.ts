@@ -1,17 +1,18 @@
 // The web chat page: log in, list / create / join rooms, be in many at once (a list with unread
-// counts; protocol version 2), chat, see who comes and goes, who is online and who is typing,
-// leave; message someone by name (a direct room, listed by the peer's name), block them; see
-// members' roles and, as the owner or an admin, kick, ban, mute and erase (conversations.ts).
-// No framework: a few DOM nodes (index.html) and one state object. The page talks to the
-// server it was served from, at ws(s)://<host>/<path> (the path is a <meta name="strix-ws-path">).
-// After a reconnect it logs in with its resume token and gets back what it missed in each room
-// (resume.ts).
+// counts), chat, see who comes and goes, who is online and who is typing, leave; message someone
+// by name (a direct room, listed by the peer's name), block them; see members' roles and, as the
+// owner or an admin, kick, ban, mute and erase (conversations.ts). No framework: a few DOM nodes
+// (index.html) and one state object. The protocol, the connection, reconnects and the resume of
+// what was missed are the chat client SDK's (sdk/ts, @strix/chat-client); the page draws its
+// events. It talks to the server it was served from, at ws(s)://<host>/<path> (the path is a
+// <meta name="strix-ws-path">).
 
-import * as proto from './protocol';
-import { msg_type, error_code, resume_status, member_role, mod_action, msg_kind, room_kind } from './protocol';
-import { chat_connection, conn_state } from './connection';
+import {
+  ChatClient, ChatConnectionError, ChatError, MemberRole as member_role, ModAction as mod_action,
+  MsgKind as msg_kind, RoomKind as room_kind,
+} from '@strix/chat-client';
+import type { ChatEvents, ChatMessage, LoginResult, Player, Room } from '@strix/chat-client';
 import { log_view } from './log_view';
-import { recovery, room_seqs } from './resume';
 import { draw_room_list, room_view, typing_text } from './rooms';
 import { apply_notice, draw_members, mute_seconds, notice_text, role_of } from './conversations';
 
@@ -22,26 +23,21 @@ const read_delay_ms = 250; // read_req for live messages in the shown room: a fe
 const history_page = 200; // history_req's largest limit
 
 interface page_state {
-  name: string;
-  password: string; // kept for a login when the resume token is refused
-  token: Uint8Array | null; // the newest login_res's resume token: single use
-  login_by: 'password' | 'token' | '';
-  me: proto.player | null;
+  login_by: 'password' | 'token' | 'jwt' | '';
+  me: Player | null;
   rooms: Map<bigint, room_view>; // the rooms the session is in (or was, until the login puts it back)
   shown: bigint | null; // the room whose log is shown and which the input talks to
-  login_reads: Map<bigint, bigint>; // login_res.rooms's read markers, until each room's join_room_res
+  login_reads: Map<bigint, bigint>; // the login's read markers, until each room's roomJoined
   login_first: bigint | null; // the room a login shows when none is shown: the first it lists
   login_order: Map<bigint, number>; // the list's order: the login's (oldest join first), then joins
   order_next: number;
   read_timer: number | undefined;
-  seq: bigint;
-  dm_asked: Set<string>; // names a direct_req went to whose direct room has not come yet
   blocked: Set<bigint>; // accounts this page blocked (block_res; the server keeps no list for it)
 }
 
-const st: page_state = { name: '', password: '', token: null, login_by: '', me: null, rooms: new Map(), shown: null,
-                         login_reads: new Map(), login_first: null, login_order: new Map(), order_next: 0, read_timer: undefined, seq: 0n,
-                         dm_asked: new Set(), blocked: new Set() };
+const st: page_state = { login_by: '', me: null, rooms: new Map(), shown: null, login_reads: new Map(),
+                         login_first: null, login_order: new Map(), order_next: 0, read_timer: undefined,
+                         blocked: new Set() };
 const log_el = $('log');
 const lobby = new log_view(log_el, null); // the log while no room is shown
 const shown_view = (): room_view | null => (st.shown !== null ? st.rooms.get(st.shown) ?? null : null);
@@ -52,6 +48,21 @@ function ws_url(): string {
   const meta = document.querySelector('meta[name="strix-ws-path"]') as HTMLMetaElement | null;
   const path = meta?.content || '/ws';
   return `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}${path}`;
+}
+
+const client = new ChatClient(ws_url());
+
+/// Runs a request; a refusal is shown as 'error: <request>: <code>: <reason>'.
+function act<T>(p: Promise<T>, then?: (v: T) => void): void {
+  p.then((v) => {
+    then?.(v);
+    show();
+  }, (e: unknown) => {
+    if (e instanceof ChatError) line(`error: ${e.request}: ${e.code}: ${e.reason}`, 'error');
+    else if (e instanceof ChatConnectionError) line('not connected: try again once the page says connected', 'error');
+    else line(`error: ${(e as Error).message}`, 'error');
+    show();
+  });
 }
 
 function show(): void {
@@ -73,12 +84,12 @@ function show(): void {
 }
 
 /// A moderator's action on `target` in the shown room (a mute: for mute_seconds).
-function moderate(action: mod_action, target: proto.player): void {
+function moderate(action: mod_action, target: Player): void {
   const v = shown_view();
-  if (v) send(proto.moderate(v.id, action, target.id, 0n, action === mod_action.mute ? mute_seconds : 0));
+  if (v) act(client.moderate(v.id, action, target.id, { seconds: action === mod_action.mute ? mute_seconds : 0 }));
 }
 
-function set_state(s: conn_state, detail: string): void {
+function set_state(s: ChatEvents['state'][0], detail: string): void {
   const el = $('conn');
   el.textContent = s === 'open' ? 'connected' : s === 'connecting' ? 'connecting...' : detail;
   el.dataset.state = s;
@@ -113,10 +124,10 @@ function read_up(v: room_view, now: boolean): void {
   }
   if (!v.joined || !st.me || v.read <= v.read_sent) return;
   v.read_sent = v.read;
-  conn.send(proto.read(v.id, v.read));
+  act(client.markRead(v.id, v.read), (seq) => v.marked(seq));
 }
 
-function rooms_listed(rooms: proto.room[]): void {
+function rooms_listed(rooms: Room[]): void {
   const ul = $<HTMLUListElement>('rooms');
   ul.replaceChildren(...rooms.filter((r) => r.kind !== room_kind.direct).map((r) => {
     const li = document.createElement('li');
@@ -124,49 +135,44 @@ function rooms_listed(rooms: proto.room[]): void {
     const mine = st.rooms.has(r.id);
     b.textContent = `${mine ? 'open' : 'join'} ${r.name}`;
     b.dataset.room = r.id.toString();
-    b.onclick = () => (st.rooms.has(r.id) ? open_room(r.id) : send(proto.join_room(r.id)));
+    b.onclick = () => (st.rooms.has(r.id) ? open_room(r.id) : act(client.joinRoom(r.id)));
     li.append(b, ` #${r.id} (${r.members} member${r.members === 1 ? '' : 's'})`);
     return li;
   }));
 }
 
-/// In `room` now: by a join, create or direct message of the user's (shown), put back by a login
-/// (a room the page had before its socket dropped recovers what it missed), or put in a direct
+/// In a room now: by a join, create or direct message of the user's (shown), put back by a login
+/// (a room the page had before its socket dropped: the client resumes it), or put in a direct
 /// room by someone's first message to the account (listed, not shown: its badge counts it).
-function entered(room: proto.room, members: proto.member[], last_seq: bigint): void {
-  const by_login = st.login_reads.get(room.id);
+function entered(j: ChatEvents['roomJoined'][0]): void {
+  const { room, members, lastSeq: last_seq } = j;
+  const state = client.rooms.get(room.id);
+  if (!state) return;
+  const by_login = j.cause === 'login' ? st.login_reads.get(room.id) : undefined;
   st.login_reads.delete(room.id);
   const peer = room.kind === room_kind.direct ? members.find((m) => m.id !== st.me?.id) ?? null : null;
-  const asked = by_login === undefined && (peer === null || st.dm_asked.delete(peer.name));
+  const asked = j.cause === 'join' || j.cause === 'create' || j.cause === 'direct' || (j.cause === 'server' && !peer);
   let v = st.rooms.get(room.id);
   if (v && !v.joined) {
     v.room = room;
     v.log.line(`back in room ${room.id} '${v.title()}'`, 'notice');
-    v.seqs.rejoined(last_seq);
-    const w = v;
-    v.rec = new recovery(room.id, last_seq, v.seqs, {
-      send,
-      chat: (m) => show_chat(w, m),
-      note: (text, cls = 'notice', after = null) => w.log.line(text, cls, after),
-    });
   } else if (!v) {
     // A user's join starts the account's marker at the join point, a login's at its stored one;
     // a direct room someone else opened has not been read (its marker starts at 0).
     const read = by_login ?? (asked ? last_seq : 0n);
-    // A direct room entered with messages in it shows them: a history_req brings them.
-    const fetch = peer !== null && by_login === undefined && last_seq > 0n;
-    const seqs = new room_seqs(fetch ? 0n : last_seq);
-    seqs.rejoined(last_seq);
-    v = new room_view(room, seqs, read, new log_view(log_el, room.id));
+    v = new room_view(room, state.seqs, read, new log_view(log_el, room.id));
     st.rooms.set(room.id, v);
     v.peer = peer;
     v.log.line(peer ? `direct messages with ${peer.name} (room ${room.id})` : `joined room ${room.id} '${room.name}'`,
                'notice');
-    if (fetch) {
-      v.fetch_to = last_seq;
-      send(proto.history(room.id, 0n, 0n, history_page));
+    // A direct room entered with messages in it shows them: a history_req brings them.
+    if (peer !== null && j.cause !== 'login' && last_seq > 0n) {
+      const w = v;
+      w.fetch_to = last_seq;
+      act(client.history(room.id, { limit: history_page }), (page) => fetched(w, page.messages));
     }
   }
+  v.seqs = state.seqs;
   if (by_login !== undefined) v.marked(by_login);
   if (peer) v.peer = peer;
   v.order = st.login_order.get(room.id) ?? st.order_next++;
@@ -176,14 +182,14 @@ function entered(room: proto.room, members: proto.member[], last_seq: bigint): v
   // The login's rooms come from their shards in any order: show the first listed (or, were it
   // deleted meanwhile, whichever comes).
   const first = st.login_first === null || st.login_first === room.id || !st.login_reads.has(st.login_first);
-  if (by_login === undefined ? asked : shown_view() === null && first) open_room(room.id);
+  if (j.cause !== 'login' ? asked : shown_view() === null && first) open_room(room.id);
   else if (v.id === st.shown) read_up(v, true);
+  show();
 }
 
-// A chat message of room `v`, unless shown already; its log line or null. A notice is shown as
+// A chat message of room `v` (the client delivers each once); its log line. A notice is shown as
 // its text and applied (conversations.ts).
-function show_chat(v: room_view, m: proto.chat_line): HTMLElement | null {
-  if (!v.seqs.add(m.seq)) return null;
+function show_chat(v: room_view, m: ChatMessage): HTMLElement {
   v.spoke(m.sender.id);
   if (m.kind !== msg_kind.notice) return v.log.chat(m);
   const me = st.me?.id ?? null;
@@ -192,202 +198,140 @@ function show_chat(v: room_view, m: proto.chat_line): HTMLElement | null {
   return el;
 }
 
-// The answer to the history_req of a direct room entered with messages in it: those up to the
-// join are shown; any older than the page the server gave are never coming.
-function fetched(v: room_view, m: Extract<proto.message, { type: msg_type.history_res }>): void {
+// The history of a direct room entered with messages in it: those up to the join are shown
+// (the ones above it came live).
+function fetched(v: room_view, messages: ChatMessage[]): void {
   const to = v.fetch_to;
   v.fetch_to = 0n;
-  const first = m.messages.length > 0 && m.messages[0].seq <= to ? m.messages[0].seq : to + 1n;
-  v.seqs.lose(0n, first - 1n);
-  for (const c of m.messages) if (c.seq <= to) show_chat(v, c);
+  for (const c of messages) if (c.seq <= to) show_chat(v, c);
   if (v.id === st.shown) read_up(v, true);
 }
 
-function log_in(): void {
-  if (!st.name) return;
-  if (st.token) {
-    st.login_by = 'token';
-    send(proto.login(st.name, '', st.token));
-    st.token = null; // spent, whatever the answer
-  } else if (st.password) {
-    st.login_by = 'password';
-    send(proto.login(st.name, st.password));
-  }
-}
-
-function logged_in(m: Extract<proto.message, { type: msg_type.login_res }>): void {
-  st.me = m.player;
-  st.token = m.resume_token;
-  line(`logged in as ${m.player.name}${m.created ? ' (new account)' : ''}` +
-       (st.login_by === 'token' ? ' with the resume token' : ''), 'notice');
-  // A join_room_res follows for each listed room; one the account left meanwhile is gone.
-  st.login_reads = new Map(m.rooms.map((r) => [r.id, r.last_read_seq]));
-  st.login_first = m.rooms.length > 0 ? m.rooms[0].id : null;
-  st.login_order = new Map(m.rooms.map((r, i) => [r.id, i]));
-  st.order_next = m.rooms.length;
-  for (const v of [...st.rooms.values()]) {
-    if (st.login_reads.has(v.id)) continue;
-    st.rooms.delete(v.id);
-    line(`no longer in room ${v.id} '${v.room.name}'`, 'notice');
-  }
+function logged_in(res: LoginResult): void {
+  st.me = res.player;
+  st.login_by = res.method === 'resumeToken' ? 'token' : res.method;
+  line(`logged in as ${res.player.name}${res.created ? ' (new account)' : ''}` +
+       (res.method === 'resumeToken' ? ' with the resume token' : ''), 'notice');
+  // A roomJoined follows for each listed room (the client has dropped those no longer listed).
+  st.login_reads = new Map(res.rooms.map((r) => [r.id, r.lastReadSeq]));
+  st.login_first = res.rooms.length > 0 ? res.rooms[0].id : null;
+  st.login_order = new Map(res.rooms.map((r, i) => [r.id, i]));
+  st.order_next = res.rooms.length;
   if (st.shown !== null && !st.rooms.has(st.shown)) open_room(null);
-  send(proto.list_rooms());
+  act(client.listRooms(), rooms_listed);
+  show();
 }
 
-function left(room_id: bigint): void {
+function left(room_id: bigint, cause: ChatEvents['roomLeft'][0]['cause']): void {
   const v = st.rooms.get(room_id);
   st.rooms.delete(room_id);
   if (st.shown === room_id) open_room(st.rooms.keys().next().value ?? null);
   const what = `room ${room_id}${v ? ` '${v.title()}'` : ''}`;
-  line(v?.removed ? `removed from ${what}: ${v.removed}` : `left ${what}`, 'notice');
-  send(proto.list_rooms());
+  if (cause === 'gone') line(`no longer in ${what}`, 'notice');
+  else line(v?.removed ? `removed from ${what}: ${v.removed}` : `left ${what}`, 'notice');
+  if (cause !== 'gone') act(client.listRooms(), rooms_listed);
+  show();
 }
 
 // A room notice about a member: joined or presence (`online`), or left (null).
-function set_member(m: { room_id: bigint; player: proto.player }, online: boolean | null, what: string): void {
-  const v = st.rooms.get(m.room_id);
+function set_member(m: { roomId: bigint; player: Player }, online: boolean | null, what: string): void {
+  const v = st.rooms.get(m.roomId);
   if (!v) return;
   if (online === null) v.members.delete(m.player.id);
   else v.members.set(m.player.id, { ...m.player, online, role: v.members.get(m.player.id)?.role ?? member_role.member });
   v.log.line(`* ${m.player.name} ${what}`, 'notice');
-}
-
-function received(m: proto.message): void {
-  switch (m.type) {
-    case msg_type.login_res:
-      logged_in(m);
-      break;
-    case msg_type.create_room_res:
-      // The creator is the room's owner.
-      entered(m.room, st.me ? [{ ...st.me, online: true, role: member_role.owner }] : [], 0n);
-      break;
-    case msg_type.join_room_res:
-      entered(m.room, m.members, m.last_seq);
-      break;
-    case msg_type.leave_room_res:
-      left(m.room_id);
-      break;
-    case msg_type.list_rooms_res:
-      rooms_listed(m.rooms);
-      break;
-    case msg_type.chat_msg: {
-      const v = st.rooms.get(m.room_id);
-      if (v && show_chat(v, m) && v.id === st.shown) read_up(v, false);
-      break;
-    }
-    case msg_type.resume_res: {
-      const v = st.rooms.get(m.room_id);
-      if (!v || v.rec?.resumed(m)) break;
-      if (m.status === resume_status.gap && m.to_seq > v.seqs.top) {
-        // Unrequested: a cluster node could deliver these seqs from neither Redis nor the database.
-        v.log.line(`messages #${v.seqs.top + 1n}..#${m.to_seq} were lost by the server`, 'error');
-        v.seqs.lose(v.seqs.top, m.to_seq);
-      }
-      break;
-    }
-    case msg_type.history_res: {
-      const v = st.rooms.get(m.room_id);
-      if (v && v.fetch_to > 0n) fetched(v, m);
-      else v?.rec?.paged(m);
-      break;
-    }
-    case msg_type.block_res:
-      if (m.blocked) st.blocked.add(m.player.id);
-      else st.blocked.delete(m.player.id);
-      line(m.blocked ? `blocked ${m.player.name}: no direct messages from them` : `unblocked ${m.player.name}`, 'notice');
-      break;
-    case msg_type.read_res:
-    case msg_type.read_marker:
-      st.rooms.get(m.room_id)?.marked(m.seq);
-      break;
-    case msg_type.typing:
-      if (m.player.id !== st.me?.id) st.rooms.get(m.room_id)?.typing_from(m.player.id, m.player.name, show);
-      break;
-    case msg_type.member_joined:
-      set_member(m, true, 'joined');
-      break;
-    case msg_type.member_presence:
-      if (st.rooms.get(m.room_id)?.members.has(m.player.id)) {
-        set_member(m, m.online, m.online ? 'is back online' : 'went offline');
-      }
-      break;
-    case msg_type.member_left:
-      set_member(m, null, 'left');
-      break;
-    case msg_type.error_res:
-      line(`error: ${msg_type[m.request] ?? m.request}: ${error_code[m.code] ?? m.code}: ${m.reason}`, 'error');
-      if (m.request === msg_type.direct_req) st.dm_asked.clear();
-      if (m.request !== msg_type.login_req) break;
-      if (m.code === error_code.invalid_token && st.password) {
-        line('the resume token was refused: logging in with the password', 'notice');
-        log_in();
-      } else {
-        st.password = '';
-      }
-      break;
-    case msg_type.pong_res:
-      break;
-  }
   show();
 }
 
-const conn = new chat_connection(ws_url(), {
-  state: set_state,
-  // After every (re)connect: log in again, with the resume token (the password if there is none);
-  // the server puts the session back into each of its rooms and says so with a join_room_res.
-  opened: log_in,
-  frame: (bytes) => {
-    try {
-      const m = proto.decode(bytes);
-      if (m) received(m);
-    } catch (e) {
-      line(`bad frame from the server: ${(e as Error).message}`, 'error');
-    }
-  },
-});
-
-function send(frame: Uint8Array): void {
-  if (!conn.send(frame)) line('not connected: try again once the page says connected', 'error');
+// A room's resume after a reconnect (the client's events): notes in the room's log.
+function resume_notes(): void {
+  const room = (id: bigint) => st.rooms.get(id);
+  client.on('resumeGap', (e) => room(e.roomId)?.log.line(`${e.missed} messages missed: fetching them from the history`, 'notice'));
+  client.on('lost', (e) => {
+    const text = e.reason === 'notStored' ? `messages #${e.fromSeq + 1n}..#${e.toSeq} are no longer stored`
+      : e.reason === 'unrecoverable' ? `messages after #${e.fromSeq} up to #${e.toSeq} could not be recovered`
+      : `messages #${e.fromSeq + 1n}..#${e.toSeq} were lost by the server`;
+    room(e.roomId)?.log.line(text, 'error');
+    show();
+  });
+  client.on('resumed', (e) => {
+    const v = room(e.roomId);
+    if (!v) return;
+    const n = e.recovered;
+    // The summary goes right after the last recovered line.
+    const after = n > 0 ? v.log.el.querySelector(`div[data-seq="${e.lastRecoveredSeq}"]`) as HTMLElement | null : null;
+    v.log.line(n > 0 ? `recovered ${n} missed message${n === 1 ? '' : 's'}` : 'nothing was missed', 'notice', after);
+    show();
+  });
 }
 
-function form(id: string, act: () => void): void {
+client.on('state', set_state);
+client.on('reconnecting', (r) => {
+  $('conn').textContent = `closed (${r.reason ? `${r.code} ${r.reason}` : r.code}); reconnecting in ${(r.delayMs / 1000).toFixed(1)} s`;
+});
+client.on('login', logged_in);
+client.on('loginFallback', () => line('the resume token was refused: logging in with the password', 'notice'));
+client.on('roomJoined', entered);
+client.on('roomLeft', (e) => left(e.roomId, e.cause));
+client.on('message', (m, info) => {
+  const v = st.rooms.get(m.roomId);
+  if (!v) return;
+  show_chat(v, m);
+  if (!info.recovered && v.id === st.shown) read_up(v, false);
+  show();
+});
+client.on('memberJoined', (m) => set_member(m, true, 'joined'));
+client.on('presence', (m) => {
+  if (st.rooms.get(m.roomId)?.members.has(m.player.id)) set_member(m, m.online, m.online ? 'is back online' : 'went offline');
+});
+client.on('memberLeft', (m) => set_member(m, null, 'left'));
+client.on('typing', (m) => {
+  if (m.player.id !== st.me?.id) st.rooms.get(m.roomId)?.typing_from(m.player.id, m.player.name, show);
+  show();
+});
+client.on('readMarker', (m) => {
+  st.rooms.get(m.roomId)?.marked(m.seq);
+  show();
+});
+client.on('error', (e) => line(`error: ${e.request}: ${e.code}: ${e.reason}`, 'error'));
+resume_notes();
+
+function form(id: string, on_submit: () => void): void {
   $<HTMLFormElement>(id).onsubmit = (ev) => {
     ev.preventDefault();
-    act();
+    on_submit();
   };
 }
 
 form('login-form', () => {
-  st.name = $<HTMLInputElement>('name').value.trim();
-  st.password = $<HTMLInputElement>('password').value;
-  st.token = null;
+  const name = $<HTMLInputElement>('name').value.trim();
+  const password = $<HTMLInputElement>('password').value;
+  if (!name) return;
   // Perhaps another account: its rooms come with its login.
   st.rooms.clear();
   st.blocked.clear();
-  st.dm_asked.clear();
   open_room(null);
-  log_in();
+  st.login_by = 'password';
+  act(client.login({ name, password }));
 });
 form('create-form', () => {
   const input = $<HTMLInputElement>('new-room');
-  send(proto.create_room(input.value.trim()));
+  act(client.createRoom(input.value.trim()));
   input.value = '';
 });
 // A message to someone by name: in the direct room the page has with them, or a direct_req
-// (the server opens the room, and the page shows it when its join_room_res comes).
+// (the server opens the room, and the page shows it when its roomJoined comes).
 form('dm-form', () => {
   const to = $<HTMLInputElement>('dm-to');
   const text = $<HTMLInputElement>('dm-text');
   const name = to.value.trim();
   if (!name || !text.value) return;
-  st.seq += 1n;
   const known = [...st.rooms.values()].find((v) => v.joined && v.peer?.name === name);
   if (known) {
     open_room(known.id);
-    send(proto.chat(known.id, text.value, st.seq));
+    act(client.send(known.id, text.value));
   } else {
-    st.dm_asked.add(name);
-    send(proto.direct(name, text.value, st.seq));
+    act(client.sendDirect(name, text.value));
   }
   to.value = '';
   text.value = '';
@@ -396,8 +340,7 @@ form('chat-form', () => {
   const input = $<HTMLInputElement>('text');
   const v = shown_view();
   if (!input.value || !v) return;
-  st.seq += 1n;
-  send(proto.chat(v.id, input.value, st.seq));
+  act(client.send(v.id, input.value));
   input.value = '';
   v.typed_at = -Infinity; // typing again after this is news
 });
@@ -408,26 +351,31 @@ $('text').oninput = () => {
   const now = performance.now();
   if (!v || !v.joined || !st.me || now - v.typed_at < typing_every_ms) return;
   v.typed_at = now;
-  conn.send(proto.typing_in(v.id));
+  client.typing(v.id);
 };
-$('refresh').onclick = () => send(proto.list_rooms());
+$('refresh').onclick = () => act(client.listRooms(), rooms_listed);
 $('leave').onclick = () => {
-  if (st.shown !== null) send(proto.leave_room(st.shown));
+  if (st.shown !== null) act(client.leaveRoom(st.shown));
 };
 $('block').onclick = () => {
   const peer = shown_view()?.peer;
-  if (peer) send(proto.block(peer.name, !st.blocked.has(peer.id)));
+  if (!peer) return;
+  act(client.block(peer.name, !st.blocked.has(peer.id)), (r) => {
+    if (r.blocked) st.blocked.add(r.player.id);
+    else st.blocked.delete(r.player.id);
+    line(r.blocked ? `blocked ${r.player.name}: no direct messages from them` : `unblocked ${r.player.name}`, 'notice');
+  });
 };
 // A moderator's erase button on a message line (log_view.ts).
 log_el.onclick = (ev) => {
   const b = (ev.target as HTMLElement).closest('button.erase');
   const seq = (b?.closest('div.chat') as HTMLElement | null)?.dataset.seq;
   const v = shown_view();
-  if (v && seq !== undefined) send(proto.moderate(v.id, mod_action.erase, 0n, BigInt(seq)));
+  if (v && seq !== undefined) act(client.moderate(v.id, mod_action.erase, 0n, { seq: BigInt(seq) }));
 };
-$('drop').onclick = () => conn.drop();
-// A ping now and then keeps the connection inside the server's --idle-timeout-ms.
-window.setInterval(() => conn.send(proto.ping(BigInt(Date.now()))), 60000);
+$('drop').onclick = () => client.drop();
 
 show();
-conn.open();
+// The client reconnects by itself once it has been open; until then the page tries every 2 s.
+const start = () => client.connect().catch(() => window.setTimeout(start, 2000));
+start();

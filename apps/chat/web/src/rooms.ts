@@ -3,20 +3,18 @@
 // side panel's list of them (#my-rooms: name, id, unread badge, the shown one highlighted). A
 // direct room (two accounts, no name) is listed by the peer's name, marked data-kind="direct".
 
-import * as proto from './protocol';
+import { RoomKind } from '@strix/chat-client';
+import type { Member, Player, Room, RoomSeqs } from '@strix/chat-client';
 import { log_view } from './log_view';
-import { recovery, room_seqs } from './resume';
 
 const typing_shown_ms = 5000; // docs/protocol.md, "Typing"
 
 export class room_view {
-  members = new Map<bigint, proto.member>();
+  members = new Map<bigint, Member>();
   /// The account's read marker as the page knows it: unread = seqs.top - read.
   read: bigint;
   /// The highest seq a read_req of this page asked for (or a read_res / read_marker said).
   read_sent: bigint;
-  /// One reconnect's recovery of what was missed, while it runs.
-  rec: recovery | null = null;
   /// False from a socket drop until the login's join_room_res puts the session back in.
   joined = true;
   /// Its place in the list (the login's order, then joins and creates as they come).
@@ -24,7 +22,7 @@ export class room_view {
   /// When the page last sent typing_req for the room (ms, performance.now()).
   typed_at = -Infinity;
   /// A direct room's other account (null: a group room).
-  peer: proto.player | null = null;
+  peer: Player | null = null;
   /// The room's last seq at the latest join_room_res: its member list and roles are as of then,
   /// and only notices above it change them.
   join_seq = 0n;
@@ -38,7 +36,7 @@ export class room_view {
   removed = '';
   private readonly typing = new Map<bigint, { name: string; until: number }>();
 
-  constructor(public room: proto.room, readonly seqs: room_seqs, read: bigint, readonly log: log_view) {
+  constructor(public room: Room, public seqs: RoomSeqs, read: bigint, readonly log: log_view) {
     this.read = read;
     this.read_sent = read;
   }
@@ -48,7 +46,7 @@ export class room_view {
   }
 
   get direct(): boolean {
-    return this.room.kind === proto.room_kind.direct;
+    return this.room.kind === RoomKind.direct;
   }
 
   /// What the page calls the room: a direct room by its peer's name.
@@ -87,7 +85,6 @@ export class room_view {
   /// The socket dropped: the login will put the session back (members and typing come again).
   went_offline(): void {
     this.joined = false;
-    this.rec = null;
     this.fetch_to = 0n; // the login's resume asks for what it would have brought
     this.members.clear();
     this.typing.clear();
