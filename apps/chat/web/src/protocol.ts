@@ -106,7 +106,7 @@ export function login(name: string, password: string, resume_token: Uint8Array |
   const p = fbb.createString(password);
   const t = resume_token ? login_req.createResumeTokenVector(fbb, resume_token) : 0;
   // Protocol version 2: many rooms per session (docs/protocol.md, "Conversations").
-  return frame(msg_type.login_req, fbb, login_req.createlogin_req(fbb, n, p, 0, t, 2));
+  return frame(msg_type.login_req, fbb, login_req.createlogin_req(fbb, n, p, 0, t, 2, 0));
 }
 
 export function create_room(name: string): Uint8Array {
