@@ -19,6 +19,7 @@ namespace strix::chat {
 class db_pool;
 class chat_log_writer;
 class login_throttle;
+class chat_hooks;
 
 struct chat_context {
     const chat_options& options;
@@ -27,6 +28,7 @@ struct chat_context {
     chat_log_writer& writer;
     std::uint64_t first_room_counter = 1;   // room ids start above any id found in the chat log
     login_throttle* throttle = nullptr;         // failed logins per account and address (any thread)
+    chat_hooks* hooks = nullptr;                // webhooks and the publish hook; null when neither is on
     std::string dummy_hash;                     // verified when the account does not exist (same reply time)
     std::atomic<std::size_t> logins_in_flight{
         0};  // password hashes queued or running (bound: options.login_queue; see login_slot)

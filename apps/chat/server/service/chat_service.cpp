@@ -1,4 +1,5 @@
 #include "chat_service.hpp"
+#include "hook_events.hpp"
 
 #include "request_table.hpp"
 #include "apps/chat/server/net/frames.hpp"
@@ -156,7 +157,10 @@ void chat_service::on_close(session& s, std::error_code) {
         const unsigned self = self_;
         on_owner(room, [room, sid, self](chat_service& owner) { owner.host().leave(room, sid, self, false); });
     }
-    if (p.login == player::login_state::logged_in) counters_.players.sub();
+    if (p.login == player::login_state::logged_in) {
+        counters_.players.sub();
+        hook_events::session_down(*this, ctx_, p.player_id);
+    }
     players_.erase(it);
     set_gauge(counters_.sessions, players_.size());
 }
