@@ -1,5 +1,6 @@
 #include "chat_service.hpp"
 #include "hook_events.hpp"
+#include "apps/chat/server/hooks/chat_hooks.hpp"
 
 #include "request_table.hpp"
 #include "apps/chat/server/net/frames.hpp"
@@ -289,6 +290,10 @@ void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
     if (!p.chat_bucket.try_take()) {
         bump(counters_.rate_limited);
         send_error(s, msg_type::chat_req, error_code::rate_limited, "too many messages; slow down");
+        return;
+    }
+    if (ctx_.hooks != nullptr && ctx_.hooks->publish() != nullptr) {
+        ask_publish_hook(p, slot->id, text, req->client_ts(), req->client_seq());
         return;
     }
     send_chat(p, slot->id, text, req->client_ts(), req->client_seq());
