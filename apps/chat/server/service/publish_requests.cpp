@@ -52,7 +52,11 @@ void chat_service::published(std::uint64_t sid, room_id room, publish_verdict v,
             // A hook that failed (fail-closed) is the server's trouble: retry later. A verdict is final.
             std::string reason = v.hook_failed ? "message not stored: " + v.reason + " (retry later)"
                                                : "refused by the application: " + v.reason;
-            if (reason.size() > max_reason) reason.resize(max_reason);
+            if (reason.size() > max_reason) {
+                std::size_t n = max_reason;
+                while (n > 0 && (static_cast<unsigned char>(reason[n]) & 0xC0) == 0x80) --n;  // whole UTF-8 characters
+                reason.resize(n);
+            }
             send_error(*p->sess, proto::msg_type::chat_req,
                        v.hook_failed ? proto::error_code::server_busy : proto::error_code::forbidden, reason);
             break;
