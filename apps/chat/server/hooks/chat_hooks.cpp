@@ -51,7 +51,13 @@ void chat_hooks::session_down(std::uint64_t account) {
 
 std::uint64_t chat_hooks::stop() {
     if (publish_) publish_->stop();
-    return sink_ ? sink_->stop() : 0;
+    if (!sink_) return 0;
+    const std::uint64_t left = sink_->stop();
+    const webhook_stats s = sink_->stats();
+    if (left != 0 || s.dropped != 0)
+        log(log_level::warn, "webhooks: {} events left undelivered at shutdown (--webhook-drain-ms), {} dropped in all",
+            left, s.dropped);
+    return left;
 }
 
 void chat_hooks::register_metrics(metrics_registry& r, std::vector<metrics_registry::registration>& regs) {

@@ -175,7 +175,8 @@ void cluster_sequencer::publish(room& r, chat_request& req) {
         // The members see it through the feed; the database keeps it. A full queue here loses
         // the stored copy only (counted and logged, history then has a hole at this seq).
         std::optional<webhook_event> stored;
-        if (const room* held = host_.find(id)) stored = hook_events::stored_message(ctx_, *held, at->seq, req);
+        if (const room* held = ctx_.hooks != nullptr ? host_.find(id) : nullptr)
+            stored = hook_events::stored_message(ctx_, *held, at->seq, req);
         auto ticket = host_.order().write(to_log_entry(id, at->seq, req, ts));
         hook_events::emit(ctx_, std::move(stored));
         if (!ticket) {
