@@ -1,8 +1,8 @@
 #include "chat_service.hpp"
-#include "hook_events.hpp"
-#include "apps/chat/server/hooks/chat_hooks.hpp"
 
+#include "hook_events.hpp"
 #include "request_table.hpp"
+#include "apps/chat/server/hooks/chat_hooks.hpp"
 #include "apps/chat/server/net/frames.hpp"
 #include "apps/chat/server/net/names.hpp"
 
