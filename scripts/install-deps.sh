@@ -14,6 +14,7 @@ packages=(
   liburing-dev                # the io_uring backend (engine_config::io, --io uring)
   libcli11-dev nlohmann-json3-dev
   libssl-dev openssl          # TLS in strix::net and strix-echo-bench --tls (OpenSSL 3); openssl writes the bench certificates
+  libcurl4-openssl-dev        # the chat server's webhooks and publish hook (apps/chat/server/hooks/): HTTP POSTs over libcurl
   libzmq3-dev                 # strix::link interop tests and the libzmq baseline only
   catch2                      # cppzmq's unit tests (Catch2 v2, as cppzmq 4.10 wants), built against strix's libzmq.so.5 and libzmq
   redis-server libhiredis-dev # chat cluster mode: the backplane (tests start their own on a free port); hiredis's RESP reader

@@ -91,11 +91,15 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
 
     engine_ = std::make_unique<engine>(opts_.engine);
     throttle_ = std::make_unique<login_throttle>(opts_.login_throttle);
+    // The hooks' secret is read here, before any shard runs; 60000: chat_req's text limit.
+    if (opts_.hooks.webhooks() || opts_.hooks.publish())
+        hooks_ = std::make_unique<chat_hooks>(opts_.hooks, engine_->shard_count(), 60000);
 
     ctx_ = std::unique_ptr<chat_context>(
         new chat_context{opts_, *engine_, *pool_, *writer_, room_id(max_room).counter() + 1});
     ctx_->throttle = throttle_.get();
     ctx_->jwt = jwt_.get();
+    ctx_->hooks = hooks_.get();
     // What an unknown account's password is verified against: a hash of the current policy, so
     // that "no such account" takes as long to answer as "wrong password".
     ctx_->dummy_hash = hash_password("strix: no such account", policy);
@@ -256,6 +260,8 @@ std::uint64_t chat_server::shutdown() {
     if (retention_) retention_->stop();
     if (writer_) lost = writer_->stop();
     if (pool_) pool_->stop();
+    // Last: the shards pushed their final events; the sender gets its drain time (--webhook-drain-ms).
+    if (hooks_) hooks_->stop();
     return lost;
 }
 
@@ -337,6 +343,7 @@ void chat_server::register_metrics() {
     chat_context* ctx = ctx_.get();
     gauge_fn("strix_login_hashes_pending", "logins (password hashes) queued or running",
              [ctx] { return ctx->logins_in_flight.load(std::memory_order_relaxed); });
+    if (hooks_) hooks_->register_metrics(r, metric_regs_);
     login_throttle* throttle = throttle_.get();
     gauge_fn("strix_login_throttle_keys", "account names and addresses with failed logins remembered",
              [throttle] { return throttle->tracked(); });

@@ -13,6 +13,7 @@
 // message is in the database, and with --ack stored after a crash too.
 
 #include "apps/chat/server/login/jwt.hpp"
+#include "apps/chat/server/hooks/chat_hooks.hpp"
 #include "apps/chat/server/login/login_throttle.hpp"
 #include "apps/chat/server/options/chat_options.hpp"
 #include "apps/chat/server/service/chat_context.hpp"
@@ -99,6 +100,7 @@ private:
     std::unique_ptr<engine> engine_;
     std::unique_ptr<login_throttle> throttle_;
     std::unique_ptr<jwt_auth> jwt_;  // --jwt-key; null: JWT logins off
+    std::unique_ptr<chat_hooks> hooks_;  // --webhook-url / --publish-hook-url; stopped after the shards
     std::unique_ptr<chat_context> ctx_;
     std::unique_ptr<sharded<chat_service>> services_;
     std::shared_ptr<tls_server> tls_;   // the TCP listeners' identity; nullptr = plain

@@ -156,6 +156,7 @@ std::string validate(const chat_options& o) {
         return "--db must be sqlite:<path> or a postgresql:// URL, got '" + o.db + "'";
     if (o.db == "sqlite:") return "--db sqlite: needs a file path, e.g. sqlite:var/strix.db";
     if (auto err = validate_cluster(o.cluster, o.db); !err.empty()) return err;
+    if (auto err = validate_hooks(o.hooks); !err.empty()) return err;
     if (o.engine.shards > shard_stamp::max_shards)
         return "--shards must be at most 256 (room ids carry the owner shard in 8 bits)";
     if (!(o.chat_rate > 0) || !std::isfinite(o.chat_rate))
@@ -237,6 +238,7 @@ parse_result parse_options(int argc, char** argv) {
         ->capture_default_str();
     add_cluster_options(app, o.cluster);
     add_jwt_options(app, o.jwt);
+    add_hook_options(app, o.hooks);
     app.add_option("--tls-cert", o.tls.cert_file,
                    "TLS on the TCP port: the server's certificate (PEM, then its chain); reloaded on SIGHUP")
         ->type_name("FILE");

@@ -4,6 +4,7 @@
 // command-line values win). What the engine, the server and the login throttle take lives in
 // their own config structs, embedded here and filled by the parser, not copied field by field.
 
+#include "apps/chat/server/hooks/hook_options.hpp"
 #include "apps/chat/server/login/login_throttle.hpp"
 #include "apps/chat/server/options/cluster_options.hpp"
 #include "apps/chat/server/options/jwt_options.hpp"
@@ -98,6 +99,7 @@ struct chat_options {
     std::string db = "sqlite:var/strix.db";  // sqlite:<path> or postgresql://...
     cluster_options cluster;                  // --cluster, --node-id, ... (cluster_options.hpp)
     jwt_options jwt;                          // --jwt-key, --logins, ... (jwt_options.hpp)
+    hook_options hooks;                       // --webhook-*, --publish-hook-* (docs/webhooks.md)
     std::uint16_t metrics_port = 9100;       // 0 = no metrics endpoint
     bool auto_register = true;               // first login of an unknown name creates the account
     double chat_rate = 50.0;                 // chat_req per second per session (token bucket refill)

@@ -5,6 +5,7 @@
 
 #include "room_host.hpp"
 #include "wire_chat.hpp"
+#include "apps/chat/server/service/hook_events.hpp"
 #include "apps/chat/cluster/resp.hpp"
 #include "apps/chat/cluster/room_backplane.hpp"
 #include "apps/chat/server/net/frames.hpp"
@@ -173,7 +174,11 @@ void cluster_sequencer::publish(room& r, chat_request& req) {
         bump(counters_.chat_messages);
         // The members see it through the feed; the database keeps it. A full queue here loses
         // the stored copy only (counted and logged, history then has a hole at this seq).
+        std::optional<webhook_event> stored;
+        if (const room* held = ctx_.hooks != nullptr ? host_.find(id) : nullptr)
+            stored = hook_events::stored_message(ctx_, *held, at->seq, req);
         auto ticket = host_.order().write(to_log_entry(id, at->seq, req, ts));
+        hook_events::emit(ctx_, std::move(stored));
         if (!ticket) {
             bump(counters_.server_busy);
             log_limited(log_level::warn, "room {}: seq {} published but not queued for the database", id.value(),

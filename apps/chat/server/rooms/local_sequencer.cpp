@@ -4,6 +4,7 @@
 #include "apps/chat/server/net/frames.hpp"
 #include "apps/chat/server/service/chat_context.hpp"
 #include "apps/chat/server/service/chat_service.hpp"
+#include "apps/chat/server/service/hook_events.hpp"
 #include "apps/chat/storage/chat_log_writer.hpp"
 #include "apps/chat/storage/db_pool.hpp"
 
@@ -39,6 +40,7 @@ void local_sequencer::chat(room& r, chat_request& req) {
 
     // Nothing is acknowledged (sent) that is not queued for the database, and with --ack stored
     // not before it is committed: the sender's own copy of the chat_msg is its acknowledgement.
+    std::optional<webhook_event> stored = hook_events::stored_message(ctx_, r, f.seq, req);
     auto ticket = host_.order().write(to_log_entry(req.room, f.seq, req, ts));
     if (!ticket) {
         bump(counters_.server_busy);
@@ -48,6 +50,7 @@ void local_sequencer::chat(room& r, chat_request& req) {
     }
     r.take_seq();
     bump(counters_.chat_messages);
+    hook_events::emit(ctx_, std::move(stored));
     host_.flush_notices(r);  // members hear of a newcomer before its first words
     const bool notice = f.kind == static_cast<std::uint8_t>(proto::msg_kind::notice);
     host_.fan_out(r, notice ? room_event::kind::moderation : room_event::kind::message, 0, 0, nullptr, frame, *ticket,

@@ -3,6 +3,7 @@
 #include "apps/chat/server/net/frames.hpp"
 #include "apps/chat/server/service/chat_context.hpp"
 #include "apps/chat/server/service/chat_service.hpp"
+#include "apps/chat/server/service/hook_events.hpp"
 
 #include <strix/core/log.hpp>
 
@@ -112,6 +113,8 @@ void room_host::create(room_id id, std::string name, member creator) {
     r.set_role(player_id, 2);
     seq_->watch(r);
     seq_->announce(r, presence_change::joined, player_id, player_name);
+    hook_events::room_changed(ctx_, webhook_kind::room_created, r, player_id, player_name);
+    hook_events::room_changed(ctx_, webhook_kind::member_joined, r, player_id, player_name);
     set_gauge(counters_.rooms, rooms_.size());
     fan_out(r, room_event::kind::joined, subject, subject_shard, frames::create_room_res(r.summary()), nullptr, ticket);
 }
@@ -181,7 +184,10 @@ void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
     const room::added what = r.add(std::move(m));
     if (r.size() == 1) seq_->watch(r);
     flush_notices(r);  // earlier changes: the newcomer sees their outcome in its member list
-    if (what == room::added::new_member && !rejoin) r.account_mut(player_id)->last_read = join_seq;
+    if (what == room::added::new_member && !rejoin) {
+        r.account_mut(player_id)->last_read = join_seq;
+        hook_events::room_changed(ctx_, webhook_kind::member_joined, r, player_id, name);
+    }
     fan_out(r, room_event::kind::joined, subject, subject_shard, seq_->join_room_res(r, join_seq), nullptr, ticket,
             join_seq);
     // A new member is announced as one; a member coming back as presence; a further session of
@@ -224,6 +230,8 @@ void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_sha
         r.forget(gone->player_id);
         ticket = *order_.write(room_change{room_change::kind::left, id.value(), gone->player_id, {}, now}, true);
         deleted = seq_->left(r, now, ticket);
+        hook_events::room_changed(ctx_, webhook_kind::member_left, r, gone->player_id, gone->name);
+        if (deleted) hook_events::room_changed(ctx_, webhook_kind::room_deleted, r, 0, {});
     }
     fan_out(r, room_event::kind::left, session_id, session_shard, reply ? frames::leave_room_res(id.value()) : nullptr,
             nullptr, ticket);

@@ -8,6 +8,7 @@
 #include "apps/chat/server/net/frames.hpp"
 #include "apps/chat/server/service/chat_context.hpp"
 #include "apps/chat/server/service/chat_service.hpp"
+#include "apps/chat/server/service/hook_events.hpp"
 
 #include <strix/core/log.hpp>
 
@@ -239,6 +240,7 @@ void room_host::remove_account(room& r, std::uint64_t account, std::uint64_t tic
     const bool had_sessions = !sessions.empty();
     if (rejoined) return;  // it belongs again
     r.forget(account);
+    hook_events::room_changed(ctx_, webhook_kind::member_left, r, account, name);
     if (had_sessions) seq_->announce(r, presence_change::left, account, name);
     if (!r.empty()) return;
     if (seq_->holds_idle_rooms()) {

@@ -1,6 +1,8 @@
 #include "chat_service.hpp"
 
+#include "hook_events.hpp"
 #include "request_table.hpp"
+#include "apps/chat/server/hooks/chat_hooks.hpp"
 #include "apps/chat/server/net/frames.hpp"
 #include "apps/chat/server/net/names.hpp"
 
@@ -156,7 +158,10 @@ void chat_service::on_close(session& s, std::error_code) {
         const unsigned self = self_;
         on_owner(room, [room, sid, self](chat_service& owner) { owner.host().leave(room, sid, self, false); });
     }
-    if (p.login == player::login_state::logged_in) counters_.players.sub();
+    if (p.login == player::login_state::logged_in) {
+        counters_.players.sub();
+        hook_events::session_down(*this, ctx_, p.player_id);
+    }
     players_.erase(it);
     set_gauge(counters_.sessions, players_.size());
 }
@@ -287,6 +292,10 @@ void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
     if (!p.chat_bucket.try_take()) {
         bump(counters_.rate_limited);
         send_error(s, msg_type::chat_req, error_code::rate_limited, "too many messages; slow down");
+        return;
+    }
+    if (ctx_.hooks != nullptr && ctx_.hooks->publish() != nullptr) {
+        ask_publish_hook(p, slot->id, text, req->client_ts(), req->client_seq());
         return;
     }
     send_chat(p, slot->id, text, req->client_ts(), req->client_seq());

@@ -23,6 +23,7 @@
 #include "login_requests.hpp"
 #include "player.hpp"
 #include "resume_requests.hpp"
+#include "apps/chat/server/hooks/publish_hook.hpp"
 #include "apps/chat/server/rooms/local_rooms.hpp"
 #include "apps/chat/server/rooms/room_host.hpp"
 
@@ -125,6 +126,10 @@ public:
     /// The database stored (or found unknown) a block_req of session `sid`; with a direct room
     /// between the two, its owner shard applies it before the answer (conversation_requests.cpp).
     void block_stored(std::uint64_t sid, block_result r, bool blocked);
+    /// The publish hook judged a chat_req of session `sid` (publish_requests.cpp): sent on as
+    /// it was or rewritten, or refused with the reason.
+    void published(std::uint64_t sid, room_id room, publish_verdict v, std::string text, std::uint64_t client_ts,
+                   std::uint64_t client_seq);
 
 private:
     friend class request_table;  // its rows name the handlers below
@@ -149,6 +154,10 @@ private:
     void handle_refresh(player& p, std::span<const std::byte> frame) { jwt_.handle_refresh(p, frame); }
     // A chat_req of p's to `room` (a member's), checked and counted: to its owner shard.
     void send_chat(player& p, room_id room, std::string_view text, std::uint64_t client_ts, std::uint64_t client_seq);
+    // With --publish-hook-url: the chat_req goes to the hook first; the session's later requests
+    // wait for its verdict (publish_requests.cpp).
+    void ask_publish_hook(player& p, room_id room, std::string_view text, std::uint64_t client_ts,
+                          std::uint64_t client_seq);
 
     /// Runs fn(chat_service&) on the shard that owns `room`: now when that is this shard, else
     /// posted (FIFO per pair of shards).

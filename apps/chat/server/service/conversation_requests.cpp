@@ -6,6 +6,7 @@
 // the room's owner shard, which decides.
 #include "chat_service.hpp"
 
+#include "apps/chat/server/hooks/chat_hooks.hpp"
 #include "apps/chat/server/net/frames.hpp"
 #include "apps/chat/server/net/names.hpp"
 #include "apps/chat/server/rooms/room_sequencer.hpp"
@@ -65,7 +66,12 @@ void chat_service::handle_direct(player& p, std::span<const std::byte> frame) {
             send_error(s, msg_type::direct_req, error_code::rate_limited, "too many messages; slow down");
             return;
         }
-        send_chat(p, known, text, req->client_ts(), req->client_seq());
+        // Through the publish hook when there is one, like chat_req (its answers name chat_req,
+        // as those of a direct room's first message do).
+        if (ctx_.hooks != nullptr && ctx_.hooks->publish() != nullptr)
+            ask_publish_hook(p, known, text, req->client_ts(), req->client_seq());
+        else
+            send_chat(p, known, text, req->client_ts(), req->client_seq());
         return;
     }
     // Otherwise a database read (and maybe a new room): it spends a room-change token.

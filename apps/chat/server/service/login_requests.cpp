@@ -4,6 +4,7 @@
 #include "login_requests.hpp"
 
 #include "chat_service.hpp"
+#include "hook_events.hpp"
 
 #include "apps/chat/server/login/login_job.hpp"
 #include "apps/chat/server/login/login_throttle.hpp"
@@ -266,6 +267,7 @@ void login_requests::finish(player& pl, login_verdict v) {
                 bump(counters_.jwt_logins);
                 svc_.jwt().logged_in(*p, *v.jwt->claims);
             }
+            hook_events::session_up(svc_, ctx_, p->player_id, p->name);
             rejoin_rooms(*p, result, v);
             return;
         case login_outcome::wrong_password:

@@ -102,7 +102,7 @@ struct player {
     // gathered from every shard)
     // wait here and run in order once it completes: a session's requests take effect, and are
     // answered, in the order sent, whatever shard owns what.
-    enum class pending_op : std::uint8_t { none, login, join, leave, list, history, direct, block, refresh };
+    enum class pending_op : std::uint8_t { none, login, join, leave, list, history, direct, block, refresh, publish };
     pending_op pending = pending_op::none;
     std::deque<std::vector<std::byte>> queued;
     std::size_t queued_bytes = 0;
