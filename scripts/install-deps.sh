@@ -19,7 +19,7 @@ packages=(
   catch2                      # cppzmq's unit tests (Catch2 v2, as cppzmq 4.10 wants), built against strix's libzmq.so.5 and libzmq
   redis-server libhiredis-dev # chat cluster mode: the backplane (tests start their own on a free port); hiredis's RESP reader
   chromium-headless-shell     # the web chat page's browser test (driven through Playwright, fetched by its build step)
-  nodejs                      # (with npm) the chat client SDK's and the web chat page's builds: flatc --ts output bundled by esbuild (scripts/build-sdk.sh, build-web.sh; npm packages pinned in sdk/ts/ and apps/chat/web/package-lock.json)
+  nodejs                      # (with npm) the chat client SDK's and the web chat page's builds: flatc --ts output bundled by esbuild (scripts/build-sdk.sh, build-web.sh, build-chat-app.sh; npm packages pinned in sdk/ts/, apps/chat/web/ and examples/chat_app/package-lock.json)
   python3-websockets python3-venv  # WebSocket protocol tests; venvs for PyPI tools (Autobahn case runner, Playwright)
   python3-dev                 # pyzmq built from its sdist (Python.h) against libzmq and strix's libzmq.so.5 (scripts/pyzmq-venv.sh)
   python3-zmq                 # Debian's pyzmq, built against the system's libzmq.so.5: the unchanged binary run on strix's

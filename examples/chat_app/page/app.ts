@@ -123,12 +123,19 @@ async function show_events(): Promise<void> {
 $('login-form').addEventListener('submit', (ev) => {
   ev.preventDefault();
   $('login-error').textContent = '';
-  call<session_answer>('POST', '/login', { username: $<HTMLInputElement>('username').value, password: $<HTMLInputElement>('password').value })
-    .then(start_chat)
-    .catch((e) => { $('login-error').textContent = e.message; });
+  const username = $<HTMLInputElement>('username').value;
+  const password = $<HTMLInputElement>('password').value;
+  call<session_answer>('POST', '/login', { username, password }).then(
+    (me) => start_chat(me).catch(chat_failed),
+    (e) => { $('login-error').textContent = e.message; });
 });
 
+function chat_failed(e: Error): void {
+  note(`the chat did not start: ${e.message}`);
+  body.dataset.error = e.message;
+}
+
 // Already logged in to the app (a reload): straight to the chat.
-call<session_answer>('GET', '/session').then(start_chat, () => undefined);
+call<session_answer>('GET', '/session').then((me) => start_chat(me).catch(chat_failed), () => undefined);
 setInterval(() => void show_events().catch(() => undefined), 1000);
 void show_events();
