@@ -115,7 +115,8 @@ int request_parser::on_url(http_parser* p, const char* at, std::size_t n) {
 int request_parser::on_header_field(http_parser* p, const char* at, std::size_t n) {
     request_parser& r = self(p);
     if (r.head_done_) return 0;  // a chunked body's trailer: not kept
-    if (!r.head_room(n + 4)) return r.refuse(431, "request head too large");  // 4: ": " and CRLF
+    // A new field also costs its ": " and CRLF (a name split over two reads is one field).
+    if (!r.head_room(n + (r.field_open_ ? 0 : 4))) return r.refuse(431, "request head too large");
     if (!r.field_open_) r.req_.headers.emplace_back();
     r.field_open_ = true;
     r.req_.headers.back().first.append(at, n);
