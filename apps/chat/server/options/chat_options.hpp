@@ -5,6 +5,7 @@
 // their own config structs, embedded here and filled by the parser, not copied field by field.
 
 #include "apps/chat/server/login/login_throttle.hpp"
+#include "apps/chat/server/options/api_options.hpp"
 #include "apps/chat/server/options/cluster_options.hpp"
 
 #include <strix/core/engine.hpp>
@@ -96,6 +97,7 @@ struct chat_options {
     std::chrono::milliseconds retention_interval{1000};
     std::string db = "sqlite:var/strix.db";  // sqlite:<path> or postgresql://...
     cluster_options cluster;                  // --cluster, --node-id, ... (cluster_options.hpp)
+    api_options api;                          // --api-port, --api-keys, ... (api_options.hpp)
     std::uint16_t metrics_port = 9100;       // 0 = no metrics endpoint
     bool auto_register = true;               // first login of an unknown name creates the account
     double chat_rate = 50.0;                 // chat_req per second per session (token bucket refill)
