@@ -10,9 +10,13 @@
 //   - an error is one of the statuses the protocol answers (400, 413, 414, 431, 501, 505);
 //   - the same bytes in one piece and in the seed's pieces give the same requests (method,
 //     target, headers, body, keep-alive) and both end in an error or neither;
-//   - routing and query parsing of each request's target never fail but by returning nothing.
+//   - routing and query parsing of each request's target never fail but by returning nothing;
+//   - each body as the server API reads JSON (apps/chat/server/api/api_json.hpp): refused with
+//     400 or 415 and a reason, or an object whose dump parses back to the same dump, whose string
+//     fields read within their limits.
 #include "fuzz_support.hpp"
 
+#include "apps/chat/server/api/api_json.hpp"
 #include "net/http/http_request_parser.hpp"
 
 #include <strix/net/http_router.hpp>
@@ -92,6 +96,26 @@ const http::router& routes() {
     return r;
 }
 
+void check_json_body(const http::request& req) {
+    chat::body_refusal why;
+    const auto j = chat::json_object_body(req, why);
+    if (!j) {
+        STRIX_FUZZ_CHECK(why.status == 400 || why.status == 415);
+        STRIX_FUZZ_CHECK(!why.reason.empty());
+        return;
+    }
+    STRIX_FUZZ_CHECK(j->is_object());
+    // Dumped and parsed again it dumps the same (not equal to the input: 1e400 dumps as null).
+    const std::string again = j->dump();
+    const auto back = nlohmann::json::parse(again, nullptr, false);
+    STRIX_FUZZ_CHECK(back.is_object() && back.dump() == again);
+    for (const char* name : {"text", "from", "idempotency_key"}) {
+        chat::body_refusal field_why;
+        const auto v = chat::string_field(*j, name, false, 128, field_why);
+        if (v) STRIX_FUZZ_CHECK(v->size() <= 128 && field_why.reason.empty());
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -118,6 +142,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (auto q = http::parse_query(req.query())) {
             for (const auto& [k, v] : *q) STRIX_FUZZ_CHECK(k.size() + v.size() <= req.query().size());
         }
+        check_json_body(req);
     }
     return 0;
 }

@@ -363,6 +363,13 @@ void http_seeds() {
     seed("http", "upgrade", dflt + of("GET /ws HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nrest"));
     seed("http", "http2", dflt + of("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"));
     seed("http", "unknown_method", dflt + of("FROB /x HTTP/1.1\r\n\r\n"));
+    seed("http", "json_body",
+         dflt + of("POST /api/v1/rooms/5/messages HTTP/1.1\r\nContent-Type: application/json\r\n"
+                   "Content-Length: 72\r\n\r\n{\"text\":\"h\\u00e9\",\"from\":\"ops\",\"idempotency_key\":"
+                   "\"k-1\",\"n\":[1,2.5,null]}"));
+    seed("http", "json_wrong_type",
+         dflt + of("POST /api/v1/rooms HTTP/1.1\r\nContent-Type: text/plain\r\n"
+                   "Content-Length: 2\r\n\r\n{}"));
 }
 
 }  // namespace

@@ -5,9 +5,11 @@
 #include "metrics_scrape.hpp"
 
 #include <support/http_client.hpp>
+#include <support/test_certs.hpp>
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <fstream>
 
 namespace strix::test {
@@ -26,12 +28,12 @@ protected:
         std::vector<std::string> args{"--api-port", std::to_string(free_port()), "--api-keys", keys};
         args.insert(args.end(), extra.begin(), extra.end());
         auto s = start(2, args);
-        const std::string marker = "server API http://127.0.0.1:";
+        // "server API http://127.0.0.1:PORT/api/v1/" (https with TLS)
         const std::string log = s->log();
-        const auto pos = log.find(marker);
+        auto pos = log.find("server API http");
+        if (pos != std::string::npos) pos = log.find("://127.0.0.1:", pos);
         EXPECT_NE(pos, std::string::npos) << log;
-        if (pos != std::string::npos)
-            api_port_ = static_cast<std::uint16_t>(std::stoi(log.substr(pos + marker.size())));
+        if (pos != std::string::npos) api_port_ = static_cast<std::uint16_t>(std::stoi(log.substr(pos + 13)));
         return s;
     }
 
@@ -182,6 +184,31 @@ TEST_P(api_test, oversized_body_is_413_and_garbage_400) {
         ASSERT_TRUE(c.send("GET /api/v1/rooms HTTP/1.1\r\nBroken\r\n\r\n"));
         EXPECT_EQ(c.read().status, 400);
     }
+    stop_cleanly(*s);
+}
+
+// HTTPS with the chat port's certificate, driven by curl (a client that is not ours), on
+// keep-alive: two requests, one connection.
+TEST_P(api_test, serves_https_with_the_chat_certificate_to_curl) {
+    if (std::system("curl --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no curl";
+    test_certs certs;
+    auto s = start_api({"--tls-cert", certs.cert, "--tls-key", certs.key});
+    const std::string log = s->log();
+    const std::string marker = "server API https://127.0.0.1:";
+    const auto pos = log.find(marker);
+    ASSERT_NE(pos, std::string::npos) << log;
+    const std::string port = std::to_string(std::stoi(log.substr(pos + marker.size())));
+    const std::string url = "https://127.0.0.1:" + port + "/api/v1/rooms";
+    const std::string cmd = "curl -sS --cacert " + certs.ca + " -H 'Authorization: Bearer " + key + "' " + url + " " +
+                            url + " -w ' %{http_code} %{num_connects}\\n' 2>&1";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string out;
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    EXPECT_EQ(::pclose(p), 0) << out;
+    // Both answered 200; the second reused the first's connection (0 new connects).
+    EXPECT_EQ(out, "{\"rooms\":[]} 200 1\n{\"rooms\":[]} 200 0\n") << out;
     stop_cleanly(*s);
 }
 

@@ -281,6 +281,19 @@ TEST(http_server, dropped_responder_answers_500) {
     EXPECT_EQ(f.stats().unanswered.load(), 1u);
 }
 
+TEST(http_server, late_answer_to_a_closed_connection_is_dropped) {
+    http_fixture f;
+    {
+        http_client c(f.port());
+        ASSERT_TRUE(c.send(get("/late?ms=100&tag=gone") + get("/late?ms=150&tag=gone2")));
+    }  // closed before the answers
+    std::this_thread::sleep_for(300ms);
+    http_client c(f.port());
+    ASSERT_TRUE(c.send(get("/hello")));
+    EXPECT_EQ(c.read().body, "hello");
+    EXPECT_EQ(f.stats().requests.load(), 3u);
+}
+
 TEST(http_server, connection_cap_refuses_beyond_max_sessions) {
     http_fixture f({}, 2);
     http_client a(f.port()), b(f.port());

@@ -57,6 +57,13 @@ void api_call::send(http::response r) {
     res_.send(std::move(r));
 }
 
+std::optional<nlohmann::json> json_body(const http::request& req, api_call& call) {
+    body_refusal why;
+    auto j = json_object_body(req, why);
+    if (!j) call.fail(why.status, why.status == 415 ? "unsupported_media_type" : "bad_request", why.reason);
+    return j;
+}
+
 // --- api_server --------------------------------------------------------------------------------
 
 api_server::api_server(engine& eng, sharded<chat_service>& services, chat_context& ctx, server_config base)

@@ -15,6 +15,7 @@
 // Thread contract: built and started on the main thread before the engine runs; handlers run on
 // the shards; stats are read by the metrics scrape on any thread.
 
+#include "api_json.hpp"
 #include "api_keys.hpp"
 
 #include "apps/chat/server/service/chat_context.hpp"
@@ -130,6 +131,10 @@ private:
     std::unique_ptr<server> server_;
     std::vector<metrics_registry::registration> regs_;
 };
+
+/// The body of req as a JSON object (api_json.hpp), or nullopt after answering 400 or 415 through
+/// call. The call's shard.
+std::optional<nlohmann::json> json_body(const http::request& req, api_call& call);
 
 /// The OpenAPI document served at /api/v1/openapi.json (docs/openapi.json, embedded at build
 /// time). Any thread.
