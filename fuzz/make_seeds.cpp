@@ -339,6 +339,39 @@ void zmq_api_seeds() {
              u8((2 << 2) | 3) + u8(2) + u8(17) + le16(4) + u8((3 << 2) | 3) + u8(3) + le16(5) + u8(0));
 }
 
+// [max_head u16][max_body u16][piece seed u8][bytes]: the requests of tests/net/http_server_test.cpp.
+void http_seeds() {
+    const bytes dflt = le16(0) + le16(0) + u8(7);
+    seed("http", "get", dflt + of("GET /api/v1/rooms HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer k\r\n\r\n"));
+    seed("http", "pipelined",
+         dflt + of("GET /api/v1/rooms/7/history?after_seq=3&limit=2 HTTP/1.1\r\nHost: t\r\n\r\n"
+                   "HEAD /api/v1/rooms/a%2Fb HTTP/1.1\r\n\r\n"
+                   "GET /x HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+    seed("http", "post_length",
+         dflt + of("POST /api/v1/users/u/messages HTTP/1.1\r\nContent-Length: 13\r\n\r\n"
+                   "{\"text\":\"hi\"}"));
+    seed("http", "chunked",
+         dflt + of("POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n"
+                   "4;ext=1\r\ndefg\r\n0\r\nTrailer: x\r\n\r\n"));
+    seed("http", "expect", dflt + of("PUT /x HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nok"));
+    seed("http", "head_limit",
+         le16(64) + le16(0) + u8(3) + of("GET /hello HTTP/1.1\r\nX-Big: " + std::string(80, 'a') + "\r\n\r\n"));
+    seed("http", "body_limit",
+         le16(0) + le16(8) + u8(3) + of("POST /echo HTTP/1.1\r\nContent-Length: 9\r\n\r\n123456789"));
+    seed("http", "both_lengths",
+         dflt + of("GET /x HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"));
+    seed("http", "upgrade", dflt + of("GET /ws HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\nrest"));
+    seed("http", "http2", dflt + of("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"));
+    seed("http", "unknown_method", dflt + of("FROB /x HTTP/1.1\r\n\r\n"));
+    seed("http", "json_body",
+         dflt + of("POST /api/v1/rooms/5/messages HTTP/1.1\r\nContent-Type: application/json\r\n"
+                   "Content-Length: 72\r\n\r\n{\"text\":\"h\\u00e9\",\"from\":\"ops\",\"idempotency_key\":"
+                   "\"k-1\",\"n\":[1,2.5,null]}"));
+    seed("http", "json_wrong_type",
+         dflt + of("POST /api/v1/rooms HTTP/1.1\r\nContent-Type: text/plain\r\n"
+                   "Content-Length: 2\r\n\r\n{}"));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -355,6 +388,7 @@ int main(int argc, char** argv) {
     metrics_http_seeds();
     ws_seeds();
     zmq_api_seeds();
+    http_seeds();
     std::printf("strix fuzz: wrote %d seeds under %s\n", written, root.c_str());
     return 0;
 }

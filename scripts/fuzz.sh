@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-"frame_decoder framers zmtp chat_request chat_config metrics_http tls_stream curve ws zmq_api"}
+targets=${FUZZ_TARGETS:-"frame_decoder framers zmtp chat_request chat_config metrics_http tls_stream curve ws zmq_api http"}
 cxx=${FUZZ_CXX:-clang++-16}
 cc=${FUZZ_CC:-clang-16}
 out=build-fuzz
@@ -60,6 +60,7 @@ declare -A under_test=(
   [curve]='/src/link/security/curve\.cpp|/src/link/security/mechanism\.cpp'
   [ws]='/src/net/ws/'
   [zmq_api]='/src/zmq/'
+  [http]='/src/net/http/'
 )
 
 # One target: runs it, writes its report row to $out/rows/<target> and its final line to the log.

@@ -13,6 +13,7 @@ packages=(
   libsodium-dev
   liburing-dev                # the io_uring backend (engine_config::io, --io uring)
   libcli11-dev nlohmann-json3-dev
+  libhttp-parser-dev          # strix::http (the HTTP/1.1 server module: request parsing, nodejs http_parser 2.9)
   libssl-dev openssl          # TLS in strix::net and strix-echo-bench --tls (OpenSSL 3); openssl writes the bench certificates
   libcurl4-openssl-dev        # the chat server's webhooks and publish hook (apps/chat/server/hooks/): HTTP POSTs over libcurl
   libzmq3-dev                 # strix::link interop tests and the libzmq baseline only

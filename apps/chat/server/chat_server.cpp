@@ -143,6 +143,11 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
         throw std::runtime_error(std::string(e.what()) + " (is another server running? choose another --port)");
     }
     if (opts_.ws.enabled) make_ws_server(scfg);
+    if (opts_.api.enabled) {
+        // The chat port's host, TLS and caps; keys are read here (a wrong file stops the start).
+        api_ = std::make_unique<api_server>(*engine_, *services_, *ctx_, scfg);
+        api_->start();
+    }
 
     register_metrics();
     // Served by shard 0's reactor: slow or half-open scrapers cost a session each, never a wait.
@@ -291,6 +296,7 @@ void chat_server::register_metrics() {
     server_->register_metrics(r);
     if (unix_server_) unix_server_->register_metrics(r);  // same names: summed with the TCP server's
     if (ws_server_) ws_server_->register_metrics(r);      // likewise
+    if (api_) api_->register_metrics(r);                  // likewise, and the API's own counters
     engine_->register_metrics(r);
     for (unsigned i = 0; i < services_->size(); ++i) metric_regs_.push_back(r.add(services_->on(i).counters()));
     // The engine's session limits, in the words of this server's options.

@@ -14,6 +14,7 @@
 
 #include "apps/chat/server/login/jwt.hpp"
 #include "apps/chat/server/hooks/chat_hooks.hpp"
+#include "apps/chat/server/api/api_server.hpp"
 #include "apps/chat/server/login/login_throttle.hpp"
 #include "apps/chat/server/options/chat_options.hpp"
 #include "apps/chat/server/service/chat_context.hpp"
@@ -78,6 +79,8 @@ public:
     /// The WebSocket port (--ws-port; 0 when off). Any thread.
     std::uint16_t ws_port() const noexcept { return ws_server_ ? ws_server_->port() : 0; }
     std::uint16_t metrics_port() const noexcept { return metrics_ ? metrics_->port() : 0; }
+    /// The server API's port (--api-port; 0 when off). Any thread.
+    std::uint16_t api_port() const noexcept { return api_ ? api_->port() : 0; }
     unsigned shard_count() const noexcept { return engine_->shard_count(); }
     /// The shards' I/O backend after any fallback: "epoll" or "io_uring".
     const char* io_name() const noexcept { return engine_->io_name(); }
@@ -108,6 +111,7 @@ private:
     std::unique_ptr<server> unix_server_; // the Unix socket beside a TLS port: it stays plain
     std::vector<std::unique_ptr<chat_ws>> ws_apps_;  // per shard, beside services_; outlive ws_server_
     std::unique_ptr<server> ws_server_;   // --ws-port: WebSocket (wss:// when tls_) and the web page
+    std::unique_ptr<api_server> api_;     // --api-port: the server API (HTTPS when tls_)
     std::unique_ptr<metrics_endpoint> metrics_;
     std::vector<metrics_registry::registration> metric_regs_;  // dropped first
     bool shut_down_ = false;

@@ -98,6 +98,9 @@ int main(int argc, char** argv) {
             strix::print(stdout, "strix-chat-server: web chat page http{}://{}:{}/ (WebSocket ws{}://{}:{}{})\n", s,
                          o.server.host, srv.ws_port(), s, o.server.host, srv.ws_port(), o.ws.path);
         }
+        if (srv.api_port() != 0)
+            strix::print(stdout, "strix-chat-server: server API http{}://{}:{}/api/v1/ (docs/api.md)\n",
+                         srv.tls() ? "s" : "", o.server.host, srv.api_port());
         std::fflush(stdout);
         std::uint64_t lost = srv.run();
         std::printf("strix-chat-server: stopped\n");

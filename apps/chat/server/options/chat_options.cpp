@@ -207,6 +207,7 @@ std::string validate(const chat_options& o) {
                "give --tls-cert FILE --tls-key FILE (the WebSocket port then serves wss://), listen on 127.0.0.1, "
                "or pass --insecure-plaintext";
     if (auto err = validate_ws(o); !err.empty()) return err;
+    if (auto err = validate_api(o); !err.empty()) return err;
     if (!o.pg_sslmode.empty()) {
         if (o.db.rfind("sqlite:", 0) == 0) return "--pg-sslmode applies to a postgresql:// --db only";
         if (url_has_param(o.db, "sslmode"))
@@ -239,6 +240,7 @@ parse_result parse_options(int argc, char** argv) {
     add_cluster_options(app, o.cluster);
     add_jwt_options(app, o.jwt);
     add_hook_options(app, o.hooks);
+    add_api_options(app, o.api);
     app.add_option("--tls-cert", o.tls.cert_file,
                    "TLS on the TCP port: the server's certificate (PEM, then its chain); reloaded on SIGHUP")
         ->type_name("FILE");

@@ -6,6 +6,7 @@
 
 #include "apps/chat/server/hooks/hook_options.hpp"
 #include "apps/chat/server/login/login_throttle.hpp"
+#include "apps/chat/server/options/api_options.hpp"
 #include "apps/chat/server/options/cluster_options.hpp"
 #include "apps/chat/server/options/jwt_options.hpp"
 
@@ -100,6 +101,7 @@ struct chat_options {
     cluster_options cluster;                  // --cluster, --node-id, ... (cluster_options.hpp)
     jwt_options jwt;                          // --jwt-key, --logins, ... (jwt_options.hpp)
     hook_options hooks;                       // --webhook-*, --publish-hook-* (docs/webhooks.md)
+    api_options api;                          // --api-port, --api-keys, ... (api_options.hpp)
     std::uint16_t metrics_port = 9100;       // 0 = no metrics endpoint
     bool auto_register = true;               // first login of an unknown name creates the account
     double chat_rate = 50.0;                 // chat_req per second per session (token bucket refill)

@@ -71,6 +71,9 @@ public:
     /// after the events that waited for it.
     void after_commit(std::uint64_t ticket, std::function<void()> fn);
 
+    /// The ticket of the last write queued (0 before any, or with --ack early).
+    std::uint64_t last_ticket() const noexcept { return ack_stored_ ? next_ticket_ - 1 : 0; }
+
     /// Events waiting for a commit (or behind one).
     std::size_t held() const noexcept { return held_.size(); }
 

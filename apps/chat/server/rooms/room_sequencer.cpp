@@ -22,6 +22,7 @@ chat_log_entry to_log_entry(room_id room, std::uint64_t seq, chat_request& req, 
     entry.server_ts_us = ts;
     entry.text = std::move(req.text);
     entry.kind = req.kind;
+    entry.idem_key = std::move(req.idem_key);
     return entry;
 }
 

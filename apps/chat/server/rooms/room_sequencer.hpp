@@ -45,6 +45,7 @@ struct chat_request {
     std::uint64_t client_ts = 0;
     std::uint64_t client_seq = 0;
     std::uint8_t kind = 0;  // proto::msg_kind: text, or a moderator's notice (text: notice.hpp's form)
+    std::string idem_key;   // a server API post's idempotency key, stored with the message ("": none)
 };
 
 /// Microseconds since the Unix epoch: the server's stamp on a message or a membership change.

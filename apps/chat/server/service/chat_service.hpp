@@ -20,6 +20,7 @@
 #include "db_reads.hpp"
 #include "history_requests.hpp"
 #include "jwt_sessions.hpp"
+#include "apps/chat/server/rooms/room_posts.hpp"
 #include "login_requests.hpp"
 #include "player.hpp"
 #include "resume_requests.hpp"
@@ -82,6 +83,8 @@ public:
     /// The request units, for what their database work brings back to this shard.
     login_requests& logins() noexcept { return logins_; }
     jwt_sessions& jwt() noexcept { return jwt_; }
+    /// The server API's posts to the rooms this shard owns.
+    room_posts& posts() noexcept { return posts_; }
     db_reads& reads() noexcept { return reads_; }
     resume_requests& resumes() noexcept { return resumes_; }
 
@@ -176,6 +179,7 @@ private:
     local_rooms local_;
     login_requests logins_{*this, ctx_, counters_};
     jwt_sessions jwt_{*this, ctx_, counters_};
+    room_posts posts_{*this, ctx_};
     db_reads reads_{*this, ctx_, counters_};
     history_requests history_{*this, counters_, reads_};
     resume_requests resumes_{*this, ctx_, counters_, host_, reads_};

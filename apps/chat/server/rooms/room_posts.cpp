@@ -1,0 +1,140 @@
+// room_posts (room_posts.hpp): a backend's message to a room, posted once per idempotency key.
+
+#include "room_posts.hpp"
+
+#include "room_host.hpp"
+#include "apps/chat/server/service/chat_context.hpp"
+#include "apps/chat/server/service/chat_service.hpp"
+#include "apps/chat/storage/db_pool.hpp"
+
+#include <strix/core/log.hpp>
+
+#include <memory>
+
+namespace strix::chat {
+namespace {
+
+post_outcome failure(int status, std::string error, std::string reason) {
+    post_outcome out;
+    out.status = status;
+    out.error = std::move(error);
+    out.reason = std::move(reason);
+    return out;
+}
+
+}  // namespace
+
+void room_posts::post(post_request req, done_fn done) {
+    STRIX_ASSERT_OWNER(svc_.home(), "room_posts::post");
+    if (ctx_.options.cluster.enabled()) {
+        // A cluster's sequencer numbers a message through Redis, after this call returns.
+        done(failure(501, "not_implemented", "posting through the API is not available in cluster mode yet"));
+        return;
+    }
+    if (!svc_.host().rooms().contains(req.room)) {
+        done(failure(404, "unknown_room", "no such room (or it was deleted)"));
+        return;
+    }
+    if (!req.key.empty()) {
+        auto [it, fresh] = keys_.try_emplace(key_of(req));
+        if (!fresh) {
+            if (it->second.seq) {
+                post_outcome out;
+                out.seq = *it->second.seq;
+                out.repeated = true;
+                done(out);
+            } else {
+                it->second.waiters.push_back(std::move(done));
+            }
+            return;
+        }
+    }
+    if (req.from.empty() && req.key.empty()) {
+        publish(std::move(req), 0, std::move(done));
+        return;
+    }
+    // The sender's account and the key's stored message, on a database worker.
+    sharded<chat_service>* services = &svc_.container();
+    const unsigned self = svc_.shard_id();
+    auto held = std::make_shared<std::pair<post_request, done_fn>>(std::move(req), std::move(done));
+    const bool queued = ctx_.pool.try_submit([services, self, held](chat_store& store) {
+        std::optional<account> sender;
+        std::optional<std::uint64_t> stored;
+        bool failed = false;
+        try {
+            if (!held->first.from.empty()) sender = store.find_account(held->first.from);
+            if (!held->first.key.empty()) stored = store.find_idempotent(held->first.room.value(), held->first.key);
+        } catch (const std::exception& e) {
+            log_limited(log_level::warn, "api post to room {}: {}", held->first.room.value(), e.what());
+            failed = true;
+        }
+        services->invoke_on(self, [held, sender = std::move(sender), stored, failed](chat_service& svc) mutable {
+            svc.posts().looked_up(std::move(held->first), std::move(held->second), std::move(sender), stored, failed);
+        });
+    });
+    if (!queued) finish(held->first, held->second, failure(503, "server_busy", "the database queue is full; retry later"));
+}
+
+void room_posts::looked_up(post_request req, done_fn done, std::optional<account> sender,
+                           std::optional<std::uint64_t> stored, bool failed) {
+    if (failed) return finish(req, done, failure(503, "database_unavailable", "the database is unavailable; retry later"));
+    if (stored) {
+        post_outcome out;
+        out.seq = *stored;
+        out.repeated = true;
+        return finish(req, done, out);
+    }
+    if (!req.from.empty() && !sender)
+        return finish(req, done, failure(404, "unknown_account", "no account is called " + req.from));
+    publish(std::move(req), sender ? sender->id : 0, std::move(done));
+}
+
+void room_posts::publish(post_request req, std::uint64_t sender_id, done_fn done) {
+    room* found = svc_.host().find(req.room);
+    if (found == nullptr) return finish(req, done, failure(404, "unknown_room", "no such room (or it was deleted)"));
+    room& r = *found;
+    chat_request cr;
+    cr.room = req.room;
+    cr.sender = member{0, svc_.shard_id(), sender_id, req.from};
+    cr.text = req.text;
+    cr.idem_key = req.key;
+    const std::uint64_t before = r.last_seq();
+    // The local sequencer numbers and queues the message before it returns; the room's members
+    // get it as any chat_msg (after the commit with --ack stored).
+    svc_.host().sequencer().chat(r, cr);
+    if (r.last_seq() == before)
+        return finish(req, done, failure(503, "server_busy", "the chat log queue is full; retry later"));
+    const std::uint64_t seq = r.last_seq();
+    commit_order& order = svc_.host().order();
+    order.after_commit(order.last_ticket(), [this, req = std::move(req), done = std::move(done), seq]() mutable {
+        post_outcome out;
+        out.seq = seq;
+        finish(req, done, out);
+    });
+}
+
+void room_posts::finish(const post_request& req, done_fn& done, const post_outcome& out) {
+    done(out);
+    if (req.key.empty()) return;
+    const std::string k = key_of(req);
+    auto it = keys_.find(k);
+    if (it == keys_.end()) return;
+    std::vector<done_fn> waiters = std::move(it->second.waiters);
+    if (out.status == 200) {
+        it->second.seq = out.seq;
+        done_keys_.push_back(k);
+        if (done_keys_.size() > remembered_keys) {
+            keys_.erase(done_keys_.front());
+            done_keys_.pop_front();
+        }
+    } else {
+        keys_.erase(it);  // a failed post leaves nothing: the next retry tries again
+    }
+    for (done_fn& w : waiters) {
+        post_outcome again = out;
+        again.repeated = out.status == 200;
+        w(again);
+    }
+}
+
+}  // namespace strix::chat
