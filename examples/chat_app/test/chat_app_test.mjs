@@ -5,8 +5,8 @@
 // tokens. The backend refuses a wrong password and webhooks with a bad signature or an old
 // timestamp. Two users log in through the backend's page in headless Chromium, meet in "lobby"
 // and chat (both pages show the same lines in seq order); their tokens expire and the pages
-// refresh them (the chat goes on in the same session); with the server API (--api-port), an
-// announcement through the backend reaches both pages. Then bob leaves, and the backend's
+// refresh them (the chat goes on in the same session); an announcement through the backend
+// reaches both pages where the server API posts messages (else the page shows the refusal). Then bob leaves, and the backend's
 // verified webhooks are checked: who came online and went offline, and lobby's events in order
 // (created, two joins, every message stored by seq). Screenshot: <build>/browser/chat-app.png.
 //   node chat_app_test.mjs <build dir>
@@ -31,6 +31,19 @@ const has_api = help.includes('--api-port');
 /// The backend's verified webhook events so far (GET /events).
 async function events(app) {
   return (await fetch(`${app}/events`)).json();
+}
+
+/// Whether the server API takes POST /api/v1/rooms/{id}/messages: a room that does not exist is
+/// unknown_room there, and not_found (no such endpoint) on a server without it.
+async function api_posts(api, key) {
+  const res = await fetch(`${api}/api/v1/rooms/999999/messages`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ text: 'probe', idempotency_key: 'probe' }),
+  });
+  const answer = await res.json();
+  if (answer.error !== 'not_found' && answer.error !== 'unknown_room') fail(`the API's answer to a post: ${res.status} ${JSON.stringify(answer)}`);
+  return answer.error === 'unknown_room';
 }
 
 /// A page logged in to the app as `user` and then into the chat with the backend's JWT, in lobby.
@@ -109,15 +122,16 @@ async function main() {
     '--webhook-backoff-ms', '50'];
   const backend_args = ['--port', String(app_port), '--jwt-key', jwt_key, '--webhook-secret', `${work}/webhook.secret`,
     '--token-ttl', String(token_ttl_s)];
-  if (has_api) {
-    const api_port = await free_port();
-    writeFileSync(`${work}/api-keys`, `${randomBytes(32).toString('hex')} backend\n`);
-    server_args.push('--api-port', String(api_port), '--api-keys', `${work}/api-keys`);
-    backend_args.push('--api-url', `http://127.0.0.1:${api_port}`, '--api-key', `${work}/api-keys`);
-  } else {
-    console.log('SKIP the announcement: this strix-chat-server has no server API (--api-port)');
+  const api_key = randomBytes(32).toString('hex');
+  const api = has_api ? `http://127.0.0.1:${await free_port()}` : null;
+  if (api) {
+    writeFileSync(`${work}/api-keys`, `${api_key} backend\n`);
+    server_args.push('--api-port', new URL(api).port, '--api-keys', `${work}/api-keys`);
+    backend_args.push('--api-url', api, '--api-key', `${work}/api-keys`);
   }
   const { server, url } = await start_server(build, work, server_args);
+  const can_post = api !== null && await api_posts(api, api_key);
+  if (!can_post) console.log('SKIP the announcement: this strix-chat-server cannot post through its API (POST /api/v1/rooms/{id}/messages)');
   const chat_url = `ws://${new URL(url).host}/ws`;
   const backend = start('node', [backend_js, '--chat-url', chat_url, ...backend_args]);
   await backend.wait_for(/chat app backend http:\/\/127\.0\.0\.1:\d+\//, 'backend start');
@@ -153,7 +167,16 @@ async function main() {
   await say(pages, 'bob', 'still here after the refresh', want);
   same('pages still open (no reconnect)', await Promise.all(Object.values(pages).map((p) => p.evaluate(() => document.body.dataset.state))), ['open', 'open']);
 
-  if (has_api) await announce(pages, want);
+  if (can_post) {
+    await announce(pages, want);
+  } else {
+    // The page says why the backend could not post, and nothing reaches the room.
+    await pages.alice.fill('#announce-text', 'not today');
+    await pages.alice.click('#announce-form button');
+    await pages.alice.waitForSelector('#announce-result[data-seq="error"]', { timeout: 10000 });
+    const shown = await pages.alice.textContent('#announce-result');
+    if (!shown.startsWith('refused: ')) fail(`alice's page after a refused announcement: ${shown}`);
+  }
 
   mkdirSync(path.join(build, 'browser'), { recursive: true });
   await pages.alice.screenshot({ path: path.join(build, 'browser/chat-app.png'), fullPage: true });
