@@ -83,6 +83,7 @@ api_server::api_server(engine& eng, sharded<chat_service>& services, chat_contex
         call.send(std::move(r));
     });
     add_room_reads(*this);
+    add_message_posts(*this);
     log(log_level::info, "server API: {} keys from {}", keys_.size(), ctx.options.api.keys_file);
 }
 

@@ -144,4 +144,7 @@ std::string_view openapi_document() noexcept;
 /// (api_rooms.cpp). Main thread.
 void add_room_reads(api_server& api);
 
+/// Adds POST /api/v1/rooms/{room_id}/messages (api_messages.cpp). Main thread.
+void add_message_posts(api_server& api);
+
 }  // namespace strix::chat

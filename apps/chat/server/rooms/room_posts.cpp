@@ -72,12 +72,14 @@ void room_posts::post(post_request req, done_fn done) {
             svc.posts().looked_up(std::move(held->first), std::move(held->second), std::move(sender), stored, failed);
         });
     });
-    if (!queued) finish(held->first, held->second, failure(503, "server_busy", "the database queue is full; retry later"));
+    if (!queued)
+        finish(held->first, held->second, failure(503, "server_busy", "the database queue is full; retry later"));
 }
 
 void room_posts::looked_up(post_request req, done_fn done, std::optional<account> sender,
                            std::optional<std::uint64_t> stored, bool failed) {
-    if (failed) return finish(req, done, failure(503, "database_unavailable", "the database is unavailable; retry later"));
+    if (failed)
+        return finish(req, done, failure(503, "database_unavailable", "the database is unavailable; retry later"));
     if (stored) {
         post_outcome out;
         out.seq = *stored;

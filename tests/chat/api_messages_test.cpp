@@ -1,0 +1,130 @@
+// POST /api/v1/rooms/{room_id}/messages (docs/api.md): a backend's message is stored and reaches
+// every member once as a chat_msg; the same idempotency key sent again (pipelined while the first
+// is in flight, later, and after a restart) answers the first seq and delivers nothing.
+#include "chat_fixture.hpp"
+
+#include <support/http_client.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+namespace strix::test {
+namespace {
+
+using nlohmann::json;
+
+const std::string key = "api-messages-test-key-0123456789";
+
+class api_messages : public chat_test {
+protected:
+    std::unique_ptr<server_process> start_api() {
+        const std::string keys = dir_.path() + "/keys";
+        std::ofstream(keys) << key << " backend\n";
+        api_port_ = free_port();
+        return start(2, {"--api-port", std::to_string(api_port_), "--api-keys", keys});
+    }
+    static std::string post(std::uint64_t room, const json& body) {
+        const std::string text = body.dump();
+        return "POST /api/v1/rooms/" + std::to_string(room) +
+               "/messages HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nAuthorization: Bearer " + key +
+               "\r\nContent-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text;
+    }
+    // One request on a fresh connection: the status and the body parsed.
+    std::pair<int, json> call(std::uint64_t room, const json& body) {
+        http_client c(api_port_);
+        c.send(post(room, body));
+        const http_reply r = c.read();
+        return {r.status, json::parse(r.body, nullptr, false)};
+    }
+    // The next chat_msg c receives: (seq, sender name, text); member notices before it are skipped.
+    static std::tuple<std::uint64_t, std::string, std::string> next_message(chat_client& c) {
+        for (;;) {
+            auto f = c.recv();
+            if (!f) {
+                ADD_FAILURE() << "no chat_msg";
+                return {};
+            }
+            if (f->type != proto::msg_type::chat_msg) continue;
+            auto* m = f->as<proto::chat_msg>();
+            return {m->seq(), m->sender() && m->sender()->name() ? m->sender()->name()->str() : "",
+                    m->text() ? m->text()->str() : ""};
+        }
+    }
+    std::uint16_t api_port_ = 0;
+};
+
+TEST_P(api_messages, one_key_three_posts_one_restart_one_message) {
+    auto s = start_api();
+    std::uint64_t room = 0;
+    {
+        chat_client alice(s->port()), bob(s->port());
+        ASSERT_NE(alice.login("alice"), 0u);
+        ASSERT_NE(bob.login("bob"), 0u);
+        room = alice.create("announcements");
+        bob.join(room);
+        // Two posts of one key on one connection, the second sent while the first is in flight.
+        http_client c(api_port_);
+        const json body{{"text", "maintenance at 22:00"}, {"idempotency_key", "notice-1"}};
+        ASSERT_TRUE(c.send(post(room, body) + post(room, body)));
+        const http_reply first = c.read(), second = c.read();
+        ASSERT_EQ(first.status, 200) << first.body;
+        ASSERT_EQ(second.status, 200) << second.body;
+        const json a = json::parse(first.body), b = json::parse(second.body);
+        EXPECT_FALSE(a["repeated"].get<bool>());
+        EXPECT_TRUE(b["repeated"].get<bool>());
+        EXPECT_EQ(a["seq"], b["seq"]);
+        for (chat_client* m : {&alice, &bob}) {
+            const auto [seq, sender, text] = next_message(*m);
+            EXPECT_EQ(seq, a["seq"].get<std::uint64_t>());
+            EXPECT_EQ(sender, "") << "the application's own message has no sender name";
+            EXPECT_EQ(text, "maintenance at 22:00");
+            m->sync();
+            m->expect_nothing();
+        }
+        // Another key is another message; `from` names its sender.
+        const auto [st, res] = call(room, {{"text", "hello from alice's backend"}, {"from", "alice"}});
+        ASSERT_EQ(st, 200);
+        EXPECT_EQ(res["seq"], a["seq"].get<std::uint64_t>() + 1);
+        EXPECT_EQ(std::get<1>(next_message(bob)), "alice");
+    }
+    stop_cleanly(*s);
+
+    // The third post comes after a restart: the key is found with the stored message.
+    auto again = start_api();
+    chat_client bob(again->port());
+    ASSERT_NE(bob.login("bob"), 0u);
+    const auto [st, res] = call(room, {{"text", "maintenance at 22:00"}, {"idempotency_key", "notice-1"}});
+    ASSERT_EQ(st, 200);
+    EXPECT_TRUE(res["repeated"].get<bool>());
+    bob.sync();
+    bob.expect_nothing(std::chrono::milliseconds(200));
+    stop_cleanly(*again);
+    auto store = open_store();
+    std::size_t copies = 0;
+    for (const auto& e : store->room_history(room, 100)) copies += e.text == "maintenance at 22:00";
+    EXPECT_EQ(copies, 1u);
+}
+
+TEST_P(api_messages, bad_posts_are_refused_with_their_status) {
+    auto s = start_api();
+    chat_client alice(s->port());
+    ASSERT_NE(alice.login("alice"), 0u);
+    const std::uint64_t room = alice.create("r");
+    EXPECT_EQ(call(room + 256, {{"text", "x"}}).first, 404);
+    EXPECT_EQ(call(room, {{"text", ""}}).first, 400);
+    EXPECT_EQ(call(room, {{"nothing", "x"}}).first, 400);
+    EXPECT_EQ(call(room, {{"text", 5}}).first, 400);
+    EXPECT_EQ(call(room, {{"text", "x"}, {"from", "bad name!"}}).first, 400);
+    const auto [st, res] = call(room, {{"text", "x"}, {"from", "nobody"}});
+    EXPECT_EQ(st, 404);
+    EXPECT_EQ(res["error"], "unknown_account");
+    alice.sync();
+    alice.expect_nothing();
+    stop_cleanly(*s);
+}
+
+STRIX_CHAT_BACKENDS(api_messages);
+
+}  // namespace
+}  // namespace strix::test
