@@ -37,7 +37,8 @@ function show_message(m: ChatMessage): void {
   line.dataset.seq = String(m.seq);
   const who = document.createElement('span');
   who.className = 'who';
-  who.textContent = m.sender.name;
+  // A message the backend posted through the server API without "from" has no sender account.
+  who.textContent = m.sender.name || 'system';
   const text = document.createElement('span');
   text.className = 'text';
   text.textContent = m.text;
