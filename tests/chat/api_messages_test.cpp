@@ -1,6 +1,7 @@
-// POST /api/v1/rooms/{room_id}/messages (docs/api.md): a backend's message is stored and reaches
-// every member once as a chat_msg; the same idempotency key sent again (pipelined while the first
-// is in flight, later, and after a restart) answers the first seq and delivers nothing.
+// The server API's calls that act (docs/api.md): POST /api/v1/rooms/{room_id}/messages stores a
+// backend's message and delivers it to every member once as a chat_msg, and the same idempotency
+// key sent again (pipelined while the first is in flight, later, and after a restart) answers the
+// first seq and delivers nothing; a user's presence and the disconnect of its sessions.
 #include "chat_fixture.hpp"
 
 #include <support/http_client.hpp>
@@ -121,6 +122,38 @@ TEST_P(api_messages, bad_posts_are_refused_with_their_status) {
     EXPECT_EQ(res["error"], "unknown_account");
     alice.sync();
     alice.expect_nothing();
+    stop_cleanly(*s);
+}
+
+TEST_P(api_messages, presence_and_disconnect_count_the_accounts_sessions) {
+    auto s = start_api();
+    chat_client a1(s->port()), a2(s->port()), b(s->port());
+    ASSERT_NE(a1.login("ann"), 0u);
+    ASSERT_NE(a2.login("ann"), 0u);
+    ASSERT_NE(b.login("ben"), 0u);
+    const auto request = [&](const std::string& method, const std::string& path) {
+        http_client c(api_port_);
+        c.send(method + " " + path + " HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " + key +
+               "\r\nContent-Length: 0\r\n\r\n");
+        const http_reply r = c.read();
+        return std::make_pair(r.status, json::parse(r.body, nullptr, false));
+    };
+    auto [st, body] = request("GET", "/api/v1/users/ann/presence");
+    ASSERT_EQ(st, 200);
+    EXPECT_EQ(body, (json{{"user", "ann"}, {"online", true}, {"sessions", 2}}));
+    EXPECT_EQ(request("GET", "/api/v1/users/nobody/presence").first, 404);
+    std::tie(st, body) = request("POST", "/api/v1/users/ann/disconnect");
+    ASSERT_EQ(st, 200);
+    EXPECT_EQ(body["closed"], 2);
+    for (chat_client* c : {&a1, &a2}) {
+        auto f = c->expect(proto::msg_type::error_res);
+        EXPECT_EQ(f.as<proto::error_res>()->code(), proto::error_code::forbidden);
+        EXPECT_FALSE(c->recv(std::chrono::seconds(3)).has_value()) << "closed";
+    }
+    std::tie(st, body) = request("GET", "/api/v1/users/ann/presence");
+    EXPECT_EQ(body["sessions"], 0);
+    EXPECT_EQ(request("GET", "/api/v1/users/ben/presence").second["sessions"], 1) << "ben stays";
+    b.sync();
     stop_cleanly(*s);
 }
 

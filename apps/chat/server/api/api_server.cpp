@@ -84,6 +84,7 @@ api_server::api_server(engine& eng, sharded<chat_service>& services, chat_contex
     });
     add_room_reads(*this);
     add_message_posts(*this);
+    add_user_calls(*this);
     log(log_level::info, "server API: {} keys from {}", keys_.size(), ctx.options.api.keys_file);
 }
 

@@ -147,4 +147,8 @@ void add_room_reads(api_server& api);
 /// Adds POST /api/v1/rooms/{room_id}/messages (api_messages.cpp). Main thread.
 void add_message_posts(api_server& api);
 
+/// Adds GET /api/v1/users/{user}/presence and POST /api/v1/users/{user}/disconnect
+/// (api_users.cpp). Main thread.
+void add_user_calls(api_server& api);
+
 }  // namespace strix::chat

@@ -8,6 +8,7 @@
 
 #include <strix/core/log.hpp>
 #include <strix/net/net_errc.hpp>
+#include <strix/net/websocket.hpp>
 
 #include <algorithm>
 #include <string>
@@ -477,6 +478,27 @@ void chat_service::send_error(session& s, msg_type request, error_code code, std
 player* chat_service::find(std::uint64_t session_id) noexcept {
     auto it = players_.find(session_id);
     return it == players_.end() ? nullptr : it->second;
+}
+
+std::size_t chat_service::sessions_of(std::string_view name) const {
+    std::size_t n = 0;
+    for (const auto& [id, p] : players_) n += p->login == player::login_state::logged_in && p->name == name;
+    return n;
+}
+
+std::size_t chat_service::disconnect(std::string_view name) {
+    std::vector<player*> gone;
+    for (const auto& [id, p] : players_)
+        if (p->login == player::login_state::logged_in && p->name == name) gone.push_back(p);
+    for (player* p : gone) {
+        session& s = *p->sess;
+        send_error(s, msg_type::none, error_code::forbidden, "the application closed this account's sessions");
+        if (p->ws)
+            ws_close(s, 1008, "disconnected by the application");
+        else
+            s.close();
+    }
+    return gone.size();
 }
 
 member chat_service::as_member(const player& p) const { return member{p.sess->id(), self_, p.player_id, p.name, p.ws}; }

@@ -83,6 +83,11 @@ public:
     /// The request units, for what their database work brings back to this shard.
     login_requests& logins() noexcept { return logins_; }
     jwt_sessions& jwt() noexcept { return jwt_; }
+    /// The logged-in sessions of account `name` on this shard (the server API's presence).
+    std::size_t sessions_of(std::string_view name) const;
+    /// Closes every logged-in session of account `name` on this shard, each told with
+    /// error_res{none, forbidden}; returns how many (the server API's disconnect).
+    std::size_t disconnect(std::string_view name);
     /// The server API's posts to the rooms this shard owns.
     room_posts& posts() noexcept { return posts_; }
     db_reads& reads() noexcept { return reads_; }
