@@ -4,6 +4,9 @@
 // token expires and closes it after the grace unless it refreshes, and rotates keys on SIGHUP.
 #include "chat_fixture.hpp"
 #include "jwt_signer.hpp"
+#include "tls_chat.hpp"
+
+#include <support/test_certs.hpp>
 
 #include <gtest/gtest.h>
 
@@ -92,6 +95,25 @@ TEST_P(jwt_login, a_jwt_only_server_logs_users_in_by_token_over_tcp_and_websocke
     chat_client p(srv->port());
     p.send_login_version("someone", "pw", 2);
     refused(p, msg_type::login_req, error_code::bad_request, "JWT logins only");
+    stop_cleanly(*srv);
+}
+
+// The same token over TLS, with a client that is not ours (OpenSSL) verifying the server.
+TEST_P(jwt_login, a_jwt_logs_in_over_tls) {
+    test_certs certs;
+    auto srv = start_jwt({"--tls-cert", certs.cert, "--tls-key", certs.key});
+    tls_chat t(srv->port(), certs.ca);
+    ASSERT_TRUE(t.ok()) << t.error();
+    flatbuffers::FlatBufferBuilder fbb;
+    auto tok = fbb.CreateString(j::hs256(secret, j::claims_for("tls-user")));
+    fbb.Finish(proto::Createlogin_req(fbb, 0, 0, 0, 0, 2, tok));
+    ASSERT_TRUE(t.send(fbb, msg_type::login_req));
+    auto f = t.recv();
+    ASSERT_TRUE(f && f->type == msg_type::login_res);
+    auto* r = f->as<proto::login_res>();
+    ASSERT_TRUE(r && r->player());
+    EXPECT_EQ(r->player()->name()->str(), "tls-user");
+    EXPECT_TRUE(r->created());
     stop_cleanly(*srv);
 }
 

@@ -1,5 +1,7 @@
 #include "api_server.hpp"
 
+#include "apps/chat/storage/db_pool.hpp"
+
 #include <strix/core/log.hpp>
 #include <strix/core/shard.hpp>
 
@@ -85,6 +87,7 @@ api_server::api_server(engine& eng, sharded<chat_service>& services, chat_contex
     add_room_reads(*this);
     add_message_posts(*this);
     add_user_calls(*this);
+    add_room_actions(*this);
     log(log_level::info, "server API: {} keys from {}", keys_.size(), ctx.options.api.keys_file);
 }
 
@@ -220,6 +223,28 @@ void api_server::register_metrics(metrics_registry& r) {
                                .labels = labels},
                               per(&api_endpoint_stats::duration_us)));
     }
+}
+
+void with_account(api_server& api, api_call call, std::string name,
+                  std::function<void(std::shared_ptr<api_call>, account)> then) {
+    auto held = std::make_shared<api_call>(std::move(call));
+    api_server* a = &api;
+    const bool queued = api.ctx().pool.try_submit([a, held, name, then = std::move(then)](chat_store& store) {
+        std::optional<account> found;
+        bool failed = false;
+        try {
+            found = store.find_account(name);
+        } catch (const std::exception& e) {
+            log_limited(log_level::warn, "api: looking up account {} failed: {}", name, e.what());
+            failed = true;
+        }
+        a->back_on(held->shard(), [held, name, failed, found = std::move(found), then] {
+            if (failed) return held->fail(503, "database_unavailable", "the database is unavailable; retry later");
+            if (!found) return held->fail(404, "unknown_account", "no account is called " + name);
+            then(held, *found);
+        });
+    });
+    if (!queued) held->fail(503, "server_busy", "the database queue is full; retry later", {{"Retry-After", "1"}});
 }
 
 }  // namespace strix::chat

@@ -136,6 +136,12 @@ private:
 /// call. The call's shard.
 std::optional<nlohmann::json> json_body(const http::request& req, api_call& call);
 
+/// Finds account `name` on a database worker, then runs then(call, account) on the call's
+/// shard; an unknown account is answered 404 unknown_account, a failing or full database 503.
+/// The call's shard.
+void with_account(api_server& api, api_call call, std::string name,
+                  std::function<void(std::shared_ptr<api_call>, account)> then);
+
 /// The OpenAPI document served at /api/v1/openapi.json (docs/openapi.json, embedded at build
 /// time). Any thread.
 std::string_view openapi_document() noexcept;
@@ -150,5 +156,9 @@ void add_message_posts(api_server& api);
 /// Adds GET /api/v1/users/{user}/presence and POST /api/v1/users/{user}/disconnect
 /// (api_users.cpp). Main thread.
 void add_user_calls(api_server& api);
+
+/// Adds POST /api/v1/rooms and POST /api/v1/rooms/{room_id}/kick, /ban, /mute
+/// (api_room_actions.cpp). Main thread.
+void add_room_actions(api_server& api);
 
 }  // namespace strix::chat

@@ -9,9 +9,6 @@
 #include "api_server.hpp"
 
 #include "apps/chat/server/net/names.hpp"
-#include "apps/chat/storage/db_pool.hpp"
-
-#include <strix/core/log.hpp>
 
 #include <memory>
 #include <numeric>
@@ -19,39 +16,20 @@
 namespace strix::chat {
 namespace {
 
-using nlohmann::json;
-
-// Finds the path's account on a database worker, then runs each_shard on every shard and
-// answer(total) on the call's shard; a missing account is 404.
+// each_shard(svc, name) on every shard, then answer(call, name, the sum) on the call's shard.
 void over_sessions(api_server& api, http::request& req, api_call call,
                    std::function<std::size_t(chat_service&, const std::string&)> each_shard,
                    std::function<void(api_call&, const std::string&, std::size_t)> answer) {
     std::string user(req.param("user"));
     if (!valid_account_name(user))
         return call.fail(400, "bad_request", "user is an account name (1-64 bytes of A-Z a-z 0-9 _ . - @ : |)");
-    auto held = std::make_shared<api_call>(std::move(call));
     api_server* a = &api;
-    const bool queued = api.ctx().pool.try_submit([a, held, user, each_shard, answer](chat_store& store) {
-        int status = 200;
-        try {
-            if (!store.find_account(user)) status = 404;
-        } catch (const std::exception& e) {
-            log_limited(log_level::warn, "api: looking up account {} failed: {}", user, e.what());
-            status = 503;
-        }
-        a->back_on(held->shard(), [a, held, user, status, each_shard, answer] {
-            if (status == 404) return held->fail(404, "unknown_account", "no account is called " + user);
-            if (status != 200)
-                return held->fail(503, "database_unavailable", "the database is unavailable; retry later");
-            a->services().gather([user, each_shard](chat_service& svc) { return each_shard(svc, user); },
-                                 [held, user, answer](std::vector<std::size_t> parts) {
-                                     const std::size_t total =
-                                         std::accumulate(parts.begin(), parts.end(), std::size_t{0});
-                                     answer(*held, user, total);
-                                 });
-        });
+    with_account(api, std::move(call), user, [a, each_shard, answer](std::shared_ptr<api_call> held, account acct) {
+        a->services().gather([name = acct.name, each_shard](chat_service& svc) { return each_shard(svc, name); },
+                             [held, name = acct.name, answer](std::vector<std::size_t> parts) {
+                                 answer(*held, name, std::accumulate(parts.begin(), parts.end(), std::size_t{0}));
+                             });
     });
-    if (!queued) held->fail(503, "server_busy", "the database queue is full; retry later", {{"Retry-After", "1"}});
 }
 
 }  // namespace

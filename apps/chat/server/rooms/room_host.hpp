@@ -35,6 +35,7 @@
 #include <boost/unordered/unordered_flat_map.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +66,12 @@ public:
     /// creator's shard (this one) gets a joined event carrying create_room_res once stored, or
     /// server_busy when the database queue is full. Owner shard only.
     void create(room_id id, std::string name, member creator);
+    /// The server API's create (room_api.cpp): room `id` (from allocate_id) with `owner` (id,
+    /// name) as its owner and only member, offline, or with no member at all (owner id 0); stored,
+    /// then done(true) once committed; done(false) when the database queue is full. Owner shard
+    /// only.
+    void create_for(room_id id, std::string name, std::uint64_t owner_id, std::string owner_name,
+                    std::function<void(bool)> done);
 
     /// Adds session m to the room and stores that m's account belongs to it: join_room_res to m
     /// (every member with its online state, the join point), and to the others member_joined for
@@ -104,6 +111,12 @@ public:
         std::uint64_t target = 0;
         std::uint64_t seq = 0;
         std::uint32_t seconds = 0;
+        // The server API's action (room_api.cpp): the application acts with the owner's
+        // authority and needs no session in the room; actor is {0, this shard, 0, ""}.
+        bool application = false;
+        // Set: told the outcome instead of the actor's session (code none once the notice's
+        // changes are committed).
+        std::function<void(proto::error_code, std::string_view)> answer;
     };
     void moderate(moderation m);
 

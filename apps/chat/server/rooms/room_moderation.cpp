@@ -38,7 +38,7 @@ std::optional<room_host::refusal> room_host::check(room& r, const moderation& m,
     const mod_action a = m.action;
     if (a == mod_action::none || a > mod_action::MAX) return refusal{error_code::bad_request, "unknown action"};
     if (r.direct()) return refusal{error_code::forbidden, "a direct room has no moderators"};
-    const std::uint8_t mine = r.role_of(m.actor.player_id);
+    const std::uint8_t mine = m.application ? role_owner : r.role_of(m.actor.player_id);
     if (owner_only(a) ? mine != role_owner : mine < role_admin)
         return refusal{error_code::forbidden,
                        owner_only(a) ? "only the room's owner may do that" : "only the owner and admins moderate"};
@@ -65,17 +65,23 @@ std::optional<room_host::refusal> room_host::check(room& r, const moderation& m,
 
 void room_host::moderate(moderation m) {
     STRIX_ASSERT_OWNER(service_.home(), "room_host::moderate");
+    const auto refuse = [&](error_code code, const char* reason) {
+        if (m.answer)
+            m.answer(code, reason);
+        else
+            fail(m.actor.shard, m.actor.session_id, m.room, proto::msg_type::moderate_req, code, reason);
+    };
     auto it = rooms_.find(m.room);
-    if (it == rooms_.end() || !it->second.contains(m.actor.session_id)) {
-        fail(m.actor.shard, m.actor.session_id, m.room, proto::msg_type::moderate_req, error_code::not_in_room,
-             "not in that room");
+    if (it == rooms_.end() || (!m.application && !it->second.contains(m.actor.session_id))) {
+        refuse(m.application ? error_code::unknown_room : error_code::not_in_room,
+               m.application ? "no such room" : "not in that room");
         return;
     }
     room& r = it->second;
     const std::int64_t now = wall_clock_us();
     if (auto no = check(r, m, now)) {
         bump(counters_.moderation_refused);
-        fail(m.actor.shard, m.actor.session_id, m.room, proto::msg_type::moderate_req, no->code, no->reason);
+        refuse(no->code, no->reason);
         return;
     }
     notice n;
@@ -131,8 +137,7 @@ void room_host::moderate(moderation m) {
         auto written = order_.write(std::move(changes[i]), i > 0);
         if (!written) {
             bump(counters_.server_busy);
-            fail(m.actor.shard, m.actor.session_id, m.room, proto::msg_type::moderate_req, error_code::server_busy,
-                 "the database queue is full; retry later");
+            refuse(error_code::server_busy, "the database queue is full; retry later");
             return;
         }
         ticket = *written;
@@ -145,8 +150,9 @@ void room_host::moderate(moderation m) {
     req.kind = static_cast<std::uint8_t>(proto::msg_kind::notice);
     // The notice goes out once its changes are stored: a node that reads the room from the
     // database after hearing of it (a join there) reads them too.
-    order_.after_commit(ticket, [this, req = std::move(req)]() mutable {
+    order_.after_commit(ticket, [this, req = std::move(req), answer = std::move(m.answer)]() mutable {
         if (room* held = find(req.room)) seq_->chat(*held, req);
+        if (answer) answer(error_code::none, {});
     });
 }
 

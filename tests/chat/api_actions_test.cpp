@@ -1,7 +1,8 @@
 // The server API's calls that act (docs/api.md): POST /api/v1/rooms/{room_id}/messages stores a
 // backend's message and delivers it to every member once as a chat_msg, and the same idempotency
 // key sent again (pipelined while the first is in flight, later, and after a restart) answers the
-// first seq and delivers nothing; a user's presence and the disconnect of its sessions.
+// first seq and delivers nothing; a user's presence and the disconnect of its sessions; a room
+// made by the application, and kick, ban and mute with the owner's authority.
 #include "chat_fixture.hpp"
 
 #include <support/http_client.hpp>
@@ -17,7 +18,7 @@ using nlohmann::json;
 
 const std::string key = "api-messages-test-key-0123456789";
 
-class api_messages : public chat_test {
+class api_actions : public chat_test {
 protected:
     std::unique_ptr<server_process> start_api() {
         const std::string keys = dir_.path() + "/keys";
@@ -52,10 +53,19 @@ protected:
                     m->text() ? m->text()->str() : ""};
         }
     }
+    // Any request with the key and a JSON body ("" for none): the status and the body parsed.
+    std::pair<int, json> request(const std::string& method, const std::string& path, const std::string& body = "") {
+        http_client c(api_port_);
+        c.send(method + " " + path + " HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " + key +
+               "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+               body);
+        const http_reply r = c.read();
+        return {r.status, json::parse(r.body, nullptr, false)};
+    }
     std::uint16_t api_port_ = 0;
 };
 
-TEST_P(api_messages, one_key_three_posts_one_restart_one_message) {
+TEST_P(api_actions, one_key_three_posts_one_restart_one_message) {
     auto s = start_api();
     std::uint64_t room = 0;
     {
@@ -107,7 +117,7 @@ TEST_P(api_messages, one_key_three_posts_one_restart_one_message) {
     EXPECT_EQ(copies, 1u);
 }
 
-TEST_P(api_messages, bad_posts_are_refused_with_their_status) {
+TEST_P(api_actions, bad_posts_are_refused_with_their_status) {
     auto s = start_api();
     chat_client alice(s->port());
     ASSERT_NE(alice.login("alice"), 0u);
@@ -125,19 +135,12 @@ TEST_P(api_messages, bad_posts_are_refused_with_their_status) {
     stop_cleanly(*s);
 }
 
-TEST_P(api_messages, presence_and_disconnect_count_the_accounts_sessions) {
+TEST_P(api_actions, presence_and_disconnect_count_the_accounts_sessions) {
     auto s = start_api();
     chat_client a1(s->port()), a2(s->port()), b(s->port());
     ASSERT_NE(a1.login("ann"), 0u);
     ASSERT_NE(a2.login("ann"), 0u);
     ASSERT_NE(b.login("ben"), 0u);
-    const auto request = [&](const std::string& method, const std::string& path) {
-        http_client c(api_port_);
-        c.send(method + " " + path + " HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " + key +
-               "\r\nContent-Length: 0\r\n\r\n");
-        const http_reply r = c.read();
-        return std::make_pair(r.status, json::parse(r.body, nullptr, false));
-    };
     auto [st, body] = request("GET", "/api/v1/users/ann/presence");
     ASSERT_EQ(st, 200);
     EXPECT_EQ(body, (json{{"user", "ann"}, {"online", true}, {"sessions", 2}}));
@@ -157,7 +160,52 @@ TEST_P(api_messages, presence_and_disconnect_count_the_accounts_sessions) {
     stop_cleanly(*s);
 }
 
-STRIX_CHAT_BACKENDS(api_messages);
+TEST_P(api_actions, the_application_makes_rooms_and_moderates_with_the_owners_authority) {
+    auto s = start_api();
+    chat_client owner(s->port()), member(s->port());
+    owner.login_v2("olga");
+    member.login_v2("max");  // version 2: notices reach it
+    // A room owned by olga, who is offline in it until her next login puts her there.
+    auto [st, room] = request("POST", "/api/v1/rooms", json{{"name", "support"}, {"owner", "olga"}}.dump());
+    ASSERT_EQ(st, 201) << room;
+    const std::uint64_t id = room["id"];
+    EXPECT_EQ(room["members"], 1);
+    EXPECT_EQ(request("POST", "/api/v1/rooms", json{{"name", "x"}, {"owner", "nobody"}}.dump()).first, 404);
+    EXPECT_EQ(request("POST", "/api/v1/rooms", json{{"name", ""}}.dump()).first, 400);
+    EXPECT_EQ(request("POST", "/api/v1/rooms", json{{"name", "ownerless"}}.dump()).first, 201);
+    auto [gst, info] = request("GET", "/api/v1/rooms/" + std::to_string(id));
+    ASSERT_EQ(gst, 200);
+    ASSERT_EQ(info["members"].size(), 1u);
+    EXPECT_EQ(info["members"][0]["name"], "olga");
+    EXPECT_EQ(info["members"][0]["role"], "owner");
+    EXPECT_EQ(member.join(id), (std::vector<std::string>{"olga", "max"}));
+
+    // Mute, then kick: each reaches the room as a notice from the application (sender id 0).
+    const std::string path = "/api/v1/rooms/" + std::to_string(id);
+    EXPECT_EQ(request("POST", path + "/mute", json{{"user", "max"}}.dump()).first, 400) << "a mute needs a duration";
+    EXPECT_EQ(request("POST", path + "/mute", json{{"user", "max"}, {"duration_s", 60}}.dump()).first, 204);
+    auto f = member.expect(proto::msg_type::chat_msg);
+    auto* n = f.as<proto::chat_msg>();
+    ASSERT_TRUE(n && n->notice());
+    EXPECT_EQ(n->notice()->action(), proto::mod_action::mute);
+    EXPECT_EQ(n->sender()->id(), 0u);
+    ASSERT_TRUE(member.send_chat_in(id, "can I talk?"));
+    member.expect_error(proto::msg_type::chat_req, proto::error_code::muted);
+    // Nobody acts on the owner, not even the application.
+    auto [ost, why] = request("POST", path + "/kick", json{{"user", "olga"}}.dump());
+    EXPECT_EQ(ost, 403) << why;
+    EXPECT_EQ(request("POST", path + "/kick", json{{"user", "nobody"}}.dump()).first, 404);
+    EXPECT_EQ(request("POST", "/api/v1/rooms/999999/kick", json{{"user", "max"}}.dump()).first, 404);
+    EXPECT_EQ(request("POST", path + "/ban", json{{"user", "max"}}.dump()).first, 204);
+    f = member.expect(proto::msg_type::chat_msg);
+    EXPECT_EQ(f.as<proto::chat_msg>()->notice()->action(), proto::mod_action::ban);
+    member.expect(proto::msg_type::leave_room_res);
+    member.send_join(id);
+    member.expect_error(proto::msg_type::join_room_req, proto::error_code::banned);
+    stop_cleanly(*s);
+}
+
+STRIX_CHAT_BACKENDS(api_actions);
 
 }  // namespace
 }  // namespace strix::test
