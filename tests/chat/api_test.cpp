@@ -77,6 +77,8 @@ TEST_P(api_test, keys_are_required_and_checked) {
     EXPECT_EQ(doc.status, 200);
     EXPECT_EQ(body["openapi"], "3.0.3");
     EXPECT_TRUE(body["paths"].contains("/api/v1/rooms/{room_id}/history"));
+    // The document served is docs/openapi.json as it is now (the build embeds it).
+    EXPECT_EQ(doc.body, read_file(std::string(STRIX_SOURCE_DIR) + "/docs/openapi.json"));
     EXPECT_EQ(call("/api/v1/nothing", &body).status, 404);
     EXPECT_EQ(body["error"], "not_found");
     stop_cleanly(*s);

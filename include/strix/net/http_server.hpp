@@ -176,20 +176,23 @@ struct protocol_stats {
 /// The HTTP/1.1 session_handler: one per shard (server factory) or per group.
 class protocol final : public session_handler {
 public:
-    /// The owning thread.
+    /// handler is called for every request on the session's shard. The owning thread.
     protocol(handler_fn handler, options opts);
     ~protocol() override;
 
     const options& config() const noexcept { return opts_; }
+    /// Any thread (a snapshot).
     const protocol_stats& stats() const noexcept { return stats_; }
 
-    // session_handler
+    // session_handler: the session's shard calls these.
     void on_open(session& s) override;
     void on_frame(session& s, std::span<const std::byte> bytes) override;
     void on_close(session& s, std::error_code ec) override;
 
-    // for responder and the connection's timer
+    /// The answer to request `seq` of s (dropped: a responder destroyed unanswered, 500). For the
+    /// responder; the session's shard.
     void complete(session& s, std::uint64_t seq, response r, bool dropped);
+    /// The connection's head, body or keep-alive deadline passed. For its timer; the shard.
     void timer_fired(session& s);
 
 private:
