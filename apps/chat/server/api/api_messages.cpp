@@ -9,7 +9,6 @@
 #include "apps/chat/server/net/names.hpp"
 #include "apps/chat/server/rooms/room_posts.hpp"
 
-#include <charconv>
 #include <memory>
 
 namespace strix::chat {
@@ -20,17 +19,9 @@ using nlohmann::json;
 constexpr std::size_t max_text = 60000;  // chat_req's limit
 constexpr std::size_t max_key = 128;
 
-std::optional<std::uint64_t> room_param(http::request& req) {
-    const std::string_view s = req.param("room_id");
-    std::uint64_t v = 0;
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || end != s.data() + s.size() || v == 0) return std::nullopt;
-    return v;
-}
-
 void post_message(api_server& api, http::request& req, api_call call) {
-    const auto room = room_param(req);
-    if (!room) return call.fail(400, "bad_request", "room_id must be a positive decimal number");
+    const auto room = room_param(req, call);
+    if (!room) return;
     const auto body = json_body(req, call);
     if (!body) return;
     body_refusal why;

@@ -15,7 +15,6 @@
 
 #include "apps/chat/server/net/names.hpp"
 
-#include <charconv>
 #include <memory>
 
 namespace strix::chat {
@@ -73,11 +72,9 @@ int status_of(error_code code) {
 
 void moderate(api_server& api, http::request& req, api_call call, mod_action action) {
     if (!single_node(api, call)) return;
-    const std::string_view id_text = req.param("room_id");
-    std::uint64_t room = 0;
-    const auto [end, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), room);
-    if (ec != std::errc() || end != id_text.data() + id_text.size() || room == 0)
-        return call.fail(400, "bad_request", "room_id must be a positive decimal number");
+    const auto room_opt = room_param(req, call);
+    if (!room_opt) return;
+    const std::uint64_t room = *room_opt;
     const auto body = json_body(req, call);
     if (!body) return;
     body_refusal why;

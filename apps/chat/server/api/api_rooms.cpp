@@ -37,16 +37,6 @@ std::optional<std::uint64_t> parse_u64(std::string_view s) {
     return v;
 }
 
-// The room id of the path, or a 400 already sent.
-std::optional<std::uint64_t> room_of(http::request& req, api_call& call) {
-    const auto id = parse_u64(req.param("room_id"));
-    if (!id || *id == 0) {
-        call.fail(400, "bad_request", "room_id must be a positive decimal number");
-        return std::nullopt;
-    }
-    return id;
-}
-
 void busy(api_call& call) {
     call.fail(503, "server_busy", "the database queue is full; retry later", {{"Retry-After", "1"}});
 }
@@ -77,7 +67,7 @@ void list_rooms(api_server& api, api_call call) {
 // The room's row and members from the database, their online state from the owner shard (which
 // holds the room while a session of this node is in it), then the answer on the call's shard.
 void get_room(api_server& api, http::request& req, api_call call) {
-    const auto id = room_of(req, call);
+    const auto id = room_param(req, call);
     if (!id) return;
     auto held = std::make_shared<api_call>(std::move(call));
     api_server* a = &api;
@@ -119,12 +109,7 @@ void get_room(api_server& api, http::request& req, api_call call) {
                         {"last_seq", last_seq},
                         {"members", std::move(members)}};
             }
-            a->back_on(held->shard(), [held, status, body = std::move(body)] {
-                if (status == 200)
-                    held->reply(body);
-                else
-                    held->fail(status, body["error"].get<std::string>(), body["reason"].get<std::string>());
-            });
+            a->back_on(held->shard(), [held, status, body = std::move(body)] { held->answer(status, body); });
         });
     });
     if (!queued) busy(*held);
@@ -140,7 +125,7 @@ json message_json(const chat_log_entry& e) {
 }
 
 void get_history(api_server& api, http::request& req, api_call call) {
-    const auto id = room_of(req, call);
+    const auto id = room_param(req, call);
     if (!id) return;
     const auto q = http::parse_query(req.query());
     if (!q) return call.fail(400, "bad_request", "the query string has a malformed %-escape");
@@ -189,12 +174,7 @@ void get_history(api_server& api, http::request& req, api_call call) {
             status = 503;
             body = {{"error", "database_unavailable"}, {"reason", "the database is unavailable; retry later"}};
         }
-        a->back_on(held->shard(), [held, status, body = std::move(body)] {
-            if (status == 200)
-                held->reply(body);
-            else
-                held->fail(status, body["error"].get<std::string>(), body["reason"].get<std::string>());
-        });
+        a->back_on(held->shard(), [held, status, body = std::move(body)] { held->answer(status, body); });
     });
     if (!queued) busy(*held);
 }

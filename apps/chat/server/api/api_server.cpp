@@ -5,6 +5,7 @@
 #include <strix/core/log.hpp>
 #include <strix/core/shard.hpp>
 
+#include <charconv>
 #include <stdexcept>
 
 namespace strix::chat {
@@ -44,6 +45,22 @@ void api_call::fail(int status, std::string_view error, std::string_view reason,
     http::response r = error_response(status, error, reason);
     r.headers = std::move(headers);
     send(std::move(r));
+}
+
+void api_call::answer(int status, const nlohmann::json& body) {
+    if (status == 200) return reply(body);
+    fail(status, body.value("error", std::string()), body.value("reason", std::string()));
+}
+
+std::optional<std::uint64_t> room_param(const http::request& req, api_call& call) {
+    const std::string_view s = req.param("room_id");
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || end != s.data() + s.size() || v == 0) {
+        call.fail(400, "bad_request", "room_id must be a positive decimal number");
+        return std::nullopt;
+    }
+    return v;
 }
 
 void api_call::send(http::response r) {

@@ -73,6 +73,8 @@ public:
               std::vector<std::pair<std::string, std::string>> headers = {});
     /// Answers with a response as built.
     void send(http::response r);
+    /// reply(body) for status 200, else fail(status, body["error"], body["reason"]).
+    void answer(int status, const nlohmann::json& body);
 
     unsigned shard() const noexcept { return shard_; }
     const std::string& key_name() const noexcept { return key_name_; }
@@ -135,6 +137,10 @@ private:
 /// The body of req as a JSON object (api_json.hpp), or nullopt after answering 400 or 415 through
 /// call. The call's shard.
 std::optional<nlohmann::json> json_body(const http::request& req, api_call& call);
+
+/// The path's {room_id}: a positive decimal number, or nullopt after answering 400. The call's
+/// shard.
+std::optional<std::uint64_t> room_param(const http::request& req, api_call& call);
 
 /// Finds account `name` on a database worker, then runs then(call, account) on the call's
 /// shard; an unknown account is answered 404 unknown_account, a failing or full database 503.
