@@ -204,10 +204,9 @@ void chat_request_seeds() {
     {
         flatbuffers::FlatBufferBuilder fbb;
         auto room = proto::Createroom_info(fbb, 9, fbb.CreateString("r"), 2);
-        std::vector<flatbuffers::Offset<proto::player_info>> members{proto::Createplayer_info(fbb, 1,
-                                                                                              fbb.CreateString("ann")),
-                                                                     proto::Createplayer_info(fbb, 2,
-                                                                                              fbb.CreateString("ben"))};
+        std::vector<flatbuffers::Offset<proto::member_info>> members{
+            proto::Createmember_info(fbb, 1, fbb.CreateString("ann"), true, proto::member_role::owner),
+            proto::Createmember_info(fbb, 2, fbb.CreateString("ben"), false)};
         fbb.Finish(proto::Createjoin_room_res(fbb, room, fbb.CreateVector(members)));
         bodies.emplace_back(msg_type::join_room_res, finished(fbb));
     }
