@@ -205,6 +205,44 @@ TEST_P(api_actions, the_application_makes_rooms_and_moderates_with_the_owners_au
     stop_cleanly(*s);
 }
 
+// A direct message from the application on an account's behalf: the pair's room is made and both
+// accounts' sessions go in before the message, which each gets once; blocks apply.
+TEST_P(api_actions, a_direct_message_opens_the_pairs_room_and_reaches_both) {
+    auto s = start_api();
+    chat_client ann(s->port()), ben(s->port());
+    ann.login_v2("ann");
+    ben.login_v2("ben");
+    const json body{{"from", "ann"}, {"text", "hi ben"}, {"idempotency_key", "dm-1"}};
+    auto [st, res] = request("POST", "/api/v1/users/ben/messages", body.dump());
+    ASSERT_EQ(st, 200) << res;
+    const std::uint64_t room = res["room_id"];
+    EXPECT_FALSE(res["repeated"].get<bool>());
+    for (chat_client* c : {&ann, &ben}) {
+        auto j = c->expect(proto::msg_type::join_room_res);
+        EXPECT_EQ(j.as<proto::join_room_res>()->room()->kind(), proto::room_kind::direct);
+        EXPECT_EQ(j.as<proto::join_room_res>()->room()->id(), room);
+        const auto [seq, sender, text] = next_message(*c);
+        EXPECT_EQ(seq, res["seq"].get<std::uint64_t>());
+        EXPECT_EQ(sender, "ann");
+        EXPECT_EQ(text, "hi ben");
+    }
+    auto again = request("POST", "/api/v1/users/ben/messages", body.dump());
+    EXPECT_EQ(again.first, 200);
+    EXPECT_TRUE(again.second["repeated"].get<bool>());
+    EXPECT_EQ(again.second["room_id"], room);
+    EXPECT_EQ(request("POST", "/api/v1/users/nobody/messages", body.dump()).first, 404);
+    EXPECT_EQ(request("POST", "/api/v1/users/ann/messages", body.dump()).first, 400) << "to oneself";
+    ASSERT_TRUE(ben.send_block("ann", true));
+    ben.expect(proto::msg_type::block_res);
+    auto blocked = request("POST", "/api/v1/users/ben/messages", json{{"from", "ann"}, {"text", "x"}}.dump());
+    EXPECT_EQ(blocked.first, 403) << blocked.second;
+    for (chat_client* c : {&ann, &ben}) {
+        c->sync();
+        c->expect_nothing();
+    }
+    stop_cleanly(*s);
+}
+
 STRIX_CHAT_BACKENDS(api_actions);
 
 }  // namespace
