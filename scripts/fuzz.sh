@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-"frame_decoder framers zmtp chat_request chat_config metrics_http tls_stream curve ws zmq_api http"}
+targets=${FUZZ_TARGETS:-"frame_decoder framers zmtp chat_request chat_config metrics_http tls_stream curve ws zmq_api http jwt"}
 cxx=${FUZZ_CXX:-clang++-16}
 cc=${FUZZ_CC:-clang-16}
 out=build-fuzz
@@ -61,6 +61,7 @@ declare -A under_test=(
   [ws]='/src/net/ws/'
   [zmq_api]='/src/zmq/'
   [http]='/src/net/http/'
+  [jwt]='/apps/chat/server/login/jwt'
 )
 
 # One target: runs it, writes its report row to $out/rows/<target> and its final line to the log.
