@@ -129,15 +129,15 @@ start_listeners() {
   mkfifo "$tmp/$tag.a.in" "$tmp/$tag.b.in"
   for who in a b; do
     "${pin[@]}" "$bin/strix-chat-client" --port "$port" --name "apilisten$who" --password "listen-pw-$who" \
-      --no-device-token <"$tmp/$tag.$who.in" >"$runs_dir/$tag.listener-$who.out" 2>&1 &
+      --no-device-token <"$tmp/$tag.$who.in" >"$tmp/$tag.listener-$who.out" 2>&1 &
     pids+=("$!")
   done
   exec 7>"$tmp/$tag.a.in" 8>"$tmp/$tag.b.in"
   printf '/create api-bench\n' >&7
-  wait_for "$runs_dir/$tag.listener-a.out" "^created room [0-9]+ 'api-bench'"
-  room=$(sed -nE "s/^created room ([0-9]+) 'api-bench'.*/\1/p" "$runs_dir/$tag.listener-a.out")
+  wait_for "$tmp/$tag.listener-a.out" "^created room [0-9]+ 'api-bench'"
+  room=$(sed -nE "s/^created room ([0-9]+) 'api-bench'.*/\1/p" "$tmp/$tag.listener-a.out")
   printf '/join %s\n' "$room" >&8
-  wait_for "$runs_dir/$tag.listener-b.out" "^joined room $room 'api-bench'"
+  wait_for "$tmp/$tag.listener-b.out" "^joined room $room 'api-bench'"
 }
 
 stop_listeners() {
@@ -178,11 +178,16 @@ print(f"{tag}: API posts answered 200: {ok}, stored (room last_seq): {stored} ({
 PY
   for who in a b; do
     for _ in $(seq 200); do
-      n=$(grep -Ec "^\[$room#[0-9]+\] " "$runs_dir/$tag.listener-$who.out" || true)
+      n=$(grep -Ec "^\[$room#[0-9]+\] " "$tmp/$tag.listener-$who.out" || true)
       [ "$n" -ge "$last_seq" ] && break
       sleep 0.05
     done
-    [ "$n" -eq "$last_seq" ] || die "$tag: listener $who printed $n messages of room $room, which holds $last_seq"
+    if [ "$n" -ne "$last_seq" ]; then
+      cp "$tmp/$tag.listener-$who.out" "$runs_dir/"
+      die "$tag: listener $who printed $n messages of room $room, which holds $last_seq ($runs_dir/$tag.listener-$who.out)"
+    fi
+    # Hundreds of thousands of lines: keep the start and the end.
+    { head -n 20 "$tmp/$tag.listener-$who.out"; echo ...; tail -n 20 "$tmp/$tag.listener-$who.out"; } >"$runs_dir/$tag.listener-$who.out"
   done
   echo "{\"stored\": $last_seq, \"room\": $room}" >"$runs_dir/$tag.check.json"
 }
@@ -227,6 +232,7 @@ run_one() {
   fi
   stop_listeners
   stop_server
+  [ "$mode" = api ] || cp "$tmp/$tag.listener-a.out" "$tmp/$tag.listener-b.out" "$runs_dir/"
   rm -f "$tmp/$tag".*
 }
 
