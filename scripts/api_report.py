@@ -100,6 +100,13 @@ def main():
         f"strix-chat-client listeners " + ("unpinned" if a.client_cpus == "all" else
                                             f"pinned to CPU(s) {a.client_cpus} (taskset)") + ". Load average at start "
         f"{load.get('start', '?')}, at end {load.get('end', '?')}.",
+    ]
+    busy = max(float(v.split()[0]) for v in load.values()) if load else 0.0
+    if busy > 0.5 * int(a.cpus):
+        lines += ["", f"**The machine was busy**: a 1-minute load average of up to {busy:.2f} on {a.cpus} CPUs "
+                  "around these runs means other work took CPU time from the server and the clients; compare "
+                  "the modes with each other, not with a quiet machine's figures."]
+    lines += [
         "",
         "Checked in every API run: wrk saw no status over 399 and no socket error; the room's last_seq",
         "(GET /api/v1/rooms/{room}) is at least the posts answered 200 and at most that plus the requests in",
