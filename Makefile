@@ -6,6 +6,9 @@
 #   make bench-cluster  the Chat server portfolio's chat load over two cluster nodes and Redis next to one
 #               node, then Redis and a node killed mid-run, into build/bench/cluster.md (CLUSTER_RUNS,
 #               CLUSTER_DURATION: scripts/bench-cluster.sh)
+#   make bench-api  the server API's message posts from 50 keep-alive connections (wrk) while the Chat
+#               server portfolio's chat load runs, next to the chat load alone, into build/bench/api.md
+#               (API_RUNS, API_DURATION: scripts/bench-api.sh)
 #   make bench-link  strix::link against libzmq (the ServerLink porting log's tables) into build/bench/link.md
 #   make bench-zmq   strix's libzmq.so.5 against Debian's libzmq: libzmq's own perf programs and pyzmq built
 #               against each, side by side, into build/bench/zmq.md (ZMQ_RUNS and more: scripts/bench-zmq.sh)
@@ -28,7 +31,7 @@ CMAKE_FLAGS += -DCMAKE_BUILD_TYPE=Release
 endif
 CTEST_ARGS ?=
 
-.PHONY: format format-check all deps configure build test bench bench-components bench-scaling bench-echo bench-echo-tls bench-echo-ws bench-chat bench-link bench-zmq bench-cluster-hop bench-cluster fuzz run clean soak
+.PHONY: format format-check all deps configure build test bench bench-components bench-scaling bench-echo bench-echo-tls bench-echo-ws bench-chat bench-link bench-zmq bench-cluster-hop bench-cluster bench-api fuzz run clean soak
 
 all: build
 
@@ -57,6 +60,10 @@ bench-cluster-hop: build
 
 bench-cluster: build
 	@scripts/bench-cluster.sh $(BUILD_DIR)
+
+# Not part of make bench: it needs wrk and measures one feature (the server API) under the chat load.
+bench-api: build
+	@scripts/bench-api.sh $(BUILD_DIR)
 
 bench-chat: build
 	@if [ -x scripts/bench-chat.sh ]; then scripts/bench-chat.sh $(BUILD_DIR); else echo "strix: chat benchmark not available yet"; fi

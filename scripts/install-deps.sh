@@ -25,6 +25,7 @@ packages=(
   python3-dev                 # pyzmq built from its sdist (Python.h) against libzmq and strix's libzmq.so.5 (scripts/pyzmq-venv.sh)
   python3-zmq                 # Debian's pyzmq, built against the system's libzmq.so.5: the unchanged binary run on strix's
   gnuplot-nox                 # echo.png and other plots written by make bench
+  wrk                         # make bench-api: 50 keep-alive connections POSTing to the server API while the chat load runs
   curl iproute2               # make bench-zmq: fetches libzmq's source package (its perf programs); ss sees a receiver listen
   clang-16 libclang-rt-16-dev llvm-16   # make fuzz only: libFuzzer + sanitizers, llvm-symbolizer (fuzz/)
   clang-format-16             # make format only: .clang-format
