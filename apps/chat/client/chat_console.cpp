@@ -285,6 +285,8 @@ bool chat_console::read_tls() {
 }
 
 void chat_console::next_lines() {
+    // A token needs no name or password: logged in before any line is read.
+    if (!logged_in_ && !opt_.jwt.empty() && waiting_ == waiting::nothing && !quit_) login();
     while (!quit_ && waiting_ == waiting::nothing && !lines_.empty()) {
         std::string line = lines_.front();
         lines_.pop_front();
@@ -330,6 +332,14 @@ void chat_console::login() {
         }
     }
     fbb_.Clear();
+    if (!opt_.jwt.empty()) {
+        const auto jwt = fbb_.CreateString(opt_.jwt);
+        fbb_.Finish(proto::Createlogin_req(fbb_, 0, 0, 0, 0, 2, jwt));
+        send(proto::msg_type::login_req);
+        waiting_ = waiting::login;
+        waiting_since_ = std::chrono::steady_clock::now();
+        return;
+    }
     // A device token from an earlier login of this name on this server exempts this login from
     // the lockout that other people's wrong guesses at the name can cause.
     flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>> token;

@@ -47,6 +47,7 @@ struct console_options {
     bool tls = false;          ///< TLS to the server, its certificate verified
     std::string ca_file;       ///< trust anchors for --tls; empty: the system's trust store
     std::string server_name;   ///< the name (or address) to verify and send as SNI; empty: host
+    std::string jwt;           ///< a JWT to log in with (--jwt-file); then no name or password is asked
 };
 
 class chat_console {

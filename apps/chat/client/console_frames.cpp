@@ -29,8 +29,10 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
                         "others' wrong guesses",
                         err);
             }
-            out("logged in as {} (player {}){}", str(res->player()->name()), player_id_,
-                res->created() ? ", new account" : "");
+            out("logged in as {} (player {}){}{}", str(res->player()->name()), player_id_,
+                res->created() ? ", new account" : "",
+                res->expires_at() != 0 ? strix::format(", token valid until {} (Unix time)", res->expires_at())
+                                       : std::string());
             // The rooms the account belongs to: a join_room_res follows for each.
             if (res->rooms() != nullptr)
                 for (const proto::room_ref* r : *res->rooms())
@@ -178,6 +180,14 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
             if (m == nullptr || m->player() == nullptr) break;
             if (m->player()->id() != player_id_)
                 out("* {} is typing in room {}", str(m->player()->name()), m->room_id());
+            return;
+        }
+        case proto::msg_type::token_expired: {
+            const auto* m = body_as<proto::token_expired>(frame);
+            if (m == nullptr) break;
+            out("the login token expired; the server closes this session in {} s (start again with a fresh "
+                "--jwt-file)",
+                m->grace_seconds());
             return;
         }
         case proto::msg_type::history_res: {

@@ -9,6 +9,9 @@
 #include <CLI/CLI.hpp>
 
 #include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <string>
 
 int main(int argc, char** argv) {
     strix::chat::console_options o;
@@ -34,10 +37,25 @@ int main(int argc, char** argv) {
     app.add_option("--state-dir", o.state_dir,
                    "where device tokens are kept (default: $XDG_STATE_HOME/strix-chat, else "
                    "~/.local/state/strix-chat)");
+    std::string jwt_file;
+    app.add_option("--jwt-file", jwt_file,
+                   "log in with the JSON Web Token in FILE (a server with --jwt-key; the account is the token's sub) "
+                   "instead of a name and password")
+        ->type_name("FILE")
+        ->check(CLI::ExistingFile);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         return app.exit(e);
+    }
+    if (!jwt_file.empty()) {
+        std::ifstream in(jwt_file);
+        std::getline(in, o.jwt);
+        while (!o.jwt.empty() && (o.jwt.back() == '\r' || o.jwt.back() == ' ')) o.jwt.pop_back();
+        if (o.jwt.empty()) {
+            std::fprintf(stderr, "strix-chat-client: --jwt-file %s holds no token\n", jwt_file.c_str());
+            return 2;
+        }
     }
     std::signal(SIGPIPE, SIG_IGN);
     strix::chat::chat_console console(std::move(o));
