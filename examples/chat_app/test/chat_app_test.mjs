@@ -182,8 +182,40 @@ async function main() {
   await pages.alice.screenshot({ path: path.join(build, 'browser/chat-app.png'), fullPage: true });
   await pages.bob.context().close();
   await check_webhooks(app, room, want);
+  await check_tcp_and_tls(app, server, jwt_key);
   await browser.close();
   server.p.kill('SIGTERM');
+}
+
+/// The same deployment from a terminal: carol signs in to the backend, takes the JWT it signs, and
+/// strix-chat-client logs in with it over plain TCP and, on a second server with a certificate
+/// (same --jwt-key), over TLS, verifying the server.
+async function check_tcp_and_tls(app, server, jwt_key) {
+  const signed_in = await fetch(`${app}/login`, { method: 'POST', body: JSON.stringify({ username: 'carol', password: 'demo' }) });
+  same('carol signs in to the backend', signed_in.status, 200);
+  const sid = signed_in.headers.get('set-cookie').split(';')[0];
+  const minted = await fetch(`${app}/token`, { method: 'POST', headers: { cookie: sid } });
+  same('the backend signs carol a token', minted.status, 200);
+  const token_file = `${work}/carol.jwt`;
+  writeFileSync(token_file, `${(await minted.json()).token}\n`);
+  const client = (args) => execFileSync(path.join(build, 'bin/strix-chat-client'), [...args, '--jwt-file', token_file],
+    { input: '/quit\n', encoding: 'utf8', timeout: 20000 });
+  const tcp_port = server.out.match(/listening on 127\.0\.0\.1:(\d+)/)[1];
+  const over_tcp = client(['--port', tcp_port]);
+  if (!/logged in as carol \(player \d+\)/.test(over_tcp)) fail(`carol over TCP:\n${over_tcp}`);
+
+  const tls_work = `${work}/tls`;
+  mkdirSync(tls_work, { recursive: true });
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes',
+    '-keyout', `${tls_work}/key.pem`, '-out', `${tls_work}/cert.pem`, '-days', '1', '-subj', '/CN=localhost',
+    '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { stdio: 'ignore' });
+  const tls = start(path.join(build, 'bin/strix-chat-server'), ['--port', '0', '--db', `sqlite:${tls_work}/chat.db`,
+    '--metrics-port', '0', '--no-pin', '--jwt-key', jwt_key, '--tls-cert', `${tls_work}/cert.pem`,
+    '--tls-key', `${tls_work}/key.pem`]);
+  const [, tls_port] = await tls.wait_for(/listening on 127\.0\.0\.1:(\d+) \(TLS\)/, 'the TLS server\'s start');
+  const over_tls = client(['--tls', '--ca', `${tls_work}/cert.pem`, '--port', tls_port]);
+  if (!/logged in as carol \(player \d+\), new account/.test(over_tls)) fail(`carol over TLS:\n${over_tls}`);
+  tls.p.kill('SIGTERM');
 }
 
 /// alice announces through the backend (which posts with the server API): both pages show it.
