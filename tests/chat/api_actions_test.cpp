@@ -205,6 +205,47 @@ TEST_P(api_actions, the_application_makes_rooms_and_moderates_with_the_owners_au
     stop_cleanly(*s);
 }
 
+// DELETE: every session in the room leaves it, the room is gone from lists and joins, its
+// members' next login does not put them back, and its stored messages stay readable.
+TEST_P(api_actions, deleting_a_room_takes_every_session_out) {
+    auto s = start_api();
+    std::uint64_t id = 0, direct = 0;
+    {
+        chat_client ann(s->port()), ben(s->port());
+        ann.login_v2("ann");
+        ben.login_v2("ben");
+        id = ann.create("doomed");
+        ben.join(id);
+        ASSERT_TRUE(ann.send_chat_in(id, "last words"));
+        next_message(ann);
+        next_message(ben);
+        ASSERT_TRUE(ann.send_direct("ben", "psst"));
+        direct = ann.expect(proto::msg_type::join_room_res).as<proto::join_room_res>()->room()->id();
+        const std::string path = "/api/v1/rooms/" + std::to_string(id);
+        EXPECT_EQ(request("DELETE", "/api/v1/rooms/" + std::to_string(direct)).first, 403);
+        EXPECT_EQ(request("DELETE", path).first, 204);
+        for (chat_client* c : {&ann, &ben}) {
+            bool left = false;
+            for (int i = 0; i < 10 && !left; ++i) {
+                auto f = c->recv();
+                ASSERT_TRUE(f.has_value());
+                if (f->type == proto::msg_type::leave_room_res) left = f->as<proto::leave_room_res>()->room_id() == id;
+            }
+            EXPECT_TRUE(left);
+        }
+        EXPECT_EQ(request("DELETE", path).first, 404);
+        EXPECT_EQ(request("GET", path).first, 404);
+        ben.send_join(id);
+        ben.expect_error(proto::msg_type::join_room_req, proto::error_code::unknown_room);
+        auto [hst, history] = request("GET", path + "/history");
+        EXPECT_EQ(hst, 404) << "the room is gone; its rows stay for retention";
+    }
+    chat_client ann(s->port());
+    const auto rooms = ann.login_v2("ann");
+    for (const auto& [room, last_read] : rooms) EXPECT_NE(room, id) << "a deleted room is no one's";
+    stop_cleanly(*s);
+}
+
 // A direct message from the application on an account's behalf: the pair's room is made and both
 // accounts' sessions go in before the message, which each gets once; blocks apply.
 TEST_P(api_actions, a_direct_message_opens_the_pairs_room_and_reaches_both) {

@@ -3,6 +3,8 @@
 // direct room).
 //
 //   POST /api/v1/rooms                    {"name", "owner"?}          -> 201 {id, name, kind, members}
+//   DELETE /api/v1/rooms/{room_id}                                    -> 204: every session in it gets
+//                                                                        leave_room_res
 //   POST /api/v1/rooms/{room_id}/kick     {"user"}                    -> 204
 //   POST /api/v1/rooms/{room_id}/ban      {"user", "duration_s"?}     -> 204 (0 or absent: no end)
 //   POST /api/v1/rooms/{room_id}/mute     {"user", "duration_s"}      -> 204 (1 .. 31536000)
@@ -57,6 +59,29 @@ void create_room(api_server& api, http::request& req, api_call call) {
     if (!owner) return make(std::make_shared<api_call>(std::move(call)), 0, {});
     with_account(api, std::move(call), *owner,
                  [make](std::shared_ptr<api_call> held, account acct) { make(held, acct.id, acct.name); });
+}
+
+void delete_room(api_server& api, http::request& req, api_call call) {
+    if (!single_node(api, call)) return;
+    const auto room = room_param(req, call);
+    if (!room) return;
+    auto held = std::make_shared<api_call>(std::move(call));
+    api_server* a = &api;
+    api.services().invoke_on(room_id(*room).owner(api.services().size()), [a, held, id = *room](chat_service& svc) {
+        svc.host().delete_for(room_id(id), [a, held](int status, const char* reason) {
+            a->back_on(held->shard(), [held, status, why = std::string(reason ? reason : "")] {
+                if (status != 204)
+                    return held->fail(status,
+                                      status == 404   ? "unknown_room"
+                                      : status == 403 ? "forbidden"
+                                                      : "server_busy",
+                                      why);
+                http::response r;
+                r.status = 204;
+                held->send(std::move(r));
+            });
+        });
+    });
 }
 
 int status_of(error_code code) {
@@ -117,6 +142,8 @@ void moderate(api_server& api, http::request& req, api_call call, mod_action act
 void add_room_actions(api_server& api) {
     api.add("POST", "/api/v1/rooms",
             [&api](http::request& req, api_call call) { create_room(api, req, std::move(call)); });
+    api.add("DELETE", "/api/v1/rooms/{room_id}",
+            [&api](http::request& req, api_call call) { delete_room(api, req, std::move(call)); });
     const std::pair<const char*, mod_action> actions[] = {
         {"/api/v1/rooms/{room_id}/kick", mod_action::kick},
         {"/api/v1/rooms/{room_id}/ban", mod_action::ban},

@@ -72,6 +72,10 @@ public:
     /// only.
     void create_for(room_id id, std::string name, std::uint64_t owner_id, std::string owner_name,
                     std::function<void(bool)> done);
+    /// The server API's delete (room_api.cpp): group room `id` is deleted (its messages stay until
+    /// retention), every session in it gets leave_room_res, and done(204, nullptr) runs once that
+    /// is committed; else done(404 / 403 / 503, the reason) and nothing changes. Owner shard only.
+    void delete_for(room_id id, std::function<void(int, const char*)> done);
 
     /// Adds session m to the room and stores that m's account belongs to it: join_room_res to m
     /// (every member with its online state, the join point), and to the others member_joined for
