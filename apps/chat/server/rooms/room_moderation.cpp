@@ -54,7 +54,9 @@ std::optional<room_host::refusal> room_host::check(room& r, const moderation& m,
         return refusal{error_code::not_in_room, "the target is not a member"};
     // Nobody acts on the owner; only the owner acts on an admin.
     const std::uint8_t theirs = r.role_of(m.target);
-    if (theirs >= mine) return refusal{error_code::forbidden, "the target's role is not below yours"};
+    if (theirs >= mine)
+        return refusal{error_code::forbidden,
+                       m.application ? "not on the room's owner" : "the target's role is not below yours"};
     if (a == mod_action::promote && theirs != role_member)
         return refusal{error_code::bad_request, "the target is an admin already"};
     if (a == mod_action::demote && theirs != role_admin) return refusal{error_code::bad_request, "not an admin"};
