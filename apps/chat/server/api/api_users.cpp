@@ -3,6 +3,8 @@
 //   GET  /api/v1/users/{user}/presence    -> {"user", "online", "sessions"}: this node's sessions
 //   POST /api/v1/users/{user}/disconnect  -> {"user", "closed"}: every session of the account on
 //                                            this node gets error_res{none, forbidden} and is closed
+//                                            (`closed` counts them); in cluster mode the other
+//                                            nodes close theirs on a chat:ctl signal
 //
 // The account is looked up on a database worker (404 when there is none); the sessions are
 // counted or closed by every shard (sharded::gather) from the call's shard.
@@ -43,9 +45,12 @@ void add_user_calls(api_server& api) {
             });
     });
     api.add("POST", "/api/v1/users/{user}/disconnect", [&api](http::request& req, api_call call) {
+        api_server* a = &api;
         over_sessions(
             api, req, std::move(call), [](chat_service& svc, const std::string& u) { return svc.disconnect(u); },
-            [](api_call& c, const std::string& u, std::size_t n) {
+            [a](api_call& c, const std::string& u, std::size_t n) {
+                // In cluster mode the other nodes close theirs when the signal reaches them.
+                a->services().on(c.shard()).host().sequencer().disconnected(u);
                 c.reply({{"user", u}, {"closed", n}});
             });
     });

@@ -98,6 +98,8 @@ public:
     //                                                  the two accounts of direct room <room>
     //                                                  (created: the room is new, all of it here)
     //                "<node> b <room> <blocker> <blocked> <0|1>"   a block in a direct room
+    //                "<node> x <account name>"         the server API closed the account's
+    //                                                  sessions: every node closes its own
     // A node follows chat:{R}:e while it watches R, and chat:ctl on its registry shard. What is
     // published while a node does not follow is lost to it: typing is ephemeral anyway, a read
     // marker and a direct room reach its sessions at their next login, a block at the room's
@@ -107,6 +109,7 @@ public:
     void signal_read(room_id id, std::uint64_t account, std::uint64_t seq);
     void signal_direct(const stored_room& info, bool created);
     void signal_block(room_id id, std::uint64_t blocker, std::uint64_t blocked, bool on);
+    void signal_disconnect(std::string_view name);
 
 private:
     using entry_key = std::pair<std::uint64_t, std::uint32_t>;  // account, node

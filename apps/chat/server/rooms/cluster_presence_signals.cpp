@@ -75,6 +75,10 @@ void cluster_presence::signal_block(room_id id, std::uint64_t blocker, std::uint
                                                          std::to_string(blocked), on ? "1" : "0"}));
 }
 
+void cluster_presence::signal_disconnect(std::string_view name) {
+    publish_signal(std::string(control_channel), signal(node_, 'x', {name}));
+}
+
 bool cluster_presence::on_signal(std::string_view channel, std::string_view payload) {
     if (!is_signal_channel(channel)) return false;
     std::uint64_t node = 0;
@@ -83,6 +87,11 @@ bool cluster_presence::on_signal(std::string_view channel, std::string_view payl
     const char what = payload[0];
     payload.remove_prefix(2);
     auto& services = host_.service().container();
+    if (channel == control_channel && what == 'x') {
+        if (payload.empty()) return true;
+        services.invoke_on_all([name = std::string(payload)](chat_service& svc) { svc.disconnect(name); });
+        return true;
+    }
     if (channel == control_channel) {
         std::uint64_t room = 0;
         if (!take(payload, room) || room == 0) return true;

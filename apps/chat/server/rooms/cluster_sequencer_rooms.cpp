@@ -155,4 +155,8 @@ void cluster_sequencer::block_changed(room_id id, std::uint64_t blocker, std::ui
     if (presence_) presence_->signal_block(id, blocker, blocked, on);
 }
 
+void cluster_sequencer::disconnected(std::string_view name) {
+    if (presence_) presence_->signal_disconnect(name);
+}
+
 }  // namespace strix::chat
