@@ -77,15 +77,7 @@ void post_and_answer(api_server* a, std::shared_ptr<api_call> held, chat_service
 // trip through every shard comes back (FIFO per pair of shards), so they get the message live.
 void direct_room_ready(api_server* a, std::shared_ptr<api_call> held, chat_service& owner, direct_result r,
                        account from, post_request pr) {
-    stored_room info;
-    info.id = r.room_id;
-    info.kind = 1;
-    std::pair<std::uint64_t, std::string> x{from.id, from.name}, y{r.peer.id, r.peer.name};
-    if (y.first < x.first) std::swap(x, y);
-    info.members = {x.first, y.first};
-    info.member_names = {x.second, y.second};
-    info.member_roles = {0, 0};
-    owner.host().adopt_direct(std::move(info), r.created);
+    owner.host().adopt_direct(room_host::direct_room_info(r.room_id, from, r.peer), r.created);
     if (!r.created && !r.joined_peer) return post_and_answer(a, held, owner, std::move(pr));
     owner.host().enter_everywhere(pr.room, {from.id, r.peer.id});
     chat_service* o = &owner;

@@ -141,6 +141,9 @@ public:
     /// The direct room `info` as another node opened it (or this one): held here when `created`
     /// (`info` is all of it; otherwise a join loads it), its two accounts members. Owner shard.
     void adopt_direct(stored_room info, bool created);
+    /// Direct room `id` of accounts a and b as adopt_direct takes it: both members, no roles,
+    /// ascending by account as the database lists them. Any thread.
+    static stored_room direct_room_info(std::uint64_t id, const account& a, const account& b);
     /// Every session of `accounts` on this node goes in room `id` (chat_service::enter_direct on
     /// each shard). Owner shard, after the room is held.
     void enter_everywhere(room_id id, const std::vector<std::uint64_t>& accounts);

@@ -297,6 +297,18 @@ void room_host::open_direct(stored_room info, member m, std::vector<std::uint64_
     if (!announce.empty()) seq_->direct_opened(told, created);
 }
 
+stored_room room_host::direct_room_info(std::uint64_t id, const account& a, const account& b) {
+    stored_room info;
+    info.id = id;
+    info.kind = 1;
+    const account& low = a.id < b.id ? a : b;
+    const account& high = a.id < b.id ? b : a;
+    info.members = {low.id, high.id};
+    info.member_names = {low.name, high.name};
+    info.member_roles = {0, 0};
+    return info;
+}
+
 void room_host::set_block(room_id id, std::uint64_t blocker, std::uint64_t blocked, bool on) {
     STRIX_ASSERT_OWNER(service_.home(), "room_host::set_block");
     if (room* r = find(id)) r->set_block(blocker, blocked, on);

@@ -166,15 +166,7 @@ void chat_service::direct_opened(std::uint64_t sid, std::string to, direct_resul
     p->rooms.push_back({room});
     p->pending = player::pending_op::join;
     p->joins_in_flight = 1;
-    stored_room info;
-    info.id = r.room_id;
-    info.kind = 1;
-    // Ascending by account, as the database lists members.
-    std::pair<std::uint64_t, std::string> a{p->player_id, p->name}, b{r.peer.id, r.peer.name};
-    if (b.first < a.first) std::swap(a, b);
-    info.members = {a.first, b.first};
-    info.member_names = {a.second, b.second};
-    info.member_roles = {0, 0};
+    stored_room info = room_host::direct_room_info(r.room_id, account{p->player_id, p->name}, r.peer);
     // Both accounts' other sessions go in too when the room (or a membership) is new.
     std::vector<std::uint64_t> announce;
     if (r.created || r.joined_peer) announce = {p->player_id, r.peer.id};
