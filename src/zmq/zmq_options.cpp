@@ -272,8 +272,11 @@ bool set_stored_int(sock& s, int option, int x, bool is_int, int& rc) {
             field = &so.multicast_loop;
             valid = valid && x >= 0;
             break;
-        case ZMQ_IPV4ONLY:
-            if (!is_int || (x != 0 && x != 1)) break;
+        case ZMQ_IPV4ONLY:  // stored inverted in ipv6: no field of its own
+            if (!is_int || (x != 0 && x != 1)) {
+                rc = fail(EINVAL);
+                return true;
+            }
             so.ipv6 = !x;
             rc = 0;
             return true;

@@ -185,6 +185,7 @@ static void option_values(void* s) {
     EXPECT_ERR(zmq_setsockopt(s, ZMQ_TCP_KEEPALIVE, &v, sizeof v), EINVAL);
     EXPECT_ERR(zmq_setsockopt(s, ZMQ_IMMEDIATE, &v, sizeof v), EINVAL);
     EXPECT_ERR(zmq_setsockopt(s, ZMQ_IPV6, &v, sizeof v), EINVAL);
+    EXPECT_ERR(zmq_setsockopt(s, ZMQ_IPV4ONLY, &v, sizeof v), EINVAL);  // strict 0 or 1
     v = 1;
     EXPECT_ERR(zmq_setsockopt(s, 9999, &v, sizeof v), EINVAL);
     EXPECT_ERR(zmq_setsockopt(s, -1, &v, sizeof v), EINVAL);
