@@ -57,6 +57,7 @@ void session::start() {
     }
     if (life_.state != phase::open) return;  // a TLS client's first flight failed
     in_.last_rx_tick = life_.opened_tick = owner().now_tick();
+    group_.list_for_sweep(*this);  // the stream's own state (TLS) is trimmed once it is quiet
     arm_timer();
     if (!tls_) open_handler();  // a TLS session opens when its handshake is done (established)
 }
@@ -119,26 +120,29 @@ void session::open_handler() {
 void session::established() {
     if (life_.state != phase::open) return;
     in_.last_rx_tick = life_.opened_tick = owner().now_tick();
+    group_.list_for_sweep(*this);  // the stream's own state (TLS) is trimmed once it is quiet
     arm_timer();
     open_handler();
 }
 
 const tls_info* session::tls() const noexcept { return tls_ ? tls_->info() : nullptr; }
 
-bool session::trim_if_idle(std::uint64_t quiet_ticks) noexcept {
-    if (life_.state != phase::open || !out_.tx.empty()) return false;
-    if (owner().now_tick() - in_.last_rx_tick < quiet_ticks) return false;
-    bool freed = false;
+session::sweep_result session::trim_if_idle(std::uint64_t quiet_ticks) noexcept {
+    sweep_result r;
+    if (life_.state != phase::open || !out_.tx.empty()) return r;
+    if (owner().now_tick() - in_.last_rx_tick < quiet_ticks) return r;
     if (out_.tx.has_chunks()) {
         out_.tx.trim();
-        freed = true;
+        r.freed = true;
     }
     if (in_.rx.has_storage() && in_.rx.empty()) {
         release_rx(true);
-        freed = true;
+        r.freed = true;
     }
     io_->trim();
-    return freed;
+    // Holding nothing now: off the sweep's list until a read takes a ring or a send queues.
+    r.settled = !in_.rx.has_storage();
+    return r;
 }
 
 void session::set_max_frame(std::uint32_t max_frame) noexcept {
@@ -196,6 +200,7 @@ void session::publish_sends() noexcept {
 // never calls back into the handler (a broadcast loop over its sessions stays valid).
 inline void session::queued() {
     ++out_.unpublished_sends;
+    group_.list_for_sweep(*this);
     if (out_.tx.size() > group_.limits().max_queued) [[unlikely]]
         drop_slow_consumer();
     owner_.mark_dirty(*this);
@@ -217,6 +222,7 @@ bool session::acquire_rx() {
     std::byte* p = group_.take_rx_buffer();
     if (!p) return false;
     in_.rx.attach(p, group_.limits().recv_buffer);
+    group_.list_for_sweep(*this);
     return true;
 }
 

@@ -63,23 +63,49 @@ session_group::session_group(shard& sh, session_handler& handler, session_group_
       keepalive_(cfg.keepalive),
       frame_ticks_(sh.ticks_for(limits_.frame_timeout)),
       impl_(std::make_unique<impl>(limits_.recv_buffer)) {
-    impl_->sweep.set_callback([this] {
-        const auto period = owner_.ticks_for(sweep_period);
-        std::size_t trimmed = 0;
-        for (auto& [id, s] : impl_->sessions) trimmed += s->trim_if_idle(period) ? 1 : 0;
-        if (trimmed)
-            log(log_level::debug, "shard {}: idle sweep trimmed {} of {} sessions", owner_.id(), trimmed,
-                impl_->sessions.size());
-        // Trimmed send chains, and the output of sessions that closed with it queued (slow
-        // consumers cut at max_queued), went back to malloc (or to buffer_cache, which gives
-        // back what nobody drew from for a second), which keeps their pages; after a large sweep
-        // or megabytes released, ask it to return free pages to the kernel. Cold path: at most
-        // once a second.
-        released_bytes_ += buffer_cache::release_unused();
-        if (trimmed >= 256 || released_bytes_ >= trim_after_released) ::malloc_trim(0);
-        released_bytes_ = 0;
-        owner_.timers().schedule(impl_->sweep, period);
-    });
+    impl_->sweep.set_callback([this] { sweep(); });
+}
+
+// Once a second: the sessions on the sweep list that have been quiet for a second give back
+// their receive ring, trimmed send chain and stream buffers, and leave the list; the others stay.
+// Also samples the output queued (every session with output queued is on the list).
+void session_group::sweep() {
+    const auto period = owner_.ticks_for(sweep_period);
+    std::size_t trimmed = 0, queued_bytes = 0, queues = 0;
+    const std::size_t looked = sweep_list_.size();
+    for (std::size_t i = 0; i < sweep_list_.size();) {
+        auto it = impl_->sessions.find(sweep_list_[i]);
+        session* s = it == impl_->sessions.end() ? nullptr : it->second.get();
+        const auto r = s ? s->trim_if_idle(period) : session::sweep_result{false, true};
+        trimmed += r.freed ? 1 : 0;
+        if (!r.settled) {
+            const std::size_t q = s->queued_bytes();
+            queued_bytes += q;
+            queues += q ? 1 : 0;
+            ++i;
+            continue;
+        }
+        if (s) s->life_.sweep_listed = false;
+        sweep_list_[i] = sweep_list_.back();
+        sweep_list_.pop_back();
+    }
+    if (sweep_list_.capacity() > 64 && sweep_list_.size() < sweep_list_.capacity() / 4) sweep_list_.shrink_to_fit();
+    bump(counters_.sweep_looked, looked);
+    set_gauge(counters_.sweep_listed, sweep_list_.size());
+    set_gauge(counters_.send_queued_bytes, queued_bytes);
+    set_gauge(counters_.send_queues_in_use, queues);
+    counters_.send_queues_peak.raise_to(queues);
+    if (trimmed)
+        log(log_level::debug, "shard {}: idle sweep trimmed {} of {} sessions ({} open)", owner_.id(), trimmed, looked,
+            impl_->sessions.size());
+    // Trimmed send chains, and the output of sessions that closed with it queued (slow consumers
+    // cut at max_queued), went back to malloc (or to buffer_cache, which gives back what nobody
+    // drew from for a second), which keeps their pages; after a large sweep or megabytes released, ask it to
+    // return free pages to the kernel. Receive rings bypass malloc (madvise in give_rx_buffer).
+    released_bytes_ += buffer_cache::release_unused();
+    if (trimmed >= 256 || released_bytes_ >= trim_after_released) ::malloc_trim(0);
+    released_bytes_ = 0;
+    owner_.timers().schedule(impl_->sweep, period);
 }
 
 session_group::~session_group() {

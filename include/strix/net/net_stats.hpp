@@ -73,6 +73,16 @@ struct net_counters : metric_group {
     gauge recv_buffers_peak{*this, "strix_pool_peak", "most receive buffers ever taken at once (summed over shards)"};
     counter recv_buffer_takes{*this, "strix_pool_allocs_total", "receive buffers taken from the per-shard pools"};
     counter recv_buffer_returns{*this, "strix_pool_frees_total", "receive buffers given back to the per-shard pools"};
+    // The idle sweep (once a second per shard) looks only at the sessions that were active since
+    // they last held nothing: its work follows activity, not the sessions open.
+    counter sweep_looked{*this, "strix_idle_sweep_sessions_total",
+                         "sessions the once-a-second idle sweeps looked at (active or holding buffers)"};
+    gauge sweep_listed{*this, "strix_idle_sweep_listed",
+                       "sessions the next idle sweep will look at (active or holding buffers)"};
+    gauge send_queued_bytes{*this, "strix_send_queued_bytes", "output queued on sessions (sampled each second)"};
+    gauge send_queues_in_use{*this, "strix_send_buffers_in_use", "sessions with output queued (sampled each second)"};
+    gauge send_queues_peak{*this, "strix_send_buffers_peak",
+                           "largest sample of sessions with output queued, summed over shards"};
 };
 
 /// The counters summed over shards (server::stats()): a copy of net_counters whose members read

@@ -202,7 +202,13 @@ private:
     void send_ready() override;
     void established() override;
 
-    bool trim_if_idle(std::uint64_t quiet_ticks) noexcept;
+    // The idle sweep's look at a session on its list: freed (buffers handed back) and settled
+    // (idle and holding nothing: off the list).
+    struct sweep_result {
+        bool freed = false;
+        bool settled = false;
+    };
+    sweep_result trim_if_idle(std::uint64_t quiet_ticks) noexcept;
     void queued();
     void drop_slow_consumer() noexcept;
     void publish_sends() noexcept;
@@ -261,6 +267,7 @@ private:
         bool handshake_done = false;  // handshake_done(): handshake_timeout no longer applies
         bool admitted = false;        // counted by the group's admission (released on close)
         bool handler_open = false;    // the handler heard on_open (and so will hear on_close)
+        bool sweep_listed = false;    // on the group's idle sweep list (session_group::list_for_sweep)
         std::error_code close_reason;
     } life_;
 };

@@ -35,6 +35,7 @@
 #include <memory>
 #include <string>
 #include <system_error>
+#include <vector>
 
 namespace strix {
 
@@ -131,6 +132,8 @@ private:
     void give_rx_buffer(std::byte* p, bool cold) noexcept;
     detail::tls_gate& tls_gate();
     session& make_session(unique_fd fd, std::string peer, connection* origin, bool admitted = false);
+    inline void list_for_sweep(session& s);
+    void sweep();
 
     shard& owner_;
     session_handler& handler_;
@@ -142,7 +145,17 @@ private:
     tcp_keepalive keepalive_;
     std::uint64_t frame_ticks_;  // limits_.frame_timeout in ticks (read per batch of frames)
     std::size_t released_bytes_ = 0;  // queued output freed by closed sessions since the last sweep
+    // The sessions the idle sweep looks at: those that took a receive ring, queued output or
+    // opened since they last held nothing. An idle session is not on it, so the sweep's work
+    // follows what is active, not what is open. Ids: a closed session drops off at the next sweep.
+    std::vector<std::uint64_t> sweep_list_;
     std::unique_ptr<impl> impl_;
 };
+
+inline void session_group::list_for_sweep(session& s) {
+    if (s.life_.sweep_listed) return;
+    s.life_.sweep_listed = true;
+    sweep_list_.push_back(s.id());
+}
 
 }  // namespace strix

@@ -72,11 +72,7 @@ struct chat_counters : metric_group {
     gauge sessions{*this, "strix_sessions", "open sessions"};
     gauge players{*this, "strix_players", "logged-in sessions"};
     gauge rooms{*this, "strix_rooms", "rooms"};  // the rooms this shard owns
-    // Sampled each second (chat_service::sample).
-    gauge send_queued_bytes{*this, "strix_send_queued_bytes", "output queued on sessions (sampled each second)"};
-    gauge send_queues_in_use{*this, "strix_send_buffers_in_use", "sessions with output queued (sampled each second)"};
-    gauge send_queues_peak{*this, "strix_send_buffers_peak",
-                           "largest sample of sessions with output queued, summed over shards"};
+    // Output queued on sessions: the engine's strix_send_* gauges (net_counters, the idle sweep).
     // One series per row of request_table (requests[i] is row i's), labelled with its type:
     // counted when dispatched, refused ones included (an unknown type counts in bad_requests).
     std::array<counter, request_table::size> requests = per_request(std::make_index_sequence<request_table::size>());

@@ -503,19 +503,9 @@ std::size_t chat_service::disconnect(std::string_view name) {
 
 member chat_service::as_member(const player& p) const { return member{p.sess->id(), self_, p.player_id, p.name, p.ws}; }
 
-// Output queued on this shard's sessions, sampled once a second for the metrics endpoint (the
-// per-send path stays free of bookkeeping).
-void chat_service::sample() {
-    std::uint64_t bytes = 0, queues = 0;
-    for (const auto& [id, p] : players_) {
-        auto q = p->sess->queued_bytes();
-        bytes += q;
-        if (q) ++queues;
-    }
-    set_gauge(counters_.send_queued_bytes, bytes);
-    set_gauge(counters_.send_queues_in_use, queues);
-    counters_.send_queues_peak.raise_to(queues);
-    jwt_.tick(wall_clock_us() / 1'000'000);
-}
+// Once a second: tokens past their expiry (a deadline map: only the due ones are touched). The
+// output queued on sessions is sampled by the engine's idle sweep (strix_send_queued_bytes),
+// which looks only at sessions that were active.
+void chat_service::sample() { jwt_.tick(wall_clock_us() / 1'000'000); }
 
 }  // namespace strix::chat
