@@ -211,7 +211,9 @@ void cluster_sequencer::refuse(chat_request& req, room_id id, proto::error_code 
 void cluster_sequencer::told_taken(chat_request& req, room_id id, std::uint64_t no, const room_position& at,
                                    std::uint64_t ticket) {
     const room* r = host_.find(id);
-    if (r == nullptr || r->empty() || at.repeated) {
+    if (at.repeated) {
+        own_.erase(no);  // nothing was published (at.seq is an earlier message's)
+    } else if (r == nullptr || r->empty()) {
         // No session here: the feed does not follow the room, its copy never comes back.
         own_.erase(no);
         own_seqs_.erase({id, at.seq});
