@@ -13,10 +13,16 @@ constexpr std::string_view library = R"lua(#!lua name=strix_chat
 -- strix chat cluster: a room's seq, stream and channel, changed together (room_backplane.hpp).
 
 local function publish(keys, args)
-  local meta, stream = keys[1], keys[2]
+  local meta, stream, idem = keys[1], keys[2], keys[3]
   local channel, message, maxlen, candidate, ttl = args[1], args[2], args[3], args[4], tonumber(args[5])
   local floor = tonumber(args[6]) or 0
   local epoch = redis.call('HGET', meta, 'e')
+  -- A server API post with an idempotency key: a key some node published already gets that
+  -- message's seq back (the third element says so), and nothing is published again.
+  if idem then
+    local first = redis.call('GET', idem)
+    if first then return {tonumber(first), epoch or '', 1} end
+  end
   if not epoch then
     -- No state for the room: new, expired, or lost with a Redis restart. A caller that has not
     -- yet let the other nodes' commits settle asks first (args[7] '0') and is told so: nothing
@@ -39,6 +45,7 @@ local function publish(keys, args)
     redis.call('EXPIRE', stream, ttl)
   end
   redis.call('PUBLISH', channel, seq .. ':' .. epoch .. ':' .. message)
+  if idem then redis.call('SET', idem, seq, 'EX', args[8]) end
   return {seq, epoch}
 end
 
@@ -166,20 +173,16 @@ room_keys keys_for_room(std::string_view room) {
 
 std::vector<std::string> publish_command(std::string_view room, std::string_view message, std::uint32_t stream_max,
                                          std::string_view epoch_candidate, std::uint32_t ttl_s, std::uint64_t seq_floor,
-                                         bool may_create) {
+                                         bool may_create, std::string_view idem_key, std::uint32_t idem_ttl_s) {
     auto k = keys_for_room(room);
-    return {"FCALL",
-            "chat_publish",
-            "2",
-            std::move(k.meta),
-            std::move(k.stream),
-            std::move(k.channel),
-            std::string(message),
-            std::to_string(stream_max),
-            std::string(epoch_candidate),
-            std::to_string(ttl_s),
-            std::to_string(seq_floor),
-            may_create ? "1" : "0"};
+    std::vector<std::string> cmd{"FCALL", "chat_publish", idem_key.empty() ? "2" : "3", std::move(k.meta),
+                                 std::move(k.stream)};
+    if (!idem_key.empty()) cmd.push_back(k.channel + ":k:" + std::string(idem_key));  // the room's slot
+    for (std::string a : {std::move(k.channel), std::string(message), std::to_string(stream_max),
+                          std::string(epoch_candidate), std::to_string(ttl_s), std::to_string(seq_floor),
+                          std::string(may_create ? "1" : "0"), std::to_string(idem_ttl_s)})
+        cmd.push_back(std::move(a));
+    return cmd;
 }
 
 std::optional<room_position> parse_publish_reply(const resp_reply& r) {
@@ -187,6 +190,13 @@ std::optional<room_position> parse_publish_reply(const resp_reply& r) {
         r.elements[0].type == resp_reply::kind::integer && r.elements[0].integer == 0 &&
         r.elements[1].type == resp_reply::kind::string && r.elements[1].str.empty()) {
         return room_position{};  // no state for the room, and the call did not start one
+    }
+    if (r.type == resp_reply::kind::array && r.elements.size() == 3 &&
+        r.elements[0].type == resp_reply::kind::integer && r.elements[0].integer > 0 &&
+        r.elements[1].type == resp_reply::kind::string && r.elements[2].type == resp_reply::kind::integer &&
+        r.elements[2].integer == 1) {
+        // An idempotency key published before: that message's seq (the room's epoch may be "").
+        return room_position{static_cast<std::uint64_t>(r.elements[0].integer), r.elements[1].str, true};
     }
     if (r.type != resp_reply::kind::array || r.elements.size() != 2 ||
         r.elements[0].type != resp_reply::kind::integer || r.elements[0].integer <= 0 ||

@@ -6,6 +6,7 @@
 //   chat:{R}:x   stream   one entry per message, id "<seq>-0", field d = the message; trimmed
 //                         to about `stream_max` entries (XADD MAXLEN ~)
 //   chat:{R}     channel  "<seq>:<epoch>:<message>" for every message, to the nodes subscribed
+//   chat:{R}:k:<key>  string  the seq of a server API post with idempotency key <key> (a day)
 //
 // (R is the room's id; the braces are a Redis Cluster hash tag, so a room's keys share a slot.)
 //
@@ -51,16 +52,22 @@ room_keys keys_for_room(std::string_view room);
 /// seqs clients have seen; a floor above the counter of an existing epoch moves the counter up
 /// to it (that epoch was started from a floor that missed seqs). may_create false: a room
 /// without state is not started; the reply says so (seq 0) and nothing changes.
+/// idem_key (a server API post's idempotency key, "" for none): a key published before (in the
+/// last idem_ttl_s seconds, by any node) gets that message's seq back, marked repeated, and
+/// nothing is published; otherwise the key is kept, chat:{R}:k:<key> -> seq, for idem_ttl_s.
 std::vector<std::string> publish_command(std::string_view room, std::string_view message, std::uint32_t stream_max,
                                          std::string_view epoch_candidate, std::uint32_t ttl_s = 0,
-                                         std::uint64_t seq_floor = 0, bool may_create = true);
+                                         std::uint64_t seq_floor = 0, bool may_create = true,
+                                         std::string_view idem_key = {}, std::uint32_t idem_ttl_s = 86400);
 
 struct room_position {
     std::uint64_t seq = 0;  // last seq given out (0: the room has no state in Redis)
     std::string epoch;  // empty when seq is 0
+    bool repeated = false;  // chat_publish: the idempotency key was published before (seq: its message's)
 };
 /// chat_publish's reply: the seq given to the message and the room's epoch; seq 0 and no epoch
-/// when the room had no state and may_create was false (nothing was published).
+/// when the room had no state and may_create was false (nothing was published); `repeated` with
+/// the first message's seq when its idempotency key was known.
 std::optional<room_position> parse_publish_reply(const resp_reply& r);
 
 struct room_message {

@@ -7,8 +7,8 @@
 //   POST /api/v1/users/{user}/messages     {"from", "text", "idempotency_key"?}
 //     -> 200 {"room_id", "seq", "repeated"}: a direct message from account `from` to `user`, as
 //        direct_req sends it: the pair's direct room is found or made (the database decides, the
-//        blocks and room limits apply), both accounts' sessions on this node go in when it is
-//        new, then the message is posted there like the above.
+//        blocks and room limits apply), both accounts' sessions go in when it is new (in cluster
+//        mode on every node), then the message is posted there like the above.
 #include "api_server.hpp"
 
 #include "apps/chat/server/net/names.hpp"
@@ -77,9 +77,13 @@ void post_and_answer(api_server* a, std::shared_ptr<api_call> held, chat_service
 // trip through every shard comes back (FIFO per pair of shards), so they get the message live.
 void direct_room_ready(api_server* a, std::shared_ptr<api_call> held, chat_service& owner, direct_result r,
                        account from, post_request pr) {
-    owner.host().adopt_direct(room_host::direct_room_info(r.room_id, from, r.peer), r.created);
+    const stored_room info = room_host::direct_room_info(r.room_id, from, r.peer);
+    owner.host().adopt_direct(info, r.created);
     if (!r.created && !r.joined_peer) return post_and_answer(a, held, owner, std::move(pr));
     owner.host().enter_everywhere(pr.room, {from.id, r.peer.id});
+    // Cluster mode: the other nodes' sessions of the pair go in too (a chat:ctl signal, sent on
+    // the connection the message is published on, so it reaches Redis first).
+    owner.host().sequencer().direct_opened(info, r.created);
     chat_service* o = &owner;
     owner.container().gather([](chat_service&) { return 0; },
                              [a, held, o, pr = std::move(pr)](std::vector<int>) mutable {
@@ -88,8 +92,6 @@ void direct_room_ready(api_server* a, std::shared_ptr<api_call> held, chat_servi
 }
 
 void post_direct(api_server& api, http::request& req, api_call call) {
-    if (api.ctx().options.cluster.enabled())
-        return call.fail(501, "not_implemented", "posting through the API is not available in cluster mode yet");
     std::string to(req.param("user"));
     const auto body = json_body(req, call);
     if (!body) return;

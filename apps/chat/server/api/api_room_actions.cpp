@@ -10,9 +10,11 @@
 //   POST /api/v1/rooms/{room_id}/mute     {"user", "duration_s"}      -> 204 (1 .. 31536000)
 //
 // Accounts are looked up on a database worker (with_account); a create runs on the call's shard
-// (the room's owner, as a client's create does), moderation on the room's owner shard. Each is
-// answered once its changes are committed. Single node: cluster mode answers 501 (the room's
-// state there is spread over the nodes that have sessions in it).
+// (the room's owner, as a client's create does), moderation and delete on the room's owner shard.
+// Each is answered once its changes are committed. In cluster mode the owner shard holds the room
+// for the call (read from the database when nobody on this node is in it); moderation's notice
+// reaches the other nodes through Redis in the room's order, as a session's does, and a delete
+// reaches them as a chat:ctl signal once stored (room_host::delete_for).
 #include "api_server.hpp"
 
 #include "apps/chat/server/net/names.hpp"
@@ -28,14 +30,7 @@ using proto::mod_action;
 
 constexpr std::uint32_t max_sanction_seconds = 31'536'000;
 
-bool single_node(api_server& api, api_call& call) {
-    if (!api.ctx().options.cluster.enabled()) return true;
-    call.fail(501, "not_implemented", "room actions through the API are not available in cluster mode yet");
-    return false;
-}
-
 void create_room(api_server& api, http::request& req, api_call call) {
-    if (!single_node(api, call)) return;
     const auto body = json_body(req, call);
     if (!body) return;
     body_refusal why;
@@ -62,7 +57,6 @@ void create_room(api_server& api, http::request& req, api_call call) {
 }
 
 void delete_room(api_server& api, http::request& req, api_call call) {
-    if (!single_node(api, call)) return;
     const auto room = room_param(req, call);
     if (!room) return;
     auto held = std::make_shared<api_call>(std::move(call));
@@ -96,7 +90,6 @@ int status_of(error_code code) {
 }
 
 void moderate(api_server& api, http::request& req, api_call call, mod_action action) {
-    if (!single_node(api, call)) return;
     const auto room_opt = room_param(req, call);
     if (!room_opt) return;
     const std::uint64_t room = *room_opt;
@@ -132,8 +125,9 @@ void moderate(api_server& api, http::request& req, api_call call, mod_action act
                 held->fail(status_of(code), proto::EnumNameerror_code(code), reason);
             });
         };
-        a->services().invoke_on(m.actor.shard,
-                                [m = std::move(m)](chat_service& svc) mutable { svc.host().moderate(std::move(m)); });
+        a->services().invoke_on(m.actor.shard, [m = std::move(m)](chat_service& svc) mutable {
+            svc.host().moderate_for_api(std::move(m));
+        });
     });
 }
 

@@ -100,6 +100,8 @@ public:
     //                "<node> b <room> <blocker> <blocked> <0|1>"   a block in a direct room
     //                "<node> x <account name>"         the server API closed the account's
     //                                                  sessions: every node closes its own
+    //                "<node> g <room>"                 the server API deleted the room (stored):
+    //                                                  every node's sessions leave it
     // A node follows chat:{R}:e while it watches R, and chat:ctl on its registry shard. What is
     // published while a node does not follow is lost to it: typing is ephemeral anyway, a read
     // marker and a direct room reach its sessions at their next login, a block at the room's
@@ -110,6 +112,7 @@ public:
     void signal_direct(const stored_room& info, bool created);
     void signal_block(room_id id, std::uint64_t blocker, std::uint64_t blocked, bool on);
     void signal_disconnect(std::string_view name);
+    void signal_deleted(room_id id);
 
 private:
     using entry_key = std::pair<std::uint64_t, std::uint32_t>;  // account, node

@@ -79,6 +79,10 @@ void cluster_presence::signal_disconnect(std::string_view name) {
     publish_signal(std::string(control_channel), signal(node_, 'x', {name}));
 }
 
+void cluster_presence::signal_deleted(room_id id) {
+    publish_signal(std::string(control_channel), signal(node_, 'g', {std::to_string(id.value())}));
+}
+
 bool cluster_presence::on_signal(std::string_view channel, std::string_view payload) {
     if (!is_signal_channel(channel)) return false;
     std::uint64_t node = 0;
@@ -120,6 +124,8 @@ bool cluster_presence::on_signal(std::string_view channel, std::string_view payl
                 svc.host().adopt_direct(std::move(info), created != 0);
                 svc.host().enter_everywhere(rid, accounts);
             });
+        } else if (what == 'g') {
+            services.invoke_on(id.owner(services.size()), [id](chat_service& svc) { svc.host().drop_deleted(id); });
         } else if (what == 'b') {
             std::uint64_t blocker = 0, blocked = 0, on = 0;
             if (!take(payload, blocker) || !take(payload, blocked) || !take(payload, on)) return true;

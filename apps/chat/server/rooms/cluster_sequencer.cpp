@@ -141,7 +141,8 @@ void cluster_sequencer::publish(room& r, chat_request& req) {
     // A room nothing is known of (no message seen, none stored) starts at once: a new room.
     const std::uint64_t floor = floor_of(r);
     const bool may_create = floor == 0 || (f != floors_.end() && f->second.settled == publisher_->connects());
-    const auto cmd = publish_command(room_key(r.id()), body, co.stream_max, new_epoch(), 0, floor, may_create);
+    const auto cmd = publish_command(room_key(r.id()), body, co.stream_max, new_epoch(), 0, floor, may_create,
+                                     req.taken ? std::string_view(req.idem_key) : std::string_view());
     std::vector<std::string_view> args(cmd.begin(), cmd.end());
     const room_id id = r.id();
     const own_publish mine{no, req.client_ts, req.client_seq};
@@ -155,8 +156,7 @@ void cluster_sequencer::publish(room& r, chat_request& req) {
             // from us and may send again. A publish that did happen still reaches the members.
             log_limited(log_level::warn, "room {}: chat_publish failed: {}", id.value(),
                         ec ? ec.message() : std::string("unexpected reply"));
-            host_.fail(req.sender.shard, req.sender.session_id, id, proto::msg_type::chat_req,
-                       proto::error_code::server_busy, "the cluster backplane is unavailable; retry later");
+            refuse(req, id, proto::error_code::server_busy, "the cluster backplane is unavailable; retry later");
             own_.erase(no);
             release(id);
             return;
@@ -167,6 +167,10 @@ void cluster_sequencer::publish(room& r, chat_request& req) {
             own_.erase(no);
             release(id);
             no_room_state(id, std::move(req));
+            return;
+        }
+        if (at->repeated) {
+            told_taken(req, id, no, *at, 0);  // nothing published: nothing to store
             return;
         }
         published(id, at->seq);
@@ -185,8 +189,37 @@ void cluster_sequencer::publish(room& r, chat_request& req) {
                         at->seq);
         }
         own_[no] = ticket.value_or(0);
+        if (req.taken) {
+            if (!ticket) {
+                req.taken({0, 0, false, false, "the chat log queue is full; retry later"});
+                req.taken = nullptr;
+            }
+            told_taken(req, id, no, *at, ticket.value_or(0));
+            return;
+        }
         release(id);
     });
+}
+
+void cluster_sequencer::refuse(chat_request& req, room_id id, proto::error_code code, const char* why) {
+    if (req.taken)
+        req.taken({0, 0, false, code == proto::error_code::not_in_room, why});
+    else
+        host_.fail(req.sender.shard, req.sender.session_id, id, proto::msg_type::chat_req, code, why);
+}
+
+void cluster_sequencer::told_taken(chat_request& req, room_id id, std::uint64_t no, const room_position& at,
+                                   std::uint64_t ticket) {
+    const room* r = host_.find(id);
+    if (at.repeated) {
+        own_.erase(no);  // nothing was published (at.seq is an earlier message's)
+    } else if (r == nullptr || r->empty()) {
+        // No session here: the feed does not follow the room, its copy never comes back.
+        own_.erase(no);
+        own_seqs_.erase({id, at.seq});
+    }
+    release(id);
+    if (req.taken) req.taken({at.seq, ticket, at.repeated});
 }
 
 void cluster_sequencer::feed_message(std::string_view key, std::uint64_t seq, std::string_view body) {

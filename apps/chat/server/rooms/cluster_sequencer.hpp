@@ -27,6 +27,7 @@
 #include "apps/chat/cluster/room_feed.hpp"
 
 #include <strix/core/timing_wheel.hpp>
+#include <strix/proto/chat_generated.h>
 
 #include <boost/unordered/unordered_flat_map.hpp>
 
@@ -57,6 +58,7 @@ public:
 
     void chat(room& r, chat_request& req) override;
 
+    void fetch(room_id id, std::function<void(room*, bool)> then) override;
     bool load(room_id id, member& m, bool rejoin) override;
     bool defer_join(const room& r, member& m, bool rejoin) override;
     std::uint64_t join_point(const room& r) const override;
@@ -72,6 +74,7 @@ public:
     void direct_opened(const stored_room& info, bool created) override;
     void block_changed(room_id id, std::uint64_t blocker, std::uint64_t blocked, bool on) override;
     void disconnected(std::string_view name) override;
+    void deleted_by_api(room_id id) override;
 
     bool list_rooms(std::size_t limit, std::function<void(std::optional<std::vector<room_summary>>)> done) override;
     void complete_resume(std::uint64_t from, std::uint64_t to, stored_range rows,
@@ -112,6 +115,12 @@ private:
     void floor_read(room_id id, std::uint64_t newest, std::uint64_t conn, bool settled = false);
 
     void publish(room& r, chat_request& req);
+    // req was not published: its `taken` hears why, else its sender's session gets the error.
+    void refuse(chat_request& req, room_id id, proto::error_code code, const char* why);
+    // chat_publish answered req's publish with `at` (queued as write `ticket`): a server API post
+    // is told; with no session here in the room its copy will not come back through the feed,
+    // so nothing waits for it.
+    void told_taken(chat_request& req, room_id id, std::uint64_t no, const room_position& at, std::uint64_t ticket);
     // The floor a chat_publish passes (Redis starts a room that lost its state there): the
     // highest seq known taken, from this node's feed, its own publish replies and the database,
     // read again for a room's first publish after every reconnect of the publisher

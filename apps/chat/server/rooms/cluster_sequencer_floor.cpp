@@ -112,9 +112,9 @@ void cluster_sequencer::floor_read(room_id id, std::uint64_t newest, std::uint64
     f.waiting.clear();
     for (auto& req : waiting) {
         room* r = host_.find(id);
-        if (r == nullptr || !r->contains(req.sender.session_id)) {
-            host_.fail(req.sender.shard, req.sender.session_id, id, proto::msg_type::chat_req,
-                       proto::error_code::not_in_room, "not in a room");
+        // Session 0: the application's (a server API post, a notice), with no session to be in.
+        if (r == nullptr || (req.sender.session_id != 0 && !r->contains(req.sender.session_id))) {
+            refuse(req, id, proto::error_code::not_in_room, r == nullptr ? "no such room" : "not in a room");
             continue;
         }
         publish(*r, req);

@@ -25,6 +25,30 @@
 
 namespace strix::chat {
 
+void cluster_sequencer::fetch(room_id id, std::function<void(room*, bool)> then) {
+    // Held: a session here is in it (its feed keeps it current) or another API call read it.
+    if (room* r = host_.find(id)) return then(r, false);
+    sharded<chat_service>* services = &host_.service().container();
+    const unsigned self = self_;
+    auto held = std::make_shared<std::function<void(room*, bool)>>(std::move(then));
+    const bool queued = ctx_.pool.try_submit([services, self, id, held](chat_store& store) {
+        std::optional<stored_room> found;
+        bool failed = false;
+        try {
+            found = store.load_room(id.value());
+        } catch (const std::exception& e) {
+            log_limited(log_level::warn, "loading room {} failed: {}", id.value(), e.what());
+            failed = true;
+        }
+        services->invoke_on(self, [id, found = std::move(found), failed, held](chat_service& svc) mutable {
+            room_host& host = svc.host();
+            if (found && host.find(id) == nullptr) host.restore(std::move(*found));
+            (*held)(host.find(id), failed);
+        });
+    });
+    if (!queued) (*held)(nullptr, true);
+}
+
 bool cluster_sequencer::load(room_id id, member& m, bool rejoin) {
     sharded<chat_service>* services = &host_.service().container();
     const unsigned self = self_;
@@ -157,6 +181,10 @@ void cluster_sequencer::block_changed(room_id id, std::uint64_t blocker, std::ui
 
 void cluster_sequencer::disconnected(std::string_view name) {
     if (presence_) presence_->signal_disconnect(name);
+}
+
+void cluster_sequencer::deleted_by_api(room_id id) {
+    if (presence_) presence_->signal_deleted(id);
 }
 
 }  // namespace strix::chat

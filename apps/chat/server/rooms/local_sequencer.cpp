@@ -44,11 +44,15 @@ void local_sequencer::chat(room& r, chat_request& req) {
     auto ticket = host_.order().write(to_log_entry(req.room, f.seq, req, ts));
     if (!ticket) {
         bump(counters_.server_busy);
-        host_.fail(req.sender.shard, req.sender.session_id, req.room, proto::msg_type::chat_req,
-                   proto::error_code::server_busy, "the chat log queue is full; retry later");
+        if (req.taken)
+            req.taken({0, 0, false, false, "the chat log queue is full; retry later"});
+        else
+            host_.fail(req.sender.shard, req.sender.session_id, req.room, proto::msg_type::chat_req,
+                       proto::error_code::server_busy, "the chat log queue is full; retry later");
         return;
     }
     r.take_seq();
+    if (req.taken) req.taken({f.seq, *ticket});
     bump(counters_.chat_messages);
     hook_events::emit(ctx_, std::move(stored));
     host_.flush_notices(r);  // members hear of a newcomer before its first words
@@ -57,6 +61,10 @@ void local_sequencer::chat(room& r, chat_request& req) {
                   f.seq);
     // A notice takes effect once every member has it in its place in the room's order.
     if (notice) host_.apply_notice(r, f.sender_id, notice_text, *ticket, ts);
+}
+
+void local_sequencer::fetch(room_id id, std::function<void(room*, bool)> then) {
+    then(host_.find(id), false);  // every room lives here
 }
 
 std::uint64_t local_sequencer::join_point(const room& r) const {

@@ -20,6 +20,7 @@ public:
 
     void chat(room& r, chat_request& req) override;
 
+    void fetch(room_id id, std::function<void(room*, bool)> then) override;
     bool load(room_id, member&, bool) override { return false; }
     bool defer_join(const room&, member&, bool) override { return false; }
     std::uint64_t join_point(const room& r) const override;

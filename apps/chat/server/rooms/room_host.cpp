@@ -249,7 +249,7 @@ void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_sha
         seq_->announce(r, reply ? presence_change::left : presence_change::offline, gone->player_id, gone->name);
     // Cluster mode: a room without sessions here is not followed any more, so this node's view
     // of it would go stale; the next join reads it from the database again (or finds it gone).
-    if (deleted || (r.empty() && !seq_->holds_idle_rooms())) {
+    if (deleted || drops_idle(r)) {
         notices_.drop(id);
         rooms_.erase(it);
         set_gauge(counters_.rooms, rooms_.size());

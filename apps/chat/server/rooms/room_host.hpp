@@ -73,9 +73,21 @@ public:
     void create_for(room_id id, std::string name, std::uint64_t owner_id, std::string owner_name,
                     std::function<void(bool)> done);
     /// The server API's delete (room_api.cpp): group room `id` is deleted (its messages stay until
-    /// retention), every session in it gets leave_room_res, and done(204, nullptr) runs once that
-    /// is committed; else done(404 / 403 / 503, the reason) and nothing changes. Owner shard only.
+    /// retention), every session in it gets leave_room_res (in cluster mode on every node, told
+    /// once the deletion is committed), and done(204, nullptr) runs once that is committed; else
+    /// done(404 / 403 / 503, the reason) and nothing changes. Owner shard only.
     void delete_for(room_id id, std::function<void(int, const char*)> done);
+    /// Another node deleted room `id` through its server API (committed): every session here
+    /// leaves it (leave_room_res) and the room is forgotten. Owner shard only.
+    void drop_deleted(room_id id);
+
+    /// The server API acts on room `id` (room_posts, room_api.cpp): `then` gets the room, held
+    /// here until release_for_api(id) (in cluster mode read from the database first when no
+    /// session here is in it, and dropped again at the release unless one came meanwhile);
+    /// nullptr when there is no such room (`failed`: the database did not answer), with nothing
+    /// to release. Owner shard only.
+    void hold_for_api(room_id id, std::function<void(room*, bool failed)> then);
+    void release_for_api(room_id id);
 
     /// Adds session m to the room and stores that m's account belongs to it: join_room_res to m
     /// (every member with its online state, the join point), and to the others member_joined for
@@ -123,6 +135,9 @@ public:
         std::function<void(proto::error_code, std::string_view)> answer;
     };
     void moderate(moderation m);
+    /// moderate() for the server API (application set, answer set): the room is held for it
+    /// (hold_for_api) until its notice is taken. Owner shard only.
+    void moderate_for_api(moderation m);
 
     /// What notice `text` (sent by `actor`) does to room r's state on this node: roles, bans,
     /// mutes, and for a kick or ban the target's sessions here leave the room (they got the
@@ -227,11 +242,20 @@ private:
     // becomes the owner (stored, and a transfer notice from the leaving owner).
     void hand_over(room& r, std::uint64_t session_id);
 
+    // A room nobody here is in any more is dropped (cluster mode: not followed, its view would
+    // go stale) unless the server API holds it.
+    bool drops_idle(const room& r) const;
+    // Every session in r leaves it (leave_room_res, after write `ticket`) and r is forgotten.
+    void remove_everyone(room& r, std::uint64_t ticket);
+    // Erases a held room (notices, gauge); a stale one's feed is let go first.
+    void drop(room_id id);
+
     chat_service& service_;
     chat_context& ctx_;
     const unsigned self_;
     chat_counters& counters_;
     boost::unordered_flat_map<room_id, room> rooms_;
+    boost::unordered_flat_map<room_id, unsigned> api_holds_;  // rooms the server API works on now
     member_notices notices_;
     timer_node notice_timer_;  // sends what waits in notices_ after the notice delay
     bool stopped_ = false;

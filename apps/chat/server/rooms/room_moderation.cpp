@@ -65,13 +65,26 @@ std::optional<room_host::refusal> room_host::check(room& r, const moderation& m,
     return std::nullopt;
 }
 
+void room_host::moderate_for_api(moderation m) {
+    STRIX_ASSERT_OWNER(service_.home(), "room_host::moderate_for_api");
+    const room_id id = m.room;
+    hold_for_api(id, [this, m = std::move(m)](room* r, bool failed) mutable {
+        if (r != nullptr) return moderate(std::move(m));
+        if (failed) return m.answer(error_code::server_busy, "the database is unavailable; retry later");
+        m.answer(error_code::unknown_room, "no such room");
+    });
+}
+
 void room_host::moderate(moderation m) {
     STRIX_ASSERT_OWNER(service_.home(), "room_host::moderate");
+    // The application's action holds the room (moderate_for_api) until its notice is taken.
+    const bool held_for_api = m.application;
     const auto refuse = [&](error_code code, const char* reason) {
         if (m.answer)
             m.answer(code, reason);
         else
             fail(m.actor.shard, m.actor.session_id, m.room, proto::msg_type::moderate_req, code, reason);
+        if (held_for_api) release_for_api(m.room);
     };
     auto it = rooms_.find(m.room);
     if (it == rooms_.end() || (!m.application && !it->second.contains(m.actor.session_id))) {
@@ -152,8 +165,15 @@ void room_host::moderate(moderation m) {
     req.kind = static_cast<std::uint8_t>(proto::msg_kind::notice);
     // The notice goes out once its changes are stored: a node that reads the room from the
     // database after hearing of it (a join there) reads them too.
-    order_.after_commit(ticket, [this, req = std::move(req), answer = std::move(m.answer)]() mutable {
-        if (room* held = find(req.room)) seq_->chat(*held, req);
+    order_.after_commit(ticket, [this, req = std::move(req), answer = std::move(m.answer), held_for_api]() mutable {
+        const room_id id = req.room;
+        // In cluster mode the notice reaches the other nodes through Redis, like a session's;
+        // the room stays held here until chat_publish answered (the publish may wait for its floor).
+        if (held_for_api) req.taken = [this, id](const post_taken&) { release_for_api(id); };
+        if (room* held = find(id))
+            seq_->chat(*held, req);
+        else if (held_for_api)
+            release_for_api(id);
         if (answer) answer(error_code::none, {});
     });
 }

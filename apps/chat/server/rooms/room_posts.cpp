@@ -26,18 +26,20 @@ post_outcome failure(int status, std::string error, std::string reason) {
 
 void room_posts::post(post_request req, done_fn done) {
     STRIX_ASSERT_OWNER(svc_.home(), "room_posts::post");
-    if (ctx_.options.cluster.enabled()) {
-        // A cluster's sequencer numbers a message through Redis, after this call returns.
-        done(failure(501, "not_implemented", "posting through the API is not available in cluster mode yet"));
-        return;
-    }
-    if (!svc_.host().rooms().contains(req.room)) {
+    const room_id id = req.room;
+    // Held until finish() (in cluster mode read from the database when nobody here is in it).
+    svc_.host().hold_for_api(id, [this, req = std::move(req), done = std::move(done)](room* r, bool failed) mutable {
+        if (r != nullptr) return held(std::move(req), std::move(done));
+        if (failed) return done(failure(503, "database_unavailable", "the database is unavailable; retry later"));
         done(failure(404, "unknown_room", "no such room (or it was deleted)"));
-        return;
-    }
+    });
+}
+
+void room_posts::held(post_request req, done_fn done) {
     if (!req.key.empty()) {
         auto [it, fresh] = keys_.try_emplace(key_of(req));
         if (!fresh) {
+            svc_.host().release_for_api(req.room);  // the first post of the key holds it
             if (it->second.seq) {
                 post_outcome out;
                 out.seq = *it->second.seq;
@@ -94,28 +96,33 @@ void room_posts::looked_up(post_request req, done_fn done, std::optional<account
 void room_posts::publish(post_request req, std::uint64_t sender_id, done_fn done) {
     room* found = svc_.host().find(req.room);
     if (found == nullptr) return finish(req, done, failure(404, "unknown_room", "no such room (or it was deleted)"));
-    room& r = *found;
     chat_request cr;
     cr.room = req.room;
     cr.sender = member{0, svc_.shard_id(), sender_id, req.from};
     cr.text = req.text;
     cr.idem_key = req.key;
-    const std::uint64_t before = r.last_seq();
-    // The local sequencer numbers and queues the message before it returns; the room's members
-    // get it as any chat_msg (after the commit with --ack stored).
-    svc_.host().sequencer().chat(r, cr);
-    if (r.last_seq() == before)
-        return finish(req, done, failure(503, "server_busy", "the chat log queue is full; retry later"));
-    const std::uint64_t seq = r.last_seq();
-    commit_order& order = svc_.host().order();
-    order.after_commit(order.last_ticket(), [this, req = std::move(req), done = std::move(done), seq]() mutable {
+    // The sequencer numbers the message (one node: at once; a cluster: through Redis, which also
+    // knows keys any node published) and queues it for the database; the room's members get it
+    // as any chat_msg (after the commit with --ack stored), and so does this answer.
+    cr.taken = [this, req = std::move(req), done = std::move(done)](const post_taken& t) mutable {
+        if (t.seq == 0) {
+            const char* why = t.why != nullptr ? t.why : "the message was not taken; retry later";
+            return finish(req, done,
+                          t.gone ? failure(404, "unknown_room", "no such room (or it was deleted)")
+                                 : failure(503, "server_busy", why));
+        }
         post_outcome out;
-        out.seq = seq;
-        finish(req, done, out);
-    });
+        out.seq = t.seq;
+        out.repeated = t.repeated;
+        svc_.host().order().after_commit(t.ticket, [this, req = std::move(req), done = std::move(done), out]() mutable {
+            finish(req, done, out);
+        });
+    };
+    svc_.host().sequencer().chat(*found, cr);
 }
 
 void room_posts::finish(const post_request& req, done_fn& done, const post_outcome& out) {
+    release(req);
     done(out);
     if (req.key.empty()) return;
     const std::string k = key_of(req);
@@ -138,5 +145,7 @@ void room_posts::finish(const post_request& req, done_fn& done, const post_outco
         w(again);
     }
 }
+
+void room_posts::release(const post_request& req) { svc_.host().release_for_api(req.room); }
 
 }  // namespace strix::chat

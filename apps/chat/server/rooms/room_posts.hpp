@@ -5,12 +5,19 @@
 // (--ack stored). With an idempotency key it is posted once: a retry gets the first message's
 // seq and nothing is delivered again, whether the first is still in flight (it waits for it),
 // done (remembered here), or stored before a restart (found in the database, where the key is
-// part of the message's row).
+// part of the message's row). In cluster mode the same key may reach several nodes: Redis's
+// chat_publish keeps each published key for a day (room_backplane.hpp) and answers a repeat
+// with the first message's seq, atomically with sequencing, so two nodes posting one key at
+// the same moment still make one message.
 //
-//   post ─ key in flight or remembered? ── answer with its seq (repeated)
+//   post ─ room held? (cluster: read from the database) ── no: 404
+//        ─ key in flight or remembered here? ── answer with its seq (repeated)
 //        └ database worker: `from`'s account, the key's stored seq ── stored: answer (repeated)
-//                                                                  └ sequencer.chat ─ commit ─ answer
+//          └ sequencer.chat ─ taken (seq; cluster: or Redis knew the key) ─ commit ─ answer
 //
+// A cluster node holds a room only while a session of it is in the room; a post holds it
+// (room_host::hold_for_api) from the first step to the answer, and the message reaches the
+// members on every node through Redis, this node's too.
 // One per chat_service; every function runs on its shard.
 
 #include "room_id.hpp"
@@ -38,7 +45,7 @@ struct post_request {
 };
 
 struct post_outcome {
-    int status = 200;      // HTTP status: 200, 404, 501, 503
+    int status = 200;      // HTTP status: 200, 404, 503
     std::string error;     // the error's name when status is not 200
     std::string reason;
     std::uint64_t seq = 0;
@@ -62,8 +69,11 @@ private:
         std::optional<std::uint64_t> seq;  // set once done
         std::vector<done_fn> waiters;      // posts of this key waiting for the first
     };
+    // The room is held for the post (room_host::hold_for_api) until finish().
+    void held(post_request req, done_fn done);
     void looked_up(post_request req, done_fn done, std::optional<account> sender, std::optional<std::uint64_t> stored,
                    bool failed);
+    void release(const post_request& req);
     void publish(post_request req, std::uint64_t sender_id, done_fn done);
     // Answers the post (and every post waiting on its key) and settles the key.
     void finish(const post_request& req, done_fn& done, const post_outcome& out);

@@ -37,6 +37,16 @@ class room_host;
 struct chat_context;
 struct chat_counters;
 
+/// What a sequencer did with a message that has a chat_request::taken (the server API's posts
+/// and the application's moderation notices, whose sender has no session).
+struct post_taken {
+    std::uint64_t seq = 0;     // 0: not taken (`why` says why)
+    std::uint64_t ticket = 0;  // its database write: stored once commit_order passes it
+    bool repeated = false;     // cluster mode: Redis knew its idempotency key; seq is that message's
+    bool gone = false;         // not taken because the room is not held here any more
+    const char* why = nullptr;
+};
+
 /// A chat message on its way to the room's owner.
 struct chat_request {
     room_id room;
@@ -46,6 +56,9 @@ struct chat_request {
     std::uint64_t client_seq = 0;
     std::uint8_t kind = 0;  // proto::msg_kind: text, or a moderator's notice (text: notice.hpp's form)
     std::string idem_key;   // a server API post's idempotency key, stored with the message ("": none)
+    // Set for a message without a session behind it: told what became of it (instead of an
+    // error to the sender's session), on the owner shard, once.
+    std::function<void(const post_taken&)> taken;
 };
 
 /// Microseconds since the Unix epoch: the server's stamp on a message or a membership change.
@@ -81,6 +94,11 @@ public:
     virtual void chat(room& r, chat_request& req) = 0;
 
     // --- rooms and members ------------------------------------------------------------------
+
+    /// The server API acts on room `id`: `then` gets the room held here (nullptr: none; with
+    /// `failed`, the database did not answer). In cluster mode a room without sessions here is
+    /// read from the database first. Owner shard.
+    virtual void fetch(room_id id, std::function<void(room*, bool failed)> then) = 0;
 
     /// A join found no room `id` on this shard: true when the sequencer looks for it elsewhere
     /// (it takes m, and joins it again with after_load once it looked); false: no such room.
@@ -125,6 +143,8 @@ public:
     /// The server API closed account `name`'s sessions on this node: the other nodes close
     /// theirs. Any shard.
     virtual void disconnected(std::string_view /*name*/) {}
+    /// The server API deleted room `id` (committed): the other nodes' sessions leave it. Owner.
+    virtual void deleted_by_api(room_id) {}
 
     // --- reads that depend on where rooms live ----------------------------------------------
 
