@@ -49,7 +49,7 @@ std::uint64_t vm_rss_bytes() {
 void raise_fd_limit(std::uint32_t connections) {
     rlimit rl{};
     ::getrlimit(RLIMIT_NOFILE, &rl);
-    const rlim_t want = static_cast<rlim_t>(connections) + 1024;
+    const rlim_t want = static_cast<rlim_t>(connections) + 64;  // the control connection, epoll, files
     if (rl.rlim_cur >= want) return;
     if (rl.rlim_max < want) {
         rlimit raised{want, want};

@@ -31,6 +31,7 @@ void check(hold_options& o) {
     const std::uint64_t last = ntohl(a.s_addr) + (o.connections - 1ull) / o.per_source;
     if (last > 0x7FFFFFFEull) bad("--source-base plus connections / --per-source runs past 127.255.255.254");
     if (o.name_prefix.empty() || o.name_prefix.size() > 20) bad("--name-prefix must be 1-20 characters");
+    if (o.room_members == 0 || o.room_members > o.connections) o.room_members = o.connections;
     if (o.jwt_ttl_s <= 0) o.jwt_ttl_s = o.ramp_timeout_s + o.hold_s + 3600;
 }
 
@@ -58,6 +59,7 @@ hold_options parse_hold_options(int argc, char** argv) {
     app.add_option("--jwt-issuer", o.jwt_issuer, "iss claim (the server's --jwt-issuer)");
     app.add_option("--jwt-ttl", o.jwt_ttl_s, "token lifetime in seconds (default: the run plus an hour)");
     app.add_option("--hold-room", o.hold_room, "room every held connection joins (created when missing)");
+    app.add_option("--room-members", o.room_members, "only the first M connections join it (default: all)");
     app.add_option("--broadcast", o.broadcast, "messages to post in --hold-room once all are held (<= 64)")
         ->capture_default_str();
     app.add_option("--broadcast-bytes", o.broadcast_bytes, "text length of each")->capture_default_str();

@@ -21,6 +21,7 @@ struct hold_options {
     std::string jwt_issuer;         ///< the server's --jwt-issuer, when it has one
     double jwt_ttl_s = 0;           ///< token lifetime; 0: the whole run plus an hour
     std::string hold_room;          ///< every held connection joins this room (created if missing)
+    std::uint32_t room_members = 0;  ///< only connections 0..M-1 join the room (0: all of them)
     std::uint32_t broadcast = 0;    ///< messages the control connection posts in the room, at most 64
     std::uint32_t broadcast_bytes = 64;
     double broadcast_timeout_s = 30;  ///< per message: how long to wait for it to reach every member

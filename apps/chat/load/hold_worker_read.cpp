@@ -211,7 +211,7 @@ bool hold_worker::on_login_res(std::uint32_t slot, std::span<const std::byte> fr
         fail(slot, "a bad or unexpected login_res", false, 0);
         return false;
     }
-    if (shared_.room_id == 0) {
+    if (shared_.room_id == 0 || index_of(slot) >= shared_.opt.room_members) {
         become_held(c, false);
         return true;
     }
