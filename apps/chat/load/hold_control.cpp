@@ -28,10 +28,10 @@ hold_control::hold_control(const hold_shared& shared)
     : shared_(shared), decoder_(codec_limits{256u << 20}), in_(256 * 1024) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in to = shared.target;
-    to.sin_port = htons(shared.opt.port);
+    to.sin_port = htons(shared.opt.control_port);
     if (fd_ < 0 || ::connect(fd_, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0)
         throw std::runtime_error("the control connection to " + shared.opt.host + ":" +
-                                 std::to_string(shared.opt.port) + " failed: " + std::strerror(errno));
+                                 std::to_string(shared.opt.control_port) + " failed: " + std::strerror(errno));
     for (int attempt = 0;; ++attempt) {
         out_.clear();
         append_login(out_, fbb_, shared.jwt.sign(shared.opt.name_prefix + "ctl", 0));

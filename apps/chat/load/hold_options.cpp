@@ -31,6 +31,7 @@ void check(hold_options& o) {
     const std::uint64_t last = ntohl(a.s_addr) + (o.connections - 1ull) / o.per_source;
     if (last > 0x7FFFFFFEull) bad("--source-base plus connections / --per-source runs past 127.255.255.254");
     if (o.name_prefix.empty() || o.name_prefix.size() > 20) bad("--name-prefix must be 1-20 characters");
+    if (o.control_port == 0) o.control_port = o.port;
     if (o.room_members == 0 || o.room_members > o.connections) o.room_members = o.connections;
     if (o.jwt_ttl_s <= 0) o.jwt_ttl_s = o.ramp_timeout_s + o.hold_s + 3600;
 }
@@ -50,6 +51,7 @@ hold_options parse_hold_options(int argc, char** argv) {
                  "strix-chat-hold"};
     app.add_option("--host", o.host, "server IPv4 address")->capture_default_str();
     app.add_option("--port", o.port, "the server's TCP port (the control connection's)")->capture_default_str();
+    app.add_option("--control-port", o.control_port, "the control connection's port (default: --port)");
     app.add_option("--ws-port", o.ws_port, "hold WebSockets to this --ws-port instead of TCP");
     app.add_option("--ws-path", o.ws_path, "the server's --ws-path")->capture_default_str();
     app.add_option("-n,--connections", o.connections, "connections to hold")->capture_default_str();

@@ -12,6 +12,7 @@ namespace strix::chat {
 struct hold_options {
     std::string host = "127.0.0.1";
     std::uint16_t port = 7000;     ///< the server's TCP port (the control connection uses it always)
+    std::uint16_t control_port = 0;  ///< the control connection's port (0: --port), e.g. past a proxy
     std::uint16_t ws_port = 0;     ///< nonzero: the held connections are WebSockets to this port
     std::string ws_path = "/ws";
     std::uint32_t connections = 1000;
