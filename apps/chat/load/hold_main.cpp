@@ -128,6 +128,78 @@ broadcast_result broadcast_one(hold_shared& sh, hold_control& ctl,
     return r;
 }
 
+// The ramp: until every connection is held or has failed (or --ramp-timeout); progress each
+// second on stderr. Returns when it ended.
+std::int64_t run_ramp(hold_shared& sh, hold_control& ctl, const std::vector<std::unique_ptr<worker_counters>>& counters,
+                      std::int64_t t0) {
+    const hold_options& o = sh.opt;
+    std::int64_t next_report = t0 + 1'000'000'000, ramp_end = 0;
+    std::uint64_t last_held = 0;
+    const std::int64_t ramp_limit = t0 + static_cast<std::int64_t>(o.ramp_timeout_s * 1e9);
+    try {
+        while (ramp_end == 0) {
+            ctl.pump(20);
+            const totals t = sum(counters);
+            const std::int64_t now = now_ns();
+            if (t.held + t.failed >= o.connections || now > ramp_limit) ramp_end = now;
+            if (now >= next_report || ramp_end != 0) {
+                std::fprintf(stderr, "held %llu / %u (+%llu/s), failed %llu, retries %llu, connect errors %llu\n",
+                             static_cast<unsigned long long>(t.held), o.connections,
+                             static_cast<unsigned long long>(t.held - last_held),
+                             static_cast<unsigned long long>(t.failed),
+                             static_cast<unsigned long long>(t.login_retries),
+                             static_cast<unsigned long long>(t.connect_errors));
+                last_held = t.held;
+                next_report += 1'000'000'000;
+            }
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "strix-chat-hold: %s\n", e.what());
+        sh.note_error(e.what());
+    }
+    return ramp_end;
+}
+
+struct figures {
+    double ramp_s = 0, held_s = 0;
+    std::uint64_t rss_base = 0, rss_held = 0, ramped_held = 0;
+    std::vector<broadcast_result> bcast;
+};
+
+// The JSON summary (docs/load-tool.md lists its fields), less first_error and ok.
+nlohmann::json summary(const hold_shared& sh, const totals& t, const figures& f) {
+    const hold_options& o = sh.opt;
+    nlohmann::json j;
+    const std::uint64_t connections = t.held - t.dropped;
+    j["transport"] = o.ws_port != 0 ? "ws" : "tcp";
+    j["target"] = o.connections;
+    j["connections"] = connections;
+    j["ramp_s"] = f.ramp_s;
+    j["connect_per_s"] = f.ramp_s > 0 ? static_cast<double>(f.ramped_held) / f.ramp_s : 0;
+    j["held_s"] = f.held_s;
+    j["client_rss_bytes"] = f.rss_held;
+    j["client_rss_per_conn"] = f.ramped_held > 0 ? static_cast<double>(f.rss_held - std::min(f.rss_held, f.rss_base)) /
+                                                       static_cast<double>(f.ramped_held)
+                                                 : 0;
+    j["room_members"] = t.in_room;
+    j["failed"] = t.failed, j["dropped"] = t.dropped, j["connect_errors"] = t.connect_errors;
+    j["login_retries"] = t.login_retries, j["pings"] = t.pings, j["pongs"] = t.pongs, j["notices"] = t.notices;
+    j["errors"] = t.errors, j["foreign"] = t.foreign, j["lost"] = t.lost, j["duplicated"] = t.duplicated;
+    j["out_of_order"] = t.out_of_order, j["corrupt"] = t.corrupt;
+    double all_s = 0;
+    j["broadcast"] = nlohmann::json::array();
+    for (std::size_t k = 0; k < f.bcast.size(); ++k) {
+        j["broadcast"].push_back({{"k", k},
+                                  {"delivered", f.bcast[k].delivered},
+                                  {"first_s", f.bcast[k].first_s},
+                                  {"last_s", f.bcast[k].last_s},
+                                  {"spread_s", f.bcast[k].last_s - f.bcast[k].first_s}});
+        all_s = std::max(all_s, f.bcast[k].last_s - f.bcast[k].first_s);
+    }
+    j["broadcast_all_s"] = all_s;
+    return j;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -172,31 +244,7 @@ int main(int argc, char** argv) {
     std::vector<std::thread> threads;
     for (auto& w : workers) threads.emplace_back([&w] { w->run(); });
 
-    // The ramp: until every connection is held or has failed.
-    std::int64_t next_report = t0 + 1'000'000'000, ramp_end = 0;
-    std::uint64_t last_held = 0;
-    std::int64_t ramp_limit = t0 + static_cast<std::int64_t>(o.ramp_timeout_s * 1e9);
-    try {
-        while (ramp_end == 0) {
-            ctl->pump(20);
-            const totals t = sum(counters);
-            const std::int64_t now = now_ns();
-            if (t.held + t.failed >= o.connections || now > ramp_limit) ramp_end = now;
-            if (now >= next_report || ramp_end != 0) {
-                std::fprintf(stderr, "held %llu / %u (+%llu/s), failed %llu, retries %llu, connect errors %llu\n",
-                             static_cast<unsigned long long>(t.held), o.connections,
-                             static_cast<unsigned long long>(t.held - last_held),
-                             static_cast<unsigned long long>(t.failed),
-                             static_cast<unsigned long long>(t.login_retries),
-                             static_cast<unsigned long long>(t.connect_errors));
-                last_held = t.held;
-                next_report += 1'000'000'000;
-            }
-        }
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "strix-chat-hold: %s\n", e.what());
-        sh.note_error(e.what());
-    }
+    const std::int64_t ramp_end = run_ramp(sh, *ctl, counters, t0);
     const totals ramped = sum(counters);
     const double ramp_s = static_cast<double>(ramp_end - t0) / 1e9;
     const std::uint64_t rss_held = vm_rss_bytes();
@@ -216,34 +264,9 @@ int main(int argc, char** argv) {
     for (auto& t : threads) t.join();
     const totals t = sum(counters);
 
-    nlohmann::json j;
+    figures f{ramp_s, held_s, rss_base, rss_held, ramped.held, std::move(bcast)};
+    nlohmann::json j = summary(sh, t, f);
     const std::uint64_t connections = t.held - t.dropped;
-    j["transport"] = o.ws_port != 0 ? "ws" : "tcp";
-    j["target"] = o.connections;
-    j["connections"] = connections;
-    j["ramp_s"] = ramp_s;
-    j["connect_per_s"] = ramp_s > 0 ? static_cast<double>(ramped.held) / ramp_s : 0;
-    j["held_s"] = held_s;
-    j["client_rss_bytes"] = rss_held;
-    j["client_rss_per_conn"] = ramped.held > 0 ? static_cast<double>(rss_held - std::min(rss_held, rss_base)) /
-                                                     static_cast<double>(ramped.held)
-                                               : 0;
-    j["room_members"] = t.in_room;
-    j["failed"] = t.failed, j["dropped"] = t.dropped, j["connect_errors"] = t.connect_errors;
-    j["login_retries"] = t.login_retries, j["pings"] = t.pings, j["pongs"] = t.pongs, j["notices"] = t.notices;
-    j["errors"] = t.errors, j["foreign"] = t.foreign, j["lost"] = t.lost, j["duplicated"] = t.duplicated;
-    j["out_of_order"] = t.out_of_order, j["corrupt"] = t.corrupt;
-    double all_s = 0;
-    j["broadcast"] = nlohmann::json::array();
-    for (std::size_t k = 0; k < bcast.size(); ++k) {
-        j["broadcast"].push_back({{"k", k},
-                                  {"delivered", bcast[k].delivered},
-                                  {"first_s", bcast[k].first_s},
-                                  {"last_s", bcast[k].last_s},
-                                  {"spread_s", bcast[k].last_s - bcast[k].first_s}});
-        all_s = std::max(all_s, bcast[k].last_s - bcast[k].first_s);
-    }
-    j["broadcast_all_s"] = all_s;
     const bool ok = connections == o.connections && t.lost == 0 && t.duplicated == 0 && t.out_of_order == 0 &&
                     t.corrupt == 0 && t.errors == 0 && sh.first_error.empty() && t.pongs + connections >= t.pings;
     j["first_error"] = sh.first_error;
