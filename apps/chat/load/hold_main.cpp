@@ -1,0 +1,279 @@
+// strix-chat-hold: holds N idle logged-in connections to strix-chat-server and measures what that
+// costs and how a broadcast to all of them goes (docs/load-tool.md, "Holding connections").
+//
+//   1. a control connection logs in and finds or creates --hold-room;
+//   2. --threads workers connect N accounts (JWT logins) from many loopback source addresses, at
+//      most --in-flight at once and --rate per second, each joining the room;
+//   3. once all are held: the tool's RSS per connection; with --broadcast K, K messages posted one
+//      after another, each timed from its first to its last delivery and verified at every member;
+//   4. --hold-seconds of holding (pings at --ping-interval), then a JSON summary. Exit 0 only when
+//      all N were held to the end and nothing was lost, duplicated, reordered or corrupted.
+//
+// It is a sibling of strix-chat-load rather than a mode of it: that tool keeps a worker object,
+// buffers and a delivery checker per client (kilobytes each) to verify a chat workload, while this
+// one must stay within ~1 KiB per connection at a million of them (hold_shared.hpp: 32 bytes).
+
+#include "hold_control.hpp"
+#include "hold_options.hpp"
+#include "hold_shared.hpp"
+#include "hold_worker.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/resource.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+using namespace strix::chat;
+using namespace strix::chat::hold;
+
+namespace {
+
+std::uint64_t vm_rss_bytes() {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
+    return 0;
+}
+
+void raise_fd_limit(std::uint32_t connections) {
+    rlimit rl{};
+    ::getrlimit(RLIMIT_NOFILE, &rl);
+    const rlim_t want = static_cast<rlim_t>(connections) + 64;  // the control connection, epoll, files
+    if (rl.rlim_cur >= want) return;
+    if (rl.rlim_max < want) {
+        rlimit raised{want, want};
+        if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) return;
+        std::fprintf(stderr,
+                     "strix-chat-hold: the descriptor limit is %llu and could not be raised to %llu "
+                     "(raise ulimit -n, or fs.nr_open as root)\n",
+                     static_cast<unsigned long long>(rl.rlim_max), static_cast<unsigned long long>(want));
+    }
+    rl.rlim_cur = std::min(want, rl.rlim_max);
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+sockaddr_in resolve(const hold_options& o) {
+    addrinfo hints{};
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    if (::getaddrinfo(o.host.c_str(), nullptr, &hints, &res) != 0 || res == nullptr)
+        throw std::runtime_error("cannot resolve --host " + o.host);
+    sockaddr_in in = *reinterpret_cast<const sockaddr_in*>(res->ai_addr);
+    ::freeaddrinfo(res);
+    in.sin_port = htons(o.ws_port != 0 ? o.ws_port : o.port);
+    return in;
+}
+
+struct totals {
+    std::uint64_t held = 0, in_room = 0, failed = 0, dropped = 0, connect_errors = 0, login_retries = 0;
+    std::uint64_t pings = 0, pongs = 0, notices = 0, errors = 0, foreign = 0;
+    std::uint64_t lost = 0, duplicated = 0, out_of_order = 0, corrupt = 0;
+};
+
+totals sum(const std::vector<std::unique_ptr<worker_counters>>& ws) {
+    totals t;
+    for (const auto& w : ws) {
+        t.held += w->held.get(), t.in_room += w->in_room.get(), t.failed += w->failed.get();
+        t.dropped += w->dropped.get(), t.connect_errors += w->connect_errors.get();
+        t.login_retries += w->login_retries.get(), t.pings += w->pings.get(), t.pongs += w->pongs.get();
+        t.notices += w->notices.get(), t.errors += w->errors.get(), t.foreign += w->foreign.get();
+        t.lost += w->lost.get(), t.duplicated += w->duplicated.get(), t.out_of_order += w->out_of_order.get();
+        t.corrupt += w->corrupt.get();
+    }
+    return t;
+}
+
+struct broadcast_result {
+    std::uint64_t delivered = 0;
+    double first_s = 0, last_s = 0;  // from the post
+};
+
+// Posts message k and waits until every member has it (or the timeout).
+broadcast_result broadcast_one(hold_shared& sh, hold_control& ctl,
+                               const std::vector<std::unique_ptr<worker_counters>>& ws, std::uint32_t k) {
+    const std::int64_t sent = now_ns();
+    sh.broadcast_sent.store(k + 1, std::memory_order_release);
+    ctl.post(k, sh.texts[k]);
+    const std::int64_t deadline = sent + static_cast<std::int64_t>(sh.opt.broadcast_timeout_s * 1e9);
+    broadcast_result r;
+    for (;;) {
+        ctl.pump(2);
+        r.delivered = 0;
+        for (const auto& w : ws) r.delivered += w->delivered[k].get();
+        if ((r.delivered >= sum(ws).in_room && ctl.seq_of(k) != 0) || now_ns() > deadline) break;
+    }
+    std::int64_t first = 0, last = 0;
+    for (const auto& w : ws) {
+        const std::int64_t f = w->first_ns[k].load(std::memory_order_relaxed);
+        if (f != 0 && (first == 0 || f < first)) first = f;
+        last = std::max(last, w->last_ns[k].load(std::memory_order_relaxed));
+    }
+    if (first != 0)
+        r.first_s = static_cast<double>(first - sent) / 1e9, r.last_s = static_cast<double>(last - sent) / 1e9;
+    if (ctl.seq_of(k) != sh.broadcast_base.load() + 1 + k)
+        sh.note_error("the control's own copy of broadcast message " + std::to_string(k) + " has seq " +
+                      std::to_string(ctl.seq_of(k)) + ": other traffic in --hold-room, or none came back");
+    return r;
+}
+
+// The ramp: until every connection is held or has failed (or --ramp-timeout); progress each
+// second on stderr. Returns when it ended.
+std::int64_t run_ramp(hold_shared& sh, hold_control& ctl, const std::vector<std::unique_ptr<worker_counters>>& counters,
+                      std::int64_t t0) {
+    const hold_options& o = sh.opt;
+    std::int64_t next_report = t0 + 1'000'000'000, ramp_end = 0;
+    std::uint64_t last_held = 0;
+    const std::int64_t ramp_limit = t0 + static_cast<std::int64_t>(o.ramp_timeout_s * 1e9);
+    try {
+        while (ramp_end == 0) {
+            ctl.pump(20);
+            const totals t = sum(counters);
+            const std::int64_t now = now_ns();
+            if (t.held + t.failed >= o.connections || now > ramp_limit) ramp_end = now;
+            if (now >= next_report || ramp_end != 0) {
+                std::fprintf(stderr, "held %llu / %u (+%llu/s), failed %llu, retries %llu, connect errors %llu\n",
+                             static_cast<unsigned long long>(t.held), o.connections,
+                             static_cast<unsigned long long>(t.held - last_held),
+                             static_cast<unsigned long long>(t.failed),
+                             static_cast<unsigned long long>(t.login_retries),
+                             static_cast<unsigned long long>(t.connect_errors));
+                last_held = t.held;
+                next_report += 1'000'000'000;
+            }
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "strix-chat-hold: %s\n", e.what());
+        sh.note_error(e.what());
+    }
+    return ramp_end;
+}
+
+struct figures {
+    double ramp_s = 0, held_s = 0;
+    std::uint64_t rss_base = 0, rss_held = 0, ramped_held = 0;
+    std::vector<broadcast_result> bcast;
+};
+
+// The JSON summary (docs/load-tool.md lists its fields), less first_error and ok.
+nlohmann::json summary(const hold_shared& sh, const totals& t, const figures& f) {
+    const hold_options& o = sh.opt;
+    nlohmann::json j;
+    const std::uint64_t connections = t.held - t.dropped;
+    j["transport"] = o.ws_port != 0 ? "ws" : "tcp";
+    j["target"] = o.connections;
+    j["connections"] = connections;
+    j["ramp_s"] = f.ramp_s;
+    j["connect_per_s"] = f.ramp_s > 0 ? static_cast<double>(f.ramped_held) / f.ramp_s : 0;
+    j["held_s"] = f.held_s;
+    j["client_rss_bytes"] = f.rss_held;
+    j["client_rss_per_conn"] = f.ramped_held > 0 ? static_cast<double>(f.rss_held - std::min(f.rss_held, f.rss_base)) /
+                                                       static_cast<double>(f.ramped_held)
+                                                 : 0;
+    j["room_members"] = t.in_room;
+    j["failed"] = t.failed, j["dropped"] = t.dropped, j["connect_errors"] = t.connect_errors;
+    j["login_retries"] = t.login_retries, j["pings"] = t.pings, j["pongs"] = t.pongs, j["notices"] = t.notices;
+    j["errors"] = t.errors, j["foreign"] = t.foreign, j["lost"] = t.lost, j["duplicated"] = t.duplicated;
+    j["out_of_order"] = t.out_of_order, j["corrupt"] = t.corrupt;
+    double all_s = 0;
+    j["broadcast"] = nlohmann::json::array();
+    for (std::size_t k = 0; k < f.bcast.size(); ++k) {
+        j["broadcast"].push_back({{"k", k},
+                                  {"delivered", f.bcast[k].delivered},
+                                  {"first_s", f.bcast[k].first_s},
+                                  {"last_s", f.bcast[k].last_s},
+                                  {"spread_s", f.bcast[k].last_s - f.bcast[k].first_s}});
+        all_s = std::max(all_s, f.bcast[k].last_s - f.bcast[k].first_s);
+    }
+    j["broadcast_all_s"] = all_s;
+    return j;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::signal(SIGPIPE, SIG_IGN);
+    hold_shared sh;
+    sh.opt = parse_hold_options(argc, argv);
+    const hold_options& o = sh.opt;
+    try {
+        sh.jwt = jwt_signer::load(o.jwt_key, o.jwt_audience, o.jwt_issuer, o.jwt_ttl_s);
+        sh.target = resolve(o);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "strix-chat-hold: %s\n", e.what());
+        return 2;
+    }
+    in_addr base{};
+    ::inet_pton(AF_INET, o.source_base.c_str(), &base);
+    sh.source_base = ntohl(base.s_addr);
+    for (std::uint32_t k = 0; k < o.broadcast; ++k) sh.texts.push_back(broadcast_text(k, o.broadcast_bytes));
+    raise_fd_limit(o.connections);
+
+    std::unique_ptr<hold_control> ctl;
+    try {
+        ctl = std::make_unique<hold_control>(sh);
+        sh.control_player = ctl->player();
+        if (!o.hold_room.empty()) {
+            ctl->enter_room(o.hold_room);
+            sh.room_id = ctl->room();
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "strix-chat-hold: %s\n", e.what());
+        return 2;
+    }
+    const std::uint64_t rss_base = vm_rss_bytes();
+
+    std::vector<std::unique_ptr<worker_counters>> counters;
+    std::vector<std::unique_ptr<hold_worker>> workers;
+    for (std::uint32_t t = 0; t < o.threads; ++t) {
+        counters.push_back(std::make_unique<worker_counters>());
+        workers.push_back(std::make_unique<hold_worker>(sh, *counters.back(), t, o.threads));
+    }
+    const std::int64_t t0 = now_ns();
+    std::vector<std::thread> threads;
+    for (auto& w : workers) threads.emplace_back([&w] { w->run(); });
+
+    const std::int64_t ramp_end = run_ramp(sh, *ctl, counters, t0);
+    const totals ramped = sum(counters);
+    const double ramp_s = static_cast<double>(ramp_end - t0) / 1e9;
+    const std::uint64_t rss_held = vm_rss_bytes();
+
+    std::vector<broadcast_result> bcast;
+    sh.broadcast_base.store(ctl->last_seq(), std::memory_order_release);
+    try {
+        for (std::uint32_t k = 0; k < o.broadcast; ++k) bcast.push_back(broadcast_one(sh, *ctl, counters, k));
+        const std::int64_t hold_end = ramp_end + static_cast<std::int64_t>(o.hold_s * 1e9);
+        while (now_ns() < hold_end) ctl->pump(100);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "strix-chat-hold: %s\n", e.what());
+        sh.note_error(e.what());
+    }
+    const double held_s = static_cast<double>(now_ns() - ramp_end) / 1e9;
+    sh.stop.store(true, std::memory_order_release);
+    for (auto& t : threads) t.join();
+    const totals t = sum(counters);
+
+    figures f{ramp_s, held_s, rss_base, rss_held, ramped.held, std::move(bcast)};
+    nlohmann::json j = summary(sh, t, f);
+    const std::uint64_t connections = t.held - t.dropped;
+    const bool ok = connections == o.connections && t.lost == 0 && t.duplicated == 0 && t.out_of_order == 0 &&
+                    t.corrupt == 0 && t.errors == 0 && sh.first_error.empty() && t.pongs + connections >= t.pings;
+    j["first_error"] = sh.first_error;
+    j["ok"] = ok;
+    std::printf("%s\n", j.dump().c_str());
+    if (!o.json.empty()) std::ofstream(o.json) << j.dump(2) << "\n";
+    std::fflush(stdout);
+    // Leaving closes every socket at once; closing N one by one would only take longer.
+    std::_Exit(ok ? 0 : 1);
+}
