@@ -2,7 +2,56 @@
 
 #include "net/socket_util.hpp"
 
+#include <strix/core/log.hpp>
+
+#include <sys/resource.h>
+
+#include <atomic>
+#include <fstream>
+
 namespace strix {
+namespace {
+
+// Descriptors a process needs besides its sessions: listeners, epoll or io_uring, eventfds, log
+// and database files, outbound connections.
+constexpr std::size_t fd_reserve = 256;
+
+// The connection caps of every server started in this process, summed: they share one
+// RLIMIT_NOFILE. Raises the soft limit toward the hard one as far as they need; when the hard
+// limit is too low, says so once, in one sentence, rather than failing accepts later.
+void check_descriptors(std::size_t max_sessions) {
+    static std::atomic<std::size_t> capped{0};
+    static std::atomic<bool> warned{false};
+    if (max_sessions == 0) return;
+    const std::size_t need = capped.fetch_add(max_sessions) + max_sessions + fd_reserve;
+    rlimit rl{};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need) return;
+    rlimit raised = rl;
+    raised.rlim_cur = std::min<rlim_t>(rl.rlim_max, need);
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+    if (rl.rlim_cur >= need || warned.exchange(true)) return;
+    const std::size_t fit = rl.rlim_cur > fd_reserve ? rl.rlim_cur - fd_reserve : 0;
+    log(log_level::warn,
+        "the connection caps ({} in all) need about {} file descriptors but RLIMIT_NOFILE allows {} (hard "
+        "limit {}): past about {} connections accepts fail until some close; raise the hard limit "
+        "(ulimit -Hn as root, systemd LimitNOFILE=) or lower the caps",
+        need - fd_reserve, need, rl.rlim_cur, rl.rlim_max, fit);
+}
+
+// The kernel cuts a listen backlog to net.core.somaxconn: a burst of connects beyond it waits for
+// SYN retransmits (a second or more). Said once per process.
+void check_backlog(int backlog) {
+    static std::atomic<bool> warned{false};
+    std::ifstream f("/proc/sys/net/core/somaxconn");
+    long somaxconn = 0;
+    if (!(f >> somaxconn) || somaxconn >= backlog || warned.exchange(true)) return;
+    log(log_level::warn,
+        "listen backlog {} is cut to net.core.somaxconn = {}: a burst of more connects than that per "
+        "listener waits for SYN retries; raise it (sysctl -w net.core.somaxconn={})",
+        backlog, somaxconn, backlog);
+}
+
+}  // namespace
 
 server::server(engine& e, server_config cfg, const handler_factory& make_handler) : engine_(e), cfg_(std::move(cfg)) {
     for (unsigned i = 0; i < e.shard_count(); ++i) {
@@ -45,6 +94,8 @@ server::~server() {
 void server::start() {
     if (started_) return;
     started_ = true;
+    check_descriptors(cfg_.max_sessions);
+    if (cfg_.tcp || !cfg_.unix_path.empty()) check_backlog(cfg_.backlog);
     std::vector<unique_fd> tcp;
     unique_fd unix_fd;
     if (cfg_.tcp) {

@@ -178,6 +178,27 @@ TEST(server_cli, websocket_options_are_checked_and_read_from_the_config_file) {
     EXPECT_EQ(c.wait_exit(std::chrono::seconds(20)), 0);
 }
 
+TEST(server_cli, a_connection_cap_past_the_descriptor_limit_is_one_warning_and_the_server_runs) {
+    temp_dir dir;
+    const auto port = free_port();
+    const std::string log = dir.path() + "/log";
+    // RLIMIT_NOFILE 2,000 (soft and hard) against a cap of 1,000,000 connections.
+    child c("strix-chat-server",
+            {"--port", std::to_string(port), "--db", "sqlite:" + dir.path() + "/x.db", "--metrics-port", "0",
+             "--shards", "1", "--no-pin", "--max-connections", "1000000"},
+            log, 2000);
+    ASSERT_TRUE(wait_listening(port)) << read_file(log);
+    chat_client a(port);
+    EXPECT_NE(a.login("ann"), 0u);  // it serves
+    const std::string out = read_file(log);
+    const auto at = out.find("RLIMIT_NOFILE allows 2000");
+    EXPECT_NE(at, std::string::npos) << out;
+    EXPECT_NE(out.find("past about 1744 connections"), std::string::npos) << "it says what fits: " << out;
+    EXPECT_EQ(out.find("RLIMIT_NOFILE", at + 1), std::string::npos) << "said once: " << out;
+    c.signal(SIGTERM);
+    EXPECT_EQ(c.wait_exit(std::chrono::seconds(20)), 0);
+}
+
 TEST(server_cli, a_config_file_sets_options_and_the_command_line_wins) {
     temp_dir dir;
     auto port = free_port();
