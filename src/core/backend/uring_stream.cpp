@@ -70,6 +70,15 @@ public:
         if (!was_sending && sending_) poller_.submit_now();
     }
     bool send_busy() const noexcept override { return sending_; }
+    // The idle sweep's call: an idle connection keeps no gather list (max_iov iovecs, ~1 KiB)
+    // and no parked bytes' buffer.
+    void trim() noexcept override {
+        if (!sending_) iov_.reset();
+        if (!has_parked()) {
+            std::vector<std::byte>().swap(parked_);
+            parked_from_ = 0;
+        }
+    }
 
     void close() noexcept override {
         if (closed_) return;

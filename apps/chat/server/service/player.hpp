@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,32 @@
 #include <vector>
 
 namespace strix::chat {
+
+/// Requests waiting for an earlier one: a deque made on the first and freed with the last, so
+/// an idle session holds none (libstdc++'s std::deque allocates ~600 bytes even when empty).
+class waiting_requests {
+public:
+    using frame = std::vector<std::byte>;
+    bool empty() const noexcept { return !q_ || q_->empty(); }
+    std::size_t size() const noexcept { return q_ ? q_->size() : 0; }
+    frame& front() noexcept { return q_->front(); }
+    template <class It>
+    void emplace_back(It begin, It end) {
+        made().emplace_back(begin, end);
+    }
+    void push_front(frame f) { made().push_front(std::move(f)); }
+    void pop_front() noexcept {
+        q_->pop_front();
+        if (q_->empty()) q_.reset();
+    }
+
+private:
+    std::deque<frame>& made() {
+        if (!q_) q_ = std::make_unique<std::deque<frame>>();
+        return *q_;
+    }
+    std::unique_ptr<std::deque<frame>> q_;
+};
 
 struct player {
     enum class login_state : std::uint8_t { anonymous, pending, logged_in };
@@ -104,7 +131,7 @@ struct player {
     // answered, in the order sent, whatever shard owns what.
     enum class pending_op : std::uint8_t { none, login, join, leave, list, history, direct, block, refresh, publish };
     pending_op pending = pending_op::none;
-    std::deque<std::vector<std::byte>> queued;
+    waiting_requests queued;
     std::size_t queued_bytes = 0;
     bool draining = false;
     bool reading_held = false;  // the session stopped reading while too much waits here
