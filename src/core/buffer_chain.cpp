@@ -195,6 +195,11 @@ void buffer_chain::start_chunk(std::size_t need) {
     // The old fill chunk (if any) stays alive through the segments that reference it.
     if (need <= chunk_size_ && spare_) {
         fill_ = std::move(spare_);
+    } else if (!fill_ && need <= first_chunk_bytes && chunk_size_ > first_chunk_bytes) {
+        // A chain starting from nothing (new, or trimmed while idle) starts small: a connection
+        // that sends a pong or a notice now and then holds 1 KiB, not chunk_size_, until the
+        // idle sweep trims it. One that fills it moves on to chunk_size_ chunks at once.
+        fill_ = shared_buffer::create(first_chunk_bytes);
     } else {
         fill_ = shared_buffer::create(std::max(chunk_size_, need));
     }

@@ -116,6 +116,8 @@ private:
     };
     // Enough for a reply plus a few broadcasts per turn without a heap allocation.
     static constexpr std::size_t inline_segments = 4;
+    // The first chunk of a chain that holds none (see start_chunk).
+    static constexpr std::size_t first_chunk_bytes = 1024;
 
     segment& slot(std::size_t i) noexcept { return segs_[(head_ + i) & (cap_ - 1)]; }
     const segment& slot(std::size_t i) const noexcept { return segs_[(head_ + i) & (cap_ - 1)]; }

@@ -89,12 +89,36 @@ TEST(BufferChain, SmallAppendsCoalesceIntoOneSegment) {
         c.append(bytes_of(s));
         model += s;
     }
-    EXPECT_EQ(c.segments(), 1u);
+    // A chain that holds no chunk starts with a 1 KiB one (an idle connection's pong costs no
+    // more); once that is full the rest coalesce in one chunk of chunk_size (16 KiB).
+    EXPECT_EQ(c.segments(), 2u);
     EXPECT_EQ(c.size(), 8000u);
     iovec iov[4];
-    ASSERT_EQ(c.fill_iov(iov, 4), 1);
-    EXPECT_EQ(iov[0].iov_len, 8000u);
+    ASSERT_EQ(c.fill_iov(iov, 4), 2);
+    EXPECT_EQ(iov[0].iov_len, 1024u);
+    EXPECT_EQ(iov[1].iov_len, 8000u - 1024u);
     EXPECT_EQ(queued(c), model);
+}
+
+TEST(BufferChain, AChainWithNoChunkStartsSmallAndATrimmedOneStartsSmallAgain) {
+    buffer_chain c;
+    c.append(bytes_of(std::string(20, 'p')));  // a pong
+    iovec iov[4];
+    ASSERT_EQ(c.fill_iov(iov, 4), 1);
+    // Written out: the small chunk is reused for the next small sends, no new allocation.
+    const auto* first = static_cast<const std::byte*>(iov[0].iov_base);
+    c.consume(20);
+    c.append(bytes_of(std::string(30, 'q')));
+    ASSERT_EQ(c.fill_iov(iov, 4), 1);
+    EXPECT_EQ(static_cast<const std::byte*>(iov[0].iov_base), first);
+    c.consume(30);
+    c.trim();
+    EXPECT_FALSE(c.has_chunks());
+    // A large first append still gets a chunk of its own size.
+    c.append(bytes_of(std::string(5000, 'r')));
+    ASSERT_EQ(c.fill_iov(iov, 4), 1);
+    EXPECT_EQ(iov[0].iov_len, 5000u);
+    EXPECT_EQ(queued(c), std::string(5000, 'r'));
 }
 
 TEST(BufferChain, FullChunkContinuesInANewChunk) {
