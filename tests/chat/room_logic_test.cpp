@@ -48,17 +48,57 @@ TEST(room_logic, sessions_are_counted_per_shard_and_accounts_stay_members) {
     EXPECT_EQ(r.members()[0].session_id, 1u);
     EXPECT_EQ(r.members()[1].session_id, 3u);
     // The account of the removed session is still a member, offline, in its join order.
-    ASSERT_EQ(r.accounts().size(), 3u);
-    EXPECT_EQ(r.accounts()[0].player_id, 1u);
-    EXPECT_EQ(r.accounts()[1].player_id, 2u);
-    EXPECT_FALSE(r.accounts()[1].online());
-    EXPECT_TRUE(r.accounts()[2].online());
+    const auto accounts = r.listed_accounts(3);
+    ASSERT_EQ(accounts.size(), 3u);
+    EXPECT_EQ(accounts[0].player_id, 1u);
+    EXPECT_EQ(accounts[1].player_id, 2u);
+    EXPECT_FALSE(accounts[1].online());
+    EXPECT_TRUE(accounts[2].online());
     EXPECT_EQ(r.summary().members, 3u);
     EXPECT_EQ(r.summary().online, 2u);
     EXPECT_EQ(r.add(who(4, 1, 2)), room::added::came_online);
     EXPECT_EQ(r.summary().online, 3u);
     EXPECT_EQ(r.add(who(5, 1, 2)), room::added::more_sessions);
     EXPECT_EQ(r.summary().members, 3u) << "a second session is not a second member";
+}
+
+// The counts room_info carries are kept as members come and go (never counted by walking them),
+// and a room past the limit lists no accounts.
+TEST(room_logic, online_counts_are_kept_and_a_large_room_lists_nobody) {
+    room r(room_id(7), "big", 2);
+    for (std::uint64_t p = 1; p <= 5; ++p) r.add(who(p, static_cast<unsigned>(p % 2), p));
+    r.add(who(6, 0, 1));  // a second session of account 1
+    r.mark_absent(9, "p9");
+    EXPECT_EQ(r.summary().members, 6u);
+    EXPECT_EQ(r.summary().online, 5u);
+    EXPECT_EQ(r.absent_count(), 1u);
+    r.remove(1);
+    EXPECT_EQ(r.online_count(), 5u) << "account 1 still has session 6";
+    r.remove(6);
+    EXPECT_EQ(r.online_count(), 4u);
+    ASSERT_NE(r.find(5), nullptr) << "a removal moved the last session into the gap";
+    EXPECT_EQ(r.find(5)->player_id, 5u);
+    r.remove(3);
+    r.forget(3);
+    EXPECT_EQ(r.summary().members, 5u);
+    EXPECT_EQ(r.summary().online, 3u);
+    // Cluster mode: online on another node counts once per account, whatever the node count.
+    r.add_remote(9, 1);
+    r.add_remote(9, 1);
+    r.add_remote(2, 1);
+    EXPECT_EQ(r.online_anywhere(), 4u);
+    r.add_remote(9, -2);
+    EXPECT_EQ(r.online_anywhere(), 3u);
+    r.add_remote(2, 1);
+    r.clear_remote();
+    EXPECT_EQ(r.online_anywhere(), r.online_count());
+    EXPECT_EQ(r.listed_accounts(5).size(), 5u);
+    EXPECT_TRUE(r.listed_accounts(4).empty());
+    EXPECT_TRUE(r.large(4));
+    EXPECT_FALSE(r.large(5));
+    std::vector<std::uint64_t> order;
+    for (const auto& m : r.listed_accounts(5)) order.push_back(m.player_id);
+    EXPECT_EQ(order, (std::vector<std::uint64_t>{1, 2, 4, 5, 9})) << "join order";
 }
 
 TEST(room_logic, a_sequence_number_is_only_consumed_by_an_accepted_message) {

@@ -86,6 +86,9 @@ void chat_console::on_frame(std::span<const std::byte> frame) {
                     if (!p->online()) members += " (offline)";
                 }
             }
+            if (members.empty())  // a large room lists nobody (docs/protocol.md, "Large rooms"): its counts
+                members =
+                    strix::format("{} ({} online; too many to list)", res->room()->members(), res->room()->online());
             view.name = view.direct ? "@" + peer : std::string(str(res->room()->name()));
             // Else the login put us back in it, or someone's direct message to this account did.
             const bool asked =

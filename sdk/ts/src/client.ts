@@ -357,16 +357,26 @@ export class ChatClient extends Emitter<ChatEvents> {
       case msg_type.member_presence: {
         const online = m.type === msg_type.member_presence ? m.online : true;
         const r = this.room_map.get(m.roomId);
-        const role = r?.members.get(m.player.id)?.role ?? member_role.member;
-        r?.members.set(m.player.id, { ...m.player, online, role });
+        if (r && !r.membersListed) {
+          // A large room lists nobody: the notices (sent again once it shrank) keep the counts.
+          const joined = m.type === msg_type.member_joined ? 1 : 0;
+          r.room = { ...r.room, members: r.room.members + joined, online: Math.max(0, r.room.online + (online ? 1 : -1)) };
+        } else {
+          const role = r?.members.get(m.player.id)?.role ?? member_role.member;
+          r?.members.set(m.player.id, { ...m.player, online, role });
+        }
         if (m.type === msg_type.member_joined) this.emit('memberJoined', { roomId: m.roomId, player: m.player });
         else this.emit('presence', { roomId: m.roomId, player: m.player, online });
         break;
       }
-      case msg_type.member_left:
-        this.room_map.get(m.roomId)?.members.delete(m.player.id);
+      case msg_type.member_left: {
+        const r = this.room_map.get(m.roomId);
+        if (r && !r.membersListed)
+          r.room = { ...r.room, members: Math.max(0, r.room.members - 1), online: Math.max(0, r.room.online - 1) };
+        else r?.members.delete(m.player.id);
         this.emit('memberLeft', { roomId: m.roomId, player: m.player });
         break;
+      }
       case msg_type.typing:
         this.emit('typing', { roomId: m.roomId, player: m.player });
         break;
@@ -382,7 +392,7 @@ export class ChatClient extends Emitter<ChatEvents> {
   }
 
   private joined_view(m: Extract<message, { type: msg_type.join_room_res }>): JoinedRoom {
-    return { room: m.room, members: m.members, lastSeq: m.lastSeq };
+    return { room: m.room, members: m.members, lastSeq: m.lastSeq, membersListed: m.membersListed };
   }
 
   /// In `room` now: by a request of this session, a login, or the server's doing.
@@ -392,15 +402,16 @@ export class ChatClient extends Emitter<ChatEvents> {
     let r = this.room_map.get(room.id);
     const rejoined = r !== undefined && !r.joined;
     if (!r) {
-      r = { room, members: new Map(), joinSeq: last_seq, seqs: new RoomSeqs(last_seq), joined: true };
+      r = { room, members: new Map(), membersListed: true, joinSeq: last_seq, seqs: new RoomSeqs(last_seq), joined: true };
       this.room_map.set(room.id, r);
     }
     r.room = room;
     r.members = new Map(members.map((x) => [x.id, x]));
+    r.membersListed = members.length > 0;  // a listing has the joiner: empty means a large room
     r.joinSeq = last_seq;
     r.joined = true;
     r.seqs.rejoined(last_seq);
-    this.emit('roomJoined', { room, members, lastSeq: last_seq, cause, rejoined });
+    this.emit('roomJoined', { room, members, lastSeq: last_seq, membersListed: r.membersListed, cause, rejoined });
     if (!rejoined) return;
     const host = this.recovery_host(r);
     recover(room.id, last_seq, r.seqs, host).catch((e) => {
@@ -482,3 +493,4 @@ export class ChatClient extends Emitter<ChatEvents> {
     };
   }
 }
+

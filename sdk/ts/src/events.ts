@@ -39,7 +39,10 @@ export type Credentials =
 /// A room the session is in (or was, until a re-login puts it back).
 export interface RoomState {
   room: Room;
+  /// Every member, kept by the notices; empty in a large room (membersListed false), where
+  /// room.members and room.online are the counts, kept by the notices that still come.
   members: Map<bigint, Member>;
+  membersListed: boolean;
   /// The room's last seq at the latest join: messages above it are delivered live.
   joinSeq: bigint;
   /// The seqs delivered (and known lost): `seqs.have`, everything up to it; `seqs.top`, the newest.

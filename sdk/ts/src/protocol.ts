@@ -247,7 +247,7 @@ function decode_rooms(bb: flatbuffers.ByteBuffer, type: msg_type): message | nul
       const m = join_room_res.getRootAsjoin_room_res(bb);
       const members: Member[] = [];
       for (let i = 0; i < m.membersLength(); ++i) members.push(to_member(m.members(i)));
-      return { type, room: to_room(m.room()), members, lastSeq: m.lastSeq() };
+      return { type, room: to_room(m.room()), members, lastSeq: m.lastSeq(), membersListed: members.length > 0 };
     }
     case msg_type.leave_room_res:
       return { type, roomId: leave_room_res.getRootAsleave_room_res(bb).roomId() };

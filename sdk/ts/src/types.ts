@@ -32,6 +32,9 @@ export interface LoginResult {
   deviceToken: Uint8Array | null; displayName: string; expiresAt: bigint; method: LoginMethod;
 }
 /// A room the session is in now, with every member and the room's last seq at the join.
-export interface JoinedRoom { room: Room; members: Member[]; lastSeq: bigint }
+/// A join's outcome. In a large room (more members than the server's --member-list-limit) the
+/// server lists nobody: `members` is empty, `membersListed` false, and room.members / room.online
+/// give the counts (docs/protocol.md, "Large rooms").
+export interface JoinedRoom { room: Room; members: Member[]; lastSeq: bigint; membersListed: boolean }
 /// One history answer: messages ascending by seq; more: further ones exist in the direction asked.
 export interface HistoryPage { roomId: bigint; messages: ChatMessage[]; more: boolean; oldestSeq: bigint; lastSeq: bigint }

@@ -357,6 +357,10 @@ parse_result parse_options(int argc, char** argv) {
     add_duration<std::int64_t>(
         app, "--notice-delay-ms", o.notice_delay, negative_timeout,
         "member_joined/member_left wait this long so a quick join+leave sends neither (0 = at once)");
+    app.add_option("--member-list-limit", o.member_list_limit,
+                   "a room with more members than this is large: joins, leaves and presence changes send no "
+                   "notices and join_room_res lists no members, only the counts")
+        ->capture_default_str();
     app.add_flag("--pin,!--no-pin", o.engine.pin_threads,
                  "pin shard i to the i-th allowed CPU (docs/architecture.md, \"Pinning\")")
         ->capture_default_str();

@@ -122,6 +122,10 @@ struct chat_options {
     // member_joined / member_left wait this long at the room's owner, so that a join and a leave
     // of one session inside the window cancel out (0 = sent at once, nothing coalesced).
     std::chrono::milliseconds notice_delay{100};
+    // A room with more member accounts than this is large: its joins, leaves and presence
+    // changes send no notices and join_room_res lists no members (docs/protocol.md, "Large
+    // rooms"), so that a join costs O(1) rather than O(members).
+    std::size_t member_list_limit = 1000;
 };
 
 /// The most bytes of stored messages one resume answer carries: a quarter of --max-queued (so

@@ -117,6 +117,8 @@ void cluster_presence::unwatch(const room& r) {
     sub_->unsubscribe(signal_channel(key_of(r.id())));
     auto it = rooms_.find(r.id());
     if (it == rooms_.end()) return;
+    // The remote view is dropped: so are the room's counts of it (a next prime reads it again).
+    if (room* held = host_.find(r.id())) held->clear_remote();
     // Not followed any more: the view would go stale. A join waiting for a read keeps the entry.
     if (it->second.waiting.empty())
         rooms_.erase(it);
@@ -252,7 +254,9 @@ void cluster_presence::set_online(room& r, room_state& st, std::uint64_t account
     const bool was = online_anywhere(r, st, account);
     const bool known = r.account(account) != nullptr;
     if (!known) r.mark_absent(account, std::string(name));
-    st.remote[{account, node}] = std::move(inc);
+    const bool added = st.remote.insert_or_assign(entry_key{account, node}, std::move(inc)).second;
+    if (added) r.add_remote(account, 1);
+    if ((!known || !was) && host_.quiet(r)) return;  // a large room: counted, not announced
     shared_buffer_ptr frame;
     if (!known)
         frame = frames::member_joined(r.id().value(), account, name);
@@ -263,19 +267,23 @@ void cluster_presence::set_online(room& r, room_state& st, std::uint64_t account
 
 void cluster_presence::set_offline(room& r, room_state& st, std::uint64_t account, std::uint32_t node) {
     if (st.remote.erase({account, node}) == 0) return;
+    r.add_remote(account, -1);
     const room_member* a = r.account(account);
-    if (a == nullptr || online_anywhere(r, st, account)) return;
+    if (a == nullptr || online_anywhere(r, st, account) || host_.quiet(r)) return;
     host_.fan_out(r, room_event::kind::notice, 0, 0, nullptr,
                   frames::member_presence(r.id().value(), account, a->name, false));
 }
 
 void cluster_presence::forget_remote(room& r, room_state& st, std::uint64_t account) {
-    for (auto it = st.remote.lower_bound({account, 0}); it != st.remote.end() && it->first.first == account;)
+    for (auto it = st.remote.lower_bound({account, 0}); it != st.remote.end() && it->first.first == account;) {
         it = st.remote.erase(it);
+        r.add_remote(account, -1);
+    }
     const room_member* a = r.account(account);
     if (a == nullptr || r.has_player(account)) return;
     auto frame = frames::member_left(r.id().value(), account, a->name);
     r.forget(account);
+    if (host_.quiet(r)) return;  // a large room: counted, not announced
     host_.fan_out(r, room_event::kind::notice, 0, 0, nullptr, frame);
 }
 
@@ -382,17 +390,16 @@ void cluster_presence::reannounce() {
     }
 }
 
-std::vector<room_member> cluster_presence::accounts(const room& r) const {
-    std::vector<room_member> out = r.accounts();
+std::vector<room_member> cluster_presence::accounts(const room& r, std::size_t limit) const {
+    std::vector<room_member> out = r.listed_accounts(limit);
     for (auto& a : out)
-        if (a.sessions == 0 && online_elsewhere(r.id(), a.player_id)) a.sessions = 1;
+        if (a.sessions == 0 && a.remote != 0) a.sessions = 1;  // online elsewhere: listed as online
     return out;
 }
 
 room_summary cluster_presence::summary(const room& r) const {
     room_summary s = r.summary();
-    for (const auto& a : r.accounts())
-        if (!a.online() && online_elsewhere(r.id(), a.player_id)) ++s.online;
+    s.online = static_cast<std::uint32_t>(r.online_anywhere());  // kept by the room: O(1)
     return s;
 }
 

@@ -80,8 +80,9 @@ public:
     void announce_deleted(room_id id);
     /// Whether the account has a session in the room on another (live) node. Owning shard.
     bool online_elsewhere(room_id id, std::uint64_t account) const;
-    /// The room's member accounts with the online state across nodes, and its summary.
-    std::vector<room_member> accounts(const room& r) const;
+    /// The room's member accounts with the online state across nodes as join_room_res lists them
+    /// (none in a room larger than `limit`), and its summary (counts kept by the room, O(1)).
+    std::vector<room_member> accounts(const room& r, std::size_t limit) const;
     room_summary summary(const room& r) const;
     /// The nodes alive at the registry's last scan (node -> incarnation). Posted to every shard
     /// by the registry's shard.

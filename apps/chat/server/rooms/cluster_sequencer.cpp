@@ -119,8 +119,9 @@ std::uint64_t cluster_sequencer::join_point(const room& r) const {
 }
 
 shared_buffer_ptr cluster_sequencer::join_room_res(const room& r, std::uint64_t join_seq) const {
-    return presence_ ? frames::join_room_res(presence_->summary(r), presence_->accounts(r), join_seq)
-                     : frames::join_room_res(r.summary(), r.accounts(), join_seq);
+    const std::size_t limit = ctx_.options.member_list_limit;
+    return presence_ ? frames::join_room_res(presence_->summary(r), presence_->accounts(r, limit), join_seq)
+                     : frames::join_room_res(r.summary(), r.listed_accounts(limit), join_seq);
 }
 
 void cluster_sequencer::chat(room& r, chat_request& req) { publish(r, req); }

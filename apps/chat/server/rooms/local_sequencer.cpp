@@ -73,7 +73,7 @@ std::uint64_t local_sequencer::join_point(const room& r) const {
 }
 
 shared_buffer_ptr local_sequencer::join_room_res(const room& r, std::uint64_t join_seq) const {
-    return frames::join_room_res(r.summary(), r.accounts(), join_seq);
+    return frames::join_room_res(r.summary(), r.listed_accounts(ctx_.options.member_list_limit), join_seq);
 }
 
 bool local_sequencer::left(room& r, std::int64_t now, std::uint64_t& ticket) {

@@ -24,7 +24,9 @@ struct room_member {
     unsigned sessions = 0;  // its sessions in the room now
     std::uint64_t last_read = 0;  // its read marker, as far as this shard has seen it
     std::uint8_t role = 0;        // proto::member_role: 0 member, 1 admin, 2 owner
+    unsigned remote = 0;          // cluster mode: the other nodes it is online on
     bool online() const noexcept { return sessions != 0; }
+    bool online_anywhere() const noexcept { return sessions != 0 || remote != 0; }
 };
 
 /// A room as list_rooms reports it.

@@ -8,19 +8,24 @@ room::room(room_id id, std::string name, unsigned shard_count)
     : id_(id), name_(std::move(name)), per_shard_(shard_count, 0) {}
 
 room::added room::add(member m) {
-    if (!session_ids_.insert(m.session_id).second) return added::duplicate;
+    if (!session_at_.try_emplace(m.session_id, members_.size()).second) return added::duplicate;
     added what = added::more_sessions;
     room_member* a = account_mut(m.player_id);
     if (a == nullptr) {
         accounts_.push_back({m.player_id, m.name, 0});
         accounts_.back().role = role_of(m.player_id);
+        account_at_.emplace(m.player_id, std::prev(accounts_.end()));
         a = &accounts_.back();
         what = added::new_member;
     } else if (!a->online()) {
         what = added::came_online;
+        count_out(*a);
+    } else {
+        count_out(*a);
     }
     a->last_read = std::max(a->last_read, m.last_read);
     ++a->sessions;
+    count_in(*a);
     ++per_shard_[m.shard];
     if (m.ws) ++ws_members_;
     members_.push_back(std::move(m));
@@ -28,35 +33,40 @@ room::added room::add(member m) {
 }
 
 std::optional<member> room::remove(std::uint64_t session_id) {
-    if (!session_ids_.erase(session_id)) return std::nullopt;
-    auto it =
-        std::find_if(members_.begin(), members_.end(), [&](const member& m) { return m.session_id == session_id; });
-    if (it == members_.end()) return std::nullopt;
-    member m = std::move(*it);
-    members_.erase(it);
+    auto at = session_at_.find(session_id);
+    if (at == session_at_.end()) return std::nullopt;
+    const std::size_t i = at->second;
+    session_at_.erase(at);
+    member m = std::move(members_[i]);
+    // The last session takes the leaver's place: O(1) whatever the room's size.
+    if (i + 1 != members_.size()) {
+        members_[i] = std::move(members_.back());
+        session_at_[members_[i].session_id] = i;
+    }
+    members_.pop_back();
     --per_shard_[m.shard];
-    if (room_member* a = account_mut(m.player_id); a != nullptr && a->sessions > 0) --a->sessions;
+    if (room_member* a = account_mut(m.player_id); a != nullptr && a->sessions > 0) {
+        count_out(*a);
+        --a->sessions;
+        count_in(*a);
+    }
     if (m.ws) --ws_members_;
     return m;
 }
 
 const member* room::find(std::uint64_t session_id) const noexcept {
-    if (!contains(session_id)) return nullptr;
-    for (const auto& m : members_)
-        if (m.session_id == session_id) return &m;
-    return nullptr;
+    auto it = session_at_.find(session_id);
+    return it == session_at_.end() ? nullptr : &members_[it->second];
 }
 
 const room_member* room::account(std::uint64_t player_id) const noexcept {
-    for (const auto& a : accounts_)
-        if (a.player_id == player_id) return &a;
-    return nullptr;
+    auto it = account_at_.find(player_id);
+    return it == account_at_.end() ? nullptr : &*it->second;
 }
 
 room_member* room::account_mut(std::uint64_t player_id) noexcept {
-    for (auto& a : accounts_)
-        if (a.player_id == player_id) return &a;
-    return nullptr;
+    auto it = account_at_.find(player_id);
+    return it == account_at_.end() ? nullptr : &*it->second;
 }
 
 bool room::has_player(std::uint64_t player_id) const noexcept {
@@ -68,22 +78,51 @@ void room::mark_absent(std::uint64_t player_id, std::string name) {
     if (account(player_id) != nullptr) return;
     accounts_.push_back({player_id, std::move(name), 0});
     accounts_.back().role = role_of(player_id);
+    account_at_.emplace(player_id, std::prev(accounts_.end()));
 }
 
 void room::forget(std::uint64_t player_id) noexcept {
-    accounts_.erase(std::remove_if(accounts_.begin(), accounts_.end(),
-                                   [&](const room_member& a) { return a.player_id == player_id; }),
-                    accounts_.end());
+    auto it = account_at_.find(player_id);
+    if (it == account_at_.end()) return;
+    count_out(*it->second);
+    accounts_.erase(it->second);
+    account_at_.erase(it);
 }
 
-std::size_t room::absent_count() const noexcept {
-    return static_cast<std::size_t>(
-        std::count_if(accounts_.begin(), accounts_.end(), [](const room_member& a) { return !a.online(); }));
+void room::count_out(const room_member& a) noexcept {
+    if (a.online()) --online_;
+    if (a.online_anywhere()) --online_anywhere_;
+}
+
+void room::count_in(const room_member& a) noexcept {
+    if (a.online()) ++online_;
+    if (a.online_anywhere()) ++online_anywhere_;
+}
+
+void room::add_remote(std::uint64_t player_id, int delta) noexcept {
+    room_member* a = account_mut(player_id);
+    if (a == nullptr || (delta < 0 && a->remote < static_cast<unsigned>(-delta))) return;
+    count_out(*a);
+    a->remote = static_cast<unsigned>(static_cast<int>(a->remote) + delta);
+    count_in(*a);
+}
+
+void room::clear_remote() noexcept {
+    for (auto& a : accounts_) {
+        if (a.remote == 0) continue;
+        count_out(a);
+        a.remote = 0;
+        count_in(a);
+    }
+}
+
+std::vector<room_member> room::listed_accounts(std::size_t limit) const {
+    if (large(limit)) return {};
+    return {accounts_.begin(), accounts_.end()};
 }
 
 room_summary room::summary() const {
-    const auto online = accounts_.size() - absent_count();
-    return {id_.value(), name_, static_cast<std::uint32_t>(accounts_.size()), static_cast<std::uint32_t>(online),
+    return {id_.value(), name_, static_cast<std::uint32_t>(accounts_.size()), static_cast<std::uint32_t>(online_),
             kind_};
 }
 

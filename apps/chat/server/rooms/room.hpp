@@ -10,14 +10,18 @@
 // A disconnect removes a session, never an account: the account goes offline and a login puts
 // its next session back. The room is deleted when its last member account leaves, not when it
 // is merely without sessions. Also the message sequence.
+//
+// Every join, leave and presence change costs O(1) here whatever the room's size (a room may
+// hold a million members): sessions and accounts are found through hash indexes, and the online
+// counts are kept up to date rather than counted.
 
 #include "member.hpp"
 #include "room_id.hpp"
 
 #include <boost/unordered/unordered_flat_map.hpp>
-#include <boost/unordered/unordered_flat_set.hpp>
 
 #include <cstdint>
+#include <list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +32,11 @@ class room {
 public:
     /// An empty room. shard_count sizes the per-shard session counts. Owner shard only.
     room(room_id id, std::string name, unsigned shard_count);
+    // account_at_ points into accounts_: a move keeps those iterators valid, a copy would not.
+    room(const room&) = delete;
+    room& operator=(const room&) = delete;
+    room(room&&) noexcept = default;
+    room& operator=(room&&) noexcept = default;
 
     room_id id() const noexcept { return id_; }
     const std::string& name() const noexcept { return name_; }
@@ -37,7 +46,8 @@ public:
     /// Sessions in the room now. Owner shard only.
     std::size_t size() const noexcept { return members_.size(); }
     bool empty() const noexcept { return members_.empty(); }
-    /// Sessions in the order they came in. Owner shard only.
+    /// Sessions, in no particular order (a leave moves the last one into its place). Owner shard
+    /// only.
     const std::vector<member>& members() const noexcept { return members_; }
 
     /// What add() did to the session's account.
@@ -55,7 +65,7 @@ public:
     /// The session with this id, or nullptr. Owner shard only.
     const member* find(std::uint64_t session_id) const noexcept;
     /// True if that session is in the room; O(1). Owner shard only.
-    bool contains(std::uint64_t session_id) const noexcept { return session_ids_.contains(session_id); }
+    bool contains(std::uint64_t session_id) const noexcept { return session_at_.contains(session_id); }
 
     /// Sessions living on shard s. Owner shard only.
     unsigned members_on(unsigned s) const noexcept { return per_shard_[s]; }
@@ -66,7 +76,13 @@ public:
     // --- accounts (who belongs) ------------------------------------------------------------
 
     /// Member accounts in join order, with their online state. Owner shard only.
-    const std::vector<room_member>& accounts() const noexcept { return accounts_; }
+    const std::list<room_member>& accounts() const noexcept { return accounts_; }
+    /// The accounts as join_room_res lists them: all of them in join order, or none when the room
+    /// is larger than `limit` (--member-list-limit; docs/protocol.md, "Large rooms"). Owner shard.
+    std::vector<room_member> listed_accounts(std::size_t limit) const;
+    /// More member accounts than `limit`: its joins, leaves and presence changes are not
+    /// announced, and join_room_res lists no members. Owner shard only.
+    bool large(std::size_t limit) const noexcept { return accounts_.size() > limit; }
     /// The member account, or nullptr if it does not belong here. Owner shard only.
     const room_member* account(std::uint64_t player_id) const noexcept;
     /// The same, to change (its read marker). Owner shard only.
@@ -78,7 +94,16 @@ public:
     /// The account no longer belongs here (it left); its sessions must be out already. Owner
     /// shard only.
     void forget(std::uint64_t player_id) noexcept;
-    std::size_t absent_count() const noexcept;
+    std::size_t absent_count() const noexcept { return accounts_.size() - online_; }
+    /// Member accounts with a session here (kept, O(1)). Owner shard only.
+    std::size_t online_count() const noexcept { return online_; }
+    /// Cluster mode: the account is online on `delta` more (or fewer) other nodes; an unknown
+    /// account is ignored. Owner shard only.
+    void add_remote(std::uint64_t player_id, int delta) noexcept;
+    /// Cluster mode: no account is online on another node (the view is no longer followed).
+    void clear_remote() noexcept;
+    /// Member accounts online here or on another node (kept, O(1)). Owner shard only.
+    std::size_t online_anywhere() const noexcept { return online_anywhere_; }
     /// No member account left: the room is to be deleted. Owner shard only.
     bool abandoned() const noexcept { return accounts_.empty(); }
 
@@ -139,15 +164,21 @@ public:
     std::uint64_t other_member(std::uint64_t player_id) const noexcept;
 
 private:
+    // Adjusts the online counts around a change of account a's sessions or remote nodes.
+    void count_out(const room_member& a) noexcept;
+    void count_in(const room_member& a) noexcept;
     static bool under(boost::unordered_flat_map<std::uint64_t, std::int64_t>& m, std::uint64_t player_id,
                       std::int64_t now_us);
 
     room_id id_;
     std::string name_;
-    std::vector<member> members_;                           // sessions, in the order they came in
-    boost::unordered_flat_set<std::uint64_t> session_ids_;  // O(1) membership for every message
+    std::vector<member> members_;                                  // sessions (swap-removed)
+    boost::unordered_flat_map<std::uint64_t, std::size_t> session_at_;  // session -> index in members_
     std::vector<unsigned> per_shard_;
-    std::vector<room_member> accounts_;                     // join order
+    std::list<room_member> accounts_;  // join order; a list, so that a leave erases in O(1)
+    boost::unordered_flat_map<std::uint64_t, std::list<room_member>::iterator> account_at_;
+    std::size_t online_ = 0;           // accounts with a session here
+    std::size_t online_anywhere_ = 0;  // accounts with a session here or on another node
     std::size_t ws_members_ = 0;
     std::uint64_t last_seq_ = 0;
     std::uint64_t delivered_seq_ = 0;  // cluster mode; on one node messages go out as they are taken

@@ -192,9 +192,11 @@ void room_host::join(room_id id, member m, bool rejoin, bool after_load) {
             join_seq);
     // A new member is announced as one; a member coming back as presence; a further session of
     // an online member not at all (nothing changed for the others).
-    if (what == room::added::new_member)
+    // A large room announces nothing: each join would cost a notice to every member (N joins,
+    // N²/2 notices); join_room_res and room_info carry the counts instead.
+    if (what == room::added::new_member && !quiet(r))
         notify(r, subject, subject_shard, true, frames::member_joined(id.value(), player_id, name));
-    else if (what == room::added::came_online && !elsewhere)
+    else if (what == room::added::came_online && !elsewhere && !quiet(r))
         notify(r, subject, subject_shard, false, frames::member_presence(id.value(), player_id, name, true));
     if (what == room::added::new_member || what == room::added::came_online)
         seq_->announce(r, what == room::added::new_member ? presence_change::joined : presence_change::online,
@@ -238,9 +240,9 @@ void room_host::leave(room_id id, std::uint64_t session_id, unsigned session_sha
     if (last_session && reply) {
         if (notices_.cancel_join(id, session_id))
             bump(counters_.notices_coalesced);  // joined and left unnoticed: neither notice is sent
-        else if (!r.empty())
+        else if (!r.empty() && !quiet(r))
             notify(r, session_id, session_shard, false, frames::member_left(id.value(), gone->player_id, gone->name));
-    } else if (last_session && !r.empty() && !seq_->online_elsewhere(id, gone->player_id)) {
+    } else if (last_session && !r.empty() && !seq_->online_elsewhere(id, gone->player_id) && !quiet(r)) {
         // Disconnected: still a member, now offline (its member_joined, if pending, still goes out first).
         notify(r, session_id, session_shard, false,
                frames::member_presence(id.value(), gone->player_id, gone->name, false));
@@ -329,6 +331,12 @@ void room_host::typing(room_id id, const member& m) {
     fan_out(it->second, room_event::kind::notice, m.session_id, m.shard, nullptr,
             frames::typing(id.value(), m.player_id, m.name));
     seq_->typed(it->second, m.player_id, m.name);
+}
+
+bool room_host::quiet(const room& r) {
+    if (!r.large(ctx_.options.member_list_limit)) return false;
+    bump(counters_.notices_suppressed);
+    return true;
 }
 
 void room_host::notify(const room& r, std::uint64_t subject, unsigned subject_shard, bool joined,

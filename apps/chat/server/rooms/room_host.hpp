@@ -206,6 +206,10 @@ public:
     void fan_out(const room& r, room_event::kind what, std::uint64_t subject, unsigned subject_shard,
                  const shared_buffer_ptr& to_subject, const shared_buffer_ptr& to_members, std::uint64_t ticket = 0,
                  std::uint64_t seq = 0, std::uint64_t account = 0);
+    /// Whether r is large (more members than --member-list-limit): then the caller sends no
+    /// member notice about a join, leave or presence change, and this counts it as suppressed.
+    /// Owner shard only.
+    bool quiet(const room& r);
     /// Sends r's pending member notices now (before a message or a join). Owner shard only.
     void flush_notices(const room& r) {
         // Nothing pending is the common case: one branch for every chat message.

@@ -119,6 +119,16 @@ export function draw_members(ul: HTMLUListElement, v: room_view | null, me: bigi
     ul.replaceChildren();
     return;
   }
+  if (!v.listed) {
+    // A large room: the server lists nobody; the counts it gave (and its notices keep) instead.
+    const li = document.createElement('li');
+    li.className = 'counts';
+    li.dataset.members = String(v.room.members);
+    li.dataset.online = String(v.room.online);
+    li.textContent = `${v.room.members} members, ${v.room.online} online (too many to list)`;
+    ul.replaceChildren(li);
+    return;
+  }
   const mine = role_of(v, me);
   const items = [...v.members.values()].map((m) => {
     const li = document.createElement('li');

@@ -179,6 +179,8 @@ function entered(j: ChatEvents['roomJoined'][0]): void {
   v.joined = true;
   v.join_seq = last_seq;
   v.members = new Map(members.map((m) => [m.id, m]));
+  v.listed = j.membersListed;
+  v.room = room;
   // The login's rooms come from their shards in any order: show the first listed (or, were it
   // deleted meanwhile, whichever comes).
   const first = st.login_first === null || st.login_first === room.id || !st.login_reads.has(st.login_first);
@@ -237,7 +239,9 @@ function left(room_id: bigint, cause: ChatEvents['roomLeft'][0]['cause']): void 
 function set_member(m: { roomId: bigint; player: Player }, online: boolean | null, what: string): void {
   const v = st.rooms.get(m.roomId);
   if (!v) return;
-  if (online === null) v.members.delete(m.player.id);
+  const state = client.rooms.get(m.roomId);
+  if (!v.listed && state) v.room = state.room;  // a large room: the client kept the counts
+  else if (online === null) v.members.delete(m.player.id);
   else v.members.set(m.player.id, { ...m.player, online, role: v.members.get(m.player.id)?.role ?? member_role.member });
   v.log.line(`* ${m.player.name} ${what}`, 'notice');
   show();
@@ -282,7 +286,8 @@ client.on('message', (m, info) => {
 });
 client.on('memberJoined', (m) => set_member(m, true, 'joined'));
 client.on('presence', (m) => {
-  if (st.rooms.get(m.roomId)?.members.has(m.player.id)) set_member(m, m.online, m.online ? 'is back online' : 'went offline');
+  const v = st.rooms.get(m.roomId);
+  if (v && (!v.listed || v.members.has(m.player.id))) set_member(m, m.online, m.online ? 'is back online' : 'went offline');
 });
 client.on('memberLeft', (m) => set_member(m, null, 'left'));
 client.on('typing', (m) => {

@@ -11,6 +11,9 @@ const typing_shown_ms = 5000; // docs/protocol.md, "Typing"
 
 export class room_view {
   members = new Map<bigint, Member>();
+  /// False in a large room (docs/protocol.md, "Large rooms"): the join listed nobody, members
+  /// stays empty and the panel shows room.members / room.online instead.
+  listed = true;
   /// The account's read marker as the page knows it: unread = seqs.top - read.
   read: bigint;
   /// The highest seq a read_req of this page asked for (or a read_res / read_marker said).
