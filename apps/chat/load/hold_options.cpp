@@ -18,7 +18,7 @@ namespace {
 void check(hold_options& o) {
     if (o.connections == 0 || o.connections > 4'000'000) bad("--connections must be 1-4000000");
     if (o.jwt_key.empty()) bad("--jwt-key is required: logins are JWTs the tool signs");
-    if (o.broadcast > 64) bad("--broadcast is at most 64 messages");
+    if (o.broadcast > 63) bad("--broadcast is at most 63 messages (--reconnect posts one more)");
     if (o.broadcast > 0 && o.hold_room.empty()) bad("--broadcast needs --hold-room");
     if (o.broadcast_bytes < 16 || o.broadcast_bytes > 60000) bad("--broadcast-bytes must be 16-60000");
     if (o.threads == 0 || o.threads > 64) bad("--threads must be 1-64");
@@ -76,6 +76,9 @@ hold_options parse_hold_options(int argc, char** argv) {
     app.add_option("--per-source", o.per_source, "connections per source address")->capture_default_str();
     app.add_option("--threads", o.threads, "event loops")->capture_default_str();
     app.add_option("--json", o.json, "write the summary to this file too");
+    app.add_flag("--reconnect", o.reconnect,
+                 "connect, log in and rejoin again when the server closes a held connection (a restart), "
+                 "timing until all are back and checking that the room's last seq is the last one seen");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

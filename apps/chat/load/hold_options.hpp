@@ -35,6 +35,7 @@ struct hold_options {
     std::uint32_t per_source = 250;   ///< connections per source address (server default cap: 256)
     std::uint32_t threads = 1;
     std::string json;                 ///< also write the summary to this file
+    bool reconnect = false;  ///< a held connection the server closes connects and logs in again
 };
 
 /// Parses argv; prints the help and exits 0 on --help, one sentence and exit 2 on anything
