@@ -30,7 +30,7 @@ struct hold_options {
     double ramp_timeout_s = 300;      ///< give up connecting after this long
     double rate = 0;                  ///< new connections per second (all threads); 0: no pacing
     std::uint32_t in_flight = 64;  ///< connecting or logging in at once (all threads): the server's --login-queue
-    double ping_interval_s = 60;      ///< each held connection pings this often (server idle: 300 s)
+    double ping_interval_s = 60;      ///< each held connection pings this often (server idle: 300 s); 0: never
     std::string source_base = "127.1.0.1";  ///< the first source address
     std::uint32_t per_source = 250;   ///< connections per source address (server default cap: 256)
     std::uint32_t threads = 1;

@@ -60,10 +60,11 @@ void hold_worker::run() {
         const std::int64_t now = now_ns();
         ramp(now);
         run_retries(now);
-        if (now >= next_tick_ns_) ping_tick(now);
+        if (now >= next_tick_ns_ && shared_.opt.ping_interval_s > 0) ping_tick(now);
         const bool busy = next_start_ < conns_.size() || !retries_.empty() || !restarts_.empty();
-        const int timeout_ms =
-            busy ? 5 : static_cast<int>(std::max<std::int64_t>(1, (next_tick_ns_ - now) / 1'000'000));
+        // Without pings next_tick_ns_ stays behind: wake every 100 ms for the stop flag.
+        const std::int64_t wake = std::max(next_tick_ns_, now + (shared_.opt.ping_interval_s > 0 ? 0 : tick_ns));
+        const int timeout_ms = busy ? 5 : static_cast<int>(std::max<std::int64_t>(1, (wake - now) / 1'000'000));
         const int got = ::epoll_wait(epfd_, events.data(), static_cast<int>(events.size()), timeout_ms);
         if (got < 0 && errno != EINTR) throw std::runtime_error(std::string("epoll_wait: ") + std::strerror(errno));
         const std::int64_t after = now_ns();
