@@ -9,6 +9,9 @@
 #   make bench-api  the server API's message posts from 50 keep-alive connections (wrk) while the Chat
 #               server portfolio's chat load runs, next to the chat load alone, into build/bench/api.md
 #               (API_RUNS, API_DURATION: scripts/bench-api.sh)
+#   make bench-c1m  connections per node: CONNS (1,000,000, or what RLIMIT_NOFILE allows) held by
+#               strix-chat-hold over TCP or WebSocket (TRANSPORT), their memory, a broadcast to them,
+#               the chat load's latency beside them, a restart, into build/bench/c1m.md (scripts/bench-c1m.sh)
 #   make bench-link  strix::link against libzmq (the ServerLink porting log's tables) into build/bench/link.md
 #   make bench-zmq   strix's libzmq.so.5 against Debian's libzmq: libzmq's own perf programs and pyzmq built
 #               against each, side by side, into build/bench/zmq.md (ZMQ_RUNS and more: scripts/bench-zmq.sh)
@@ -31,7 +34,7 @@ CMAKE_FLAGS += -DCMAKE_BUILD_TYPE=Release
 endif
 CTEST_ARGS ?=
 
-.PHONY: format format-check all deps configure build test bench bench-components bench-scaling bench-echo bench-echo-tls bench-echo-ws bench-chat bench-link bench-zmq bench-cluster-hop bench-cluster bench-api fuzz run clean soak
+.PHONY: format format-check all deps configure build test bench bench-components bench-scaling bench-echo bench-echo-tls bench-echo-ws bench-chat bench-link bench-zmq bench-cluster-hop bench-cluster bench-api bench-c1m fuzz run clean soak
 
 all: build
 
@@ -64,6 +67,11 @@ bench-cluster: build
 # Not part of make bench: it needs wrk and measures one feature (the server API) under the chat load.
 bench-api: build
 	@scripts/bench-api.sh $(BUILD_DIR)
+
+# Not part of make bench: it raises kernel limits (restored on exit) and holds CONNS connections
+# (1,000,000; fewer where RLIMIT_NOFILE's hard limit cannot be raised): scripts/bench-c1m.sh.
+bench-c1m: build
+	@scripts/bench-c1m.sh $(BUILD_DIR)
 
 bench-chat: build
 	@if [ -x scripts/bench-chat.sh ]; then scripts/bench-chat.sh $(BUILD_DIR); else echo "strix: chat benchmark not available yet"; fi

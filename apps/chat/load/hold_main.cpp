@@ -6,8 +6,13 @@
 //      most --in-flight at once and --rate per second, each joining the room;
 //   3. once all are held: the tool's RSS per connection; with --broadcast K, K messages posted one
 //      after another, each timed from its first to its last delivery and verified at every member;
-//   4. --hold-seconds of holding (pings at --ping-interval), then a JSON summary. Exit 0 only when
-//      all N were held to the end and nothing was lost, duplicated, reordered or corrupted.
+//   4. --hold-seconds of holding (pings at --ping-interval), ended early by SIGINT or SIGTERM, then
+//      a JSON summary. Exit 0 only when all N were held to the end and nothing was lost,
+//      duplicated, reordered or corrupted.
+//   With --reconnect, connections the server closes while held (a restart) connect, log in and
+//   rejoin again, the control connection too; the tool times the first drop to all back
+//   (reconnect_all_s), checks the room's last seq against what each member saw, and posts one
+//   more broadcast that must reach all of them.
 //
 // It is a sibling of strix-chat-load rather than a mode of it: that tool keeps a worker object,
 // buffers and a delivery checker per client (kilobytes each) to verify a chat workload, while this
@@ -24,6 +29,8 @@
 #include <netdb.h>
 #include <sys/resource.h>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -76,8 +83,13 @@ sockaddr_in resolve(const hold_options& o) {
     return in;
 }
 
+std::atomic<bool> stop_requested{false};
+
+extern "C" void on_stop_signal(int) { stop_requested.store(true, std::memory_order_relaxed); }
+
 struct totals {
     std::uint64_t held = 0, in_room = 0, failed = 0, dropped = 0, connect_errors = 0, login_retries = 0;
+    std::uint64_t down = 0, reconnects = 0, seq_gaps = 0;
     std::uint64_t pings = 0, pongs = 0, notices = 0, errors = 0, foreign = 0;
     std::uint64_t lost = 0, duplicated = 0, out_of_order = 0, corrupt = 0;
 };
@@ -90,7 +102,8 @@ totals sum(const std::vector<std::unique_ptr<worker_counters>>& ws) {
         t.login_retries += w->login_retries.get(), t.pings += w->pings.get(), t.pongs += w->pongs.get();
         t.notices += w->notices.get(), t.errors += w->errors.get(), t.foreign += w->foreign.get();
         t.lost += w->lost.get(), t.duplicated += w->duplicated.get(), t.out_of_order += w->out_of_order.get();
-        t.corrupt += w->corrupt.get();
+        t.corrupt += w->corrupt.get(), t.down += w->down.get(), t.reconnects += w->reconnects.get();
+        t.seq_gaps += w->seq_gaps.get();
     }
     return t;
 }
@@ -161,7 +174,7 @@ std::int64_t run_ramp(hold_shared& sh, hold_control& ctl, const std::vector<std:
 }
 
 struct figures {
-    double ramp_s = 0, held_s = 0;
+    double ramp_s = 0, held_s = 0, reconnect_all_s = -1;
     std::uint64_t rss_base = 0, rss_held = 0, ramped_held = 0;
     std::vector<broadcast_result> bcast;
 };
@@ -170,7 +183,7 @@ struct figures {
 nlohmann::json summary(const hold_shared& sh, const totals& t, const figures& f) {
     const hold_options& o = sh.opt;
     nlohmann::json j;
-    const std::uint64_t connections = t.held - t.dropped;
+    const std::uint64_t connections = t.held - t.dropped - t.down;
     j["transport"] = o.ws_port != 0 ? "ws" : "tcp";
     j["target"] = o.connections;
     j["connections"] = connections;
@@ -186,6 +199,8 @@ nlohmann::json summary(const hold_shared& sh, const totals& t, const figures& f)
     j["login_retries"] = t.login_retries, j["pings"] = t.pings, j["pongs"] = t.pongs, j["notices"] = t.notices;
     j["errors"] = t.errors, j["foreign"] = t.foreign, j["lost"] = t.lost, j["duplicated"] = t.duplicated;
     j["out_of_order"] = t.out_of_order, j["corrupt"] = t.corrupt;
+    j["reconnects"] = t.reconnects, j["down"] = t.down, j["seq_gaps"] = t.seq_gaps;
+    if (f.reconnect_all_s >= 0) j["reconnect_all_s"] = f.reconnect_all_s;
     double all_s = 0;
     j["broadcast"] = nlohmann::json::array();
     for (std::size_t k = 0; k < f.bcast.size(); ++k) {
@@ -198,6 +213,62 @@ nlohmann::json summary(const hold_shared& sh, const totals& t, const figures& f)
     }
     j["broadcast_all_s"] = all_s;
     return j;
+}
+
+// The control connection again after a restart: connect, log in, find the room; its last seq
+// must be what was acknowledged before (the broadcast so far). Null while the server is down.
+std::unique_ptr<hold_control> control_again(hold_shared& sh) {
+    try {
+        auto ctl = std::make_unique<hold_control>(sh);
+        ctl->enter_room(sh.opt.hold_room);
+        const std::uint64_t want = sh.broadcast_base.load() + sh.broadcast_sent.load();
+        if (ctl->last_seq() != want)
+            sh.note_error("after the restart the room's last seq is " + std::to_string(ctl->last_seq()) +
+                          ", the last acknowledged was " + std::to_string(want));
+        return ctl;
+    } catch (const std::exception&) {
+        return nullptr;
+    }
+}
+
+// Holds until hold_end or a stop signal. With --reconnect, a restart's drops are waited out: the
+// control connection is opened again, and once every connection is back one more message is
+// broadcast to all. Returns the seconds from the first drop to all back (-1: no drop).
+double hold_phase(hold_shared& sh, std::unique_ptr<hold_control>& ctl,
+                  const std::vector<std::unique_ptr<worker_counters>>& counters, std::vector<broadcast_result>& bcast,
+                  std::int64_t hold_end) {
+    const hold_options& o = sh.opt;
+    std::int64_t first_drop = 0, next_report = 0, next_control = 0;
+    double back_s = -1;
+    while (now_ns() < hold_end && !stop_requested.load(std::memory_order_relaxed)) {
+        if (ctl == nullptr) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            if (now_ns() >= next_control && (ctl = control_again(sh)) == nullptr) next_control = now_ns() + 200'000'000;
+        } else {
+            try {
+                ctl->pump(20);
+            } catch (const std::exception& e) {
+                if (!o.reconnect) throw;
+                ctl.reset();  // the server went away: reconnect it like the others
+            }
+        }
+        const totals t = sum(counters);
+        const std::int64_t now = now_ns();
+        if (!o.reconnect) continue;
+        if (t.down > 0 && first_drop == 0) first_drop = now;
+        if (first_drop != 0 && back_s < 0 && now >= next_report) {
+            std::fprintf(stderr, "reconnecting: %llu down, %llu reconnects\n", static_cast<unsigned long long>(t.down),
+                         static_cast<unsigned long long>(t.reconnects));
+            next_report = now + 1'000'000'000;
+        }
+        if (first_drop == 0 || back_s >= 0 || t.down > 0 || ctl == nullptr) continue;
+        back_s = static_cast<double>(now - first_drop) / 1e9;
+        std::fprintf(stderr, "reconnected all %llu in %.3f s\n", static_cast<unsigned long long>(t.held - t.dropped),
+                     back_s);
+        if (o.broadcast > 0) bcast.push_back(broadcast_one(sh, *ctl, counters, o.broadcast));
+        std::fprintf(stderr, "verified after reconnect\n");
+    }
+    return back_s;
 }
 
 }  // namespace
@@ -217,7 +288,10 @@ int main(int argc, char** argv) {
     in_addr base{};
     ::inet_pton(AF_INET, o.source_base.c_str(), &base);
     sh.source_base = ntohl(base.s_addr);
-    for (std::uint32_t k = 0; k < o.broadcast; ++k) sh.texts.push_back(broadcast_text(k, o.broadcast_bytes));
+    const std::uint32_t texts = o.broadcast + (o.reconnect && o.broadcast > 0 ? 1 : 0);
+    for (std::uint32_t k = 0; k < texts; ++k) sh.texts.push_back(broadcast_text(k, o.broadcast_bytes));
+    std::signal(SIGINT, on_stop_signal);
+    std::signal(SIGTERM, on_stop_signal);
     raise_fd_limit(o.connections);
 
     std::unique_ptr<hold_control> ctl;
@@ -251,10 +325,12 @@ int main(int argc, char** argv) {
 
     std::vector<broadcast_result> bcast;
     sh.broadcast_base.store(ctl->last_seq(), std::memory_order_release);
+    double reconnect_all_s = -1;
     try {
         for (std::uint32_t k = 0; k < o.broadcast; ++k) bcast.push_back(broadcast_one(sh, *ctl, counters, k));
+        std::fprintf(stderr, "holding %llu\n", static_cast<unsigned long long>(sum(counters).held));
         const std::int64_t hold_end = ramp_end + static_cast<std::int64_t>(o.hold_s * 1e9);
-        while (now_ns() < hold_end) ctl->pump(100);
+        reconnect_all_s = hold_phase(sh, ctl, counters, bcast, hold_end);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "strix-chat-hold: %s\n", e.what());
         sh.note_error(e.what());
@@ -264,11 +340,14 @@ int main(int argc, char** argv) {
     for (auto& t : threads) t.join();
     const totals t = sum(counters);
 
-    figures f{ramp_s, held_s, rss_base, rss_held, ramped.held, std::move(bcast)};
+    figures f{ramp_s, held_s, reconnect_all_s, rss_base, rss_held, ramped.held, std::move(bcast)};
     nlohmann::json j = summary(sh, t, f);
-    const std::uint64_t connections = t.held - t.dropped;
+    const std::uint64_t connections = t.held - t.dropped - t.down;
+    // A restart loses the pongs of pings in flight then: at most one per connection.
+    const std::uint64_t unanswered = connections + (o.reconnect ? t.reconnects : 0);
     const bool ok = connections == o.connections && t.lost == 0 && t.duplicated == 0 && t.out_of_order == 0 &&
-                    t.corrupt == 0 && t.errors == 0 && sh.first_error.empty() && t.pongs + connections >= t.pings;
+                    t.corrupt == 0 && t.errors == 0 && t.seq_gaps == 0 && sh.first_error.empty() &&
+                    t.pongs + unanswered >= t.pings;
     j["first_error"] = sh.first_error;
     j["ok"] = ok;
     std::printf("%s\n", j.dump().c_str());

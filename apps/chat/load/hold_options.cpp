@@ -18,13 +18,13 @@ namespace {
 void check(hold_options& o) {
     if (o.connections == 0 || o.connections > 4'000'000) bad("--connections must be 1-4000000");
     if (o.jwt_key.empty()) bad("--jwt-key is required: logins are JWTs the tool signs");
-    if (o.broadcast > 64) bad("--broadcast is at most 64 messages");
+    if (o.broadcast > 63) bad("--broadcast is at most 63 messages (--reconnect posts one more)");
     if (o.broadcast > 0 && o.hold_room.empty()) bad("--broadcast needs --hold-room");
     if (o.broadcast_bytes < 16 || o.broadcast_bytes > 60000) bad("--broadcast-bytes must be 16-60000");
     if (o.threads == 0 || o.threads > 64) bad("--threads must be 1-64");
     if (o.in_flight == 0) bad("--in-flight must be at least 1");
     if (o.per_source == 0) bad("--per-source must be at least 1");
-    if (!(o.ping_interval_s >= 0.1)) bad("--ping-interval must be at least 0.1 s");
+    if (!(o.ping_interval_s >= 0.1) && o.ping_interval_s != 0) bad("--ping-interval must be 0 (off) or at least 0.1 s");
     in_addr a{};
     if (::inet_pton(AF_INET, o.source_base.c_str(), &a) != 1 || (ntohl(a.s_addr) >> 24) != 127)
         bad("--source-base must be an address in 127.0.0.0/8");
@@ -71,11 +71,15 @@ hold_options parse_hold_options(int argc, char** argv) {
     app.add_option("--ramp-timeout", o.ramp_timeout_s, "seconds allowed for connecting")->capture_default_str();
     app.add_option("--rate", o.rate, "new connections per second, 0: unpaced")->capture_default_str();
     app.add_option("--in-flight", o.in_flight, "connects and logins in progress at once")->capture_default_str();
-    app.add_option("--ping-interval", o.ping_interval_s, "seconds between a connection's pings")->capture_default_str();
+    app.add_option("--ping-interval", o.ping_interval_s, "seconds between a connection's pings (0: none)")
+        ->capture_default_str();
     app.add_option("--source-base", o.source_base, "first loopback source address")->capture_default_str();
     app.add_option("--per-source", o.per_source, "connections per source address")->capture_default_str();
     app.add_option("--threads", o.threads, "event loops")->capture_default_str();
     app.add_option("--json", o.json, "write the summary to this file too");
+    app.add_flag("--reconnect", o.reconnect,
+                 "connect, log in and rejoin again when the server closes a held connection (a restart), "
+                 "timing until all are back and checking that the room's last seq is the last one seen");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -30,11 +30,12 @@ struct hold_options {
     double ramp_timeout_s = 300;      ///< give up connecting after this long
     double rate = 0;                  ///< new connections per second (all threads); 0: no pacing
     std::uint32_t in_flight = 64;  ///< connecting or logging in at once (all threads): the server's --login-queue
-    double ping_interval_s = 60;      ///< each held connection pings this often (server idle: 300 s)
+    double ping_interval_s = 60;      ///< each held connection pings this often (server idle: 300 s); 0: never
     std::string source_base = "127.1.0.1";  ///< the first source address
     std::uint32_t per_source = 250;   ///< connections per source address (server default cap: 256)
     std::uint32_t threads = 1;
     std::string json;                 ///< also write the summary to this file
+    bool reconnect = false;  ///< a held connection the server closes connects and logs in again
 };
 
 /// Parses argv; prints the help and exits 0 on --help, one sentence and exit 2 on anything

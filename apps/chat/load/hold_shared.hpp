@@ -32,8 +32,11 @@ struct hold_conn {
     std::uint8_t state = 0;   // conn_state
     std::uint8_t next_k = 0;  // one past the highest broadcast index that arrived
     std::uint8_t tries = 0;   // connects retried
-    std::uint8_t in_room = 0;
+    std::uint8_t flags = 0;   // in_room, was_held
 };
+
+inline constexpr std::uint8_t flag_in_room = 1;  // hold_conn::flags: held and in the hold room now
+inline constexpr std::uint8_t flag_was_held = 2; // held once: a login now is a reconnect (--reconnect)
 static_assert(sizeof(hold_conn) == 32, "hold_conn is the per-connection cost; keep it small");
 
 enum class conn_state : std::uint8_t { idle, connecting, upgrading, logging_in, joining, held, closed };
@@ -54,7 +57,10 @@ struct worker_counters {
     counter held;            // reached the held state (cumulative)
     counter in_room;         // held and in the hold room now
     counter failed;          // gave up before being held
-    counter dropped;         // closed by the server (or reset) after being held
+    counter dropped;         // closed by the server (or reset) after being held, not reconnecting
+    counter down;            // --reconnect: held once, closed, not held again yet
+    counter reconnects;      // --reconnect: held connections closed and started again
+    counter seq_gaps;        // --reconnect: the room's last seq at the rejoin is not the last one seen
     counter connect_errors;  // connects that failed and were retried
     counter login_retries;   // logins and joins answered server_busy / rate_limited, sent again
     counter pings, pongs, notices, errors, foreign;

@@ -19,6 +19,8 @@ namespace {
 constexpr std::int64_t tick_ns = 100'000'000;        // the ping wheel's bucket width
 constexpr std::int64_t retry_ns = 200'000'000;       // before a refused login or connect is tried again
 constexpr std::uint8_t max_connect_tries = 8;
+// With --reconnect the server may be down for a restart: 250 tries 200 ms apart is 50 s.
+constexpr std::uint8_t max_reconnect_tries = 250;
 constexpr std::size_t read_buffer = 256 * 1024;
 
 }  // namespace
@@ -58,10 +60,11 @@ void hold_worker::run() {
         const std::int64_t now = now_ns();
         ramp(now);
         run_retries(now);
-        if (now >= next_tick_ns_) ping_tick(now);
-        const bool busy = next_start_ < conns_.size() || !retries_.empty();
-        const int timeout_ms =
-            busy ? 5 : static_cast<int>(std::max<std::int64_t>(1, (next_tick_ns_ - now) / 1'000'000));
+        if (now >= next_tick_ns_ && shared_.opt.ping_interval_s > 0) ping_tick(now);
+        const bool busy = next_start_ < conns_.size() || !retries_.empty() || !restarts_.empty();
+        // Without pings next_tick_ns_ stays behind: wake every 100 ms for the stop flag.
+        const std::int64_t wake = std::max(next_tick_ns_, now + (shared_.opt.ping_interval_s > 0 ? 0 : tick_ns));
+        const int timeout_ms = busy ? 5 : static_cast<int>(std::max<std::int64_t>(1, (wake - now) / 1'000'000));
         const int got = ::epoll_wait(epfd_, events.data(), static_cast<int>(events.size()), timeout_ms);
         if (got < 0 && errno != EINTR) throw std::runtime_error(std::string("epoll_wait: ") + std::strerror(errno));
         const std::int64_t after = now_ns();
@@ -73,6 +76,13 @@ void hold_worker::run() {
 }
 
 void hold_worker::ramp(std::int64_t now) {
+    // Retried and reconnecting connections first, under the same --in-flight cap as the ramp, so
+    // that N reconnecting at once queue here rather than as server_busy answers.
+    while (!restarts_.empty() && in_flight_ < in_flight_cap_) {
+        const std::uint32_t slot = restarts_.front();
+        restarts_.pop_front();
+        if (static_cast<conn_state>(conns_[slot].state) == conn_state::idle) start(slot);
+    }
     while (next_start_ < conns_.size() && in_flight_ < in_flight_cap_) {
         if (rate_ > 0 && static_cast<double>(next_start_) >= rate_ * static_cast<double>(now - ramp_start_ns_) / 1e9)
             return;
@@ -232,7 +242,7 @@ void hold_worker::run_retries(std::int64_t now) {
         const std::uint32_t slot = retries_.front().slot;
         retries_.pop_front();
         switch (static_cast<conn_state>(conns_[slot].state)) {
-            case conn_state::idle: start(slot); break;
+            case conn_state::idle: restarts_.push_back(slot); break;
             case conn_state::logging_in: send_login(slot); break;
             case conn_state::joining: send_join(slot); break;
             default: break;
@@ -254,14 +264,25 @@ void hold_worker::fail(std::uint32_t slot, const char* why, bool retryable, std:
     close_conn(c);
     pending_out_.erase(slot);
     if (st == conn_state::held) {
+        if ((c.flags & flag_in_room) != 0) out_counters_.in_room.sub();
+        c.flags = static_cast<std::uint8_t>(c.flags & ~flag_in_room);
+        if (shared_.opt.reconnect) {
+            // A restart: connect, log in (the same account, a fresh JWT) and rejoin again.
+            out_counters_.down.add();
+            out_counters_.reconnects.add();
+            c.tries = 0;
+            c.state = static_cast<std::uint8_t>(conn_state::idle);
+            schedule(slot, now, retry_ns);
+            return;
+        }
         out_counters_.dropped.add();
-        if (c.in_room != 0) out_counters_.in_room.sub();
         c.state = static_cast<std::uint8_t>(conn_state::closed);
         shared_.note_error(std::string("a held connection was closed: ") + why);
         return;
     }
     if (st != conn_state::idle && st != conn_state::closed) --in_flight_;
-    if (retryable && c.tries < max_connect_tries) {
+    const std::uint8_t max_tries = shared_.opt.reconnect ? max_reconnect_tries : max_connect_tries;
+    if (retryable && c.tries < max_tries) {
         ++c.tries;
         out_counters_.connect_errors.add();
         c.state = static_cast<std::uint8_t>(conn_state::idle);
@@ -275,9 +296,14 @@ void hold_worker::fail(std::uint32_t slot, const char* why, bool retryable, std:
 
 void hold_worker::become_held(hold_conn& c, bool in_room) {
     c.state = static_cast<std::uint8_t>(conn_state::held);
-    c.in_room = in_room ? 1 : 0;
     --in_flight_;
-    out_counters_.held.add();
+    if ((c.flags & flag_was_held) != 0) {
+        out_counters_.down.sub();
+    } else {
+        out_counters_.held.add();
+    }
+    c.flags = static_cast<std::uint8_t>(flag_was_held | (in_room ? flag_in_room : 0));
+    c.tries = 0;
     if (in_room) out_counters_.in_room.add();
 }
 
@@ -287,7 +313,7 @@ void hold_worker::count_losses() {
     const std::uint64_t all = sent >= 64 ? ~0ull : (1ull << sent) - 1;
     std::uint64_t lost = 0;
     for (const auto& c : conns_) {
-        if (c.in_room == 0 || static_cast<conn_state>(c.state) != conn_state::held) continue;
+        if ((c.flags & flag_in_room) == 0 || static_cast<conn_state>(c.state) != conn_state::held) continue;
         lost += static_cast<std::uint64_t>(__builtin_popcountll(all & ~c.got));
     }
     out_counters_.lost.add(lost);

@@ -67,6 +67,7 @@ private:
     bool on_error_res(std::uint32_t slot, std::span<const std::byte> frame, std::int64_t now);
     void on_chat(hold_conn& c, std::span<const std::byte> frame, std::int64_t now);
     void become_held(hold_conn& c, bool in_room);
+    void check_rejoin(const hold_conn& c, std::uint64_t room_last_seq);
     void keep_carry(hold_conn& c, const std::byte* p, std::size_t n, std::size_t need);
     void count_losses();
 
@@ -82,6 +83,7 @@ private:
     flatbuffers::FlatBufferBuilder fbb_{512};
     std::unordered_map<std::uint32_t, std::vector<std::byte>> pending_out_;  // partial writes (rare)
     std::deque<retry> retries_;  // all with the same delay, so in due order
+    std::deque<std::uint32_t> restarts_;  // idle slots to connect again, under the in-flight cap
     std::uint32_t next_start_ = 0;
     std::uint32_t in_flight_ = 0;
     std::uint32_t in_flight_cap_;

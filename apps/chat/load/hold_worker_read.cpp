@@ -186,7 +186,10 @@ bool hold_worker::on_frame(std::uint32_t slot, std::span<const std::byte> frame,
         case proto::msg_type::join_room_res: {
             const auto* res = body_as<proto::join_room_res>(frame);
             const bool ours = res != nullptr && res->room() != nullptr && res->room()->id() == shared_.room_id;
-            if (ours && static_cast<conn_state>(c.state) == conn_state::joining) become_held(c, true);
+            if (ours && static_cast<conn_state>(c.state) == conn_state::joining) {
+                if ((c.flags & flag_was_held) != 0) check_rejoin(c, res->last_seq());
+                become_held(c, true);
+            }
             return true;  // others: rooms the account joined in earlier runs
         }
         case proto::msg_type::error_res: return on_error_res(slot, frame, now);
@@ -256,13 +259,25 @@ bool hold_worker::on_error_res(std::uint32_t slot, std::span<const std::byte> fr
     return true;
 }
 
+void hold_worker::check_rejoin(const hold_conn& c, std::uint64_t room_last_seq) {
+    // Back in the room after a restart: the room's last seq must be the last one this member saw
+    // (no broadcast is posted while connections are down). Lower: the server lost an acknowledged
+    // message; higher: one was stored that this member never got live (history_req would fetch
+    // it, but in this run it means a delivery went missing).
+    const std::uint64_t seen = shared_.broadcast_base.load(std::memory_order_acquire) + c.next_k;
+    if (room_last_seq == seen) return;
+    out_counters_.seq_gaps.add();
+    shared_.note_error("after reconnecting, the room's last seq is " + std::to_string(room_last_seq) +
+                       " but the member last saw " + std::to_string(seen));
+}
+
 void hold_worker::on_chat(hold_conn& c, std::span<const std::byte> frame, std::int64_t now) {
     const auto* m = body_as<proto::chat_msg>(frame);
     if (m == nullptr) {
         out_counters_.corrupt.add();
         return;
     }
-    if (m->room_id() != shared_.room_id || c.in_room == 0) {
+    if (m->room_id() != shared_.room_id || (c.flags & flag_in_room) == 0) {
         out_counters_.foreign.add();
         return;
     }

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# ctest driver (chat.connection_scale, label scale): what idle connections cost strix-chat-server
+# at two counts, with strix-chat-hold holding them (JWT logins, no room, no pings: the tool's
+# ping wheel sends N / --ping-interval pings a second, activity the sweep rightly looks at).
+#   connection_scale_test.sh <strix-chat-hold> <strix-chat-server> <work dir> [sanitized: 0|1]
+#
+# For each count, a fresh server (new SQLite database, new HS256 key, /metrics on) and the tool:
+# once all are held and the server's idle sweep has had two passes to find them quiet, the
+# server's RSS above its RSS before the ramp, per connection; then for 3 s the idle sweep's
+# counters (strix_idle_sweep_sessions_total: sessions looked at; strix_idle_sweep_listed).
+# Checks: the RSS per connection at the larger count is within 10 % of the smaller count's
+# (memory grows with connections, linearly, no step or superlinear term), and the sweep's rate
+# does not grow with the idle sessions: at the larger count it looks at no more sessions a
+# second than at the smaller plus 0.1 % of the larger count, and at both under 1 % of them (a
+# sweep over all sessions looks at every one, every second).
+#
+# The counts: the milestone asks for 10,000 and 50,000, but each process here holds its
+# connections' descriptors and RLIMIT_NOFILE's hard limit caps that (20,000 on the project's
+# machine, and no CAP_SYS_RESOURCE to raise it): the larger count is the hard limit less 1,500
+# (at most 50,000), the smaller 10,000 or half the larger when that is less (18,500 and 9,000
+# here); below 5,000 allowed the test is skipped (77),
+# saying why. Sanitizer builds skip the memory comparison (redzones and quarantine are not the
+# server's) and keep the sweep checks.
+set -euo pipefail
+
+hold=$1 server=$2 work=$3 sanitized=${4:-0}
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work"
+mkdir -p "$work"
+# shellcheck source=../../../bench/test_lib.sh
+source "$here/../../../bench/test_lib.sh"
+
+hard=$(ulimit -Hn)
+[ "$hard" = unlimited ] && hard=1000000
+ulimit -Sn "$hard"
+large=$(((hard - 1500) / 500 * 500))
+[ "$large" -le 50000 ] || large=50000
+if [ "$large" -lt 5000 ]; then
+  echo "SKIP: RLIMIT_NOFILE hard limit $hard allows under 5,000 connections per process"
+  exit 77
+fi
+small=$((large / 2 / 500 * 500))
+[ "$small" -le 10000 ] || small=10000
+echo "counts: $small and $large (RLIMIT_NOFILE hard limit $hard; 50,000 needs a hard limit of 51,500)"
+
+metric() {  # metric PORT NAME: the sum of the metric's samples
+  curl -sf "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n || index($1, n "{") == 1 {s += $2} END {printf "%.0f\n", s}'
+}
+rss() { awk '/^VmRSS:/ {print $2 * 1024}' "/proc/$1/status"; }
+
+# measure N: a fresh server, N held; prints "N rss_per_conn sweep_per_s listed".
+measure() {
+  local n=$1 dir=$work/n$1 port mport spid hpid
+  mkdir -p "$dir"
+  openssl rand -hex 32 >"$dir/jwt.key"
+  port=$(free_port)
+  mport=$(free_port)
+  "$server" --db "sqlite:$dir/chat.db" --port "$port" --metrics-port "$mport" --jwt-key "$dir/jwt.key" \
+    --max-connections "$((n + 100))" >"$dir/server.log" 2>&1 &
+  spid=$!
+  pids+=("$spid")
+  for _ in $(seq 100); do
+    kill -0 "$spid" 2>/dev/null || { cat "$dir/server.log" >&2; fail "server exited at start"; }
+    curl -sf "http://127.0.0.1:$mport/metrics" >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  sleep 1
+  local base
+  base=$(rss "$spid")
+  # No pings: nothing falls in the measurement, so the sweep has only idle sessions.
+  "$hold" --port "$port" --jwt-key "$dir/jwt.key" -n "$n" --hold-seconds 60 --ping-interval 0 \
+    --in-flight 128 --json "$dir/hold.json" >"$dir/hold.out" 2>"$dir/hold.err" &
+  hpid=$!
+  pids+=("$hpid")
+  for _ in $(seq 300); do
+    grep -q '^holding ' "$dir/hold.err" && break
+    kill -0 "$hpid" 2>/dev/null || { cat "$dir/hold.err" "$dir/hold.out" >&2; fail "strix-chat-hold exited before holding $n"; }
+    sleep 0.1
+  done
+  grep -q '^holding ' "$dir/hold.err" || fail "strix-chat-hold did not hold $n within 30 s"
+  sleep 2.5  # two sweeps: the first finds the ramp's sessions quiet, the second has nothing left
+  local held s0 s1 listed t0 t1
+  held=$(rss "$spid")
+  s0=$(metric "$mport" strix_idle_sweep_sessions_total)
+  t0=$(date +%s.%N)
+  sleep 3
+  s1=$(metric "$mport" strix_idle_sweep_sessions_total)
+  t1=$(date +%s.%N)
+  listed=$(metric "$mport" strix_idle_sweep_listed)
+  local sessions
+  sessions=$(metric "$mport" strix_sessions)
+  [ "$sessions" -ge "$n" ] || fail "the server has $sessions sessions, $n held"
+  kill -INT "$hpid"
+  wait "$hpid" || { cat "$dir/hold.out" >&2; fail "strix-chat-hold did not hold all $n to the end"; }
+  kill -TERM "$spid"
+  wait "$spid" || fail "server exited non-zero on SIGTERM"
+  awk -v n="$n" -v b="$base" -v h="$held" -v s0="$s0" -v s1="$s1" -v t0="$t0" -v t1="$t1" -v l="$listed" \
+    'BEGIN {printf "%d %.1f %.1f %d\n", n, (h - b) / n, (s1 - s0) / (t1 - t0), l}'
+}
+
+# In this shell (not a subshell), so that a failure's exit kills the processes it started.
+measure "$small" >"$work/small.txt"
+measure "$large" >"$work/large.txt"
+read -r n1 per1 sweep1 listed1 <"$work/small.txt"
+read -r n2 per2 sweep2 listed2 <"$work/large.txt"
+printf '%s idle: %s B of server RSS each, sweep looks at %s sessions/s, lists %s\n' \
+  "$n1" "$per1" "$sweep1" "$listed1" "$n2" "$per2" "$sweep2" "$listed2"
+awk -v n1="$n1" -v n2="$n2" -v p1="$per1" -v p2="$per2" -v w1="$sweep1" -v w2="$sweep2" -v l1="$listed1" \
+  -v l2="$listed2" -v san="$sanitized" 'BEGIN {
+    bad = 0
+    if (san != 1) {
+      d = (p2 - p1) / p1; if (d < 0) d = -d
+      printf "RSS per connection: %.0f B at %d, %.0f B at %d: %.1f %% apart\n", p1, n1, p2, n2, 100 * d
+      if (p1 <= 0 || d >= 0.10) { print "FAIL: memory per connection differs by 10 % or more"; bad = 1 }
+    }
+    if (w1 >= 0.01 * n1 || w2 >= 0.01 * n2) { print "FAIL: the idle sweep looks at 1 % or more of the idle sessions each second"; bad = 1 }
+    if (w2 > w1 + 0.001 * n2) { print "FAIL: the idle sweep looks at more sessions a second with more idle ones"; bad = 1 }
+    if (l1 >= 0.01 * n1 || l2 >= 0.01 * n2) { print "FAIL: the idle sweep lists 1 % or more of the idle sessions"; bad = 1 }
+    exit bad }' || fail "see above"
+echo "PASS: connection scale"

@@ -1,0 +1,322 @@
+#!/usr/bin/env bash
+# make bench-c1m: how many chat connections one node holds, and what they cost. strix-chat-server
+# and strix-chat-hold on this machine over loopback:
+#
+#   1. limits: RLIMIT_NOFILE (soft to hard, hard to what CONNS needs when permitted) and the
+#      sysctls fs.nr_open, fs.file-max, net.ipv4.ip_local_port_range, net.core.somaxconn,
+#      net.ipv4.tcp_max_syn_backlog, net.ipv4.tcp_mem raised where too low, each saved and put back
+#      on exit; a limit that cannot be raised is named with what it allows, and the run goes on at
+#      that count instead of CONNS;
+#   2. a server (embedded SQLite in a temporary directory, --jwt-key HS256 for the held
+#      connections, password logins at the cheap cost for the chat workload, --max-connections
+#      above the count, /metrics on), its shards pinned to the first CPUs, the clients on the rest;
+#   3. the chat workload alone (strix-chat-load, CHAT_CLIENTS clients in CHAT_ROOMS rooms at
+#      CHAT_RPS messages/s each, the portfolio's payload mix): chat_p99_alone_us;
+#   4. strix-chat-hold --reconnect: N connections (TCP or WebSocket) from many 127.x source
+#      addresses, ROOM_MEMBERS of them (default all) in one room, one message broadcast to them;
+#   5. with all N held: server RSS, Slab and /proc/net/sockstat against before the ramp (kernel
+#      bytes per connection), then IDLE_SECONDS of the N idle and pinging (server CPU from
+#      /proc/<pid>/stat, the idle sweep's counters from /metrics), then the same chat workload
+#      again (chat_p50_us, chat_p99_us);
+#   6. the server restarted (SIGTERM, same database and ports): every held connection logs in
+#      and rejoins again, the room's last seq is checked against what each member saw, and one
+#      more message reaches all of them (reconnect_all_s: first drop to all back, the server's
+#      stop and start included);
+#   7. scripts/c1m_report.py writes <build_dir>/bench/c1m.md and c1m.json, gnuplot c1m.svg
+#      (connections and RSS sampled every second).
+#
+#   scripts/bench-c1m.sh <build_dir>
+# Environment: CONNS (1000000; smaller for a quick run, e.g. CONNS=5000), TRANSPORT (tcp|ws),
+#   ROOM_MEMBERS (0: all), IDLE_SECONDS (10), PING_INTERVAL (60), IN_FLIGHT (64: the server's
+#   --login-queue follows), CHAT_CLIENTS (200), CHAT_ROOMS (10), CHAT_RPS (10), CHAT_DURATION (15),
+#   CHAT_WARMUP (3), TIME_LIMIT (300 s for the whole run: past it the script stops everything).
+set -euo pipefail
+
+build=${1:?usage: scripts/bench-c1m.sh <build_dir>}
+here=$(cd "$(dirname "$0")" && pwd)
+bin=$build/bin
+out=$build/bench
+runs=$out/c1m-run
+conns=${CONNS:-1000000}
+requested=$conns
+transport=${TRANSPORT:-tcp}
+room_members=${ROOM_MEMBERS:-0}
+idle_s=${IDLE_SECONDS:-10}
+ping_interval=${PING_INTERVAL:-60}
+in_flight=${IN_FLIGHT:-64}
+chat_clients=${CHAT_CLIENTS:-200}
+chat_rooms=${CHAT_ROOMS:-10}
+chat_rps=${CHAT_RPS:-10}
+chat_duration=${CHAT_DURATION:-15}
+chat_warmup=${CHAT_WARMUP:-3}
+time_limit=${TIME_LIMIT:-300}
+mix=64:80,256:18,1024-2048:2
+
+die() { echo "bench-c1m: FAILED: $*" >&2; exit 1; }
+say() { echo "bench-c1m: $*"; }
+case $transport in tcp | ws) ;; *) die "TRANSPORT must be tcp or ws" ;; esac
+for b in strix-chat-server strix-chat-hold strix-chat-load; do
+  [ -x "$bin/$b" ] || die "$bin/$b is missing; build first (make build)"
+done
+for c in curl openssl python3 gnuplot taskset; do
+  command -v "$c" >/dev/null || die "$c is not installed (scripts/install-deps.sh)"
+done
+
+rm -rf "$runs"
+mkdir -p "$runs"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/strix-bench-c1m.XXXXXX")
+pids=()
+saved_sysctls=()
+cleanup() {
+  local p kv
+  # Children first (the watchdog's sleep, the sampler's curl), then the processes themselves.
+  for p in "${pids[@]}"; do pkill -9 -P "$p" 2>/dev/null || true; kill -9 "$p" 2>/dev/null || true; done
+  for kv in "${saved_sysctls[@]}"; do sysctl -qw "$kv" >/dev/null 2>&1 || echo "bench-c1m: could not restore $kv" >&2; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'echo "bench-c1m: FAILED: stopped after TIME_LIMIT=${time_limit} s" >&2; exit 124' TERM
+# The whole run is bounded: past TIME_LIMIT the watchdog ends it (the EXIT trap kills the rest).
+(sleep "$time_limit" && kill -TERM $$ 2>/dev/null) >/dev/null 2>&1 &
+pids+=("$!")
+disown
+
+# --- 1. limits -------------------------------------------------------------------------------
+limits_log=$runs/limits.txt
+: >"$limits_log"
+note() { echo "$*" | tee -a "$limits_log"; }
+
+# raise_sysctl NAME VALUE: sets NAME when its value is below VALUE (for vectors: any field
+# below), remembering the old value for the exit trap. Returns 1 when it could not.
+raise_sysctl() {
+  local name=$1 want=$2 cur
+  cur=$(sysctl -n "$name" 2>/dev/null | tr -s '\t ' ' ') || { note "sysctl $name: not readable"; return 1; }
+  if python3 -c 'import sys; c=[int(x) for x in sys.argv[1].split()]; w=[int(x) for x in sys.argv[2].split()]; sys.exit(0 if all(a >= b for a, b in zip(c, w)) else 1)' "$cur" "$want"; then
+    note "sysctl $name = $cur (enough)"
+    return 0
+  fi
+  if sysctl -qw "$name=$want" >/dev/null 2>&1; then
+    saved_sysctls+=("$name=$cur")
+    note "sysctl $name = $want (was $cur; restored on exit)"
+    return 0
+  fi
+  note "sysctl $name = $cur: could not be raised to $want (not root, or a read-only /proc/sys)"
+  return 1
+}
+
+# Descriptors: the server holds N + the chat clients + its own; the tool N + its own.
+need_fds=$((conns + chat_clients + 1000))
+raise_sysctl fs.nr_open "$need_fds" || true
+raise_sysctl fs.file-max "$((2 * need_fds + 100000))" || true
+raise_sysctl net.ipv4.ip_local_port_range "1024 65535" || true
+raise_sysctl net.core.somaxconn 65535 || true
+raise_sysctl net.ipv4.tcp_max_syn_backlog 65535 || true
+# tcp_mem in pages: a quarter, a third and half of the memory, so N sockets' buffers never
+# push TCP into memory pressure.
+mem_pages=$(($(awk '/^MemTotal:/ {print $2}' /proc/meminfo) / 4))
+raise_sysctl net.ipv4.tcp_mem "$((mem_pages / 4)) $((mem_pages / 3)) $((mem_pages / 2))" || true
+
+hard=$(ulimit -Hn)
+[ "$hard" = unlimited ] && hard=$need_fds
+if [ "$hard" -lt "$need_fds" ] && ulimit -Hn "$need_fds" 2>/dev/null; then
+  note "RLIMIT_NOFILE hard limit raised from $hard to $need_fds"
+  hard=$need_fds
+fi
+ulimit -Sn "$hard"
+if [ "$hard" -lt "$need_fds" ]; then
+  # Each process holds N descriptors (plus the chat clients on the server): N must fit under
+  # the hard limit with a margin, rounded down to 500.
+  fit=$(((hard - chat_clients - 300) / 500 * 500))
+  [ "$fit" -ge 500 ] || die "RLIMIT_NOFILE hard limit $hard leaves no room for a run"
+  why="RLIMIT_NOFILE hard limit $hard"
+  capbnd=$(awk '/^CapBnd:/ {print $2}' /proc/self/status)
+  if [ -z "$capbnd" ] || (( ((16#$capbnd >> 24) & 1) == 0 )); then why+=" and no CAP_SYS_RESOURCE"; fi
+  note "$why: at most ~$((hard - chat_clients - 100)) connections per process next to $chat_clients chat clients; running CONNS=$fit instead of $conns"
+  conns=$fit
+fi
+[ "$room_members" -gt 0 ] && [ "$room_members" -lt "$conns" ] || room_members=$conns
+note "RLIMIT_NOFILE soft = hard = $hard"
+for s in fs.nr_open fs.file-max net.ipv4.ip_local_port_range net.core.somaxconn net.ipv4.tcp_max_syn_backlog net.ipv4.tcp_mem; do
+  echo "$s $(sysctl -n "$s" | tr -s '\t ' ' ')"
+done >"$runs/sysctl.txt"
+
+# --- 2. the server -----------------------------------------------------------------------------
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+ncpu=$(nproc)
+shards=$((ncpu > 1 ? ncpu - 1 : 1))
+client_cpus=$shards-$((ncpu - 1))
+[ "$ncpu" -gt 1 ] || client_cpus=0
+[ "$shards" -eq $((ncpu - 1)) ] && client_cpus=$((ncpu - 1))
+pin=(taskset -c "$client_cpus")
+openssl rand -hex 32 >"$tmp/jwt.key"
+port=$(free_port)
+ws_port=$(free_port)
+metrics_port=$(free_port)
+login_queue=$((in_flight > 64 ? in_flight : 64))
+server_cmd=("$bin/strix-chat-server" --db "sqlite:$tmp/chat.db" --port "$port" --ws-port "$ws_port"
+  --metrics-port "$metrics_port" --jwt-key "$tmp/jwt.key" --logins both --password-cost fast
+  --max-connections "$((conns + chat_clients + 100))" --login-queue "$login_queue"
+  --chat-rate 1000000 --chat-burst 1000000 --shards "$shards" --pin)
+echo "${server_cmd[*]}" >"$runs/server.cmd"
+server_pid=
+
+start_server() {
+  "${server_cmd[@]}" >>"$runs/server.log" 2>&1 &
+  server_pid=$!
+  pids+=("$server_pid")
+  echo "$server_pid" >"$tmp/server.pid"
+  for _ in $(seq 200); do
+    kill -0 "$server_pid" 2>/dev/null || { tail -n 20 "$runs/server.log" >&2; die "strix-chat-server exited at start"; }
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    sleep 0.05
+  done
+  die "strix-chat-server did not accept on 127.0.0.1:$port within 10 s"
+}
+
+stop_server() {
+  kill -TERM "$server_pid"
+  for _ in $(seq 300); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$server_pid" 2>/dev/null && die "strix-chat-server ignored SIGTERM for 30 s"
+  local rc=0
+  wait "$server_pid" || rc=$?
+  [ "$rc" -eq 0 ] || die "strix-chat-server exited $rc on SIGTERM; see $runs/server.log"
+}
+
+metric() {  # metric NAME: the sum of its samples on the server's /metrics (0 when absent)
+  curl -sf "http://127.0.0.1:$metrics_port/metrics" | awk -v n="$1" '$1 == n || index($1, n "{") == 1 {s += $2} END {printf "%.0f\n", s}'
+}
+rss_of() { awk '/^VmRSS:/ {print $2 * 1024}' "/proc/$1/status" 2>/dev/null; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# kernel_snapshot FILE: Slab bytes and sockstat's TCP figures (inuse, mem pages) and sockets used.
+kernel_snapshot() {
+  {
+    awk '/^Slab:/ {print "slab_bytes", $2 * 1024}' /proc/meminfo
+    awk '/^TCP:/ {for (i = 2; i < NF; i += 2) print "tcp_" $i, $(i + 1)} /^sockets:/ {print "sockets_used", $3}' /proc/net/sockstat
+  } >"$1"
+}
+
+start_server
+say "server pid $server_pid: ${shards} shard(s) pinned from CPU 0, clients on CPU(s) $client_cpus; $conns connections over $transport"
+
+# The sampler: every second the server's sessions, its RSS and the tool's RSS.
+sampler() {
+  set +e  # a failed read (the server restarting) is a 0 in the samples, not the sampler's end
+  local t0 now spid hpid sessions srss hrss
+  t0=$(date +%s.%N)
+  echo "t_s sessions server_rss_bytes client_rss_bytes" >"$runs/samples.txt"
+  while :; do
+    now=$(date +%s.%N)
+    spid=$(cat "$tmp/server.pid" 2>/dev/null)
+    hpid=$(cat "$tmp/hold.pid" 2>/dev/null)
+    sessions=$(metric strix_sessions 2>/dev/null | head -n 1)
+    srss=$(rss_of "${spid:-0}" | head -n 1)
+    hrss=$(rss_of "${hpid:-0}" | head -n 1)
+    printf '%s %s %s %s\n' "$(awk -v a="$now" -v b="$t0" 'BEGIN {printf "%.1f", a - b}')" \
+      "${sessions//[^0-9]/}" "${srss//[^0-9]/}" "${hrss//[^0-9]/}" | awk 'NF == 4' >>"$runs/samples.txt"
+    sleep 1
+  done
+}
+sampler >/dev/null 2>&1 &
+pids+=("$!")
+disown
+
+# --- 3. the chat workload alone ----------------------------------------------------------------
+chat_load() {  # chat_load TAG
+  local cmd=("${pin[@]}" "$bin/strix-chat-load" --host 127.0.0.1 --port "$port" --clients "$chat_clients"
+    --rooms "$chat_rooms" --rps "$chat_rps" --payload-mix "$mix" --duration "$chat_duration" --warmup "$chat_warmup"
+    --report-every 10 --server-pid "$server_pid" --name-prefix "$1." --json "$runs/$1.json")
+  echo "${cmd[*]}" >"$runs/$1.cmd"
+  "${cmd[@]}" >"$runs/$1.log" 2>&1 || { tail -n 15 "$runs/$1.log" >&2; die "strix-chat-load ($1) failed: $runs/$1.log"; }
+  python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print("bench-c1m: %s: chat p50 %s us, p99 %s us, %s" % (sys.argv[2], d["latency_us"]["p50"], d["latency_us"]["p99"], "verified" if d["verified"] else "NOT VERIFIED"))' "$runs/$1.json" "$1"
+}
+chat_load alone
+
+# --- 4. the held connections --------------------------------------------------------------------
+kernel_snapshot "$runs/kernel.before"
+server_rss_before=$(rss_of "$server_pid")
+hold_cmd=("${pin[@]}" "$bin/strix-chat-hold" --host 127.0.0.1 --port "$port" --jwt-key "$tmp/jwt.key"
+  -n "$conns" --hold-room c1m --room-members "$room_members" --broadcast 1 --broadcast-timeout 60 --reconnect
+  --hold-seconds "$time_limit" --ramp-timeout "$time_limit" --ping-interval "$ping_interval"
+  --in-flight "$in_flight" --json "$runs/hold.json")
+[ "$transport" = ws ] && hold_cmd+=(--ws-port "$ws_port")
+echo "${hold_cmd[*]}" >"$runs/hold.cmd"
+say "${hold_cmd[*]}"
+"${hold_cmd[@]}" >"$runs/hold.out" 2>"$runs/hold.err" &
+hold_pid=$!
+pids+=("$hold_pid")
+echo "$hold_pid" >"$tmp/hold.pid"
+
+# wait_hold PATTERN SECONDS: waits for a line of the tool's progress (stderr).
+wait_hold() {
+  local end=$((SECONDS + $2))
+  while ! grep -Eq -- "$1" "$runs/hold.err" 2>/dev/null; do
+    kill -0 "$hold_pid" 2>/dev/null || { tail -n 20 "$runs/hold.err" >&2; cat "$runs/hold.out" >&2; die "strix-chat-hold exited before '$1'"; }
+    [ "$SECONDS" -lt "$end" ] || { tail -n 5 "$runs/hold.err" >&2; die "no '$1' from strix-chat-hold within $2 s"; }
+    sleep 0.2
+  done
+}
+wait_hold '^holding ' "$time_limit"
+tail -n 2 "$runs/hold.err" | sed 's/^/bench-c1m: hold: /'
+
+# --- 5. with all N held --------------------------------------------------------------------------
+sleep 2  # the ramp's last replies and the broadcast's queues drain
+kernel_snapshot "$runs/kernel.held"
+server_rss_held=$(rss_of "$server_pid")
+sweep0=$(metric strix_idle_sweep_sessions_total)
+listed0=$(metric strix_idle_sweep_listed)
+ticks0=$(cpu_ticks "$server_pid")
+t0=$(date +%s.%N)
+sleep "$idle_s"
+ticks1=$(cpu_ticks "$server_pid")
+t1=$(date +%s.%N)
+sweep1=$(metric strix_idle_sweep_sessions_total)
+listed1=$(metric strix_idle_sweep_listed)
+sessions_held=$(metric strix_sessions)
+python3 - "$runs/idle.json" "$ticks0" "$ticks1" "$t0" "$t1" "$(getconf CLK_TCK)" "$sweep0" "$sweep1" "$listed0" "$listed1" "$sessions_held" <<'PY'
+import json, sys
+a = sys.argv
+wall = float(a[5]) - float(a[4])
+json.dump({"idle_s": wall,
+           "idle_cpu_pct": 100.0 * (int(a[3]) - int(a[2])) / int(a[6]) / wall,
+           "sweep_sessions_per_s": (int(a[8]) - int(a[7])) / wall,
+           "sweep_listed_start": int(a[9]), "sweep_listed_end": int(a[10]),
+           "sessions": int(a[11])}, open(a[1], "w"))
+PY
+say "idle: $(cat "$runs/idle.json")"
+chat_load held
+
+# --- 6. restart --------------------------------------------------------------------------------
+say "restarting the server with $conns held"
+stop_server
+start_server
+wait_hold '^verified after reconnect' 120
+tail -n 3 "$runs/hold.err" | sed 's/^/bench-c1m: hold: /'
+server_rss_reconnected=$(rss_of "$server_pid")
+kill -INT "$hold_pid"
+rc=0
+wait "$hold_pid" || rc=$?
+[ -s "$runs/hold.json" ] || die "strix-chat-hold wrote no summary (exit $rc)"
+[ "$rc" -eq 0 ] || { cat "$runs/hold.out" >&2; die "strix-chat-hold exited $rc: not all held, or lost, duplicated, reordered or corrupted (above)"; }
+kernel_snapshot "$runs/kernel.after"
+stop_server
+
+# --- 7. the report -----------------------------------------------------------------------------
+{
+  echo "cpus $ncpu"
+  echo "server_cpus 0-$((shards - 1))"
+  echo "client_cpus $client_cpus"
+  echo "cpu_model $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
+  echo "mem_total_kib $(awk '/^MemTotal:/ {print $2}' /proc/meminfo)"
+  echo "kernel $(uname -r)"
+  echo "requested $requested"
+  echo "server_rss_before $server_rss_before"
+  echo "server_rss_held $server_rss_held"
+  echo "server_rss_reconnected $server_rss_reconnected"
+  echo "nofile_hard $hard"
+  echo "ping_interval $ping_interval"
+} >"$runs/env.txt"
+python3 "$here/c1m_report.py" --runs "$runs" --out "$out"
+cat "$out/c1m.md"
