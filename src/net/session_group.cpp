@@ -27,6 +27,8 @@ namespace {
 
 constexpr std::chrono::milliseconds sweep_period{1000};
 constexpr std::size_t trim_after_released = 1024 * 1024;
+// malloc_trim walks the whole heap (a million sessions' objects): at most this often per shard.
+constexpr std::chrono::seconds trim_period{10};
 
 session_limits normalized(session_limits l) {
     // The ring must hold a whole frame, and its capacity is a power of two.
@@ -98,13 +100,23 @@ void session_group::sweep() {
     if (trimmed)
         log(log_level::debug, "shard {}: idle sweep trimmed {} of {} sessions ({} open)", owner_.id(), trimmed, looked,
             impl_->sessions.size());
-    // Trimmed send chains, and the output of sessions that closed with it queued (slow consumers
-    // cut at max_queued), went back to malloc (or to buffer_cache, which gives back what nobody
-    // drew from for a second), which keeps their pages; after a large sweep or megabytes released, ask it to
-    // return free pages to the kernel. Receive rings bypass malloc (madvise in give_rx_buffer).
+    // Blocks of 4 KiB and more (send chunks, closed sessions' queued output) go back through
+    // buffer_cache, which returns to malloc what nobody drew from for a second; malloc keeps
+    // their pages. Once megabytes were returned, ask it to hand free pages to the kernel. That
+    // call walks the whole heap, which at a million sessions is a pause: at most once every
+    // trim_period, timed on /metrics. Receive rings bypass malloc (madvise in give_rx_buffer), and
+    // idle sessions' small chunks are reused by malloc's own caches.
     released_bytes_ += buffer_cache::release_unused();
-    if (trimmed >= 256 || released_bytes_ >= trim_after_released) ::malloc_trim(0);
-    released_bytes_ = 0;
+    const std::uint64_t now = owner_.now_tick();
+    if (released_bytes_ >= trim_after_released && now - last_trim_tick_ >= owner_.ticks_for(trim_period)) {
+        const auto t0 = std::chrono::steady_clock::now();
+        ::malloc_trim(0);
+        const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0);
+        bump(counters_.malloc_trims);
+        bump(counters_.malloc_trim_us, static_cast<std::uint64_t>(us.count()));
+        released_bytes_ = 0;
+        last_trim_tick_ = now;
+    }
     owner_.timers().schedule(impl_->sweep, period);
 }
 

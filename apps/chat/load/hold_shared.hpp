@@ -82,6 +82,7 @@ struct hold_shared {
     std::atomic<std::uint64_t> broadcast_base{0};  // the room's seq before message 0
     std::atomic<std::uint32_t> broadcast_sent{0};
     std::atomic<bool> stop{false};
+    std::atomic<bool> quiet{false};  // the end: no more pings, the last pongs are awaited
     std::mutex first_error_mutex;
     std::string first_error;  // the first refusal or failure, for the summary
 

@@ -218,6 +218,10 @@ void hold_worker::flush(std::uint32_t slot) {
 }
 
 void hold_worker::ping_tick(std::int64_t now) {
+    if (shared_.quiet.load(std::memory_order_acquire)) {
+        next_tick_ns_ = now + tick_ns;  // still wakes for the stop flag
+        return;
+    }
     while (now >= next_tick_ns_) {
         const std::uint32_t bucket = static_cast<std::uint32_t>(tick_++ % ping_buckets_);
         for (std::size_t s = bucket; s < conns_.size(); s += ping_buckets_) {
