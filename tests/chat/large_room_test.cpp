@@ -75,27 +75,35 @@ TEST_P(large_room, past_the_limit_joins_are_not_announced_and_chat_reaches_every
         for (const char* text : {"one", "two", "three"}) EXPECT_EQ(x.expect_chat().text, text);
         x.expect_nothing();
     }
+    // Typing in a large room goes to nobody, counted with the notices.
+    {
+        flatbuffers::FlatBufferBuilder fbb;
+        fbb.Finish(proto::Createtyping_req(fbb, room));
+        c[1].send(fbb, msg_type::typing_req);
+        ASSERT_TRUE(eventually([&] { return suppressed() == 3; })) << "the typing was dropped and counted";
+        for (auto& x : c) x.expect_nothing();
+    }
     // A disconnect and a login (which puts eve back) are presence changes: not announced either;
     // the new session's list is empty too.
     c[4].close();
-    ASSERT_TRUE(eventually([&] { return suppressed() == 3; })) << "eve went offline, unannounced";
+    ASSERT_TRUE(eventually([&] { return suppressed() == 4; })) << "eve went offline, unannounced";
     chat_client eve(srv->port());
     eve.login("eve");
     auto je = answer_of(eve.expect(msg_type::join_room_res));
     EXPECT_TRUE(je.listed.empty());
     EXPECT_EQ(je.members, 5u);
-    EXPECT_EQ(suppressed(), 4);
+    EXPECT_EQ(suppressed(), 5);
     EXPECT_EQ(c[3].list_online(), (std::vector<std::tuple<std::uint64_t, std::uint32_t, std::uint32_t>>{{room, 5, 5}}));
     // dan leaves: four members, still large; then cat: three, announced again.
     c[3].send_leave();
     c[3].expect(msg_type::leave_room_res);
-    EXPECT_EQ(suppressed(), 5);
+    EXPECT_EQ(suppressed(), 6);
     c[2].send_leave();
     c[2].expect(msg_type::leave_room_res);
     c[0].expect_member_event(msg_type::member_left, room, "cat");
     c[1].expect_member_event(msg_type::member_left, room, "cat");
     eve.expect_member_event(msg_type::member_left, room, "cat");
-    EXPECT_EQ(suppressed(), 5);
+    EXPECT_EQ(suppressed(), 6);
     EXPECT_EQ(c[0].list_online(), (std::vector<std::tuple<std::uint64_t, std::uint32_t, std::uint32_t>>{{room, 3, 3}}));
     c[0].expect_nothing();
     stop_cleanly(*srv);

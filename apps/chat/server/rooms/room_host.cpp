@@ -328,6 +328,9 @@ void room_host::typing(room_id id, const member& m) {
              "not in that room");
         return;
     }
+    // In a large room typing is noise to thousands and a notice to every member per keystroke
+    // burst: dropped and counted like the member notices (protocol.md, "Large rooms").
+    if (quiet(it->second)) return;
     fan_out(it->second, room_event::kind::notice, m.session_id, m.shard, nullptr,
             frames::typing(id.value(), m.player_id, m.name));
     seq_->typed(it->second, m.player_id, m.name);

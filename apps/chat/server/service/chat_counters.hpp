@@ -58,8 +58,8 @@ struct chat_counters : metric_group {
     counter notices_coalesced{*this, "strix_member_notices_coalesced_total",
                               "join+leave pairs that cancelled out within --notice-delay-ms (two notices not sent)"};
     counter notices_suppressed{*this, "strix_member_notices_suppressed_total",
-                               "member_joined/member_left/member_presence not sent because the room is larger "
-                               "than --member-list-limit (one per join, leave or presence change)"};
+                               "member_joined/member_left/member_presence/typing not sent because the room is "
+                               "larger than --member-list-limit (one per join, leave, presence change or typing_req)"};
     counter server_busy{*this, "strix_server_busy_total", "requests refused because a database queue was full"};
     counter chat_messages{*this, "strix_chat_messages_total",
                           "chat messages accepted (sequenced and queued for the database)"};
