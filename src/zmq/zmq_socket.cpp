@@ -3,6 +3,8 @@
 #include "zmq/zmq_msg.hpp"
 #include "zmq/zmq_shim.hpp"
 
+#include <strix/link/poll.hpp>
+
 #include <arpa/inet.h>
 #include <sys/uio.h>
 
@@ -127,6 +129,25 @@ std::error_code send_last(sock& s, link::part p, link::blocking_socket::duration
     return ec;
 }
 
+// libzmq takes a multipart message whole or not at all and decides at its first part: once that
+// is accepted, no later part is refused for the high-water mark. strix queues the parts and sends
+// them with the last, so the room is looked for at the first part of the socket types a full pipe
+// blocks (EAGAIN, or after waiting up to ZMQ_SNDTIMEO); the last part then finds it, since only
+// the application's thread adds to the pipe. Without this a full pipe refused the last part and
+// the parts before it were lost to the peer (found by the zmq_api fuzz target).
+bool first_part_fits(sock& s, link::blocking_socket& bs, int flags) {
+    switch (s.type) {
+        case ZMQ_PAIR:
+        case ZMQ_PUSH:
+        case ZMQ_DEALER:
+        case ZMQ_REQ:
+        case ZMQ_REP: break;
+        default: return true;  // ROUTER and PUB drop rather than block; the rest send no parts
+    }
+    link::poll_item item{&bs, link::poll_out, 0};
+    return link::poll(std::span<link::poll_item>(&item, 1), wait_for(flags, s.so.sndtimeo)) > 0;
+}
+
 // One part from the application: queued while more follow, sent with the last.
 int send_part(sock& s, link::bytes_view b, msg_rep* m, int flags) {
     if (s.terminated()) return fail(ETERM);
@@ -136,6 +157,7 @@ int send_part(sock& s, link::bytes_view b, msg_rep* m, int flags) {
         if (flags & ZMQ_SNDMORE) {
             if (!s.out_open && s.waits_for_a_peer() && !bs.wait_for_peers(1, wait_for(flags, s.so.sndtimeo)))
                 return fail(wait_failed(s));
+            if (!s.out_open && !first_part_fits(s, bs, flags)) return fail(wait_failed(s));
             // A mandatory ROUTER answers for the routing id at the first part, as libzmq's: the id
             // alone goes to the socket, which checks the peer and its room and sends nothing.
             if (!s.out_open && s.type == ZMQ_ROUTER && s.opts.router_mandatory) {

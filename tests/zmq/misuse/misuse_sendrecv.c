@@ -1,4 +1,6 @@
-/* Sending and receiving out of state: EAGAIN, ENOTSUP, EFSM, EHOSTUNREACH, bad buffers. */
+/* Sending and receiving out of state: EAGAIN, ENOTSUP, EFSM, EHOSTUNREACH, bad buffers; whole
+   messages at the high-water mark. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -149,6 +151,54 @@ static void vectors(void* ctx) {
     misuse_close(b);
 }
 
+// A multipart message sent with ZMQ_DONTWAIT into a pipe at its high-water mark goes whole or not at
+// all: a refusal comes at a message's first part, never after a part of it was taken (a refused
+// first part leaves the next part to start a message). Both libraries count their high-water
+// marks differently, so the test sends until the pipe is full and checks that the peer then gets
+// exactly the messages made of the parts taken, each with its parts.
+static void whole_messages_at_the_hwm(void* ctx) {
+    void* a = zmq_socket(ctx, ZMQ_PAIR);
+    void* b = zmq_socket(ctx, ZMQ_PAIR);
+    int one = 1;
+    zmq_setsockopt(a, ZMQ_SNDHWM, &one, sizeof one);
+    zmq_setsockopt(b, ZMQ_RCVHWM, &one, sizeof one);
+    EXPECT_RC(zmq_bind(b, "inproc://misuse-whole"), 0);
+    EXPECT_RC(zmq_connect(a, "inproc://misuse-whole"), 0);
+    int parts_of[50];  // the parts of each message taken
+    int messages = 0, torn = 0, refused = 0;
+    for (int m = 0; m < 50; ++m) {
+        int taken = 0;
+        for (int p = 0; p < 3; ++p) {
+            char part[16];
+            snprintf(part, sizeof part, "m%d-p%d", m, p);
+            if (zmq_send(a, part, strlen(part), ZMQ_DONTWAIT | (p < 2 ? ZMQ_SNDMORE : 0)) >= 0)
+                ++taken;
+            else if (taken > 0)
+                ++torn;  // a part refused after one of the same message was taken
+            else
+                ++refused;
+        }
+        if (taken > 0) parts_of[messages++] = taken;
+    }
+    EXPECT_RC(torn, 0);
+    EXPECT_TRUE(refused > 0);  // the pipe filled up
+    int timeo = 2000;
+    zmq_setsockopt(b, ZMQ_RCVTIMEO, &timeo, sizeof timeo);
+    for (int m = 0; m < messages; ++m) {
+        for (int p = 0; p < parts_of[m]; ++p) {
+            char got[16] = {0};
+            EXPECT_TRUE(zmq_recv(b, got, sizeof got - 1, 0) > 0 && got[0] == 'm');
+            int more = -1;
+            size_t len = sizeof more;
+            zmq_getsockopt(b, ZMQ_RCVMORE, &more, &len);
+            EXPECT_RC(more, p + 1 < parts_of[m] ? 1 : 0);
+        }
+    }
+    EXPECT_ERR(zmq_recv(b, &one, sizeof one, ZMQ_DONTWAIT), EAGAIN);
+    misuse_close(a);
+    misuse_close(b);
+}
+
 void misuse_send_recv(void) {
     void* ctx = misuse_ctx();
     would_block(ctx);
@@ -157,5 +207,6 @@ void misuse_send_recv(void) {
     router_mandatory(ctx);
     buffers(ctx);
     vectors(ctx);
+    whole_messages_at_the_hwm(ctx);
     misuse_term(ctx);
 }
