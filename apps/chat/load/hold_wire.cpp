@@ -1,4 +1,5 @@
 #include "hold_wire.hpp"
+#include "ws_client_frame.hpp"
 
 #include <strix/codec/frame_header.hpp>
 
@@ -175,18 +176,7 @@ void append_upgrade(std::vector<std::byte>& out, std::string_view host, std::uin
 void ws_wrap(std::vector<std::byte>& out, std::size_t at, std::uint32_t mask) {
     const std::size_t n = out.size() - at;
     std::byte h[14];
-    std::size_t hs = 0;
-    h[hs++] = std::byte{0x82};  // FIN, binary
-    if (n < 126) {
-        h[hs++] = static_cast<std::byte>(0x80 | n);
-    } else if (n <= 0xFFFF) {
-        h[hs++] = std::byte{0x80 | 126};
-        h[hs++] = static_cast<std::byte>(n >> 8);
-        h[hs++] = static_cast<std::byte>(n);
-    } else {
-        h[hs++] = std::byte{0x80 | 127};
-        for (int i = 7; i >= 0; --i) h[hs++] = static_cast<std::byte>(static_cast<std::uint64_t>(n) >> (8 * i));
-    }
+    std::size_t hs = ws_client_head(h, n);
     std::memcpy(h + hs, &mask, 4);
     const std::byte* key = h + hs;
     hs += 4;

@@ -1,4 +1,5 @@
 #include "load_ws.hpp"
+#include "ws_client_frame.hpp"
 
 #include <openssl/evp.h>
 #include <openssl/sha.h>
@@ -98,18 +99,7 @@ load_ws::head_result load_ws::read_head(std::span<const std::byte> in) {
 void load_ws::wrap_tail(std::vector<std::byte>& out, std::size_t at) {
     const std::size_t n = out.size() - at;
     std::byte h[14];
-    std::size_t hs = 0;
-    h[hs++] = std::byte{0x82};  // FIN, binary
-    if (n < 126) {
-        h[hs++] = static_cast<std::byte>(0x80 | n);
-    } else if (n <= 0xFFFF) {
-        h[hs++] = std::byte{0x80 | 126};
-        h[hs++] = static_cast<std::byte>(n >> 8);
-        h[hs++] = static_cast<std::byte>(n);
-    } else {
-        h[hs++] = std::byte{0x80 | 127};
-        for (int i = 7; i >= 0; --i) h[hs++] = static_cast<std::byte>(static_cast<std::uint64_t>(n) >> (8 * i));
-    }
+    std::size_t hs = ws_client_head(h, n);
     const std::uint32_t key = next_random();
     std::memcpy(h + hs, &key, 4);
     const std::byte* mask = h + hs;
