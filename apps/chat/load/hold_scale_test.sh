@@ -16,24 +16,16 @@ hold=$1 server=$2 work=$3 sanitized=${4:-0}
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work"
 mkdir -p "$work"
-# fail, free_port and the kill-on-exit list (pids) come from the bench tools' test helpers.
+# fail, free_port, start_server and the kill-on-exit list (pids) come from the bench tools'
+# test helpers.
 # shellcheck source=../../../bench/test_lib.sh
 source "$here/../../../bench/test_lib.sh"
 
 openssl rand -hex 32 >"$work/jwt.key"
-port=$(free_port)
 wsport=$(free_port)
-"$server" --db "sqlite:$work/chat.db" --port "$port" --ws-port "$wsport" --jwt-key "$work/jwt.key" \
-  --metrics-port 0 --max-connections 5000 >"$work/server.log" 2>&1 &
-server_pid=$!
-pids+=("$server_pid")
-up=0
-for _ in $(seq 100); do
-  kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log" >&2; fail "server exited at start"; }
-  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then up=1; break; fi
-  sleep 0.1
-done
-[ "$up" = 1 ] || fail "server did not accept on 127.0.0.1:$port within 10 s"
+# Sets port and server_pid, and waits until the server accepts.
+start_server "$work/server.log" "$server" --db "sqlite:$work/chat.db" --ws-port "$wsport" \
+  --jwt-key "$work/jwt.key" --metrics-port 0 --max-connections 5000
 
 # check NAME N: the run's JSON shows all N held in the room, each broadcast at all of them,
 # nothing lost, duplicated, reordered or corrupted, and the pings answered.

@@ -18,13 +18,6 @@
 namespace strix::chat::hold {
 namespace {
 
-std::string base64(const unsigned char* p, std::size_t n) {
-    std::string out(4 * ((n + 2) / 3) + 1, '\0');
-    const int len = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), p, static_cast<int>(n));
-    out.resize(static_cast<std::size_t>(len));
-    return out;
-}
-
 // RFC 7515's base64url: the URL-safe alphabet, no padding.
 std::string base64url(std::string_view s) {
     std::string out = base64(reinterpret_cast<const unsigned char*>(s.data()), s.size());

@@ -10,13 +10,6 @@
 namespace strix::chat {
 namespace {
 
-std::string base64(const unsigned char* p, std::size_t n) {
-    std::string out(4 * ((n + 2) / 3) + 1, '\0');
-    const int len = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), p, static_cast<int>(n));
-    out.resize(static_cast<std::size_t>(len));
-    return out;
-}
-
 void append(std::vector<std::byte>& out, std::string_view s) {
     const auto* b = reinterpret_cast<const std::byte*>(s.data());
     out.insert(out.end(), b, b + s.size());
