@@ -85,12 +85,28 @@ std::optional<json> json_part(std::string_view b64) {
     return j;
 }
 
-// A NumericDate claim: absent (nullopt, ok), a number (its value), or anything else (bad).
+// A NumericDate claim: absent (nullopt, ok), a number of seconds within +-1e15 (its value, a
+// fraction dropped), or anything else (bad). The bound is checked before the conversion: a float
+// past int64's range (1e24) or an unsigned past INT64_MAX has no value to convert to.
 bool numeric_date(const json& claims, const char* name, std::optional<std::int64_t>& out) {
+    constexpr std::int64_t bound = 1'000'000'000'000'000;
     const auto it = claims.find(name);
     if (it == claims.end()) return true;
-    if (!it->is_number()) return false;
-    out = it->is_number_float() ? static_cast<std::int64_t>(it->get<double>()) : it->get<std::int64_t>();
+    if (it->is_number_float()) {
+        const double v = it->get<double>();
+        if (!(v > -static_cast<double>(bound) && v < static_cast<double>(bound))) return false;
+        out = static_cast<std::int64_t>(v);
+        return true;
+    }
+    if (it->is_number_unsigned()) {
+        if (it->get<std::uint64_t>() >= static_cast<std::uint64_t>(bound)) return false;
+        out = static_cast<std::int64_t>(it->get<std::uint64_t>());
+        return true;
+    }
+    if (!it->is_number_integer()) return false;
+    const std::int64_t v = it->get<std::int64_t>();
+    if (v <= -bound || v >= bound) return false;
+    out = v;
     return true;
 }
 
@@ -107,7 +123,7 @@ bool audience_holds(const json& claims, const std::string& want) {
 jwt_verdict check_claims(const json& c, const jwt_rules& rules, std::int64_t now) {
     std::optional<std::int64_t> exp, nbf, iat;
     if (!numeric_date(c, "exp", exp) || !numeric_date(c, "nbf", nbf) || !numeric_date(c, "iat", iat))
-        return refuse(jwt_refusal::malformed, "exp, nbf and iat are numbers (seconds since the epoch)");
+        return refuse(jwt_refusal::malformed, "exp, nbf and iat are numbers of seconds since the epoch, within +-1e15");
     const auto sub = c.find("sub");
     if (sub == c.end() || !sub->is_string()) return refuse(jwt_refusal::missing_claim, "the token has no sub");
     if (!exp) return refuse(jwt_refusal::missing_claim, "the token has no exp (this server wants tokens that expire)");
