@@ -8,8 +8,11 @@ function(strix_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wshadow -Wconversion -Werror -Wno-missing-field-initializers)
 endfunction()
 
+# -O1 -g1 (line tables: the sanitizers' stacks still name file and line) instead of the build
+# type's -O2 -g: gcc 12 then compiles a test about twice as fast (tests/chat/throttle_test.cpp:
+# 33 s to 17 s on an idle core), and tests are most of CI's sanitized build.
 if(STRIX_SANITIZE)
-  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -O1 -g1)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
@@ -69,6 +72,9 @@ function(strix_add_test name)
   # which a compiler cache may have made relative to the build directory.
   target_compile_definitions(${name} PRIVATE STRIX_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   strix_warnings(${name})
+  # A test's own code is built at -O1 in Release: what it exercises (the libraries, the servers it
+  # starts) keeps -O3, and its heavy templates (GoogleTest, JSON) compile in two thirds of the time.
+  target_compile_options(${name} PRIVATE $<$<CONFIG:Release>:-O1>)
   # GCC 12 reports "literal" + std::string chains as overlapping memcpy (-Wrestrict, GCC bug
   # 105651, a false positive in libstdc++); tests build strings that way all the time.
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)

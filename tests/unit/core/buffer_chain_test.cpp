@@ -82,9 +82,9 @@ TEST(BufferChain, StartsEmpty) {
 TEST(BufferChain, SmallAppendsCoalesceIntoOneSegment) {
     buffer_chain c;
     std::string model;
-    for (int i = 0; i < 1000; ++i) {
+    for (unsigned i = 0; i < 1000; ++i) {
         char msg[9];
-        std::snprintf(msg, sizeof msg, "m%06d;", i);
+        std::snprintf(msg, sizeof msg, "m%06u;", i % 1000000);
         const std::string s(msg, 8);
         c.append(bytes_of(s));
         model += s;
