@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <bit>
 #include <span>
 #include <vector>
 
@@ -55,10 +56,24 @@ public:
 
     void send(buffer_chain& tx) override {
         if (sending_ || tx.empty() || closed_) return;
-        if (!iov_) iov_ = std::make_unique<iovec[]>(max_iov);
-        const int n = tx.fill_iov(iov_.get(), max_iov);
+        // The gather list is sized to what is queued: one segment (a reply, a broadcast to an
+        // idle member, the usual case) uses the stream's own iovec; more take a heap list of the
+        // next power of two up to max_iov, kept until the idle sweep's trim. A list of max_iov
+        // (1 KiB) for every connection that sent once was a third of an idle one's RSS.
+        const auto want = static_cast<int>(std::min<std::size_t>(tx.segments(), max_iov));
+        iovec* list = &one_;
+        int room = 1;
+        if (want > 1) {
+            if (iov_cap_ < want) {
+                iov_cap_ = std::min(max_iov, static_cast<int>(std::bit_ceil(static_cast<unsigned>(want))));
+                iov_ = std::make_unique_for_overwrite<iovec[]>(static_cast<std::size_t>(iov_cap_));
+            }
+            list = iov_.get();
+            room = iov_cap_;
+        }
+        const int n = tx.fill_iov(list, room);
         msg_ = msghdr{};
-        msg_.msg_iov = iov_.get();
+        msg_.msg_iov = list;
         msg_.msg_iovlen = static_cast<std::size_t>(n);
         tx_ = &tx;
         sending_ = true;
@@ -70,10 +85,13 @@ public:
         if (!was_sending && sending_) poller_.submit_now();
     }
     bool send_busy() const noexcept override { return sending_; }
-    // The idle sweep's call: an idle connection keeps no gather list (max_iov iovecs, ~1 KiB)
-    // and no parked bytes' buffer.
+    // The idle sweep's call: an idle connection keeps no heap gather list and no parked bytes'
+    // buffer.
     void trim() noexcept override {
-        if (!sending_) iov_.reset();
+        if (!sending_) {
+            iov_.reset();
+            iov_cap_ = 0;
+        }
         if (!has_parked()) {
             std::vector<std::byte>().swap(parked_);
             parked_from_ = 0;
@@ -227,8 +245,10 @@ private:
                             // and tx_'s front bytes are the kernel's
     bool closed_ = false;
     bool eof_parked_ = false;  // the peer closed after the parked bytes (resume_receive tells)
+    int iov_cap_ = 0;  // iovecs in iov_
     msghdr msg_{};
-    std::unique_ptr<iovec[]> iov_;   // the in-flight send's gather list (allocated on first send)
+    iovec one_{};                    // the gather list of a one-segment send
+    std::unique_ptr<iovec[]> iov_;   // a longer send's gather list (allocated when first needed)
     buffer_chain* tx_ = nullptr;     // the chain the in-flight send reads
     std::vector<std::byte> parked_;  // received while the user took no bytes; delivered from
     std::size_t parked_from_ = 0;    // parked_from_ on (the bytes before it were delivered)
