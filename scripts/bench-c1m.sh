@@ -29,7 +29,8 @@
 # Environment: CONNS (1000000; smaller for a quick run, e.g. CONNS=5000), TRANSPORT (tcp|ws),
 #   ROOM_MEMBERS (0: all), IDLE_SECONDS (10), PING_INTERVAL (60), IN_FLIGHT (64: the server's
 #   --login-queue follows), CHAT_CLIENTS (200), CHAT_ROOMS (10), CHAT_RPS (10), CHAT_DURATION (15),
-#   CHAT_WARMUP (3), TIME_LIMIT (300 s for the whole run: past it the script stops everything).
+#   CHAT_WARMUP (3), TIME_LIMIT (300 s + 1 s per 1,000 CONNS for the whole run: past it the script
+#   stops everything).
 set -euo pipefail
 
 build=${1:?usage: scripts/bench-c1m.sh <build_dir>}
@@ -49,7 +50,8 @@ chat_rooms=${CHAT_ROOMS:-10}
 chat_rps=${CHAT_RPS:-10}
 chat_duration=${CHAT_DURATION:-15}
 chat_warmup=${CHAT_WARMUP:-3}
-time_limit=${TIME_LIMIT:-300}
+# 300 s and 1 s more per 1,000 connections (a million: 1,300 s): the ramp and the reconnect.
+time_limit=${TIME_LIMIT:-$((300 + ${CONNS:-1000000} / 1000))}
 mix=64:80,256:18,1024-2048:2
 
 die() { echo "bench-c1m: FAILED: $*" >&2; exit 1; }
@@ -124,16 +126,24 @@ if [ "$hard" -lt "$need_fds" ] && ulimit -Hn "$need_fds" 2>/dev/null; then
   hard=$need_fds
 fi
 ulimit -Sn "$hard"
+fd_tables=1
 if [ "$hard" -lt "$need_fds" ]; then
-  # Each process holds N descriptors (plus the chat clients on the server): N must fit under
-  # the hard limit with a margin, rounded down to 500.
-  fit=$(((hard - chat_clients - 300) / 500 * 500))
-  [ "$fit" -ge 500 ] || die "RLIMIT_NOFILE hard limit $hard leaves no room for a run"
   why="RLIMIT_NOFILE hard limit $hard"
   capbnd=$(awk '/^CapBnd:/ {print $2}' /proc/self/status)
   if [ -z "$capbnd" ] || (( ((16#$capbnd >> 24) & 1) == 0 )); then why+=" and no CAP_SYS_RESOURCE"; fi
-  note "$why: at most ~$((hard - chat_clients - 100)) connections per process next to $chat_clients chat clients; running CONNS=$fit instead of $conns"
-  conns=$fit
+  # The limit caps one descriptor table: the server gives each shard a table of its own
+  # (--fd-table-per-shard) and runs as many shards as the connections need, strix-chat-hold a
+  # table per worker thread (at most 64). Each table keeps 300 descriptors spare.
+  per_table=$((hard - 300))
+  [ "$per_table" -ge 500 ] || die "$why leaves no room for a run"
+  fd_tables=$(((conns + chat_clients + per_table - 1) / per_table))
+  if [ "$fd_tables" -gt 64 ]; then
+    fit=$((per_table * 64 - chat_clients))
+    note "$why: 64 descriptor tables hold at most ~$fit connections; running CONNS=$fit instead of $conns"
+    conns=$fit
+    fd_tables=64
+  fi
+  note "$why: the server runs $fd_tables shards with a descriptor table each (--fd-table-per-shard), strix-chat-hold as many threads"
 fi
 [ "$room_members" -gt 0 ] && [ "$room_members" -lt "$conns" ] || room_members=$conns
 note "RLIMIT_NOFILE soft = hard = $hard"
@@ -146,20 +156,27 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 ncpu=$(nproc)
-shards=$((ncpu > 1 ? ncpu - 1 : 1))
-client_cpus=$shards-$((ncpu - 1))
-[ "$ncpu" -gt 1 ] || client_cpus=0
-[ "$shards" -eq $((ncpu - 1)) ] && client_cpus=$((ncpu - 1))
+server_cpus=$((ncpu > 1 ? ncpu - 1 : 1))
+client_cpus=$((ncpu > 1 ? server_cpus : 0))-$((ncpu - 1))
+[ "$server_cpus" -eq $((ncpu - 1)) ] && client_cpus=$((ncpu - 1))
 pin=(taskset -c "$client_cpus")
+# One shard per server CPU, pinned; with a descriptor table per shard, as many shards as tables,
+# all confined to the server's CPUs.
+shards=$server_cpus
+server_pin=(--pin)
+if [ "$fd_tables" -gt 1 ]; then
+  shards=$((fd_tables > server_cpus ? fd_tables : server_cpus))
+  server_pin=(--fd-table-per-shard)
+fi
 openssl rand -hex 32 >"$tmp/jwt.key"
 port=$(free_port)
 ws_port=$(free_port)
 metrics_port=$(free_port)
 login_queue=$((in_flight > 64 ? in_flight : 64))
-server_cmd=("$bin/strix-chat-server" --db "sqlite:$tmp/chat.db" --port "$port" --ws-port "$ws_port"
+server_cmd=(taskset -c "0-$((server_cpus - 1))" "$bin/strix-chat-server" --db "sqlite:$tmp/chat.db" --port "$port" --ws-port "$ws_port"
   --metrics-port "$metrics_port" --jwt-key "$tmp/jwt.key" --logins both --password-cost fast
   --max-connections "$((conns + chat_clients + 100))" --login-queue "$login_queue"
-  --chat-rate 1000000 --chat-burst 1000000 --shards "$shards" --pin)
+  --chat-rate 1000000 --chat-burst 1000000 --shards "$shards" "${server_pin[@]}")
 echo "${server_cmd[*]}" >"$runs/server.cmd"
 server_pid=
 
@@ -199,7 +216,7 @@ kernel_snapshot() {
 }
 
 start_server
-say "server pid $server_pid: ${shards} shard(s) pinned from CPU 0, clients on CPU(s) $client_cpus; $conns connections over $transport"
+say "server pid $server_pid: ${shards} shard(s) on CPU(s) 0-$((server_cpus - 1)), clients on CPU(s) $client_cpus; $conns connections over $transport"
 
 # The sampler: every second the server's sessions, its RSS and the tool's RSS.
 sampler() {
@@ -292,7 +309,7 @@ chat_load held
 say "restarting the server with $conns held"
 stop_server
 start_server
-wait_hold '^verified after reconnect' 120
+wait_hold '^verified after reconnect' $((120 + conns / 2000))
 tail -n 3 "$runs/hold.err" | sed 's/^/bench-c1m: hold: /'
 server_rss_reconnected=$(rss_of "$server_pid")
 kill -INT "$hold_pid"
@@ -306,7 +323,9 @@ stop_server
 # --- 7. the report -----------------------------------------------------------------------------
 {
   echo "cpus $ncpu"
-  echo "server_cpus 0-$((shards - 1))"
+  echo "server_cpus 0-$((server_cpus - 1))"
+  echo "server_shards $shards"
+  echo "fd_tables $fd_tables"
   echo "client_cpus $client_cpus"
   echo "cpu_model $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
   echo "mem_total_kib $(awk '/^MemTotal:/ {print $2}' /proc/meminfo)"

@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 #include <signal.h>
 
 #include <cerrno>
@@ -11,6 +12,8 @@
 #include <cstdlib>
 #include <ctime>
 #include <mutex>
+#include <stdexcept>
+#include <bit>
 
 namespace strix {
 namespace {
@@ -48,6 +51,10 @@ engine::engine(engine_config cfg) : cfg_(cfg) {
     if (cfg_.shards == 0) cfg_.shards = default_shards();
     if (cfg_.tick.count() <= 0) cfg_.tick = std::chrono::milliseconds(1);
     const unsigned n = cfg_.shards;
+    // N x (N-1) channels: past 16 shards each channel is cut so a shard's inbound cells stay
+    // about 16,384 (at least 256 each; bursts beyond wait in the sender's overflow list).
+    if (n > 16)
+        cfg_.mesh_capacity = std::min(cfg_.mesh_capacity, std::max<std::size_t>(256, std::bit_floor(16384u / (n - 1))));
     mesh_.resize(static_cast<std::size_t>(n) * n);
     for (unsigned to = 0; to < n; ++to)
         for (unsigned from = 0; from < n; ++from)
@@ -79,14 +86,47 @@ void engine::start() {
     // Marked running before their threads exist: from here on only a shard's own thread may
     // touch what it owns (see shard::running).
     for (auto& s : shards_) s->thread_live_.store(true, std::memory_order_release);
+    tables_pending_.store(cfg_.fd_table_per_shard ? shard_count() : 0, std::memory_order_relaxed);
     for (unsigned i = 0; i < shard_count(); ++i) {
         threads_.emplace_back([this, i] {
             if (cfg_.pin_threads) pin_to(i);
+            if (cfg_.fd_table_per_shard) take_own_fd_table(i);
             shards_[i]->run();
             exited_[i].store(true, std::memory_order_release);
             running_.fetch_sub(1, std::memory_order_acq_rel);
         });
     }
+    if (!cfg_.fd_table_per_shard) return;
+    // Every shard has copied this thread's table; the noted descriptors are theirs now.
+    while (tables_pending_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    if (!tables_failed_.load(std::memory_order_acquire))
+        for (const auto& n : shard_fds_) ::close(n.fd);
+    shard_fds_.clear();
+}
+
+void engine::note_shard_fd(unsigned target, int fd) {
+    if (!cfg_.fd_table_per_shard || fd < 0) return;
+    if (started_)
+        throw std::logic_error("engine::note_shard_fd after start(): with fd_table_per_shard a descriptor opened on "
+                               "another thread is in no shard's table; open it on the shard");
+    shard_fds_.push_back({target, fd});
+}
+
+// On shard i's thread, before its loop: a copy of the process's table becomes this thread's own.
+// The copies of descriptors noted for other shards are closed, so each listener has one owner.
+void engine::take_own_fd_table(unsigned i) noexcept {
+    if (::unshare(CLONE_FILES) != 0) {
+        const int err = errno;
+        tables_failed_.store(true, std::memory_order_release);
+        log(log_level::error,
+            "shard {}: unshare(CLONE_FILES) failed (errno {}): it shares the process's descriptor table and "
+            "RLIMIT_NOFILE caps all shards together",
+            i, err);
+    } else {
+        for (const auto& n : shard_fds_)
+            if (n.shard != i) ::close(n.fd);
+    }
+    tables_pending_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 const char* engine::io_name() const noexcept { return shards_.empty() ? "none" : shards_[0]->io_name(); }

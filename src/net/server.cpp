@@ -17,25 +17,38 @@ namespace {
 constexpr std::size_t fd_reserve = 256;
 
 // The connection caps of every server started in this process, summed: they share one
-// RLIMIT_NOFILE. Raises the soft limit toward the hard one as far as they need; when the hard
-// limit is too low, says so once, in one sentence, rather than failing accepts later.
-void check_descriptors(std::size_t max_sessions) {
+// RLIMIT_NOFILE, or with fd_table_per_shard one per shard (each table holds its shard's part of
+// the caps, the caps split evenly). Raises the soft limit toward the hard one as far as they need;
+// when the hard limit is too low, says so once, in one sentence, rather than failing accepts later.
+void check_descriptors(std::size_t max_sessions, const engine_config& ec, unsigned shards) {
     static std::atomic<std::size_t> capped{0};
     static std::atomic<bool> warned{false};
     if (max_sessions == 0) return;
-    const std::size_t need = capped.fetch_add(max_sessions) + max_sessions + fd_reserve;
+    const std::size_t all = capped.fetch_add(max_sessions) + max_sessions;
+    const std::size_t tables = ec.fd_table_per_shard ? shards : 1;
+    const std::size_t need = (all + tables - 1) / tables + fd_reserve;
     rlimit rl{};
     if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need) return;
     rlimit raised = rl;
     raised.rlim_cur = std::min<rlim_t>(rl.rlim_max, need);
     if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
     if (rl.rlim_cur >= need || warned.exchange(true)) return;
-    const std::size_t fit = rl.rlim_cur > fd_reserve ? rl.rlim_cur - fd_reserve : 0;
+    const std::size_t fit = (rl.rlim_cur > fd_reserve ? rl.rlim_cur - fd_reserve : 0) * tables;
+    if (tables > 1) {
+        const std::size_t shards_needed = (all + (fit / tables) - 1) / std::max<std::size_t>(1, fit / tables);
+        log(log_level::warn,
+            "the connection caps ({} in all) need about {} file descriptors per shard's table but RLIMIT_NOFILE "
+            "allows {} (hard limit {}): past about {} connections accepts fail until some close; raise the hard "
+            "limit, lower the caps, or run at least {} shards",
+            all, need, rl.rlim_cur, rl.rlim_max, fit, shards_needed);
+        return;
+    }
     log(log_level::warn,
         "the connection caps ({} in all) need about {} file descriptors but RLIMIT_NOFILE allows {} (hard "
         "limit {}): past about {} connections accepts fail until some close; raise the hard limit "
-        "(ulimit -Hn as root, systemd LimitNOFILE=) or lower the caps",
-        need - fd_reserve, need, rl.rlim_cur, rl.rlim_max, fit);
+        "(ulimit -Hn as root, systemd LimitNOFILE=), lower the caps, or give each shard its own "
+        "descriptor table (--fd-table-per-shard) and enough shards",
+        all, need, rl.rlim_cur, rl.rlim_max, fit);
 }
 
 // The kernel cuts a listen backlog to net.core.somaxconn: a burst of connects beyond it waits for
@@ -94,7 +107,7 @@ server::~server() {
 void server::start() {
     if (started_) return;
     started_ = true;
-    check_descriptors(cfg_.max_sessions);
+    check_descriptors(cfg_.max_sessions, engine_.config(), engine_.shard_count());
     if (cfg_.tcp || !cfg_.unix_path.empty()) check_backlog(cfg_.backlog);
     std::vector<unique_fd> tcp;
     unique_fd unix_fd;
@@ -102,11 +115,17 @@ void server::start() {
         // Shard 0 binds first so an ephemeral port is known for the others.
         for (unsigned i = 0; i < groups_.size(); ++i) {
             tcp.push_back(detail::listen_on(endpoint::tcp(cfg_.host, i == 0 ? cfg_.port : port_), cfg_.backlog, true));
+            engine_.note_shard_fd(i, tcp.back().get());
             if (i == 0) port_ = detail::local_port(tcp[0].get());
         }
     }
-    if (!cfg_.unix_path.empty())
+    if (!cfg_.unix_path.empty()) {
         unix_fd = detail::listen_on(endpoint::unix_socket(cfg_.unix_path), cfg_.backlog, false);
+        engine_.note_shard_fd(0, unix_fd.get());
+    }
+    // With a descriptor table per shard an accepted descriptor cannot move to another shard, so
+    // the Unix socket's connections all stay on shard 0.
+    const bool spread_unix = !engine_.config().fd_table_per_shard && groups_.size() > 1;
 
     for (unsigned i = 0; i < groups_.size(); ++i) {
         session_group* g = groups_[i].get();
@@ -114,7 +133,7 @@ void server::start() {
         int ufd = (i == 0 && unix_fd) ? unix_fd.release() : -1;
         // Unix sockets have no SO_REUSEPORT spreading: shard 0 hands connections round-robin.
         session_group::accept_fn handoff;
-        if (ufd >= 0) {
+        if (ufd >= 0 && spread_unix) {
             std::vector<std::pair<session_group*, std::shared_ptr<bool>>> all;
             for (unsigned k = 0; k < groups_.size(); ++k) all.emplace_back(groups_[k].get(), alive_[k]);
             handoff = [all, next = 0u](unique_fd fd, std::string peer) mutable {

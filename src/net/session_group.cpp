@@ -1,4 +1,5 @@
 #include <strix/net/session_group.hpp>
+#include <strix/core/engine.hpp>
 
 #include <strix/core/buffer_cache.hpp>
 
@@ -143,6 +144,8 @@ void session_group::install_hooks() {
 endpoint session_group::listen(const endpoint& ep, int backlog) {
     STRIX_ASSERT_OWNER(owner_, "session_group::listen");
     unique_fd fd = detail::listen_on(ep, backlog, false);
+    // Before the shard runs this is another thread: the descriptor must reach the shard's table.
+    if (!owner_.running()) owner_.owner().note_shard_fd(owner_.id(), fd.get());
     endpoint bound = detail::bound_endpoint(fd.get(), ep);
     std::string unlink_path;
     if (ep.kind == endpoint::transport::unix_socket && !ep.path.empty() && ep.path[0] != '@') unlink_path = ep.path;

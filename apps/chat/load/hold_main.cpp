@@ -53,21 +53,39 @@ std::uint64_t vm_rss_bytes() {
     return 0;
 }
 
-void raise_fd_limit(std::uint32_t connections) {
+// Raises RLIMIT_NOFILE for the connections. When its hard limit cannot fit them all in one
+// descriptor table, each worker thread gets a table of its own (the limit caps each table), and
+// --threads grows to as many as the connections need. False when even 64 tables cannot.
+bool fit_descriptors(hold_options& o) {
+    constexpr rlim_t spare = 64;  // the control connection, epoll, files
     rlimit rl{};
     ::getrlimit(RLIMIT_NOFILE, &rl);
-    const rlim_t want = static_cast<rlim_t>(connections) + 64;  // the control connection, epoll, files
-    if (rl.rlim_cur >= want) return;
+    const rlim_t want = static_cast<rlim_t>(o.connections) + spare;
+    if (rl.rlim_cur >= want) return true;
     if (rl.rlim_max < want) {
         rlimit raised{want, want};
-        if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) return;
-        std::fprintf(stderr,
-                     "strix-chat-hold: the descriptor limit is %llu and could not be raised to %llu "
-                     "(raise ulimit -n, or fs.nr_open as root)\n",
-                     static_cast<unsigned long long>(rl.rlim_max), static_cast<unsigned long long>(want));
+        if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) return true;
     }
     rl.rlim_cur = std::min(want, rl.rlim_max);
     ::setrlimit(RLIMIT_NOFILE, &rl);
+    if (rl.rlim_cur >= want) return true;
+    const rlim_t per_table = rl.rlim_cur > spare ? rl.rlim_cur - spare : 0;
+    const rlim_t tables = per_table == 0 ? 0 : (o.connections + per_table - 1) / per_table;
+    if (tables == 0 || tables > 64) {
+        std::fprintf(stderr,
+                     "strix-chat-hold: %u connections need %llu descriptors; RLIMIT_NOFILE's hard limit is %llu "
+                     "and could not be raised, and 64 threads with a descriptor table each hold at most %llu\n",
+                     o.connections, static_cast<unsigned long long>(want), static_cast<unsigned long long>(rl.rlim_max),
+                     static_cast<unsigned long long>(per_table * 64));
+        return false;
+    }
+    o.fd_table_per_thread = true;
+    if (o.threads < tables) o.threads = static_cast<std::uint32_t>(tables);
+    std::fprintf(stderr,
+                 "strix-chat-hold: RLIMIT_NOFILE's hard limit %llu cannot fit %u connections in one table; "
+                 "%u threads hold them with a descriptor table each\n",
+                 static_cast<unsigned long long>(rl.rlim_max), o.connections, o.threads);
+    return true;
 }
 
 sockaddr_in resolve(const hold_options& o) {
@@ -277,6 +295,8 @@ int main(int argc, char** argv) {
     std::signal(SIGPIPE, SIG_IGN);
     hold_shared sh;
     sh.opt = parse_hold_options(argc, argv);
+    // Before the threads and the control connection, as it may change --threads.
+    if (!fit_descriptors(sh.opt)) return 2;
     const hold_options& o = sh.opt;
     try {
         sh.jwt = jwt_signer::load(o.jwt_key, o.jwt_audience, o.jwt_issuer, o.jwt_ttl_s);
@@ -292,7 +312,6 @@ int main(int argc, char** argv) {
     for (std::uint32_t k = 0; k < texts; ++k) sh.texts.push_back(broadcast_text(k, o.broadcast_bytes));
     std::signal(SIGINT, on_stop_signal);
     std::signal(SIGTERM, on_stop_signal);
-    raise_fd_limit(o.connections);
 
     std::unique_ptr<hold_control> ctl;
     try {

@@ -36,6 +36,9 @@ struct hold_options {
     std::uint32_t threads = 1;
     std::string json;                 ///< also write the summary to this file
     bool reconnect = false;  ///< a held connection the server closes connects and logs in again
+    /// Not an option: set when RLIMIT_NOFILE cannot fit the connections in one descriptor table,
+    /// so each worker thread takes a table of its own (unshare(CLONE_FILES)) and holds its share.
+    bool fd_table_per_thread = false;
 };
 
 /// Parses argv; prints the help and exits 0 on --help, one sentence and exit 2 on anything

@@ -1,6 +1,7 @@
 #include "hold_worker.hpp"
 
 #include <arpa/inet.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -53,6 +54,10 @@ hold_worker::~hold_worker() {
 }
 
 void hold_worker::run() {
+    // A copy of the process's table, this thread's own from here: its sockets count against
+    // RLIMIT_NOFILE in this table only (hold_main.cpp, fit_descriptors).
+    if (shared_.opt.fd_table_per_thread && ::unshare(CLONE_FILES) != 0)
+        throw std::runtime_error(std::string("unshare(CLONE_FILES): ") + std::strerror(errno));
     ramp_start_ns_ = now_ns();
     next_tick_ns_ = ramp_start_ns_ + tick_ns;
     std::vector<epoll_event> events(512);

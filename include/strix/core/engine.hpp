@@ -38,6 +38,12 @@ struct engine_config {
     // wakeup a sleeping thread needs (an IPI and, in a VM, a halted vCPU's resume).
     std::chrono::microseconds poll_spin{0};
     io_backend io = io_backend::automatic;
+    // Each shard thread gets a descriptor table of its own (unshare(CLONE_FILES)) as it starts, so
+    // RLIMIT_NOFILE caps each shard's descriptors rather than the process's: N shards hold about N
+    // times the limit. For a machine whose hard limit cannot be raised (architecture.md,
+    // "Descriptor tables"). A descriptor made on another thread before start() reaches its shard
+    // only through note_shard_fd; after start() each shard opens its own.
+    bool fd_table_per_shard = false;
 };
 
 class engine {
@@ -62,8 +68,16 @@ public:
     /// thread.
     void register_metrics(metrics_registry& r);
 
-    /// Starts the shard threads. Call once, from the thread that owns the engine.
+    /// Starts the shard threads. Call once, from the thread that owns the engine. With
+    /// fd_table_per_shard, returns once every shard has its own table.
     void start();
+
+    /// With fd_table_per_shard: fd, opened on this thread before start(), belongs to shard
+    /// `target` (a listener it is given). At start the shard keeps it, the other shards and this
+    /// thread close their copies, so closing it on the shard really closes it. Without the option
+    /// it does nothing. The owning thread, before start(): after it, throws std::logic_error
+    /// (a descriptor opened now is in no shard's table).
+    void note_shard_fd(unsigned target, int fd);
 
     /// Runs t on shard `target`. Any thread: shard threads use the mesh, others the MPSC queue.
     void post(unsigned target, task t);
@@ -137,6 +151,14 @@ private:
     std::atomic<unsigned> draining_{0};
     std::atomic<unsigned> running_{0};
     bool started_ = false;
+    struct shard_fd {
+        unsigned shard;
+        int fd;
+    };
+    std::vector<shard_fd> shard_fds_;                 // note_shard_fd, until start()
+    std::atomic<unsigned> tables_pending_{0};         // shards yet to make their own table
+    std::atomic<bool> tables_failed_{false};          // an unshare failed: the table stays shared
+    void take_own_fd_table(unsigned shard_index) noexcept;
     std::vector<metrics_registry::registration> metric_regs_;  // dropped before the shards
 };
 

@@ -272,6 +272,10 @@ parse_result parse_options(int argc, char** argv) {
     app.add_option("--metrics-port", o.metrics_port, "Prometheus /metrics on 127.0.0.1 (0 = off)")
         ->capture_default_str();
     app.add_option("--shards", o.engine.shards, "shards (threads); 0 = one per online CPU")->capture_default_str();
+    app.add_flag("--fd-table-per-shard", o.engine.fd_table_per_shard,
+                 "give each shard its own descriptor table, so RLIMIT_NOFILE caps each shard's connections "
+                 "rather than the process's (for more connections than the hard limit; Unix socket "
+                 "connections then all stay on shard 0)");
     // One option with a negated name, so `auto-register = false` in the file means what it says.
     app.add_flag("--auto-register,!--no-auto-register", o.auto_register,
                  "the first login of an unknown name creates the account (default); --no-auto-register rejects "
