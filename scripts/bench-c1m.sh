@@ -133,8 +133,10 @@ if [ "$hard" -lt "$need_fds" ]; then
   if [ -z "$capbnd" ] || (( ((16#$capbnd >> 24) & 1) == 0 )); then why+=" and no CAP_SYS_RESOURCE"; fi
   # The limit caps one descriptor table: the server gives each shard a table of its own
   # (--fd-table-per-shard) and runs as many shards as the connections need, strix-chat-hold a
-  # table per worker thread (at most 64). Each table keeps 300 descriptors spare.
-  per_table=$((hard - 300))
+  # table per worker thread (at most 64). Each table keeps 300 descriptors spare, and the server's
+  # shards are planned 5 % below that: SO_REUSEPORT spreads connections by a hash of the 4-tuple,
+  # not evenly (at a million over 51 full tables, one shard's table filled 449 short).
+  per_table=$(((hard - 300) * 95 / 100))
   [ "$per_table" -ge 500 ] || die "$why leaves no room for a run"
   fd_tables=$(((conns + chat_clients + per_table - 1) / per_table))
   if [ "$fd_tables" -gt 64 ]; then
@@ -194,9 +196,11 @@ start_server() {
 }
 
 stop_server() {
+  # A graceful stop closes every session: 30 s and 1 s more per 10,000 of them.
+  local wait_s=$((30 + conns / 10000))
   kill -TERM "$server_pid"
-  for _ in $(seq 300); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
-  kill -0 "$server_pid" 2>/dev/null && die "strix-chat-server ignored SIGTERM for 30 s"
+  for _ in $(seq $((wait_s * 10))); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$server_pid" 2>/dev/null && die "strix-chat-server did not stop within $wait_s s of SIGTERM"
   local rc=0
   wait "$server_pid" || rc=$?
   [ "$rc" -eq 0 ] || die "strix-chat-server exited $rc on SIGTERM; see $runs/server.log"
@@ -279,7 +283,14 @@ wait_hold '^holding ' "$time_limit"
 tail -n 2 "$runs/hold.err" | sed 's/^/bench-c1m: hold: /'
 
 # --- 5. with all N held --------------------------------------------------------------------------
-sleep 2  # the ramp's last replies and the broadcast's queues drain
+# The ramp's last replies and the broadcast's queues drain, and the idle sweep finds the N quiet
+# (the broadcast put every one of them on its list): up to 120 s for the list to come down to
+# about what the pings keep on it.
+settle_to=$((conns / ping_interval * 3 + 1000))
+settle_start=$SECONDS
+sleep 2
+while [ "$(metric strix_idle_sweep_listed)" -gt "$settle_to" ] && [ $((SECONDS - settle_start)) -lt 120 ]; do sleep 1; done
+say "settled in $((SECONDS - settle_start)) s: the idle sweep lists $(metric strix_idle_sweep_listed) sessions"
 kernel_snapshot "$runs/kernel.held"
 server_rss_held=$(rss_of "$server_pid")
 sweep0=$(metric strix_idle_sweep_sessions_total)

@@ -134,8 +134,10 @@ def markdown(f, env, runs, plot_error):
     lines = [f"# Connections per node ({f['transport']})", "",
              "| figure | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
     lines += ["", f"Machine: {env['cpus']} CPUs ({env['cpu_model']}), {int(env['mem_total_kib']) // 1048576 + 1} GiB, "
-              f"Linux {env['kernel']}; server and clients on it over loopback: the server's shards pinned to CPU "
-              f"{env['server_cpus']}, strix-chat-hold and strix-chat-load on CPU {env['client_cpus']}.", "",
+              f"Linux {env['kernel']}; server and clients on it over loopback: the server's "
+              f"{env.get('server_shards', '?')} shard(s) on CPU {env['server_cpus']}"
+              + (f" (a descriptor table each: {env['fd_tables']} tables)" if int(env.get('fd_tables', 1)) > 1 else "")
+              + f", strix-chat-hold and strix-chat-load on CPU {env['client_cpus']}.", "",
               "Limits met and kernel settings used:", ""]
     lines += [f"- {x}" for x in limits] + ["", "```"] + sysctl + ["```", ""]
     lines += ["Commands:", "", "```", open(os.path.join(runs, "server.cmd")).read().strip(),

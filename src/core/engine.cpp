@@ -18,6 +18,16 @@
 namespace strix {
 namespace {
 
+// SCHED_BATCH for a shard thread that shares its CPU with other shards: a doorbell then wakes the
+// receiver without preempting the shard whose turn is running, so turns run whole and batch the
+// work that arrived meanwhile. Measured: 54 shards on one CPU accepted and logged in 7,250-7,570
+// connections a second with it against 5,290-5,400 without (architecture.md).
+void batch_scheduling(unsigned index) {
+    sched_param none{};
+    if (int rc = pthread_setschedparam(pthread_self(), SCHED_BATCH, &none))
+        log(log_level::warn, "could not put shard {} under SCHED_BATCH: errno {}", index, rc);
+}
+
 unsigned default_shards() {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0) return static_cast<unsigned>(CPU_COUNT(&set));
@@ -51,6 +61,13 @@ engine::engine(engine_config cfg) : cfg_(cfg) {
     if (cfg_.shards == 0) cfg_.shards = default_shards();
     if (cfg_.tick.count() <= 0) cfg_.tick = std::chrono::milliseconds(1);
     const unsigned n = cfg_.shards;
+    const unsigned cpus = default_shards();
+    per_cpu_ = (n + cpus - 1) / cpus;
+    // Each shard's MPSC queue is allocated and initialised whole (16,384 tasks: 1.5 MiB); shards
+    // sharing a CPU take a part each, at least 2,048 (a full queue makes its producer wait).
+    if (per_cpu_ > 1)
+        cfg_.external_capacity = std::min(cfg_.external_capacity,
+                                          std::max<std::size_t>(2048, cfg_.external_capacity / std::bit_ceil(per_cpu_)));
     // N x (N-1) channels: past 16 shards each channel is cut so a shard's inbound cells stay
     // about 16,384 (at least 256 each; bursts beyond wait in the sender's overflow list).
     if (n > 16)
@@ -90,6 +107,7 @@ void engine::start() {
     for (unsigned i = 0; i < shard_count(); ++i) {
         threads_.emplace_back([this, i] {
             if (cfg_.pin_threads) pin_to(i);
+            if (per_cpu_ > 1) batch_scheduling(i);
             if (cfg_.fd_table_per_shard) take_own_fd_table(i);
             shards_[i]->run();
             exited_[i].store(true, std::memory_order_release);

@@ -47,7 +47,7 @@ shard::shard(engine& e, unsigned id, std::chrono::milliseconds tick)
     : engine_(e),
       id_(id),
       tick_(tick),
-      poller_(make_poller(e.config().io)),
+      poller_(make_poller(e.config().io, e.shards_per_cpu())),
       events_(max_events_per_wait),
       epoch_(std::chrono::steady_clock::now()),
       overflow_(e.shard_count()),
@@ -62,7 +62,7 @@ shard::shard(engine& e, unsigned id, std::chrono::milliseconds tick)
 
 // The backend for this shard: io_uring when asked (by the config or STRIX_IO) and the kernel
 // allows it, else epoll. A refusal is logged once per process.
-std::unique_ptr<detail::poller> shard::make_poller(io_backend want) {
+std::unique_ptr<detail::poller> shard::make_poller(io_backend want, unsigned share) {
     if (want == io_backend::automatic) {
         const char* env = std::getenv("STRIX_IO");
         if (env && std::strcmp(env, "uring") == 0)
@@ -74,7 +74,7 @@ std::unique_ptr<detail::poller> shard::make_poller(io_backend want) {
     }
     if (want == io_backend::uring) {
         std::string why;
-        if (auto p = detail::make_uring_poller(why)) return p;
+        if (auto p = detail::make_uring_poller(why, share)) return p;
         static std::atomic<bool> told{false};
         if (!told.exchange(true)) log(log_level::warn, "io_uring unavailable ({}); using epoll", why);
     }

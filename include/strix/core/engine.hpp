@@ -60,6 +60,10 @@ public:
     /// Shard i. The reference is stable; calling its owner-only functions is still owner-only.
     shard& at(unsigned i) noexcept { return *shards_[i]; }
     const engine_config& config() const noexcept { return cfg_; }
+    /// Shards per CPU this process may run on, rounded up: 1 unless there are more shards than
+    /// CPUs. Then each shard's io_uring ring and provided buffers shrink by it, and shard threads
+    /// run under SCHED_BATCH (architecture.md, "More shards than CPUs"). Any thread.
+    unsigned shards_per_cpu() const noexcept { return per_cpu_; }
     /// The backend the shards use ("epoll" or "io_uring"), after any fallback. Any thread.
     const char* io_name() const noexcept;
 
@@ -151,6 +155,7 @@ private:
     std::atomic<unsigned> draining_{0};
     std::atomic<unsigned> running_{0};
     bool started_ = false;
+    unsigned per_cpu_ = 1;
     struct shard_fd {
         unsigned shard;
         int fd;

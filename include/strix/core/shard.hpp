@@ -199,7 +199,7 @@ private:
     class doorbell;
 
     shard(engine& e, unsigned id, std::chrono::milliseconds tick);
-    static std::unique_ptr<detail::poller> make_poller(io_backend want);
+    static std::unique_ptr<detail::poller> make_poller(io_backend want, unsigned share);
     static constexpr io_backend default_backend = io_backend::uring;  // architecture.md, "Two I/O backends"
     void run();                 // the loop; on the shard's own thread
     void turn(int timeout_ms);  // one loop turn

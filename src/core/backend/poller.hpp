@@ -87,7 +87,9 @@ public:
 std::unique_ptr<poller> make_epoll_poller();
 
 /// The io_uring backend, or nullptr with `why` set when this kernel or sandbox refuses io_uring.
-std::unique_ptr<poller> make_uring_poller(std::string& why);
+/// share: shards per CPU (1 unless there are more shards than CPUs); the ring and its provided
+/// buffers shrink by it, so N shards on a CPU cost about one shard's memory.
+std::unique_ptr<poller> make_uring_poller(std::string& why, unsigned share = 1);
 
 }  // namespace strix::detail
 

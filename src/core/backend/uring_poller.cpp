@@ -2,21 +2,27 @@
 // uring_stream.cpp.
 #include "core/backend/uring_poller.hpp"
 
+#include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 
 namespace strix::detail {
-std::unique_ptr<poller> make_uring_poller(std::string& why) {
+std::unique_ptr<poller> make_uring_poller(std::string& why, unsigned share) {
+    // Several shards on one CPU share its time, so each gets a fraction of the ring and buffers.
+    const unsigned cut = std::bit_ceil(std::max(1u, share));
+    const unsigned entries = std::max(uring::min_ring_entries, uring::ring_entries / cut);
+    const unsigned buffers = std::max(uring::min_buffer_count, uring::buffer_count / cut);
     auto* ring = new io_uring;
     io_uring_params p{};
     p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_R_DISABLED;
-    int rc = io_uring_queue_init_params(uring::ring_entries, ring, &p);
+    int rc = io_uring_queue_init_params(entries, ring, &p);
     bool defer = true;
     if (rc == -EINVAL) {
         // Older kernels: no single issuer / deferred task work; cooperative task work instead.
         p = io_uring_params{};
         p.flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_R_DISABLED;
-        rc = io_uring_queue_init_params(uring::ring_entries, ring, &p);
+        rc = io_uring_queue_init_params(entries, ring, &p);
         defer = false;
     }
     if (rc < 0) {
@@ -25,7 +31,7 @@ std::unique_ptr<poller> make_uring_poller(std::string& why) {
         return nullptr;
     }
     try {
-        return std::make_unique<uring::uring_poller>(*ring, defer);
+        return std::make_unique<uring::uring_poller>(*ring, defer, buffers);
     } catch (const std::system_error& e) {
         why = e.what();
         io_uring_queue_exit(ring);

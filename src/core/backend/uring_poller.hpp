@@ -40,12 +40,14 @@
 namespace strix::detail::uring {
 
 constexpr unsigned ring_entries = 4096;
+constexpr unsigned min_ring_entries = 512;  // with several shards per CPU (make_uring_poller)
 // The kernel takes provided buffers in ring order and they come back in the order they were
 // dispatched, so a shard cycles through all of them: their total is memory every received byte
 // passes through, so fewer is better until a turn runs out (ENOBUFS ends a multishot receive,
 // re-armed a turn later). The sizes were chosen by measurement: docs/websocket.md, "io_uring's
 // provided buffers".
 constexpr unsigned buffer_count = 128;      // power of two (the buffer ring's mask)
+constexpr unsigned min_buffer_count = 16;   // with several shards per CPU (make_uring_poller)
 constexpr unsigned buffer_size = 16 * 1024;
 constexpr unsigned buffer_group = 1;
 
@@ -73,31 +75,32 @@ protected:
 
 class uring_poller final : public poller {
 public:
-    uring_poller(io_uring& ring, bool defer) : ring_(ring), defer_(defer) {
+    uring_poller(io_uring& ring, bool defer, unsigned buffers = buffer_count)
+        : ring_(ring), defer_(defer), buffer_count_(buffers) {
         // The provided-buffer ring: the kernel picks a free buffer for each received chunk.
-        const std::size_t ring_bytes = sizeof(io_uring_buf) * buffer_count;
+        const std::size_t ring_bytes = sizeof(io_uring_buf) * buffer_count_;
         void* br = ::mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (br == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "io_uring buffer ring");
         bufring_ = static_cast<io_uring_buf_ring*>(br);
-        buffers_.resize(static_cast<std::size_t>(buffer_count) * buffer_size);
+        buffers_.resize(static_cast<std::size_t>(buffer_count_) * buffer_size);
         io_uring_buf_reg reg{};
         reg.ring_addr = reinterpret_cast<std::uintptr_t>(bufring_);
-        reg.ring_entries = buffer_count;
+        reg.ring_entries = buffer_count_;
         reg.bgid = buffer_group;
         if (int rc = io_uring_register_buf_ring(&ring_, &reg, 0); rc < 0) {
             ::munmap(bufring_, ring_bytes);
             throw std::system_error(-rc, std::generic_category(), "io_uring_register_buf_ring");
         }
         io_uring_buf_ring_init(bufring_);
-        for (unsigned i = 0; i < buffer_count; ++i)
+        for (unsigned i = 0; i < buffer_count_; ++i)
             io_uring_buf_ring_add(bufring_, buffer(i), buffer_size, static_cast<unsigned short>(i),
-                                  io_uring_buf_ring_mask(buffer_count), static_cast<int>(i));
-        io_uring_buf_ring_advance(bufring_, static_cast<int>(buffer_count));
+                                  io_uring_buf_ring_mask(buffer_count_), static_cast<int>(i));
+        io_uring_buf_ring_advance(bufring_, static_cast<int>(buffer_count_));
     }
 
     ~uring_poller() override {
         io_uring_queue_exit(&ring_);
-        ::munmap(bufring_, sizeof(io_uring_buf) * buffer_count);
+        ::munmap(bufring_, sizeof(io_uring_buf) * buffer_count_);
         // Operations still in flight die with the ring; drop the references they held (a release
         // may free a target and with it the list node, hence the copy first).
         std::vector<std::pair<reactor_object*, std::uint32_t>> held;
@@ -211,7 +214,7 @@ public:
 
     void dispatched() noexcept override {
         if (!returned_.empty()) {
-            const int mask = io_uring_buf_ring_mask(buffer_count);
+            const int mask = io_uring_buf_ring_mask(buffer_count_);
             int i = 0;
             for (unsigned short bid : returned_)
                 io_uring_buf_ring_add(bufring_, buffer(bid), buffer_size, bid, mask, i++);
@@ -342,6 +345,7 @@ private:
 
     io_uring& ring_;
     bool defer_;
+    unsigned buffer_count_;  // provided buffers (a power of two)
     bool started_ = false;
     io_uring_buf_ring* bufring_ = nullptr;
     std::vector<std::byte> buffers_;
