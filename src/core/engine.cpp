@@ -66,8 +66,9 @@ engine::engine(engine_config cfg) : cfg_(cfg) {
     // Each shard's MPSC queue is allocated and initialised whole (16,384 tasks: 1.5 MiB); shards
     // sharing a CPU take a part each, at least 2,048 (a full queue makes its producer wait).
     if (per_cpu_ > 1)
-        cfg_.external_capacity = std::min(cfg_.external_capacity,
-                                          std::max<std::size_t>(2048, cfg_.external_capacity / std::bit_ceil(per_cpu_)));
+        cfg_.external_capacity =
+            std::min(cfg_.external_capacity,
+                     std::max<std::size_t>(2048, cfg_.external_capacity / std::bit_ceil(per_cpu_)));
     // N x (N-1) channels: past 16 shards each channel is cut so a shard's inbound cells stay
     // about 16,384 (at least 256 each; bursts beyond wait in the sender's overflow list).
     if (n > 16)

@@ -35,6 +35,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <vector>
 
 namespace strix::detail::uring {
@@ -68,6 +69,11 @@ class uring_target : public completion_target {
     uring_target* prev_ = nullptr;
     uring_target* next_ = nullptr;
     std::uint32_t ops_ = 0;
+
+public:
+    /// The shard's provided buffers are back after this target's receive ended for want of them
+    /// (uring_poller::wait_for_buffers): arm it again.
+    virtual void buffers_back() {}
 
 protected:
     ~uring_target() = default;
@@ -170,8 +176,22 @@ public:
         io_uring_prep_multishot_accept(sqe, fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         io_uring_sqe_set_data64(sqe, user_data(&t, t_accept));
     }
+    /// t's receive ended with ENOBUFS (every buffer lent out this turn): t->buffers_back() is
+    /// called once buffers are back, in FIFO order, at most a buffer ring's worth of targets a
+    /// turn. Re-arming at once instead cost a submission and a failure per starved stream per
+    /// turn, and with thousands of streams holding data (a million connections, 54 shards with 16
+    /// buffers each) the turns grew until a shard answered nothing for seconds.
+    void wait_for_buffers(uring_target& t) {
+        hold(t);
+        starved_.push_back(&t);
+    }
     /// Cancels t's receive (its last completion still comes, with -ECANCELED or data).
     void cancel_recv(uring_target& t) { cancel_data(user_data(&t, t_recv)); }
+    /// Cancels whatever t has in flight (receive, send, a wait for room), each by its user_data.
+    void cancel_ops(uring_target& t) {
+        if (t.ops_ == 0) return;
+        for (tag op : {t_recv, t_send, t_writable}) cancel_data(user_data(&t, op));
+    }
     /// Cancels t's multishot accept.
     void cancel_accept(uring_target& t) { cancel_data(user_data(&t, t_accept)); }
     /// Cancels every operation on fd, at once (before the caller closes it).
@@ -193,6 +213,7 @@ public:
 
     int wait(poll_event* out, int max_events, int timeout_ms) override {
         if (!started_) return 0;
+        if (!starved_.empty()) timeout_ms = 0;  // they re-arm after this turn's dispatch
         if (timeout_ms == 0) {
             io_uring_submit_and_get_events(&ring_);
         } else {
@@ -225,6 +246,13 @@ public:
         releases_.clear();
         for (auto* t : done_) drop(t);
         done_.clear();
+        // Every buffer is back now: re-arm up to that many starved receives, oldest first.
+        for (unsigned k = 0; k < buffer_count_ && !starved_.empty(); ++k) {
+            uring_target* t = starved_.front();
+            starved_.pop_front();
+            t->buffers_back();
+            drop(t);
+        }
     }
 
 private:
@@ -262,6 +290,11 @@ private:
     }
     io_uring_sqe* sqe_for(uring_target& t) {
         io_uring_sqe* sqe = raw_sqe();
+        hold(t);
+        return sqe;
+    }
+    // t stays alive and on the in-flight list until the matching drop(t).
+    void hold(uring_target& t) {
         intrusive_add_ref(&t.keep_alive());
         if (t.ops_++ == 0) {
             t.prev_ = nullptr;
@@ -269,7 +302,6 @@ private:
             if (inflight_) inflight_->prev_ = &t;
             inflight_ = &t;
         }
-        return sqe;
     }
 
     void cancel_data(std::uint64_t data) {
@@ -354,6 +386,7 @@ private:
     std::vector<uring_target*> done_;         // streams and acceptors whose operation ended in it
     boost::unordered_flat_map<reactor_object*, std::uint32_t> polls_;  // references polls hold
     uring_target* inflight_ = nullptr;        // streams and acceptors with operations in flight
+    std::deque<uring_target*> starved_;       // receives waiting for buffers (each held, see hold)
     pthread_t issuer_{};
 };
 
