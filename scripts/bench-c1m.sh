@@ -207,7 +207,16 @@ stop_server() {
 }
 
 metric() {  # metric NAME: the sum of its samples on the server's /metrics (0 when absent)
-  curl -sf "http://127.0.0.1:$metrics_port/metrics" | awk -v n="$1" '$1 == n || index($1, n "{") == 1 {s += $2} END {printf "%.0f\n", s}'
+  local body try
+  for try in 1 2 3 4 5; do
+    if body=$(curl -sf --max-time 10 "http://127.0.0.1:$metrics_port/metrics"); then
+      awk -v n="$1" '$1 == n || index($1, n "{") == 1 {s += $2} END {printf "%.0f\n", s}' <<<"$body"
+      return 0
+    fi
+    sleep 1
+  done
+  echo "bench-c1m: /metrics did not answer in 5 tries" >&2
+  return 1
 }
 rss_of() { awk '/^VmRSS:/ {print $2 * 1024}' "/proc/$1/status" 2>/dev/null; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

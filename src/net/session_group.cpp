@@ -1,4 +1,6 @@
 #include <strix/net/session_group.hpp>
+
+#include <atomic>
 #include <strix/core/engine.hpp>
 
 #include <strix/core/buffer_cache.hpp>
@@ -28,8 +30,21 @@ namespace {
 
 constexpr std::chrono::milliseconds sweep_period{1000};
 constexpr std::size_t trim_after_released = 1024 * 1024;
-// malloc_trim walks the whole heap (a million sessions' objects): at most this often per shard.
+// malloc_trim walks the whole heap, every arena (a million sessions' objects): at most this often
+// in the process, whichever group or shard asks, so 54 shards do not take turns pausing on it.
 constexpr std::chrono::seconds trim_period{10};
+
+// Claims the process's next malloc_trim: true for one caller per trim_period.
+bool claim_trim() noexcept {
+    static std::atomic<std::int64_t> next_ns{0};
+    const std::int64_t now =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    std::int64_t due = next_ns.load(std::memory_order_relaxed);
+    if (now < due) return false;
+    return next_ns.compare_exchange_strong(due, now + std::chrono::nanoseconds(trim_period).count(),
+                                           std::memory_order_relaxed);
+}
 
 session_limits normalized(session_limits l) {
     // The ring must hold a whole frame, and its capacity is a power of two.
@@ -105,18 +120,16 @@ void session_group::sweep() {
     // buffer_cache, which returns to malloc what nobody drew from for a second; malloc keeps
     // their pages. Once megabytes were returned, ask it to hand free pages to the kernel. That
     // call walks the whole heap, which at a million sessions is a pause: at most once every
-    // trim_period, timed on /metrics. Receive rings bypass malloc (madvise in give_rx_buffer), and
-    // idle sessions' small chunks are reused by malloc's own caches.
+    // trim_period in the process (claim_trim), timed on /metrics. Receive rings bypass malloc (madvise in
+    // give_rx_buffer), and idle sessions' small chunks are reused by malloc's own caches.
     released_bytes_ += buffer_cache::release_unused();
-    const std::uint64_t now = owner_.now_tick();
-    if (released_bytes_ >= trim_after_released && now - last_trim_tick_ >= owner_.ticks_for(trim_period)) {
+    if (released_bytes_ >= trim_after_released && claim_trim()) {
         const auto t0 = std::chrono::steady_clock::now();
         ::malloc_trim(0);
         const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0);
         bump(counters_.malloc_trims);
         bump(counters_.malloc_trim_us, static_cast<std::uint64_t>(us.count()));
         released_bytes_ = 0;
-        last_trim_tick_ = now;
     }
     owner_.timers().schedule(impl_->sweep, period);
 }

@@ -79,8 +79,9 @@ struct net_counters : metric_group {
                          "sessions the once-a-second idle sweeps looked at (active or holding buffers)"};
     gauge sweep_listed{*this, "strix_idle_sweep_listed",
                        "sessions the next idle sweep will look at (active or holding buffers)"};
-    counter malloc_trims{*this, "strix_malloc_trims_total",
-                         "malloc_trim calls after the idle sweep returned megabytes (at most one per 10 s per shard)"};
+    counter malloc_trims{
+        *this, "strix_malloc_trims_total",
+        "malloc_trim calls after the idle sweep returned megabytes (at most one per 10 s per process)"};
     counter malloc_trim_us{*this, "strix_malloc_trim_microseconds_total", "time spent in those malloc_trim calls"};
     gauge send_queued_bytes{*this, "strix_send_queued_bytes", "output queued on sessions (sampled each second)"};
     gauge send_queues_in_use{*this, "strix_send_buffers_in_use", "sessions with output queued (sampled each second)"};

@@ -145,7 +145,6 @@ private:
     tcp_keepalive keepalive_;
     std::uint64_t frame_ticks_;  // limits_.frame_timeout in ticks (read per batch of frames)
     std::size_t released_bytes_ = 0;  // bytes given back to malloc since the last malloc_trim
-    std::uint64_t last_trim_tick_ = 0;
     // The sessions the idle sweep looks at: those that took a receive ring, queued output or
     // opened since they last held nothing. An idle session is not on it, so the sweep's work
     // follows what is active, not what is open. Ids: a closed session drops off at the next sweep.

@@ -35,9 +35,7 @@ void jwt_sessions::logged_in(player& p, const jwt_claims& claims) {
     watch(p, claims.exp);
 }
 
-void jwt_sessions::watch(const player& p, std::int64_t at_s) {
-    deadlines_.emplace(at_s, std::make_pair(p.sess->id(), p.jwt_exp));
-}
+void jwt_sessions::watch(const player& p, std::int64_t at_s) { deadlines_[at_s].emplace_back(p.sess->id(), p.jwt_exp); }
 
 void jwt_sessions::handle_refresh(player& p, std::span<const std::byte> frame) {
     auto* req = svc_.decode<proto::refresh_req>(p, frame, msg_type::refresh_req, "malformed refresh_req");
@@ -112,24 +110,28 @@ bool jwt_sessions::may_create(player& p, std::string_view name) {
 void jwt_sessions::tick(std::int64_t now_s) {
     const auto grace = ctx_.options.jwt.grace.count();
     while (!deadlines_.empty() && deadlines_.begin()->first <= now_s) {
-        const auto [sid, exp] = deadlines_.begin()->second;
+        const auto due = std::move(deadlines_.begin()->second);
         deadlines_.erase(deadlines_.begin());
-        player* p = svc_.find(sid);
-        if (!p || p->jwt_exp != exp) continue;  // closed, or refreshed since
-        session& s = *p->sess;
-        if (now_s < exp + grace) {
-            svc_.send(s, frames::token_expired(static_cast<std::uint64_t>(exp), static_cast<std::uint32_t>(grace)));
-            deadlines_.emplace(exp + grace, std::make_pair(sid, exp));
-            continue;
-        }
-        bump(counters_.jwt_expired_closed);
-        svc_.send_error(s, msg_type::none, error_code::token_expired,
-                        "the session's token expired and no refresh_req came in time");
-        if (p->ws)
-            ws_close(s, 1008, "token expired");
-        else
-            s.close();
+        for (const auto& [sid, exp] : due) expire(sid, exp, now_s, grace);
     }
+}
+
+void jwt_sessions::expire(std::uint64_t sid, std::int64_t exp, std::int64_t now_s, std::int64_t grace) {
+    player* p = svc_.find(sid);
+    if (!p || p->jwt_exp != exp) return;  // closed, or refreshed since
+    session& s = *p->sess;
+    if (now_s < exp + grace) {
+        svc_.send(s, frames::token_expired(static_cast<std::uint64_t>(exp), static_cast<std::uint32_t>(grace)));
+        deadlines_[exp + grace].emplace_back(sid, exp);
+        return;
+    }
+    bump(counters_.jwt_expired_closed);
+    svc_.send_error(s, msg_type::none, error_code::token_expired,
+                    "the session's token expired and no refresh_req came in time");
+    if (p->ws)
+        ws_close(s, 1008, "token expired");
+    else
+        s.close();
 }
 
 }  // namespace strix::chat
