@@ -23,6 +23,8 @@ thread_local shard* t_current = nullptr;
 constexpr int max_events_per_wait = 256;
 constexpr std::size_t max_tasks_per_channel_per_turn = 1024;
 constexpr int stopping_poll_ms = 10;
+// The longest sleep while timers are armed (ticks): next_timeout sleeps until the next one due.
+constexpr std::uint64_t max_sleep_ticks = 6000;
 
 }  // namespace
 
@@ -264,7 +266,10 @@ int shard::next_timeout() const noexcept {
     if (!local_.empty() || overflow_count_ || !dirty_.empty() || !after_turn_.empty()) return 0;
     int timeout = -1;
     if (!wheel_.empty()) {
-        auto next = epoch_ + tick_ * static_cast<std::int64_t>(wheel_.now() + 1);
+        // Sleep until the wheel has work, not tick by tick: 54 idle shards woke 8,200 times a
+        // second (8 % of a CPU) for ticks with nothing due. At most a minute at a time.
+        const std::uint64_t ahead = std::min<std::uint64_t>(wheel_.next_due() - wheel_.now(), max_sleep_ticks);
+        auto next = epoch_ + tick_ * static_cast<std::int64_t>(wheel_.now() + ahead);
         auto ms = std::chrono::ceil<std::chrono::milliseconds>(next - std::chrono::steady_clock::now()).count();
         timeout = ms < 0 ? 0 : static_cast<int>(ms);
     }
@@ -281,6 +286,10 @@ void shard::turn(int timeout_ms) {
     int n = poller_->wait(events_.data(), static_cast<int>(events_.size()), timeout_ms);
     sleeping_.store(false, std::memory_order_relaxed);
     const auto started = std::chrono::steady_clock::now();
+    // After a sleep the wheel's clock is behind by as long as it slept (next_timeout sleeps until
+    // the next timer, seconds at times): catch it up before the events read now_tick(). A timer
+    // fires here only if it fell due as the events came in; sleeping ended at the earliest due one.
+    if (timeout_ms != 0) advance_clock();
 
     for (int i = 0; i < n; ++i) {
         const detail::poll_event& ev = events_[static_cast<std::size_t>(i)];

@@ -108,6 +108,10 @@ public:
 
     /// The last tick processed. Wheel's thread only.
     std::uint64_t now() const noexcept { return now_; }
+    /// The first tick after now() at which advance_to() has work (a timer due, or timers to move
+    /// down a level); no timer fires before it. now() + 1 while a delay-0 timer waits, 2^64 - 1
+    /// when nothing is armed. What a loop may sleep until. Wheel's thread only.
+    std::uint64_t next_due() const noexcept { return heads_[ready_bucket] != nullptr ? now_ + 1 : next_event(); }
     /// Number of armed timers. Wheel's thread only.
     std::size_t size() const noexcept { return size_; }
     /// size() == 0. Wheel's thread only.
