@@ -187,10 +187,15 @@ public:
     }
     /// Cancels t's receive (its last completion still comes, with -ECANCELED or data).
     void cancel_recv(uring_target& t) { cancel_data(user_data(&t, t_recv)); }
-    /// Cancels whatever t has in flight (receive, send, a wait for room), each by its user_data.
-    void cancel_ops(uring_target& t) {
+    /// Cancels what t has in flight, each by its user_data: its receive when `receiving`, its
+    /// send or wait for room when `sending`.
+    void cancel_ops(uring_target& t, bool receiving, bool sending) {
         if (t.ops_ == 0) return;
-        for (tag op : {t_recv, t_send, t_writable}) cancel_data(user_data(&t, op));
+        if (receiving) cancel_data(user_data(&t, t_recv));
+        if (sending) {
+            cancel_data(user_data(&t, t_send));
+            cancel_data(user_data(&t, t_writable));
+        }
     }
     /// Cancels t's multishot accept.
     void cancel_accept(uring_target& t) { cancel_data(user_data(&t, t_accept)); }
