@@ -33,8 +33,8 @@ def load(runs, name):
 
 def kernel_delta(runs, n):
     """Kernel bytes per connection (both of its sockets) from the snapshots before and after the ramp."""
-    before = {k: int(v) for k, v in pairs(os.path.join(runs, "kernel.before")).items()}
-    held = {k: int(v) for k, v in pairs(os.path.join(runs, "kernel.held")).items()}
+    before = {k: int(float(v)) for k, v in pairs(os.path.join(runs, "kernel.before")).items()}
+    held = {k: int(float(v)) for k, v in pairs(os.path.join(runs, "kernel.held")).items()}
     slab = held["slab_bytes"] - before["slab_bytes"]
     tcp_mem = (held.get("tcp_mem", 0) - before.get("tcp_mem", 0)) * 4096
     return {
