@@ -48,7 +48,12 @@ engine_config config(io_backend io, bool per_shard, unsigned shards) {
     return c;
 }
 
-// Opens sockets on each shard in turn until the table is full; returns how many each got.
+// Descriptors a shard gives back after filling its table: the sanitizers' runtime opens files
+// (UBSan's vptr check reads /proc/self/maps) and fails with a full table.
+constexpr std::size_t headroom = 8;
+
+// Opens sockets on each shard in turn until its table is full, then closes `headroom` of them;
+// returns how many each opened.
 std::vector<std::size_t> fill_each_shard(engine& eng, std::vector<std::vector<int>>& held) {
     std::vector<std::size_t> got;
     held.resize(eng.shard_count());
@@ -59,7 +64,12 @@ std::vector<std::size_t> fill_each_shard(engine& eng, std::vector<std::vector<in
                 if (fd < 0) break;
                 held[i].push_back(fd);
             }
-            return held[i].size();
+            const std::size_t opened = held[i].size();
+            for (std::size_t k = 0; k < headroom && !held[i].empty(); ++k) {
+                ::close(held[i].back());
+                held[i].pop_back();
+            }
+            return opened;
         }));
     }
     return got;
@@ -108,8 +118,10 @@ TEST_P(fd_table, without_the_option_the_shards_share_one_limit) {
     eng.start();
     std::vector<std::vector<int>> held;
     const auto got = fill_each_shard(eng, held);
-    EXPECT_LT(got[0] + got[1] + got[2], soft) << "one table for all";
-    EXPECT_EQ(got[1], 0u) << "shard 0 filled the table";
+    EXPECT_GT(got[0], soft / 2) << "shard 0 filled the table";
+    EXPECT_LE(got[1], headroom) << "shard 1 found only what shard 0 gave back";
+    EXPECT_LE(got[2], headroom) << "shard 2 found only what shard 1 gave back";
+    EXPECT_LT(got[0] + got[1] + got[2], soft + 2 * headroom) << "one table for all";
     close_all(eng, held);
     eng.stop();
     eng.join();
