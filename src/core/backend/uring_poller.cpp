@@ -14,20 +14,20 @@ std::unique_ptr<poller> make_uring_poller(std::string& why, unsigned share) {
     const unsigned entries = std::max(uring::min_ring_entries, uring::ring_entries / cut);
     const unsigned buffers = std::max(uring::min_buffer_count, uring::buffer_count / cut);
     auto* ring = new io_uring;
-    io_uring_params p{};
     // The completion queue stays 8,192 entries whatever the cut: the kernel sizes the table that
     // cancels find requests in by it (256 buckets from 8,192 entries, 32 from 1,024), and a
     // closing stream cancels its receive there: with 18,500 streams a shard, 580 entries a walk.
-    p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_R_DISABLED | IORING_SETUP_CQSIZE;
-    p.cq_entries = 2 * uring::ring_entries;
-    int rc = io_uring_queue_init_params(entries, ring, &p);
+    const auto setup = [&](unsigned flags) {
+        io_uring_params p{};
+        p.flags = flags | IORING_SETUP_R_DISABLED | IORING_SETUP_CQSIZE;
+        p.cq_entries = 2 * uring::ring_entries;
+        return io_uring_queue_init_params(entries, ring, &p);
+    };
+    int rc = setup(IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
     bool defer = true;
     if (rc == -EINVAL) {
         // Older kernels: no single issuer / deferred task work; cooperative task work instead.
-        p = io_uring_params{};
-        p.flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_R_DISABLED | IORING_SETUP_CQSIZE;
-        p.cq_entries = 2 * uring::ring_entries;
-        rc = io_uring_queue_init_params(entries, ring, &p);
+        rc = setup(IORING_SETUP_COOP_TASKRUN);
         defer = false;
     }
     if (rc < 0) {
