@@ -103,8 +103,9 @@ public:
     void consume(std::size_t n) noexcept;
     /// Drops every queued segment; the fill and spare chunks are kept. Owning shard only.
     void clear() noexcept;
-    /// Frees the spare chunk, and the fill chunk when no queued segment uses it. Call when the
-    /// session goes idle so it holds no send memory. Owning shard only.
+    /// Frees the spare chunk, the fill chunk when no queued segment uses it, and a segment ring
+    /// grown on the heap when what is queued fits inline. Call when the session goes idle so it
+    /// holds no send memory. Owning shard only.
     void trim() noexcept;
 
 private:
@@ -123,8 +124,9 @@ private:
     const segment& slot(std::size_t i) const noexcept { return segs_[(head_ + i) & (cap_ - 1)]; }
     void append_slow(std::span<const std::byte> bytes);
 public:
-    /// True while the chain holds chunk memory (a current or spare chunk). Owning thread only.
-    bool has_chunks() const noexcept { return fill_ || spare_; }
+    /// True while the chain holds chunk memory (a current or spare chunk) or a heap segment ring:
+    /// what trim() may free. Owning thread only.
+    bool has_chunks() const noexcept { return fill_ || spare_ || heap_; }
 
 private:
     // Messages are mostly small: copy up to 16 bytes with two overlapping loads and stores

@@ -342,6 +342,32 @@ TEST(BufferChain, SpareChunkIsReusedWhenTheFillChunkIsStillQueued) {
     EXPECT_EQ(queued(c), "again");
 }
 
+TEST(BufferChain, TrimGivesBackAGrownSegmentRingOnceTheQueueFitsInline) {
+    auto x = make_shared_text("X");
+    buffer_chain c(8);
+    std::string model;
+    for (int i = 0; i < 20; ++i) {  // 20 shared segments: the ring grows onto the heap
+        c.append(x);
+        model += "X";
+    }
+    ASSERT_EQ(c.segments(), 20u);
+    c.trim();  // 20 queued do not fit inline: the heap ring stays
+    EXPECT_TRUE(c.has_chunks());
+    EXPECT_EQ(queued(c), model);
+    c.consume(17);  // 3 left, starting mid-ring
+    model.erase(0, 17);
+    c.trim();  // they move to the inline ring, in order
+    EXPECT_FALSE(c.has_chunks());
+    EXPECT_EQ(c.segments(), 3u);
+    EXPECT_EQ(queued(c), model);
+    c.append(bytes_of("tail"));
+    model += "tail";
+    EXPECT_EQ(queued(c), model);
+    c.consume(c.size());
+    c.trim();
+    EXPECT_FALSE(c.has_chunks());
+}
+
 TEST(BufferChain, MoveKeepsQueueInOrder) {
     auto x = make_shared_text("X");
     for (int n : {2, 20}) {  // inline ring and heap ring
