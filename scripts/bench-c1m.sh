@@ -11,13 +11,15 @@
 #      connections, password logins at the cheap cost for the chat workload, --max-connections
 #      above the count, /metrics on), its shards pinned to the first CPUs, the clients on the rest;
 #   3. the chat workload alone (strix-chat-load, CHAT_CLIENTS clients in CHAT_ROOMS rooms at
-#      CHAT_RPS messages/s each, the portfolio's payload mix): chat_p99_alone_us;
+#      CHAT_RPS messages/s each, the portfolio's payload mix; by default seed 004's 500 clients,
+#      10 rooms, 10 messages/s each) for CHAT_DURATION s: chat_p99_alone_us;
 #   4. strix-chat-hold --reconnect: N connections (TCP or WebSocket) from many 127.x source
 #      addresses, ROOM_MEMBERS of them (default all) in one room, one message broadcast to them;
 #   5. with all N held: server RSS, Slab and /proc/net/sockstat against before the ramp (kernel
 #      bytes per connection), then IDLE_SECONDS of the N idle and pinging (server CPU from
 #      /proc/<pid>/stat, the idle sweep's counters from /metrics), then the same chat workload
-#      again (chat_p50_us, chat_p99_us);
+#      again for the rest of HOLD_SECONDS (chat_p50_us, chat_p99_us), so the N stay held at least
+#      HOLD_SECONDS with the workload on top (held_s: all held to the restart);
 #   6. the server restarted (SIGTERM, same database and ports): every held connection logs in
 #      and rejoins again, the room's last seq is checked against what each member saw, and one
 #      more message reaches all of them (reconnect_all_s: first drop to all back, the server's
@@ -27,10 +29,11 @@
 #
 #   scripts/bench-c1m.sh <build_dir>
 # Environment: CONNS (1000000; smaller for a quick run, e.g. CONNS=5000), TRANSPORT (tcp|ws),
-#   ROOM_MEMBERS (0: all), IDLE_SECONDS (10), PING_INTERVAL (60), IN_FLIGHT (64: the server's
-#   --login-queue follows), CHAT_CLIENTS (200), CHAT_ROOMS (10), CHAT_RPS (10), CHAT_DURATION (15),
-#   CHAT_WARMUP (3), TIME_LIMIT (300 s + 1 s per 1,000 CONNS for the whole run: past it the script
-#   stops everything).
+#   ROOM_MEMBERS (0: all), IDLE_SECONDS (10), HOLD_SECONDS (300), PING_INTERVAL (60), IN_FLIGHT
+#   (64: the server's --login-queue follows), CHAT_CLIENTS (500), CHAT_ROOMS (10), CHAT_RPS (10),
+#   CHAT_DURATION (60: the run alone; the run beside the N takes the rest of HOLD_SECONDS, at least
+#   this), CHAT_WARMUP (3), TIME_LIMIT (300 s + HOLD_SECONDS + 1 s per 1,000 CONNS for the whole
+#   run: past it the script stops everything).
 set -euo pipefail
 
 build=${1:?usage: scripts/bench-c1m.sh <build_dir>}
@@ -43,15 +46,17 @@ requested=$conns
 transport=${TRANSPORT:-tcp}
 room_members=${ROOM_MEMBERS:-0}
 idle_s=${IDLE_SECONDS:-10}
+hold_s=${HOLD_SECONDS:-300}
 ping_interval=${PING_INTERVAL:-60}
 in_flight=${IN_FLIGHT:-64}
-chat_clients=${CHAT_CLIENTS:-200}
+chat_clients=${CHAT_CLIENTS:-500}
 chat_rooms=${CHAT_ROOMS:-10}
 chat_rps=${CHAT_RPS:-10}
-chat_duration=${CHAT_DURATION:-15}
+chat_duration=${CHAT_DURATION:-60}
 chat_warmup=${CHAT_WARMUP:-3}
-# 300 s and 1 s more per 1,000 connections (a million: 1,300 s): the ramp and the reconnect.
-time_limit=${TIME_LIMIT:-$((300 + ${CONNS:-1000000} / 1000))}
+# 300 s, the hold, and 1 s more per 1,000 connections (a million: 1,600 s): the ramp and the
+# reconnect.
+time_limit=${TIME_LIMIT:-$((300 + hold_s + ${CONNS:-1000000} / 1000))}
 mix=64:80,256:18,1024-2048:2
 
 die() { echo "bench-c1m: FAILED: $*" >&2; exit 1; }
@@ -254,15 +259,15 @@ pids+=("$!")
 disown
 
 # --- 3. the chat workload alone ----------------------------------------------------------------
-chat_load() {  # chat_load TAG
+chat_load() {  # chat_load TAG SECONDS
   local cmd=("${pin[@]}" "$bin/strix-chat-load" --host 127.0.0.1 --port "$port" --clients "$chat_clients"
-    --rooms "$chat_rooms" --rps "$chat_rps" --payload-mix "$mix" --duration "$chat_duration" --warmup "$chat_warmup"
+    --rooms "$chat_rooms" --rps "$chat_rps" --payload-mix "$mix" --duration "$2" --warmup "$chat_warmup"
     --report-every 10 --server-pid "$server_pid" --name-prefix "$1." --json "$runs/$1.json")
   echo "${cmd[*]}" >"$runs/$1.cmd"
   "${cmd[@]}" >"$runs/$1.log" 2>&1 || { tail -n 15 "$runs/$1.log" >&2; die "strix-chat-load ($1) failed: $runs/$1.log"; }
   python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print("bench-c1m: %s: chat p50 %s us, p99 %s us, %s" % (sys.argv[2], d["latency_us"]["p50"], d["latency_us"]["p99"], "verified" if d["verified"] else "NOT VERIFIED"))' "$runs/$1.json" "$1"
 }
-chat_load alone
+chat_load alone "$chat_duration"
 
 # --- 4. the held connections --------------------------------------------------------------------
 kernel_snapshot "$runs/kernel.before"
@@ -289,6 +294,7 @@ wait_hold() {
   done
 }
 wait_hold '^holding ' "$time_limit"
+held_at=$SECONDS
 tail -n 2 "$runs/hold.err" | sed 's/^/bench-c1m: hold: /'
 
 # --- 5. with all N held --------------------------------------------------------------------------
@@ -325,7 +331,13 @@ json.dump({"idle_s": wall,
            "sessions": int(a[11])}, open(a[1], "w"))
 PY
 say "idle: $(cat "$runs/idle.json")"
-chat_load held
+# The workload beside the N for the rest of the hold (at least CHAT_DURATION), then the restart.
+held_for=$((hold_s - (SECONDS - held_at) - chat_warmup))
+[ "$held_for" -ge "$chat_duration" ] || held_for=$chat_duration
+say "the chat workload for $held_for s beside the $conns held"
+chat_load held "$held_for"
+held_s=$((SECONDS - held_at))
+say "held $conns for $held_s s"
 
 # --- 6. restart --------------------------------------------------------------------------------
 say "restarting the server with $conns held"
@@ -358,6 +370,8 @@ stop_server
   echo "server_rss_reconnected $server_rss_reconnected"
   echo "nofile_hard $hard"
   echo "ping_interval $ping_interval"
+  echo "held_s $held_s"
+  echo "chat_workload $chat_clients $chat_rooms $chat_rps $chat_duration $held_for"
 } >"$runs/env.txt"
 python3 "$here/c1m_report.py" --runs "$runs" --out "$out"
 cat "$out/c1m.md"

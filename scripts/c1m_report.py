@@ -82,6 +82,7 @@ def figures(runs):
         "lost": hold["lost"], "duplicated": hold["duplicated"], "out_of_order": hold["out_of_order"],
         "corrupt": hold["corrupt"], "seq_gaps": hold["seq_gaps"], "pings": hold["pings"], "pongs": hold["pongs"],
         "ok": hold["ok"],
+        "held_s": int(env.get("held_s", 0)),
         "pings_per_s": n / float(env["ping_interval"]) if float(env["ping_interval"]) > 0 else 0.0,
     }
     f.update(kernel_delta(runs, n))
@@ -109,8 +110,10 @@ def markdown(f, env, runs, plot_error):
     limits = open(os.path.join(runs, "limits.txt")).read().strip().splitlines()
     sysctl = open(os.path.join(runs, "sysctl.txt")).read().strip().splitlines()
     kib = lambda b: f"{b / 1024:.2f} KiB"
+    clients, rooms, rps, alone_s, held_for = (env.get("chat_workload", "0 0 0 0 0").split() + ["0"] * 5)[:5]
     rows = [
         ("connections", f"{f['connections']:,} ({f['transport']}; {f['requested']:,} asked)"),
+        ("held_s", f"{f['held_s']} s (all held to the restart, the chat workload running for {held_for} s of it)"),
         ("connect_per_s", f"{f['connect_per_s']:,}"),
         ("server_rss_bytes", f"{f['server_rss_bytes'] / 1048576:.1f} MiB"),
         ("server_rss_per_conn", kib(f["server_rss_per_conn"])),
@@ -119,8 +122,9 @@ def markdown(f, env, runs, plot_error):
         ("client_rss_per_conn", f"{f['client_rss_per_conn']:.0f} B"),
         ("broadcast_all_s", f"{f['broadcast_all_s'] * 1000:.1f} ms first to last, to {f['room_members']:,} members "
                             f"(last delivery {f['broadcast_last_s'] * 1000:.1f} ms after the post)"),
-        ("chat_p50_us / chat_p99_us (N idle)", f"{f['chat_p50_us']} / {f['chat_p99_us']}"),
-        ("chat_p50 / chat_p99_alone_us (without them)", f"{f['chat_p50_alone_us']} / {f['chat_p99_alone_us']}"),
+        ("chat workload", f"{clients} clients in {rooms} rooms, {rps} messages/s each (seed 004's is 500, 10, 10)"),
+        ("chat_p50_us / chat_p99_us (N idle)", f"{f['chat_p50_us']} / {f['chat_p99_us']} ({held_for} s)"),
+        ("chat_p50 / chat_p99_alone_us (without them)", f"{f['chat_p50_alone_us']} / {f['chat_p99_alone_us']} ({alone_s} s)"),
         ("idle_cpu_pct (server)", f"{f['idle_cpu_pct']:.1f} %"),
         ("idle sweep: sessions looked at per s", f"{f['idle_sweep_sessions_per_s']:.1f} (list length "
                                                  f"{f['idle_sweep_listed']}; the N ping {f['pings_per_s']:.0f} times a "
