@@ -32,7 +32,7 @@ session::session(session_group& g, unique_fd fd, std::uint64_t id, std::string p
       owner_(g.owner()),
       fd_(std::move(fd)),
       id_(id),
-      peer_(std::move(peer)),
+      peer_(peer.data(), peer.size()),
       origin_(std::move(origin)),
       timer_([this] { on_timer(); }) {
     in_.framing = &g.framing();
@@ -51,7 +51,7 @@ connection* session::origin() const noexcept { return origin_.get(); }
 void session::start() {
     if (auto ec = open_stream()) {
         if (ec != net_errc::tls_handshakes_capped)
-            log(log_level::error, "session {}: cannot register with the reactor: {}", peer_, ec);
+            log(log_level::error, "session {}: cannot register with the reactor: {}", peer(), ec);
         finalize(ec);
         return;
     }
@@ -75,8 +75,8 @@ std::error_code session::open_stream() {
     detail::tls_stream_config tc;
     tc.owner = &owner_;
     tc.counters = &group_.counters_;
-    tc.address = std::string(admission::address_of(peer_));
-    if (tc.address.empty()) tc.address = peer_;
+    tc.address = std::string(admission::address_of(peer()));
+    if (tc.address.empty()) tc.address = std::string(peer());
     detail::ssl_ptr ssl;
     if (server_tls) {
         const tls_server_config& c = server_tls->config();
@@ -84,7 +84,7 @@ std::error_code session::open_stream() {
             bump(group_.counters_.tls_refused);
             log_limited(log_level::warn,
                         "session {}: {} handshakes in progress on this shard, cap {} (and {} per address); closing",
-                        peer_, group_.tls_gate().in_progress(), c.max_handshakes_per_shard,
+                        peer(), group_.tls_gate().in_progress(), c.max_handshakes_per_shard,
                         c.max_handshakes_per_address);
             return net_errc::tls_handshakes_capped;
         }
@@ -208,7 +208,7 @@ inline void session::queued() {
 
 void session::drop_slow_consumer() noexcept {
     bump(group_.counters_.slow_consumers);
-    log_limited(log_level::warn, "session {}: slow consumer ({} bytes queued), disconnecting", peer_, out_.tx.size());
+    log_limited(log_level::warn, "session {}: slow consumer ({} bytes queued), disconnecting", peer(), out_.tx.size());
     out_.tx.clear();
     life_.state = phase::closing;  // send() is a no-op from here; on_flush finalizes
     life_.close_reason = net_errc::slow_consumer;
@@ -295,7 +295,7 @@ void session::peer_closed() {
 void session::stream_failed(std::error_code ec) {
     if (life_.state == phase::closed) return;
     if (ec.category() != std::generic_category() || !expected_errno(ec.value()))
-        log_limited(log_level::warn, "session {}: I/O: {}", peer_, ec);
+        log_limited(log_level::warn, "session {}: I/O: {}", peer(), ec);
     finalize(ec);
 }
 
@@ -473,7 +473,7 @@ void session::restart_partial() noexcept {
 
 void session::protocol_error(std::error_code ec) {
     bump(group_.counters_.frame_errors);
-    log_limited(log_level::warn, "session {}: {}; closing", peer_, ec);
+    log_limited(log_level::warn, "session {}: {}; closing", peer(), ec);
     in_.rx.clear();
     group_.handler().on_protocol_error(*this, ec);
     close(ec);
@@ -526,8 +526,8 @@ void session::on_flush() {
         finalize(life_.close_reason);
         return;
     }
-    if (out_.drain_watch && out_.tx.empty() && life_.state == phase::open) {
-        out_.drain_watch = false;
+    if (life_.drain_watch && out_.tx.empty() && life_.state == phase::open) {
+        life_.drain_watch = false;
         group_.handler().on_drained(*this);
     }
 }
@@ -598,7 +598,7 @@ void session::on_timer() {
     const session_limits& lim = group_.limits();
     if (life_.state == phase::closing) {
         if (now >= life_.close_deadline_tick) {
-            log_limited(log_level::info, "session {}: close linger expired with {} bytes unsent", peer_,
+            log_limited(log_level::info, "session {}: close linger expired with {} bytes unsent", peer(),
                         out_.tx.size());
             abort(life_.close_reason);
             return;
@@ -616,7 +616,7 @@ void session::on_timer() {
         auto idle = sh.ticks_for(lim.idle_timeout);
         if (idle && now - in_.last_rx_tick >= idle) {
             bump(group_.counters_.idle_timeouts);
-            log_limited(log_level::info, "session {}: idle timeout", peer_);
+            log_limited(log_level::info, "session {}: idle timeout", peer());
             abort(net_errc::idle_timeout);
             return;
         }
@@ -624,7 +624,7 @@ void session::on_timer() {
         if (stall && in_.paused && now - in_.paused_since_tick >= stall) {
             bump(group_.counters_.slow_consumers);
             log_limited(log_level::warn, "session {}: slow consumer (output not drained for {} ms), disconnecting",
-                        peer_, lim.stall_timeout.count());
+                        peer(), lim.stall_timeout.count());
             abort(net_errc::slow_consumer);
             return;
         }
@@ -638,7 +638,7 @@ void session::on_timer() {
 // and what it sends is flushed, within close_linger, before the connection closes.
 void session::expire(std::error_code reason, counter& count) {
     bump(count);
-    log_limited(log_level::info, "session {}: {}; closing", peer_, reason);
+    log_limited(log_level::info, "session {}: {}; closing", peer(), reason);
     in_.partial_deadline_tick = no_deadline;
     in_.rx.clear();
     group_.handler().on_protocol_error(*this, reason);

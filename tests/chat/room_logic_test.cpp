@@ -135,17 +135,19 @@ TEST(room_logic, belonging_is_per_account_and_outlives_a_disconnect) {
 
 TEST(room_logic, the_token_bucket_allows_a_burst_then_the_rate) {
     const auto t0 = token_bucket::clock::now();
-    token_bucket b(10.0, 3.0, t0);  // 10 per second, burst of 3
-    EXPECT_TRUE(b.try_take(t0));
-    EXPECT_TRUE(b.try_take(t0));
-    EXPECT_TRUE(b.try_take(t0));
-    EXPECT_FALSE(b.try_take(t0)) << "the burst is spent";
-    EXPECT_FALSE(b.try_take(t0 + 50ms)) << "half a token after 50 ms";
-    EXPECT_TRUE(b.try_take(t0 + 110ms)) << "one token after 100 ms";
-    EXPECT_TRUE(b.try_take(t0 + 10s));
-    EXPECT_TRUE(b.try_take(t0 + 10s));
-    EXPECT_TRUE(b.try_take(t0 + 10s));
-    EXPECT_FALSE(b.try_take(t0 + 10s)) << "refill stops at the burst";
+    const rate_limit l{10.0, 3.0};  // 10 per second, burst of 3
+    token_bucket b(l, t0);
+    EXPECT_TRUE(b.try_take(l, t0));
+    EXPECT_TRUE(b.try_take(l, t0));
+    EXPECT_TRUE(b.try_take(l, t0));
+    EXPECT_FALSE(b.try_take(l, t0)) << "the burst is spent";
+    EXPECT_FALSE(b.try_take(l, t0 + 50ms)) << "half a token after 50 ms";
+    EXPECT_TRUE(b.try_take(l, t0 + 110ms)) << "one token after 100 ms";
+    EXPECT_TRUE(b.try_take(l, t0 + 10s));
+    EXPECT_TRUE(b.try_take(l, t0 + 10s));
+    EXPECT_TRUE(b.try_take(l, t0 + 10s));
+    EXPECT_FALSE(b.try_take(l, t0 + 10s)) << "refill stops at the burst";
+    static_assert(sizeof(token_bucket) == 16, "a bucket is its tokens and its last refill");
 }
 
 TEST(room_logic, names_are_checked_as_the_protocol_documents) {

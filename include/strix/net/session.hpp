@@ -28,6 +28,8 @@
 #include <strix/core/timing_wheel.hpp>
 #include <strix/core/unique_fd.hpp>
 
+#include <boost/container/string.hpp>
+
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -37,6 +39,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -130,7 +133,7 @@ public:
     bool handshake_pending() const noexcept { return !life_.handshake_done; }
 
     /// Asks for handler.on_drained(*this) once, the next time a flush leaves nothing queued.
-    void notify_when_drained() noexcept { out_.drain_watch = true; }
+    void notify_when_drained() noexcept { life_.drain_watch = true; }
 
     /// Changes the frame size limit from now on (e.g. larger once a client logged in), up to the
     /// receive ring's size.
@@ -173,7 +176,9 @@ public:
     connection* origin() const noexcept;
     bool is_open() const noexcept { return life_.state == phase::open; }
     std::size_t queued_bytes() const noexcept { return out_.tx.size(); }
-    const std::string& peer() const noexcept { return peer_; }
+    /// The peer's address as text ("a.b.c.d:port", "[v6]:port", "unix", or an outgoing
+    /// connection's target). Valid while the session lives.
+    std::string_view peer() const noexcept { return {peer_.data(), peer_.size()}; }
     /// The connected socket's descriptor, for queries such as getpeername (never close it, and
     /// never read or write it: the session does).
     int native_handle() const noexcept { return fd_.get(); }
@@ -236,39 +241,41 @@ private:
     std::unique_ptr<detail::stream_io> io_;  // the backend's half: moves the bytes (or TLS over it)
     detail::tls_stream* tls_ = nullptr;      // io_, when it is TLS
     const std::uint64_t id_;
-    std::string peer_;
+    // Up to 22 bytes in place, every IPv4 "a.b.c.d:port" among them (a std::string keeps 15 and
+    // put those on the heap: 32 bytes more per connection).
+    boost::container::string peer_;
     intrusive_ptr<connection> origin_;  // keeps the connection alive to hear of the close
-    timer_node timer_;                  // every deadline below (arm_timer)
     std::unique_ptr<detail::session_state_base> state_;
+    timer_node timer_;  // every deadline below (arm_timer)
 
     struct input {
         ring_buffer rx;
         const framer* framing = nullptr;  // cuts the frames
-        bool length_prefix = false;  // framer is length_prefix_framer(): cut inline
-        std::uint32_t max_frame = 0;
-        bool paused = false;     // backpressure: output reached high water, reading stopped
-        bool suspended = false;  // suspend_reading(true): the application stopped reading
         std::uint64_t last_rx_tick = 0;
         std::uint64_t paused_since_tick = 0;
         std::uint64_t partial_deadline_tick = no_deadline;  // frame_timeout of the incomplete frame in rx
+        std::uint32_t max_frame = 0;
+        bool length_prefix = false;  // framer is length_prefix_framer(): cut inline
+        bool paused = false;     // backpressure: output reached high water, reading stopped
+        bool suspended = false;  // suspend_reading(true): the application stopped reading
     } in_;
 
     struct output {
         buffer_chain tx;
         std::uint64_t unpublished_sends = 0;  // send() calls not yet added to the group's counter
-        bool drain_watch = false;             // notify_when_drained() asked for on_drained
     } out_;
 
     struct lifecycle {
-        phase state = phase::open;
         std::uint64_t opened_tick = 0;
         std::uint64_t close_deadline_tick = 0;
+        std::error_code close_reason;
+        phase state = phase::open;
         bool holds_shard = false;     // a graceful close holds the shard's drain
         bool handshake_done = false;  // handshake_done(): handshake_timeout no longer applies
         bool admitted = false;        // counted by the group's admission (released on close)
         bool handler_open = false;    // the handler heard on_open (and so will hear on_close)
         bool sweep_listed = false;    // on the group's idle sweep list (session_group::list_for_sweep)
-        std::error_code close_reason;
+        bool drain_watch = false;     // notify_when_drained() asked for on_drained
     } life_;
 };
 

@@ -597,7 +597,8 @@ session_group_config zmtp_group_config(const socket_options& o) {
 
 void zmtp_peers::on_open(session& s) {
     if (core_.paused) s.suspend_reading(true);
-    auto& p = s.emplace_state<zmtp_pipe>(core_, opts_, s, s.origin() ? s.origin()->target().to_string() : s.peer());
+    auto& p = s.emplace_state<zmtp_pipe>(core_, opts_, s,
+                                         s.origin() ? s.origin()->target().to_string() : std::string(s.peer()));
     core_.event(s.origin() ? socket_event::kind::connected : socket_event::kind::accepted, p.address());
     p.start();
 }

@@ -25,7 +25,13 @@ constexpr std::chrono::milliseconds sample_period{1000};
 }  // namespace
 
 chat_service::chat_service(shard& sh, chat_context& ctx)
-    : shard_(sh), ctx_(ctx), self_(sh.id()), host_(*this, ctx, sh.id(), counters_), sample_timer_([this] {
+    : shard_(sh),
+      ctx_(ctx),
+      self_(sh.id()),
+      host_(*this, ctx, sh.id(), counters_),
+      limits_{.chat = {ctx.options.chat_rate, ctx.options.chat_burst},
+              .room = {ctx.options.room_rate, ctx.options.room_burst}},
+      sample_timer_([this] {
           sample();
           shard_.timers().schedule(sample_timer_, shard_.ticks_for(sample_period));
       }) {}
@@ -49,8 +55,7 @@ void chat_service::start() {
 // --- session events --------------------------------------------------------------------------
 
 void chat_service::on_open(session& s) {
-    player& p = s.emplace_state<player>(session_ptr(&s), ctx_.options.chat_rate, ctx_.options.chat_burst,
-                                        ctx_.options.room_rate, ctx_.options.room_burst);
+    player& p = s.emplace_state<player>(session_ptr(&s), limits_);
     players_.emplace(s.id(), &p);
     set_gauge(counters_.sessions, players_.size());
 }
@@ -217,7 +222,7 @@ void chat_service::handle_create(player& p, std::span<const std::byte> frame) {
     }
     if (!jwt_.may_create(p, name)) return;
     if (!may_add_room(p, msg_type::create_room_req)) return;
-    if (!p.room_bucket.try_take()) {
+    if (!p.take_room()) {
         bump(counters_.room_rate_limited);
         send_error(s, msg_type::create_room_req, error_code::rate_limited, "too many room changes; slow down");
         return;
@@ -244,7 +249,7 @@ void chat_service::handle_join(player& p, std::span<const std::byte> frame) {
         send_error(s, msg_type::join_room_req, error_code::unknown_room, "no such room");
         return;
     }
-    if (!p.room_bucket.try_take()) {
+    if (!p.take_room()) {
         bump(counters_.room_rate_limited);
         send_error(s, msg_type::join_room_req, error_code::rate_limited, "too many room changes; slow down");
         return;
@@ -290,7 +295,7 @@ void chat_service::handle_chat(player& p, std::span<const std::byte> frame) {
                                                              : "not in that room");
         return;
     }
-    if (!p.chat_bucket.try_take()) {
+    if (!p.take_chat()) {
         bump(counters_.rate_limited);
         send_error(s, msg_type::chat_req, error_code::rate_limited, "too many messages; slow down");
         return;

@@ -188,6 +188,7 @@ private:
     db_reads reads_{*this, ctx_, counters_};
     history_requests history_{*this, counters_, reads_};
     resume_requests resumes_{*this, ctx_, counters_, host_, reads_};
+    player_limits limits_;  // every player's rate limits, from the options
     boost::unordered_flat_map<std::uint64_t, player*> players_;  // by session id; each session owns its player
     timer_node sample_timer_;
     bool started_ = false;

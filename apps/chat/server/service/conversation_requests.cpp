@@ -61,7 +61,7 @@ void chat_service::handle_direct(player& p, std::span<const std::byte> frame) {
     }
     // A room this session opened before: a message like chat_req's.
     if (room_id known = p.direct_to(to); known && p.slot(known)) {
-        if (!p.chat_bucket.try_take()) {
+        if (!p.take_chat()) {
             bump(counters_.rate_limited);
             send_error(s, msg_type::direct_req, error_code::rate_limited, "too many messages; slow down");
             return;
@@ -75,7 +75,7 @@ void chat_service::handle_direct(player& p, std::span<const std::byte> frame) {
         return;
     }
     // Otherwise a database read (and maybe a new room): it spends a room-change token.
-    if (!p.room_bucket.try_take()) {
+    if (!p.take_room()) {
         bump(counters_.room_rate_limited);
         send_error(s, msg_type::direct_req, error_code::rate_limited, "too many new conversations; slow down");
         return;
@@ -204,7 +204,7 @@ void chat_service::handle_block(player& p, std::span<const std::byte> frame) {
                                   : "account names are 1-64 bytes of A-Z a-z 0-9 _ . - @ : |");
         return;
     }
-    if (!p.room_bucket.try_take()) {
+    if (!p.take_room()) {
         bump(counters_.room_rate_limited);
         send_error(s, msg_type::block_req, error_code::rate_limited, "too many changes; slow down");
         return;
@@ -277,7 +277,7 @@ void chat_service::handle_moderate(player& p, std::span<const std::byte> frame) 
         return;
     }
     // A notice is a message: it spends a chat token.
-    if (!p.chat_bucket.try_take()) {
+    if (!p.take_chat()) {
         bump(counters_.rate_limited);
         send_error(*p.sess, msg_type::moderate_req, error_code::rate_limited, "too many requests; slow down");
         return;

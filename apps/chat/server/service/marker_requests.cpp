@@ -28,7 +28,7 @@ void chat_service::handle_read(player& p, std::span<const std::byte> frame) {
         return;
     }
     // Each marker that moves is a database write: it spends chat tokens like a message.
-    if (!p.chat_bucket.try_take()) {
+    if (!p.take_chat()) {
         bump(counters_.rate_limited);
         send_error(*p.sess, msg_type::read_req, error_code::rate_limited, "too many requests; slow down");
         return;
@@ -46,7 +46,7 @@ void chat_service::handle_typing(player& p, std::span<const std::byte> frame) {
         send_error(*p.sess, msg_type::typing_req, error_code::not_in_room, "typing is for a room you are in");
         return;
     }
-    if (!p.typing_bucket.try_take()) {
+    if (!p.take_typing()) {
         bump(counters_.typing_limited);
         send_error(*p.sess, msg_type::typing_req, error_code::rate_limited, "typing notices at most one a second");
         return;

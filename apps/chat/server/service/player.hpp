@@ -46,18 +46,26 @@ private:
     std::unique_ptr<std::deque<frame>> q_;
 };
 
+/// The server's per-session rate limits, shared by every player (chat_service holds them).
+struct player_limits {
+    rate_limit chat;
+    rate_limit room;  // create_room_req and join_room_req (a leave always follows one)
+    // typing_req per session: a client repeats it every few seconds while its user types.
+    rate_limit typing{1.0, 5.0};
+};
+
 struct player {
     enum class login_state : std::uint8_t { anonymous, pending, logged_in };
     enum class room_state : std::uint8_t { none, joining, member };
 
-    player(session_ptr s, double chat_rate, double chat_burst, double room_rate, double room_burst)
-        : sess(std::move(s)),
-          chat_bucket(chat_rate, chat_burst),
-          room_bucket(room_rate, room_burst),
-          typing_bucket(typing_rate, typing_burst) {}
+    /// `l` must outlive the player (the service's).
+    player(session_ptr s, const player_limits& l)
+        : sess(std::move(s)), limits(&l), chat_bucket(l.chat), room_bucket(l.room), typing_bucket(l.typing) {}
 
-    // typing_req per session: a client repeats it every few seconds while its user types.
-    static constexpr double typing_rate = 1.0, typing_burst = 5.0;
+    /// A token from the chat, room or typing bucket; false: over that limit.
+    bool take_chat() noexcept { return chat_bucket.try_take(limits->chat); }
+    bool take_room() noexcept { return room_bucket.try_take(limits->room); }
+    bool take_typing() noexcept { return typing_bucket.try_take(limits->typing); }
 
     session_ptr sess;
     bool ws = false;  // a WebSocket session (chat_ws): every frame goes out as a binary message
@@ -120,8 +128,9 @@ struct player {
     // `queued`): if the join fails, so does the direct_req, and the message is dropped.
     room_id direct_join;
 
+    const player_limits* limits;
     token_bucket chat_bucket;
-    token_bucket room_bucket;  // create_room_req and join_room_req (a leave always follows one)
+    token_bucket room_bucket;
     token_bucket typing_bucket;
 
     // Requests that arrived while an earlier one is decided elsewhere (a login, a history or
@@ -130,9 +139,9 @@ struct player {
     // wait here and run in order once it completes: a session's requests take effect, and are
     // answered, in the order sent, whatever shard owns what.
     enum class pending_op : std::uint8_t { none, login, join, leave, list, history, direct, block, refresh, publish };
-    pending_op pending = pending_op::none;
     waiting_requests queued;
     std::size_t queued_bytes = 0;
+    pending_op pending = pending_op::none;
     bool draining = false;
     bool reading_held = false;  // the session stopped reading while too much waits here
 };
