@@ -50,6 +50,7 @@ hold_control::~hold_control() {
 }
 
 void hold_control::send() {
+    last_send_ns_ = now_ns();
     std::size_t at = 0;
     while (at < out_.size()) {
         const ssize_t n = ::send(fd_, out_.data() + at, out_.size() - at, MSG_NOSIGNAL);
@@ -70,6 +71,14 @@ void hold_control::wait(Pred done, const char* what) {
 }
 
 void hold_control::pump(int timeout_ms) {
+    // Pings like the held connections (every 60 s without --ping-interval), so a ramp or a hold
+    // longer than the server's idle timeout (300 s) keeps it: a million over a slow ramp took
+    // longer, and the server closed it mid-ramp.
+    const double every_s = shared_.opt.ping_interval_s > 0 ? shared_.opt.ping_interval_s : 60.0;
+    if (now_ns() - last_send_ns_ >= static_cast<std::int64_t>(every_s * 1e9)) {
+        append_ping(out_, fbb_, static_cast<std::uint64_t>(now_ns() / 1000));
+        send();
+    }
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, timeout_ms) <= 0) return;
     for (;;) {

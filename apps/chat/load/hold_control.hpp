@@ -32,8 +32,9 @@ public:
     /// Posts broadcast message k in the room.
     void post(std::uint32_t k, const std::string& text);
 
-    /// Reads what has arrived, waiting up to timeout_ms for the first bytes. Throws when the
-    /// server closed the connection.
+    /// Reads what has arrived, waiting up to timeout_ms for the first bytes; first pings when
+    /// nothing was sent for the held connections' ping interval. Throws when the server closed
+    /// the connection.
     void pump(int timeout_ms);
 
     std::uint64_t player() const noexcept { return player_; }
@@ -56,6 +57,7 @@ private:
     flatbuffers::FlatBufferBuilder fbb_{1024};
     bool logged_in_ = false, login_busy_ = false, listed_ = false;
     std::uint64_t player_ = 0, room_ = 0, last_seq_ = 0, created_ = 0;
+    std::int64_t last_send_ns_ = 0;  // now_ns() of the last send()
     std::vector<std::uint64_t> member_of_;
     std::map<std::string, std::uint64_t> listed_rooms_;
     std::map<std::uint64_t, std::uint64_t> joined_;  // room -> last_seq of its join_room_res
