@@ -39,8 +39,9 @@ if [ "$hard" -lt 5000 ]; then
 fi
 small=10000
 large=50000
+warm=5000  # warm-up connections held before the base is taken (below)
 # Descriptors per table: each keeps 500 spare (listeners, database, the server's reserve).
-tables=$(((large + 1100 + hard - 500 - 1) / (hard - 500)))
+tables=$(((large + warm + 100 + hard - 500 - 1) / (hard - 500)))
 server_tables=()
 [ "$tables" -le 1 ] || server_tables=(--shards "$tables" --fd-table-per-shard)
 echo "counts: $small and $large (RLIMIT_NOFILE hard limit $hard: ${tables} descriptor table(s) in the server)"
@@ -58,7 +59,7 @@ measure() {
   port=$(free_port)
   mport=$(free_port)
   "$server" --db "sqlite:$dir/chat.db" --port "$port" --metrics-port "$mport" --jwt-key "$dir/jwt.key" \
-    --max-connections "$((n + 1100))" "${server_tables[@]}" >"$dir/server.log" 2>&1 &
+    --max-connections "$((n + warm + 100))" "${server_tables[@]}" >"$dir/server.log" 2>&1 &
   spid=$!
   pids+=("$spid")
   for _ in $(seq 100); do
@@ -80,12 +81,15 @@ measure() {
     done
     fail "strix-chat-hold did not hold $1 within 60 s"
   }
-  # First 1,000 warm-up connections, held throughout: the base is taken with them in, so the
-  # costs of the first connections that do not grow with more (SQLite's page cache, each shard's
-  # first heap pages and tables) are not divided among N. Measured without: 1,814 B at 10,000
-  # and 1,542 B at 50,000 on 3 shards, 15 % apart for about 3 MB of such costs.
+  # First the warm-up connections, held throughout: the base is taken with them in, so the
+  # costs of the first connections that do not grow with more (SQLite's page cache, which fills
+  # to its 2 MB as the accounts table grows, each shard's first heap pages and tables) are not
+  # divided among N. Measured without: 1,814 B at 10,000 and 1,542 B at 50,000 on 3 shards, 15 %
+  # apart for about 3 MB of such costs. With 1,000 of them: 1,401 B and 1,239 B on an AMD EPYC
+  # machine, 11.6 % apart for about 2 MB (1,519 B and 1,489 B on an Intel Xeon one); with 5,000,
+  # 1,250 B and 1,217 B there, 2.6 % apart.
   local wpid base
-  hold_n 1000 warm 127.3.0.1
+  hold_n "$warm" warm 127.3.0.1
   wpid=$hpid
   sleep 2.5
   base=$(rss "$spid")
@@ -101,10 +105,10 @@ measure() {
   listed=$(metric "$mport" strix_idle_sweep_listed)
   local sessions
   sessions=$(metric "$mport" strix_sessions)
-  [ "$sessions" -ge "$((n + 1000))" ] || fail "the server has $sessions sessions, $n and 1,000 held"
+  [ "$sessions" -ge "$((n + warm))" ] || fail "the server has $sessions sessions, $n and $warm held"
   kill -INT "$hpid" "$wpid"
   wait "$hpid" || { cat "$dir/h.out" >&2; fail "strix-chat-hold did not hold all $n to the end"; }
-  wait "$wpid" || { cat "$dir/warm.out" >&2; fail "strix-chat-hold did not hold the 1,000 warm-up connections to the end"; }
+  wait "$wpid" || { cat "$dir/warm.out" >&2; fail "strix-chat-hold did not hold the $warm warm-up connections to the end"; }
   kill -TERM "$spid"
   wait "$spid" || fail "server exited non-zero on SIGTERM"
   awk -v n="$n" -v b="$base" -v h="$held" -v s0="$s0" -v s1="$s1" -v t0="$t0" -v t1="$t1" -v l="$listed" \
