@@ -122,7 +122,7 @@ def markdown(f, env, runs, plot_error):
         ("client_rss_per_conn", f"{f['client_rss_per_conn']:.0f} B"),
         ("broadcast_all_s", f"{f['broadcast_all_s'] * 1000:.1f} ms first to last, to {f['room_members']:,} members "
                             f"(last delivery {f['broadcast_last_s'] * 1000:.1f} ms after the post)"),
-        ("chat workload", f"{clients} clients in {rooms} rooms, {rps} messages/s each (seed 004's is 500, 10, 10)"),
+        ("chat workload", f"{clients} clients in {rooms} rooms, {rps} messages/s each (seed 004's: 500, 10, 10)"),
         ("chat_p50_us / chat_p99_us (N idle)", f"{f['chat_p50_us']} / {f['chat_p99_us']} ({held_for} s)"),
         ("chat_p50 / chat_p99_alone_us (without them)", f"{f['chat_p50_alone_us']} / {f['chat_p99_alone_us']} ({alone_s} s)"),
         ("idle_cpu_pct (server)", f"{f['idle_cpu_pct']:.1f} %"),
