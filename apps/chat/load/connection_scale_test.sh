@@ -82,12 +82,12 @@ measure() {
     fail "strix-chat-hold did not hold $1 within 60 s"
   }
   # First the warm-up connections, held throughout: the base is taken with them in, so the
-  # costs of the first connections that do not grow with more (SQLite's page cache, which fills
-  # to its 2 MB as the accounts table grows, each shard's first heap pages and tables) are not
-  # divided among N. Measured without: 1,814 B at 10,000 and 1,542 B at 50,000 on 3 shards, 15 %
-  # apart for about 3 MB of such costs. With 1,000 of them: 1,401 B and 1,239 B on an AMD EPYC
-  # machine, 11.6 % apart for about 2 MB (1,519 B and 1,489 B on an Intel Xeon one); with 5,000,
-  # 1,250 B and 1,217 B there, 2.6 % apart.
+  # costs of the first connections that do not grow with more (SQLite's page cache, which most
+  # likely fills to its 2 MB as the accounts table grows, each shard's first heap pages and
+  # tables) are not divided among N. Measured without: 1,814 B at 10,000 and 1,542 B at 50,000 on
+  # 3 shards, 15 % apart for about 3 MB of such costs. With 1,000 of them: 1,401 B and 1,239 B
+  # on an AMD EPYC machine, 11.6 % apart for about 2 MB (1,519 B and 1,489 B on an Intel Xeon
+  # one); with 5,000, 1,250 B and 1,217 B there, 2.6 % apart.
   local wpid base
   hold_n "$warm" warm 127.3.0.1
   wpid=$hpid
