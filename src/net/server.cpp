@@ -16,9 +16,9 @@ namespace {
 // and database files, outbound connections.
 constexpr std::size_t fd_reserve = 256;
 
-// The connection caps of every server started in this process, summed: they share one
-// RLIMIT_NOFILE, or with fd_table_per_shard one per shard (each table holds its shard's part of
-// the caps, the caps split evenly). Raises the soft limit toward the hard one as far as they need;
+// The connection caps of every server started in this process, summed (caps that servers share,
+// once): they share one RLIMIT_NOFILE, or with fd_table_per_shard one per shard (each table holds
+// its shard's part of the caps, the caps split evenly). Raises the soft limit toward the hard one as far as they need;
 // when the hard limit is too low, says so once, in one sentence, rather than failing accepts later.
 void check_descriptors(std::size_t max_sessions, const engine_config& ec, unsigned shards) {
     static std::atomic<std::size_t> capped{0};
@@ -80,8 +80,10 @@ server::server(engine& e, server_config cfg, std::vector<session_handler*> handl
 }
 
 void server::make_groups() {
-    if (cfg_.max_sessions || cfg_.max_sessions_per_address)
-        admission_ = std::make_unique<admission>(admission_limits{cfg_.max_sessions, cfg_.max_sessions_per_address});
+    if (cfg_.shared_caps)
+        admission_ = cfg_.shared_caps;
+    else if (cfg_.max_sessions || cfg_.max_sessions_per_address)
+        admission_ = std::make_shared<admission>(admission_limits{cfg_.max_sessions, cfg_.max_sessions_per_address});
     session_group_config gcfg{cfg_.limits, cfg_.framing, admission_.get(), cfg_.tls, cfg_.keepalive};
     for (unsigned i = 0; i < engine_.shard_count(); ++i) {
         alive_.push_back(std::make_shared<bool>(true));
@@ -107,7 +109,9 @@ server::~server() {
 void server::start() {
     if (started_) return;
     started_ = true;
-    check_descriptors(cfg_.max_sessions, engine_.config(), engine_.shard_count());
+    // Caps shared by several servers count once, with the first of them to start.
+    if (admission_ && admission_->claim_descriptor_check())
+        check_descriptors(admission_->limits().max_sessions, engine_.config(), engine_.shard_count());
     if (cfg_.tcp || !cfg_.unix_path.empty()) check_backlog(cfg_.backlog);
     std::vector<unique_fd> tcp;
     unique_fd unix_fd;

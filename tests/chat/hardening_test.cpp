@@ -184,6 +184,39 @@ TEST_P(hardening, two_thousand_connections_that_never_log_in_are_capped_and_then
     stop_cleanly(*srv);
 }
 
+// --max-connections counts chat clients over TCP and WebSocket together: with a cap of 4, two
+// of each fill it, a fifth is reset at accept on either port, and a place freed on one port is
+// taken on the other.
+TEST_P(hardening, tcp_and_websocket_clients_count_against_one_connection_cap) {
+    auto srv = start_with_metrics({"--max-connections", "4", "--ws-port", "0"});
+    const std::uint16_t ws = srv->ws_port();
+    ASSERT_NE(ws, 0) << srv->log();
+    chat_client t1(srv->port()), t2(srv->port()), w1, w2;
+    ASSERT_TRUE(w1.connect_ws(ws));
+    ASSERT_TRUE(w2.connect_ws(ws));
+    EXPECT_NE(t1.login("t1"), 0u);
+    EXPECT_NE(t2.login("t2"), 0u);
+    EXPECT_NE(w1.login("w1"), 0u);
+    EXPECT_NE(w2.login("w2"), 0u);
+    EXPECT_TRUE(metric_reaches("strix_sessions", 4));
+    // Over the cap on either port: accepted and reset at once.
+    auto refused = [](chat_client& c, std::uint16_t port) {
+        if (!c.connect_from(port, "127.0.0.1")) return c.refused_at_connect();
+        return wait_closed(c.fd(), 3s);
+    };
+    chat_client late_tcp, late_ws;
+    EXPECT_TRUE(refused(late_tcp, srv->port())) << late_tcp.last_error();
+    EXPECT_TRUE(refused(late_ws, ws)) << late_ws.last_error();
+    EXPECT_TRUE(metric_reaches("strix_connections_refused_max_total", 2));
+    // A WebSocket client leaves: a TCP client takes its place.
+    w2.close();
+    EXPECT_TRUE(metric_reaches("strix_sessions", 3));
+    chat_client t3(srv->port());
+    EXPECT_NE(t3.login("t3"), 0u);
+    EXPECT_EQ(metric("strix_connections_refused_max_total"), 2);
+    stop_cleanly(*srv);
+}
+
 TEST_P(hardening, a_login_in_time_keeps_the_session_and_no_login_closes_it_with_not_logged_in) {
     auto srv = start(2, {"--login-timeout-ms", "600"});
     chat_client silent(srv->port()), user(srv->port()), pinger(srv->port());

@@ -4,6 +4,7 @@
 #include "apps/chat/server/rooms/room_id.hpp"
 
 #include <strix/core/log.hpp>
+#include <strix/net/admission.hpp>
 #include "apps/chat/storage/password.hpp"
 
 #include "apps/chat/common/certificate_text.hpp"
@@ -123,10 +124,16 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
     scfg.framing = &strix_header_framer();
     scfg.limits.max_frame = chat_service::max_frame_anonymous;
     scfg.limits.recv_buffer = chat_service::max_frame_logged_in;  // so set_max_frame can raise the limit after login
+    // One count for every listener of the chat (TCP, the Unix socket, WebSocket): --max-connections
+    // and --max-connections-per-address hold whichever way clients come in, and so does the memory
+    // they bound (docs/protocol.md, "Limits").
+    if (scfg.max_sessions || scfg.max_sessions_per_address)
+        scfg.shared_caps =
+            std::make_shared<admission>(admission_limits{scfg.max_sessions, scfg.max_sessions_per_address});
     if (tls_) {
         // TLS is for the TCP port. A strix::server puts its TLS on every listener it has, so the
         // Unix socket (reachable only through the file system) gets a plain server of its own,
-        // with the same per-shard services and limits; its --max-connections cap is its own.
+        // with the same per-shard services, limits and caps.
         if (!scfg.unix_path.empty()) {
             server_config ucfg = scfg;
             ucfg.tcp = false;
@@ -145,7 +152,10 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
     if (opts_.ws.enabled) make_ws_server(scfg);
     if (opts_.api.enabled) {
         // The chat port's host, TLS and caps; keys are read here (a wrong file stops the start).
-        api_ = std::make_unique<api_server>(*engine_, *services_, *ctx_, scfg);
+        // Its caps are counted apart: chat clients at the cap do not lock the backend out.
+        server_config acfg = scfg;
+        acfg.shared_caps.reset();
+        api_ = std::make_unique<api_server>(*engine_, *services_, *ctx_, acfg);
         api_->start();
     }
 

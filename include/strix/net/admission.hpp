@@ -51,6 +51,10 @@ public:
     std::size_t sessions_from(std::string_view peer) const;
     const admission_limits& limits() const noexcept { return limits_; }
 
+    /// True the first time only: the servers that share these caps check the descriptor limit
+    /// for them once (strix::server::start). Any thread.
+    bool claim_descriptor_check() noexcept { return !descriptors_checked_.exchange(true); }
+
     /// The address part of a peer: "10.0.0.1" of "10.0.0.1:5000", "[::1]" of "[::1]:5000"; empty
     /// for a Unix-socket peer ("unix"). Any thread.
     static std::string_view address_of(std::string_view peer) noexcept;
@@ -58,6 +62,7 @@ public:
 private:
     const admission_limits limits_;
     std::atomic<std::size_t> total_{0};
+    std::atomic<bool> descriptors_checked_{false};
     mutable std::mutex mu_;  // guards per_address_
     std::unordered_map<std::string, std::size_t> per_address_;
 };

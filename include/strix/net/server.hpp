@@ -42,6 +42,10 @@ struct server_config {
     // refused_per_address.
     std::size_t max_sessions = 0;
     std::size_t max_sessions_per_address = 0;  // TCP peers; Unix-socket peers count only in the total
+    // Caps shared with other servers (a TCP and a WebSocket listener that make one service): when
+    // set, it counts this server's sessions too, and max_sessions and max_sessions_per_address above
+    // are not used.
+    std::shared_ptr<admission> shared_caps;
     // TLS on every listener of this server (tcp and Unix socket alike; strix/net/tls.hpp);
     // nullptr = plain. Load it with tls_server::load before building the server.
     std::shared_ptr<tls_server> tls;
@@ -109,7 +113,7 @@ private:
     server_config cfg_;
     std::vector<std::unique_ptr<session_handler>> owned_handlers_;
     std::vector<session_handler*> handlers_;
-    std::unique_ptr<admission> admission_;  // shared by every shard's group; outlives them
+    std::shared_ptr<admission> admission_;  // shared by every shard's group (and shared_caps' servers); outlives them
     std::vector<std::unique_ptr<session_group>> groups_;
     std::vector<std::shared_ptr<bool>> alive_;  // per shard: its group still exists (read on that shard)
     std::uint16_t port_ = 0;
