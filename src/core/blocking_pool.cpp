@@ -1,5 +1,8 @@
 #include <strix/core/blocking_pool.hpp>
 #include <strix/core/log.hpp>
+#include <strix/core/thread_name.hpp>
+
+#include <string>
 
 #include <exception>
 
@@ -8,7 +11,11 @@ namespace strix {
 blocking_pool::blocking_pool(blocking_pool_config cfg)
     : capacity_(cfg.queue_capacity), workers_(cfg.workers == 0 ? 1 : cfg.workers), name_(std::move(cfg.name)) {
     threads_.reserve(workers_);
-    for (std::size_t i = 0; i < workers_; ++i) threads_.emplace_back([this, i] { run(i); });
+    for (std::size_t i = 0; i < workers_; ++i)
+        threads_.emplace_back([this, i] {
+            set_thread_name("strix-" + name_ + "-" + std::to_string(i));  // "strix-database-0"
+            run(i);
+        });
 }
 
 blocking_pool::~blocking_pool() { stop(); }

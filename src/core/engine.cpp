@@ -1,5 +1,6 @@
 #include <strix/core/engine.hpp>
 #include <strix/core/log.hpp>
+#include <strix/core/thread_name.hpp>
 
 #include <pthread.h>
 #include <sched.h>
@@ -13,6 +14,7 @@
 #include <ctime>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <bit>
 
 namespace strix {
@@ -107,6 +109,7 @@ void engine::start() {
     tables_pending_.store(cfg_.fd_table_per_shard ? shard_count() : 0, std::memory_order_relaxed);
     for (unsigned i = 0; i < shard_count(); ++i) {
         threads_.emplace_back([this, i] {
+            set_thread_name("strix-shard-" + std::to_string(i));
             if (cfg_.pin_threads) pin_to(i);
             if (per_cpu_ > 1) batch_scheduling(i);
             if (cfg_.fd_table_per_shard) take_own_fd_table(i);

@@ -1,6 +1,7 @@
 #include "apps/chat/storage/chat_log_writer.hpp"
 
 #include <strix/core/log.hpp>
+#include <strix/core/thread_name.hpp>
 
 #include <algorithm>
 #include <exception>
@@ -12,7 +13,10 @@ chat_log_writer::chat_log_writer(std::unique_ptr<chat_store> store, const chat_l
     : cfg_(cfg), store_(std::move(store)) {
     if (!store_) throw std::invalid_argument("chat_log_writer needs a chat_store");
     if (cfg_.batch_limit == 0) throw std::invalid_argument("chat_log_writer batch_limit must be at least 1");
-    thread_ = std::thread([this] { run(); });
+    thread_ = std::thread([this] {
+        set_thread_name("strix-logwriter");
+        run();
+    });
 }
 
 chat_log_writer::~chat_log_writer() { stop(); }

@@ -1,6 +1,7 @@
 #include "apps/chat/storage/chat_retention.hpp"
 
 #include <strix/core/log.hpp>
+#include <strix/core/thread_name.hpp>
 
 #include <thread>
 
@@ -18,7 +19,10 @@ std::int64_t wall_clock_us() {
 
 chat_retention::chat_retention(std::unique_ptr<chat_store> store, const retention_policy& policy)
     : store_(std::move(store)), policy_(policy) {
-    thread_ = std::thread([this] { run(); });
+    thread_ = std::thread([this] {
+        set_thread_name("strix-retention");
+        run();
+    });
 }
 
 chat_retention::~chat_retention() { stop(); }

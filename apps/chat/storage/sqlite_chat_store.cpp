@@ -19,6 +19,7 @@
 #include <sqlite3.h>
 
 #include <strix/core/log.hpp>
+#include <strix/core/thread_name.hpp>
 
 #include <algorithm>
 #include <condition_variable>
@@ -101,7 +102,10 @@ private:
         ::sqlite3_busy_timeout(db_, busy_timeout_ms);
         ::sqlite3_exec(db_, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);
         ::sqlite3_wal_autocheckpoint(db_, 0);
-        thread_ = std::thread([this] { run(); });
+        thread_ = std::thread([this] {
+            set_thread_name("strix-wal-ckpt");
+            run();
+        });
     }
 
     void run() {
