@@ -66,10 +66,14 @@ case $transport in tcp | ws) ;; *) die "TRANSPORT must be tcp or ws" ;; esac
 for b in strix-chat-server strix-chat-hold strix-chat-load; do
   [ -x "$bin/$b" ] || die "$bin/$b is missing; build first (make build)"
 done
-for c in curl openssl python3 gnuplot taskset; do
+for c in curl openssl python3 gnuplot taskset flock; do
   command -v "$c" >/dev/null || die "$c is not installed (scripts/install-deps.sh)"
 done
 
+# One run at a time: a second would share the run directory, the ports' sysctls and the CPUs.
+mkdir -p "$out"
+exec 9>"$out/c1m.lock"
+flock -n 9 || die "another bench-c1m is running (it holds $out/c1m.lock)"
 rm -rf "$runs"
 mkdir -p "$runs"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/strix-bench-c1m.XXXXXX")

@@ -335,7 +335,18 @@ int main(int argc, char** argv) {
     }
     const std::int64_t t0 = now_ns();
     std::vector<std::thread> threads;
-    for (auto& w : workers) threads.emplace_back([&w] { w->run(); });
+    // A worker that cannot start (its own descriptor table refused) ends the run with a clear
+    // error, not std::terminate from an uncaught exception.
+    for (auto& w : workers)
+        threads.emplace_back([&w] {
+            try {
+                w->run();
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "strix-chat-hold: a worker thread failed: %s\n", e.what());
+                std::fflush(stderr);
+                std::_Exit(2);
+            }
+        });
 
     const std::int64_t ramp_end = run_ramp(sh, *ctl, counters, t0);
     const totals ramped = sum(counters);
