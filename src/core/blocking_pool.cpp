@@ -2,6 +2,7 @@
 #include <strix/core/log.hpp>
 #include <strix/core/thread_name.hpp>
 
+#include <algorithm>
 #include <string>
 
 #include <exception>
@@ -13,7 +14,12 @@ blocking_pool::blocking_pool(blocking_pool_config cfg)
     threads_.reserve(workers_);
     for (std::size_t i = 0; i < workers_; ++i)
         threads_.emplace_back([this, i] {
-            set_thread_name("strix-" + name_ + "-" + std::to_string(i));  // "strix-database-0"
+            // "database-0": the name cut so that the index fits in Linux's 15 bytes.
+            std::string index = std::to_string(i);
+            std::string name = name_.substr(0, 15 - std::min<std::size_t>(15, index.size() + 1));
+            name.push_back('-');
+            name.append(index);
+            set_thread_name(name);
             run(i);
         });
 }

@@ -1,5 +1,5 @@
 // Threads are named for top -H, ps -L and perf: each shard "strix-shard-<i>", each worker of a
-// blocking_pool "strix-<pool name>-<i>" (cut to Linux's 15 bytes).
+// blocking_pool "<pool name>-<i>" (the name cut so that the index fits in Linux's 15 bytes).
 #include "support/loopback.hpp"
 
 #include <strix/core/blocking_pool.hpp>
@@ -36,25 +36,27 @@ TEST(thread_names, each_shard_thread_is_named_after_its_index) {
     EXPECT_TRUE(strix::test::eventually([] {
         const auto names = thread_names();
         return names.count("strix-shard-0") && names.count("strix-shard-1") && names.count("strix-shard-2");
-    })) << "threads: " << [] {
-        std::string all;
-        for (const auto& n : thread_names()) all += n + " ";
-        return all;
-    }();
+    })) << "threads: "
+        << [] {
+               std::string all;
+               for (const auto& n : thread_names()) all += n + " ";
+               return all;
+           }();
     EXPECT_EQ(thread_names().count("strix-shard-3"), 0u);
     eng.stop();
     eng.join();
 }
 
-TEST(thread_names, blocking_pool_workers_carry_the_pool_name_cut_to_fifteen_bytes) {
+TEST(thread_names, blocking_pool_workers_carry_the_pool_name_and_their_index) {
     blocking_pool pool(blocking_pool_config{2, 16, "db"});
     EXPECT_TRUE(strix::test::eventually([] {
         const auto names = thread_names();
-        return names.count("strix-db-0") && names.count("strix-db-1");
+        return names.count("db-0") && names.count("db-1");
     }));
     {
+        // 16 bytes and more: cut so that the index stays.
         blocking_pool longer(blocking_pool_config{1, 16, "database-writers"});
-        EXPECT_TRUE(strix::test::eventually([] { return thread_names().count("strix-database-") == 1; }));
+        EXPECT_TRUE(strix::test::eventually([] { return thread_names().count("database-writ-0") == 1; }));
     }
 }
 

@@ -28,7 +28,7 @@ namespace strix {
 struct blocking_pool_config {
     std::size_t workers = 2;            // threads (at least 1)
     std::size_t queue_capacity = 1024;  // queued jobs, not counting running ones
-    std::string name = "blocking";      // for log lines and thread names ("strix-blocking-0")
+    std::string name = "blocking";      // for log lines and thread names ("blocking-0")
 };
 
 struct blocking_pool_stats {
