@@ -4,6 +4,7 @@
 // token expires and closes it after the grace unless it refreshes, and rotates keys on SIGHUP.
 #include "chat_fixture.hpp"
 #include "jwt_signer.hpp"
+#include "metrics_scrape.hpp"
 #include "tls_chat.hpp"
 
 #include <support/test_certs.hpp>
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <set>
 
 namespace {
 
@@ -95,6 +97,41 @@ TEST_P(jwt_login, a_jwt_only_server_logs_users_in_by_token_over_tcp_and_websocke
     chat_client p(srv->port());
     p.send_login_version("someone", "pw", 2);
     refused(p, msg_type::login_req, error_code::bad_request, "JWT logins only");
+    stop_cleanly(*srv);
+}
+
+// Logins that arrive together reach the database together: 120 clients send their login_req at
+// once, every one is answered with its own account (a second round finds them), and the server
+// ran them in fewer database transactions than logins.
+TEST_P(jwt_login, logins_sent_at_once_are_answered_each_with_its_account_from_batched_transactions) {
+    const std::uint16_t mport = free_port();
+    auto srv = start_jwt({"--metrics-port", std::to_string(mport), "--login-queue", "200"});
+    constexpr int n = 120;
+    std::vector<std::string> tokens;
+    for (int i = 0; i < n; ++i) tokens.push_back(j::hs256(secret, j::claims_for("batch-" + std::to_string(i))));
+    std::vector<std::uint64_t> ids(n, 0);
+    for (int round = 0; round < 2; ++round) {
+        std::vector<std::unique_ptr<chat_client>> cs;
+        for (int i = 0; i < n; ++i) cs.push_back(std::make_unique<chat_client>(srv->port()));
+        for (int i = 0; i < n; ++i) ASSERT_TRUE(send_jwt_login(*cs[i], tokens[i]));
+        for (int i = 0; i < n; ++i) {
+            auto f = cs[i]->expect(msg_type::login_res);
+            auto* r = f.as<proto::login_res>();
+            ASSERT_TRUE(r && r->player());
+            EXPECT_EQ(r->player()->name()->str(), "batch-" + std::to_string(i));
+            EXPECT_EQ(r->created(), round == 0);
+            if (round == 0)
+                ids[i] = r->player()->id();
+            else
+                EXPECT_EQ(r->player()->id(), ids[i]) << "the second round finds the first round's account";
+        }
+    }
+    EXPECT_EQ(std::set<std::uint64_t>(ids.begin(), ids.end()).size(), std::size_t{n});
+    const std::string m = http_get(mport, "/metrics");
+    EXPECT_EQ(metric_value(m, "strix_jwt_login_batched_total"), 2 * n);
+    const long long batches = metric_value(m, "strix_jwt_login_batches_total");
+    EXPECT_GE(batches, 2);
+    EXPECT_LT(batches, n) << "logins sent together shared transactions";
     stop_cleanly(*srv);
 }
 

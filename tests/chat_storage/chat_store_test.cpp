@@ -135,6 +135,36 @@ TEST_P(chat_store_test, ExternalLoginsMakePasswordlessAccountsAndLeavePasswordOn
     EXPECT_EQ(raw("SELECT COUNT(*) FROM accounts"), "2");
 }
 
+// A batch of external logins (jwt_login_queue's): results in order, a name twice in the batch
+// created once and then found, an existing account found, a password account left alone, all
+// in one transaction; a second batch finds what the first created.
+TEST_P(chat_store_test, ExternalLoginBatchesAnswerInOrderAndCreateEachAccountOnce) {
+    auto store = open();
+    ASSERT_EQ(store->login("carol", "pw", true).outcome, login_outcome::created);
+    const auto known = store->login_external("known");
+    ASSERT_EQ(known.outcome, login_outcome::created);
+    const std::vector<std::string> names{"u1", "known", "u2", "u1", "carol"};
+    const auto r = store->login_external_batch(names);
+    ASSERT_EQ(r.size(), names.size());
+    EXPECT_EQ(r[0].outcome, login_outcome::created);
+    EXPECT_EQ(r[0].acct.name, "u1");
+    EXPECT_EQ(r[1].outcome, login_outcome::ok);
+    EXPECT_EQ(r[1].acct.id, known.acct.id);
+    EXPECT_EQ(r[2].outcome, login_outcome::created);
+    EXPECT_EQ(r[2].acct.name, "u2");
+    EXPECT_NE(r[2].acct.id, r[0].acct.id);
+    EXPECT_EQ(r[3].outcome, login_outcome::ok) << "the same name again in the batch is found, not created twice";
+    EXPECT_EQ(r[3].acct.id, r[0].acct.id);
+    EXPECT_EQ(r[4].outcome, login_outcome::password_account);
+    EXPECT_EQ(raw("SELECT COUNT(*) FROM accounts"), "4");
+    const auto again = store->login_external_batch(std::vector<std::string>{"u2", "u1"});
+    ASSERT_EQ(again.size(), 2u);
+    EXPECT_EQ(again[0].outcome, login_outcome::ok);
+    EXPECT_EQ(again[0].acct.id, r[2].acct.id);
+    EXPECT_EQ(again[1].acct.id, r[0].acct.id);
+    EXPECT_TRUE(store->login_external_batch({}).empty());
+}
+
 // Device tokens: found by their hash with their account's name; the database holds the BLAKE2b
 // hash, never the token; storing one deletes the token it replaces, the account's expired ones
 // and all but its `keep` newest; revoking deletes an account's tokens and nobody else's.

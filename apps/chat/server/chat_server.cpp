@@ -108,6 +108,17 @@ chat_server::chat_server(chat_options opts) : opts_(std::move(opts)) {
     services_ = std::make_unique<sharded<chat_service>>(*engine_, [ctx](shard& sh) {
         return std::make_unique<chat_service>(sh, *ctx);
     });
+    if (jwt_) {
+        // Verdicts go back to the session's shard, as a password login's do.
+        sharded<chat_service>* services = services_.get();
+        jwt_logins_ = std::make_unique<jwt_login_queue>(
+            *pool_, *jwt_, [services](unsigned shard, std::uint64_t session_id, login_verdict&& v) {
+                services->invoke_on(shard, [session_id, v = std::move(v)](chat_service& svc) mutable {
+                    svc.logins().done(session_id, std::move(v));
+                });
+            });
+        ctx_->jwt_logins = jwt_logins_.get();
+    }
     // Rooms come back on their owner shards, with no one present; their accounts rejoin at login.
     std::size_t memberships = 0;
     const std::size_t restored = rooms.size();
@@ -334,6 +345,11 @@ void chat_server::register_metrics() {
                [pool] { return pool->stats().rejected; });
     gauge_fn("strix_job_queue_depth", "database jobs waiting", [pool] { return pool->stats().queue_depth; });
     gauge_fn("strix_job_queue_peak", "most database jobs ever waiting", [pool] { return pool->stats().queue_peak; });
+    if (jwt_login_queue* q = jwt_logins_.get()) {
+        counter_fn("strix_jwt_login_batches_total", "database transactions that ran JWT logins (a batch each)",
+                   [q] { return q->batches(); });
+        counter_fn("strix_jwt_login_batched_total", "JWT logins those batches held", [q] { return q->logins(); });
+    }
     chat_log_writer* w = writer_.get();
     gauge_fn("strix_db_write_lag_us", "age of the oldest entry of the last committed chat log batch",
              [w] { return w->stats().last_lag_us; });

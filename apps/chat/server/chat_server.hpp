@@ -13,6 +13,7 @@
 // message is in the database, and with --ack stored after a crash too.
 
 #include "apps/chat/server/login/jwt.hpp"
+#include "apps/chat/server/login/jwt_login_queue.hpp"
 #include "apps/chat/server/hooks/chat_hooks.hpp"
 #include "apps/chat/server/api/api_server.hpp"
 #include "apps/chat/server/login/login_throttle.hpp"
@@ -97,6 +98,8 @@ private:
 
     chat_options opts_;
     metrics_registry metrics_registry_;  // outlives every registration below
+    std::unique_ptr<jwt_login_queue> jwt_logins_;  // JWT logins' batches; declared before pool_,
+                                                   // whose last jobs (at its stop) still use it
     std::unique_ptr<db_pool> pool_;
     std::unique_ptr<chat_log_writer> writer_;
     std::unique_ptr<chat_retention> retention_;  // only with a retention policy
@@ -106,17 +109,17 @@ private:
     std::unique_ptr<chat_hooks> hooks_;  // --webhook-url / --publish-hook-url; stopped after the shards
     std::unique_ptr<chat_context> ctx_;
     std::unique_ptr<sharded<chat_service>> services_;
-    std::shared_ptr<tls_server> tls_;   // the TCP listeners' identity; nullptr = plain
-    std::unique_ptr<server> server_;      // TCP (with TLS when tls_), and the Unix socket when plain
-    std::unique_ptr<server> unix_server_; // the Unix socket beside a TLS port: it stays plain
+    std::shared_ptr<tls_server> tls_;  // the TCP listeners' identity; nullptr = plain
+    std::unique_ptr<server> server_;  // TCP (with TLS when tls_), and the Unix socket when plain
+    std::unique_ptr<server> unix_server_;  // the Unix socket beside a TLS port: it stays plain
     std::vector<std::unique_ptr<chat_ws>> ws_apps_;  // per shard, beside services_; outlive ws_server_
-    std::unique_ptr<server> ws_server_;   // --ws-port: WebSocket (wss:// when tls_) and the web page
-    std::unique_ptr<api_server> api_;     // --api-port: the server API (HTTPS when tls_)
+    std::unique_ptr<server> ws_server_;  // --ws-port: WebSocket (wss:// when tls_) and the web page
+    std::unique_ptr<api_server> api_;  // --api-port: the server API (HTTPS when tls_)
     std::unique_ptr<metrics_endpoint> metrics_;
     std::vector<metrics_registry::registration> metric_regs_;  // dropped first
     bool shut_down_ = false;
-    std::mutex ack_mu_;       // committed() against shutdown()
-    bool acks_open_ = true;   // guarded by ack_mu_: the shards still run
+    std::mutex ack_mu_;  // committed() against shutdown()
+    bool acks_open_ = true;  // guarded by ack_mu_: the shards still run
 };
 
 }  // namespace strix::chat

@@ -10,6 +10,13 @@ namespace strix::chat {
 
 chat_store::~chat_store() = default;
 
+std::vector<login_result> chat_store::login_external_batch(std::span<const std::string> names) {
+    std::vector<login_result> out;
+    out.reserve(names.size());
+    for (const std::string& name : names) out.push_back(login_external(name));
+    return out;
+}
+
 std::optional<stored_room> chat_store::load_room(std::uint64_t id) {
     for (auto& r : load_rooms())
         if (r.id == id) return std::move(r);

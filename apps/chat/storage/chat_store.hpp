@@ -255,6 +255,12 @@ public:
     /// Worker thread; throws storage_error.
     virtual login_result login_external(std::string_view name) = 0;
 
+    /// login_external for each of `names`, in ONE transaction where the store has them (SQLite,
+    /// PostgreSQL): results in the order of `names`; a name twice is created once and then found.
+    /// Throws storage_error when the batch fails, and then nothing of it is stored. This
+    /// default calls login_external for each. Worker thread.
+    virtual std::vector<login_result> login_external_batch(std::span<const std::string> names);
+
     /// Applies `changes` in order, then inserts `logs`, all in ONE transaction (everything or
     /// nothing). Every step is idempotent: a (room_id, seq) that is already stored is skipped, a
     /// room created twice keeps its first row, so retrying a batch whose commit outcome was

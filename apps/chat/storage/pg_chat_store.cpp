@@ -333,6 +333,23 @@ public:
         return retrying([&] { return do_login(name, nullptr, true); });
     }
 
+    // One transaction for the batch: one commit (and its WAL flush) instead of one per login.
+    std::vector<login_result> login_external_batch(std::span<const std::string> names) override {
+        return retrying([&] {
+            std::vector<login_result> out;
+            out.reserve(names.size());
+            exec("BEGIN");
+            try {
+                for (const std::string& name : names) out.push_back(do_login(name, nullptr, true));
+                exec("COMMIT");
+            } catch (...) {
+                rollback_quietly();
+                throw;
+            }
+            return out;
+        });
+    }
+
     std::size_t write_batch(std::span<const room_change> changes, std::span<const chat_log_entry> entries) override {
         if (entries.empty() && changes.empty()) return 0;
         return retrying([&] { return do_append(changes, entries); });

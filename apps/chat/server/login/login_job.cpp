@@ -38,19 +38,6 @@ std::optional<device_token> issue_token(chat_store& store, const login_request& 
 
 }  // namespace
 
-login_verdict run_jwt_login_job(chat_store& store, chat_context& ctx, const login_request& req) {
-    login_verdict v;
-    v.jwt = ctx.jwt->verify(req.jwt, wall_clock_us() / 1'000'000);
-    if (!v.jwt->claims) return v;
-    try {
-        v.result = store.login_external(v.jwt->claims->sub);
-    } catch (const std::exception& e) {
-        log_limited(log_level::warn, "JWT login of {} failed: {}", v.jwt->claims->sub, e.what());
-        v.result.reset();
-    }
-    return v;
-}
-
 login_verdict run_login_job(chat_store& store, chat_context& ctx, const login_request& req) {
     login_throttle& throttle = *ctx.throttle;
     login_verdict v;

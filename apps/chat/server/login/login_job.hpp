@@ -45,7 +45,6 @@ struct login_request {
     std::string address;  // the client's address; empty on the Unix socket
     std::optional<device_token_hash> token;  // the presented device token's hash
     std::optional<device_token_hash> resume;  // the presented resume token's hash (replaces the password)
-    std::string jwt;  // a JWT login: the token (name, password and tokens unused)
 };
 
 /// What became of a presented device token (counted on the shard).
@@ -66,13 +65,8 @@ struct login_verdict {
     token_use resume = token_use::none;  // what became of a presented resume token
     bool invalid_resume_token = false;  // it did not hold and there is no password: invalid_token
     std::optional<device_token> new_resume_token;  // a success: the client's next resume token
-    std::optional<jwt_verdict> jwt;  // a JWT login: the token's verdict (claims, or the refusal)
+    std::optional<jwt_verdict> jwt;  // a JWT login (jwt_login_queue): the token's verdict (claims, or the refusal)
 };
-
-/// A JWT login: the token checked (ctx.jwt), then its `sub`'s account found or created. No
-/// device or resume token is issued: the application's tokens are the session's only
-/// credential, and they expire. Never throws. Database worker thread.
-login_verdict run_jwt_login_job(chat_store& store, chat_context& ctx, const login_request& req);
 
 /// Runs one admitted login against `store` and reports it to ctx.throttle (exactly once).
 /// Never throws: a failing database is a verdict without result. Database worker thread.

@@ -20,6 +20,7 @@ class db_pool;
 class chat_log_writer;
 class login_throttle;
 class jwt_auth;
+class jwt_login_queue;
 class chat_hooks;
 
 struct chat_context {
@@ -30,6 +31,7 @@ struct chat_context {
     std::uint64_t first_room_counter = 1;   // room ids start above any id found in the chat log
     login_throttle* throttle = nullptr;         // failed logins per account and address (any thread)
     const jwt_auth* jwt = nullptr;              // --jwt-key's keys and rules (any thread); null: off
+    jwt_login_queue* jwt_logins = nullptr;      // JWT logins' batches (any thread); set when jwt is
     chat_hooks* hooks = nullptr;                // webhooks and the publish hook; null when neither is on
     std::string dummy_hash;                     // verified when the account does not exist (same reply time)
     std::atomic<std::size_t> logins_in_flight{

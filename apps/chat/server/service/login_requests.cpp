@@ -6,6 +6,7 @@
 #include "chat_service.hpp"
 #include "hook_events.hpp"
 
+#include "apps/chat/server/login/jwt_login_queue.hpp"
 #include "apps/chat/server/login/login_job.hpp"
 #include "apps/chat/server/login/login_throttle.hpp"
 #include "apps/chat/server/net/frames.hpp"
@@ -152,7 +153,8 @@ void login_requests::refuse_throttled(player& p, const login_throttle::verdict& 
                     std::string("too many failed logins ") + whose + "; retry in " + std::to_string(secs) + " s");
 }
 
-// The password check, on a database worker; the session's later requests wait for its verdict.
+// The password check (or a JWT's, batched with others: jwt_login_queue), on a database worker;
+// the session's later requests wait for its verdict.
 void login_requests::hash(player& p, const credentials& c, std::string address, login_slot slot) {
     p.login = player::login_state::pending;
     p.pending = player::pending_op::login;
@@ -160,23 +162,31 @@ void login_requests::hash(player& p, const credentials& c, std::string address, 
     chat_context* ctx = &ctx_;
     const unsigned shard_index = svc_.shard_id();
     const std::uint64_t sid = p.sess->id();
+    if (!c.jwt.empty()) {
+        if (ctx_.jwt_logins->submit({std::string(c.jwt), shard_index, sid, std::move(slot)})) return;
+        p.login = player::login_state::anonymous;
+        p.pending = player::pending_op::none;
+        bump(counters_.server_busy);
+        svc_.send_error(*p.sess, msg_type::login_req, error_code::server_busy,
+                        "the database queue is full; retry later");
+        return;
+    }
     const std::string held_key = c.throttle_key();
     // std::function copies the job it holds, so the copies share the request and the slot; the
     // slot goes back once, after the verdict, or when a job that never ran (refused here) is
     // destroyed.
-    auto req =
-        std::make_shared<login_request>(login_request{std::string(c.name), std::string(c.password), std::move(address),
-                                                      c.token, c.resume, std::string(c.jwt)});
+    auto req = std::make_shared<login_request>(
+        login_request{std::string(c.name), std::string(c.password), std::move(address), c.token, c.resume});
     bool queued = ctx_.pool.try_submit([services, ctx, shard_index, sid, req,
                                         slot = std::make_shared<login_slot>(std::move(slot))](chat_store& store) {
-        login_verdict v = req->jwt.empty() ? run_login_job(store, *ctx, *req) : run_jwt_login_job(store, *ctx, *req);
+        login_verdict v = run_login_job(store, *ctx, *req);
         slot->release();
         services->invoke_on(shard_index, [sid, v = std::move(v)](chat_service& svc) mutable {
             svc.logins().done(sid, std::move(v));
         });
     });
     if (!queued) {
-        if (req->jwt.empty()) ctx_.throttle->abandoned(held_key, req->address);
+        ctx_.throttle->abandoned(held_key, req->address);
         p.login = player::login_state::anonymous;
         p.pending = player::pending_op::none;
         bump(counters_.server_busy);

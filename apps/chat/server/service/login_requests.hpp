@@ -1,7 +1,8 @@
 #pragma once
 // login_requests: login_req, the one request a session sends before it is anyone. Four steps on
 // the session's shard, each answering the session itself when it refuses, then the password
-// check on a database worker (login_job.hpp), whose verdict comes back to the shard (done).
+// check on a database worker (login_job.hpp; a JWT's in a batch with others, jwt_login_queue.hpp),
+// whose verdict comes back to the shard (done).
 //
 //   handle: validate ─ admit ─ throttle ─ hash ══> worker: run_login_job ══> done: finish
 //           (well-     (--login- (name or    (queue                              (logged in, or
@@ -35,9 +36,11 @@ public:
     /// login_req (request_table.cpp). Later requests of the session wait until the verdict.
     void handle(player& p, std::span<const std::byte> frame);
 
-private:
-    // The database worker's verdict on a login of session_id, posted back to this shard.
+    /// The database worker's verdict on a login of session_id, posted back to this shard (by the
+    /// job itself, or by jwt_login_queue's reply).
     void done(std::uint64_t session_id, login_verdict verdict);
+
+private:
     struct credentials {
         std::string_view name;  // views into the request frame
         std::string_view password;
