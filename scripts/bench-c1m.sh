@@ -80,7 +80,14 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/strix-bench-c1m.XXXXXX")
 pids=()
 saved_sysctls=()
 cleanup() {
-  local p kv
+  local p kv i
+  # The server first, and gracefully, while the tools still hold their connections: killed while
+  # it closed 100,000 sessions, a server has left its io_uring requests (unreclaimable slab) and
+  # its listening sockets behind on this kernel (docs/benchmarks.md, "Connections per node").
+  if [ -n "${server_pid:-}" ] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    for ((i = 0; i < (30 + conns / 10000) * 10; i++)); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+  fi
   # Children first (the watchdog's sleep, the sampler's curl), then the processes themselves.
   for p in "${pids[@]}"; do pkill -9 -P "$p" 2>/dev/null || true; kill -9 "$p" 2>/dev/null || true; done
   for kv in "${saved_sysctls[@]}"; do sysctl -qw "$kv" >/dev/null 2>&1 || echo "bench-c1m: could not restore $kv" >&2; done
