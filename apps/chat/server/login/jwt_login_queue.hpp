@@ -3,8 +3,8 @@
 // job at a time takes up to max_batch of them, checks each token, finds or creates their accounts
 // in ONE transaction (chat_store::login_external_batch) and hands each verdict back to its
 // session's shard. With a transaction per login, SQLite spent its time on file locks, WAL pages
-// and lock waits per commit: at 100,000 logins the database threads took 45 % of the server's CPU
-// (docs/benchmarks.md, "Connections per node").
+// and lock waits per commit: in a 300,000-connection ramp the database threads took 40-48 % of
+// the server's CPU (docs/benchmarks.md, "Where a connect's CPU goes").
 //
 //   shard ─ submit ─> pending ─ one job at a time ─> worker: verify each token,
 //                                                  one transaction for the batch ─> reply(shard, verdict)
