@@ -30,11 +30,6 @@ bool jwt_login_queue::submit(login l) {
     return true;
 }
 
-std::size_t jwt_login_queue::pending() const {
-    std::lock_guard lk(mu_);
-    return pending_.size();
-}
-
 void jwt_login_queue::drain(chat_store& store) {
     for (;;) {
         std::vector<login> batch;

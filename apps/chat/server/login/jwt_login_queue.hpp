@@ -52,8 +52,6 @@ public:
     /// caller answers server_busy. Any thread.
     bool submit(login l);
 
-    /// Logins queued and not yet taken by a job. Any thread.
-    std::size_t pending() const;
     /// Batches run (one database transaction each) and the logins they held. Any thread.
     std::uint64_t batches() const noexcept { return batches_.load(std::memory_order_relaxed); }
     std::uint64_t logins() const noexcept { return logins_.load(std::memory_order_relaxed); }
@@ -66,7 +64,7 @@ private:
     const jwt_auth& auth_;
     reply_fn reply_;
     const std::size_t max_batch_;
-    mutable std::mutex mu_;
+    std::mutex mu_;
     std::vector<login> pending_;  // guarded by mu_
     bool scheduled_ = false;      // guarded by mu_: a job is queued or running
     std::atomic<std::uint64_t> batches_{0};
