@@ -21,13 +21,19 @@
 #               and RSS drift per 10 min
 #   make format applies .clang-format to the C++ sources (make format-check only reports, as CI does)
 #   make fuzz   libFuzzer targets (clang, ASan + UBSan) in build-fuzz/, FUZZ_SECONDS each (default 60)
-# SANITIZE=1 builds into build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer.
+# SANITIZE=1 builds into build-asan/ with AddressSanitizer + UndefinedBehaviorSanitizer (clang).
 
 SANITIZE ?= 0
 JOBS     ?= $(shell nproc)
+# The sanitized build uses clang (SANITIZE_CXX): it compiles the tree about a third faster than
+# gcc with the sanitizers on (tests/chat/api_actions_test.cpp: 28 s with gcc 12, 17.5 s with
+# clang 16), which is most of CI's time, and its warnings hold the code to a second compiler.
+SANITIZE_CXX ?= clang++-16
+SANITIZE_CC  ?= clang-16
 ifeq ($(SANITIZE),1)
 BUILD_DIR ?= build-asan
-CMAKE_FLAGS += -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRIX_SANITIZE=ON -DSTRIX_BUILD_BENCH=OFF
+CMAKE_FLAGS += -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRIX_SANITIZE=ON -DSTRIX_BUILD_BENCH=OFF \
+               -DCMAKE_CXX_COMPILER=$(SANITIZE_CXX) -DCMAKE_C_COMPILER=$(SANITIZE_CC)
 else
 BUILD_DIR ?= build
 CMAKE_FLAGS += -DCMAKE_BUILD_TYPE=Release

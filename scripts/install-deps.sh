@@ -27,7 +27,7 @@ packages=(
   gnuplot-nox                 # echo.png and other plots written by make bench
   wrk                         # make bench-api: 50 keep-alive connections POSTing to the server API while the chat load runs
   curl iproute2               # make bench-zmq: fetches libzmq's source package (its perf programs); ss sees a receiver listen
-  clang-16 libclang-rt-16-dev llvm-16   # make fuzz only: libFuzzer + sanitizers, llvm-symbolizer (fuzz/)
+  clang-16 libclang-rt-16-dev llvm-16   # make fuzz and SANITIZE=1 builds: libFuzzer, the sanitizers, llvm-symbolizer
   clang-format-16             # make format only: .clang-format
 )
 

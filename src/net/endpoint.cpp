@@ -29,9 +29,9 @@ endpoint endpoint::unix_socket(std::string path) {
 }
 
 endpoint endpoint::parse(std::string_view text) {
-    auto unix_from = [&](std::string_view path) {
-        if (path.empty()) bad(text, "empty socket path");
-        return unix_socket(std::string(path));
+    auto unix_from = [&](std::string_view file) {
+        if (file.empty()) bad(text, "empty socket path");
+        return unix_socket(std::string(file));
     };
     if (text.starts_with("ipc://")) return unix_from(text.substr(6));
     if (text.starts_with("unix://")) return unix_from(text.substr(7));

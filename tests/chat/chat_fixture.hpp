@@ -4,6 +4,7 @@
 // throw-away cluster, tests/support/pg_server.hpp). Suites derive from chat_test and run once
 // per back end.
 
+#include <strix/core/asan_poison.hpp>  // STRIX_ASAN
 #include "chat_test_client.hpp"
 
 #include "apps/chat/storage/chat_store.hpp"
@@ -25,7 +26,7 @@
 namespace strix::test {
 using namespace strix::chat;  // the chat application's storage and protocol types
 
-#if defined(__SANITIZE_ADDRESS__)
+#if STRIX_ASAN
 inline constexpr bool sanitized = true;
 #else
 inline constexpr bool sanitized = false;

@@ -1,5 +1,6 @@
 // The echo server as a process: SIGTERM under load, running out of descriptors, and the memory
 // an idle connection costs.
+#include <strix/core/asan_poison.hpp>  // STRIX_ASAN
 #include <support/loopback.hpp>
 
 #include <gtest/gtest.h>
@@ -11,7 +12,7 @@ using namespace strix::test;
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
+#if STRIX_ASAN
 constexpr bool sanitized = true;
 #else
 constexpr bool sanitized = false;

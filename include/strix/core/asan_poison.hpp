@@ -9,7 +9,20 @@
 
 #include <cstddef>
 
+// STRIX_ASAN: 1 when this file is compiled with AddressSanitizer, else 0. gcc says so with
+// __SANITIZE_ADDRESS__; clang 16 only through __has_feature(address_sanitizer).
 #if defined(__SANITIZE_ADDRESS__)
+#define STRIX_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STRIX_ASAN 1
+#endif
+#endif
+#ifndef STRIX_ASAN
+#define STRIX_ASAN 0
+#endif
+
+#if STRIX_ASAN
 #include <sanitizer/asan_interface.h>
 #endif
 
@@ -17,7 +30,7 @@ namespace strix {
 
 /// Marks [p, p + n) as not addressable (under ASan). Any thread that owns the memory now.
 inline void asan_poison(const void* p, std::size_t n) noexcept {
-#if defined(__SANITIZE_ADDRESS__)
+#if STRIX_ASAN
     ASAN_POISON_MEMORY_REGION(p, n);
 #else
     (void)p;
@@ -27,7 +40,7 @@ inline void asan_poison(const void* p, std::size_t n) noexcept {
 
 /// Marks [p, p + n) as addressable again (under ASan). Any thread that owns the memory now.
 inline void asan_unpoison(const void* p, std::size_t n) noexcept {
-#if defined(__SANITIZE_ADDRESS__)
+#if STRIX_ASAN
     ASAN_UNPOISON_MEMORY_REGION(p, n);
 #else
     (void)p;

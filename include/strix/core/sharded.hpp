@@ -172,6 +172,7 @@ public:
             T* inst = instances_[i].get();
             engine_.post(i, [this, inst, back, st, i, fn] {
                 if constexpr (std::is_void_v<result>) {
+                    (void)i;  // only a result needs its slot
                     fn(*inst);
                     engine_.post(back, [st] { st->finish_one(); });
                 } else {

@@ -24,11 +24,9 @@ std::unique_ptr<poller> make_uring_poller(std::string& why, unsigned share) {
         return io_uring_queue_init_params(entries, ring, &p);
     };
     int rc = setup(IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
-    bool defer = true;
     if (rc == -EINVAL) {
         // Older kernels: no single issuer / deferred task work; cooperative task work instead.
         rc = setup(IORING_SETUP_COOP_TASKRUN);
-        defer = false;
     }
     if (rc < 0) {
         why = std::string("io_uring_setup: ") + std::strerror(-rc);
@@ -36,7 +34,7 @@ std::unique_ptr<poller> make_uring_poller(std::string& why, unsigned share) {
         return nullptr;
     }
     try {
-        return std::make_unique<uring::uring_poller>(*ring, defer, buffers);
+        return std::make_unique<uring::uring_poller>(*ring, buffers);
     } catch (const std::system_error& e) {
         why = e.what();
         io_uring_queue_exit(ring);

@@ -81,8 +81,7 @@ protected:
 
 class uring_poller final : public poller {
 public:
-    uring_poller(io_uring& ring, bool defer, unsigned buffers = buffer_count)
-        : ring_(ring), defer_(defer), buffer_count_(buffers) {
+    explicit uring_poller(io_uring& ring, unsigned buffers = buffer_count) : ring_(ring), buffer_count_(buffers) {
         // The provided-buffer ring: the kernel picks a free buffer for each received chunk.
         const std::size_t ring_bytes = sizeof(io_uring_buf) * buffer_count_;
         void* br = ::mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -381,7 +380,6 @@ private:
     }
 
     io_uring& ring_;
-    bool defer_;
     unsigned buffer_count_;  // provided buffers (a power of two)
     bool started_ = false;
     io_uring_buf_ring* bufring_ = nullptr;

@@ -1,6 +1,7 @@
 // buffer_cache: blocks of large shared buffers are kept and reused, across threads too, within
 // the configured limits; nothing is kept with both limits at 0; a thread's blocks go to the depot
 // when it exits.
+#include <strix/core/asan_poison.hpp>  // STRIX_ASAN
 #include <strix/core/buffer_cache.hpp>
 #include <strix/core/shared_buffer.hpp>
 
@@ -12,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#if defined(__SANITIZE_ADDRESS__)
+#if STRIX_ASAN
 #include <sanitizer/asan_interface.h>
 #endif
 
@@ -205,7 +206,7 @@ TEST_F(BufferCache, ADepotInUseIsKeptAcrossPeriods) {
     EXPECT_EQ(bc::held_in_depot(), 0u);
 }
 
-#if defined(__SANITIZE_ADDRESS__)
+#if STRIX_ASAN
 TEST_F(BufferCache, AKeptBlockIsPoisonedUntilHandedOutAgain) {
     auto a = shared_buffer::create(10000);
     const auto* where = reinterpret_cast<const char*>(a->data());

@@ -284,12 +284,12 @@ TEST(mpsc_queue, four_producers_through_the_smallest_ring) {
 
 TEST(mpsc_queue, move_only_items_cross_threads_intact) {
     constexpr int producers = 3;
-    const int per_producer = 100'000 / static_cast<int>(load_divisor);
+    constexpr int per_producer = 100'000 / static_cast<int>(load_divisor);
     strix::mpsc_queue<std::unique_ptr<int>> q(64);
     stall_watch watch;
     std::vector<std::thread> threads;
     for (int p = 0; p < producers; ++p) {
-        threads.emplace_back([&q, &watch, per_producer] {
+        threads.emplace_back([&q, &watch] {
             for (int i = 0; i < per_producer;) {
                 if (q.try_emplace(std::make_unique<int>(i)))
                     ++i;

@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by spsc_queue_test.cpp and mpsc_queue_test.cpp.
 
+#include <strix/core/asan_poison.hpp>  // STRIX_ASAN
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -13,7 +14,7 @@ namespace queue_test {
 // down so each stays within a few seconds there too.
 #if defined(__SANITIZE_THREAD__)
 inline constexpr std::uint64_t load_divisor = 20;
-#elif defined(__SANITIZE_ADDRESS__)
+#elif STRIX_ASAN
 inline constexpr std::uint64_t load_divisor = 2;
 #else
 inline constexpr std::uint64_t load_divisor = 1;

@@ -1,5 +1,6 @@
 // Under AddressSanitizer the allocators poison memory they hold but have not handed out, so a
 // use after deallocate() / reset() is reported. Without ASan these tests are skipped.
+#include <strix/core/asan_poison.hpp>  // STRIX_ASAN
 #include <strix/mem/block_arena.hpp>
 #include <strix/mem/bump_arena.hpp>
 #include <strix/mem/slab_pool.hpp>
@@ -8,7 +9,7 @@
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
+#if STRIX_ASAN
 constexpr bool asan = true;
 #else
 constexpr bool asan = false;

@@ -73,6 +73,8 @@ CLI::Option* add_duration(CLI::App& app, const std::string& name, Duration& targ
                         negative = true;
                         return;
                     }
+                } else {
+                    (void)negative;  // an unsigned option is never negative
                 }
                 target = Duration(v);
             },
