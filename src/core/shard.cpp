@@ -9,6 +9,7 @@
 
 #include <sys/syscall.h>
 
+#include <bit>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -54,6 +55,8 @@ shard::shard(engine& e, unsigned id, std::chrono::milliseconds tick)
       epoch_(std::chrono::steady_clock::now()),
       overflow_(e.shard_count()),
       external_(e.config().external_capacity),
+      inbound_mask_(std::make_unique<std::atomic<std::uint64_t>[]>((e.shard_count() + 63) / 64)),
+      carry_((e.shard_count() + 63) / 64),
       spin_(e.config().poll_spin) {
     bell_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (bell_fd_ < 0) throw std::system_error(errno, std::generic_category(), "eventfd");
@@ -149,7 +152,7 @@ void shard::post_to(unsigned target, task t) {
     auto& pending = overflow_[target];
     // Once a channel overflowed, later tasks queue behind the overflow to keep FIFO order.
     if (pending.empty() && engine_.channel(id_, target).try_push(std::move(t))) {
-        engine_.at(target).ring();
+        engine_.at(target).mark_inbound(id_);
         return;
     }
     pending.push_back(std::move(t));
@@ -209,23 +212,53 @@ void shard::ring() noexcept {
     }
 }
 
+// After a push from shard `from`, its bit in the mask, then the wake-up. The receiver takes the
+// mask (exchange to 0) and fences before it drains. A sender that finds its bit still set skips
+// the write: either the receiver has not taken the mask yet, and will drain this task with the
+// earlier ones, or it took it after the sender's fence, and then its drain (after its own fence)
+// sees the push. A bit that was clear is set before sleeping_ is read, so the Dekker pair above
+// holds with the mask in place of the channel.
+void shard::mark_inbound(unsigned from) noexcept {
+    auto& word = inbound_mask_[from / 64];
+    const std::uint64_t bit = std::uint64_t{1} << (from % 64);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if ((word.load(std::memory_order_relaxed) & bit) == 0) word.fetch_or(bit, std::memory_order_seq_cst);
+    ring();
+}
+
 void shard::request_stop() noexcept {
     stop_requested_.store(true, std::memory_order_release);
     ring();
 }
 
 bool shard::inbound_pending() const noexcept {
-    for (unsigned from = 0; from < engine_.shard_count(); ++from)
-        if (from != id_ && !engine_.channel(from, id_).empty_approx()) return true;
+    const std::size_t words = carry_.size();
+    for (std::size_t w = 0; w < words; ++w)
+        if (carry_[w] != 0 || inbound_mask_[w].load(std::memory_order_relaxed) != 0) return true;
     return !external_.empty_approx();
 }
 
 std::size_t shard::drain_inbound() {
     std::size_t total = 0;
     auto run = [](task&& t) { t(); };
-    for (unsigned from = 0; from < engine_.shard_count(); ++from) {
-        if (from == id_) continue;
-        total += engine_.channel(from, id_).pop_batch(run, max_tasks_per_channel_per_turn);
+    const std::size_t words = carry_.size();
+    for (std::size_t w = 0; w < words; ++w) {
+        std::uint64_t bits = carry_[w];
+        if (inbound_mask_[w].load(std::memory_order_relaxed) != 0)
+            bits |= inbound_mask_[w].exchange(0, std::memory_order_seq_cst);
+        carry_[w] = 0;
+        if (bits == 0) continue;
+        std::atomic_thread_fence(std::memory_order_seq_cst);  // see mark_inbound
+        while (bits != 0) {
+            const unsigned b = static_cast<unsigned>(std::countr_zero(bits));
+            bits &= bits - 1;
+            const unsigned from = static_cast<unsigned>(w * 64 + b);
+            auto& ch = engine_.channel(from, id_);
+            const std::size_t n = ch.pop_batch(run, max_tasks_per_channel_per_turn);
+            total += n;
+            // The batch limit left tasks behind: this source again next turn, bit or not.
+            if (n == max_tasks_per_channel_per_turn && !ch.empty_approx()) carry_[w] |= std::uint64_t{1} << b;
+        }
     }
     bump(stats_.tasks_mesh_in, total);
     std::size_t ext = external_.pop_batch(run, max_tasks_per_channel_per_turn);
@@ -245,7 +278,7 @@ void shard::flush_overflow() {
             ++moved;
         }
         overflow_count_ -= moved;
-        if (moved) engine_.at(target).ring();
+        if (moved) engine_.at(target).mark_inbound(id_);
     }
 }
 

@@ -244,3 +244,76 @@ TEST(mesh, poll_spin_keeps_polling_after_work_then_sleeps) {
     sleeping.stop();
     sleeping.join();
 }
+
+// A shard drains only the channels whose source marked it (a bit per source, 64 to a word). A
+// token goes round a ring of 70 shards, sources on both words, each hop posted to a shard that is
+// asleep: a mark or a wake-up lost stops the ring.
+TEST(mesh, a_ring_across_mask_words_never_stalls) {
+    constexpr unsigned n = 70;
+    constexpr unsigned laps = 40;
+    engine_config cfg;
+    cfg.shards = n;
+    cfg.pin_threads = false;
+    engine eng(cfg);
+    std::atomic<std::uint64_t> hops{0};
+    std::atomic<bool> done{false};
+    std::vector<std::uint64_t> seen(n, 0);  // each slot written only by its own shard
+    struct ring {
+        static void hop(engine& e, unsigned at, std::uint64_t left, std::atomic<std::uint64_t>& hops,
+                        std::atomic<bool>& done, std::vector<std::uint64_t>& seen) {
+            ++seen[at];
+            hops.fetch_add(1, std::memory_order_relaxed);
+            if (left == 0) {
+                done.store(true);
+                return;
+            }
+            const unsigned next = (at + 1) % n;
+            e.at(at).post_to(next, [&e, next, left, &hops, &done, &seen] { hop(e, next, left - 1, hops, done, seen); });
+        }
+    };
+    eng.start();
+    eng.post(0, [&] { ring::hop(eng, 0, std::uint64_t{n} * laps, hops, done, seen); });
+    ASSERT_TRUE(test::eventually([&] { return done.load(); }, std::chrono::seconds(60)))
+        << "the ring stopped after " << hops.load() << " hops";
+    eng.stop();
+    eng.join();
+    EXPECT_EQ(hops.load(), std::uint64_t{n} * laps + 1);
+    EXPECT_EQ(seen[0], laps + 1);
+    for (unsigned i = 1; i < n; ++i) EXPECT_EQ(seen[i], laps) << "shard " << i;
+}
+
+// More tasks in one channel than a turn drains (1,024): the rest run on the next turns with no
+// further post from the source, so no new mark, and the receiver must not sleep on them. Shard 1
+// is held in a task while shard 0 posts all of them, so they are all queued when it drains.
+TEST(mesh, a_channel_left_over_a_batch_is_drained_without_a_new_post) {
+    engine_config cfg;
+    cfg.shards = 2;
+    cfg.pin_threads = false;
+    cfg.mesh_capacity = 4096;
+    engine eng(cfg);
+    constexpr std::uint64_t count = 3000;
+    std::atomic<bool> held{false}, posted{false};
+    std::atomic<std::uint64_t> ran{0};
+    std::atomic<std::uint64_t> out_of_order{0};
+    std::uint64_t next = 0;  // shard 1's
+    eng.start();
+    eng.post(1, [&] {
+        held.store(true);
+        while (!posted.load()) std::this_thread::yield();
+    });
+    ASSERT_TRUE(test::eventually([&] { return held.load(); }));
+    eng.post(0, [&] {
+        for (std::uint64_t i = 0; i < count; ++i)
+            eng.at(0).post_to(1, [&, i] {
+                if (next++ != i) out_of_order.fetch_add(1);
+                ran.fetch_add(1);
+            });
+        posted.store(true);
+    });
+    ASSERT_TRUE(test::eventually([&] { return ran.load() == count; }, std::chrono::seconds(20)))
+        << ran.load() << " of " << count << " ran";
+    eng.stop();
+    eng.join();
+    EXPECT_EQ(out_of_order.load(), 0u);
+    EXPECT_EQ(eng.at(0).stats().mesh_overflows.value(), 0u) << "all of them were meant to fit the channel";
+}

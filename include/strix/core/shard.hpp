@@ -211,6 +211,7 @@ private:
     void advance_clock();
     void record_turn(std::chrono::steady_clock::duration took) noexcept;
     void ring() noexcept;       // wakes this shard if it may be asleep; any thread
+    void mark_inbound(unsigned from) noexcept;  // a task from shard `from` is in its channel
     void request_stop() noexcept;
     static void run_hooks(std::vector<std::pair<hook_id, task>>& hooks);
 
@@ -237,6 +238,13 @@ private:
     std::size_t overflow_count_ = 0;
 
     mpsc_queue<task> external_;
+
+    // Which shards have tasks in their channel to this one: a bit per source, set by the source
+    // after a push (mark_inbound), taken by this shard before it drains. A turn visits only the
+    // channels with work: scanning all N - 1 of them twice a turn took 7 % of a CPU running 54
+    // shards. carry_ keeps the sources a turn left work behind for (its batch limit).
+    std::unique_ptr<std::atomic<std::uint64_t>[]> inbound_mask_;
+    std::vector<std::uint64_t> carry_;
     intrusive_ptr<doorbell> bell_;
     int bell_fd_ = -1;
 
