@@ -71,9 +71,73 @@ for c in curl openssl python3 gnuplot taskset flock; do
 done
 
 # One run at a time: a second would share the run directory, the ports' sysctls and the CPUs.
+# (The run inside a namespace, below, inherits the lock from the script that started it.)
 mkdir -p "$out"
-exec 9>"$out/c1m.lock"
-flock -n 9 || die "another bench-c1m is running (it holds $out/c1m.lock)"
+if [ -z "${STRIX_C1M_INNER:-}" ]; then
+  exec 9>"$out/c1m.lock"
+  flock -n 9 || die "another bench-c1m is running (it holds $out/c1m.lock)"
+fi
+
+# --- 0. a network namespace of its own ---------------------------------------------------------
+# TCP's table of established connections is sized at boot (net.ipv4.tcp_ehash_entries, 262,144
+# buckets on the project's machines) and shared by every namespace, unless
+# net.ipv4.tcp_child_ehash_entries gives a new one a table of its own (Linux 6.1). A million
+# connections are 2,000,000 sockets, eight to a bucket in the boot table, and the lookup walked
+# those chains for every packet (__inet_lookup_established, 6-9 % of the server's profile). So the
+# run goes in a network namespace of its own (loopback only, as before) whose table has a bucket
+# per socket. RFS=1 also turns on receive flow steering on its loopback: each packet's receive
+# processing runs on the CPU of the process that reads it, as across a network, instead of on the
+# sender's (docs/benchmarks.md, "Where loopback puts the receive work"). NETNS=0: the machine's
+# namespace, as before.
+netns=${NETNS:-1}
+rfs=${RFS:-0}
+pow2_at_least() { local v=1; while [ "$v" -lt "$1" ]; do v=$((v * 2)); done; echo "$v"; }
+sockets=$((2 * (conns + chat_clients + 1000)))
+if [ "$netns" = 1 ] && [ -z "${STRIX_C1M_INNER:-}" ]; then
+  if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && command -v ip >/dev/null &&
+    sysctl -n net.ipv4.tcp_child_ehash_entries >/dev/null 2>&1; then
+    outer=$(mktemp -d "${TMPDIR:-/tmp}/strix-bench-c1m-outer.XXXXXX")
+    outer_saved=()
+    # set_global NAME VALUE: a sysctl the namespace cannot set itself, put back when the run ends.
+    set_global() {
+      local cur
+      cur=$(sysctl -n "$1" | tr -s '\t ' ' ')
+      if sysctl -qw "$1=$2" >/dev/null 2>&1; then
+        outer_saved+=("$1=$cur")
+        echo "sysctl $1 = $2 (was $cur; restored on exit)" >>"$outer/notes"
+      else
+        echo "sysctl $1 = $cur: could not be set to $2" >>"$outer/notes"
+      fi
+      echo "$1 $(sysctl -n "$1" | tr -s '\t ' ' ')" >>"$outer/sysctl"
+    }
+    : >"$outer/notes"
+    : >"$outer/sysctl"
+    ehash=$(pow2_at_least "$sockets")
+    [ "$ehash" -le 16777216 ] || ehash=16777216
+    set_global net.ipv4.tcp_child_ehash_entries "$ehash"
+    # tcp_mem is the machine's, not a namespace's: a quarter, a third and half of the memory in
+    # pages, so N sockets' buffers never push TCP into memory pressure.
+    mem_pages=$(($(awk '/^MemTotal:/ {print $2}' /proc/meminfo) / 4))
+    cur_mem=$(sysctl -n net.ipv4.tcp_mem | awk '{print $3}')
+    if [ "$cur_mem" -lt "$((mem_pages / 2))" ]; then
+      set_global net.ipv4.tcp_mem "$((mem_pages / 4)) $((mem_pages / 3)) $((mem_pages / 2))"
+    else
+      echo "net.ipv4.tcp_mem $(sysctl -n net.ipv4.tcp_mem | tr -s '\t ' ' ')" >>"$outer/sysctl"
+    fi
+    [ "$rfs" = 1 ] && set_global net.core.rps_sock_flow_entries "$(pow2_at_least "$sockets")"
+    say "running in a network namespace of its own: TCP table of $ehash buckets (NETNS=0: the machine's)"
+    rc=0
+    # A signal to this script alone waits for the run's end (bash runs the trap then), so the
+    # settings above are always put back; the run has its own TIME_LIMIT.
+    trap 'say "interrupted; waiting for the run in the namespace to end"' INT TERM
+    STRIX_C1M_INNER=1 STRIX_C1M_OUTER="$outer" unshare --net --mount -- "$here/$(basename "$0")" "$@" || rc=$?
+    for kv in "${outer_saved[@]}"; do sysctl -qw "$kv" >/dev/null 2>&1 || echo "bench-c1m: could not restore $kv" >&2; done
+    rm -rf "$outer"
+    exit "$rc"
+  fi
+  say "no network namespace of its own (it needs root, unshare, ip and Linux 6.1): the machine's TCP table"
+  netns=0
+fi
 rm -rf "$runs"
 mkdir -p "$runs"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/strix-bench-c1m.XXXXXX")
@@ -106,6 +170,22 @@ limits_log=$runs/limits.txt
 : >"$limits_log"
 note() { echo "$*" | tee -a "$limits_log"; }
 
+if [ -n "${STRIX_C1M_INNER:-}" ]; then
+  # Inside the namespace: its loopback up, its sysctls (the ones below that are per namespace)
+  # start at the kernel's defaults, and the settings made outside it are reported with ours.
+  ip link set lo up || die "could not bring up the namespace's loopback"
+  cat "$STRIX_C1M_OUTER/notes" >>"$limits_log"
+  note "network namespace of its own: TCP table of $(sysctl -n net.ipv4.tcp_ehash_entries) buckets"
+  if [ "$rfs" = 1 ]; then
+    # The namespace's own sysfs shows its loopback.
+    mount -t sysfs sysfs /sys || die "could not mount the namespace's sysfs for RFS"
+    cpus=$(printf '%x' $(((1 << $(nproc)) - 1)))
+    echo "$cpus" >/sys/class/net/lo/queues/rx-0/rps_cpus
+    pow2_at_least "$sockets" >/sys/class/net/lo/queues/rx-0/rps_flow_cnt
+    note "RFS on the loopback: rps_cpus $cpus, rps_flow_cnt $(cat /sys/class/net/lo/queues/rx-0/rps_flow_cnt)"
+  fi
+fi
+
 # raise_sysctl NAME VALUE: sets NAME when its value is below VALUE (for vectors: any field
 # below), remembering the old value for the exit trap. Returns 1 when it could not.
 raise_sysctl() {
@@ -133,8 +213,9 @@ raise_sysctl net.core.somaxconn 65535 || true
 raise_sysctl net.ipv4.tcp_max_syn_backlog 65535 || true
 # tcp_mem in pages: a quarter, a third and half of the memory, so N sockets' buffers never
 # push TCP into memory pressure.
+# (Set outside the namespace when there is one: it is the machine's.)
 mem_pages=$(($(awk '/^MemTotal:/ {print $2}' /proc/meminfo) / 4))
-raise_sysctl net.ipv4.tcp_mem "$((mem_pages / 4)) $((mem_pages / 3)) $((mem_pages / 2))" || true
+[ -n "${STRIX_C1M_INNER:-}" ] || raise_sysctl net.ipv4.tcp_mem "$((mem_pages / 4)) $((mem_pages / 3)) $((mem_pages / 2))" || true
 
 hard=$(ulimit -Hn)
 [ "$hard" = unlimited ] && hard=$need_fds
@@ -166,9 +247,10 @@ if [ "$hard" -lt "$need_fds" ]; then
 fi
 [ "$room_members" -gt 0 ] && [ "$room_members" -lt "$conns" ] || room_members=$conns
 note "RLIMIT_NOFILE soft = hard = $hard"
-for s in fs.nr_open fs.file-max net.ipv4.ip_local_port_range net.core.somaxconn net.ipv4.tcp_max_syn_backlog net.ipv4.tcp_mem; do
-  echo "$s $(sysctl -n "$s" | tr -s '\t ' ' ')"
+for s in fs.nr_open fs.file-max net.ipv4.ip_local_port_range net.core.somaxconn net.ipv4.tcp_max_syn_backlog net.ipv4.tcp_mem net.ipv4.tcp_ehash_entries; do
+  v=$(sysctl -n "$s" 2>/dev/null | tr -s '\t ' ' ') && echo "$s $v"
 done >"$runs/sysctl.txt"
+[ -z "${STRIX_C1M_INNER:-}" ] || cat "$STRIX_C1M_OUTER/sysctl" >>"$runs/sysctl.txt"
 
 # --- 2. the server -----------------------------------------------------------------------------
 free_port() {
