@@ -204,26 +204,37 @@ std::uint64_t shard::ticks_for(std::chrono::milliseconds d) const noexcept {
 //   sender:   push task;        fence; if (sleeping_) write the eventfd
 // Either the receiver sees the task or the sender sees sleeping_, so no wake-up is lost, and a
 // busy receiver (sleeping_ false) costs senders no system call at all.
+namespace {
+// The sender's half after its fence: write the eventfd if the receiver may be asleep.
+void wake_if_sleeping(const std::atomic<bool>& sleeping, int bell_fd) noexcept {
+    if (sleeping.load(std::memory_order_relaxed)) {
+        std::uint64_t one = 1;
+        [[maybe_unused]] auto n = ::write(bell_fd, &one, sizeof one);
+    }
+}
+}  // namespace
+
 void shard::ring() noexcept {
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (sleeping_.load(std::memory_order_relaxed)) {
-        std::uint64_t one = 1;
-        [[maybe_unused]] auto n = ::write(bell_fd_, &one, sizeof one);
-    }
+    wake_if_sleeping(sleeping_, bell_fd_);
 }
 
 // After a push from shard `from`, its bit in the mask, then the wake-up. The receiver takes the
 // mask (exchange to 0) and fences before it drains. A sender that finds its bit still set skips
 // the write: either the receiver has not taken the mask yet, and will drain this task with the
 // earlier ones, or it took it after the sender's fence, and then its drain (after its own fence)
-// sees the push. A bit that was clear is set before sleeping_ is read, so the Dekker pair above
-// holds with the mask in place of the channel.
+// sees the push. A bit that was clear is set, and fenced, before sleeping_ is read, so the Dekker
+// pair above holds with the mask in place of the channel. A bit found set needs no second fence:
+// the first already orders the push before the read of sleeping_.
 void shard::mark_inbound(unsigned from) noexcept {
     auto& word = inbound_mask_[from / 64];
     const std::uint64_t bit = std::uint64_t{1} << (from % 64);
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if ((word.load(std::memory_order_relaxed) & bit) == 0) word.fetch_or(bit, std::memory_order_seq_cst);
-    ring();
+    if ((word.load(std::memory_order_relaxed) & bit) == 0) {
+        word.fetch_or(bit, std::memory_order_seq_cst);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+    }
+    wake_if_sleeping(sleeping_, bell_fd_);
 }
 
 void shard::request_stop() noexcept {
