@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 namespace strix {
@@ -356,6 +357,10 @@ bool session::process_frames() {
 // the bytes of the frames handed over; frames counts them.
 std::size_t session::hand_frames(std::span<const std::byte> span, std::uint64_t& frames, frame_error& bad) {
     std::size_t off = 0;
+    if (in_.large) {
+        off = collect_large(span, frames, bad);
+        if (in_.large || bad || in_.suspended) return off;
+    }
     while (life_.state == phase::open && off < span.size()) {
         frame_cut cut;
         if (in_.length_prefix) {
@@ -372,8 +377,16 @@ std::size_t session::hand_frames(std::span<const std::byte> span, std::uint64_t&
             }
         }
         if (cut.size > in_.max_frame) {
-            bad = net_errc::frame_too_large;
-            break;
+            if (cut.size > group_.limits().max_large_frame) {
+                bad = net_errc::frame_too_large;
+                break;
+            }
+            // Larger than the ring holds, within max_large_frame: collected outside it.
+            in_.large = true;
+            group_.large_frame_of(id_).total = cut.size;
+            off += collect_large(span.subspan(off), frames, bad);
+            if (in_.large || bad || in_.suspended) break;
+            continue;
         }
         if (cut.size == 0 || cut.size > span.size() - off) break;  // need more bytes
         ++frames;
@@ -382,6 +395,43 @@ std::size_t session::hand_frames(std::span<const std::byte> span, std::uint64_t&
         if (in_.suspended) break;  // the handler paused input: the rest waits
     }
     return off;
+}
+
+// Adds the front of bytes to the large frame being collected and hands the frame over once it is
+// whole. The buffer grows with what arrives, at least doubling (a few reallocations for any size),
+// never past the frame's size: a header that claims more than the peer sends costs nothing.
+// Returns the bytes taken.
+std::size_t session::collect_large(std::span<const std::byte> bytes, std::uint64_t& frames, frame_error& bad) {
+    auto& f = group_.large_frame_of(id_);
+    const std::size_t n = std::min(bytes.size(), f.total - f.size);
+    if (f.size + n > f.cap) {
+        constexpr std::size_t first = std::size_t(1) << 20;
+        const std::size_t doubled = f.cap > f.total / 2 ? f.total : std::max(2 * f.cap, first);
+        const std::size_t cap = std::min(f.total, std::max(f.size + n, doubled));
+        void* p = std::realloc(f.data.get(), cap);
+        if (!p) {
+            bad = std::make_error_code(std::errc::not_enough_memory);
+            return 0;
+        }
+        (void)f.data.release();  // realloc freed or kept it; p owns the bytes now
+        f.data.reset(static_cast<std::byte*>(p));
+        f.cap = cap;
+    }
+    if (n) std::memcpy(f.data.get() + f.size, bytes.data(), n);
+    f.size += n;
+    if (f.size < f.total) return n;
+    auto frame = std::move(f.data);
+    const std::size_t size = f.total;
+    drop_large();
+    ++frames;
+    group_.handler().on_frame(*this, std::span<const std::byte>(frame.get(), size));
+    return n;
+}
+
+void session::drop_large() noexcept {
+    if (!in_.large) return;
+    in_.large = false;
+    group_.drop_large_frame(id_);
 }
 
 // The bytes still missing from the incomplete frame at the front of the ring; 0 when its size is
@@ -454,7 +504,7 @@ std::size_t session::received_in_place(std::span<std::byte> data) {
 // nothing left the same frame incomplete, whose deadline stands. The timer is re-armed only when
 // it would fire later than the new deadline: once armed it re-arms itself for what is left.
 void session::track_partial(std::uint64_t frames) noexcept {
-    if (in_.rx.empty()) {
+    if (in_.rx.empty() && !in_.large) {
         in_.partial_deadline_tick = no_deadline;
         return;
     }
@@ -475,6 +525,7 @@ void session::protocol_error(std::error_code ec) {
     bump(group_.counters_.frame_errors);
     log_limited(log_level::warn, "session {}: {}; closing", peer(), ec);
     in_.rx.clear();
+    drop_large();
     group_.handler().on_protocol_error(*this, ec);
     close(ec);
 }
@@ -660,6 +711,7 @@ void session::finalize(std::error_code reason) {
     group_.released_bytes_ += out_.tx.size();  // the idle sweep may hand the pages back (malloc_trim)
     if (!io_ || !io_->send_busy()) out_.tx.clear();  // else the kernel still reads it: cleared on completion
     release_rx();
+    drop_large();
     // Keep this object alive for the rest of the turn: events already fetched may name it.
     sh.retire(session_ptr(this));
     if (life_.handler_open) group_.handler().on_close(*this, reason);

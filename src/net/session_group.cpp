@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include <bit>
+#include <cstdlib>
 #include <stdexcept>
 #include <vector>
 
@@ -65,6 +66,7 @@ struct session_group::impl {
     std::vector<std::byte*> free_rx;   // rings not in use (idle ones with their pages returned)
     boost::unordered_flat_map<std::uint64_t, session_ptr> sessions;
     boost::unordered_flat_map<std::uint64_t, connection_ptr> connections;
+    boost::unordered_flat_map<std::uint64_t, large_frame> large_frames;
     std::vector<intrusive_ptr<detail::listener>> listeners;
     timer_node sweep;                  // trims idle sessions' buffers once a second
     shard::hook_id stop_hook = 0, exit_hook = 0;
@@ -224,6 +226,12 @@ session& session_group::make_session(unique_fd fd, std::string peer, connection*
     s->start();
     return *s;
 }
+
+session_group::large_frame& session_group::large_frame_of(std::uint64_t session_id) {
+    return impl_->large_frames[session_id];
+}
+
+void session_group::drop_large_frame(std::uint64_t session_id) noexcept { impl_->large_frames.erase(session_id); }
 
 void session_group::forget(session& s) noexcept {
     if (impl_->sessions.erase(s.id())) {

@@ -36,10 +36,10 @@ namespace link = strix::link;
 constexpr std::uint32_t ctx_tag = 0xabadcafe;
 constexpr std::uint32_t sock_tag = 0xbaddecaf;
 constexpr std::uint32_t dead_tag = 0xdeadbeef;
-/// What ZMQ_MAXMSGSIZE -1 (libzmq's "no limit", the default) means here: strix::net's receive
-/// ring holds a whole frame, and is sized for the largest one allowed (docs/zmq-abi.md,
-/// "Message size"). A larger ZMQ_MAXMSGSIZE raises it.
-constexpr std::size_t unlimited_msg_size = std::size_t(16) << 20;
+/// What ZMQ_MAXMSGSIZE -1 (libzmq's "no limit", the default) means here: no limit either. Parts
+/// up to 16 MiB come through each connection's receive ring, larger ones are collected in a buffer
+/// of their own as they arrive (docs/zmq-abi.md, "Message size").
+constexpr std::size_t unlimited_msg_size = SIZE_MAX;
 
 struct sock;
 

@@ -11,7 +11,9 @@
 
 #include <atomic>
 #include <mutex>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -146,6 +148,76 @@ TEST(framer, the_session_refuses_a_frame_above_max_frame_whatever_the_framer) {
     bool saw = false;
     for (auto* h : handlers) {
         std::lock_guard lk(h->mu);
+        for (auto& e : h->errors) saw |= e == net_errc::frame_too_large;
+    }
+    EXPECT_TRUE(saw);
+}
+
+// Replies "<size>:<FNV-1a of the bytes>\n" for each frame: what arrived, and whether it is whole.
+class digest_reporter : public session_handler {
+public:
+    static std::string line(std::span<const std::byte> f) {
+        std::uint64_t h = 1469598103934665603ull;
+        for (std::byte b : f) h = (h ^ static_cast<std::uint8_t>(b)) * 1099511628211ull;
+        return std::to_string(f.size()) + ":" + std::to_string(h) + "\n";
+    }
+    void on_frame(session& s, std::span<const std::byte> f) override {
+        const std::string r = line(f);
+        s.send(std::as_bytes(std::span(r)));
+    }
+    void on_protocol_error(session&, std::error_code ec) override {
+        std::lock_guard lk(mu);
+        errors.push_back(ec);
+    }
+    std::mutex mu;
+    std::vector<std::error_code> errors;
+};
+
+// A length-prefixed frame of n bytes (header included), its body random.
+test::bytes prefixed_frame(std::mt19937& rng, std::size_t n) {
+    test::bytes f = test::random_bytes(rng, n);
+    for (std::size_t i = 0; i < 4; ++i) f[i] = static_cast<std::byte>(n >> (8 * i));
+    return f;
+}
+
+TEST(framer, frames_above_max_frame_within_max_large_frame_arrive_whole_and_in_order) {
+    server_config cfg;
+    cfg.limits.max_frame = 64 * 1024;             // the ring: 64 KiB
+    cfg.limits.max_large_frame = 8 * 1024 * 1024;  // collected outside it up to 8 MiB
+    std::vector<digest_reporter*> handlers;
+    std::mutex handlers_mu;
+    test::server_fixture fx(cfg, [&](shard&) {
+        auto h = std::make_unique<digest_reporter>();
+        std::lock_guard lk(handlers_mu);
+        handlers.push_back(h.get());
+        return h;
+    });
+    int fd = test::connect_tcp(fx.srv.port());
+    ASSERT_GE(fd, 0);
+    std::mt19937 rng(11);
+    // Small frames around large ones, one large frame right after another, and the limit itself:
+    // every frame's reply must come back in order with the digest of exactly its bytes.
+    test::bytes data;
+    std::string expected;
+    for (std::size_t n : {10u, 3'000'001u, 70'000u, 20u, 65'536u, 65'537u, 8u * 1024 * 1024, 4u}) {
+        const test::bytes f = prefixed_frame(rng, n);
+        expected += digest_reporter::line(std::as_bytes(std::span(f)));
+        data.insert(data.end(), f.begin(), f.end());
+    }
+    std::thread writer([&] { test::send_all(fd, data); });
+    EXPECT_EQ(recv_string(fd, expected.size()), expected);
+    writer.join();
+
+    // One byte over max_large_frame: refused from its header, before anything is collected.
+    const test::bytes over = prefixed_frame(rng, 8u * 1024 * 1024 + 1);
+    ASSERT_TRUE(test::send_all(fd, test::bytes(over.begin(), over.begin() + 4096)));
+    EXPECT_TRUE(test::wait_closed(fd, 5s)) << "a frame over max_large_frame closes the connection";
+    ::close(fd);
+    EXPECT_TRUE(test::eventually([&] { return fx.srv.stats().frame_errors == 1; }));
+    bool saw = false;
+    std::lock_guard lk(handlers_mu);
+    for (auto* h : handlers) {
+        std::lock_guard hl(h->mu);
         for (auto& e : h->errors) saw |= e == net_errc::frame_too_large;
     }
     EXPECT_TRUE(saw);

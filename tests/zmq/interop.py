@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """zmq.interop: every ZeroMQ pattern between two zmq_interop_peer processes, each linked to its
-own libzmq.so.5, both ways, over tcp and ipc, then CURVE and PLAIN (ZAP in the server process).
+own libzmq.so.5, both ways, over tcp and ipc, then CURVE and PLAIN (ZAP in the server process),
+then parts of up to 40 MiB.
 
     tests/zmq/interop.py PEER_X [PEER_Y]
 
@@ -151,6 +152,21 @@ def security_cases(pairs, keypair_peer):
                              ["plain-server", "zap-plain", "alice", "secret", "refused"])
 
 
+def large_cases(pairs, keypair_peer):
+    """PUSH (side a) to PULL (side b, binding) over tcp: three messages with parts of 16 MiB + 1 to
+    40 MiB, in the clear and under CURVE (whose boxes are larger than the parts they carry)."""
+    out = subprocess.run([keypair_peer, "keypair"], check=True, capture_output=True, text=True, timeout=10)
+    server_pub, server_sec = out.stdout.split()
+    out = subprocess.run([keypair_peer, "keypair"], check=True, capture_output=True, text=True, timeout=10)
+    client_pub, client_sec = out.stdout.split()
+    tcp = "tcp://127.0.0.1:*"
+    for x, y in pairs:
+        tag = f"a={label(x)} b={label(y)}"
+        yield "large", Case(f"large parts {tag}", x, y, "b", tcp, ["3"], ["3"])
+        yield "large", Case(f"large parts under CURVE {tag}", x, y, "b", tcp,
+                            ["3", "curve-client", server_pub, client_pub, client_sec], ["3", "curve-server", server_sec])
+
+
 def main():
     if len(sys.argv) not in (2, 3):
         print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
@@ -161,7 +177,7 @@ def main():
     passed, failed = 0, []
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="zmq-interop-") as ipc_dir:
-        cases = list(pattern_cases(pairs, ipc_dir)) + list(security_cases(pairs, x))
+        cases = list(pattern_cases(pairs, ipc_dir)) + list(security_cases(pairs, x)) + list(large_cases(pairs, x))
         for pattern, case in cases:
             failures = run_case(pattern, case)
             if failures:

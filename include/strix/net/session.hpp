@@ -60,6 +60,11 @@ class session_group;
 /// Per-connection limits. Every one is checked before memory is committed.
 struct session_limits {
     std::uint32_t max_frame = 64 * 1024;       // larger frames close the connection (any framer)
+    // Frames above max_frame up to this size are not refused but collected outside the ring, in
+    // a buffer that grows with the bytes that arrive (not with what the header claims), and
+    // handed to on_frame whole. 0 = none (above max_frame closes). For protocols whose messages
+    // may be far larger than a connection's ring should be (ZMTP: libzmq's default has no limit).
+    std::size_t max_large_frame = 0;
     std::size_t recv_buffer = 64 * 1024;       // ring capacity; raised to fit max_frame
     std::size_t high_water = 256 * 1024;       // queued output that pauses reading from the peer
     std::size_t low_water = 64 * 1024;         // ... and resumes it
@@ -231,6 +236,8 @@ private:
     void release_rx(bool cold = false);
     void on_timer();
     void arm_timer();
+    std::size_t collect_large(std::span<const std::byte> bytes, std::uint64_t& frames, frame_error& bad);
+    void drop_large() noexcept;
     void track_partial(std::uint64_t frames) noexcept;
     void restart_partial() noexcept;
     void expire(std::error_code reason, counter& count);
@@ -256,6 +263,7 @@ private:
         std::uint64_t partial_deadline_tick = no_deadline;  // frame_timeout of the incomplete frame in rx
         std::uint32_t max_frame = 0;
         bool length_prefix = false;  // framer is length_prefix_framer(): cut inline
+        bool large = false;          // a frame above max_frame is being collected (the group holds it)
         bool paused = false;     // backpressure: output reached high water, reading stopped
         bool suspended = false;  // suspend_reading(true): the application stopped reading
     } in_;

@@ -31,6 +31,7 @@
 #include <strix/net/session_handler.hpp>
 #include <strix/net/tls.hpp>
 
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -130,6 +131,20 @@ private:
     void forget(connection& c) noexcept;
     std::byte* take_rx_buffer();
     void give_rx_buffer(std::byte* p, bool cold) noexcept;
+    // A frame above a session's max_frame being collected (session_limits::max_large_frame):
+    // malloc'd, so that growing a large block is a remap, not a copy (glibc's realloc of an
+    // mmap'd chunk). Held by the group, not in each session: few sessions ever have one.
+    struct large_frame {
+        struct release {
+            void operator()(std::byte* p) const noexcept { std::free(p); }
+        };
+        std::unique_ptr<std::byte, release> data;
+        std::size_t size = 0;   // bytes collected
+        std::size_t total = 0;  // the frame's size, from its header
+        std::size_t cap = 0;
+    };
+    large_frame& large_frame_of(std::uint64_t session_id);
+    void drop_large_frame(std::uint64_t session_id) noexcept;
     detail::tls_gate& tls_gate();
     session& make_session(unique_fd fd, std::string peer, connection* origin, bool admitted = false);
     inline void list_for_sweep(session& s);

@@ -21,6 +21,7 @@
 #include <strix/net/net_errc.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 
@@ -489,7 +490,8 @@ private:
             core_.pat->receive(*this, std::span(&f.body, 1));
             return;
         }
-        if (asm_parts_.size() + 1 >= max_parts || asm_.size() + f.body.size() > 4 * opts_.max_msg_size) {
+        const std::size_t most = opts_.max_msg_size > SIZE_MAX / 4 ? SIZE_MAX : 4 * opts_.max_msg_size;
+        if (asm_parts_.size() + 1 >= max_parts || asm_.size() + f.body.size() > most) {
             ++core_.stats.protocol_errors;
             drop(link_errc::message_too_large, "too many parts");
             return;
@@ -579,11 +581,19 @@ private:
 session_group_config zmtp_group_config(const socket_options& o) {
     session_group_config g;
     g.framing = &zmtp::greeting_framer();
-    // The session refuses a frame above max_frame from its header, before buffering it.
-    // CURVE's MESSAGE adds its name, nonce, MAC and flags around each part.
+    // The session refuses a frame above the limit from its header, before buffering it. Parts up
+    // to ring_part come through the connection's receive ring (sized for them); larger ones, up
+    // to max_msg_size, are collected in a buffer of their own as their bytes arrive
+    // (session_limits::max_large_frame). CURVE's MESSAGE adds its name, nonce, MAC and flags
+    // around each part.
+    constexpr std::size_t ring_part = std::size_t(16) << 20;
     const std::size_t overhead = zmtp::max_header + (check_security(o.security) == mechanism_kind::curve ? 64 : 0);
-    const std::size_t frame = std::min<std::size_t>(o.max_msg_size, UINT32_MAX - overhead) + overhead;
-    g.limits.max_frame = static_cast<std::uint32_t>(frame);
+    g.limits.max_frame = static_cast<std::uint32_t>(std::min(o.max_msg_size, ring_part) + overhead);
+    if (o.max_msg_size > ring_part) {
+        // PTRDIFF_MAX at most: no buffer can be larger, and the framer's "unrepresentable" is above.
+        constexpr std::size_t most = PTRDIFF_MAX;
+        g.limits.max_large_frame = o.max_msg_size > most - overhead ? most : o.max_msg_size + overhead;
+    }
     g.limits.max_queued = SIZE_MAX;        // the high-water mark (messages) bounds output instead
     g.limits.stall_timeout = std::chrono::milliseconds(0);
     g.limits.high_water = 4 * 1024 * 1024;

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -14,7 +15,7 @@ int peer_socket_type(const char* pattern, char side) {
     } patterns[] = {
         {"pair", ZMQ_PAIR, ZMQ_PAIR},       {"pubsub", ZMQ_PUB, ZMQ_SUB}, {"xpubsub", ZMQ_XPUB, ZMQ_XSUB},
         {"pushpull", ZMQ_PUSH, ZMQ_PULL},   {"reqrep", ZMQ_REQ, ZMQ_REP}, {"dealerrouter", ZMQ_DEALER, ZMQ_ROUTER},
-        {"reqrouter", ZMQ_REQ, ZMQ_ROUTER},
+        {"reqrouter", ZMQ_REQ, ZMQ_ROUTER}, {"large", ZMQ_PUSH, ZMQ_PULL},
     };
     for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; ++i)
         if (strcmp(pattern, patterns[i].name) == 0) return side == 'a' ? patterns[i].a : patterns[i].b;
@@ -111,6 +112,43 @@ static void pushpull(const struct peer_run* run) {
         recv_all(run, "push");
 }
 
+// PUSH/PULL with parts larger than strix keeps in a connection's receive ring (16 MiB), each
+// byte a function of its message, part and offset: [16 MiB + 1]; [head, 40 MiB]; [24 MiB, 20 MiB,
+// "end"]. libzmq's default has no size limit; neither may strix's.
+static const size_t large_parts[3][3] = {{(16u << 20) + 1, 0, 0}, {5, 40u << 20, 0}, {24u << 20, 20u << 20, 3}};
+
+static unsigned char large_byte(int msg, int part, size_t j) { return (unsigned char)(j * 31 + (size_t)(msg * 7 + part)); }
+
+static void large(const struct peer_run* run) {
+    const int count = run->count < 3 ? run->count : 3;
+    unsigned char* buf = malloc(40u << 20);
+    if (!buf) peer_fail("out of memory");
+    for (int i = 0; i < count; ++i) {
+        int parts = 0;
+        while (parts < 3 && large_parts[i][parts]) ++parts;
+        for (int k = 0; k < parts; ++k) {
+            const size_t n = large_parts[i][k];
+            if (run->side == 'a') {
+                for (size_t j = 0; j < n; ++j) buf[j] = large_byte(i, k, j);
+                if (zmq_send(run->socket, buf, n, k + 1 < parts ? ZMQ_SNDMORE : 0) != (int)n)
+                    peer_fail("send message %d part %d (%zu bytes): %s", i, k, n, zmq_strerror(errno));
+                continue;
+            }
+            zmq_msg_t msg;
+            zmq_msg_init(&msg);
+            if (zmq_msg_recv(&msg, run->socket, 0) < 0)
+                peer_fail("receive message %d part %d: %s", i, k, zmq_strerror(errno));
+            const unsigned char* got = zmq_msg_data(&msg);
+            if (zmq_msg_size(&msg) != n) peer_fail("message %d part %d: %zu bytes, not %zu", i, k, zmq_msg_size(&msg), n);
+            for (size_t j = 0; j < n; ++j)
+                if (got[j] != large_byte(i, k, j)) peer_fail("message %d part %d: byte %zu differs", i, k, j);
+            if (zmq_msg_more(&msg) != (k + 1 < parts)) peer_fail("message %d part %d: wrong MORE flag", i, k);
+            zmq_msg_close(&msg);
+        }
+    }
+    free(buf);
+}
+
 // REQ against REP or ROUTER: a request, its reply, in turn. A ROUTER sees [routing id, empty
 // delimiter, request...] and answers through the same envelope; every request of one REQ
 // comes with the same routing id.
@@ -171,5 +209,6 @@ void peer_run_pattern(const struct peer_run* run) {
     if (strcmp(run->pattern, "xpubsub") == 0) return xpubsub(run);
     if (strcmp(run->pattern, "pushpull") == 0) return pushpull(run);
     if (strcmp(run->pattern, "dealerrouter") == 0) return dealer_router(run);
+    if (strcmp(run->pattern, "large") == 0) return large(run);
     return request_reply(run);
 }

@@ -11,7 +11,7 @@
 struct peer_run {
     void* ctx;
     void* socket;         // the side's socket, bound or connected (security options applied)
-    const char* pattern;  // pair, pubsub, xpubsub, pushpull, reqrep, dealerrouter, reqrouter
+    const char* pattern;  // pair, pubsub, xpubsub, pushpull, reqrep, dealerrouter, reqrouter, large
     char side;            // 'a': the pattern's first socket type, 'b': its second
     int count;            // messages each way
     const char* user_id;  // the User-Id every received message must carry (ZAP), or NULL
