@@ -119,6 +119,12 @@ void connection::on_timer() {
 void connection::session_closed(std::error_code never_opened) {
     session_ = nullptr;
     if (status_ != status::open) return;
+    if (closing_) {
+        // close() ended a session still in its handshake (TLS): the application's own doing, not
+        // a failed connect to report (on_connect_failed) or retry.
+        finish();
+        return;
+    }
     if (never_opened) {
         failed(never_opened);  // on_connect_failed, then retry_later
         return;

@@ -385,6 +385,44 @@ TEST(tls, a_strix_client_verifies_and_talks_to_a_strix_server_and_resumes_on_rec
     EXPECT_GE(fx.srv.stats().tls_resumed, 1u);
 }
 
+TEST(tls, closing_a_connection_mid_handshake_is_not_a_failed_connect) {
+    // A listener that accepts and never answers: the client's TLS handshake waits for its
+    // ServerHello when the application closes the connection.
+    int l = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(l, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(l, 4), 0);
+    test::server_fixture fx(tls_config(server_identity()));  // only for its engine
+    client_log h;
+    auto group = std::make_unique<session_group>(fx.eng.at(1), h);
+    connect_options o;
+    o.tls = tls_client::load({.ca_file = certs().ca});
+    o.server_name = "localhost";
+    o.reconnect = true;
+    connection_ptr c;
+    test::on_shard(fx.eng, 1, [&] { c = group->connect(endpoint::tcp("127.0.0.1", test::local_port_of(l)), o); });
+    const int peer = ::accept(l, nullptr, nullptr);  // blocks until the client's connect lands
+    ASSERT_GE(peer, 0);
+    char hello[5];
+    ASSERT_TRUE(test::recv_exact(peer, hello, sizeof hello)) << "the ClientHello's record header";
+    connection::status after_close{};
+    test::on_shard(fx.eng, 1, [&] {
+        c->close();
+        after_close = c->state();
+        c.reset();
+        group.reset();
+    });
+    EXPECT_EQ(after_close, connection::status::closed);
+    std::lock_guard lk(h.mu);
+    EXPECT_TRUE(h.failures.empty()) << "on_connect_failed: " << (h.failures.empty() ? "" : h.failures[0].message());
+    EXPECT_TRUE(h.resumed.empty()) << "the handler never met the session";
+    ::close(peer);
+    ::close(l);
+}
+
 TEST(tls, a_strix_client_refuses_a_server_its_ca_did_not_sign_or_of_another_name) {
     test::server_fixture fx(tls_config(server_identity()));
     for (auto [ca, name] :
