@@ -39,6 +39,11 @@ BUILD_DIR ?= build
 CMAKE_FLAGS += -DCMAKE_BUILD_TYPE=Release
 endif
 CTEST_ARGS ?=
+# ctest runs twice as many tests at once as there are cores: most of the suite waits rather than
+# computes (servers starting, deadlines, round trips to peers). On 2 cores the whole suite took
+# 339 s at -j4 against 633 s at -j2, using 1.2 cores on average; the sanitized one 347 s against
+# 586 s.
+CTEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
 
 .PHONY: format format-check all deps configure build test bench bench-components bench-scaling bench-echo bench-echo-tls bench-echo-ws bench-chat bench-link bench-zmq bench-cluster-hop bench-cluster bench-api bench-c1m fuzz run clean soak
 
@@ -54,7 +59,7 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 test: build
-	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(CTEST_JOBS) $(CTEST_ARGS)
 
 bench: bench-components bench-scaling bench-echo bench-chat bench-link bench-zmq
 
