@@ -217,18 +217,15 @@ TEST(connect, reconnect_follows_a_dropped_session_and_close_stops_it) {
 TEST(connect, an_attempt_that_hangs_times_out) {
     // A listener whose accept queue is full and never drained: the kernel drops further SYNs, so
     // a connect stays pending until our timeout.
-    int l = ::socket(AF_INET, SOCK_STREAM, 0);
+    const int l = test::listen_loopback(0);
     ASSERT_GE(l, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    ASSERT_EQ(::listen(l, 0), 0);
     const std::uint16_t port = test::local_port_of(l);
     std::vector<int> fillers;
     for (int i = 0; i < 4; ++i) {  // the queue holds backlog + 1; fill it to be sure
         int f = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-        sockaddr_in t = a;
+        sockaddr_in t{};
+        t.sin_family = AF_INET;
+        t.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         t.sin_port = htons(port);
         ::connect(f, reinterpret_cast<sockaddr*>(&t), sizeof t);
         fillers.push_back(f);

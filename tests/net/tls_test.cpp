@@ -355,15 +355,21 @@ struct client_log : session_handler {
     }
 };
 
-TEST(tls, a_strix_client_verifies_and_talks_to_a_strix_server_and_resumes_on_reconnect) {
-    test::server_fixture fx(tls_config(server_identity()));
-    client_log h;
-    auto group = std::make_unique<session_group>(fx.eng.at(1), h);
+// A client that trusts the test CA, expects "localhost" and reconnects 10 ms after a close.
+connect_options reconnecting_tls_client() {
     connect_options o;
     o.tls = tls_client::load({.ca_file = certs().ca});
     o.server_name = "localhost";
     o.reconnect = true;
     o.reconnect_initial = 10ms;
+    return o;
+}
+
+TEST(tls, a_strix_client_verifies_and_talks_to_a_strix_server_and_resumes_on_reconnect) {
+    test::server_fixture fx(tls_config(server_identity()));
+    client_log h;
+    auto group = std::make_unique<session_group>(fx.eng.at(1), h);
+    const connect_options o = reconnecting_tls_client();
     connection_ptr c;
     test::on_shard(fx.eng, 1, [&] { c = group->connect(endpoint::tcp("127.0.0.1", fx.srv.port()), o); });
     // Each session says ping, gets the echo and closes; the connection reconnects.
@@ -388,20 +394,12 @@ TEST(tls, a_strix_client_verifies_and_talks_to_a_strix_server_and_resumes_on_rec
 TEST(tls, closing_a_connection_mid_handshake_is_not_a_failed_connect) {
     // A listener that accepts and never answers: the client's TLS handshake waits for its
     // ServerHello when the application closes the connection.
-    int l = ::socket(AF_INET, SOCK_STREAM, 0);
+    const int l = test::listen_loopback(4);
     ASSERT_GE(l, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    ASSERT_EQ(::listen(l, 4), 0);
     test::server_fixture fx(tls_config(server_identity()));  // only for its engine
     client_log h;
     auto group = std::make_unique<session_group>(fx.eng.at(1), h);
-    connect_options o;
-    o.tls = tls_client::load({.ca_file = certs().ca});
-    o.server_name = "localhost";
-    o.reconnect = true;
+    const connect_options o = reconnecting_tls_client();
     connection_ptr c;
     test::on_shard(fx.eng, 1, [&] { c = group->connect(endpoint::tcp("127.0.0.1", test::local_port_of(l)), o); });
     const int peer = ::accept(l, nullptr, nullptr);  // blocks until the client's connect lands

@@ -298,6 +298,21 @@ inline std::uint16_t local_port_of(int fd) {
     return ntohs(a.sin_port);
 }
 
+/// A TCP socket listening on 127.0.0.1 at a port the kernel picks (local_port_of), with this
+/// backlog; -1 on failure. Nothing accepts on it unless the test does.
+inline int listen_loopback(int backlog) {
+    int l = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (l < 0) return -1;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(l, backlog) != 0) {
+        ::close(l);
+        return -1;
+    }
+    return l;
+}
+
 /// A temporary directory removed at scope end.
 class temp_dir {
 public:
