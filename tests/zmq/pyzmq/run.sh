@@ -46,7 +46,8 @@ mkdir -p "$out/src"
 tar -xzf "$sdist" -C "$out/src" --strip-components=1 --wildcards '*/pytest.ini' '*/tests/*'
 
 # The strix run bounds each test by its time against libzmq when that run is there (suite.py
-# --baseline: three times as long, 10 s at least): a hang then costs seconds, not half a minute.
+# --baseline: five times as long, 10 s at least, 30 s at most): a hang then costs seconds, not
+# half a minute.
 baseline=()
 if [ "$name" != libzmq ] && [ -f "$root/pyzmq-libzmq/outcomes.json" ]; then
   baseline=(--baseline "$root/pyzmq-libzmq/outcomes.json")

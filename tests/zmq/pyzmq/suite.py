@@ -18,8 +18,10 @@ retry counts as passed and is listed as such. Each test counts once: failed (its
 or it ended its process), error (setup or teardown failed, or it was not run before the time
 bound), skipped or passed; a module that fails to import counts as one error.
 With --baseline (run.sh gives the strix run the libzmq run's outcomes.json), each test that
-passed there is bounded by three times its duration there, 10 s at least: against a library that
-hangs, a hang costs seconds. After --group-limit tests of one class (or of one module's plain
+passed there is bounded by five times its duration there, 10 s at least (and --test-timeout at
+most): against a library that hangs, a hang costs seconds. Five, not three: strix receives a
+2 GiB message (test_large_send) in about 2.6 times libzmq's time, and on a loaded machine three
+times left it no margin (17.1 s against 17.1 s in one make test run). After --group-limit tests of one class (or of one module's plain
 functions) ended their process, the rest of that group is not run and counts as errors.
 
 Writes <out>/outcomes.json (compare.py reads it), the JUnit XML, and the summary file whose first
@@ -372,7 +374,7 @@ def main():
     ap.add_argument("--test-timeout", type=int, default=30, help="pytest-timeout's bound per test")
     ap.add_argument("--baseline", help="another run's outcomes.json: bound each test it passed by "
                     "its duration there (see --timeout-factor, --min-timeout)")
-    ap.add_argument("--timeout-factor", type=float, default=3.0)
+    ap.add_argument("--timeout-factor", type=float, default=5.0)
     ap.add_argument("--min-timeout", type=float, default=10.0)
     ap.add_argument("--retry-ended", type=int, default=3,
                     help="retry the tests that ended their process when there are at most this many")
