@@ -49,8 +49,11 @@ port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); pri
   --max-fragments 100000 >"$root/server-$backend.log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null' EXIT
-for _ in $(seq 100); do
+# Up to 30 s: at the start of a parallel ctest on 2 cores the server once took more than 5 s
+# to say so. A server that exited stops the wait.
+for _ in $(seq 600); do
   grep -q listening "$root/server-$backend.log" && break
+  kill -0 "$server" 2>/dev/null || break
   sleep 0.05
 done
 grep -q listening "$root/server-$backend.log" || { echo "ws-conf: the echo server did not start:"; cat "$root/server-$backend.log"; exit 1; }
