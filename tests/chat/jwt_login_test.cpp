@@ -200,10 +200,13 @@ TEST_P(jwt_login, the_rooms_claim_limits_joins_and_creates) {
     stop_cleanly(*srv);
 }
 
+// The token lives 2 s from a whole second (so 1 to 2 s: with 1 s a login that took a moment could
+// arrive expired) and the grace is 2 s: the server checks expiry once a second, so the refresh
+// window is at least a second even on a loaded CI machine.
 TEST_P(jwt_login, an_expired_session_is_told_then_closed_unless_it_refreshes) {
-    auto srv = start_jwt({"--jwt-leeway", "0", "--jwt-grace", "1"});
+    auto srv = start_jwt({"--jwt-leeway", "0", "--jwt-grace", "2"});
     const auto short_lived = [](const std::string& sub) {
-        auto c = j::claims_for(sub, 1);
+        auto c = j::claims_for(sub, 2);
         return j::hs256(secret, c);
     };
     chat_client stays(srv->port()), goes(srv->port());
@@ -212,7 +215,7 @@ TEST_P(jwt_login, an_expired_session_is_told_then_closed_unless_it_refreshes) {
 
     for (chat_client* c : {&stays, &goes}) {
         auto f = c->expect(msg_type::token_expired, std::chrono::seconds(5));
-        EXPECT_EQ(f.as<proto::token_expired>()->grace_seconds(), 1u);
+        EXPECT_EQ(f.as<proto::token_expired>()->grace_seconds(), 2u);
     }
     // A token for another account is refused; the session's own gets refresh_res.
     send_refresh(stays, j::hs256(secret, j::claims_for("goes")));
@@ -227,7 +230,7 @@ TEST_P(jwt_login, an_expired_session_is_told_then_closed_unless_it_refreshes) {
     EXPECT_FALSE(goes.recv(std::chrono::seconds(5)).has_value());
     EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::seconds(4)) << "closed, not silent";
     // The refreshed one is still served well past the grace.
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
     stays.create("still here");
     stop_cleanly(*srv);
 }

@@ -32,7 +32,7 @@ const now = () => Math.floor(Date.now() / 1000);
 before(async () => {
   if (skip) return;
   writeFileSync(`${dir}/secret`, secret);
-  server = await start_server(['--jwt-key', `${dir}/secret`, '--jwt-leeway', '0', '--jwt-grace', '1', '--logins', 'both']);
+  server = await start_server(['--jwt-key', `${dir}/secret`, '--jwt-leeway', '0', '--jwt-grace', '2', '--logins', 'both']);
 });
 after(async () => {
   for (const c of clients) c.close();
@@ -66,7 +66,8 @@ test('a JWT login, a refused token, refresh', { skip }, async () => {
 });
 
 test('expiry: tokenExpired, a refresh keeps the session; without one it is closed for good', { skip }, async () => {
-  const exp = now() + 1;
+  // 1 to 2 s of life (whole seconds): a token made to last 1 s could expire before its login.
+  const exp = now() + 2;
   const kept = await client();
   const lapsed = await client();
   await kept.login({ jwt: jwt({ sub: 'kim', exp }) });
