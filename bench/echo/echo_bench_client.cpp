@@ -57,7 +57,6 @@
 #include <thread>
 #include <vector>
 
-#include "echo_args.hpp"
 #include "echo_bench_options.hpp"
 #include "echo_buffer.hpp"
 #include "echo_handshake.hpp"
