@@ -27,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include "free_port.hpp"
+
 namespace strix::test {
 
 using bytes = std::vector<std::byte>;
@@ -331,18 +333,5 @@ public:
 private:
     std::string path_;
 };
-
-/// A TCP port that was free a moment ago (bound to 0 and released).
-inline std::uint16_t free_port() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    ::close(fd);
-    return ntohs(a.sin_port);
-}
 
 }  // namespace strix::test

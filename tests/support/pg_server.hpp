@@ -69,6 +69,8 @@
 #include <string>
 #include <vector>
 
+#include "free_port.hpp"
+
 extern char** environ;
 
 namespace strix::test {
@@ -266,21 +268,7 @@ private:
         return s.size() > max ? "..." + s.substr(s.size() - max) : s;
     }
 
-    static std::uint16_t free_port() {
-        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof a;
-        std::uint16_t port = 0;
-        if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-            ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-            port = ntohs(a.sin_port);
-        }
-        if (fd >= 0) ::close(fd);
-        if (port == 0) throw std::runtime_error("pg_server: cannot find a free TCP port on 127.0.0.1");
-        return port;
-    }
+    static std::uint16_t free_port() { return strix::test::free_port(); }
 
     // initdb into `data`; throws with the command log on failure.
     void initdb(const std::string& data) const {

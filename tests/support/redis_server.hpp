@@ -35,6 +35,8 @@
 #include <thread>
 #include <vector>
 
+#include "free_port.hpp"
+
 namespace strix::test {
 
 class redis_server {
@@ -164,21 +166,7 @@ public:
     }
 
     /// A port on 127.0.0.1 that was free a moment ago (for "Redis not there yet" tests too).
-    static std::uint16_t free_port() {
-        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof a;
-        std::uint16_t port = 0;
-        if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-            ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-            port = ntohs(a.sin_port);
-        }
-        if (fd >= 0) ::close(fd);
-        if (port == 0) throw std::runtime_error("redis_server: no free TCP port on 127.0.0.1");
-        return port;
-    }
+    static std::uint16_t free_port() { return strix::test::free_port(); }
 
 private:
     static std::string find_binary() {
