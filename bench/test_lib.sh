@@ -14,8 +14,10 @@ trap 'exit 130' INT TERM
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# A port below the ephemeral range (scripts/free_port.py says why).
+free_port_py=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/scripts/free_port.py
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  python3 "$free_port_py"
 }
 
 expect_line() {  # <file> <regex>

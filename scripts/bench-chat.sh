@@ -127,7 +127,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  python3 "$here/free_port.py"
 }
 
 cut -d' ' -f1-3 /proc/loadavg >"$runs/loadavg.start"

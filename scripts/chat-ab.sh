@@ -26,7 +26,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+free_port() { python3 "$here/free_port.py"; }
 
 one() {  # <label> <bin_dir> <run>
   local label=$1 bin=$2 run=$3 port tag

@@ -16,8 +16,10 @@ ce_pg_bin=
 ce_pg_port=
 ce_node_pids=()
 
+# A port below the ephemeral range (free_port.py says why).
+ce_free_port_py=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/free_port.py
 ce_free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  python3 "$ce_free_port_py"
 }
 
 # Waits until 127.0.0.1:PORT accepts (pid PID must stay alive); 1 after ~10 s.

@@ -26,7 +26,8 @@ long=${ECHO_CG_LONG:-6}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+free_port_py=$(cd "$(dirname "$0")" && pwd)/free_port.py
+free_port() { python3 "$free_port_py"; }
 
 # start_server <port> <out>: the server under callgrind (one shard, --io $io), in server_pid once
 # it listens; its counters go to <out>.cg, its output to <out>.log.

@@ -2,11 +2,11 @@
 // child processes (the server, the console client) whose output is waited on, pages logged in
 // with a name, and waits and checks on what a page shows (its log, member list, room list with
 // unread badges, typing line). A failed check throws after setting state.failed.
-import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
+import { execFileSync, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 // The time zone the pages run in (Asia/Kolkata, UTC+05:30: not the machine's, whatever it is).
 export const time_zone = 'Asia/Kolkata';
@@ -169,13 +169,10 @@ export async function metrics(url) {
   };
 }
 
-// A port nothing listens on now (the server's --metrics-port has no 'any port').
+// A port nothing listens on now, below the ephemeral range (scripts/free_port.py says why).
 export async function free_port() {
-  const srv = createServer();
-  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
-  const { port } = srv.address();
-  await new Promise((r) => srv.close(r));
-  return port;
+  const script = fileURLToPath(new URL('../../scripts/free_port.py', import.meta.url));
+  return Number(execFileSync('python3', [script], { encoding: 'utf8' }).trim());
 }
 
 // The rooms listed on a page's side panel (#my-rooms) as 'id:unread', current first-marked '*'.

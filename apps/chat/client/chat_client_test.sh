@@ -27,8 +27,10 @@ fail() {
   exit 1
 }
 
+# A port below the ephemeral range (scripts/free_port.py says why).
+free_port_py=$(cd "$(dirname "$0")/../../.." && pwd)/scripts/free_port.py
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  python3 "$free_port_py"
 }
 
 # wait_for <file> <extended regex>: up to 10 s for a line matching it.
