@@ -387,7 +387,7 @@ TEST(cluster_faults, ANodeKilledItsMembersResumeOnTheOtherNode) {
 // Redis not there when a node starts: the node serves anyway, says clearly that Redis is
 // unreachable, refuses chat with server_busy meanwhile, and chats once Redis is up on that port.
 TEST(cluster_faults, RedisUnreachableAtStartIsRetriedNotFatal) {
-    const std::uint16_t port = redis_server::free_port();
+    const std::uint16_t port = free_port();
     const std::string db = shared_pg_server().create_database();
     temp_dir dir;
     server_process a(db, dir.path() + "/a.log", 2, node_args(port, 1));

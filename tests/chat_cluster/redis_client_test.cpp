@@ -74,7 +74,7 @@ TEST(redis_client, error_replies_carry_redis_text) {
 }
 
 TEST(redis_client, unreachable_at_start_fails_clearly_then_connects_when_redis_comes) {
-    const auto port = redis_server::free_port();
+    const auto port = free_port();
     shard_env env;
     auto o = options_for(port);
     o.command_timeout = 600ms;
@@ -194,7 +194,7 @@ TEST(redis_client, a_reply_nobody_asked_for_drops_the_connection) {
 }
 
 TEST(redis_client, pending_commands_are_capped_and_close_fails_them) {
-    const auto port = redis_server::free_port();
+    const auto port = free_port();
     shard_env env;
     auto o = options_for(port);
     o.max_pending = 3;

@@ -268,8 +268,6 @@ private:
         return s.size() > max ? "..." + s.substr(s.size() - max) : s;
     }
 
-    static std::uint16_t free_port() { return strix::test::free_port(); }
-
     // initdb into `data`; throws with the command log on failure.
     void initdb(const std::string& data) const {
         const int rc = run(as_user({bindir_ + "/initdb", "-D", data, "-A", "trust", "-U", "postgres", "-E", "UTF8",

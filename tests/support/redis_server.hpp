@@ -165,9 +165,6 @@ public:
         return s.size() > max ? "..." + s.substr(s.size() - max) : s;
     }
 
-    /// A port on 127.0.0.1 that was free a moment ago (for "Redis not there yet" tests too).
-    static std::uint16_t free_port() { return strix::test::free_port(); }
-
 private:
     static std::string find_binary() {
         const char* env = std::getenv("STRIX_REDIS_SERVER");
