@@ -33,7 +33,8 @@
 #   ROOM_MEMBERS (0: all), IDLE_SECONDS (10), HOLD_SECONDS (300), PING_INTERVAL (60), IN_FLIGHT
 #   (64: the server's --login-queue follows), CHAT_CLIENTS (200), CHAT_ROOMS (10), CHAT_RPS (10),
 #   CHAT_DURATION (60: the run alone; the run beside the N takes the rest of HOLD_SECONDS, at least
-#   this), CHAT_WARMUP (3), TIME_LIMIT (300 s + HOLD_SECONDS + 1 s per 1,000 CONNS for the whole
+#   this), CHAT_WARMUP (3), SHARDS (as the descriptor tables need: more runs that many, each with a
+#   table of its own, so a small run has a million's shard count), TIME_LIMIT (300 s + HOLD_SECONDS + 1 s per 1,000 CONNS for the whole
 #   run: past it the script stops everything).
 set -euo pipefail
 
@@ -55,6 +56,7 @@ chat_rooms=${CHAT_ROOMS:-10}
 chat_rps=${CHAT_RPS:-10}
 chat_duration=${CHAT_DURATION:-60}
 chat_warmup=${CHAT_WARMUP:-3}
+shards_asked=${SHARDS:-0}
 # 300 s, the hold, and 1 s more per 1,000 connections (a million: 1,600 s): the ramp and the
 # reconnect.
 time_limit=${TIME_LIMIT:-$((300 + hold_s + ${CONNS:-1000000} / 1000))}
@@ -63,6 +65,8 @@ mix=64:80,256:18,1024-2048:2
 die() { echo "bench-c1m: FAILED: $*" >&2; exit 1; }
 say() { echo "bench-c1m: $*"; }
 case $transport in tcp | ws) ;; *) die "TRANSPORT must be tcp or ws" ;; esac
+[[ "$shards_asked" =~ ^[0-9]+$ ]] && [ "$shards_asked" -le 256 ] || die "SHARDS must be a number up to 256"
+
 for b in strix-chat-server strix-chat-hold strix-chat-load; do
   [ -x "$bin/$b" ] || die "$bin/$b is missing; build first (make build)"
 done
@@ -253,9 +257,7 @@ done >"$runs/sysctl.txt"
 [ -z "${STRIX_C1M_INNER:-}" ] || cat "$STRIX_C1M_OUTER/sysctl" >>"$runs/sysctl.txt"
 
 # --- 2. the server -----------------------------------------------------------------------------
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+free_port() { python3 "$here/free_port.py"; }
 ncpu=$(nproc)
 server_cpus=$((ncpu > 1 ? ncpu - 1 : 1))
 client_cpus=$((ncpu > 1 ? server_cpus : 0))-$((ncpu - 1))
@@ -268,6 +270,12 @@ server_pin=(--pin)
 if [ "$fd_tables" -gt 1 ]; then
   shards=$((fd_tables > server_cpus ? fd_tables : server_cpus))
   server_pin=(--fd-table-per-shard)
+fi
+# SHARDS above that: as many shards, each with a table, as a larger run would have.
+if [ "$shards_asked" -gt "$shards" ]; then
+  shards=$shards_asked
+  server_pin=(--fd-table-per-shard)
+  note "SHARDS=$shards_asked: the server runs $shards shards with a descriptor table each (--fd-table-per-shard)"
 fi
 openssl rand -hex 32 >"$tmp/jwt.key"
 port=$(free_port)
@@ -348,7 +356,7 @@ sampler() {
     sleep 1
   done
 }
-sampler >/dev/null 2>&1 &
+sampler 9>&- >/dev/null 2>&1 &  # its sleep may outlive the script: not with the lock
 pids+=("$!")
 disown
 
