@@ -34,8 +34,8 @@
 #   (64: the server's --login-queue follows), CHAT_CLIENTS (200), CHAT_ROOMS (10), CHAT_RPS (10),
 #   CHAT_DURATION (60: the run alone; the run beside the N takes the rest of HOLD_SECONDS, at least
 #   this), CHAT_WARMUP (3), SHARDS (as the descriptor tables need: more runs that many, each with a
-#   table of its own, so a small run has a million's shard count), TIME_LIMIT (300 s + HOLD_SECONDS + 1 s per 1,000 CONNS for the whole
-#   run: past it the script stops everything).
+#   table of its own, so a small run has a million's shard count), TIME_LIMIT (300 s + HOLD_SECONDS
+#   + 1 s per 1,000 CONNS for the whole run: past it the script stops everything).
 set -euo pipefail
 
 build=${1:?usage: scripts/bench-c1m.sh <build_dir>}
@@ -66,7 +66,6 @@ die() { echo "bench-c1m: FAILED: $*" >&2; exit 1; }
 say() { echo "bench-c1m: $*"; }
 case $transport in tcp | ws) ;; *) die "TRANSPORT must be tcp or ws" ;; esac
 [[ "$shards_asked" =~ ^[0-9]+$ ]] && [ "$shards_asked" -le 256 ] || die "SHARDS must be a number up to 256"
-
 for b in strix-chat-server strix-chat-hold strix-chat-load; do
   [ -x "$bin/$b" ] || die "$bin/$b is missing; build first (make build)"
 done
