@@ -1,5 +1,8 @@
 #include <strix/mem/slab_pool.hpp>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <bit>
 #include <limits>
 #include <new>
@@ -22,6 +25,17 @@ std::size_t slot_size_for(std::size_t object_size, std::size_t align) {
     return (s + align - 1) & ~(align - 1);
 }
 
+// malloc serves a block this large with an mmap of its own, and puts its header in the page before
+// the block: a page that stays resident even when the owner returned every slot's pages with
+// madvise (the receive rings of idle sessions), 4 KiB per page of the pool. Such pages are mapped
+// here instead, with no header.
+constexpr std::size_t mapped_from = 128 * 1024;
+
+bool maps_pages(std::size_t page_bytes, std::size_t align) noexcept {
+    const auto sys_page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    return page_bytes >= mapped_from && page_bytes % sys_page == 0 && sys_page % align == 0;
+}
+
 }  // namespace
 
 slab_pool::slab_pool(std::size_t object_size, std::size_t align, std::size_t objects_per_page)
@@ -30,13 +44,17 @@ slab_pool::slab_pool(std::size_t object_size, std::size_t align, std::size_t obj
     if (per_page_ == 0) throw std::invalid_argument("slab_pool: objects_per_page must be at least 1");
     if (slot_size_ > std::numeric_limits<std::size_t>::max() / per_page_)
         throw std::length_error("slab_pool: page size overflows size_t");
+    mapped_ = maps_pages(slot_size_ * per_page_, align_);
 }
 
 slab_pool::~slab_pool() {
     const std::size_t page_bytes = slot_size_ * per_page_;
     for (void* page : pages_) {
         asan_unpoison(page, page_bytes);
-        ::operator delete(page, page_bytes, std::align_val_t{align_});
+        if (mapped_)
+            ::munmap(page, page_bytes);
+        else
+            ::operator delete(page, page_bytes, std::align_val_t{align_});
     }
 }
 
@@ -44,7 +62,13 @@ void slab_pool::grow() {
     const std::size_t page_bytes = slot_size_ * per_page_;
     // Make room in the bookkeeping first so a failure there cannot leak the page.
     if (pages_.size() == pages_.capacity()) pages_.reserve(pages_.empty() ? 8 : 2 * pages_.size());
-    void* page = ::operator new(page_bytes, std::align_val_t{align_});
+    void* page;
+    if (mapped_) {
+        page = ::mmap(nullptr, page_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (page == MAP_FAILED) throw std::bad_alloc();
+    } else {
+        page = ::operator new(page_bytes, std::align_val_t{align_});
+    }
     pages_.push_back(page);
     asan_poison(page, page_bytes);
     fresh_ = static_cast<std::byte*>(page);

@@ -1,7 +1,9 @@
 #pragma once
 // slab_pool: fixed-size objects from a free list, grown page by page.
 //
-// Page layout (one operator-new block of objects_per_page slots, aligned to `align`):
+// Page layout (one block of objects_per_page slots, aligned to `align`; from operator new, or
+// from mmap when it is 128 KiB or more and a whole number of system pages, so that no malloc
+// header shares a system page with it):
 //
 //   page  +--------+--------+--------+-- ... --+--------+
 //         | slot 0 | slot 1 | slot 2 |         | slot k |     slot = object_size() bytes,
@@ -96,6 +98,7 @@ private:
     std::size_t slot_size_;
     std::size_t align_;
     std::size_t per_page_;
+    bool mapped_ = false;  // pages come from mmap (see slab_pool.cpp)
     alloc_stats stats_;
     std::vector<void*> pages_;
 };

@@ -1,11 +1,17 @@
 #include <strix/mem/slab_pool.hpp>
 
+#include <strix/core/asan_poison.hpp>
+
 #include "unit/mem/fill_pattern.hpp"
 
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <fstream>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -185,6 +191,43 @@ TEST(slab_pool, random_churn_keeps_every_live_object_intact) {
     churn_with_patterns(40, 16, 2);
     churn_with_patterns(200, 64, 3);
     churn_with_patterns(8, 8, 4);
+}
+
+// Resident pages of this process (statm's second field).
+long resident_pages() {
+    std::ifstream statm("/proc/self/statm");
+    long size = 0, resident = -1;
+    statm >> size >> resident;
+    return resident;
+}
+
+// The session group's receive rings: 64 KiB slots, 16 to a page, whose pages an idle session
+// returns with madvise. Once every slot's pages are returned, the pool holds nothing resident:
+// a malloc'd page would keep the page its header is on (4 KiB per page of the pool, 100 to 200
+// bytes per held connection in chat.connection_scale).
+TEST(slab_pool, large_pages_keep_nothing_resident_once_their_slots_are_returned) {
+    if (STRIX_ASAN) GTEST_SKIP() << "AddressSanitizer's shadow of the poisoned pages is resident";
+    const auto sys_page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    constexpr std::size_t slot = 64 * 1024, per_page = 16, pages = 64;
+    strix::slab_pool pool(slot, sys_page, per_page);
+    std::vector<void*> slots;
+    slots.reserve(pages * per_page);
+    const long before = resident_pages();
+    ASSERT_GT(before, 0);
+    for (std::size_t i = 0; i < pages * per_page; ++i) {
+        void* p = pool.allocate();
+        ASSERT_TRUE(aligned_to(p, sys_page));
+        static_cast<volatile unsigned char*>(p)[0] = 1;
+        slots.push_back(p);
+    }
+    ASSERT_EQ(pool.pages(), pages);
+    const long touched = resident_pages();
+    EXPECT_GE(touched - before, static_cast<long>(pages * per_page));
+    for (void* p : slots) ASSERT_EQ(::madvise(p, slot, MADV_DONTNEED), 0);
+    const long after = resident_pages();
+    EXPECT_LT(after - before, static_cast<long>(pages / 4))
+        << "resident pages: " << before << " before, " << touched << " touched, " << after << " returned";
+    for (void* p : slots) pool.deallocate(p);
 }
 
 }  // namespace
