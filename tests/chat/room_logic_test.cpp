@@ -40,6 +40,8 @@ TEST(room_logic, sessions_are_counted_per_shard_and_accounts_stay_members) {
     auto gone = r.remove(2);
     ASSERT_TRUE(gone);
     EXPECT_EQ(gone->shard, 2u);
+    EXPECT_EQ(gone->player_id, 2u);
+    EXPECT_EQ(gone->name, "p2") << "a seat keeps no name: the account's is returned";
     EXPECT_EQ(r.members_on(2), 1u);
     EXPECT_FALSE(r.remove(2)) << "already gone";
     EXPECT_FALSE(r.contains(2));

@@ -16,6 +16,18 @@ struct member {
     std::int64_t joined_us = 0;   // when the owner shard added it (wall clock, µs)
 };
 
+/// A session in a room as the owner shard keeps it (room::members): what a broadcast, a kick or
+/// a leave needs. Its name and read marker are its account's (room_member), so a room of a
+/// million sessions keeps 32 bytes a session here, not member's 80.
+struct room_seat {
+    std::uint64_t session_id = 0;
+    std::uint64_t player_id = 0;
+    std::int64_t joined_us = 0;  // when the owner shard added it (wall clock, µs)
+    unsigned shard = 0;
+    bool ws = false;
+};
+static_assert(sizeof(room_seat) == 32, "a seat is what a session in a room costs its owner shard");
+
 /// An account that belongs to a room, as the room's owner shard knows it: a member until it
 /// leaves; online while at least one of its sessions is in the room.
 struct room_member {

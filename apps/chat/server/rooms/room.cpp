@@ -28,7 +28,7 @@ room::added room::add(member m) {
     count_in(*a);
     ++per_shard_[m.shard];
     if (m.ws) ++ws_members_;
-    members_.push_back(std::move(m));
+    members_.push_back(room_seat{m.session_id, m.player_id, m.joined_us, m.shard, m.ws});
     return what;
 }
 
@@ -37,26 +37,40 @@ std::optional<member> room::remove(std::uint64_t session_id) {
     if (at == session_at_.end()) return std::nullopt;
     const std::size_t i = at->second;
     session_at_.erase(at);
-    member m = std::move(members_[i]);
+    const room_seat seat = members_[i];
     // The last session takes the leaver's place: O(1) whatever the room's size.
     if (i + 1 != members_.size()) {
-        members_[i] = std::move(members_.back());
+        members_[i] = members_.back();
         session_at_[members_[i].session_id] = i;
     }
     members_.pop_back();
-    --per_shard_[m.shard];
-    if (room_member* a = account_mut(m.player_id); a != nullptr && a->sessions > 0) {
+    --per_shard_[seat.shard];
+    if (room_member* a = account_mut(seat.player_id); a != nullptr && a->sessions > 0) {
         count_out(*a);
         --a->sessions;
         count_in(*a);
     }
-    if (m.ws) --ws_members_;
-    return m;
+    if (seat.ws) --ws_members_;
+    return member_of(seat);
 }
 
-const member* room::find(std::uint64_t session_id) const noexcept {
+const room_seat* room::find(std::uint64_t session_id) const noexcept {
     auto it = session_at_.find(session_id);
     return it == session_at_.end() ? nullptr : &members_[it->second];
+}
+
+member room::member_of(const room_seat& seat) const {
+    member m;
+    m.session_id = seat.session_id;
+    m.shard = seat.shard;
+    m.player_id = seat.player_id;
+    m.ws = seat.ws;
+    m.joined_us = seat.joined_us;
+    if (const room_member* a = account(seat.player_id)) {
+        m.name = a->name;
+        m.last_read = a->last_read;
+    }
+    return m;
 }
 
 const room_member* room::account(std::uint64_t player_id) const noexcept {

@@ -48,7 +48,7 @@ public:
     bool empty() const noexcept { return members_.empty(); }
     /// Sessions, in no particular order (a leave moves the last one into its place). Owner shard
     /// only.
-    const std::vector<member>& members() const noexcept { return members_; }
+    const std::vector<room_seat>& members() const noexcept { return members_; }
 
     /// What add() did to the session's account.
     enum class added : std::uint8_t {
@@ -59,11 +59,15 @@ public:
     };
     /// Puts session m in the room, making its account a member (online) if needed. Owner shard only.
     added add(member m);
-    /// Takes the session out and returns it, or nothing if absent. Its account stays a member
-    /// (offline when this was its last session): forget() it for a leave. Owner shard only.
+    /// Takes the session out and returns it (name and read marker its account's), or nothing if
+    /// absent. Its account stays a member (offline when this was its last session): forget() it
+    /// for a leave. Owner shard only.
     std::optional<member> remove(std::uint64_t session_id);
     /// The session with this id, or nullptr. Owner shard only.
-    const member* find(std::uint64_t session_id) const noexcept;
+    const room_seat* find(std::uint64_t session_id) const noexcept;
+    /// The seat as a member: its account's name and read marker with it (empty when the
+    /// account is not known here). Owner shard only.
+    member member_of(const room_seat& seat) const;
     /// True if that session is in the room; O(1). Owner shard only.
     bool contains(std::uint64_t session_id) const noexcept { return session_at_.contains(session_id); }
 
@@ -172,7 +176,7 @@ private:
 
     room_id id_;
     std::string name_;
-    std::vector<member> members_;                                  // sessions (swap-removed)
+    std::vector<room_seat> members_;                               // sessions (swap-removed)
     boost::unordered_flat_map<std::uint64_t, std::size_t> session_at_;  // session -> index in members_
     std::vector<unsigned> per_shard_;
     std::list<room_member> accounts_;  // join order; a list, so that a leave erases in O(1)

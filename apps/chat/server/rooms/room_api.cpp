@@ -88,7 +88,7 @@ void room_host::remove_everyone(room& r, std::uint64_t ticket) {
     const bool followed = !r.empty() || (r.stale() && !r.unwatched());
     // Every session leaves (its shard drops the room when the event arrives, after the commit).
     std::vector<std::uint64_t> sessions;
-    for (const member& m : r.members()) sessions.push_back(m.session_id);
+    for (const room_seat& m : r.members()) sessions.push_back(m.session_id);
     for (std::uint64_t sid : sessions)
         if (std::optional<member> gone = r.remove(sid))
             fan_out(r, room_event::kind::removed, sid, gone->shard, frames::leave_room_res(id.value()), nullptr,

@@ -285,7 +285,7 @@ void room_host::chat(chat_request& req) {
 
 bool room_host::owner_stays(const room& r, std::uint64_t session_id) const {
     // The owner's last session leaving for good, with other members left behind.
-    const member* m = r.find(session_id);
+    const room_seat* m = r.find(session_id);
     if (m == nullptr || r.role_of(m->player_id) != 2 || r.accounts().size() < 2) return false;
     const room_member* a = r.account(m->player_id);
     return a != nullptr && a->sessions == 1;

@@ -179,7 +179,7 @@ void room_host::moderate(moderation m) {
 }
 
 void room_host::hand_over(room& r, std::uint64_t session_id) {
-    const member* owner = r.find(session_id);
+    const room_seat* owner = r.find(session_id);
     if (owner == nullptr) return;
     const room_member* next = nullptr;
     for (const room_member& a : r.accounts())
@@ -206,7 +206,7 @@ void room_host::hand_over(room& r, std::uint64_t session_id) {
     n.target_name = next->name;
     chat_request req;
     req.room = r.id();
-    req.sender = *owner;
+    req.sender = r.member_of(*owner);
     req.text = encode_notice(n);
     req.kind = static_cast<std::uint8_t>(proto::msg_kind::notice);
     r.set_role(next->player_id, role_owner);
@@ -250,7 +250,7 @@ void room_host::remove_account(room& r, std::uint64_t account, std::uint64_t tic
     // from the database before the kick's notice was stored and hear of it only now.
     std::vector<std::uint64_t> sessions;
     bool rejoined = false;
-    for (const member& m : r.members()) {
+    for (const room_seat& m : r.members()) {
         if (m.player_id != account) continue;
         if (before_us != 0 && m.joined_us > before_us)
             rejoined = true;

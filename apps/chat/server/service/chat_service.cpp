@@ -92,9 +92,9 @@ void chat_service::complete(player& p, player::pending_op op) {
     if (p.pending != op) return;
     p.pending = player::pending_op::none;
     // Direct rooms opened for the account while it was busy: in now (a join, waited for).
-    if (!p.entering.empty()) {
-        std::vector<room_id> rooms = std::move(p.entering);
-        p.entering.clear();
+    if (p.directs && !p.directs->entering.empty()) {
+        std::vector<room_id> rooms = std::move(p.directs->entering);
+        p.directs->entering.clear();
         for (room_id r : rooms)
             if (p.rooms.size() < ctx_.options.max_rooms_per_account) rejoin(p, r);
     }

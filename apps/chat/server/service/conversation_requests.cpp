@@ -148,8 +148,9 @@ void chat_service::direct_opened(std::uint64_t sid, std::string to, direct_resul
     }
     if (r.created) bump(counters_.directs_opened);
     const room_id room(r.room_id);
-    if (p->directs.size() >= ctx_.options.max_rooms_per_account) p->directs.erase(p->directs.begin());
-    p->directs.emplace_back(std::move(to), room);
+    auto& opened = p->directs_made().opened;
+    if (opened.size() >= ctx_.options.max_rooms_per_account) opened.erase(opened.begin());
+    opened.emplace_back(std::move(to), room);
     // The message goes first in line: it waits for the join (if any) like a chat_req sent next.
     std::vector<std::byte> f = chat_req_frame(room, text, client_ts, client_seq);
     p->queued_bytes += f.size();
@@ -184,9 +185,10 @@ void chat_service::enter_direct(std::uint64_t account, room_id room) {
         if (p->pending != player::pending_op::none && p->pending != player::pending_op::join) {
             // Busy: it goes in once that request completes, in its turn.
             // Bounded like its rooms: past the limit it finds the room at its next login.
-            if (p->entering.size() < ctx_.options.max_rooms_per_account &&
-                std::find(p->entering.begin(), p->entering.end(), room) == p->entering.end())
-                p->entering.push_back(room);
+            auto& entering = p->directs_made().entering;
+            if (entering.size() < ctx_.options.max_rooms_per_account &&
+                std::find(entering.begin(), entering.end(), room) == entering.end())
+                entering.push_back(room);
             continue;
         }
         rejoin(*p, room);

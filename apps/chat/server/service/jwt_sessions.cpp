@@ -31,7 +31,7 @@ std::string_view chat_counters::refusal_label(std::size_t i) {
 
 void jwt_sessions::logged_in(player& p, const jwt_claims& claims) {
     p.jwt_exp = claims.exp;
-    p.jwt_rooms = claims.rooms;
+    p.jwt_rooms = claims.rooms ? std::make_unique<const std::vector<std::string>>(*claims.rooms) : nullptr;
     watch(p, claims.exp);
 }
 
@@ -80,7 +80,8 @@ void jwt_sessions::refreshed(std::uint64_t session_id, jwt_verdict v) {
     } else {
         bump(counters_.jwt_refreshes);
         p->jwt_exp = v.claims->exp;
-        p->jwt_rooms = std::move(v.claims->rooms);
+        p->jwt_rooms =
+            v.claims->rooms ? std::make_unique<const std::vector<std::string>>(std::move(*v.claims->rooms)) : nullptr;
         watch(*p, p->jwt_exp);
         svc_.send(s, frames::refresh_res(static_cast<std::uint64_t>(p->jwt_exp)));
     }

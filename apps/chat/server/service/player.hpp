@@ -73,9 +73,10 @@ struct player {
     std::uint64_t player_id = 0;
     std::string name;
     // A JWT login's: when its token expires (Unix seconds; 0 for other logins), and the rooms it
-    // may join or create (its `rooms` claim: ids and names; absent, any).
+    // may join or create (its `rooms` claim: ids and names; null, any). A pointer, not an
+    // optional vector: most tokens have no such claim, and a session costs 24 bytes less.
     std::int64_t jwt_exp = 0;
-    std::optional<std::vector<std::string>> jwt_rooms;
+    std::unique_ptr<const std::vector<std::string>> jwt_rooms;
     // A room this session is in or joining; requests about it go to its owner shard
     // (room_id::owner), which is the authority on membership.
     struct room_slot {
@@ -112,18 +113,28 @@ struct player {
             }
     }
 
-    // Direct rooms this session opened with direct_req, by the peer's name: a later direct_req
-    // to the same name goes straight to the room (no database read). Bounded like its rooms.
-    std::vector<std::pair<std::string, room_id>> directs;
+    // Direct messages' state, which most sessions never use: allocated at the first direct_req
+    // or direct room (8 bytes a session until then, not 48).
+    struct direct_state {
+        // Direct rooms this session opened with direct_req, by the peer's name: a later
+        // direct_req to the same name goes straight to the room (no database read). Bounded like
+        // its rooms.
+        std::vector<std::pair<std::string, room_id>> opened;
+        // Direct rooms the account was put in while this session was busy with another request:
+        // entered when that completes (chat_service::complete).
+        std::vector<room_id> entering;
+    };
+    std::unique_ptr<direct_state> directs;
+    direct_state& directs_made() {
+        if (!directs) directs = std::make_unique<direct_state>();
+        return *directs;
+    }
     room_id direct_to(std::string_view peer) const noexcept {
-        for (const auto& [n, id] : directs)
-            if (n == peer) return id;
+        if (directs)
+            for (const auto& [n, id] : directs->opened)
+                if (n == peer) return id;
         return room_id();
     }
-
-    // Direct rooms the account was put in while this session was busy with another request:
-    // entered when that completes (chat_service::complete).
-    std::vector<room_id> entering;
     // The direct room a direct_req's join is in flight for (its message waits at the front of
     // `queued`): if the join fails, so does the direct_req, and the message is dropped.
     room_id direct_join;
