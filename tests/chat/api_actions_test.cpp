@@ -9,7 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <fstream>
+#include <memory>
+#include <thread>
+#include <vector>
 
 namespace strix::test {
 namespace {
@@ -157,6 +161,45 @@ TEST_P(api_actions, presence_and_disconnect_count_the_accounts_sessions) {
     EXPECT_EQ(body["sessions"], 0);
     EXPECT_EQ(request("GET", "/api/v1/users/ben/presence").second["sessions"], 1) << "ben stays";
     b.sync();
+    stop_cleanly(*s);
+}
+
+// Each shard finds an account's sessions through an index (several on one shard are chained):
+// six of ann's on two shards close newest, oldest and middle first, and each presence counts
+// those left; then the disconnect closes the rest and only those.
+TEST_P(api_actions, presence_follows_an_accounts_sessions_as_they_close_in_any_order) {
+    auto s = start_api();
+    std::vector<std::unique_ptr<chat_client>> ann;
+    for (int i = 0; i < 6; ++i) {
+        ann.push_back(std::make_unique<chat_client>(s->port()));
+        ASSERT_NE(ann.back()->login("ann"), 0u);
+    }
+    chat_client ben(s->port());
+    ASSERT_NE(ben.login("ben"), 0u);
+    auto sessions = [&](const std::string& user) {
+        return request("GET", "/api/v1/users/" + user + "/presence").second["sessions"].get<int>();
+    };
+    ASSERT_EQ(sessions("ann"), 6);
+    int left = 6;
+    for (std::size_t i : {std::size_t{5}, std::size_t{0}, std::size_t{2}}) {
+        ann[i]->close();
+        --left;
+        // The close reaches the server after the client's: wait for the count to follow.
+        int n = -1;
+        for (int tries = 0; tries < 200 && (n = sessions("ann")) != left; ++tries)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        EXPECT_EQ(n, left) << "after closing session " << i;
+    }
+    const auto [st, body] = request("POST", "/api/v1/users/ann/disconnect");
+    ASSERT_EQ(st, 200);
+    EXPECT_EQ(body["closed"], 3);
+    for (std::size_t i : {std::size_t{1}, std::size_t{3}, std::size_t{4}}) {
+        auto f = ann[i]->expect(proto::msg_type::error_res);
+        EXPECT_EQ(f.as<proto::error_res>()->code(), proto::error_code::forbidden);
+    }
+    EXPECT_EQ(sessions("ann"), 0);
+    EXPECT_EQ(sessions("ben"), 1);
+    ben.sync();
     stop_cleanly(*s);
 }
 

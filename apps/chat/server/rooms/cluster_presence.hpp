@@ -99,7 +99,7 @@ public:
     //                                                  the two accounts of direct room <room>
     //                                                  (created: the room is new, all of it here)
     //                "<node> b <room> <blocker> <blocked> <0|1>"   a block in a direct room
-    //                "<node> x <account name>"         the server API closed the account's
+    //                "<node> x <account> <name>"       the server API closed the account's
     //                                                  sessions: every node closes its own
     //                "<node> g <room>"                 the server API deleted the room (stored):
     //                                                  every node's sessions leave it
@@ -112,7 +112,7 @@ public:
     void signal_read(room_id id, std::uint64_t account, std::uint64_t seq);
     void signal_direct(const stored_room& info, bool created);
     void signal_block(room_id id, std::uint64_t blocker, std::uint64_t blocked, bool on);
-    void signal_disconnect(std::string_view name);
+    void signal_disconnect(const account& a);
     void signal_deleted(room_id id);
 
 private:

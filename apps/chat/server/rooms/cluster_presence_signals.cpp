@@ -75,8 +75,10 @@ void cluster_presence::signal_block(room_id id, std::uint64_t blocker, std::uint
                                                          std::to_string(blocked), on ? "1" : "0"}));
 }
 
-void cluster_presence::signal_disconnect(std::string_view name) {
-    publish_signal(std::string(control_channel), signal(node_, 'x', {name}));
+// "x <account id> <name>": the id is what the receivers look up; the name, after it, keeps a
+// node that read the whole payload as a name (before the account index) from matching anyone.
+void cluster_presence::signal_disconnect(const account& a) {
+    publish_signal(std::string(control_channel), signal(node_, 'x', {std::to_string(a.id), a.name}));
 }
 
 void cluster_presence::signal_deleted(room_id id) {
@@ -92,8 +94,9 @@ bool cluster_presence::on_signal(std::string_view channel, std::string_view payl
     payload.remove_prefix(2);
     auto& services = host_.service().container();
     if (channel == control_channel && what == 'x') {
-        if (payload.empty()) return true;
-        services.invoke_on_all([name = std::string(payload)](chat_service& svc) { svc.disconnect(name); });
+        std::uint64_t account = 0;
+        if (!take(payload, account) || account == 0) return true;
+        services.invoke_on_all([account](chat_service& svc) { svc.disconnect(account); });
         return true;
     }
     if (channel == control_channel) {

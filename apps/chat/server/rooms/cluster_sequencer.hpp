@@ -73,7 +73,7 @@ public:
     void marked_read(const room& r, std::uint64_t account, std::uint64_t seq) override;
     void direct_opened(const stored_room& info, bool created) override;
     void block_changed(room_id id, std::uint64_t blocker, std::uint64_t blocked, bool on) override;
-    void disconnected(std::string_view name) override;
+    void disconnected(const account& a) override;
     void deleted_by_api(room_id id) override;
 
     bool list_rooms(std::size_t limit, std::function<void(std::optional<std::vector<room_summary>>)> done) override;

@@ -179,8 +179,8 @@ void cluster_sequencer::block_changed(room_id id, std::uint64_t blocker, std::ui
     if (presence_) presence_->signal_block(id, blocker, blocked, on);
 }
 
-void cluster_sequencer::disconnected(std::string_view name) {
-    if (presence_) presence_->signal_disconnect(name);
+void cluster_sequencer::disconnected(const account& a) {
+    if (presence_) presence_->signal_disconnect(a);
 }
 
 void cluster_sequencer::deleted_by_api(room_id id) {

@@ -140,9 +140,9 @@ public:
     virtual void direct_opened(const stored_room& /*info*/, bool /*created*/) {}
     /// A block in direct room `id` changed (stored): the other nodes' copies of the room follow.
     virtual void block_changed(room_id, std::uint64_t /*blocker*/, std::uint64_t /*blocked*/, bool /*on*/) {}
-    /// The server API closed account `name`'s sessions on this node: the other nodes close
+    /// The server API closed account `a`'s sessions on this node: the other nodes close
     /// theirs. Any shard.
-    virtual void disconnected(std::string_view /*name*/) {}
+    virtual void disconnected(const account& /*a*/) {}
     /// The server API deleted room `id` (committed): the other nodes' sessions leave it. Owner.
     virtual void deleted_by_api(room_id) {}
 

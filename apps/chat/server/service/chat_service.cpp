@@ -165,6 +165,19 @@ void chat_service::on_close(session& s, std::error_code) {
         on_owner(room, [room, sid, self](chat_service& owner) { owner.host().leave(room, sid, self, false); });
     }
     if (p.login == player::login_state::logged_in) {
+        auto at = accounts_.find(p.player_id);
+        if (at != accounts_.end()) {
+            if (at->second == &p) {
+                if (p.next_of_account)
+                    at->second = p.next_of_account;
+                else
+                    accounts_.erase(at);
+            } else {
+                player* q = at->second;
+                while (q->next_of_account && q->next_of_account != &p) q = q->next_of_account;
+                if (q->next_of_account == &p) q->next_of_account = p.next_of_account;
+            }
+        }
         counters_.players.sub();
         hook_events::session_down(*this, ctx_, p.player_id);
     }
@@ -485,16 +498,26 @@ player* chat_service::find(std::uint64_t session_id) noexcept {
     return it == players_.end() ? nullptr : it->second;
 }
 
-std::size_t chat_service::sessions_of(std::string_view name) const {
+void chat_service::logged_in(player& p) {
+    auto [it, fresh] = accounts_.try_emplace(p.player_id, &p);
+    if (!fresh) {
+        p.next_of_account = it->second;
+        it->second = &p;
+    }
+}
+
+std::size_t chat_service::sessions_of(std::uint64_t account) const {
     std::size_t n = 0;
-    for (const auto& [id, p] : players_) n += p->login == player::login_state::logged_in && p->name == name;
+    auto it = accounts_.find(account);
+    for (const player* p = it == accounts_.end() ? nullptr : it->second; p; p = p->next_of_account) ++n;
     return n;
 }
 
-std::size_t chat_service::disconnect(std::string_view name) {
+std::size_t chat_service::disconnect(std::uint64_t account) {
+    // Collected first: a close may run on_close, which unlinks the session.
     std::vector<player*> gone;
-    for (const auto& [id, p] : players_)
-        if (p->login == player::login_state::logged_in && p->name == name) gone.push_back(p);
+    auto it = accounts_.find(account);
+    for (player* p = it == accounts_.end() ? nullptr : it->second; p; p = p->next_of_account) gone.push_back(p);
     for (player* p : gone) {
         session& s = *p->sess;
         send_error(s, msg_type::none, error_code::forbidden, "the application closed this account's sessions");

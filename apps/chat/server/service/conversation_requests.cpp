@@ -179,8 +179,11 @@ void chat_service::direct_opened(std::uint64_t sid, std::string to, direct_resul
 }
 
 void chat_service::enter_direct(std::uint64_t account, room_id room) {
-    for (auto& [id, p] : players_) {
-        if (p->player_id != account || p->login != player::login_state::logged_in || p->version < 2) continue;
+    auto it = accounts_.find(account);
+    player* next = nullptr;
+    for (player* p = it == accounts_.end() ? nullptr : it->second; p; p = next) {
+        next = p->next_of_account;
+        if (p->version < 2) continue;
         if (p->slot(room) || p->rooms.size() >= ctx_.options.max_rooms_per_account) continue;
         if (p->pending != player::pending_op::none && p->pending != player::pending_op::join) {
             // Busy: it goes in once that request completes, in its turn.

@@ -267,6 +267,7 @@ void login_requests::finish(player& pl, login_verdict v) {
             p->login = player::login_state::logged_in;
             p->player_id = result.acct.id;
             p->name = result.acct.name;
+            svc_.logged_in(*p);
             s.set_max_frame(p->ws ? chat_service::ws_frame_limit(chat_service::max_frame_logged_in)
                                   : chat_service::max_frame_logged_in);
             s.handshake_done();  // the login timeout no longer applies

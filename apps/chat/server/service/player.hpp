@@ -72,6 +72,8 @@ struct player {
     login_state login = login_state::anonymous;
     std::uint64_t player_id = 0;
     std::string name;
+    // The next logged-in session of the same account on this shard (chat_service's account index).
+    player* next_of_account = nullptr;
     // A JWT login's: when its token expires (Unix seconds; 0 for other logins), and the rooms it
     // may join or create (its `rooms` claim: ids and names; null, any). A pointer, not an
     // optional vector: most tokens have no such claim, and a session costs 24 bytes less.
