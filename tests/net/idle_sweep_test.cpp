@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <thread>
 #include <vector>
 
 using namespace strix;
@@ -89,6 +92,63 @@ TEST(idle_sweep, a_session_with_output_queued_stays_listed_and_is_sampled) {
     ::close(fd);
     ASSERT_TRUE(eventually([&] { return fx.srv.stats().sweep_listed == 0; }, std::chrono::seconds(5)));
     EXPECT_EQ(fx.srv.stats().send_queued_bytes, 0u);
+}
+
+// Shard k of n sweeps at k / n of the second: sweeps that all started with the server ran as one
+// convoy each second, every shard's list in turn, and with more shards than CPUs nothing else ran
+// until the last had finished. Each of four shards gets a session that reads at one instant; each
+// ring goes back at that shard's first sweep a second later, so the four returns are spread over
+// the second (0.75 s from first to last), where sweeps in step return them all within a few ms.
+TEST(idle_sweep, the_shards_sweep_at_phases_spread_over_the_second) {
+    constexpr unsigned shards = 4;
+    server_fixture fx({}, {}, shards);
+    std::vector<int> fds;
+    auto rings = [&](unsigned i) { return fx.srv.group(i).counters().recv_buffers_in_use.value(); };
+    auto each_has_one = [&] {
+        for (unsigned i = 0; i < shards; ++i)
+            if (fx.srv.group(i).counters().active.value() == 0) return false;
+        return true;
+    };
+    while (!each_has_one() && fds.size() < 64) {
+        int fd = connect_tcp(fx.srv.port());
+        ASSERT_GE(fd, 0);
+        set_timeouts(fd, std::chrono::seconds(5));
+        fds.push_back(fd);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    ASSERT_TRUE(eventually(each_has_one, std::chrono::seconds(5))) << fds.size() << " connections, a shard has none";
+    ASSERT_TRUE(eventually([&] { return fx.srv.stats().recv_buffers_in_use == 0; }, std::chrono::seconds(5)));
+    // Every session reads at once: each takes a ring its shard's sweep returns a second later.
+    const auto f = frame_le32(bytes(16, std::byte{7}));
+    for (int fd : fds) ASSERT_TRUE(send_all(fd, f));
+    for (int fd : fds) {
+        bytes got(f.size());
+        ASSERT_TRUE(recv_exact(fd, got.data(), got.size()));
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::chrono::milliseconds> returned(shards, std::chrono::milliseconds(-1));
+    for (unsigned i = 0; i < shards; ++i) ASSERT_GT(rings(i), 0u) << "shard " << i;
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(4)) {
+        bool all = true;
+        for (unsigned i = 0; i < shards; ++i) {
+            if (returned[i].count() < 0 && rings(i) == 0)
+                returned[i] =
+                    std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+            all = all && returned[i].count() >= 0;
+        }
+        if (all) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::string when;
+    for (unsigned i = 0; i < shards; ++i) {
+        ASSERT_GE(returned[i].count(), 0) << "shard " << i << " kept its ring past 4 s";
+        when += " " + std::to_string(returned[i].count()) + " ms";
+    }
+    const auto [first, last] = std::minmax_element(returned.begin(), returned.end());
+    // Phases 0, 1/4, 2/4, 3/4 of the second: 750 ms from first to last (less whatever a busy machine
+    // delays a sweep by); in step, a few ms.
+    EXPECT_GE((*last - *first).count(), 400) << "rings returned at" << when;
+    for (int fd : fds) ::close(fd);
 }
 
 }  // namespace
