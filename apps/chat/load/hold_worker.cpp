@@ -17,7 +17,7 @@
 namespace strix::chat::hold {
 namespace {
 
-constexpr std::int64_t tick_ns = 100'000'000;        // the ping wheel's bucket width
+constexpr std::int64_t tick_ns = 10'000'000;         // the ping wheel's bucket width
 constexpr std::int64_t retry_ns = 200'000'000;       // before a refused login or connect is tried again
 constexpr std::uint8_t max_connect_tries = 8;
 // With --reconnect the server may be down for a restart: 250 tries 200 ms apart is 50 s.
@@ -59,7 +59,12 @@ void hold_worker::run() {
     if (shared_.opt.fd_table_per_thread && ::unshare(CLONE_FILES) != 0)
         throw std::runtime_error(std::string("unshare(CLONE_FILES): ") + std::strerror(errno));
     ramp_start_ns_ = now_ns();
-    next_tick_ns_ = ramp_start_ns_ + tick_ns;
+    // Each worker's ticks at its own phase of the tick, worker k at k / count of it, on the steady
+    // clock (not from its start, which differs by a thread's start-up): the N's pings reach the
+    // server spread over time as independent clients' would, not as `count` bursts at one instant
+    // (docs/load-tool.md, "Holding connections": what the bursts did to the chat's latency).
+    next_tick_ns_ = (ramp_start_ns_ / tick_ns + 1) * tick_ns +
+                    static_cast<std::int64_t>(static_cast<std::uint64_t>(tick_ns) * number_ / count_);
     std::vector<epoll_event> events(512);
     while (!shared_.stop.load(std::memory_order_acquire)) {
         const std::int64_t now = now_ns();
@@ -67,7 +72,7 @@ void hold_worker::run() {
         run_retries(now);
         if (now >= next_tick_ns_ && shared_.opt.ping_interval_s > 0) ping_tick(now);
         const bool busy = next_start_ < conns_.size() || !retries_.empty() || !restarts_.empty();
-        // Without pings next_tick_ns_ stays behind: wake every 100 ms for the stop flag.
+        // Without pings next_tick_ns_ stays behind: wake every tick for the stop flag.
         const std::int64_t wake = std::max(next_tick_ns_, now + (shared_.opt.ping_interval_s > 0 ? 0 : tick_ns));
         const int timeout_ms = busy ? 5 : static_cast<int>(std::max<std::int64_t>(1, (wake - now) / 1'000'000));
         const int got = ::epoll_wait(epfd_, events.data(), static_cast<int>(events.size()), timeout_ms);

@@ -6,8 +6,9 @@
 //
 // with at most its share of --in-flight between idle and held and its share of --rate started per
 // second. Memory per connection: one hold_conn (32 bytes); the read buffer is the worker's and
-// frames are parsed in it, in place. Pings go out from a wheel of 100 ms buckets over the ping
-// interval: bucket b holds slots b, b + B, b + 2B..., so a tick touches only what is due.
+// frames are parsed in it, in place. Pings go out from a wheel of 10 ms buckets over the ping
+// interval: bucket b holds slots b, b + B, b + 2B..., so a tick touches only what is due. Workers
+// tick at phases spread over the 10 ms, so their pings do not reach the server at one instant.
 
 #include "hold_shared.hpp"
 
