@@ -66,6 +66,7 @@ die() { echo "bench-c1m: FAILED: $*" >&2; exit 1; }
 say() { echo "bench-c1m: $*"; }
 case $transport in tcp | ws) ;; *) die "TRANSPORT must be tcp or ws" ;; esac
 [[ "$shards_asked" =~ ^[0-9]+$ ]] && [ "$shards_asked" -le 256 ] || die "SHARDS must be a number up to 256"
+[[ "$ping_interval" =~ ^[0-9]+$ ]] || die "PING_INTERVAL must be whole seconds (0: no pings)"
 for b in strix-chat-server strix-chat-hold strix-chat-load; do
   [ -x "$bin/$b" ] || die "$bin/$b is missing; build first (make build)"
 done
@@ -404,7 +405,8 @@ tail -n 2 "$runs/hold.err" | sed 's/^/bench-c1m: hold: /'
 # about what the pings keep on it (each pinged session stays listed about a second: N / interval;
 # the window starts at 1.5 times that, since at a million a window started at 3 times it was
 # still settling, 44,505 listed at its start and 16,822 at its end).
-settle_to=$((conns / ping_interval * 3 / 2 + 1000))
+# (PING_INTERVAL=0: no pings, so nothing keeps a session listed once the broadcast's output is out.)
+settle_to=$((ping_interval > 0 ? conns / ping_interval * 3 / 2 + 1000 : 1000))
 settle_start=$SECONDS
 sleep 2
 while [ "$(metric strix_idle_sweep_listed)" -gt "$settle_to" ] && [ $((SECONDS - settle_start)) -lt 120 ]; do sleep 1; done
