@@ -21,7 +21,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <bit>
 #include <cstdlib>
 #include <stdexcept>
@@ -154,9 +153,9 @@ void session_group::install_hooks() {
     impl_->hooks_installed = true;
     // Shard k of n sweeps at k / n of the second, each on its own period after that: sweeps
     // started together (each shard's group installs at its first listener) ran as one convoy
-    // every second, every shard's list in turn (docs/architecture.md, "The idle sweep").
+    // every second, every shard's list in turn (docs/architecture.md, "Idle sweep").
     const auto period = owner_.ticks_for(sweep_period);
-    owner_.timers().schedule(impl_->sweep, period + period * owner_.id() / std::max(1u, owner_.shard_count()));
+    owner_.timers().schedule(impl_->sweep, period + period * owner_.id() / owner_.shard_count());
     impl_->stop_hook = owner_.on_stop([this] { close_all(net_errc::shutdown); });
     impl_->exit_hook = owner_.on_exit([this] { abort_all(net_errc::shutdown); });
 }

@@ -18,6 +18,7 @@ namespace strix::chat::hold {
 namespace {
 
 constexpr std::int64_t tick_ns = 10'000'000;         // the ping wheel's bucket width
+constexpr std::int64_t stop_poll_ns = 100'000'000;   // no pings due: how often the stop flag is read
 constexpr std::int64_t retry_ns = 200'000'000;       // before a refused login or connect is tried again
 constexpr std::uint8_t max_connect_tries = 8;
 // With --reconnect the server may be down for a restart: 250 tries 200 ms apart is 50 s.
@@ -72,8 +73,8 @@ void hold_worker::run() {
         run_retries(now);
         if (now >= next_tick_ns_ && shared_.opt.ping_interval_s > 0) ping_tick(now);
         const bool busy = next_start_ < conns_.size() || !retries_.empty() || !restarts_.empty();
-        // Without pings next_tick_ns_ stays behind: wake every tick for the stop flag.
-        const std::int64_t wake = std::max(next_tick_ns_, now + (shared_.opt.ping_interval_s > 0 ? 0 : tick_ns));
+        // Without pings next_tick_ns_ stays behind: wake every stop_poll_ns for the stop flag.
+        const std::int64_t wake = std::max(next_tick_ns_, now + (shared_.opt.ping_interval_s > 0 ? 0 : stop_poll_ns));
         const int timeout_ms = busy ? 5 : static_cast<int>(std::max<std::int64_t>(1, (wake - now) / 1'000'000));
         const int got = ::epoll_wait(epfd_, events.data(), static_cast<int>(events.size()), timeout_ms);
         if (got < 0 && errno != EINTR) throw std::runtime_error(std::string("epoll_wait: ") + std::strerror(errno));
@@ -229,7 +230,7 @@ void hold_worker::flush(std::uint32_t slot) {
 
 void hold_worker::ping_tick(std::int64_t now) {
     if (shared_.quiet.load(std::memory_order_acquire)) {
-        next_tick_ns_ = now + tick_ns;  // still wakes for the stop flag
+        next_tick_ns_ = now + stop_poll_ns;  // still wakes for the stop flag
         return;
     }
     while (now >= next_tick_ns_) {
