@@ -31,7 +31,8 @@
 #   scripts/bench-c1m.sh <build_dir>
 # Environment: CONNS (1000000; smaller for a quick run, e.g. CONNS=5000), TRANSPORT (tcp|ws),
 #   ROOM_MEMBERS (0: all), IDLE_SECONDS (10), HOLD_SECONDS (300), PING_INTERVAL (60), IN_FLIGHT
-#   (64: the server's --login-queue follows), CHAT_CLIENTS (200), CHAT_ROOMS (10), CHAT_RPS (10),
+#   (64: the server's --login-queue follows), READ_EVERY (1000: strix-chat-hold's --read-every,
+#   microseconds), CHAT_CLIENTS (200), CHAT_ROOMS (10), CHAT_RPS (10),
 #   CHAT_DURATION (60: the run alone; the run beside the N takes the rest of HOLD_SECONDS, at least
 #   this), CHAT_WARMUP (3), SHARDS (as the descriptor tables need: more runs that many, each with a
 #   table of its own, so a small run has a million's shard count), TIME_LIMIT (300 s + HOLD_SECONDS
@@ -51,6 +52,7 @@ idle_s=${IDLE_SECONDS:-10}
 hold_s=${HOLD_SECONDS:-300}
 ping_interval=${PING_INTERVAL:-60}
 in_flight=${IN_FLIGHT:-64}
+read_every=${READ_EVERY:-1000}
 chat_clients=${CHAT_CLIENTS:-200}
 chat_rooms=${CHAT_ROOMS:-10}
 chat_rps=${CHAT_RPS:-10}
@@ -67,6 +69,7 @@ say() { echo "bench-c1m: $*"; }
 case $transport in tcp | ws) ;; *) die "TRANSPORT must be tcp or ws" ;; esac
 [[ "$shards_asked" =~ ^[0-9]+$ ]] && [ "$shards_asked" -le 256 ] || die "SHARDS must be a number up to 256"
 [[ "$ping_interval" =~ ^[0-9]+$ ]] || die "PING_INTERVAL must be whole seconds (0: no pings)"
+[[ "$read_every" =~ ^[0-9]+$ ]] || die "READ_EVERY must be whole microseconds (0: the tool reads at once)"
 for b in strix-chat-server strix-chat-hold strix-chat-load; do
   [ -x "$bin/$b" ] || die "$bin/$b is missing; build first (make build)"
 done
@@ -377,7 +380,7 @@ server_rss_before=$(rss_of "$server_pid")
 hold_cmd=("${pin[@]}" "$bin/strix-chat-hold" --host 127.0.0.1 --port "$port" --jwt-key "$tmp/jwt.key"
   -n "$conns" --hold-room c1m --room-members "$room_members" --broadcast 1 --broadcast-timeout 60 --reconnect
   --hold-seconds "$time_limit" --ramp-timeout "$time_limit" --ping-interval "$ping_interval"
-  --in-flight "$in_flight" --json "$runs/hold.json")
+  --in-flight "$in_flight" --read-every "$read_every" --json "$runs/hold.json")
 [ "$transport" = ws ] && hold_cmd+=(--ws-port "$ws_port")
 echo "${hold_cmd[*]}" >"$runs/hold.cmd"
 say "${hold_cmd[*]}"

@@ -24,6 +24,7 @@ void check(hold_options& o) {
     if (o.threads == 0 || o.threads > 64) bad("--threads must be 1-64");
     if (o.in_flight == 0) bad("--in-flight must be at least 1");
     if (o.per_source == 0) bad("--per-source must be at least 1");
+    if (!(o.read_every_us >= 0 && o.read_every_us <= 100'000)) bad("--read-every must be 0-100000 microseconds");
     if (!(o.ping_interval_s >= 0.1) && o.ping_interval_s != 0) bad("--ping-interval must be 0 (off) or at least 0.1 s");
     in_addr a{};
     if (::inet_pton(AF_INET, o.source_base.c_str(), &a) != 1 || (ntohl(a.s_addr) >> 24) != 127)
@@ -76,6 +77,10 @@ hold_options parse_hold_options(int argc, char** argv) {
     app.add_option("--source-base", o.source_base, "first loopback source address")->capture_default_str();
     app.add_option("--per-source", o.per_source, "connections per source address")->capture_default_str();
     app.add_option("--threads", o.threads, "event loops")->capture_default_str();
+    app.add_option("--read-every", o.read_every_us,
+                   "microseconds: once all are held, a worker reads its sockets at most this often, so "
+                   "deliveries queue without waking it each time (0: at once)")
+        ->capture_default_str();
     app.add_option("--json", o.json, "write the summary to this file too");
     app.add_flag("--reconnect", o.reconnect,
                  "connect, log in and rejoin again when the server closes a held connection (a restart), "

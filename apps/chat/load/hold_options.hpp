@@ -34,6 +34,10 @@ struct hold_options {
     std::string source_base = "127.1.0.1";  ///< the first source address
     std::uint32_t per_source = 250;   ///< connections per source address (server default cap: 256)
     std::uint32_t threads = 1;
+    /// Once all are held, the least time between two reads of a worker's epoll set: after a wait
+    /// that returned events the worker sleeps out the rest of it, so what arrives meanwhile queues
+    /// on the set without waking it (0: wait on the set at once, as during the ramp).
+    double read_every_us = 1000;
     std::string json;                 ///< also write the summary to this file
     bool reconnect = false;  ///< a held connection the server closes connects and logs in again
     /// Not an option: set when RLIMIT_NOFILE cannot fit the connections in one descriptor table,

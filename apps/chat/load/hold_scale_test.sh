@@ -57,7 +57,9 @@ common=(--host 127.0.0.1 --port "$port" --jwt-key "$work/jwt.key" --broadcast 3 
 timeout 120 "$hold" "${common[@]}" -n 2000 --name-prefix t --hold-room tcp-room \
   --json "$work/tcp.json" >"$work/tcp.log" 2>&1 || { cat "$work/tcp.log"; fail "the TCP run failed"; }
 check tcp 2000
-timeout 120 "$hold" "${common[@]}" -n 500 --ws-port "$wsport" --name-prefix w --source-base 127.2.0.1 \
+# The WebSocket run reads each event as it comes (--read-every 0), the TCP one at most every
+# millisecond (the default): both ways must see every message.
+timeout 120 "$hold" "${common[@]}" -n 500 --ws-port "$wsport" --read-every 0 --name-prefix w --source-base 127.2.0.1 \
   --hold-room ws-room --json "$work/ws.json" >"$work/ws.log" 2>&1 || { cat "$work/ws.log"; fail "the WebSocket run failed"; }
 check ws 500
 

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <stdexcept>
 #include <string>
 
@@ -39,9 +40,13 @@ hold_worker::hold_worker(hold_shared& shared, worker_counters& out, std::uint32_
       count_(count),
       ws_(shared.opt.ws_port != 0),
       buf_(read_buffer),
-      in_flight_cap_(std::max<std::uint32_t>(1, shared.opt.in_flight / count)),
+      // --in-flight split over the workers, the remainder to the first ones: 64 over 51 workers
+      // was 1 each (51 in all) when it rounded down.
+      in_flight_cap_(
+          std::max<std::uint32_t>(1, shared.opt.in_flight / count + (number < shared.opt.in_flight % count ? 1 : 0))),
       rate_(shared.opt.rate / count),
       ping_buckets_(static_cast<std::uint32_t>(std::max(1.0, shared.opt.ping_interval_s * 1e9 / tick_ns))),
+      read_every_ns_(static_cast<std::int64_t>(shared.opt.read_every_us * 1000)),
       mask_rng_(0x9E3779B9u * (number + 1)) {
     const std::uint32_t n = shared.opt.connections;
     conns_.resize(n / count + (number < n % count ? 1 : 0));
@@ -81,6 +86,19 @@ void hold_worker::run() {
         const std::int64_t after = now_ns();
         for (int i = 0; i < got; ++i)
             on_event(events[static_cast<std::size_t>(i)].data.u32, events[static_cast<std::size_t>(i)].events, after);
+        // Held: sleep out the rest of --read-every (not past the next tick) before the next wait.
+        // A thread not waiting on the set is not woken by what arrives on it: over loopback that
+        // wakeup runs on the sender's CPU, so a reader woken per delivery made the server's CPU
+        // pay it (a third of it during a broadcast; docs/load-tool.md, "Holding connections").
+        if (got > 0 && !busy && read_every_ns_ > 0) {
+            const std::int64_t until = shared_.opt.ping_interval_s > 0 ? std::min(after + read_every_ns_, next_tick_ns_)
+                                                                       : after + read_every_ns_;
+            const std::int64_t left = until - now_ns();
+            if (left > 0) {
+                const timespec ts{static_cast<time_t>(left / 1'000'000'000), static_cast<long>(left % 1'000'000'000)};
+                ::nanosleep(&ts, nullptr);
+            }
+        }
     }
     count_losses();
     out_counters_.done.add();

@@ -91,6 +91,7 @@ private:
     double rate_;  // this worker's connects per second, 0: unpaced
     std::int64_t ramp_start_ns_ = 0;
     std::uint32_t ping_buckets_;
+    std::int64_t read_every_ns_;  // --read-every: the least time between two reads once all are held
     std::uint64_t tick_ = 0;
     std::int64_t next_tick_ns_ = 0;
     std::uint32_t mask_rng_;
