@@ -86,14 +86,12 @@ void hold_worker::run() {
         const std::int64_t after = now_ns();
         for (int i = 0; i < got; ++i)
             on_event(events[static_cast<std::size_t>(i)].data.u32, events[static_cast<std::size_t>(i)].events, after);
-        // Held: sleep out the rest of --read-every (not past the next tick) before the next wait.
+        // Held: sleep out the rest of --read-every (not past the next tick or stop-flag check).
         // A thread not waiting on the set is not woken by what arrives on it: over loopback that
         // wakeup runs on the sender's CPU, so a reader woken per delivery made the server's CPU
         // pay it (a third of it during a broadcast; docs/load-tool.md, "Holding connections").
         if (got > 0 && !busy && read_every_ns_ > 0) {
-            const std::int64_t until = shared_.opt.ping_interval_s > 0 ? std::min(after + read_every_ns_, next_tick_ns_)
-                                                                       : after + read_every_ns_;
-            const std::int64_t left = until - now_ns();
+            const std::int64_t left = std::min(after + read_every_ns_, wake) - now_ns();
             if (left > 0) {
                 const timespec ts{static_cast<time_t>(left / 1'000'000'000), static_cast<long>(left % 1'000'000'000)};
                 ::nanosleep(&ts, nullptr);
