@@ -185,11 +185,6 @@ TEST_P(throttle, logins_beyond_the_hash_queue_get_server_busy) {
     stop_cleanly(*srv);
 }
 
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
 TEST_P(throttle, an_unknown_account_takes_as_long_to_refuse_as_a_wrong_password) {
     // The account exists with a real (interactive) hash; the server verifies unknown names against
     // a dummy hash of the same cost.
@@ -201,23 +196,24 @@ TEST_P(throttle, an_unknown_account_takes_as_long_to_refuse_as_a_wrong_password)
                          "--login-lockout-failures", "60", "--address-free-failures", "50",
                          "--address-lockout-failures", "60"});
     chat_client c(srv->port());
-    std::vector<double> wrong, unknown;
-    for (int i = 0; i < 7; ++i) {
+    // The fastest of several replies, interleaved: a busy machine (ctest runs other tests that hash
+    // beside this one) only adds time, so the minimum is each path's own cost. Medians were not
+    // enough: with both cores loaded one run measured 104.5 ms against 48.6 ms.
+    double wrong = 1e9, unknown = 1e9;
+    for (int i = 0; i < 9; ++i) {
         auto t0 = std::chrono::steady_clock::now();
         EXPECT_EQ(login_error(c, "ann", "wrong").first, error_code::wrong_password);
         auto t1 = std::chrono::steady_clock::now();
         EXPECT_EQ(login_error(c, "nobody" + std::to_string(i), "wrong").first, error_code::unknown_account);
         auto t2 = std::chrono::steady_clock::now();
-        wrong.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-        unknown.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+        wrong = std::min(wrong, std::chrono::duration<double, std::milli>(t1 - t0).count());
+        unknown = std::min(unknown, std::chrono::duration<double, std::milli>(t2 - t1).count());
     }
-    const double w = median(wrong), u = median(unknown);
-    std::printf("median reply: wrong password %.1f ms, unknown account %.1f ms\n", w, u);
-    EXPECT_GT(w, 5.0) << "a wrong password was not checked against argon2id";
-    // Without the dummy check an unknown name answers in about 1 ms against tens of ms; the
-    // bounds leave room for a loaded machine (other tests hash at the same time).
-    EXPECT_GT(u, 0.6 * w) << "an unknown account is answered faster: the reply time tells names apart";
-    EXPECT_LT(u, 2.0 * w);
+    std::printf("fastest reply: wrong password %.1f ms, unknown account %.1f ms\n", wrong, unknown);
+    EXPECT_GT(wrong, 5.0) << "a wrong password was not checked against argon2id";
+    // Without the dummy check an unknown name answers in about 1 ms against tens of ms.
+    EXPECT_GT(unknown, 0.6 * wrong) << "an unknown account is answered faster: the reply time tells names apart";
+    EXPECT_LT(unknown, 1.7 * wrong);
     stop_cleanly(*srv);
 }
 
