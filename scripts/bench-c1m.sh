@@ -7,25 +7,29 @@
 #      net.ipv4.tcp_max_syn_backlog, net.ipv4.tcp_mem raised where too low, each saved and put back
 #      on exit; a limit that cannot be raised is named with what it allows, and the run goes on at
 #      that count instead of CONNS;
-#   2. a server (embedded SQLite in a temporary directory, --jwt-key HS256 for the held
+#   2. strix-platform-probe's connect ceiling in the run's namespace, before anything else is
+#      connected: a bare accepter on CPU 0 and connector on CPU 1 (no server, no logins), as many
+#      connections as one descriptor table holds, with 0 and with 2 small request/reply round trips
+#      (connect_floor_per_s: what the machine's loopback TCP allows the ramp at most);
+#   3. a server (embedded SQLite in a temporary directory, --jwt-key HS256 for the held
 #      connections, password logins at the cheap cost for the chat workload, --max-connections
 #      above the count, /metrics on), its shards pinned to the first CPUs, the clients on the rest;
-#   3. the chat workload alone (strix-chat-load, CHAT_CLIENTS clients in CHAT_ROOMS rooms at
+#   4. the chat workload alone (strix-chat-load, CHAT_CLIENTS clients in CHAT_ROOMS rooms at
 #      CHAT_RPS messages/s each, the portfolio's payload mix; by default 200 clients, 10 rooms,
 #      10 messages/s each: seed 004's 500 need more than this machine has beside a million, see
 #      docs/benchmarks.md) for CHAT_DURATION s: chat_p99_alone_us;
-#   4. strix-chat-hold --reconnect: N connections (TCP or WebSocket) from many 127.x source
+#   5. strix-chat-hold --reconnect: N connections (TCP or WebSocket) from many 127.x source
 #      addresses, ROOM_MEMBERS of them (default all) in one room, one message broadcast to them;
-#   5. with all N held: server RSS, Slab and /proc/net/sockstat against before the ramp (kernel
+#   6. with all N held: server RSS, Slab and /proc/net/sockstat against before the ramp (kernel
 #      bytes per connection), then IDLE_SECONDS of the N idle and pinging (server CPU from
 #      /proc/<pid>/stat, the idle sweep's counters from /metrics), then the same chat workload
 #      again for the rest of HOLD_SECONDS (chat_p50_us, chat_p99_us), so the N stay held at least
 #      HOLD_SECONDS with the workload on top (held_s: all held to the restart);
-#   6. the server restarted (SIGTERM, same database and ports): every held connection logs in
+#   7. the server restarted (SIGTERM, same database and ports): every held connection logs in
 #      and rejoins again, the room's last seq is checked against what each member saw, and one
 #      more message reaches all of them (reconnect_all_s: first drop to all back, the server's
 #      stop and start included);
-#   7. scripts/c1m_report.py writes <build_dir>/bench/c1m.md and c1m.json, gnuplot c1m.svg
+#   8. scripts/c1m_report.py writes <build_dir>/bench/c1m.md and c1m.json, gnuplot c1m.svg
 #      (connections and RSS sampled every second).
 #
 #   scripts/bench-c1m.sh <build_dir>
@@ -70,7 +74,7 @@ case $transport in tcp | ws) ;; *) die "TRANSPORT must be tcp or ws" ;; esac
 [[ "$shards_asked" =~ ^[0-9]+$ ]] && [ "$shards_asked" -le 256 ] || die "SHARDS must be a number up to 256"
 [[ "$ping_interval" =~ ^[0-9]+$ ]] || die "PING_INTERVAL must be whole seconds (0: no pings)"
 [[ "$read_every" =~ ^[0-9]+$ ]] || die "READ_EVERY must be whole microseconds (0: the tool reads at once)"
-for b in strix-chat-server strix-chat-hold strix-chat-load; do
+for b in strix-chat-server strix-chat-hold strix-chat-load strix-platform-probe; do
   [ -x "$bin/$b" ] || die "$bin/$b is missing; build first (make build)"
 done
 for c in curl openssl python3 gnuplot taskset flock; do
@@ -259,7 +263,17 @@ for s in fs.nr_open fs.file-max net.ipv4.ip_local_port_range net.core.somaxconn 
 done >"$runs/sysctl.txt"
 [ -z "${STRIX_C1M_INNER:-}" ] || cat "$STRIX_C1M_OUTER/sysctl" >>"$runs/sysctl.txt"
 
-# --- 2. the server -----------------------------------------------------------------------------
+# --- 2. the machine's connect ceiling -------------------------------------------------------------
+# The same loopback and TCP table the run will use, nothing else connected yet: how fast a bare
+# accept loop on one CPU takes connections from a bare connector on the other, each held, with
+# and without two small request/reply round trips (a login and a join). As many connections as
+# one table holds, at most 19,000, so the ceiling is read near the run's start, not at N.
+probe_connects=$((conns < 19000 ? conns : 19000))
+say "strix-platform-probe: the connect ceiling with $probe_connects connections"
+"$bin/strix-platform-probe" --hiccup-seconds 0.5 --segment-seconds 0.5 --connects "$probe_connects" \
+  --json "$runs/platform.json" >"$runs/platform.md" || die "strix-platform-probe failed; see $runs/platform.md"
+
+# --- 3. the server -----------------------------------------------------------------------------
 free_port() { python3 "$here/free_port.py"; }
 ncpu=$(nproc)
 server_cpus=$((ncpu > 1 ? ncpu - 1 : 1))
@@ -363,7 +377,7 @@ sampler 9>&- >/dev/null 2>&1 &  # its sleep may outlive the script: not with the
 pids+=("$!")
 disown
 
-# --- 3. the chat workload alone ----------------------------------------------------------------
+# --- 4. the chat workload alone ----------------------------------------------------------------
 chat_load() {  # chat_load TAG SECONDS
   local cmd=("${pin[@]}" "$bin/strix-chat-load" --host 127.0.0.1 --port "$port" --clients "$chat_clients"
     --rooms "$chat_rooms" --rps "$chat_rps" --payload-mix "$mix" --duration "$2" --warmup "$chat_warmup"
@@ -374,7 +388,7 @@ chat_load() {  # chat_load TAG SECONDS
 }
 chat_load alone "$chat_duration"
 
-# --- 4. the held connections --------------------------------------------------------------------
+# --- 5. the held connections --------------------------------------------------------------------
 kernel_snapshot "$runs/kernel.before"
 server_rss_before=$(rss_of "$server_pid")
 hold_cmd=("${pin[@]}" "$bin/strix-chat-hold" --host 127.0.0.1 --port "$port" --jwt-key "$tmp/jwt.key"
@@ -402,7 +416,7 @@ wait_hold '^holding ' "$time_limit"
 held_at=$SECONDS
 tail -n 2 "$runs/hold.err" | sed 's/^/bench-c1m: hold: /'
 
-# --- 5. with all N held --------------------------------------------------------------------------
+# --- 6. with all N held --------------------------------------------------------------------------
 # The ramp's last replies and the broadcast's queues drain, and the idle sweep finds the N quiet
 # (the broadcast put every one of them on its list): up to 120 s for the list to come down to
 # about what the pings keep on it (each pinged session stays listed about a second: N / interval;
@@ -445,7 +459,7 @@ chat_load held "$held_for"
 held_s=$((SECONDS - held_at))
 say "held $conns for $held_s s"
 
-# --- 6. restart --------------------------------------------------------------------------------
+# --- 7. restart --------------------------------------------------------------------------------
 say "restarting the server with $conns held"
 stop_server
 start_server
@@ -460,7 +474,7 @@ wait "$hold_pid" || rc=$?
 kernel_snapshot "$runs/kernel.after"
 stop_server
 
-# --- 7. the report -----------------------------------------------------------------------------
+# --- 8. the report -----------------------------------------------------------------------------
 {
   echo "cpus $ncpu"
   echo "server_cpus 0-$((server_cpus - 1))"

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """make bench-c1m's report: build/bench/c1m.md, c1m.json and c1m.png from scripts/bench-c1m.sh's run
 directory (hold.json from strix-chat-hold, alone.json and held.json from strix-chat-load, idle.json,
+platform.json from strix-platform-probe (the connect ceiling),
 kernel.* snapshots of Slab and /proc/net/sockstat, env.txt, limits.txt, sysctl.txt, samples.txt).
 
     c1m_report.py --runs build/bench/c1m-run --out build/bench
@@ -86,7 +87,22 @@ def figures(runs):
         "pings_per_s": n / float(env["ping_interval"]) if float(env["ping_interval"]) > 0 else 0.0,
     }
     f.update(kernel_delta(runs, n))
+    f.update(connect_floor(runs))
     return f, env
+
+
+def connect_floor(runs):
+    """strix-platform-probe's connect ceiling: a bare accepter and connector, 0 and 2 round trips."""
+    rows = {c["rounds"]: c for c in load(runs, "platform.json").get("connects", [])}
+    if 0 not in rows or 2 not in rows or not (rows[0]["ok"] and rows[2]["ok"]):
+        die("platform.json has no good connect ceiling rows (0 and 2 round trips)")
+    return {
+        "connect_floor_per_s": round(rows[2]["connections_per_s"]),
+        "connect_floor_handshake_per_s": round(rows[0]["connections_per_s"]),
+        "connect_floor_connections": rows[2]["connections"],
+        "connect_floor_connector_us": 1e6 * rows[2]["connector_cpu_s"] / rows[2]["connections"],
+        "connect_floor_accepter_us": 1e6 * rows[2]["accepter_cpu_s"] / rows[2]["connections"],
+    }
 
 
 def plot(runs, out):
@@ -115,6 +131,12 @@ def markdown(f, env, runs, plot_error):
         ("connections", f"{f['connections']:,} ({f['transport']}; {f['requested']:,} asked)"),
         ("held_s", f"{f['held_s']} s (all held to the restart, the chat workload running for {held_for} s of it)"),
         ("connect_per_s", f"{f['connect_per_s']:,}"),
+        ("connect_floor_per_s (strix-platform-probe)",
+         f"{f['connect_floor_per_s']:,} with two 200/64-byte round trips, {f['connect_floor_handshake_per_s']:,} "
+         f"with the handshake alone: a bare accept loop on CPU 0 and connector on CPU 1, "
+         f"{f['connect_floor_connections']:,} held, before the server started; per connection "
+         f"{f['connect_floor_connector_us']:.1f} us of the connector's CPU and {f['connect_floor_accepter_us']:.1f} us "
+         f"of the accepter's (loopback runs the receiver's TCP work on the sender's CPU)"),
         ("server_rss_bytes", f"{f['server_rss_bytes'] / 1048576:.1f} MiB"),
         ("server_rss_per_conn", kib(f["server_rss_per_conn"])),
         ("kernel_bytes_per_conn", f"{kib(f['kernel_bytes_per_conn'])} (Slab {kib(f['kernel_slab_bytes_per_conn'])}"

@@ -2,7 +2,7 @@
 // figures can be read against the floor they stand on.
 //
 //   strix-platform-probe [--hiccup-seconds S] [--segment-seconds S] [--connections N] [--size B]
-//                        [--json FILE]
+//                        [--connects N] [--in-flight K] [--json FILE]
 //
 // 1. Hiccups. One thread per usable CPU (pinned) does nothing but read the monotonic clock; every
 //    gap between two reads above 50 us is time the CPU was taken away (host preemption, interrupts,
@@ -15,6 +15,16 @@
 //    reads/s and each thread's CPU time per call: the most separate small writes one core can push
 //    through this kernel, and what reading them costs the other core. Every byte sent is checked to
 //    arrive (the counts must match after the drain, else the probe fails).
+// 3. Connect ceiling. A connector thread pinned to the second CPU keeps --in-flight nonblocking TCP
+//    connects to 127.0.0.1 outstanding; an accepter pinned to the first CPU accepts them. With 0
+//    round trips a connection counts once it is accepted and the connector has seen it writable;
+//    with 1 or 2, the connector then sends a 200-byte request (a login's size) and the accepter
+//    answers each with 64 bytes, every byte checked, as a login and a room join would. Every
+//    connection stays open until the measurement ends (each thread gets a descriptor table of its
+//    own, so --connects may reach RLIMIT_NOFILE's hard limit less a little). It reports connections
+//    a second and each thread's CPU time per connection: the most a server with nothing else to do
+//    could accept on one CPU from a client on the other, against which a chat server's connect rate
+//    can be read. Both ends on one machine pay for both sockets, as the connection benchmark does.
 //
 // Output: a markdown table on stdout and, with --json, the same figures for scripts to quote.
 // Exit status 0 when both measurements ran and every byte arrived, 1 otherwise, 2 on bad usage.
@@ -36,6 +46,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -53,6 +64,8 @@ struct options {
     double segment_s = 3;
     int connections = 500;
     int size = 256;
+    int connects = 10000;
+    int in_flight = 64;
     std::string json;
 };
 
@@ -75,6 +88,12 @@ options parse(int argc, char** argv) {
         ->capture_default_str()
         ->check(CLI::Range(1, 20000));
     app.add_option("--size", o.size, "bytes per send()")->capture_default_str()->check(CLI::Range(1, 65536));
+    app.add_option("--connects", o.connects, "connections per connect measurement (0: skip it)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 1000000));
+    app.add_option("--in-flight", o.in_flight, "connects outstanding at once")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 4096));
     app.add_option("--json", o.json, "also write the figures as JSON to FILE");
     try {
         app.parse(argc, argv);
@@ -299,6 +318,285 @@ segments measure_segments(bool tcp, const options& o, int send_cpu, int read_cpu
     return s;
 }
 
+// ---- 3. connect ceiling -----------------------------------------------------------------------
+
+constexpr int request_bytes = 200;
+constexpr int reply_bytes = 64;
+
+struct connects {
+    int rounds = 0;
+    int target = 0;
+    double seconds = 0;
+    std::uint64_t connected = 0, served = 0;
+    double connector_cpu_s = 0, accepter_cpu_s = 0;
+    std::int64_t accepter_end_ns = 0;
+    std::string error;
+    double per_s() const { return seconds > 0 ? static_cast<double>(connected) / seconds : 0; }
+    double cpu_us(double cpu_s) const { return served > 0 ? cpu_s * 1e6 / static_cast<double>(served) : 0; }
+};
+
+// Closes with a reset: no TIME_WAIT left behind to hold the next measurement's ports.
+void close_now(int fd) {
+    linger l{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    ::close(fd);
+}
+
+// The accepting end: accepts until `target` connections have done `rounds` request/reply pairs,
+// each request's bytes checked. Every connection stays open until `release` is set.
+void accept_side(int ls, int rounds, int target, int cpu, const std::atomic<bool>& give_up, std::atomic<bool>& finished,
+                 const std::atomic<bool>& release, connects& c, std::string& err) {
+    pin(cpu);
+    const double cpu0 = thread_cpu_s();
+    const int ep = ::epoll_create1(EPOLL_CLOEXEC);
+    epoll_event lev{};
+    lev.events = EPOLLIN;
+    lev.data.fd = ls;
+    ::epoll_ctl(ep, EPOLL_CTL_ADD, ls, &lev);
+    std::vector<int> held;
+    held.reserve(static_cast<std::size_t>(target));
+    std::vector<std::uint16_t> got, done;  // by descriptor: request bytes of this round, rounds answered
+    std::vector<epoll_event> events(512);
+    char buf[4096];
+    char reply[reply_bytes];
+    const std::int64_t deadline = now_ns() + 60'000'000'000;
+    std::uint64_t served = 0;
+    while (served < static_cast<std::uint64_t>(target) && err.empty() && !give_up.load(std::memory_order_relaxed)) {
+        if (now_ns() > deadline) {
+            err = "accepter: not every connection was served within 60 s";
+            break;
+        }
+        const int k = ::epoll_wait(ep, events.data(), static_cast<int>(events.size()), 10);
+        for (int j = 0; j < k && err.empty(); ++j) {
+            const int fd = events[static_cast<std::size_t>(j)].data.fd;
+            if (fd == ls) {
+                for (;;) {
+                    const int a = ::accept4(ls, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                    if (a < 0) {
+                        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED)
+                            err = std::string("accept: ") + std::strerror(errno);
+                        break;
+                    }
+                    held.push_back(a);
+                    if (rounds == 0) {
+                        ++served;
+                        continue;
+                    }
+                    if (static_cast<std::size_t>(a) >= got.size()) {
+                        got.resize(static_cast<std::size_t>(a) + 1024);
+                        done.resize(got.size());
+                    }
+                    got[static_cast<std::size_t>(a)] = done[static_cast<std::size_t>(a)] = 0;
+                    int one = 1;
+                    ::setsockopt(a, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                    epoll_event ev{};
+                    ev.events = EPOLLIN;
+                    ev.data.fd = a;
+                    ::epoll_ctl(ep, EPOLL_CTL_ADD, a, &ev);
+                }
+                continue;
+            }
+            const auto f = static_cast<std::size_t>(fd);
+            const ssize_t m = ::read(fd, buf, sizeof buf);
+            if (m <= 0) {
+                if (m == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+                    err = "accepter: a connection closed before its requests were answered";
+                continue;
+            }
+            // The connector sends a round's request only after the last reply, so one read holds
+            // at most the rest of one request.
+            const char want = static_cast<char>('a' + done[f]);
+            if (got[f] + m > request_bytes || std::any_of(buf, buf + m, [&](char b) { return b != want; })) {
+                err = "accepter: a request's bytes were not what was sent";
+                break;
+            }
+            got[f] = static_cast<std::uint16_t>(got[f] + m);
+            if (got[f] < request_bytes) continue;
+            got[f] = 0;
+            std::memset(reply, 'A' + done[f], sizeof reply);
+            if (::send(fd, reply, sizeof reply, MSG_NOSIGNAL) != reply_bytes) {
+                err = std::string("accepter: send: ") + std::strerror(errno);
+                break;
+            }
+            if (++done[f] == rounds) {
+                ::epoll_ctl(ep, EPOLL_CTL_DEL, fd, nullptr);
+                ++served;
+            }
+        }
+    }
+    c.served = served;
+    c.accepter_cpu_s = thread_cpu_s() - cpu0;
+    c.accepter_end_ns = now_ns();
+    finished.store(true, std::memory_order_release);
+    while (!release.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    for (int fd : held) close_now(fd);
+    ::close(ep);
+}
+
+connects measure_connects(int rounds, const options& o, int accept_cpu, int connect_cpu) {
+    connects c;
+    c.rounds = rounds;
+    c.target = o.connects;
+    const int ls = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (ls < 0 || ::bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(ls, 4096) != 0 ||
+        ::getsockname(ls, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+        c.error = std::string("tcp listener: ") + std::strerror(errno);
+        if (ls >= 0) ::close(ls);
+        return c;
+    }
+    // Each end sets its flag when its count is reached (or it failed); then both close everything.
+    std::atomic<bool> release{false}, accepted_all{false}, connected_all{false}, connector_failed{false};
+    std::string accept_err;
+    const std::int64_t t0 = now_ns();
+    std::thread accepter([&] {
+        // A table of its own: each end may hold as many descriptors as RLIMIT_NOFILE allows.
+        ::unshare(CLONE_FILES);
+        accept_side(ls, rounds, o.connects, accept_cpu, connector_failed, accepted_all, release, c, accept_err);
+    });
+    std::string& err = c.error;
+    std::int64_t connector_end = 0;
+    std::thread connector([&] {
+        ::unshare(CLONE_FILES);
+        pin(connect_cpu);
+        const double cpu0 = thread_cpu_s();
+        const int ep = ::epoll_create1(EPOLL_CLOEXEC);
+        std::vector<int> held;
+        held.reserve(static_cast<std::size_t>(o.connects));
+        std::vector<std::uint16_t> got, done;
+        std::vector<epoll_event> events(512);
+        char request[request_bytes];
+        char buf[reply_bytes * 2];
+        int started = 0, outstanding = 0;
+        std::uint64_t connected = 0;
+        const std::int64_t deadline = now_ns() + 60'000'000'000;
+        auto send_request = [&](int fd, std::size_t f) {
+            std::memset(request, 'a' + done[f], sizeof request);
+            if (::send(fd, request, sizeof request, MSG_NOSIGNAL) != request_bytes) {
+                err = std::string("connector: send: ") + std::strerror(errno);
+                return;
+            }
+            epoll_event ev{};
+            ev.events = EPOLLIN;
+            ev.data.fd = fd;
+            ::epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev);
+        };
+        auto finish = [&](int fd) {
+            ::epoll_ctl(ep, EPOLL_CTL_DEL, fd, nullptr);
+            ++connected;
+            --outstanding;
+        };
+        // The accepter finishing short of the count means it failed: stop rather than wait out
+        // the deadline.
+        auto accepter_failed = [&] {
+            return accepted_all.load(std::memory_order_acquire) && c.served < static_cast<std::uint64_t>(o.connects);
+        };
+        while (connected < static_cast<std::uint64_t>(o.connects) && err.empty() && !accepter_failed()) {
+            while (outstanding < o.in_flight && started < o.connects && err.empty()) {
+                const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+                if (fd < 0) {
+                    err = std::string("connector: socket: ") + std::strerror(errno);
+                    break;
+                }
+                held.push_back(fd);
+                // As strix-chat-hold does: 250 connections per 127.x.y.z source address, the port
+                // picked per destination at connect (IP_BIND_ADDRESS_NO_PORT). From one address
+                // the kernel's search for a free port grows with the ports held (270 us a connect
+                // with 19,000 held here).
+                const int one = 1;
+                ::setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+                sockaddr_in from{};
+                from.sin_family = AF_INET;
+                from.sin_addr.s_addr = htonl(0x7F030001u + static_cast<std::uint32_t>(started / 250));
+                if (::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0) {
+                    err = std::string("connector: bind: ") + std::strerror(errno);
+                    break;
+                }
+                if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 && errno != EINPROGRESS) {
+                    err = std::string("connector: connect: ") + std::strerror(errno);
+                    break;
+                }
+                const auto f = static_cast<std::size_t>(fd);
+                if (f >= got.size()) {
+                    got.resize(f + 1024);
+                    done.resize(got.size());
+                }
+                got[f] = done[f] = 0;
+                ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+                epoll_event ev{};
+                ev.events = EPOLLOUT;
+                ev.data.fd = fd;
+                ::epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+                ++started;
+                ++outstanding;
+            }
+            if (now_ns() > deadline) {
+                err = "connector: not every connection was made within 60 s";
+                break;
+            }
+            const int k = ::epoll_wait(ep, events.data(), static_cast<int>(events.size()), 10);
+            for (int j = 0; j < k && err.empty(); ++j) {
+                const auto& e = events[static_cast<std::size_t>(j)];
+                const int fd = e.data.fd;
+                const auto f = static_cast<std::size_t>(fd);
+                if (e.events & EPOLLOUT) {
+                    int soerr = 0;
+                    socklen_t sl = sizeof soerr;
+                    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+                    if (soerr != 0) {
+                        err = std::string("connector: connect: ") + std::strerror(soerr);
+                        break;
+                    }
+                    if (rounds == 0)
+                        finish(fd);
+                    else
+                        send_request(fd, f);
+                    continue;
+                }
+                const ssize_t m = ::read(fd, buf, sizeof buf);
+                if (m <= 0) {
+                    if (m == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+                        err = "connector: a connection closed before its replies came";
+                    continue;
+                }
+                const char want = static_cast<char>('A' + done[f]);
+                if (got[f] + m > reply_bytes || std::any_of(buf, buf + m, [&](char b) { return b != want; })) {
+                    err = "connector: a reply's bytes were not what was sent";
+                    break;
+                }
+                got[f] = static_cast<std::uint16_t>(got[f] + m);
+                if (got[f] < reply_bytes) continue;
+                got[f] = 0;
+                if (++done[f] == rounds)
+                    finish(fd);
+                else
+                    send_request(fd, f);
+            }
+        }
+        c.connected = connected;
+        c.connector_cpu_s = thread_cpu_s() - cpu0;
+        connector_end = now_ns();
+        if (!err.empty()) connector_failed.store(true, std::memory_order_relaxed);
+        connected_all.store(true, std::memory_order_release);
+        while (!release.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        for (int fd : held) close_now(fd);
+        ::close(ep);
+    });
+    while (!accepted_all.load(std::memory_order_acquire) || !connected_all.load(std::memory_order_acquire))
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    release.store(true, std::memory_order_release);
+    connector.join();
+    accepter.join();
+    ::close(ls);
+    if (c.error.empty() && !accept_err.empty()) c.error = accept_err;
+    c.seconds = static_cast<double>(std::max(connector_end, c.accepter_end_ns) - t0) * 1e-9;
+    if (c.error.empty() && c.served != c.connected) c.error = "accepted and connected counts differ";
+    return c;
+}
+
 std::string fmt(const char* f, double v) {
     char b[64];
     std::snprintf(b, sizeof b, f, v);
@@ -319,12 +617,17 @@ std::string thousands(double v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const options o = parse(argc, argv);
+    options o = parse(argc, argv);
     const std::vector<int> cpus = usable_cpus();
     rlimit rl{};
+    int connects_asked = o.connects;
     if (::getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-        rl.rlim_cur = std::min<rlim_t>(rl.rlim_max, static_cast<rlim_t>(o.connections) * 2 + 64);
+        // The connect measurement's ends each have a table of their own, one descriptor a connection.
+        const rlim_t need =
+            std::max<rlim_t>(static_cast<rlim_t>(o.connections) * 2, static_cast<rlim_t>(o.connects)) + 64;
+        rl.rlim_cur = std::min<rlim_t>(rl.rlim_max, need);
         ::setrlimit(RLIMIT_NOFILE, &rl);
+        if (rl.rlim_cur < need) o.connects = std::max(0, static_cast<int>(rl.rlim_cur) - 64);
     }
 
     std::vector<hiccups> hic(cpus.size());
@@ -338,6 +641,9 @@ int main(int argc, char** argv) {
     const int read_cpu = cpus.size() > 1 ? cpus[1] : cpus.front();
     std::vector<segments> segs{measure_segments(true, o, send_cpu, read_cpu),
                                measure_segments(false, o, send_cpu, read_cpu)};
+    std::vector<connects> conns;
+    if (o.connects > 0)
+        for (int rounds = 0; rounds <= 2; ++rounds) conns.push_back(measure_connects(rounds, o, send_cpu, read_cpu));
 
     std::printf("## Clock hiccups (%.0f s, one spinning thread per CPU)\n\n", o.hiccup_s);
     std::printf("| CPU | gaps > 50 us | > 200 us | > 1 ms | > 5 ms | longest (ms) | wall time lost |\n");
@@ -365,6 +671,28 @@ int main(int argc, char** argv) {
                     fmt("%.0f", s.seconds > 0 ? 100 * s.sender_cpu_s / s.seconds : 0).c_str(),
                     fmt("%.0f", s.seconds > 0 ? 100 * s.reader_cpu_s / s.seconds : 0).c_str(),
                     good ? "all bytes arrived" : ("FAILED: " + s.error).c_str());
+    }
+    if (!conns.empty()) {
+        std::printf("\n## Connect ceiling (%d connections held, %d connects in flight, accepter on CPU %d, connector "
+                    "on CPU %d; a round trip is a %d-byte request and a %d-byte reply)\n\n",
+                    o.connects, o.in_flight, send_cpu, read_cpu, request_bytes, reply_bytes);
+        if (o.connects < connects_asked)
+            std::printf("RLIMIT_NOFILE's hard limit %llu held it to %d of the %d connections asked.\n\n",
+                        static_cast<unsigned long long>(rl.rlim_max), o.connects, connects_asked);
+        std::printf(
+            "| round trips | connections/s | accepter CPU per connection (us) | connector CPU per connection (us) "
+            "| accepter CPU %% | connector CPU %% | result |\n");
+        std::printf("|---:|---:|---:|---:|---:|---:|---|\n");
+        for (const auto& c : conns) {
+            const bool good = c.error.empty();
+            ok = ok && good;
+            std::printf("| %d | %s | %s | %s | %s | %s | %s |\n", c.rounds, thousands(c.per_s()).c_str(),
+                        fmt("%.1f", c.cpu_us(c.accepter_cpu_s)).c_str(),
+                        fmt("%.1f", c.cpu_us(c.connector_cpu_s)).c_str(),
+                        fmt("%.0f", c.seconds > 0 ? 100 * c.accepter_cpu_s / c.seconds : 0).c_str(),
+                        fmt("%.0f", c.seconds > 0 ? 100 * c.connector_cpu_s / c.seconds : 0).c_str(),
+                        good ? "every connection made and every byte checked" : ("FAILED: " + c.error).c_str());
+        }
     }
     if (cpus.size() < 2) std::printf("\nOnly one usable CPU: sender and reader shared it.\n");
 
@@ -394,6 +722,18 @@ int main(int argc, char** argv) {
                                     {"reader_cpu_s", s.reader_cpu_s},
                                     {"ok", s.error.empty()}});
         }
+        nlohmann::ordered_json connect_rows = nlohmann::ordered_json::array();
+        for (const auto& c : conns) {
+            connect_rows.push_back({{"rounds", c.rounds},
+                                    {"connections", c.connected},
+                                    {"accepted", c.served},
+                                    {"in_flight", o.in_flight},
+                                    {"seconds", c.seconds},
+                                    {"connections_per_s", c.per_s()},
+                                    {"accepter_cpu_s", c.accepter_cpu_s},
+                                    {"connector_cpu_s", c.connector_cpu_s},
+                                    {"ok", c.error.empty()}});
+        }
         const nlohmann::ordered_json report = {{"cpus", cpus.size()},
                                                {"hiccup_seconds", o.hiccup_s},
                                                {"hiccups", std::move(hiccup_rows)},
@@ -401,6 +741,7 @@ int main(int argc, char** argv) {
                                                {"connections", o.connections},
                                                {"size", o.size},
                                                {"segments", std::move(segment_rows)},
+                                               {"connects", std::move(connect_rows)},
                                                {"ok", ok}};
         std::ofstream j(o.json);
         j << report.dump(2) << '\n';
