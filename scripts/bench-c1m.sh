@@ -36,7 +36,8 @@
 # Environment: CONNS (1000000; smaller for a quick run, e.g. CONNS=5000), TRANSPORT (tcp|ws),
 #   ROOM_MEMBERS (0: all), IDLE_SECONDS (10), HOLD_SECONDS (300), PING_INTERVAL (60), IN_FLIGHT
 #   (64: the server's --login-queue follows), READ_EVERY (1000: strix-chat-hold's --read-every,
-#   microseconds), CHAT_CLIENTS (200), CHAT_ROOMS (10), CHAT_RPS (10),
+#   microseconds), PLACEMENT (split: the server on CPU 0, the tools on the rest; shared: both on
+#   every CPU), CHAT_CLIENTS (200), CHAT_ROOMS (10), CHAT_RPS (10),
 #   CHAT_DURATION (60: the run alone; the run beside the N takes the rest of HOLD_SECONDS, at least
 #   this), CHAT_WARMUP (3), SHARDS (as the descriptor tables need: more runs that many, each with a
 #   table of its own, so a small run has a million's shard count), TIME_LIMIT (300 s + HOLD_SECONDS
@@ -57,6 +58,7 @@ hold_s=${HOLD_SECONDS:-300}
 ping_interval=${PING_INTERVAL:-60}
 in_flight=${IN_FLIGHT:-64}
 read_every=${READ_EVERY:-1000}
+placement=${PLACEMENT:-split}
 chat_clients=${CHAT_CLIENTS:-200}
 chat_rooms=${CHAT_ROOMS:-10}
 chat_rps=${CHAT_RPS:-10}
@@ -74,6 +76,7 @@ case $transport in tcp | ws) ;; *) die "TRANSPORT must be tcp or ws" ;; esac
 [[ "$shards_asked" =~ ^[0-9]+$ ]] && [ "$shards_asked" -le 256 ] || die "SHARDS must be a number up to 256"
 [[ "$ping_interval" =~ ^[0-9]+$ ]] || die "PING_INTERVAL must be whole seconds (0: no pings)"
 [[ "$read_every" =~ ^[0-9]+$ ]] || die "READ_EVERY must be whole microseconds (0: the tool reads at once)"
+case $placement in split | shared) ;; *) die "PLACEMENT must be split or shared" ;; esac
 for b in strix-chat-server strix-chat-hold strix-chat-load strix-platform-probe; do
   [ -x "$bin/$b" ] || die "$bin/$b is missing; build first (make build)"
 done
@@ -279,6 +282,13 @@ ncpu=$(nproc)
 server_cpus=$((ncpu > 1 ? ncpu - 1 : 1))
 client_cpus=$((ncpu > 1 ? server_cpus : 0))-$((ncpu - 1))
 [ "$server_cpus" -eq $((ncpu - 1)) ] && client_cpus=$((ncpu - 1))
+server_set=0-$((server_cpus - 1))
+# PLACEMENT=shared: the server and the tools each on every CPU, the scheduler placing them.
+if [ "$placement" = shared ]; then
+  server_set=0-$((ncpu - 1))
+  client_cpus=$server_set
+  note "PLACEMENT=shared: the server and the tools on CPUs $server_set alike"
+fi
 pin=(taskset -c "$client_cpus")
 # One shard per server CPU, pinned; with a descriptor table per shard, as many shards as tables,
 # all confined to the server's CPUs.
@@ -299,7 +309,7 @@ port=$(free_port)
 ws_port=$(free_port)
 metrics_port=$(free_port)
 login_queue=$((in_flight > 64 ? in_flight : 64))
-server_cmd=(taskset -c "0-$((server_cpus - 1))" "$bin/strix-chat-server" --db "sqlite:$tmp/chat.db" --port "$port" --ws-port "$ws_port"
+server_cmd=(taskset -c "$server_set" "$bin/strix-chat-server" --db "sqlite:$tmp/chat.db" --port "$port" --ws-port "$ws_port"
   --metrics-port "$metrics_port" --jwt-key "$tmp/jwt.key" --logins both --password-cost fast
   --max-connections "$((conns + chat_clients + 100))" --login-queue "$login_queue"
   --chat-rate 1000000 --chat-burst 1000000 --shards "$shards" "${server_pin[@]}")
@@ -353,7 +363,7 @@ kernel_snapshot() {
 }
 
 start_server
-say "server pid $server_pid: ${shards} shard(s) on CPU(s) 0-$((server_cpus - 1)), clients on CPU(s) $client_cpus; $conns connections over $transport"
+say "server pid $server_pid: ${shards} shard(s) on CPU(s) $server_set, clients on CPU(s) $client_cpus; $conns connections over $transport"
 
 # The sampler: every second the server's sessions, its RSS and the tool's RSS.
 sampler() {
@@ -477,7 +487,7 @@ stop_server
 # --- 8. the report -----------------------------------------------------------------------------
 {
   echo "cpus $ncpu"
-  echo "server_cpus 0-$((server_cpus - 1))"
+  echo "server_cpus $server_set"
   echo "server_shards $shards"
   echo "fd_tables $fd_tables"
   echo "client_cpus $client_cpus"
