@@ -342,6 +342,30 @@ void close_now(int fd) {
     ::close(fd);
 }
 
+// Reads what fd has of the current round's message: `size` bytes, every one `want`. The other
+// end sends a round's message only after the last answer, so one read holds at most the rest of
+// it. Returns 1 when the message is whole, 0 when more is to come, -1 with `err` set (`who`
+// names the end) on a close, a read error or a byte that was not sent.
+int read_round(int fd, std::uint16_t& got, int size, char want, const char* who, std::string& err) {
+    char buf[512];
+    const ssize_t m = ::read(fd, buf, sizeof buf);
+    if (m <= 0) {
+        if (m == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+            err = std::string(who) + ": a connection closed before its round trips were done";
+            return -1;
+        }
+        return 0;
+    }
+    if (got + m > size || std::any_of(buf, buf + m, [&](char b) { return b != want; })) {
+        err = std::string(who) + ": a message's bytes were not what was sent";
+        return -1;
+    }
+    got = static_cast<std::uint16_t>(got + m);
+    if (got < size) return 0;
+    got = 0;
+    return 1;
+}
+
 // The accepting end: accepts until `target` connections have done `rounds` request/reply pairs,
 // each request's bytes checked. Every connection stays open until `release` is set.
 void accept_side(int ls, int rounds, int target, int cpu, const std::atomic<bool>& give_up, std::atomic<bool>& finished,
@@ -357,7 +381,6 @@ void accept_side(int ls, int rounds, int target, int cpu, const std::atomic<bool
     held.reserve(static_cast<std::size_t>(target));
     std::vector<std::uint16_t> got, done;  // by descriptor: request bytes of this round, rounds answered
     std::vector<epoll_event> events(512);
-    char buf[4096];
     char reply[reply_bytes];
     const std::int64_t deadline = now_ns() + 60'000'000'000;
     std::uint64_t served = 0;
@@ -397,22 +420,9 @@ void accept_side(int ls, int rounds, int target, int cpu, const std::atomic<bool
                 continue;
             }
             const auto f = static_cast<std::size_t>(fd);
-            const ssize_t m = ::read(fd, buf, sizeof buf);
-            if (m <= 0) {
-                if (m == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-                    err = "accepter: a connection closed before its requests were answered";
-                continue;
-            }
-            // The connector sends a round's request only after the last reply, so one read holds
-            // at most the rest of one request.
-            const char want = static_cast<char>('a' + done[f]);
-            if (got[f] + m > request_bytes || std::any_of(buf, buf + m, [&](char b) { return b != want; })) {
-                err = "accepter: a request's bytes were not what was sent";
-                break;
-            }
-            got[f] = static_cast<std::uint16_t>(got[f] + m);
-            if (got[f] < request_bytes) continue;
-            got[f] = 0;
+            const int whole = read_round(fd, got[f], request_bytes, static_cast<char>('a' + done[f]), "accepter", err);
+            if (whole < 0) break;
+            if (whole == 0) continue;
             std::memset(reply, 'A' + done[f], sizeof reply);
             if (::send(fd, reply, sizeof reply, MSG_NOSIGNAL) != reply_bytes) {
                 err = std::string("accepter: send: ") + std::strerror(errno);
@@ -469,7 +479,6 @@ connects measure_connects(int rounds, const options& o, int accept_cpu, int conn
         std::vector<std::uint16_t> got, done;
         std::vector<epoll_event> events(512);
         char request[request_bytes];
-        char buf[reply_bytes * 2];
         int started = 0, outstanding = 0;
         std::uint64_t connected = 0;
         const std::int64_t deadline = now_ns() + 60'000'000'000;
@@ -556,20 +565,10 @@ connects measure_connects(int rounds, const options& o, int accept_cpu, int conn
                         send_request(fd, f);
                     continue;
                 }
-                const ssize_t m = ::read(fd, buf, sizeof buf);
-                if (m <= 0) {
-                    if (m == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-                        err = "connector: a connection closed before its replies came";
-                    continue;
-                }
-                const char want = static_cast<char>('A' + done[f]);
-                if (got[f] + m > reply_bytes || std::any_of(buf, buf + m, [&](char b) { return b != want; })) {
-                    err = "connector: a reply's bytes were not what was sent";
-                    break;
-                }
-                got[f] = static_cast<std::uint16_t>(got[f] + m);
-                if (got[f] < reply_bytes) continue;
-                got[f] = 0;
+                const int whole =
+                    read_round(fd, got[f], reply_bytes, static_cast<char>('A' + done[f]), "connector", err);
+                if (whole < 0) break;
+                if (whole == 0) continue;
                 if (++done[f] == rounds)
                     finish(fd);
                 else
