@@ -184,21 +184,27 @@ struct segments {
     double per_s(std::uint64_t v) const { return seconds > 0 ? static_cast<double>(v) / seconds : 0; }
 };
 
+// A TCP listener on 127.0.0.1 at a port the kernel picks, its address in `addr`; -1 with `err`
+// set when it cannot be made.
+int loopback_listener(int flags, int backlog, sockaddr_in& addr, std::string& err) {
+    const int ls = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
+    addr = sockaddr_in{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (ls < 0 || ::bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(ls, backlog) != 0 ||
+        ::getsockname(ls, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+        err = std::string("tcp listener: ") + std::strerror(errno);
+        if (ls >= 0) ::close(ls);
+        return -1;
+    }
+    return ls;
+}
+
 bool make_pairs(bool tcp, int n, std::vector<int>& writers, std::vector<int>& readers, std::string& err) {
     int ls = -1;
     sockaddr_in addr{};
-    if (tcp) {
-        ls = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        addr.sin_family = AF_INET;
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof addr;
-        if (ls < 0 || ::bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(ls, 1024) != 0 ||
-            ::getsockname(ls, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-            err = std::string("tcp listener: ") + std::strerror(errno);
-            if (ls >= 0) ::close(ls);
-            return false;
-        }
-    }
+    if (tcp && (ls = loopback_listener(0, 1024, addr, err)) < 0) return false;
     for (int i = 0; i < n; ++i) {
         int w = -1, r = -1;
         if (tcp) {
@@ -325,7 +331,6 @@ constexpr int reply_bytes = 64;
 
 struct connects {
     int rounds = 0;
-    int target = 0;
     double seconds = 0;
     std::uint64_t connected = 0, served = 0;
     double connector_cpu_s = 0, accepter_cpu_s = 0;
@@ -446,18 +451,9 @@ void accept_side(int ls, int rounds, int target, int cpu, const std::atomic<bool
 connects measure_connects(int rounds, const options& o, int accept_cpu, int connect_cpu) {
     connects c;
     c.rounds = rounds;
-    c.target = o.connects;
-    const int ls = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (ls < 0 || ::bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(ls, 4096) != 0 ||
-        ::getsockname(ls, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-        c.error = std::string("tcp listener: ") + std::strerror(errno);
-        if (ls >= 0) ::close(ls);
-        return c;
-    }
+    const int ls = loopback_listener(SOCK_NONBLOCK, 4096, addr, c.error);
+    if (ls < 0) return c;
     // Each end sets its flag when its count is reached (or it failed); then both close everything.
     std::atomic<bool> release{false}, accepted_all{false}, connected_all{false}, connector_failed{false};
     std::string accept_err;
