@@ -187,7 +187,8 @@ public:
     /// Cancels t's receive (its last completion still comes, with -ECANCELED or data).
     void cancel_recv(uring_target& t) { cancel_data(user_data(&t, t_recv)); }
     /// Cancels what t has in flight, each by its user_data: its receive when `receiving`, its
-    /// send or wait for room when `sending`.
+    /// send or wait for room when `sending`. Submits at once, with whatever else is queued: the
+    /// caller closes t's descriptor next (see uring_stream::close).
     void cancel_ops(uring_target& t, bool receiving, bool sending) {
         if (t.ops_ == 0) return;
         if (receiving) cancel_data(user_data(&t, t_recv));
@@ -195,6 +196,7 @@ public:
             cancel_data(user_data(&t, t_send));
             cancel_data(user_data(&t, t_writable));
         }
+        submit_now();
     }
     /// Cancels t's multishot accept.
     void cancel_accept(uring_target& t) { cancel_data(user_data(&t, t_accept)); }

@@ -107,7 +107,12 @@ public:
         // Cancelling by descriptor walks every poll the ring has armed, so closing a shard's N
         // sessions cost N^2 matches: 40,000 connections on 3 shards took 14.4 s to stop, and a
         // million did not stop in 130 s. The operations hold the socket open themselves, so the
-        // number may be reused at once.
+        // number may be reused at once, but only once they are submitted: an operation still in
+        // the submission queue names the descriptor by number, and the kernel looks the number up
+        // when it is submitted. Closed before that, the number can go to a new socket (another
+        // shard's accept; on this ring an accept's completion run on the close's return from the
+        // kernel, with cooperative task work), whose bytes a stale receive would then eat or a
+        // stale send would write into: a TLS peer saw "unexpected message".
         poller_.cancel_ops(*this, armed_, sending_);
     }
 
