@@ -11,11 +11,11 @@
 //   one io_uring_enter per loop turn submits the turn's sends and re-arms, and reaps completions;
 //   a session's large output is submitted mid-turn (submit_now, session_limits::flush_bytes).
 //
-// Setup: SINGLE_ISSUER + COOP_TASKRUN (completions are posted when the shard's thread next leaves
-// the kernel, not by interrupting it; make_uring_poller says why not DEFER_TASKRUN), created
+// Setup: SINGLE_ISSUER + COOP_TASKRUN (completions are posted when the shard's thread next returns
+// from the kernel, not by interrupting it; make_uring_poller says why not DEFER_TASKRUN), created
 // disabled and enabled by the shard's own thread (thread_start), which makes that thread the
-// ring's one submitter. Operations prepared before
-// then (the doorbell registers in the shard's constructor) go in with the first submit.
+// ring's one submitter. Operations prepared before then (the doorbell registers in the shard's
+// constructor) go in with the first submit.
 //
 // Lifetimes: every submitted operation holds a reference on its target until its last CQE has
 // been dispatched, so a session closed mid-flight is freed only when the kernel is done with it.
