@@ -14,8 +14,8 @@
 
 #include "apps/chat/storage/backends.hpp"
 #include "apps/chat/storage/direct_rooms.hpp"
-#include "apps/chat/storage/migrations.hpp"
 #include "apps/chat/storage/sqlite_checkpointer.hpp"
+#include "apps/chat/storage/sqlite_db.hpp"
 
 #include <sqlite3.h>
 
@@ -30,74 +30,6 @@
 namespace strix::chat::storage_detail {
 
 namespace {
-
-// Owns a prepared statement; reset() on scope exit so a statement that threw midway neither
-// keeps its bindings nor holds a read transaction open (which would stall WAL checkpoints).
-class statement {
-public:
-    statement() = default;
-    statement(sqlite3* db, const char* sql) : db_(db) {
-        if (::sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) != SQLITE_OK) {
-            throw storage_error(std::string("sqlite: cannot prepare '") + sql + "': " + ::sqlite3_errmsg(db));
-        }
-    }
-    statement(statement&& o) noexcept : db_(o.db_), stmt_(std::exchange(o.stmt_, nullptr)) {}
-    statement& operator=(statement&& o) noexcept {
-        std::swap(db_, o.db_);
-        std::swap(stmt_, o.stmt_);
-        return *this;
-    }
-    ~statement() { ::sqlite3_finalize(stmt_); }
-
-    sqlite3_stmt* get() const noexcept { return stmt_; }
-
-    void bind(int i, std::int64_t v) { check(::sqlite3_bind_int64(stmt_, i, v)); }
-    void bind(int i, std::uint64_t v) { bind(i, static_cast<std::int64_t>(v)); }
-    void bind_text(int i, std::string_view s) {
-        // SQLITE_STATIC: the caller's string outlives the step; reset() drops the binding.
-        check(::sqlite3_bind_text64(stmt_, i, s.data(), s.size(), SQLITE_STATIC, SQLITE_UTF8));
-    }
-    void bind_blob(int i, std::string_view s) {
-        // A null pointer would bind NULL, not an empty blob; std::string::data() never is null,
-        // but a string_view may be.
-        const char* p = s.data() != nullptr ? s.data() : "";
-        check(::sqlite3_bind_blob64(stmt_, i, p, s.size(), SQLITE_STATIC));
-    }
-
-    /// true: a row is ready; false: done.
-    bool step() {
-        const int rc = ::sqlite3_step(stmt_);
-        if (rc == SQLITE_ROW) return true;
-        if (rc == SQLITE_DONE) return false;
-        throw storage_error(std::string("sqlite: ") + ::sqlite3_errmsg(db_) + " (in '" + ::sqlite3_sql(stmt_) + "')");
-    }
-
-    std::int64_t column_i64(int c) const noexcept { return ::sqlite3_column_int64(stmt_, c); }
-    std::string column_string(int c) const {
-        // Ask for the pointer first, then the size (the order SQLite documents).
-        const void* p = ::sqlite3_column_blob(stmt_, c);
-        const auto n = static_cast<std::size_t>(::sqlite3_column_bytes(stmt_, c));
-        return p == nullptr ? std::string() : std::string(static_cast<const char*>(p), n);
-    }
-
-    void reset() noexcept {
-        ::sqlite3_reset(stmt_);
-        ::sqlite3_clear_bindings(stmt_);
-    }
-
-private:
-    void check(int rc) {
-        if (rc != SQLITE_OK) throw storage_error(std::string("sqlite: bind failed: ") + ::sqlite3_errmsg(db_));
-    }
-
-    sqlite3* db_ = nullptr;
-    sqlite3_stmt* stmt_ = nullptr;
-};
-
-struct reset_guard {
-    statement& s;
-    ~reset_guard() { s.reset(); }
-};
 
 class sqlite_chat_store final : public chat_store, private direct_steps {
 public:
@@ -587,7 +519,7 @@ private:
         ::sqlite3_extended_result_codes(db_, 1);
         ::sqlite3_busy_timeout(db_, sqlite_busy_timeout_ms);
         try {
-            enable_wal();
+            sqlite_enable_wal(db_);
             exec("PRAGMA synchronous=NORMAL");
             checkpoints_ = checkpointer::for_path(path);
             ::sqlite3_wal_hook(db_, &checkpointer::on_commit, checkpoints_.get());
@@ -595,7 +527,7 @@ private:
             throw std::runtime_error("cannot use SQLite database '" + path + "': " + e.what() +
                                      "; check that it is a SQLite database file and writable");
         }
-        migrate(path);
+        sqlite_migrate(db_, path);
         select_account_ = statement(db_, "SELECT id, password_hash FROM accounts WHERE name = ?1");
         // LEFT JOIN: a membership is listed unless its room is marked deleted (one whose room has no
         // rooms row is listed, as the one-room query did).
@@ -666,75 +598,6 @@ private:
         }
     }
 
-    // Switching to WAL needs an exclusive lock for a moment and does not always go through the
-    // busy handler, so two first openers may see SQLITE_BUSY: retry for up to the busy timeout.
-    void enable_wal() {
-        for (int waited_ms = 0;; waited_ms += 10) {
-            std::string mode;
-            char* err = nullptr;
-            const int rc = ::sqlite3_exec(
-                db_, "PRAGMA journal_mode=WAL",
-                [](void* out, int, char** values, char**) {
-                    if (values[0] != nullptr) *static_cast<std::string*>(out) = values[0];
-                    return 0;
-                },
-                &mode, &err);
-            std::string msg = err != nullptr ? err : ::sqlite3_errstr(rc);
-            ::sqlite3_free(err);
-            if (rc == SQLITE_OK) {
-                if (mode != "wal") throw storage_error("sqlite: the database refused WAL journal mode");
-                return;
-            }
-            const int code = rc & 0xff;
-            if ((code != SQLITE_BUSY && code != SQLITE_LOCKED) || waited_ms >= sqlite_busy_timeout_ms) {
-                throw storage_error("sqlite: " + msg);
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
-    }
-
-    void migrate(const std::string& path) {
-        // The write lock serializes concurrent openers: the second one sees the first's version.
-        std::uint32_t current = 0;
-        const migration* failed = nullptr;
-        try {
-            exec("BEGIN IMMEDIATE");
-            exec(sqlite_schema_version_table);
-            {
-                statement v(db_, "SELECT COALESCE(MAX(version), 0) FROM schema_version");
-                current = static_cast<std::uint32_t>(scalar(v));
-            }
-            if (current > latest_schema_version()) {
-                throw std::runtime_error("SQLite database '" + path + "' has schema version " +
-                                         std::to_string(current) + ", newer than this build's " +
-                                         std::to_string(latest_schema_version()) +
-                                         "; run a newer strix or use another database");
-            }
-            for (const auto& m : all_migrations()) {
-                if (m.version <= current) continue;
-                failed = &m;
-                exec(m.sqlite_sql);
-                statement rec(db_, "INSERT INTO schema_version (version, applied_at_us) VALUES (?1, ?2)");
-                reset_guard g{rec};
-                rec.bind(1, static_cast<std::int64_t>(m.version));
-                rec.bind(2, wall_clock_us());
-                rec.step();
-            }
-            failed = nullptr;
-            exec("COMMIT");
-        } catch (const storage_error& e) {
-            ::sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-            throw std::runtime_error(
-                "cannot migrate SQLite database '" + path + "'" +
-                (failed ? " (step " + std::to_string(failed->version) + ", " + failed->description + ")"
-                        : std::string()) +
-                ": " + e.what() + "; check that the file is writable and not corrupt");
-        } catch (...) {
-            ::sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-            throw;
-        }
-    }
-
     struct account_row {
         std::uint64_t id;
         std::string hash;
@@ -791,20 +654,9 @@ private:
     static void bind_one(statement& st, int i, std::int64_t v) { st.bind(i, v); }
     static void bind_one(statement& st, int i, std::string_view v) { st.bind_text(i, v); }
 
-    static std::int64_t scalar(statement& s) {
-        reset_guard g{s};
-        if (!s.step()) throw storage_error("sqlite: scalar query returned no row");
-        return s.column_i64(0);
-    }
+    static std::int64_t scalar(statement& s) { return sqlite_scalar(s); }
 
-    void exec(const char* sql) {
-        char* err = nullptr;
-        if (::sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-            std::string msg = std::string("sqlite: ") + (err ? err : ::sqlite3_errmsg(db_)) + " (in '" + sql + "')";
-            ::sqlite3_free(err);
-            throw storage_error(msg);
-        }
-    }
+    void exec(const char* sql) { sqlite_exec(db_, sql); }
 
     void close() noexcept {
         // Statements first: close_v2 would otherwise defer the close until they are finalized.
