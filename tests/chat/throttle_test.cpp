@@ -192,24 +192,45 @@ TEST_P(throttle, an_unknown_account_takes_as_long_to_refuse_as_a_wrong_password)
         auto store = open_chat_store(db_url_, password_policy::interactive());
         ASSERT_EQ(store->login("ann", "right", true).outcome, login_outcome::created);
     }
-    auto srv = start(2, {"--password-cost", "interactive", "--no-auto-register", "--login-free-failures", "50",
-                         "--login-lockout-failures", "60", "--address-free-failures", "50",
-                         "--address-lockout-failures", "60"});
+    auto srv = start(2, {"--password-cost", "interactive", "--no-auto-register", "--login-free-failures", "200",
+                         "--login-lockout-failures", "240", "--address-free-failures", "200",
+                         "--address-lockout-failures", "240"});
     chat_client c(srv->port());
     // The fastest of several replies, interleaved: a busy machine (ctest runs other tests that hash
     // beside this one) only adds time, so the minimum is each path's own cost. Medians were not
-    // enough: with both cores loaded one run measured 104.5 ms against 48.6 ms.
+    // enough: with both cores loaded one run measured 104.5 ms against 48.6 ms. Even the minimum
+    // was not, once: beside this test's twin on the other back end, hashing in step with it, every
+    // unknown name's reply met the twin's hash (fastest 141.4 ms against 73.5). So the order
+    // alternates within a round, and a round whose figures are out of bounds is measured again,
+    // three rounds at most. Noise only adds time, so an unknown name answered fast (no dummy
+    // check) fails every round.
     double wrong = 1e9, unknown = 1e9;
-    for (int i = 0; i < 9; ++i) {
-        auto t0 = std::chrono::steady_clock::now();
-        EXPECT_EQ(login_error(c, "ann", "wrong").first, error_code::wrong_password);
-        auto t1 = std::chrono::steady_clock::now();
-        EXPECT_EQ(login_error(c, "nobody" + std::to_string(i), "wrong").first, error_code::unknown_account);
-        auto t2 = std::chrono::steady_clock::now();
-        wrong = std::min(wrong, std::chrono::duration<double, std::milli>(t1 - t0).count());
-        unknown = std::min(unknown, std::chrono::duration<double, std::milli>(t2 - t1).count());
+    for (int round = 0; round < 3; ++round) {
+        wrong = 1e9;
+        unknown = 1e9;
+        for (int i = 0; i < 9; ++i) {
+            auto time_ms = [](auto&& reply) {
+                const auto t0 = std::chrono::steady_clock::now();
+                reply();
+                return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+            };
+            auto wrong_reply = [&] { EXPECT_EQ(login_error(c, "ann", "wrong").first, error_code::wrong_password); };
+            auto unknown_reply = [&] {
+                EXPECT_EQ(login_error(c, "nobody" + std::to_string(round * 9 + i), "wrong").first,
+                          error_code::unknown_account);
+            };
+            if (i % 2 == 0) {
+                wrong = std::min(wrong, time_ms(wrong_reply));
+                unknown = std::min(unknown, time_ms(unknown_reply));
+            } else {
+                unknown = std::min(unknown, time_ms(unknown_reply));
+                wrong = std::min(wrong, time_ms(wrong_reply));
+            }
+        }
+        std::printf("round %d, fastest reply: wrong password %.1f ms, unknown account %.1f ms\n", round + 1, wrong,
+                    unknown);
+        if (wrong > 5.0 && unknown > 0.6 * wrong && unknown < 1.7 * wrong) break;
     }
-    std::printf("fastest reply: wrong password %.1f ms, unknown account %.1f ms\n", wrong, unknown);
     EXPECT_GT(wrong, 5.0) << "a wrong password was not checked against argon2id";
     // Without the dummy check an unknown name answers in about 1 ms against tens of ms.
     EXPECT_GT(unknown, 0.6 * wrong) << "an unknown account is answered faster: the reply time tells names apart";
