@@ -10,7 +10,8 @@
 #   2. strix-platform-probe's connect ceiling in the run's namespace, before anything else is
 #      connected: a bare accepter on CPU 0 and connector on CPU 1 (no server, no logins), as many
 #      connections as one descriptor table holds, with 0 and with 2 small request/reply round trips
-#      (connect_floor_per_s: what the machine's loopback TCP allows the ramp at most);
+#      (connect_floor_per_s: what the machine's loopback TCP allows the ramp at most), and the
+#      CPU a bare send() takes (broadcast_floor_s: the broadcast's sends alone at that cost);
 #   3. a server (embedded SQLite in a temporary directory, --jwt-key HS256 for the held
 #      connections, password logins at the cheap cost for the chat workload, --max-connections
 #      above the count, /metrics on), its shards pinned to the first CPUs, the clients on the rest;
@@ -270,11 +271,17 @@ done >"$runs/sysctl.txt"
 # The same loopback and TCP table the run will use, nothing else connected yet: how fast a bare
 # accept loop on one CPU takes connections from a bare connector on the other, each held, with
 # and without two small request/reply round trips (a login and a join). As many connections as
-# one table holds, at most 19,000, so the ceiling is read near the run's start, not at N.
+# one table holds, at most 19,000, so the ceiling is read near the run's start, not at N. And
+# what one bare send() costs (a blocking loop on CPU 0 over as many connections as one table holds
+# with both their ends, at most 9,000: fewer fit in the caches and read cheaper), against which the
+# broadcast reads (broadcast_floor_s).
 probe_connects=$((conns < 19000 ? conns : 19000))
-say "strix-platform-probe: the connect ceiling with $probe_connects connections"
-"$bin/strix-platform-probe" --hiccup-seconds 0.5 --segment-seconds 0.5 --connects "$probe_connects" \
-  --json "$runs/platform.json" >"$runs/platform.md" || die "strix-platform-probe failed; see $runs/platform.md"
+probe_segments=$((conns < 9000 ? conns : 9000))
+[ "$probe_segments" -le $(((hard - 200) / 2)) ] || probe_segments=$(((hard - 200) / 2))
+say "strix-platform-probe: the connect ceiling with $probe_connects connections, a send's cost with $probe_segments"
+"$bin/strix-platform-probe" --hiccup-seconds 0.5 --segment-seconds 2 --connections "$probe_segments" \
+  --connects "$probe_connects" --json "$runs/platform.json" >"$runs/platform.md" ||
+  die "strix-platform-probe failed; see $runs/platform.md"
 
 # --- 3. the server -----------------------------------------------------------------------------
 free_port() { python3 "$here/free_port.py"; }

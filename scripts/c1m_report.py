@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """make bench-c1m's report: build/bench/c1m.md, c1m.json and c1m.png from scripts/bench-c1m.sh's run
 directory (hold.json from strix-chat-hold, alone.json and held.json from strix-chat-load, idle.json,
-platform.json from strix-platform-probe (the connect ceiling),
+platform.json from strix-platform-probe (the connect ceiling and the bare send's cost),
 kernel.* snapshots of Slab and /proc/net/sockstat, env.txt, limits.txt, sysctl.txt, samples.txt).
 
     c1m_report.py --runs build/bench/c1m-run --out build/bench
@@ -88,7 +88,23 @@ def figures(runs):
     }
     f.update(kernel_delta(runs, n))
     f.update(connect_floor(runs))
+    f.update(broadcast_floor(runs, f["room_members"]))
     return f, env
+
+
+def broadcast_floor(runs, members):
+    """The sends of one message to every member at strix-platform-probe's cost of a bare TCP send."""
+    p = load(runs, "platform.json")
+    tcp = next((s for s in p.get("segments", []) if s["transport"] == "tcp"), None)
+    if tcp is None or not tcp["ok"] or tcp["sends"] == 0:
+        die("platform.json has no good TCP segment row")
+    per_send_s = tcp["sender_cpu_s"] / tcp["sends"]
+    return {
+        "broadcast_floor_s": members * per_send_s,
+        "send_floor_us": 1e6 * per_send_s,
+        "send_floor_connections": p["connections"],
+        "send_floor_bytes": p["size"],
+    }
 
 
 def connect_floor(runs):
@@ -144,6 +160,11 @@ def markdown(f, env, runs, plot_error):
         ("client_rss_per_conn", f"{f['client_rss_per_conn']:.0f} B"),
         ("broadcast_all_s", f"{f['broadcast_all_s'] * 1000:.1f} ms first to last, to {f['room_members']:,} members "
                             f"(last delivery {f['broadcast_last_s'] * 1000:.1f} ms after the post)"),
+        ("broadcast_floor_s (strix-platform-probe)",
+         f"{f['broadcast_floor_s']:.2f} s: {f['room_members']:,} sends at {f['send_floor_us']:.2f} us of CPU 0 each, "
+         f"a bare blocking send() loop of {f['send_floor_bytes']} bytes over {f['send_floor_connections']:,} "
+         f"connections before the server started (the receiver's TCP work included, as loopback runs it on the "
+         f"sender's CPU); the sends alone, on one CPU"),
         ("chat workload", f"{clients} clients in {rooms} rooms, {rps} messages/s each (seed 004's: 500, 10, 10)"),
         ("chat_p50_us / chat_p99_us (N idle)", f"{f['chat_p50_us']} / {f['chat_p99_us']} ({held_for} s)"),
         ("chat_p50 / chat_p99_alone_us (without them)", f"{f['chat_p50_alone_us']} / {f['chat_p99_alone_us']} ({alone_s} s)"),
