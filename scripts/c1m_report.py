@@ -87,14 +87,14 @@ def figures(runs):
         "pings_per_s": n / float(env["ping_interval"]) if float(env["ping_interval"]) > 0 else 0.0,
     }
     f.update(kernel_delta(runs, n))
-    f.update(connect_floor(runs))
-    f.update(broadcast_floor(runs, f["room_members"]))
+    platform = load(runs, "platform.json")
+    f.update(connect_floor(platform))
+    f.update(broadcast_floor(platform, f["room_members"]))
     return f, env
 
 
-def broadcast_floor(runs, members):
+def broadcast_floor(p, members):
     """The sends of one message to every member at strix-platform-probe's cost of a bare TCP send."""
-    p = load(runs, "platform.json")
     tcp = next((s for s in p.get("segments", []) if s["transport"] == "tcp"), None)
     if tcp is None or not tcp["ok"] or tcp["sends"] == 0:
         die("platform.json has no good TCP segment row")
@@ -107,9 +107,9 @@ def broadcast_floor(runs, members):
     }
 
 
-def connect_floor(runs):
+def connect_floor(p):
     """strix-platform-probe's connect ceiling: a bare accepter and connector, 0 and 2 round trips."""
-    rows = {c["rounds"]: c for c in load(runs, "platform.json").get("connects", [])}
+    rows = {c["rounds"]: c for c in p.get("connects", [])}
     if 0 not in rows or 2 not in rows or not (rows[0]["ok"] and rows[2]["ok"]):
         die("platform.json has no good connect ceiling rows (0 and 2 round trips)")
     return {

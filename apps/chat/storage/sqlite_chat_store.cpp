@@ -182,9 +182,9 @@ public:
         return out;
     }
 
-    std::uint64_t count_chat_logs() override { return static_cast<std::uint64_t>(scalar(count_logs_)); }
+    std::uint64_t count_chat_logs() override { return static_cast<std::uint64_t>(sqlite_scalar(count_logs_)); }
 
-    std::uint64_t max_room_id() override { return static_cast<std::uint64_t>(scalar(max_room_)); }
+    std::uint64_t max_room_id() override { return static_cast<std::uint64_t>(sqlite_scalar(max_room_)); }
 
     bool delete_room_if_empty(std::uint64_t room_id, std::int64_t now_us) override {
         // BEGIN IMMEDIATE takes the write lock: no membership changes between count and update.
@@ -242,7 +242,7 @@ public:
         return std::nullopt;
     }
 
-    std::uint32_t schema_version() override { return static_cast<std::uint32_t>(scalar(version_)); }
+    std::uint32_t schema_version() override { return static_cast<std::uint32_t>(sqlite_scalar(version_)); }
 
     std::optional<device_token_record> find_device_token(const device_token_hash& hash, token_kind kind) override {
         device_token_record rec;
@@ -402,7 +402,7 @@ private:
     std::size_t membership_count(std::uint64_t account_id) override {
         reset_guard g{direct_.count_rooms};
         direct_.count_rooms.bind(1, account_id);
-        return static_cast<std::size_t>(scalar(direct_.count_rooms));
+        return static_cast<std::size_t>(sqlite_scalar(direct_.count_rooms));
     }
     void create_direct_room(std::uint64_t room_id, std::int64_t now_us) override {
         change(direct_.create_room, room_id, now_us);
@@ -653,8 +653,6 @@ private:
     static void bind_one(statement& st, int i, std::uint64_t v) { st.bind(i, v); }
     static void bind_one(statement& st, int i, std::int64_t v) { st.bind(i, v); }
     static void bind_one(statement& st, int i, std::string_view v) { st.bind_text(i, v); }
-
-    static std::int64_t scalar(statement& s) { return sqlite_scalar(s); }
 
     void exec(const char* sql) { sqlite_exec(db_, sql); }
 
